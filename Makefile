@@ -1,0 +1,163 @@
+# nfbox — the front door. `make help` lists the targets.
+#
+# Layout of the build tree (all under build/):
+#   build/nfbox             the appliance binary (release flags)
+#   build/asan/...          the same code and the unit tests, under ASan+UBSan
+#   build/bpf/*.bpf.o       BPF objects; build/bpf/*.skel.h their skeletons
+#   build/vmlinux.h         generated from the running kernel's BTF
+
+PREFIX  ?= /usr
+SBINDIR ?= $(PREFIX)/sbin
+MANDIR  ?= $(PREFIX)/share/man
+DESTDIR ?=
+
+CC      ?= gcc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+PKG_CONFIG ?= pkg-config
+
+B := build
+VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
+
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-8s %s\n' $(1) $(2);
+endif
+
+PKGS := libbpf libxdp libnftnl libmnl yaml-0.1
+PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
+
+WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter
+CFLAGS  ?= -O2 -g
+BASE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DNFBOX_VERSION='"$(VERSION)"' \
+	-Ipolicy -Iappliance -Ibpf -I$(B) -I$(B)/bpf $(PKG_CFLAGS)
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+
+BPF_CFLAGS := -g -O2 -target bpf -Wall -Werror -D__TARGET_ARCH_x86 -I$(B) -Ibpf
+
+POLICY_SRCS := $(wildcard policy/*.c)
+APP_SRCS    := $(wildcard appliance/*.c)
+APP_MAIN    := appliance/main.c
+APP_LIB_SRCS := $(filter-out $(APP_MAIN),$(APP_SRCS))
+BPF_SRCS    := $(wildcard bpf/*.bpf.c)
+BPF_OBJS    := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
+BPF_SKELS   := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.skel.h,$(BPF_SRCS))
+HDRS        := $(wildcard policy/*.h appliance/*.h bpf/*.h)
+
+UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
+UNIT_BINS   := $(patsubst tests/unit/%.c,$(B)/asan/%,$(UNIT_SRCS))
+BPFT_SRCS   := $(wildcard tests/bpf/test_*.c)
+BPFT_BINS   := $(patsubst tests/bpf/%.c,$(B)/asan/%,$(BPFT_SRCS))
+BENCH_SRCS  := $(wildcard tests/bench/*.c)
+BENCH_BINS  := $(patsubst tests/bench/%.c,$(B)/%,$(BENCH_SRCS))
+
+rel_obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
+asan_obj = $(patsubst %.c,$(B)/asan/obj/%.o,$(1))
+
+.PHONY: all check check-long demo bench deb clean help deps install fuzz unit
+.DEFAULT_GOAL := all
+
+all: $(B)/nfbox
+
+help:
+	@echo 'nfbox targets:'
+	@echo '  all (default)  build build/nfbox'
+	@echo '  check          install missing deps, build, run every test suite (as root)'
+	@echo '  check-long     check plus the long runs (longer fuzzing, more reloads)'
+	@echo '  demo           run nfbox on config/policy.yaml in throw-away namespaces (root)'
+	@echo '  bench          print benchmark figures beside their targets and peers (root)'
+	@echo '  deb            build the Debian package into build/'
+	@echo '  install        install binary, unit and man pages under DESTDIR/PREFIX'
+	@echo '  clean          remove build/'
+	@echo '  V=1            show the commands'
+
+deps:
+	$(Q)packaging/install-deps.sh
+
+$(B)/vmlinux.h:
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+
+$(B)/bpf/%.bpf.o: bpf/%.bpf.c bpf/nfbox.h $(wildcard bpf/*.bpf.h) $(B)/vmlinux.h
+	$(call msg,BPF,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp.o
+	$(Q)$(BPFTOOL) gen object $@ $@.tmp.o && rm -f $@.tmp.o
+
+$(B)/bpf/%.skel.h: $(B)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .bpf,,$(basename $(notdir $<)))_bpf > $@.tmp && mv $@.tmp $@
+
+$(B)/obj/%.o: %.c $(HDRS) $(BPF_SKELS)
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
+
+$(B)/asan/obj/%.o: %.c $(HDRS) $(BPF_SKELS)
+	$(call msg,CC-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(BASE_CFLAGS) -O1 -g $(SAN_FLAGS) -c $< -o $@
+
+$(B)/nfbox: $(call rel_obj,$(APP_SRCS) $(POLICY_SRCS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
+
+$(B)/asan/nfbox: $(call asan_obj,$(APP_SRCS) $(POLICY_SRCS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
+
+$(B)/asan/test_%: $(call asan_obj,tests/unit/test_%.c) $(call asan_obj,$(APP_LIB_SRCS) $(POLICY_SRCS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
+
+$(B)/asan/test_bpf_%: $(call asan_obj,tests/bpf/test_bpf_%.c) $(call asan_obj,$(APP_LIB_SRCS) $(POLICY_SRCS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
+
+$(B)/bench_%: $(call rel_obj,tests/bench/bench_%.c) $(call rel_obj,$(APP_LIB_SRCS) $(POLICY_SRCS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
+
+# libFuzzer harness: clang, with ASan+UBSan, over the policy loader only.
+$(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(wildcard policy/*.h)
+	$(call msg,FUZZ,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Ipolicy -Ibpf -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=all -o $@ $(filter %.c,$^) $(shell $(PKG_CONFIG) --cflags --libs yaml-0.1)
+
+unit: $(B)/nfbox $(B)/asan/nfbox $(UNIT_BINS) $(BPFT_BINS) $(B)/fuzz/fuzz_policy
+
+# check: deps (idempotent, quiet), build, then every suite through the runner.
+check: deps
+	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)tests/run.sh
+
+check-long: deps
+	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)NFBOX_LONG=1 tests/run.sh
+
+demo: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/demo.sh
+
+bench: deps
+	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
+	$(Q)tests/bench/run.sh
+
+install: $(B)/nfbox
+	install -D -m 0755 $(B)/nfbox $(DESTDIR)$(SBINDIR)/nfbox
+	install -D -m 0644 config/policy.yaml $(DESTDIR)/etc/nfbox/policy.yaml
+	install -D -m 0644 packaging/systemd/nfbox.service $(DESTDIR)/lib/systemd/system/nfbox.service
+	for m in packaging/man/*.[1-8]; do \
+		s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
+
+deb: $(B)/nfbox
+	$(Q)packaging/build-deb.sh $(VERSION)
+
+clean:
+	rm -rf $(B)

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * nfbox engine ABI: the layout of the BPF maps that the fixed netfilter
+ * classifier (bpf/nfbox_filter.bpf.c) reads and that user space
+ * (policy/compile.c encodes, appliance/engine.c loads) writes.
+ * Included by BPF code (after vmlinux.h) and by user space (after
+ * <linux/types.h>). Change it only together with both sides.
+ *
+ * Classification is a linear bit-vector search: every rule of a hook has a
+ * bit; each packet field (input interface, output interface, source and
+ * destination prefix, L4 key, source port, conntrack state) is looked up and
+ * yields a bit vector of the rules that field allows; the vectors are ANDed
+ * and the lowest set bit is the first matching rule. Vectors are stored
+ * compressed (see "vector format") in a blob of fixed-size chunks, and
+ * identical vectors are stored once, so memory follows the number of
+ * distinct vectors, not keys x rules.
+ *
+ * Reload is atomic: every per-policy map exists twice (two "generations",
+ * reached through ARRAY_OF_MAPS outers of two slots); user space fills the
+ * spare generation, then writes nfb_ctl.active_gen. The program reads the
+ * generation once per packet, so a packet is judged wholly by one policy.
+ */
+#ifndef NFBOX_H
+#define NFBOX_H
+
+/* Hooks nfbox enforces, in nfbox's own numbering (index into arrays). */
+enum nfb_hook {
+	NFB_HOOK_INPUT = 0,
+	NFB_HOOK_FORWARD = 1,
+	NFB_HOOK_OUTPUT = 2,
+	NFB_HOOK_MAX = 3,
+};
+
+enum nfb_family {
+	NFB_FAM_IPV4 = 0,
+	NFB_FAM_IPV6 = 1,
+	NFB_FAM_MAX = 2,
+};
+
+/* Bit-vector dimensions. */
+enum nfb_field {
+	NFB_F_IIF = 0,   /* input interface: iface map, dir 0 */
+	NFB_F_OIF = 1,   /* output interface: iface map, dir 1 */
+	NFB_F_SRC = 2,   /* source prefix: lpm4/lpm6, dir 0 */
+	NFB_F_DST = 3,   /* destination prefix: lpm4/lpm6, dir 1 */
+	NFB_F_L4 = 4,    /* dport (port map dir 1) or misc key (ICMP type, proto, fragment) */
+	NFB_F_SPORT = 5, /* source port (port map dir 0), or sport_none vector */
+	NFB_F_CT = 6,    /* conntrack state: gen cfg ct[] */
+	NFB_F_MAX = 7,
+};
+
+/* Conntrack states as the classifier sees them. */
+enum nfb_ct {
+	NFB_CT_NEW = 0,
+	NFB_CT_ESTABLISHED = 1,
+	NFB_CT_RELATED = 2,
+	NFB_CT_INVALID = 3,   /* conntrack active but no entry (skb->_nfct == 0) */
+	NFB_CT_UNTRACKED = 4, /* ctinfo 7: the untracked template (notrack) */
+	NFB_CT_MAX = 5,
+};
+
+/* Port map classes (protocols that have ports). */
+enum nfb_pclass {
+	NFB_PC_TCP = 0,
+	NFB_PC_UDP = 1,
+	NFB_PC_SCTP = 2,
+	NFB_PC_MAX = 3,
+};
+
+/* Misc map classes: L4 keys of packets that have no port, 256 values each. */
+enum nfb_mclass {
+	NFB_MC_ICMP = 0,   /* value: ICMP type (IPv4 packets, proto 1) */
+	NFB_MC_ICMPV6 = 1, /* value: ICMPv6 type (IPv6 packets, next header 58) */
+	NFB_MC_PROTO = 2,  /* value: protocol number, for every other protocol */
+	NFB_MC_FRAG = 3,   /* value: protocol number of a packet that is still a
+			      fragment (defrag off) or whose L4 header is
+			      truncated: never matched by port or type rules */
+	NFB_MC_MAX = 4,
+};
+
+#define NFB_MAX_RULES 65536              /* per hook */
+#define NFB_MAX_WORDS (NFB_MAX_RULES / 64) /* 1024 */
+#define NFB_MAX_SUM (NFB_MAX_WORDS / 64)   /* 16 */
+
+/*
+ * Vector format, in u64 words, nsum = gen_cfg.hook[h].nsum (1..16):
+ *   [0, nsum)          S: summary; bit j of S[k] set <=> word 64k+j nonzero
+ *   [nsum, 2 nsum)     R: R[k] = number of set bits in S[0..k-1]
+ *   [2 nsum, ...)      the nonzero words, in ascending word index
+ * Word w of the vector: k = w / 64, b = w % 64; zero unless S[k] bit b; else
+ * packed[R[k] + popcount(S[k] & ((1 << b) - 1))]. Rule r is bit r % 64 of word
+ * r / 64. A vector never straddles a chunk.
+ *
+ * A locator (u32) names a vector: chunk index << NFB_LOC_SHIFT | word offset.
+ */
+#define NFB_CHUNK_WORDS 8192 /* 64 KiB chunks */
+#define NFB_LOC_SHIFT 13
+#define NFB_LOC_OFF_MASK (NFB_CHUNK_WORDS - 1)
+#define NFB_MAX_CHUNKS 4096
+#define NFB_VEC_MAX_WORDS (2 * NFB_MAX_SUM + NFB_MAX_WORDS)
+
+struct nfb_chunk {
+	__u64 w[NFB_CHUNK_WORDS];
+};
+
+/* LPM keys: data = hook, dir (0 src, 1 dst), address; prefixlen counts the
+ * 16 bits of hook and dir plus the prefix length. Value: u32 locator. */
+struct nfb_lpm4_key {
+	__u32 prefixlen;
+	__u8 hook;
+	__u8 dir;
+	__u8 addr[4];
+};
+
+struct nfb_lpm6_key {
+	__u32 prefixlen;
+	__u8 hook;
+	__u8 dir;
+	__u8 addr[16];
+};
+
+/* Interface map key; value: u32 locator. Interfaces not in the map use the
+ * hook's miss vector for the field. */
+struct nfb_iface_key {
+	__u32 ifindex;
+	__u8 hook;
+	__u8 dir; /* 0 input, 1 output */
+	__u8 pad[2];
+};
+
+/* Port map: ARRAY of u32 locators, index nfb_port_index(). */
+#define NFB_PORT_ENTRIES (NFB_HOOK_MAX * 2 * NFB_PC_MAX * 65536)
+static inline __u32 nfb_port_index(__u32 hook, __u32 dir, __u32 pclass, __u32 port)
+{
+	return ((hook * 2 + dir) * NFB_PC_MAX + pclass) * 65536 + port;
+}
+
+/* Misc map: ARRAY of u32 locators, index nfb_misc_index(). */
+#define NFB_MISC_ENTRIES (NFB_HOOK_MAX * NFB_MC_MAX * 256)
+static inline __u32 nfb_misc_index(__u32 hook, __u32 mclass, __u32 value)
+{
+	return (hook * NFB_MC_MAX + mclass) * 256 + value;
+}
+
+enum nfb_action {
+	NFB_ACT_DROP = 0, /* == NF_DROP */
+	NFB_ACT_ACCEPT = 1, /* == NF_ACCEPT */
+};
+
+#define NFB_RULE_LOG 0x1
+
+/* Rules map: ARRAY, index hook * NFB_MAX_RULES + rule bit. */
+#define NFB_RULE_ENTRIES (NFB_HOOK_MAX * NFB_MAX_RULES)
+struct nfb_rule {
+	__u8 action;
+	__u8 flags;
+	__u16 pad;
+	__u32 counter; /* slot in nfb_counters */
+};
+
+struct nfb_hook_cfg {
+	__u32 enabled;  /* the policy has this hook */
+	__u32 nrules;
+	__u32 nsum;     /* summary words per vector: ceil(ceil(nrules/64)/64) */
+	__u32 fields;   /* bit mask of NFB_F_* that any rule restricts; others skipped */
+	__u32 default_action;
+	__u32 default_counter;
+	__u32 miss[NFB_F_MAX];  /* locator used when a field's lookup misses */
+	__u32 ct[NFB_CT_MAX];   /* locator per conntrack state */
+	__u32 sport_none;       /* SPORT vector for packets without ports */
+};
+
+/* Options of a generation. */
+#define NFB_OPT_ESTABLISHED_ACCEPT 0x1 /* established/related skip the rules */
+
+struct nfb_gen_cfg {
+	__u32 options;
+	__u32 log_rate;       /* events per second, 0 = unlimited */
+	__u32 log_burst;
+	__u32 established_counter;
+	struct nfb_hook_cfg hook[NFB_HOOK_MAX];
+};
+
+/* Global control (not per generation): ARRAY of one. */
+struct nfb_ctl {
+	__u32 active_gen; /* 0 or 1 */
+	__u32 pad;
+};
+
+/* Per-CPU counters: PERCPU_ARRAY indexed by slot. Slots below
+ * NFB_CNT_FIRST_RULE are fixed; rule and default slots are assigned by user
+ * space and kept for a rule (hook + name) across reloads. */
+struct nfb_counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+enum nfb_cnt_fixed {
+	NFB_CNT_MALFORMED = 0,   /* dropped: IP header truncated or inconsistent */
+	NFB_CNT_NO_GEN = 1,      /* accepted: no policy loaded (cannot happen once ready) */
+	NFB_CNT_LOG_DROPPED = 2, /* verdict events lost: ring buffer full */
+	NFB_CNT_LOG_LIMITED = 3, /* verdict events suppressed by log-rate */
+	NFB_CNT_FIRST_RULE = 8,
+};
+#define NFB_MAX_COUNTERS (NFB_CNT_FIRST_RULE + 2 * (NFB_HOOK_MAX * (NFB_MAX_RULES + 1) + 1))
+
+/* Verdict event, in the ring buffer, for rules with log: true. */
+struct nfb_event {
+	__u64 ts_ns;     /* bpf_ktime_get_ns() */
+	__u32 counter;   /* rule's counter slot: names the rule in user space */
+	__u32 rule;      /* rule bit in its hook, or NFB_RULE_DEFAULT */
+	__u32 gen;
+	__u32 len;       /* skb->len: the whole (reassembled) datagram */
+	__u32 ifin;
+	__u32 ifout;
+	__u8 hook;       /* enum nfb_hook */
+	__u8 family;     /* enum nfb_family */
+	__u8 action;
+	__u8 proto;
+	__u16 sport;     /* host order; 0 if none */
+	__u16 dport;     /* host order; ICMP: type << 8 | code */
+	__u8 saddr[16];  /* IPv4 in the first 4 bytes */
+	__u8 daddr[16];
+};
+#define NFB_RULE_DEFAULT 0xffffffffu
+
+#define NFB_RINGBUF_SIZE (1 << 20)
+/* Netfilter priority of the classifier: after conntrack (-200) so the state
+ * is known, and after defrag (-400). */
+#define NFB_PRIORITY (-100)
+
+#endif /* NFBOX_H */

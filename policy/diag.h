@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Diagnostics that point into the user's files: every message carries a
+ * source, a line and a column, and prints as nft does:
+ *   FILE:LINE:COL: error: MESSAGE
+ *   <the source line>
+ *        ^
+ * Messages are collected, not printed at once, so that validation reports
+ * every mistake in one run.
+ */
+#ifndef NFBOX_DIAG_H
+#define NFBOX_DIAG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* A loaded text file; diagnostics keep a pointer to it for the source line. */
+struct source {
+	char *name;
+	char *text;
+	size_t len;
+	struct source *next;
+};
+
+enum diag_level {
+	DIAG_ERROR,
+	DIAG_WARNING,
+	DIAG_NOTE,
+};
+
+struct loc {
+	const struct source *src; /* NULL: no place (e.g. a whole-policy limit) */
+	unsigned line;            /* 1-based; 0: no line */
+	unsigned col;             /* 1-based */
+};
+
+struct diag {
+	enum diag_level level;
+	struct loc loc;
+	char *msg;
+};
+
+struct diags {
+	struct diag *v;
+	size_t n, cap;
+	size_t errors, warnings;
+	size_t max;                /* stop collecting beyond this many (0: 1000) */
+	size_t dropped;
+	struct source *sources;    /* owned */
+};
+
+void diags_init(struct diags *d);
+void diags_free(struct diags *d);
+
+/* Read a whole file into a new source owned by d. Returns 0 or -errno. */
+int diags_load_source(struct diags *d, const char *path, struct source **out);
+/* Adopt an in-memory buffer (copied) as a source. */
+struct source *diags_add_source(struct diags *d, const char *name, const char *text, size_t len);
+
+__attribute__((format(printf, 4, 5)))
+void diag_add(struct diags *d, enum diag_level level, struct loc loc, const char *fmt, ...);
+
+#define diag_error(d, ...) diag_add((d), DIAG_ERROR, __VA_ARGS__)
+#define diag_warn(d, ...) diag_add((d), DIAG_WARNING, __VA_ARGS__)
+#define diag_note(d, ...) diag_add((d), DIAG_NOTE, __VA_ARGS__)
+
+/* Print every diagnostic in order of file, line, column. color: ANSI colors. */
+void diags_print(const struct diags *d, FILE *f, bool color);
+
+/* Levenshtein-closest of candidates (NULL-terminated) to word, or NULL if
+ * nothing is close enough to be a plausible typo. */
+const char *diag_closest(const char *word, const char *const *candidates);
+
+#endif

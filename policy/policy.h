@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The policy model: what a valid policy file means, with every element
+ * keeping its place in the file for later diagnostics. Built by
+ * policy_load() (loader + validator); consumed by the compiler (plan.h).
+ */
+#ifndef NFBOX_POLICY_H
+#define NFBOX_POLICY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "diag.h"
+
+/* Limits (documented in policy/README.md; exceeding one is an error). */
+#define POLICY_MAX_RULES 65536          /* per hook */
+#define POLICY_MAX_PREFIXES 2000000u    /* set and inline prefixes, all sets together */
+#define POLICY_MAX_GROUP_IFACES 4096
+#define POLICY_MAX_SERVICE_ENTRIES 65536
+#define POLICY_MAX_NAME 64
+#define POLICY_IFNAMSIZ 16
+
+enum policy_hook {
+	POLICY_HOOK_INPUT = 0,
+	POLICY_HOOK_FORWARD = 1,
+	POLICY_HOOK_OUTPUT = 2,
+	POLICY_HOOK_MAX = 3,
+};
+
+enum policy_family {
+	POLICY_FAM_IPV4 = 1,
+	POLICY_FAM_IPV6 = 2,
+	POLICY_FAM_ANY = 3,
+};
+
+enum policy_action {
+	POLICY_DROP = 0,
+	POLICY_ACCEPT = 1,
+};
+
+enum policy_ct {
+	POLICY_CT_NEW = 1 << 0,
+	POLICY_CT_ESTABLISHED = 1 << 1,
+	POLICY_CT_RELATED = 1 << 2,
+	POLICY_CT_INVALID = 1 << 3,
+	POLICY_CT_UNTRACKED = 1 << 4,
+	POLICY_CT_ALL = 0x1f,
+};
+
+struct prefix {
+	uint8_t family; /* POLICY_FAM_IPV4 or _IPV6 */
+	uint8_t plen;
+	uint8_t addr[16];
+	struct loc loc;
+};
+
+struct addr_set {
+	char *name;
+	struct loc loc;
+	struct prefix *v;
+	uint32_t n;
+	uint8_t families; /* POLICY_FAM_* bits present */
+	bool used;
+};
+
+struct iface_group {
+	char *name;
+	struct loc loc;
+	char (*ifnames)[POLICY_IFNAMSIZ];
+	uint32_t n;
+	bool used;
+};
+
+/* One protocol and port range; lo == hi for a single port. */
+struct port_range {
+	uint8_t proto; /* IPPROTO_TCP, _UDP or _SCTP */
+	uint16_t lo, hi;
+	struct loc loc;
+};
+
+struct service {
+	char *name;
+	struct loc loc;
+	struct port_range *v;
+	uint32_t n;
+	bool used;
+};
+
+/* A reference list as written: from/to resolve to prefixes, in/out to names. */
+struct addr_match {
+	bool any;                /* no restriction */
+	struct prefix *v;        /* resolved prefixes (sets expanded) */
+	uint32_t n;
+	uint8_t families;
+	char *what;              /* as written, for display: "office", "[a, b]" */
+};
+
+struct iface_match {
+	bool any;
+	char (*ifnames)[POLICY_IFNAMSIZ];
+	uint32_t n;
+	char *what;
+};
+
+struct port_match {
+	bool any;
+	struct port_range *v;
+	uint32_t n;
+	char *what;
+};
+
+struct rule {
+	char *name;
+	struct loc loc;
+	uint8_t hooks;  /* 1 << POLICY_HOOK_* */
+	struct iface_match in, out;
+	struct addr_match from, to;
+	struct port_match service, sport;
+	int proto;      /* -1: any */
+	int icmp_type;  /* -1: any */
+	uint8_t state;  /* POLICY_CT_* mask; POLICY_CT_ALL: any */
+	enum policy_action action;
+	bool log;
+	char *comment;
+	uint8_t families; /* families the rule can match at all */
+};
+
+struct hook_conf {
+	bool present;
+	enum policy_action def;
+	struct loc loc;
+};
+
+enum nat_kind {
+	NAT_MASQUERADE,
+	NAT_SNAT,
+	NAT_FORWARD_PORT,
+};
+
+struct nat_rule {
+	enum nat_kind kind;
+	struct loc loc;
+	struct iface_match in, out;
+	struct prefix to_addr;    /* snat/forward-port target */
+	uint16_t to_port;         /* forward-port: 0 keeps the port */
+	struct port_match service; /* forward-port: what is forwarded */
+};
+
+struct capture_match {
+	int proto;                /* -1 any */
+	struct addr_match from, to;
+	struct port_match service;
+	uint32_t min_len, max_len; /* max_len 0: no limit */
+	bool non_ip;              /* capture non-IP frames too */
+};
+
+struct capture_conf {
+	char *name;
+	struct loc loc;
+	char ifname[POLICY_IFNAMSIZ];
+	char mirror_from[POLICY_IFNAMSIZ]; /* "" if none */
+	struct capture_match match;
+	char *file;
+	uint64_t rotate_size;     /* bytes, 0: no rotation */
+	uint32_t rotate_keep;
+	uint32_t snaplen;
+};
+
+struct policy_options {
+	bool defrag;
+	bool established_accept;
+	uint32_t log_rate;  /* events per second */
+	uint32_t log_burst;
+};
+
+struct policy {
+	const struct source *src;
+	int version;
+	struct iface_group *groups;
+	uint32_t ngroups;
+	struct addr_set *sets;
+	uint32_t nsets;
+	struct service *services;
+	uint32_t nservices;
+	struct hook_conf hooks[POLICY_HOOK_MAX];
+	struct policy_options opt;
+	struct rule *rules;
+	uint32_t nrules;
+	struct nat_rule *nat;
+	uint32_t nnat;
+	struct capture_conf *captures;
+	uint32_t ncaptures;
+	uint64_t nprefixes; /* total, for the limit */
+};
+
+/* Load, parse and validate the policy at path. Diagnostics (errors and
+ * warnings) go to d; on success *out is a new policy (even with warnings).
+ * Returns 0, -EINVAL for an invalid policy, or -errno when the file cannot
+ * be read (also reported in d). */
+int policy_load(const char *path, struct diags *d, struct policy **out);
+/* The same from a buffer (name is used in messages and to find set files). */
+int policy_load_buffer(const char *name, const char *text, size_t len, struct diags *d,
+		       struct policy **out);
+void policy_free(struct policy *p);
+
+const char *policy_hook_name(enum policy_hook h);
+const char *policy_proto_name(int proto); /* "tcp", ..., or NULL */
+int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
+/* ICMP/ICMPv6 type names: returns the type or -1. */
+int policy_icmp_type(const char *name, bool v6);
+const char *policy_icmp_type_name(int type, bool v6);
+
+#endif

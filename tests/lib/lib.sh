@@ -1,0 +1,22 @@
+# Shared helpers for nfbox shell tests: the same one-line-per-case protocol
+# as tests/lib/check.h ("ok NAME", "FAIL NAME: why", "skip NAME: why").
+# Source it; call t_done last, it exits 1 if any case failed.
+
+T_FAILED=0
+
+t_ok() { echo "ok $1"; }
+t_fail() {
+	echo "FAIL $1: $2"
+	T_FAILED=$((T_FAILED + 1))
+}
+t_skip() { echo "skip $1: $2"; }
+# t_check NAME CONDITION-COMMAND...: ok if the command succeeds.
+t_check() {
+	local name=$1
+	shift
+	if "$@"; then t_ok "$name"; else t_fail "$name" "failed: $*"; fi
+}
+t_done() { [ "$T_FAILED" -eq 0 ]; exit $?; }
+
+# The binary under test: the sanitizer build when the runner gives one.
+NFBOX=${NFBOX_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/nfbox}

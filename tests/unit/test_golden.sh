@@ -1,0 +1,97 @@
+#!/bin/bash
+# Golden files for the policy tools:
+#   golden/valid/X.yaml    `nfbox plan X.yaml` must print X.plan exactly, and
+#                          `nfbox plan --json` must be valid JSON
+#   golden/invalid/X.yaml  `nfbox validate --strict X.yaml` must exit 1 and
+#                          print X.err exactly (messages, lines, columns, carets)
+# NFBOX_UPDATE_GOLDEN=1 rewrites the expected files from the current output
+# (review the diff before committing it).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+export NO_COLOR=1
+tmp=$(mktemp -d /tmp/nfbox-golden.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+compare() { # NAME EXPECTED-FILE ACTUAL-FILE
+	if [ -n "${NFBOX_UPDATE_GOLDEN:-}" ]; then
+		cp "$3" "$2"
+		t_ok "$1 (updated)"
+	elif diff -u "$2" "$3" >"$tmp/diff"; then
+		t_ok "$1"
+	else
+		t_fail "$1" "output differs from $2:"
+		head -n 40 "$tmp/diff"
+	fi
+}
+
+for f in tests/unit/golden/valid/*.yaml; do
+	n=$(basename "$f" .yaml)
+	if "$NFBOX" plan "$f" >"$tmp/out" 2>"$tmp/err"; then
+		compare "plan-$n" "${f%.yaml}.plan" "$tmp/out"
+	else
+		t_fail "plan-$n" "nfbox plan failed: $(cat "$tmp/err")"
+	fi
+	if "$NFBOX" plan --json "$f" | /usr/bin/python3 -m json.tool >/dev/null 2>"$tmp/err"; then
+		t_ok "plan-json-$n"
+	else
+		t_fail "plan-json-$n" "not valid JSON: $(head -c 300 "$tmp/err")"
+	fi
+done
+
+for f in tests/unit/golden/invalid/*.yaml; do
+	n=$(basename "$f" .yaml)
+	"$NFBOX" validate --strict "$f" >"$tmp/out" 2>&1
+	rc=$?
+	if [ "$rc" -ne 1 ]; then
+		t_fail "reject-$n" "exit status $rc, expected 1"
+		continue
+	fi
+	compare "reject-$n" "${f%.yaml}.err" "$tmp/out"
+done
+
+# Warnings alone do not fail without --strict.
+for n in host-bits shadowed; do
+	t_check "warnings-pass-$n" "$NFBOX" validate --quiet tests/unit/golden/invalid/$n.yaml 2>/dev/null
+done
+
+# Everything the project ships validates, warnings included.
+for f in config/policy.yaml config/examples/*.yaml; do
+	t_check "shipped-valid-$(basename "$f" .yaml)" "$NFBOX" validate --strict --quiet "$f"
+done
+
+# Every mistake in one run: two files, each with its own errors.
+"$NFBOX" validate tests/unit/golden/invalid/port-range.yaml tests/unit/golden/invalid/unknown-refs.yaml >"$tmp/out" 2>&1
+if [ "$(grep -c ': error: ' "$tmp/out")" -eq 8 ]; then t_ok "all-errors-all-files"; else t_fail "all-errors-all-files" "expected 8 errors: $(cat "$tmp/out")"; fi
+
+# Limits are errors, not crashes.
+{
+	printf 'version: 1\nhooks: { forward: { default: drop } }\nrules:\n'
+	for i in $(seq 0 65536); do echo "  - { name: r$i, service: tcp/$((i % 65536)), action: accept }"; done
+} >"$tmp/many.yaml"
+if "$NFBOX" validate "$tmp/many.yaml" >"$tmp/out" 2>&1; then
+	t_fail "limit-rules" "65,537 rules were accepted"
+elif grep -q "more than 65536 rules on the forward hook" "$tmp/out"; then
+	t_ok "limit-rules"
+else
+	t_fail "limit-rules" "$(head -c 500 "$tmp/out")"
+fi
+head -n 65539 "$tmp/many.yaml" >"$tmp/max.yaml"
+t_check "limit-rules-at-max" "$NFBOX" validate --quiet "$tmp/max.yaml"
+
+/usr/bin/python3 -c '
+import sys
+with open(sys.argv[1], "w") as f:
+    for i in range(2000001):
+        f.write("2001:db8:%x:%x::/64\n" % (i >> 16, i & 0xffff))
+' "$tmp/huge.txt"
+printf 'version: 1\nhooks: { forward: { default: drop } }\nsets:\n  huge: { file: %s }\nrules:\n  - { name: a, from: huge, action: drop }\n' "$tmp/huge.txt" >"$tmp/huge.yaml"
+if "$NFBOX" validate "$tmp/huge.yaml" >"$tmp/out" 2>&1; then
+	t_fail "limit-prefixes" "2,000,001 prefixes were accepted"
+elif grep -q "more than 2000000 prefixes" "$tmp/out" && grep -q "huge.txt:2000001:1:" "$tmp/out"; then
+	t_ok "limit-prefixes"
+else
+	t_fail "limit-prefixes" "$(head -c 500 "$tmp/out")"
+fi
+
+t_done
