@@ -197,6 +197,10 @@ static void port_item(struct lx *x, const struct ynode *n, void *arg)
 	struct service *s;
 	const char *why;
 
+	if (strcmp(n->str, "any") == 0) {
+		m->any = true;
+		return;
+	}
 	if (strchr(n->str, '/')) {
 		if (parse_port_range(n->str, &pr, &why) < 0) {
 			diag_error(x->d, n->loc, "'%s': %s", n->str, why);
@@ -229,4 +233,12 @@ void lx_port_match(struct lx *x, const struct ynode *n, const char *what, struct
 	}
 	m->what = lx_describe(n);
 	lx_each_scalar(x, n, what, port_item, m);
+	if (n->type == YNODE_SEQ && !n->nkids)
+		diag_error(x->d, n->loc, "%s is an empty list: nothing would match; list ports or leave %s out",
+			   what, what);
+	if (m->any) {
+		free(m->v);
+		m->v = NULL;
+		m->n = 0;
+	}
 }

@@ -76,11 +76,15 @@ static void rule_narrow_service(struct lx *x, struct rule *r, struct port_match 
 	for (uint32_t i = 0; i < m->n; i++)
 		if (m->v[i].proto == r->proto)
 			m->v[kept++] = m->v[i];
-	if (!kept && m->n)
+	if (!kept && !m->n)
+		return; /* an empty list, reported where it is parsed */
+	if (!kept && m->n && policy_proto_name(r->proto))
 		diag_error(x->d, n->loc, "%s '%s' has no %s ports, but the rule says 'proto: %s'", what,
 			   m->what, policy_proto_name(r->proto), policy_proto_name(r->proto));
-	else if (!kept)
-		diag_error(x->d, n->loc, "'proto: %d' has no ports; remove %s", r->proto, what);
+	else if (!kept && m->n)
+		diag_error(x->d, n->loc, "%s '%s' has no ports of protocol %d, but the rule says 'proto: %d'",
+			   what, m->what, r->proto, r->proto);
+
 	m->n = kept;
 }
 
@@ -103,8 +107,11 @@ static void rule_hooks_and_sides(struct lx *x, struct rule *r, const struct ynod
 {
 	const struct ynode *v;
 
-	if ((v = ynode_get(n, "hook")))
+	if ((v = ynode_get(n, "hook"))) {
 		lx_each_scalar(x, v, "hook", hook_item, r);
+		if (v->type == YNODE_SEQ && !v->nkids)
+			diag_error(x->d, v->loc, "the hook list is empty; name at least one of input, forward, output");
+	}
 	else if (!x->p->hooks[POLICY_HOOK_FORWARD].present && (x->p->hooks[0].present || x->p->hooks[2].present))
 		diag_error(x->d, n->loc, "rule '%s' has no 'hook:', so it is for forward, which is not declared under hooks:",
 			   r->name);
@@ -171,15 +178,14 @@ static void load_rule(struct lx *x, const struct ynode *n)
 		if (!parse_valid_name(v->str))
 			diag_error(x->d, v->loc, "rule name '%s' is not valid: use up to %d letters, digits, '_', '-' or '.', starting with a letter",
 				   v->str, POLICY_MAX_NAME);
-		for (uint32_t i = 0; i + 1 < x->p->nrules; i++)
-			if (x->p->rules[i].name && strcmp(x->p->rules[i].name, v->str) == 0)
-				diag_error(x->d, v->loc, "duplicate rule name '%s' (first used at line %u)", v->str,
-					   x->p->rules[i].loc.line);
 		r->name = strdup(v->str);
 		r->loc = v->loc;
 	}
-	if (!r->name)
-		asprintf(&r->name, "rule-%u", x->p->nrules) < 0 ? (void)(r->name = NULL) : (void)0;
+	if (!r->name) {
+		r->unnamed = true;
+		if (asprintf(&r->name, "rule-%u", x->p->nrules) < 0)
+			r->name = NULL;
+	}
 	rule_hooks_and_sides(x, r, n);
 	lx_addr_match(x, ynode_get(n, "from"), "from", &r->from);
 	lx_addr_match(x, ynode_get(n, "to"), "to", &r->to);
@@ -205,6 +211,38 @@ static void load_rule(struct lx *x, const struct ynode *n)
 			  r->name);
 }
 
+static int by_name(const void *a, const void *b)
+{
+	const struct rule *const *x = a, *const *y = b;
+	int c = strcmp((*x)->name, (*y)->name);
+
+	return c ? c : (*x < *y ? -1 : *x > *y);
+}
+
+/* Duplicate names, found by sorting: quadratic scans are too slow for
+ * 65,536 rules. Each later use points at the first. */
+static void check_duplicate_names(struct lx *x)
+{
+	const struct rule **v = calloc(x->p->nrules ? x->p->nrules : 1, sizeof(*v));
+	uint32_t n = 0;
+
+	if (!v)
+		return;
+	for (uint32_t i = 0; i < x->p->nrules; i++)
+		if (x->p->rules[i].name && !x->p->rules[i].unnamed)
+			v[n++] = &x->p->rules[i];
+	qsort(v, n, sizeof(*v), by_name);
+	for (uint32_t i = 1, first = 0; i < n; i++) {
+		if (strcmp(v[i]->name, v[first]->name)) {
+			first = i;
+			continue;
+		}
+		diag_error(x->d, v[i]->loc, "duplicate rule name '%s' (first used at line %u)", v[i]->name,
+			   v[first]->loc.line);
+	}
+	free(v);
+}
+
 void load_rules(struct lx *x, const struct ynode *n)
 {
 	uint32_t per_hook[POLICY_HOOK_MAX] = { 0 };
@@ -223,6 +261,7 @@ void load_rules(struct lx *x, const struct ynode *n)
 					   POLICY_MAX_RULES, hook_names[h]);
 		}
 	}
+	check_duplicate_names(x);
 }
 
 static void load_nat_one(struct lx *x, const struct ynode *item)

@@ -111,6 +111,7 @@ struct port_match {
 
 struct rule {
 	char *name;
+	bool unnamed;   /* no name: was given; name is a placeholder */
 	struct loc loc;
 	uint8_t hooks;  /* 1 << POLICY_HOOK_* */
 	struct iface_match in, out;

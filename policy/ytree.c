@@ -130,13 +130,18 @@ static struct ynode *anchor_find(struct builder *b, const char *name)
 	return NULL;
 }
 
-static bool count_expansion(struct builder *b, size_t weight, yaml_mark_t m)
+static bool count_expansion(struct builder *b, size_t weight, yaml_mark_t m, bool alias)
 {
 	b->expanded += weight;
 	if (b->expanded > YTREE_MAX_EXPANDED) {
-		diag_error(b->d, mark_loc(b, m),
-			   "aliases expand the document beyond %u nodes; write the data out or use fewer nested aliases",
-			   YTREE_MAX_EXPANDED);
+		if (alias)
+			diag_error(b->d, mark_loc(b, m),
+				   "aliases expand the document beyond %u nodes; write the data out or use fewer nested aliases",
+				   YTREE_MAX_EXPANDED);
+		else
+			diag_error(b->d, mark_loc(b, m),
+				   "the document has more than %u nodes; put large address lists in a set file ({ file: PATH })",
+				   YTREE_MAX_EXPANDED);
 		b->failed = true;
 		return false;
 	}
@@ -161,7 +166,7 @@ static int on_scalar(struct builder *b, const yaml_event_t *ev)
 		    ev->data.scalar.style == YAML_FOLDED_SCALAR_STYLE;
 	if (ev->data.scalar.anchor && anchor_add(b, (const char *)ev->data.scalar.anchor, n))
 		return -ENOMEM;
-	if (!count_expansion(b, 1, ev->start_mark))
+	if (!count_expansion(b, 1, ev->start_mark, false))
 		return -EINVAL;
 	return attach(b, n);
 }
@@ -181,7 +186,7 @@ static int on_open(struct builder *b, const yaml_event_t *ev, enum ynode_type ty
 	}
 	if (anchor && anchor_add(b, (const char *)anchor, n))
 		return -ENOMEM;
-	if (!count_expansion(b, 1, ev->start_mark))
+	if (!count_expansion(b, 1, ev->start_mark, false))
 		return -EINVAL;
 	b->stack[b->depth++] = n;
 	return 0;
@@ -211,7 +216,7 @@ static int on_alias(struct builder *b, const yaml_event_t *ev)
 			return 0;
 		}
 	}
-	if (!count_expansion(b, target->weight, ev->start_mark))
+	if (!count_expansion(b, target->weight, ev->start_mark, true))
 		return -EINVAL;
 	/* Shared, not copied: the tree is read-only after parsing. */
 	return attach(b, target);

@@ -26,7 +26,7 @@ struct ynode {
 	size_t weight;      /* nodes in this subtree, aliases expanded */
 };
 
-#define YTREE_MAX_EXPANDED 1000000u /* nodes after alias expansion */
+#define YTREE_MAX_EXPANDED 4000000u /* nodes, aliases expanded */
 #define YTREE_MAX_DEPTH 64
 
 struct ytree {
