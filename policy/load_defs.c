@@ -172,6 +172,16 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 		}
 		memcpy(word, text + start, wlen);
 		word[wlen] = '\0';
+		{
+			size_t rest = start + wlen + strspn(text + start + wlen, " \t\r");
+
+			if (rest < len && text[rest] != '#') {
+				diag_error(x->d, ((struct loc){ src, line, (unsigned)rest + 1 }),
+					   "one prefix per line: '%.*s' follows '%s' (start a comment with '#')",
+					   (int)strcspn(text + rest, " \t\r\n"), text + rest, word);
+				continue;
+			}
+		}
 		pf.loc = (struct loc){ src, line, (unsigned)start + 1 };
 		if (parse_prefix(word, &pf, &host_bits, &why) < 0) {
 			diag_error(x->d, pf.loc, "'%s': %s", word, why);

@@ -426,6 +426,19 @@ void load_captures(struct lx *x, const struct ynode *n)
 
 void check_unused(struct lx *x)
 {
+	for (uint32_t i = 0; i < x->p->ngroups; i++)
+		if (!x->p->groups[i].used)
+			diag_warn(x->d, x->p->groups[i].loc, "interface group '%s' is defined but not used",
+				  x->p->groups[i].name);
+	for (uint32_t i = 0; i < x->p->nrules; i++) {
+		const struct rule *r = &x->p->rules[i];
+
+		if (x->p->opt.established_accept && r->state != POLICY_CT_ALL &&
+		    !(r->state & ~(POLICY_CT_ESTABLISHED | POLICY_CT_RELATED)))
+			diag_warn(x->d, r->loc,
+				  "rule '%s' never matches: established and related packets skip the rules (options.established: accept); set 'established: rules' to filter them",
+				  r->name);
+	}
 	for (uint32_t i = 0; i < x->p->nsets; i++)
 		if (!x->p->sets[i].used)
 			diag_warn(x->d, x->p->sets[i].loc, "set '%s' is defined but not used", x->p->sets[i].name);
