@@ -16,6 +16,13 @@ static const struct command commands[] = {
 	{ "validate", cmd_validate, "validate [--strict] [--quiet] FILE...",
 	  "check policy files; every mistake as FILE:LINE:COL" },
 	{ "plan", cmd_plan, "plan [--json] FILE", "print the compiled plan of a policy" },
+	{ "run", cmd_run, "run [--policy FILE] [--socket PATH] [--pin-dir DIR] [--log FILE|-]",
+	  "enforce a policy (root); SIGHUP reloads, SIGTERM detaches" },
+	{ "status", cmd_status, "status [--json] [--socket PATH]", "what the running daemon enforces" },
+	{ "stats", cmd_stats, "stats [--json] [--socket PATH]", "per-rule packets and bytes, defaults, drops" },
+	{ "reload", cmd_reload, "reload [--policy FILE] [--socket PATH]",
+	  "load a new policy atomically; a bad one changes nothing" },
+	{ "log", cmd_log, "log [--socket PATH]", "follow verdict events as JSON lines" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -26,7 +33,7 @@ static void usage(FILE *f)
 		   "nfbox is a firewall appliance: a YAML policy enforced by netfilter BPF\n"
 		   "programs on reassembled packets.\n\ncommands:\n");
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  nfbox %-42s %s\n", commands[i].usage, commands[i].help);
+		fprintf(f, "  nfbox %s\n      %s\n", commands[i].usage, commands[i].help);
 	fprintf(f, "\n  nfbox --help | --version\n\nSee nfbox(8) and nfbox-policy(5).\n");
 }
 

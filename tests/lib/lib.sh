@@ -12,9 +12,14 @@ t_fail() {
 t_skip() { echo "skip $1: $2"; }
 # t_check NAME CONDITION-COMMAND...: ok if the command succeeds.
 t_check() {
-	local name=$1
+	local name=$1 out
 	shift
-	if "$@"; then t_ok "$name"; else t_fail "$name" "failed: $*"; fi
+	if out=$("$@" 2>&1); then
+		t_ok "$name"
+	else
+		t_fail "$name" "failed: $*"
+		printf '%s\n' "$out" | tail -n 5 | sed 's/^/    /'
+	fi
 }
 t_done() { [ "$T_FAILED" -eq 0 ]; exit $?; }
 

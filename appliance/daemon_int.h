@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Internals of the daemon, shared by daemon.c and daemon_ctl.c. */
+#ifndef NFBOX_DAEMON_INT_H
+#define NFBOX_DAEMON_INT_H
+
+#include <stdio.h>
+#include <time.h>
+
+#include "daemon.h"
+#include "engine.h"
+#include "slots.h"
+
+struct client {
+	int fd;
+	bool follow; /* `nfbox log`: receives verdict events */
+	bool dead;
+	size_t len;
+	char buf[4096];
+};
+
+/* A policy in force, with everything it owns. */
+struct loaded {
+	char *path;
+	struct diags diags; /* owns the policy's sources */
+	struct policy *pol;
+	struct plan *plan;
+	struct plan_blob blob;
+	struct slot_map slots;
+};
+
+struct daemon {
+	const struct daemon_opts *opts;
+	struct engine *e;
+	struct loaded cur;
+	struct slot_table slots;
+	int lfd, sfd, epfd, rbfd;
+	struct ring_buffer *rb;
+	FILE *logf;
+	struct client clients[64];
+	int nclients;
+	time_t started, loaded_at;
+	unsigned long reloads_ok, reloads_failed;
+	unsigned long long events;
+};
+
+int daemon_reload(struct daemon *dm, const char *path, char **text);
+/* Answer one control request line; returns a malloc'd reply whose first
+ * line is "ok" or "error". */
+char *daemon_answer(struct daemon *dm, const char *req);
+
+#endif

@@ -1,0 +1,808 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * nfbox classifier: the one fixed BPF_PROG_TYPE_NETFILTER program. It parses
+ * the (reassembled) datagram, looks each packet field up in the maps of the
+ * active generation, ANDs the rule bit vectors those lookups name and takes
+ * the verdict of the lowest set bit. The map layout is bpf/nfbox.h; every
+ * policy decision lives in map contents, never in this code.
+ *
+ * Verdict order: hooks nfbox does not enforce and generations without the
+ * hook accept; malformed IP headers drop (NFB_CNT_MALFORMED); then
+ * NFB_OPT_ESTABLISHED_ACCEPT; then the rules, then the hook's default.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_core_read.h>
+
+#include "nfbox.h"
+#include "nfbox_filter.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/*
+ * Maps. The names are the contract with user space (appliance/), as are the
+ * inner-map shapes: user space creates one inner map of each kind per
+ * generation and stores it in slot `gen` of the outer; the kernel accepts
+ * it only if type, key size, value size and map_flags equal the template's
+ * below (and, for arrays without BPF_F_INNER_MAP, max_entries).
+ *
+ * BPF_F_MMAPABLE on the inner arrays (port, misc, rules, blob): user space
+ * mmap()s the spare generation's arrays and fills them with memcpy, which
+ * for the 1.2M-entry port map is far cheaper than one syscall per entry;
+ * this program never sees the difference. The flag is part of the contract:
+ * inner maps without it are refused. Lookups stay inlined for the fixed-size
+ * arrays; nfb_blob carries BPF_F_INNER_MAP so each generation sizes it to
+ * the chunks it uses (its lookups are then helper calls).
+ *
+ * Inner templates give key_size/value_size, not BTF types: clang emits the
+ * key structs of a map nested in an outer only as forward declarations, and
+ * libbpf cannot size those. The inner maps carry no BTF either way.
+ *
+ * The LPM tries are BPF_F_NO_PREALLOC (required for LPM): max_entries is a
+ * ceiling, memory follows the prefixes stored; inner tries may use another
+ * max_entries than the template.
+ */
+#define NFB_GENS 2
+#define NFB_LPM_MAX_ENTRIES 2000000 /* POLICY_MAX_PREFIXES */
+#define NFB_IFACE_MAX_ENTRIES 16384
+#define NFB_ARRAY_FLAGS BPF_F_MMAPABLE
+#define NFB_BLOB_FLAGS (BPF_F_MMAPABLE | BPF_F_INNER_MAP)
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfb_ctl);
+} nfb_ctl SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NFB_GENS);
+	__type(key, __u32);
+	__type(value, struct nfb_gen_cfg);
+} nfb_gen SEC(".maps");
+
+struct nfb_lpm4_inner {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, NFB_LPM_MAX_ENTRIES);
+	__uint(key_size, sizeof(struct nfb_lpm4_key));
+	__uint(value_size, sizeof(__u32));
+};
+
+struct nfb_lpm6_inner {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, NFB_LPM_MAX_ENTRIES);
+	__uint(key_size, sizeof(struct nfb_lpm6_key));
+	__uint(value_size, sizeof(__u32));
+};
+
+struct nfb_iface_inner {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NFB_IFACE_MAX_ENTRIES);
+	__uint(key_size, sizeof(struct nfb_iface_key));
+	__uint(value_size, sizeof(__u32));
+};
+
+struct nfb_port_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, NFB_ARRAY_FLAGS);
+	__uint(max_entries, NFB_PORT_ENTRIES);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+};
+
+struct nfb_misc_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, NFB_ARRAY_FLAGS);
+	__uint(max_entries, NFB_MISC_ENTRIES);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+};
+
+struct nfb_rules_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, NFB_ARRAY_FLAGS);
+	__uint(max_entries, NFB_RULE_ENTRIES);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct nfb_rule));
+};
+
+struct nfb_blob_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, NFB_BLOB_FLAGS);
+	__uint(max_entries, 1); /* template only: each generation sizes its own */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct nfb_chunk));
+};
+
+#define NFB_OUTER(name, inner)                          \
+	struct {                                        \
+		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS); \
+		__uint(max_entries, NFB_GENS);          \
+		__type(key, __u32);                     \
+		__array(values, struct inner);          \
+	} name SEC(".maps")
+
+NFB_OUTER(nfb_lpm4, nfb_lpm4_inner);
+NFB_OUTER(nfb_lpm6, nfb_lpm6_inner);
+NFB_OUTER(nfb_iface, nfb_iface_inner);
+NFB_OUTER(nfb_port, nfb_port_inner);
+NFB_OUTER(nfb_misc, nfb_misc_inner);
+NFB_OUTER(nfb_rules, nfb_rules_inner);
+NFB_OUTER(nfb_blob, nfb_blob_inner);
+
+/* Counters are per CPU and incremented without atomics, as is usual for
+ * per-CPU BPF counters: a softirq interrupting a LOCAL_OUT run on the same
+ * CPU between load and store could lose one increment. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, NFB_MAX_COUNTERS);
+	__type(key, __u32);
+	__type(value, struct nfb_counter);
+} nfb_counters SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, NFB_RINGBUF_SIZE);
+} nfb_events SEC(".maps");
+
+/* Log-rate state: log_rate and log_burst apply per CPU. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfb_log_bucket);
+} nfb_log_bucket SEC(".maps");
+
+/* No field has a locator yet (no valid locator has this value: the chunk
+ * part of a valid one is below NFB_MAX_CHUNKS). */
+#define NFB_LOC_UNSET 0xffffffffu
+
+static __always_inline void nfb_count(__u32 slot, __u32 len)
+{
+	struct nfb_counter *c = bpf_map_lookup_elem(&nfb_counters, &slot);
+
+	if (c) {
+		c->packets++;
+		c->bytes += len;
+	}
+}
+
+static __always_inline int nfb_hook_of(__u8 nf_hook)
+{
+	switch (nf_hook) {
+	case NF_INET_LOCAL_IN:
+		return NFB_HOOK_INPUT;
+	case NF_INET_FORWARD:
+		return NFB_HOOK_FORWARD;
+	case NF_INET_LOCAL_OUT:
+		return NFB_HOOK_OUTPUT;
+	}
+	return -1;
+}
+
+static __always_inline int nfb_family_of(__u8 pf)
+{
+	if (pf == NFPROTO_IPV4)
+		return NFB_FAM_IPV4;
+	if (pf == NFPROTO_IPV6)
+		return NFB_FAM_IPV6;
+	return -1;
+}
+
+/* ---- parsing ---------------------------------------------------------- */
+
+/* Returns 0, or -1 if the IPv4 header is truncated or inconsistent. */
+static __always_inline int nfb_parse_ipv4(struct bpf_dynptr *dp, struct nfb_pkt *p)
+{
+	struct nfb_ip4hdr buf;
+	const struct nfb_ip4hdr *ip = bpf_dynptr_slice(dp, 0, &buf, sizeof(buf));
+	__u32 hlen, tot;
+
+	if (!ip || ip->ver_ihl >> 4 != 4)
+		return -1;
+	hlen = (ip->ver_ihl & 0xf) * 4;
+	tot = bpf_ntohs(ip->tot_len);
+	/* BIG TCP (IPv4 GSO packets over 64 KiB) carries tot_len 0. */
+	if (tot == 0 && p->len > 0xffff)
+		tot = p->len;
+	if (hlen < sizeof(*ip) || tot < hlen || tot > p->len)
+		return -1;
+	__builtin_memcpy(p->saddr, ip->saddr, 4);
+	__builtin_memcpy(p->daddr, ip->daddr, 4);
+	p->proto = ip->protocol;
+	p->l4_off = hlen;
+	p->l3_end = tot;
+	if (bpf_ntohs(ip->frag_off) & NFB_IP4_FRAG_MASK)
+		p->l4kind = NFB_L4_FRAG;
+	return 0;
+}
+
+static __always_inline bool nfb_v6_is_ext(__u8 nh)
+{
+	return nh == NFB_IPPROTO_HOPOPTS || nh == NFB_IPPROTO_ROUTING ||
+	       nh == NFB_IPPROTO_DSTOPTS || nh == NFB_IPPROTO_AH;
+}
+
+/*
+ * Returns 0, or -1 if the fixed IPv6 header is truncated or inconsistent.
+ * Walks the extension headers; a chain that is cut short, longer than
+ * NFB_V6_MAX_EXT, or that reaches a non-first fragment (or a first one,
+ * M set) leaves l4kind NFB_L4_FRAG with the last next-header value.
+ */
+static __always_inline int nfb_parse_ipv6(struct bpf_dynptr *dp, struct nfb_pkt *p)
+{
+	struct nfb_ip6hdr buf;
+	const struct nfb_ip6hdr *ip6 = bpf_dynptr_slice(dp, 0, &buf, sizeof(buf));
+	__u32 off = sizeof(*ip6), end, plen;
+	__u8 nh;
+	int i;
+
+	if (!ip6 || ip6->ver_tc >> 4 != 6)
+		return -1;
+	plen = bpf_ntohs(ip6->payload_len);
+	/* payload_len 0: jumbogram / BIG TCP, the skb length is the datagram. */
+	end = plen ? plen + (__u32)sizeof(*ip6) : p->len;
+	if (end > p->len)
+		return -1;
+	__builtin_memcpy(p->saddr, ip6->saddr, 16);
+	__builtin_memcpy(p->daddr, ip6->daddr, 16);
+	nh = ip6->nexthdr;
+	p->l3_end = end;
+
+	/* NFB_V6_MAX_EXT headers, then one more round to reach the L4 header */
+#pragma clang loop unroll(full)
+	for (i = 0; i <= NFB_V6_MAX_EXT; i++) {
+		if (nfb_v6_is_ext(nh)) {
+			__u8 hbuf[2];
+			const __u8 *h;
+
+			if (off + 8 > end)
+				goto frag;
+			h = bpf_dynptr_slice(dp, off, hbuf, sizeof(hbuf));
+			if (!h)
+				goto frag;
+			off += nh == NFB_IPPROTO_AH ? ((__u32)h[1] + 2) * 4 : ((__u32)h[1] + 1) * 8;
+			nh = h[0];
+			continue;
+		}
+		if (nh == NFB_IPPROTO_FRAGMENT) {
+			struct nfb_ip6frag fbuf;
+			const struct nfb_ip6frag *fh;
+
+			if (off + sizeof(fbuf) > end)
+				goto frag;
+			fh = bpf_dynptr_slice(dp, off, &fbuf, sizeof(fbuf));
+			if (!fh)
+				goto frag;
+			nh = fh->nexthdr;
+			if (bpf_ntohs(fh->frag_off) & NFB_IP6_FRAG_MASK)
+				goto frag;
+			off += sizeof(fbuf); /* atomic fragment: go on */
+			continue;
+		}
+		p->proto = nh;
+		p->l4_off = off;
+		return 0;
+	}
+	/* still an extension header after NFB_V6_MAX_EXT of them */
+frag:
+	p->proto = nh;
+	p->l4_off = off;
+	p->l4kind = NFB_L4_FRAG;
+	return 0;
+}
+
+/* Keys the L4 field: ports, ICMP type, protocol, or fragment. */
+static __always_inline void nfb_parse_l4(struct bpf_dynptr *dp, struct nfb_pkt *p)
+{
+	__u32 off = p->l4_off, end = p->l3_end;
+
+	if (p->l4kind == NFB_L4_FRAG)
+		goto frag;
+	switch (p->proto) {
+	case NFB_IPPROTO_TCP:
+		p->pclass = NFB_PC_TCP;
+		goto ports;
+	case NFB_IPPROTO_UDP:
+		p->pclass = NFB_PC_UDP;
+		goto ports;
+	case NFB_IPPROTO_SCTP:
+		p->pclass = NFB_PC_SCTP;
+		goto ports;
+	}
+	if ((p->family == NFB_FAM_IPV4 && p->proto == NFB_IPPROTO_ICMP) ||
+	    (p->family == NFB_FAM_IPV6 && p->proto == NFB_IPPROTO_ICMPV6)) {
+		__u8 tbuf[2];
+		const __u8 *t;
+
+		p->mclass = p->family == NFB_FAM_IPV4 ? NFB_MC_ICMP : NFB_MC_ICMPV6;
+		if (off + 2 <= end && (t = bpf_dynptr_slice(dp, off, tbuf, 2))) {
+			p->icmp_type = t[0];
+			p->dport = (__u16)t[0] << 8 | t[1];
+		} else if (off + 1 <= end && (t = bpf_dynptr_slice(dp, off, tbuf, 1))) {
+			p->icmp_type = t[0];
+			p->dport = (__u16)t[0] << 8;
+		} else {
+			goto frag;
+		}
+		p->l4kind = NFB_L4_ICMP;
+		return;
+	}
+	p->l4kind = NFB_L4_PROTO;
+	p->mclass = NFB_MC_PROTO;
+	return;
+
+ports:
+	if (off + 4 <= end) {
+		__be16 pbuf[2];
+		const __be16 *pp = bpf_dynptr_slice(dp, off, pbuf, sizeof(pbuf));
+
+		if (pp) {
+			p->sport = bpf_ntohs(pp[0]);
+			p->dport = bpf_ntohs(pp[1]);
+			p->l4kind = NFB_L4_PORTS;
+			return;
+		}
+	}
+frag:
+	p->l4kind = NFB_L4_FRAG;
+	p->mclass = NFB_MC_FRAG;
+	p->sport = 0;
+	p->dport = 0;
+}
+
+static __always_inline __u8 nfb_ct_state(const struct sk_buff *skb)
+{
+	unsigned long nfct = skb->_nfct;
+
+	if (!nfct)
+		return NFB_CT_INVALID;
+	switch (nfct & 7) {
+	case 0: /* IP_CT_ESTABLISHED */
+	case 3: /* IP_CT_ESTABLISHED_REPLY */
+		return NFB_CT_ESTABLISHED;
+	case 1: /* IP_CT_RELATED */
+	case 4: /* IP_CT_RELATED_REPLY */
+		return NFB_CT_RELATED;
+	case 2: /* IP_CT_NEW */
+		return NFB_CT_NEW;
+	case 7: /* IP_CT_UNTRACKED */
+		return NFB_CT_UNTRACKED;
+	}
+	return NFB_CT_INVALID;
+}
+
+/* Returns 0, or -1 for a malformed IP header. */
+/* Not inlined: the header buffers live in this frame only, not beside the
+ * search's (BPF stack limit of 512 bytes for the whole call chain). */
+static __noinline int nfb_parse(struct bpf_nf_ctx *ctx, struct nfb_pkt *p)
+{
+	struct bpf_dynptr dp;
+	int err;
+
+	if (bpf_dynptr_from_skb((struct __sk_buff *)ctx->skb, 0, &dp))
+		return -1;
+	err = p->family == NFB_FAM_IPV4 ? nfb_parse_ipv4(&dp, p) : nfb_parse_ipv6(&dp, p);
+	if (err)
+		return err;
+	nfb_parse_l4(&dp, p);
+	return 0;
+}
+
+/* ---- field lookups ---------------------------------------------------- */
+
+static __always_inline __u32 nfb_loc_iface(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
+					   __u32 gen, __u32 field)
+{
+	struct nfb_iface_key key = {
+		.ifindex = field == NFB_F_IIF ? p->ifin : p->ifout,
+		.hook = p->hook,
+		.dir = field == NFB_F_IIF ? 0 : 1,
+	};
+	void *map = bpf_map_lookup_elem(&nfb_iface, &gen);
+	__u32 *loc = map ? bpf_map_lookup_elem(map, &key) : NULL;
+
+	return loc ? *loc : hc->miss[field];
+}
+
+static __always_inline __u32 nfb_loc_addr(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
+					  __u32 gen, __u32 field)
+{
+	__u32 dir = field == NFB_F_SRC ? 0 : 1;
+	const __u8 *addr = dir ? p->daddr : p->saddr;
+	__u32 *loc = NULL;
+	void *map;
+
+	if (p->family == NFB_FAM_IPV4) {
+		struct nfb_lpm4_key k4;
+
+		__builtin_memset(&k4, 0, sizeof(k4));
+		k4.prefixlen = 16 + 32;
+		k4.hook = p->hook;
+		k4.dir = dir;
+		__builtin_memcpy(k4.addr, addr, 4);
+		map = bpf_map_lookup_elem(&nfb_lpm4, &gen);
+		if (map)
+			loc = bpf_map_lookup_elem(map, &k4);
+	} else {
+		struct nfb_lpm6_key k6;
+
+		__builtin_memset(&k6, 0, sizeof(k6));
+		k6.prefixlen = 16 + 128;
+		k6.hook = p->hook;
+		k6.dir = dir;
+		__builtin_memcpy(k6.addr, addr, 16);
+		map = bpf_map_lookup_elem(&nfb_lpm6, &gen);
+		if (map)
+			loc = bpf_map_lookup_elem(map, &k6);
+	}
+	return loc ? *loc : hc->miss[field];
+}
+
+static __always_inline __u32 nfb_loc_l4(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
+					__u32 gen)
+{
+	__u32 *loc = NULL, idx;
+	void *map;
+
+	if (p->l4kind == NFB_L4_PORTS) {
+		idx = nfb_port_index(p->hook, 1, p->pclass, p->dport);
+		map = bpf_map_lookup_elem(&nfb_port, &gen);
+	} else {
+		idx = nfb_misc_index(p->hook, p->mclass,
+				     p->l4kind == NFB_L4_ICMP ? p->icmp_type : p->proto);
+		map = bpf_map_lookup_elem(&nfb_misc, &gen);
+	}
+	if (map)
+		loc = bpf_map_lookup_elem(map, &idx);
+	return loc ? *loc : hc->miss[NFB_F_L4];
+}
+
+static __always_inline __u32 nfb_loc_sport(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
+					   __u32 gen)
+{
+	__u32 *loc = NULL, idx;
+	void *map;
+
+	if (p->l4kind != NFB_L4_PORTS)
+		return hc->sport_none;
+	idx = nfb_port_index(p->hook, 0, p->pclass, p->sport);
+	map = bpf_map_lookup_elem(&nfb_port, &gen);
+	if (map)
+		loc = bpf_map_lookup_elem(map, &idx);
+	return loc ? *loc : hc->miss[NFB_F_SPORT];
+}
+
+static __always_inline __u32 nfb_field_loc(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
+					   __u32 gen, __u32 field)
+{
+	switch (field) {
+	case NFB_F_IIF:
+	case NFB_F_OIF:
+		return nfb_loc_iface(hc, p, gen, field);
+	case NFB_F_SRC:
+	case NFB_F_DST:
+		return nfb_loc_addr(hc, p, gen, field);
+	case NFB_F_L4:
+		return nfb_loc_l4(hc, p, gen);
+	case NFB_F_SPORT:
+		return nfb_loc_sport(hc, p, gen);
+	default:
+		return hc->ct[p->ct < NFB_CT_MAX ? p->ct : NFB_CT_INVALID];
+	}
+}
+
+/* ---- bit-vector search ------------------------------------------------ */
+
+/*
+ * Word (64 k + b) of the vector at word offset o of chunk c, where bit b of
+ * the summary word S[k] is known set (the caller searches the AND of all
+ * summaries) and below = (1 << b) - 1. A packed index past the chunk reads
+ * as an empty word. The masks are for the verifier: o + 2 nsum <= chunk
+ * words was checked when the vector was resolved.
+ */
+static __always_inline __u64 nfb_vec_word(const struct nfb_chunk *c, __u32 o, __u32 nsum, __u32 k,
+					  __u64 below)
+{
+	__u64 s = c->w[(o + k) & NFB_LOC_OFF_MASK];
+	__u64 r = c->w[(o + nsum + k) & NFB_LOC_OFF_MASK];
+	__u64 idx = (__u64)o + 2 * nsum + r + nfb_popcount64(s & below);
+
+	if (idx >= NFB_CHUNK_WORDS)
+		return 0;
+	return c->w[idx & NFB_LOC_OFF_MASK];
+}
+
+/* Input of nfb_search(): a struct, because a global function sees a
+ * pointer argument as memory of the pointee's size. */
+struct nfb_search_in {
+	__u32 locs[NFB_F_MAX]; /* one per field, every entry valid, repeats allowed */
+	__u32 nsum;
+	__u32 gen;
+};
+
+/*
+ * First rule set in the AND of the vectors named by in->locs[]. Returns the
+ * rule, or -1 if none: also when a vector cannot be resolved (missing chunk,
+ * vector past the chunk), which is an empty vector. Cost: one chunk lookup
+ * per distinct vector, one word per field for each of the nsum summary
+ * words, then a few words per candidate the summaries leave.
+ *
+ * A global (not static) function on purpose: the verifier checks it once,
+ * for any input, instead of once per caller state. The caller's 2^7 ways of
+ * using fields (and the scalar ids its locator copies share) would otherwise
+ * multiply the states of the candidate loop past the 1M-instruction limit.
+ * For the same reason nothing here depends on a per-path constant: a
+ * repeated slot copies the chunk pointer but recomputes its offset, and
+ * repeated slots are ANDed again rather than skipped (a per-slot test would
+ * split the states too).
+ */
+__noinline int nfb_search(const struct nfb_search_in *in)
+{
+	const struct nfb_chunk *c[NFB_F_MAX];
+	__u32 o[NFB_F_MAX], nsum, gen, k, j;
+	int rule = -1, i;
+	void *blob;
+
+	if (!in)
+		return -1;
+	nsum = in->nsum;
+	gen = in->gen;
+	if (!nsum || nsum > NFB_MAX_SUM)
+		return -1;
+	blob = bpf_map_lookup_elem(&nfb_blob, &gen);
+	if (!blob)
+		return -1;
+
+	/* Resolve each distinct vector; a field with the same locator as the
+	 * one before shares its chunk. */
+#pragma clang loop unroll(full)
+	for (i = 0; i < NFB_F_MAX; i++) {
+		__u32 loc = in->locs[i];
+		__u32 chunk = loc >> NFB_LOC_SHIFT;
+
+		o[i] = loc & NFB_LOC_OFF_MASK;
+		if (i > 0 && loc == in->locs[i - 1]) {
+			c[i] = c[i - 1];
+			continue;
+		}
+		c[i] = bpf_map_lookup_elem(blob, &chunk);
+		if (!c[i])
+			return -1;
+		if (o[i] + 2 * nsum > NFB_CHUNK_WORDS)
+			return -1;
+	}
+
+	/* Summary word k of the AND, then its candidate words in ascending
+	 * order; the first nonzero AND wins. */
+	bpf_for(k, 0, nsum) {
+		__u64 a = ~0ull;
+
+#pragma clang loop unroll(full)
+		for (i = 0; i < NFB_F_MAX; i++)
+			a &= c[i]->w[(o[i] + k) & NFB_LOC_OFF_MASK];
+		bpf_for(j, 0, 64) {
+			__u64 low, below, word = ~0ull;
+			__u32 kk = k, ns = nsum;
+
+			/* Keep clang from hoisting 3 addresses per slot out of
+			 * this loop: their spills would blow the 512-byte stack. */
+			barrier_var(kk);
+			barrier_var(ns);
+			if (!a)
+				break;
+			low = a & -a;
+			a ^= low;
+			below = low - 1;
+#pragma clang loop unroll(full)
+			for (i = 0; i < NFB_F_MAX; i++)
+				word &= nfb_vec_word(c[i], o[i], ns, kk, below);
+			if (word) {
+				rule = (int)(((k * 64 + nfb_popcount64(below)) * 64) + nfb_ctz64(word));
+				break;
+			}
+		}
+		if (rule >= 0)
+			break;
+	}
+	return rule;
+}
+
+/* The first matching rule of the hook, or -1 for the default verdict. */
+static __always_inline int nfb_classify(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
+					__u32 gen)
+{
+	__u32 nrules = hc->nrules, nsum = hc->nsum, fields = hc->fields;
+	__u32 first = NFB_LOC_UNSET, prev = NFB_LOC_UNSET;
+	struct nfb_search_in in = { .nsum = nsum, .gen = gen };
+	__u32 *locs = in.locs;
+	int f, rule;
+
+	if (!nrules || nrules > NFB_MAX_RULES)
+		return -1;
+	if (!(fields & ((1u << NFB_F_MAX) - 1)))
+		return 0; /* no field restricted: every rule matches */
+	if (!nsum || nsum > NFB_MAX_SUM)
+		return -1;
+
+	/* Unused fields repeat a used field's locator (AND is idempotent and
+	 * the search skips repeats), so the search needs no per-field test. */
+#pragma clang loop unroll(full)
+	for (f = 0; f < NFB_F_MAX; f++) {
+		__u32 loc;
+
+		if (!(fields & (1u << f))) {
+			locs[f] = prev;
+			continue;
+		}
+		loc = nfb_field_loc(hc, p, gen, f);
+		if (loc >> NFB_LOC_SHIFT >= NFB_MAX_CHUNKS)
+			return -1; /* corrupt locator: empty vector */
+		locs[f] = loc;
+		prev = loc;
+		if (first == NFB_LOC_UNSET)
+			first = loc;
+	}
+#pragma clang loop unroll(full)
+	for (f = 0; f < NFB_F_MAX; f++) {
+		if (locs[f] == NFB_LOC_UNSET)
+			locs[f] = first;
+	}
+	rule = nfb_search(&in);
+	if (rule >= (int)nrules)
+		return -1; /* bit past the rules: corrupt vector */
+	return rule;
+}
+
+/* ---- verdict ---------------------------------------------------------- */
+
+static __always_inline bool nfb_log_allowed(const struct nfb_gen_cfg *cfg, __u64 now)
+{
+	__u64 rate = cfg->log_rate, burst = cfg->log_burst, limit, elapsed, tokens;
+	struct nfb_log_bucket *b;
+	__u32 zero = 0;
+
+	if (!rate)
+		return true;
+	b = bpf_map_lookup_elem(&nfb_log_bucket, &zero);
+	if (!b)
+		return true;
+	if (!burst)
+		burst = 1;
+	limit = burst * NFB_NSEC_PER_SEC;
+	elapsed = now - b->last_ns;
+	/* elapsed < limit / rate keeps elapsed * rate below limit: no overflow */
+	if (elapsed >= limit / rate)
+		tokens = limit;
+	else
+		tokens = b->tokens + elapsed * rate;
+	if (tokens > limit)
+		tokens = limit;
+	b->last_ns = now;
+	if (tokens < NFB_NSEC_PER_SEC) {
+		b->tokens = tokens;
+		return false;
+	}
+	b->tokens = tokens - NFB_NSEC_PER_SEC;
+	return true;
+}
+
+static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_pkt *p,
+				    __u32 gen, __u32 rule, const struct nfb_rule *r)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct nfb_event *e;
+
+	if (!nfb_log_allowed(cfg, now)) {
+		nfb_count(NFB_CNT_LOG_LIMITED, p->len);
+		return;
+	}
+	e = bpf_ringbuf_reserve(&nfb_events, sizeof(*e), 0);
+	if (!e) {
+		nfb_count(NFB_CNT_LOG_DROPPED, p->len);
+		return;
+	}
+	e->ts_ns = now;
+	e->counter = r->counter;
+	e->rule = rule;
+	e->gen = gen;
+	e->len = p->len;
+	e->ifin = p->ifin;
+	e->ifout = p->ifout;
+	e->hook = p->hook;
+	e->family = p->family;
+	e->action = r->action == NFB_ACT_ACCEPT ? NFB_ACT_ACCEPT : NFB_ACT_DROP;
+	e->proto = p->proto;
+	e->sport = p->sport;
+	e->dport = p->dport;
+	__builtin_memcpy(e->saddr, p->saddr, sizeof(e->saddr));
+	__builtin_memcpy(e->daddr, p->daddr, sizeof(e->daddr));
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline int nfb_default(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p)
+{
+	nfb_count(hc->default_counter, p->len);
+	return hc->default_action == NFB_ACT_ACCEPT ? NF_ACCEPT : NF_DROP;
+}
+
+static __always_inline int nfb_rule_verdict(const struct nfb_gen_cfg *cfg,
+					    const struct nfb_hook_cfg *hc,
+					    const struct nfb_pkt *p, __u32 gen, __u32 rule)
+{
+	__u32 idx = p->hook * NFB_MAX_RULES + rule;
+	const struct nfb_rule *r;
+	void *rules;
+
+	rules = bpf_map_lookup_elem(&nfb_rules, &gen);
+	if (!rules)
+		return nfb_default(hc, p);
+	r = bpf_map_lookup_elem(rules, &idx);
+	if (!r)
+		return nfb_default(hc, p);
+	nfb_count(r->counter, p->len);
+	if (r->flags & NFB_RULE_LOG)
+		nfb_log(cfg, p, gen, rule, r);
+	return r->action == NFB_ACT_ACCEPT ? NF_ACCEPT : NF_DROP;
+}
+
+static __always_inline bool nfb_any_hook(const struct nfb_gen_cfg *cfg)
+{
+	return cfg->hook[0].enabled || cfg->hook[1].enabled || cfg->hook[2].enabled;
+}
+
+SEC("netfilter")
+int nfbox_filter(struct bpf_nf_ctx *ctx)
+{
+	const struct nf_hook_state *state = ctx->state;
+	const struct nfb_gen_cfg *cfg;
+	const struct nfb_hook_cfg *hc;
+	struct nfb_pkt pkt = {};
+	struct nfb_ctl *ctl;
+	__u32 zero = 0, gen;
+	int hook, family, rule;
+
+	hook = nfb_hook_of(state->hook);
+	family = nfb_family_of(state->pf);
+	if (hook < 0 || family < 0)
+		return NF_ACCEPT;
+	pkt.len = ctx->skb->len;
+
+	ctl = bpf_map_lookup_elem(&nfb_ctl, &zero);
+	gen = ctl ? ctl->active_gen : NFB_GENS;
+	cfg = gen < NFB_GENS ? bpf_map_lookup_elem(&nfb_gen, &gen) : NULL;
+	if (!cfg || !nfb_any_hook(cfg)) {
+		nfb_count(NFB_CNT_NO_GEN, pkt.len);
+		return NF_ACCEPT;
+	}
+	hc = &cfg->hook[hook];
+	if (!hc->enabled)
+		return NF_ACCEPT;
+
+	pkt.hook = hook;
+	pkt.family = family;
+	if (state->in)
+		pkt.ifin = state->in->ifindex;
+	if (state->out)
+		pkt.ifout = state->out->ifindex;
+	if (nfb_parse(ctx, &pkt)) {
+		nfb_count(NFB_CNT_MALFORMED, pkt.len);
+		return NF_DROP;
+	}
+
+	pkt.ct = nfb_ct_state(ctx->skb);
+	if ((cfg->options & NFB_OPT_ESTABLISHED_ACCEPT) &&
+	    (pkt.ct == NFB_CT_ESTABLISHED || pkt.ct == NFB_CT_RELATED)) {
+		nfb_count(cfg->established_counter, pkt.len);
+		return NF_ACCEPT;
+	}
+
+	rule = nfb_classify(hc, &pkt, gen);
+	if (rule < 0)
+		return nfb_default(hc, &pkt);
+	return nfb_rule_verdict(cfg, hc, &pkt, gen, rule);
+}

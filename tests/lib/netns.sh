@@ -1,0 +1,130 @@
+# Network-namespace topology for nfbox tests and the demo. Source after
+# tests/lib/lib.sh. Everything it creates is named after $NS_PREFIX and
+# removed by ns_cleanup (installed as an EXIT trap by ns_setup).
+#
+#   client ns                appliance ns                    server ns
+#   c0 198.51.100.2/24  ---  lan0 198.51.100.1/24
+#      2001:db8:1::2/64          2001:db8:1::1/64
+#                            wan0 203.0.113.1/24      ---  s0 203.0.113.10/24
+#                                 2001:db8:2::1/64            2001:db8:2::10/64
+#
+# Only documentation prefixes; no link touches the host's namespace.
+
+NS_PREFIX=${NS_PREFIX:-nfb$$}
+NS_C=$NS_PREFIX-c
+NS_A=$NS_PREFIX-a
+NS_S=$NS_PREFIX-s
+NS_TMP=
+NFBOX_PID=
+NFBOX_SOCK=
+NFBOX_PINS=
+
+C4=198.51.100.2 A4L=198.51.100.1 A4W=203.0.113.1 S4=203.0.113.10
+C6=2001:db8:1::2 A6L=2001:db8:1::1 A6W=2001:db8:2::1 S6=2001:db8:2::10
+
+in_c() { ip netns exec "$NS_C" "$@"; }
+in_a() { ip netns exec "$NS_A" "$@"; }
+in_s() { ip netns exec "$NS_S" "$@"; }
+
+ns_cleanup() {
+	nfbox_stop
+	for ns in "$NS_C" "$NS_A" "$NS_S"; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
+	done
+	if [ -n "$NS_TMP" ]; then
+		umount "$NS_TMP/bpf" 2>/dev/null
+		rm -rf "$NS_TMP"
+	fi
+}
+
+# ns_setup [MTU]: build the three namespaces; traps cleanup on exit.
+ns_setup() {
+	local mtu=${1:-1500}
+	trap ns_cleanup EXIT
+	NS_TMP=$(mktemp -d /tmp/nfbox-ns.XXXXXX)
+	for ns in "$NS_C" "$NS_A" "$NS_S"; do
+		ip netns add "$ns" || return 1
+		ip -n "$ns" link set lo up
+	done
+	ip link add c0 netns "$NS_C" type veth peer name lan0 netns "$NS_A" || return 1
+	ip link add s0 netns "$NS_S" type veth peer name wan0 netns "$NS_A" || return 1
+	for l in "$NS_C c0" "$NS_A lan0" "$NS_A wan0" "$NS_S s0"; do
+		set -- $l
+		ip -n "$1" link set "$2" mtu "$mtu" up
+	done
+	ip -n "$NS_C" addr add $C4/24 dev c0
+	ip -n "$NS_C" addr add $C6/64 dev c0 nodad
+	ip -n "$NS_A" addr add $A4L/24 dev lan0
+	ip -n "$NS_A" addr add $A6L/64 dev lan0 nodad
+	ip -n "$NS_A" addr add $A4W/24 dev wan0
+	ip -n "$NS_A" addr add $A6W/64 dev wan0 nodad
+	ip -n "$NS_S" addr add $S4/24 dev s0
+	ip -n "$NS_S" addr add $S6/64 dev s0 nodad
+	ip -n "$NS_C" route add default via $A4L
+	ip -n "$NS_C" -6 route add default via $A6L
+	ip -n "$NS_S" route add default via $A4W
+	ip -n "$NS_S" -6 route add default via $A6W
+	in_a sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+	# A private bpffs for the pins: the host's /sys/fs/bpf is not touched.
+	mkdir -p "$NS_TMP/bpf"
+	mount -t bpf bpf "$NS_TMP/bpf" || return 1
+	NFBOX_PINS=$NS_TMP/bpf/nfbox
+	NFBOX_SOCK=$NS_TMP/nfbox.sock
+}
+
+# nfbox_start POLICY [extra run options]: run the daemon in the appliance
+# namespace and wait for its "ready" line (10 s at most).
+nfbox_start() {
+	local policy=$1
+	shift
+	: >"$NS_TMP/nfbox.out"
+	# ip netns exec execs nfbox: $! is the daemon itself, for signals.
+	ip netns exec "$NS_A" "$NFBOX" run --policy "$policy" --socket "$NFBOX_SOCK" --pin-dir "$NFBOX_PINS" "$@" \
+		>"$NS_TMP/nfbox.out" 2>"$NS_TMP/nfbox.err" &
+	NFBOX_PID=$!
+	for _ in $(seq 100); do
+		grep -q '^ready$' "$NS_TMP/nfbox.out" && return 0
+		kill -0 "$NFBOX_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "nfbox did not become ready:" >&2
+	cat "$NS_TMP/nfbox.err" >&2
+	return 1
+}
+
+nfbox_stop() {
+	[ -n "$NFBOX_PID" ] || return 0
+	kill -TERM "$NFBOX_PID" 2>/dev/null
+	for _ in $(seq 50); do
+		kill -0 "$NFBOX_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$NFBOX_PID" 2>/dev/null
+	wait "$NFBOX_PID" 2>/dev/null
+	NFBOX_PID=
+}
+
+nfbox_ctl() { "$NFBOX" "$1" --socket "$NFBOX_SOCK" "${@:2}"; }
+
+# Counter of a rule from `nfbox stats --json`: nfbox_count HOOK RULE [packets|bytes]
+nfbox_count() {
+	nfbox_ctl stats --json | /usr/bin/python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for r in d["rules"]:
+    if r["hook"] == sys.argv[1] and r["rule"] == sys.argv[2]:
+        print(r[sys.argv[3]]); break
+else:
+    print(-1)' "$1" "$2" "${3:-packets}"
+}
+
+# Wait until a TCP/UDP listener is up: wait_port NSFUNC PORT
+wait_listen() {
+	local fn=$1 port=$2
+	for _ in $(seq 50); do
+		$fn ss -lntu 2>/dev/null | grep -q ":$port " && return 0
+		sleep 0.1
+	done
+	return 1
+}
