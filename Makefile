@@ -59,6 +59,8 @@ rel_obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
 asan_obj = $(patsubst %.c,$(B)/asan/obj/%.o,$(1))
 
 .PHONY: all check check-long demo bench deb clean help deps install fuzz unit
+# Keep generated skeletons and objects (they are intermediate files to make).
+.SECONDARY:
 .DEFAULT_GOAL := all
 
 all: $(B)/nfbox

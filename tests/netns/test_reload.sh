@@ -1,0 +1,135 @@
+#!/bin/bash
+# Atomic reload and fail-closed operation: reloads under traffic, bad
+# reloads that change nothing, SIGHUP, counters kept across reloads, the
+# defrag flag switched by a reload, and SIGKILL then restart (the pinned
+# policy keeps enforcing and the new daemon adopts it without a gap).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/netns.sh
+NET=$PWD/tests/lib/net.py
+reloads=${NFBOX_RELOADS:-$([ -n "${NFBOX_LONG:-}" ] && echo 500 || echo 50)}
+
+ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
+policy() { # FILE PORT-ALLOWED [defrag]
+	cat >"$1" <<YAML
+version: 1
+hooks:
+  forward: { default: drop }
+options:
+  defrag: ${3:-true}
+rules:
+  - { name: stream, service: [tcp/5001], action: accept }
+  - { name: web, service: [tcp/$2], action: accept }
+YAML
+}
+policy "$NS_TMP/a.yaml" 80
+policy "$NS_TMP/b.yaml" 81
+policy "$NS_TMP/c.yaml" 80 false
+printf 'version: 1\nhooks: { forward: { default: accept } }\nrules:\n  - { name: x, sevice: [tcp/80], action: drop }\n' >"$NS_TMP/bad.yaml"
+
+listen() { $1 "$NET" tcp-listen "$2" "$3" >/dev/null 2>&1 & wait_listen "$1" "$2"; }
+can() { listen in_s "$1" 3; in_c "$NET" tcp-connect $S4 "$1" 1 >/dev/null 2>&1; }
+cannot() { ! can "$1"; }
+gen() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])'; }
+
+nfbox_start "$NS_TMP/a.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+t_check policy-a-allows-80 can 80
+t_check policy-a-denies-81 cannot 81
+
+# An established stream keeps flowing while the policy is replaced many times.
+in_s "$NET" tcp-listen 5001 60 >/dev/null 2>&1 &
+wait_listen in_s 5001
+in_c "$NET" tcp-stream $S4 5001 8 >"$NS_TMP/stream" 2>&1 &
+spid=$!
+sleep 0.5
+bad=0
+for i in $(seq "$reloads"); do
+	f=$NS_TMP/a.yaml
+	[ $((i % 2)) -eq 1 ] && f=$NS_TMP/b.yaml
+	nfbox_ctl reload --policy "$f" >/dev/null 2>&1 || bad=$((bad + 1))
+done
+wait $spid
+srv=$?
+if [ "$bad" -eq 0 ]; then t_ok "reloads-$reloads"; else t_fail "reloads-$reloads" "$bad reloads failed"; fi
+if [ "$srv" -eq 0 ] && /usr/bin/python3 -c '
+import re, sys
+m = re.search(r"streamed (\d+) bytes, longest stall ([0-9.]+)s", open(sys.argv[1]).read())
+sys.exit(0 if m and int(m.group(1)) > 0 and float(m.group(2)) < 1.0 else 1)' "$NS_TMP/stream"; then
+	t_ok stream-survives-reloads
+else
+	t_fail stream-survives-reloads "$(cat "$NS_TMP/stream")"
+fi
+# $reloads is even: policy a is in force again.
+t_check after-reloads-a-allows-80 can 80
+t_check after-reloads-a-denies-81 cannot 81
+
+# Each reload takes effect at once for new flows.
+nfbox_ctl reload --policy "$NS_TMP/b.yaml" >/dev/null
+t_check reload-b-allows-81 can 81
+t_check reload-b-denies-80 cannot 80
+
+# A bad policy changes nothing and says where it is wrong.
+g=$(gen)
+if out=$(nfbox_ctl reload --policy "$NS_TMP/bad.yaml" 2>&1); then
+	t_fail bad-reload-refused "the reload of an invalid policy succeeded"
+elif echo "$out" | grep -q "bad.yaml:4:16: error: unknown key 'sevice' in a rule; did you mean 'service'?" &&
+	echo "$out" | grep -q "policy in force is unchanged"; then
+	t_ok bad-reload-refused
+else
+	t_fail bad-reload-refused "unexpected output: $out"
+fi
+if [ "$(gen)" = "$g" ]; then t_ok bad-reload-keeps-generation; else t_fail bad-reload-keeps-generation "generation moved"; fi
+t_check bad-reload-keeps-policy can 81
+t_check bad-reload-keeps-policy-deny cannot 80
+if nfbox_ctl reload --policy "$NS_TMP/missing.yaml" >/dev/null 2>&1; then
+	t_fail missing-file-refused "reload of a missing file succeeded"
+else
+	t_ok missing-file-refused
+fi
+
+# Counters of a rule that keeps its name go on across reloads.
+before=$(nfbox_count forward stream)
+nfbox_ctl reload --policy "$NS_TMP/b.yaml" >/dev/null
+after=$(nfbox_count forward stream)
+if [ "$before" -ge 1 ] && [ "$after" -ge "$before" ]; then t_ok counters-survive-reload; else t_fail counters-survive-reload "stream: $before before, $after after"; fi
+
+# SIGHUP reloads the daemon's policy file.
+policy "$NS_TMP/a.yaml" 82
+kill -HUP "$NFBOX_PID"
+sleep 0.5
+t_check sighup-reload-allows-82 can 82
+
+# A reload can switch defrag off: links are re-attached without the flag.
+nfbox_ctl reload --policy "$NS_TMP/c.yaml" >/dev/null
+if nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["links"] and not any(l["defrag"] for l in d["links"]) else 1)'; then
+	t_ok reload-defrag-off
+else
+	t_fail reload-defrag-off "$(nfbox_ctl status)"
+fi
+t_check reload-defrag-off-enforces can 80
+nfbox_ctl reload --policy "$NS_TMP/b.yaml" >/dev/null
+if nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if len(d["links"]) == 2 and all(l["defrag"] for l in d["links"]) else 1)'; then
+	t_ok reload-defrag-on
+else
+	t_fail reload-defrag-on "$(nfbox_ctl status)"
+fi
+
+# SIGKILL: the pinned program, maps and links go on enforcing policy b.
+kill -9 "$NFBOX_PID"
+wait "$NFBOX_PID" 2>/dev/null
+NFBOX_PID=
+t_check sigkill-still-allows can 81
+t_check sigkill-still-denies cannot 80
+# A new daemon adopts the pinned state, then loads its own policy.
+nfbox_start "$NS_TMP/a.yaml" || t_fail restart "$(cat "$NS_TMP/nfbox.err")"
+if nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["adopted"] else 1)'; then
+	t_ok restart-adopts
+else
+	t_fail restart-adopts "$(nfbox_ctl status)"
+fi
+t_check restart-enforces-new can 82
+t_check restart-enforces-new-deny cannot 81
+nfbox_stop
+t_check stop-detaches can 81
+t_done
