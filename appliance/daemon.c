@@ -92,7 +92,7 @@ int daemon_reload(struct daemon *dm, const char *path, char **text)
 	free(diag_text);
 	if (r < 0) {
 		if (nl.plan)
-			slots_abort(&dm->slots, &dm->cur.slots, dm->cur.plan, &nl.slots, nl.plan);
+			slots_abort(&dm->slots, &dm->cur.slots, dm->cur.plan);
 		loaded_free(&nl);
 		dm->reloads_failed++;
 		return r;

@@ -137,11 +137,8 @@ void slots_commit(struct slot_table *t, const struct slot_map *keep, const struc
 	free(used);
 }
 
-void slots_abort(struct slot_table *t, const struct slot_map *prev, const struct plan *prev_pl,
-		 const struct slot_map *m, const struct plan *pl)
+void slots_abort(struct slot_table *t, const struct slot_map *prev, const struct plan *prev_pl)
 {
-	(void)m;
-	(void)pl;
 	if (prev_pl)
 		slots_commit(t, prev, prev_pl);
 	else

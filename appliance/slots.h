@@ -26,8 +26,7 @@ void slots_free(struct slot_table *t);
  * failed assignment. */
 int slots_assign(struct slot_table *t, struct engine *e, const struct plan *pl, struct slot_map *m);
 void slots_commit(struct slot_table *t, const struct slot_map *keep, const struct plan *pl);
-void slots_abort(struct slot_table *t, const struct slot_map *prev, const struct plan *prev_pl,
-		 const struct slot_map *m, const struct plan *pl);
+void slots_abort(struct slot_table *t, const struct slot_map *prev, const struct plan *prev_pl);
 void slot_map_free(struct slot_map *m);
 /* "RULE" part of a slot's name, and its hook; NULL if the slot is unused. */
 const char *slots_rule_name(const struct slot_table *t, uint32_t slot, int *hook);

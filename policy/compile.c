@@ -310,31 +310,25 @@ oom:
 	return -ENOMEM;
 }
 
-static int compile_dst(struct plan_hook *h, uint8_t fam)
+/* The rules' own prefixes of one family and direction. */
+static int collect_prefixes(const struct plan_hook *h, uint8_t fam, uint8_t dir, struct lpm_item **items,
+			    uint32_t *n)
 {
-	struct lpm_item *items = NULL;
-	uint32_t n = 0;
-	int r;
-
 	for (uint32_t b = 0; b < h->nrules; b++) {
-		const struct addr_match *m = &h->rules[b]->to;
+		const struct addr_match *m = dir ? &h->rules[b]->to : &h->rules[b]->from;
 
 		for (uint32_t i = 0; !m->any && i < m->n; i++) {
 			struct lpm_item *it;
 
 			if (m->v[i].family != fam || !(h->rules[b]->families & fam))
 				continue;
-			if (!(it = APPEND(items, n))) {
-				free(items);
+			if (!(it = APPEND(*items, *n)))
 				return -ENOMEM;
-			}
 			it->pfx = m->v[i];
 			it->bit = b;
 		}
 	}
-	r = resolve_lpm(h, items, n, fam, 1);
-	free(items);
-	return r;
+	return 0;
 }
 
 /* Rules that match family `fam` but do not restrict the source: they were
@@ -357,31 +351,16 @@ static int add_family_prefixes(struct plan_hook *h, struct lpm_item **items, uin
 	return 0;
 }
 
-static int compile_src(struct plan_hook *h, uint8_t fam)
+static int compile_prefixes(struct plan_hook *h, uint8_t fam, uint8_t dir)
 {
 	struct lpm_item *items = NULL;
 	uint32_t n = 0;
-	int r;
+	int r = collect_prefixes(h, fam, dir, &items, &n);
 
-	for (uint32_t b = 0; b < h->nrules; b++) {
-		const struct addr_match *m = &h->rules[b]->from;
-
-		for (uint32_t i = 0; !m->any && i < m->n; i++) {
-			struct lpm_item *it;
-
-			if (m->v[i].family != fam || !(h->rules[b]->families & fam))
-				continue;
-			if (!(it = APPEND(items, n))) {
-				free(items);
-				return -ENOMEM;
-			}
-			it->pfx = m->v[i];
-			it->bit = b;
-		}
-	}
-	r = add_family_prefixes(h, &items, &n, fam);
+	if (!r && dir == 0)
+		r = add_family_prefixes(h, &items, &n, fam);
 	if (!r)
-		r = resolve_lpm(h, items, n, fam, 0);
+		r = resolve_lpm(h, items, n, fam, dir);
 	free(items);
 	return r;
 }
@@ -584,10 +563,9 @@ static int compile_hook(const struct policy *p, enum policy_hook hk, struct plan
 	h->nsum = bitvec_nsum(h->nwords);
 	if ((r = compile_wildcards(h)) || (r = compile_ifaces(h, 0)) || (r = compile_ifaces(h, 1)))
 		return r;
-	if ((r = compile_src(h, POLICY_FAM_IPV4)) || (r = compile_src(h, POLICY_FAM_IPV6)))
-		return r;
-	if ((r = compile_dst(h, POLICY_FAM_IPV4)) || (r = compile_dst(h, POLICY_FAM_IPV6)))
-		return r;
+	for (uint8_t dir = 0; dir < 2; dir++)
+		if ((r = compile_prefixes(h, POLICY_FAM_IPV4, dir)) || (r = compile_prefixes(h, POLICY_FAM_IPV6, dir)))
+			return r;
 	for (uint8_t pc = 0; pc < NFB_PC_MAX; pc++)
 		if ((r = compile_ports(h, 1, pc)) || (r = compile_ports(h, 0, pc)))
 			return r;
