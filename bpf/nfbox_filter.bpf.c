@@ -30,7 +30,9 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * BPF_F_MMAPABLE on the inner arrays (port, misc, rules, blob): user space
  * mmap()s the spare generation's arrays and fills them with memcpy, which
  * for the 1.2M-entry port map is far cheaper than one syscall per entry;
- * this program never sees the difference. The flag is part of the contract:
+ * this program never sees the difference. Through mmap() each element sits
+ * in an 8-byte slot (the kernel rounds array elements up to 8 bytes), so a
+ * u32 locator is every other u32 there. The flag is part of the contract:
  * inner maps without it are refused. Lookups stay inlined for the fixed-size
  * arrays; nfb_blob carries BPF_F_INNER_MAP so each generation sizes it to
  * the chunks it uses (its lookups are then helper calls).
@@ -253,43 +255,44 @@ static __always_inline int nfb_parse_ipv6(struct bpf_dynptr *dp, struct nfb_pkt 
 	nh = ip6->nexthdr;
 	p->l3_end = end;
 
-	/* NFB_V6_MAX_EXT headers, then one more round to reach the L4 header */
+	/* Up to NFB_V6_MAX_EXT extension headers; round NFB_V6_MAX_EXT + 1
+	 * must find the upper-layer header or the chain counts as cut short. */
 #pragma clang loop unroll(full)
 	for (i = 0; i <= NFB_V6_MAX_EXT; i++) {
-		if (nfb_v6_is_ext(nh)) {
-			__u8 hbuf[2];
-			const __u8 *h;
-
-			if (off + 8 > end)
-				goto frag;
-			h = bpf_dynptr_slice(dp, off, hbuf, sizeof(hbuf));
-			if (!h)
-				goto frag;
-			off += nh == NFB_IPPROTO_AH ? ((__u32)h[1] + 2) * 4 : ((__u32)h[1] + 1) * 8;
-			nh = h[0];
-			continue;
+		if (!nfb_v6_is_ext(nh) && nh != NFB_IPPROTO_FRAGMENT) {
+			p->proto = nh;
+			p->l4_off = off;
+			return 0;
 		}
+		if (i == NFB_V6_MAX_EXT)
+			break;
 		if (nh == NFB_IPPROTO_FRAGMENT) {
 			struct nfb_ip6frag fbuf;
 			const struct nfb_ip6frag *fh;
 
 			if (off + sizeof(fbuf) > end)
-				goto frag;
+				break;
 			fh = bpf_dynptr_slice(dp, off, &fbuf, sizeof(fbuf));
 			if (!fh)
-				goto frag;
+				break;
 			nh = fh->nexthdr;
 			if (bpf_ntohs(fh->frag_off) & NFB_IP6_FRAG_MASK)
-				goto frag;
+				break;
 			off += sizeof(fbuf); /* atomic fragment: go on */
-			continue;
+		} else {
+			__u8 hbuf[2];
+			const __u8 *h;
+
+			if (off + 8 > end)
+				break;
+			h = bpf_dynptr_slice(dp, off, hbuf, sizeof(hbuf));
+			if (!h)
+				break;
+			off += nh == NFB_IPPROTO_AH ? ((__u32)h[1] + 2) * 4 : ((__u32)h[1] + 1) * 8;
+			nh = h[0];
 		}
-		p->proto = nh;
-		p->l4_off = off;
-		return 0;
 	}
-	/* still an extension header after NFB_V6_MAX_EXT of them */
-frag:
+	/* fragment, truncated chain or too many headers */
 	p->proto = nh;
 	p->l4_off = off;
 	p->l4kind = NFB_L4_FRAG;
@@ -395,6 +398,34 @@ static __noinline int nfb_parse(struct bpf_nf_ctx *ctx, struct nfb_pkt *p)
 
 /* ---- field lookups ---------------------------------------------------- */
 
+/*
+ * One small lookup function per map kind, not inlined. Inlined, clang sinks
+ * the lookups of two maps (port and misc, lpm4 and lpm6) into one call
+ * instruction; the verifier then sees two maps at one call site and keeps
+ * the generic bpf_map_lookup_elem, an indirect call (retpolines here) that
+ * cannot be inlined. Each returns the locator, or NFB_LOC_UNSET on a miss
+ * (also when the generation lacks the inner map).
+ */
+#define NFB_GET_LOC(name, outer, key_t)                                    \
+	static __noinline __u32 name(__u32 gen, const key_t *key)          \
+	{                                                                  \
+		void *map = bpf_map_lookup_elem(&outer, &gen);             \
+		__u32 *loc = map ? bpf_map_lookup_elem(map, key) : NULL;    \
+                                                                           \
+		return loc ? *loc : NFB_LOC_UNSET;                         \
+	}
+
+NFB_GET_LOC(nfb_get_iface, nfb_iface, struct nfb_iface_key)
+NFB_GET_LOC(nfb_get_lpm4, nfb_lpm4, struct nfb_lpm4_key)
+NFB_GET_LOC(nfb_get_lpm6, nfb_lpm6, struct nfb_lpm6_key)
+NFB_GET_LOC(nfb_get_port, nfb_port, __u32)
+NFB_GET_LOC(nfb_get_misc, nfb_misc, __u32)
+
+static __always_inline __u32 nfb_loc_or_miss(__u32 loc, const struct nfb_hook_cfg *hc, __u32 field)
+{
+	return loc != NFB_LOC_UNSET ? loc : hc->miss[field];
+}
+
 static __always_inline __u32 nfb_loc_iface(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
 					   __u32 gen, __u32 field)
 {
@@ -403,10 +434,8 @@ static __always_inline __u32 nfb_loc_iface(const struct nfb_hook_cfg *hc, const 
 		.hook = p->hook,
 		.dir = field == NFB_F_IIF ? 0 : 1,
 	};
-	void *map = bpf_map_lookup_elem(&nfb_iface, &gen);
-	__u32 *loc = map ? bpf_map_lookup_elem(map, &key) : NULL;
 
-	return loc ? *loc : hc->miss[field];
+	return nfb_loc_or_miss(nfb_get_iface(gen, &key), hc, field);
 }
 
 static __always_inline __u32 nfb_loc_addr(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
@@ -414,8 +443,7 @@ static __always_inline __u32 nfb_loc_addr(const struct nfb_hook_cfg *hc, const s
 {
 	__u32 dir = field == NFB_F_SRC ? 0 : 1;
 	const __u8 *addr = dir ? p->daddr : p->saddr;
-	__u32 *loc = NULL;
-	void *map;
+	__u32 loc;
 
 	if (p->family == NFB_FAM_IPV4) {
 		struct nfb_lpm4_key k4;
@@ -425,9 +453,7 @@ static __always_inline __u32 nfb_loc_addr(const struct nfb_hook_cfg *hc, const s
 		k4.hook = p->hook;
 		k4.dir = dir;
 		__builtin_memcpy(k4.addr, addr, 4);
-		map = bpf_map_lookup_elem(&nfb_lpm4, &gen);
-		if (map)
-			loc = bpf_map_lookup_elem(map, &k4);
+		loc = nfb_get_lpm4(gen, &k4);
 	} else {
 		struct nfb_lpm6_key k6;
 
@@ -436,45 +462,36 @@ static __always_inline __u32 nfb_loc_addr(const struct nfb_hook_cfg *hc, const s
 		k6.hook = p->hook;
 		k6.dir = dir;
 		__builtin_memcpy(k6.addr, addr, 16);
-		map = bpf_map_lookup_elem(&nfb_lpm6, &gen);
-		if (map)
-			loc = bpf_map_lookup_elem(map, &k6);
+		loc = nfb_get_lpm6(gen, &k6);
 	}
-	return loc ? *loc : hc->miss[field];
+	return nfb_loc_or_miss(loc, hc, field);
 }
 
 static __always_inline __u32 nfb_loc_l4(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
 					__u32 gen)
 {
-	__u32 *loc = NULL, idx;
-	void *map;
+	__u32 idx, loc;
 
 	if (p->l4kind == NFB_L4_PORTS) {
 		idx = nfb_port_index(p->hook, 1, p->pclass, p->dport);
-		map = bpf_map_lookup_elem(&nfb_port, &gen);
+		loc = nfb_get_port(gen, &idx);
 	} else {
 		idx = nfb_misc_index(p->hook, p->mclass,
 				     p->l4kind == NFB_L4_ICMP ? p->icmp_type : p->proto);
-		map = bpf_map_lookup_elem(&nfb_misc, &gen);
+		loc = nfb_get_misc(gen, &idx);
 	}
-	if (map)
-		loc = bpf_map_lookup_elem(map, &idx);
-	return loc ? *loc : hc->miss[NFB_F_L4];
+	return nfb_loc_or_miss(loc, hc, NFB_F_L4);
 }
 
 static __always_inline __u32 nfb_loc_sport(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
 					   __u32 gen)
 {
-	__u32 *loc = NULL, idx;
-	void *map;
+	__u32 idx;
 
 	if (p->l4kind != NFB_L4_PORTS)
 		return hc->sport_none;
 	idx = nfb_port_index(p->hook, 0, p->pclass, p->sport);
-	map = bpf_map_lookup_elem(&nfb_port, &gen);
-	if (map)
-		loc = bpf_map_lookup_elem(map, &idx);
-	return loc ? *loc : hc->miss[NFB_F_SPORT];
+	return nfb_loc_or_miss(nfb_get_port(gen, &idx), hc, NFB_F_SPORT);
 }
 
 static __always_inline __u32 nfb_field_loc(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
@@ -537,9 +554,9 @@ struct nfb_search_in {
  * using fields (and the scalar ids its locator copies share) would otherwise
  * multiply the states of the candidate loop past the 1M-instruction limit.
  * For the same reason nothing here depends on a per-path constant: a
- * repeated slot copies the chunk pointer but recomputes its offset, and
- * repeated slots are ANDed again rather than skipped (a per-slot test would
- * split the states too).
+ * repeated slot copies the chunk pointer but recomputes its offset, and the
+ * candidate loop tests for repeats on locators read from memory, never on a
+ * mask built in registers (a constant per path, which would split states).
  */
 __noinline int nfb_search(const struct nfb_search_in *in)
 {
@@ -585,6 +602,8 @@ __noinline int nfb_search(const struct nfb_search_in *in)
 #pragma clang loop unroll(full)
 		for (i = 0; i < NFB_F_MAX; i++)
 			a &= c[i]->w[(o[i] + k) & NFB_LOC_OFF_MASK];
+		if (!a)
+			continue; /* no candidate: spare the inner iterator's calls */
 		bpf_for(j, 0, 64) {
 			__u64 low, below, word = ~0ull;
 			__u32 kk = k, ns = nsum;
@@ -598,9 +617,14 @@ __noinline int nfb_search(const struct nfb_search_in *in)
 			low = a & -a;
 			a ^= low;
 			below = low - 1;
+			/* A slot repeating the one before is skipped. The test
+			 * reads the locators again: values the verifier does not
+			 * know, so its states do not split by field use. */
 #pragma clang loop unroll(full)
-			for (i = 0; i < NFB_F_MAX; i++)
-				word &= nfb_vec_word(c[i], o[i], ns, kk, below);
+			for (i = 0; i < NFB_F_MAX; i++) {
+				if (i == 0 || in->locs[i] != in->locs[i - 1])
+					word &= nfb_vec_word(c[i], o[i], ns, kk, below);
+			}
 			if (word) {
 				rule = (int)(((k * 64 + nfb_popcount64(below)) * 64) + nfb_ctz64(word));
 				break;
