@@ -54,6 +54,22 @@ static void loaded_free(struct loaded *l)
 	memset(l, 0, sizeof(*l));
 }
 
+/* Conntrack is on while table inet nfbox exists (its ct expression). It is
+ * turned off for defrag: false, since conntrack reassembles fragments. */
+static int conntrack_switch(struct daemon *dm, bool on, char *buf, size_t len)
+{
+	char err[256];
+	int r = on ? nft_setup(err, sizeof(err)) : nft_teardown(err, sizeof(err));
+
+	if (r < 0) {
+		snprintf(buf, len, "%s table inet %s (conntrack %s): %s\n", on ? "cannot create" : "cannot delete",
+			 NFT_TABLE_NAME, on ? "on" : "off", err);
+		return r;
+	}
+	dm->conntrack = on;
+	return 0;
+}
+
 /* Load, compile and enforce the policy at path. On any failure the running
  * policy stays in force; *text gets the diagnostics (caller frees). */
 int daemon_reload(struct daemon *dm, const char *path, char **text)
@@ -75,8 +91,13 @@ int daemon_reload(struct daemon *dm, const char *path, char **text)
 		snprintf(ebuf, sizeof(ebuf), "cannot encode the policy: %s\n", strerror(-r));
 	if (r == 0 && (r = slots_assign(&dm->slots, dm->e, nl.plan, &nl.slots)) < 0)
 		snprintf(ebuf, sizeof(ebuf), "cannot assign counters: %s\n", strerror(-r));
+	if (r == 0 && nl.pol->opt.defrag && dm->conntrack != 1 && (r = conntrack_switch(dm, true, ebuf, sizeof(ebuf))) < 0)
+		strcat(ebuf, "\n");
 	if (r == 0 && (r = engine_load(dm->e, nl.plan, &nl.blob, &nl.slots, ebuf, sizeof(ebuf) - 1)) < 0)
 		strcat(ebuf, "\n");
+	/* Off only once the policy that does not need it is in force. */
+	if (r == 0 && !nl.pol->opt.defrag && dm->conntrack != 0)
+		conntrack_switch(dm, false, ebuf + strlen(ebuf), sizeof(ebuf) - strlen(ebuf));
 	f = open_memstream(text, &len);
 	if (f) {
 		if (diag_text)
@@ -343,7 +364,7 @@ static void shutdown_all(struct daemon *dm)
 
 static int start(struct daemon *dm, const char **why)
 {
-	char err[512], *text = NULL;
+	char *text = NULL;
 	int r;
 
 	if ((dm->lfd = listen_socket(dm->opts->socket, why)) < 0)
@@ -360,11 +381,6 @@ static int start(struct daemon *dm, const char **why)
 		return r;
 	if (dm->e->adopted)
 		log_info("adopted the enforcing state pinned in %s (generation %u)", dm->opts->pin_dir, dm->e->active_gen);
-	if ((r = nft_setup(err, sizeof(err))) < 0) {
-		log_err("conntrack anchor (table inet %s): %s", NFT_TABLE_NAME, err);
-		*why = "cannot create the nftables table that turns conntrack on";
-		return r;
-	}
 	r = daemon_reload(dm, dm->opts->policy, &text);
 	if (text)
 		fputs(text, stderr);
@@ -390,7 +406,7 @@ static int start(struct daemon *dm, const char **why)
 
 int daemon_run(const struct daemon_opts *o)
 {
-	struct daemon dm = { .opts = o, .lfd = -1, .sfd = -1, .epfd = -1 };
+	struct daemon dm = { .opts = o, .lfd = -1, .sfd = -1, .epfd = -1, .conntrack = -1 };
 	const char *why = "";
 	int r;
 

@@ -38,6 +38,7 @@ struct daemon {
 	FILE *logf;
 	struct client clients[64];
 	int nclients;
+	int conntrack; /* table inet nfbox: 1 present, 0 absent, -1 not known yet */
 	time_t started, loaded_at;
 	unsigned long reloads_ok, reloads_failed;
 	unsigned long long events;

@@ -186,6 +186,7 @@ static void load_all(struct lx *x, const struct ynode *root)
 	load_rules(x, ynode_get(root, "rules"));
 	load_nat(x, ynode_get(root, "nat"));
 	load_captures(x, ynode_get(root, "capture"));
+	check_defrag_off(x);
 	if (!x->p->hooks[0].present && !x->p->hooks[1].present && !x->p->hooks[2].present &&
 	    x->p->nrules)
 		diag_error(x->d, root->loc, "the policy has rules but no hooks; add e.g. 'hooks: { forward: { default: drop } }'");

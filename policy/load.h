@@ -59,5 +59,6 @@ void load_nat(struct lx *x, const struct ynode *n);
 void load_captures(struct lx *x, const struct ynode *n);
 void check_unused(struct lx *x);
 void check_shadowed(struct lx *x);
+void check_defrag_off(struct lx *x);
 
 #endif

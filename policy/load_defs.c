@@ -306,13 +306,15 @@ void load_options(struct lx *x, const struct ynode *n)
 	if (!n || !lx_is(x, n, YNODE_MAP, "options"))
 		return;
 	lx_check_keys(x, n, keys, "options");
-	if ((v = ynode_get(n, "defrag")))
-		lx_bool(x, v, "options.defrag", &x->p->opt.defrag);
+	if ((v = ynode_get(n, "defrag")) && lx_bool(x, v, "options.defrag", &x->p->opt.defrag))
+		x->p->opt.defrag_loc = v->loc;
 	if ((v = ynode_get(n, "established"))) {
 		int e = lx_choice(x, v, "options.established", est);
 
-		if (e >= 0)
+		if (e >= 0) {
 			x->p->opt.established_accept = e == 0;
+			x->p->opt.established_loc = v->loc;
+		}
 	}
 	if ((v = ynode_get(n, "log-rate")) && lx_is(x, v, YNODE_SCALAR, "options.log-rate")) {
 		const char *why;

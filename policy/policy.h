@@ -170,6 +170,8 @@ struct capture_conf {
 struct policy_options {
 	bool defrag;
 	bool established_accept;
+	struct loc established_loc; /* where established: was given (line 0: default) */
+	struct loc defrag_loc;
 	uint32_t log_rate;  /* events per second */
 	uint32_t log_burst;
 };

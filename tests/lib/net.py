@@ -3,13 +3,15 @@
 (ip netns exec NS tests/lib/net.py CMD ...). Every command is bounded in
 time and prints one result line; the exit status says success.
 
-  udp-recv PORT TIMEOUT            print "got N BYTES SHA" per datagram until timeout
+  udp-recv PORT TIMEOUT [MAX]      print "got N SHA intact|CORRUPT" per datagram until
+                                   timeout, MAX datagrams or SIGTERM, then "total N"
   udp-send HOST PORT SIZE [COUNT]  send COUNT datagrams of SIZE bytes (pattern)
   tcp-listen PORT TIMEOUT          accept one connection, echo until EOF
   tcp-connect HOST PORT TIMEOUT    exit 0 if the connection is established
   tcp-stream HOST PORT SECONDS     send/echo continuously; print bytes and the
                                    longest stall; exit 1 if it breaks
-  frags HOST PORT MODE             scapy: send crafted IPv4/IPv6 fragments
+  frags HOST PORT[,PORT] MODE [EVIL-PORT]
+                                   scapy: send crafted IPv4/IPv6 fragments
 """
 import hashlib
 import socket
@@ -26,17 +28,27 @@ def payload(size):
     return (pat * (size // 256 + 1))[:size]
 
 
-def udp_recv(port, timeout):
+def udp_recv(port, timeout, most=0):
+    """Stops at the timeout, after MOST datagrams (0: no limit), or on
+    SIGTERM (then it first reads what is already queued)."""
+    import signal
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
     s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
     s.bind(("::", int(port)))
     s.settimeout(0.2)
     end = time.time() + float(timeout)
     n = 0
-    while time.time() < end:
+    while time.time() < end and not (most and n >= int(most)):
+        if stop:
+            s.setblocking(False)
         try:
             data, _ = s.recvfrom(70000)
-        except socket.timeout:
+        except (socket.timeout, BlockingIOError):
+            if stop:
+                break
             continue
         n += 1
         ok = data == payload(len(data))
@@ -124,46 +136,81 @@ def tcp_stream(host, port, seconds):
     return 0
 
 
-def frags(host, port, mode):
-    """Crafted fragments of one UDP datagram of 3000 bytes to host:port."""
-    from scapy.all import IP, IPv6, UDP, Raw, fragment, send, IPv6ExtHdrFragment, fragment6
-    import random
+def frags(host, port, mode, evil_port="9"):
+    """Crafted fragments of UDP datagrams of 3000 bytes (sport 4242) to
+    host:port; PORT may be a comma list (one datagram per port, same mode).
+    Fragments carry 1200 (IPv4) or 1232 (IPv6, as fragment6(pkt, 1280))
+    bytes of the UDP datagram; all fragments go out in one send().
 
+      in-order   the fragments in order
+      reverse    last fragment first
+      duplicate  every fragment twice in a row
+      tiny-first fragments of 8 bytes: the first one is the UDP header
+                 alone (376 fragments)
+      overlap    a same-extent copy of the first fragment whose UDP header
+                 says dport EVIL_PORT comes after the genuine one (which
+                 the kernel keeps, see below)
+      overlap-first   the same copy comes before the genuine first fragment
+      overlap-partial after the genuine first fragment, a fragment at offset
+                 0 that is 8 bytes longer (it overlaps the first and the
+                 second fragment) and says dport EVIL_PORT
+
+    Linux (inet_frag_queue_insert) discards a fragment that lies wholly
+    inside data it already has as a duplicate (the first copy wins), and
+    drops the whole datagram on any other overlap (IPv4 since Linux 4.19;
+    RFC 5722 for IPv6).
+    """
+    import os
+    from scapy.all import IP, IPv6, UDP, Raw, IPv6ExtHdrFragment, raw, send
+
+    v6 = ":" in host
+    evil_port = int(evil_port)
     data = payload(3000)
-    port = int(port)
-    if ":" in host:
-        pkt = IPv6(dst=host) / IPv6ExtHdrFragment(id=random.randint(1, 2**31)) / UDP(sport=4242, dport=port) / Raw(data)
-        fr = fragment6(pkt, 1280)
-    else:
-        pkt = IP(dst=host, id=random.randint(1, 65535)) / UDP(sport=4242, dport=port) / Raw(data)
-        fr = fragment(pkt, fragsize=1200)
-    if mode == "in-order":
-        pass
-    elif mode == "reverse":
-        fr = list(reversed(fr))
-    elif mode == "duplicate":
-        fr = [f for f in fr for _ in (0, 1)]
-    elif mode == "tiny-first":
-        # First fragment of 8 bytes: the UDP header alone, no room for more.
-        if ":" in host:
-            raise SystemExit("tiny-first is IPv4 only here")
-        fr = fragment(pkt, fragsize=8)
-    elif mode == "overlap":
-        # A second copy of the second fragment that overlaps the first one
-        # with different bytes: RFC 5722 (IPv6) requires dropping the
-        # datagram; IPv4 reassembly must never let it change the ports.
-        if ":" in host:
-            raise SystemExit("overlap is IPv4 only here")
-        evil = pkt.copy()
-        evil[UDP].dport = 9
-        efr = fragment(evil, fragsize=1200)
-        first = efr[0]
-        first.frag = 0
-        fr = [fr[0], fr[1], first, fr[2]] if len(fr) > 2 else fr
-    else:
-        raise SystemExit("unknown mode " + mode)
-    send(fr, verbose=False)
-    print("sent %d fragments (%s)" % (len(fr), mode))
+    # One identification per datagram, distinct between runs (pids grow),
+    # so fragments left in a reassembly queue by an earlier case (a
+    # duplicate last fragment, the rest of a dropped datagram) never join.
+    ident = (os.getpid() * 16) % 0xfff0 + 1 if not v6 else os.getpid() * 16 + 1
+    src = (IPv6(dst=host) if v6 else IP(dst=host)).src
+    step = 1232 if v6 else 1200
+
+    def l4(dport):
+        if v6:
+            return raw(IPv6(src=src, dst=host) / UDP(sport=4242, dport=dport) / Raw(data))[40:]
+        return raw(IP(src=src, dst=host) / UDP(sport=4242, dport=dport) / Raw(data))[20:]
+
+    def piece(ident, off, chunk, more):
+        if v6:
+            return (IPv6(src=src, dst=host) /
+                    IPv6ExtHdrFragment(id=ident, nh=17, offset=off // 8, m=int(more)) / Raw(chunk))
+        return IP(src=src, dst=host, id=ident, proto=17, flags="MF" if more else 0, frag=off // 8) / Raw(chunk)
+
+    def split(ident, b, size):
+        return [piece(ident, o, b[o:o + size], o + size < len(b)) for o in range(0, len(b), size)]
+
+    out = []
+    for n, p in enumerate(int(x) for x in port.split(",")):
+        i = ident + n
+        b = l4(p)
+        fr = split(i, b, step)
+        if mode == "in-order":
+            pass
+        elif mode == "reverse":
+            fr = list(reversed(fr))
+        elif mode == "duplicate":
+            fr = [f for f in fr for _ in (0, 1)]
+        elif mode == "tiny-first":
+            fr = split(i, b, 8)
+        elif mode in ("overlap", "overlap-first"):
+            evil = split(i, l4(evil_port), step)[0]
+            fr = [fr[0], fr[1], evil] + fr[2:] if mode == "overlap" else [evil] + fr
+        elif mode == "overlap-partial":
+            evil = piece(i, 0, l4(evil_port)[:step + 8], True)
+            fr = [fr[0], evil] + fr[1:]
+        else:
+            raise SystemExit("unknown mode " + mode)
+        out += fr
+    send(out, verbose=False)
+    print("sent %d fragments (%s)" % (len(out), mode))
 
 
 def main():
