@@ -22,6 +22,9 @@ rules:
   - { name: stream, service: [tcp/5001], action: accept }
   - { name: web, service: [tcp/$2], action: accept }
 YAML
+	# Without defrag there is no conntrack: replies need a rule of their own.
+	[ "${3:-true}" = false ] && echo "  - { name: replies, source-service: [tcp/$2, tcp/5001], action: accept }" >>"$1"
+	return 0
 }
 policy "$NS_TMP/a.yaml" 80
 policy "$NS_TMP/b.yaml" 81
