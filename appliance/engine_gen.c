@@ -109,29 +109,72 @@ out:
 	return r;
 }
 
+/* Keys and values of one trie, written with one batch call where the
+ * kernel supports it (one syscall per prefix otherwise). */
+static int lpm_write(int fd, const void *keys, const uint32_t *vals, uint32_t n, size_t key_size)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
+	uint32_t count = n;
+
+	if (!n)
+		return 0;
+	if (bpf_map_update_batch(fd, keys, vals, &count, &opts) == 0)
+		return 0;
+	if (errno != EINVAL && errno != 524 /* ENOTSUPP */ && errno != EOPNOTSUPP)
+		return -errno;
+	for (uint32_t i = 0; i < n; i++)
+		if (bpf_map_update_elem(fd, (const char *)keys + i * key_size, &vals[i], BPF_ANY) < 0)
+			return -errno;
+	return 0;
+}
+
 static int fill_lpm(int fd4, int fd6, const struct plan *pl, const struct plan_blob *b)
 {
+	uint32_t n4 = 0, n6 = 0, i4 = 0, i6 = 0;
+	struct nfb_lpm4_key *k4;
+	struct nfb_lpm6_key *k6;
+	uint32_t *v4, *v6;
+	int r;
+
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
+		n4 += pl->hook[hk].nlpm[0];
+		n6 += pl->hook[hk].nlpm[1];
+	}
+	k4 = calloc(n4 + 1, sizeof(*k4));
+	k6 = calloc(n6 + 1, sizeof(*k6));
+	v4 = calloc(n4 + 1, sizeof(*v4));
+	v6 = calloc(n6 + 1, sizeof(*v6));
+	if (!k4 || !k6 || !v4 || !v6) {
+		r = -ENOMEM;
+		goto out;
+	}
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
 		const struct plan_hook *h = &pl->hook[hk];
 
-		for (uint32_t i = 0; i < h->nlpm[0]; i++) {
+		for (uint32_t i = 0; i < h->nlpm[0]; i++, i4++) {
 			const struct plan_lpm *l = &h->lpm[0][i];
-			struct nfb_lpm4_key k = { .prefixlen = 16u + l->pfx.plen, .hook = (uint8_t)hk, .dir = l->dir };
 
-			memcpy(k.addr, l->pfx.addr, 4);
-			if (bpf_map_update_elem(fd4, &k, &b->loc[hk][l->vec], BPF_ANY) < 0)
-				return -errno;
+			k4[i4] = (struct nfb_lpm4_key){ .prefixlen = 16u + l->pfx.plen, .hook = (uint8_t)hk, .dir = l->dir };
+			memcpy(k4[i4].addr, l->pfx.addr, 4);
+			v4[i4] = b->loc[hk][l->vec];
 		}
-		for (uint32_t i = 0; i < h->nlpm[1]; i++) {
+		for (uint32_t i = 0; i < h->nlpm[1]; i++, i6++) {
 			const struct plan_lpm *l = &h->lpm[1][i];
-			struct nfb_lpm6_key k = { .prefixlen = 16u + l->pfx.plen, .hook = (uint8_t)hk, .dir = l->dir };
 
-			memcpy(k.addr, l->pfx.addr, 16);
-			if (bpf_map_update_elem(fd6, &k, &b->loc[hk][l->vec], BPF_ANY) < 0)
-				return -errno;
+			k6[i6] = (struct nfb_lpm6_key){ .prefixlen = 16u + l->pfx.plen, .hook = (uint8_t)hk, .dir = l->dir };
+			memcpy(k6[i6].addr, l->pfx.addr, 16);
+			v6[i6] = b->loc[hk][l->vec];
 		}
 	}
-	return 0;
+	r = lpm_write(fd4, k4, v4, n4, sizeof(*k4));
+	if (!r)
+		r = lpm_write(fd6, k6, v6, n6, sizeof(*k6));
+out:
+	free(k4);
+	free(k6);
+	free(v4);
+	free(v6);
+	return r;
 }
 
 /* Interfaces are named in the policy and resolved now, in this namespace;

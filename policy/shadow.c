@@ -9,7 +9,7 @@
 #include "load.h"
 
 /* Pairwise work is bounded so that huge policies still validate quickly. */
-#define SHADOW_MAX_RULES 10000
+#define SHADOW_MAX_RULES 3000 /* pairwise: ~50 ms at the limit */
 #define SHADOW_MAX_PAIR_WORK 100000u
 
 static bool prefix_covers(const struct prefix *a, const struct prefix *b)
