@@ -15,6 +15,7 @@ int cmd_status(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_reload(int argc, char **argv);
 int cmd_log(int argc, char **argv);
+int cmd_capture(int argc, char **argv);
 
 /* Print diagnostics in color when f is a terminal and NO_COLOR is unset. */
 bool cli_color(FILE *f);

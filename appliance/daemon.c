@@ -108,8 +108,12 @@ int daemon_reload(struct daemon *dm, const char *path, char **text)
 		else
 			fprintf(f, "%sgeneration %llu: %s: %u rules enforced\n", ebuf,
 				(unsigned long long)dm->e->generation, path, nl.pol->nrules);
-		fclose(f);
 	}
+	/* Captures follow the policy in force; while the old one is alive. */
+	if (r == 0)
+		daemon_captures_apply(dm, nl.pol, f);
+	if (f)
+		fclose(f);
 	free(diag_text);
 	if (r < 0) {
 		if (nl.plan)
@@ -333,7 +337,7 @@ static void loop(struct daemon *dm)
 				client_accept(dm);
 			} else if (fd == dm->rbfd) {
 				ring_buffer__consume(dm->rb);
-			} else {
+			} else if (!daemon_captures_event(dm, fd)) {
 				for (int c = 0; c < dm->nclients; c++)
 					if (dm->clients[c].fd == fd)
 						client_request(dm, &dm->clients[c]);
@@ -356,6 +360,7 @@ static void shutdown_all(struct daemon *dm)
 {
 	char err[256];
 
+	daemon_captures_stop_all(dm); /* files closed complete */
 	engine_destroy_pins(dm->e);
 	if (nft_teardown(err, sizeof(err)) < 0)
 		log_warn("removing table inet %s: %s", NFT_TABLE_NAME, err);
@@ -379,6 +384,11 @@ static int start(struct daemon *dm, const char **why)
 	}
 	if ((r = engine_open(dm->opts->pin_dir, &dm->e, why)) < 0)
 		return r;
+	dm->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (dm->epfd < 0) {
+		*why = "epoll";
+		return -errno;
+	}
 	if (dm->e->adopted)
 		log_info("adopted the enforcing state pinned in %s (generation %u)", dm->opts->pin_dir, dm->e->active_gen);
 	r = daemon_reload(dm, dm->opts->policy, &text);
@@ -395,8 +405,7 @@ static int start(struct daemon *dm, const char **why)
 		return -errno;
 	}
 	dm->rbfd = ring_buffer__epoll_fd(dm->rb);
-	dm->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (dm->epfd < 0 || epoll_add(dm->epfd, dm->sfd) < 0 || epoll_add(dm->epfd, dm->lfd) < 0 ||
+	if (epoll_add(dm->epfd, dm->sfd) < 0 || epoll_add(dm->epfd, dm->lfd) < 0 ||
 	    epoll_add(dm->epfd, dm->rbfd) < 0) {
 		*why = "epoll";
 		return -errno;
@@ -434,6 +443,9 @@ int daemon_run(const struct daemon_opts *o)
 		loop(&dm);
 		shutdown_all(&dm);
 	}
+	daemon_captures_stop_all(&dm);
+	if (dm.epfd >= 0)
+		close(dm.epfd);
 	if (dm.rb)
 		ring_buffer__free(dm.rb);
 	for (int i = 0; i < dm.nclients; i++)

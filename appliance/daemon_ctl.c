@@ -49,7 +49,9 @@ static void status(struct daemon *dm, FILE *f, bool json)
 					l->defrag ? "true" : "false");
 				first = 0;
 			}
-		fputs("]}\n", f);
+		fputs("],\"captures\":", f);
+		daemon_captures_status(dm, f, true);
+		fputs("}\n", f);
 		return;
 	}
 	fprintf(f, "nfbox running: pid %d, up %lds\n", (int)getpid(), (long)(now - dm->started));
@@ -68,6 +70,7 @@ static void status(struct daemon *dm, FILE *f, bool json)
 				fprintf(f, "  %-8s %-5s link %u, priority %d%s\n", hook_names[h], fam_names[fam], l->id,
 					l->priority, l->defrag ? ", defrag" : "");
 		}
+	daemon_captures_status(dm, f, false);
 }
 
 struct stat_row {
@@ -128,7 +131,13 @@ static void stats(struct daemon *dm, FILE *f, bool json)
 		else
 			fprintf(f, "%-24s %llu\n", fixed[i].name, (unsigned long long)c.packets);
 	}
-	fputs(json ? "}}\n" : "", f);
+	if (json) {
+		fputs("},\"captures\":", f);
+		daemon_captures_stats(dm, f, true);
+		fputs("}\n", f);
+	} else {
+		daemon_captures_stats(dm, f, false);
+	}
 }
 
 char *daemon_answer(struct daemon *dm, const char *req)

@@ -28,6 +28,8 @@ struct loaded {
 	struct slot_map slots;
 };
 
+struct dcap; /* daemon_capture.c */
+
 struct daemon {
 	const struct daemon_opts *opts;
 	struct engine *e;
@@ -42,11 +44,23 @@ struct daemon {
 	time_t started, loaded_at;
 	unsigned long reloads_ok, reloads_failed;
 	unsigned long long events;
+	struct dcap *caps; /* the policy's captures, in policy order */
+	uint32_t ncaps;
 };
 
 int daemon_reload(struct daemon *dm, const char *path, char **text);
 /* Answer one control request line; returns a malloc'd reply whose first
  * line is "ok" or "error". */
 char *daemon_answer(struct daemon *dm, const char *req);
+
+/* Captures (daemon_capture.c). apply: reconcile with the policy now in
+ * force (call before the old policy is freed); report gets one warning
+ * line per capture that could not start and a summary. event: a capture's
+ * done fd became readable; false if fd is not one. */
+void daemon_captures_apply(struct daemon *dm, const struct policy *p, FILE *report);
+void daemon_captures_stop_all(struct daemon *dm);
+bool daemon_captures_event(struct daemon *dm, int fd);
+void daemon_captures_status(struct daemon *dm, FILE *f, bool json);
+void daemon_captures_stats(struct daemon *dm, FILE *f, bool json);
 
 #endif

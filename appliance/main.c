@@ -23,6 +23,9 @@ static const struct command commands[] = {
 	{ "reload", cmd_reload, "reload [--policy FILE] [--socket PATH]",
 	  "load a new policy atomically; a bad one changes nothing" },
 	{ "log", cmd_log, "log [--socket PATH]", "follow verdict events as JSON lines" },
+	{ "capture", cmd_capture,
+	  "capture --interface IF --file FILE [--match EXPR] [--count N] [--duration S]",
+	  "ad-hoc AF_XDP capture (jumbo frames whole) to pcapng (root)" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -391,8 +391,13 @@ static void load_capture_one(struct lx *x, const struct ynode *n)
 		capture_ifname(x, v, c->ifname, "interface");
 	else
 		diag_error(x->d, n->loc, "a capture needs 'interface:' (the interface to capture on)");
-	if ((v = ynode_get(n, "mirror-from")))
+	if ((v = ynode_get(n, "mirror-from"))) {
 		capture_ifname(x, v, c->mirror_from, "mirror-from");
+		if (c->mirror_from[0] && !strcmp(c->mirror_from, c->ifname))
+			diag_error(x->d, v->loc,
+				   "mirror-from '%s' is the capture interface itself; name the interface whose traffic is copied, and a new interface for 'interface:' (nfbox creates it)",
+				   c->mirror_from);
+	}
 	load_capture_match(x, c, ynode_get(n, "match"));
 	if (!(v = ynode_get(n, "file")))
 		diag_error(x->d, n->loc, "a capture needs 'file:' (an absolute path ending in .pcapng)");
@@ -424,8 +429,29 @@ void load_captures(struct lx *x, const struct ynode *n)
 		load_capture_one(x, n->kids[i]);
 }
 
+/* AF_XDP takes a captured frame away from the stack: capturing on an
+ * interface the policy filters would stop the appliance forwarding what it
+ * captures. */
+static void check_capture_ifaces(struct lx *x)
+{
+	for (uint32_t i = 0; i < x->p->ncaptures; i++) {
+		const struct capture_conf *c = &x->p->captures[i];
+
+		for (uint32_t g = 0; !c->mirror_from[0] && g < x->p->ngroups; g++)
+			for (uint32_t k = 0; k < x->p->groups[g].n; k++)
+				if (!strcmp(x->p->groups[g].ifnames[k], c->ifname)) {
+					diag_warn(x->d, c->loc,
+						  "capture '%s' on '%s' (group '%s') takes the frames it matches away from the stack: the appliance would not forward them; to record that traffic, capture a copy with 'mirror-from: %s' and a new interface name",
+						  c->name ? c->name : "", c->ifname, x->p->groups[g].name, c->ifname);
+					g = x->p->ngroups - 1;
+					break;
+				}
+	}
+}
+
 void check_unused(struct lx *x)
 {
+	check_capture_ifaces(x);
 	for (uint32_t i = 0; i < x->p->ngroups; i++)
 		if (!x->p->groups[i].used)
 			diag_warn(x->d, x->p->groups[i].loc, "interface group '%s' is defined but not used",
