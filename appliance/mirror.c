@@ -87,6 +87,19 @@ static struct nlmsghdr *link_msg(char *buf, uint16_t type, uint16_t flags, int i
 	return nlh;
 }
 
+/* No IPv6 link-local address on either end (so no DAD, router solicitation
+ * or MLD from the pair), set over netlink: works where /proc/sys is
+ * read-only, as under the systemd unit's ProtectKernelTunables=. */
+static void put_no_ipv6_addr(struct nlmsghdr *nlh)
+{
+	struct nlattr *spec = mnl_attr_nest_start(nlh, IFLA_AF_SPEC), *in6;
+
+	in6 = mnl_attr_nest_start(nlh, AF_INET6);
+	mnl_attr_put_u8(nlh, IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE);
+	mnl_attr_nest_end(nlh, in6);
+	mnl_attr_nest_end(nlh, spec);
+}
+
 static int veth_create(const char *name, const char *peer)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
@@ -108,6 +121,19 @@ static int veth_create(const char *name, const char *peer)
 	mnl_attr_nest_end(nlh, data);
 	mnl_attr_nest_end(nlh, info);
 	return rtnl_talk(nlh, NULL, NULL);
+}
+
+/* Before the link goes up (the kernel takes IFLA_AF_SPEC only from an
+ * existing device). */
+static void no_ipv6_addr(int ifindex, const char *ifname)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = link_msg(buf, RTM_NEWLINK, 0, ifindex);
+	int r;
+
+	put_no_ipv6_addr(nlh);
+	if ((r = rtnl_talk(nlh, NULL, NULL)) < 0)
+		log_debug("mirror: addrgenmode none on %s: %s", ifname, strerror(-r));
 }
 
 static int link_up(int ifindex)
@@ -168,7 +194,7 @@ static int get_link(int ifindex, struct link_facts *lf)
 	return rtnl_talk(nlh, link_facts_cb, lf);
 }
 
-/* No IPv6 (router solicitations, DAD): the pair must stay silent. */
+/* IPv6 off as well where /proc/sys is writable: the pair stays silent. */
 static void ipv6_off(const char *ifname)
 {
 	char path[128];
@@ -233,6 +259,10 @@ int mirror_create(const char *from, const char *capif, struct mirror **out)
 	}
 	cap_idx = (int)if_nametoindex(m->capif);
 	m->peer_ifindex = (int)if_nametoindex(m->peer);
+	if (cap_idx && m->peer_ifindex) {
+		no_ipv6_addr(cap_idx, m->capif);
+		no_ipv6_addr(m->peer_ifindex, m->peer);
+	}
 	ipv6_off(m->capif);
 	ipv6_off(m->peer);
 	if (!cap_idx || !m->peer_ifindex || (r = link_up(cap_idx)) < 0 || (r = link_up(m->peer_ifindex)) < 0) {

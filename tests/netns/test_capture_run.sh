@@ -104,6 +104,8 @@ SIZES="1 100 1472 1473 3000 3812 3813 4000 7000 7653 7654 8000 8972"
 NSIZES=$(echo $SIZES | wc -w)
 if nfbox_start "$NS_TMP/p1.yaml"; then
 	t_check "mirror-pair-created" in_a ip link show mon0-tx
+	in_a ip -d link show mon0 | grep -q "addrgenmode none" && t_ok "mirror-pair-no-ipv6-address" ||
+		t_fail "mirror-pair-no-ipv6-address" "$(in_a ip -d link show mon0)"
 	in_c ping -c 2 -i 0.2 -W 1 $S4 >/dev/null 2>&1 && t_ok "ping-forwarded" || t_fail "ping-forwarded" "no reply through the appliance"
 	send_udp $SIZES
 	[ "$RECV" -eq "$NSIZES" ] && t_ok "forwarding-unchanged" || t_fail "forwarding-unchanged" "server got $RECV of $NSIZES datagrams intact"
