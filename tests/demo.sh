@@ -2,7 +2,8 @@
 # `make demo`: nfbox enforcing config/policy.yaml on an appliance between a
 # client and a server, all in throw-away network namespaces. Shows allowed
 # and denied flows over IPv4 and IPv6, replies passing by conntrack, a
-# fragmented datagram judged whole, then the counters. Nothing outside the
+# fragmented datagram judged whole, a capture of the forwarded traffic
+# (mirror-from) and of jumbo frames (nfbox capture), then the counters. Nothing outside the
 # namespaces it creates is touched; everything is removed at the end.
 set -u
 cd "$(dirname "$0")/.."
@@ -59,6 +60,36 @@ wait $r1 $r2
 printf '  %-58s %s\n' "to udp/9000 (office-iperf allows): server got" "$(grep -c intact "$NS_TMP/udp9000") intact datagram(s)"
 printf '  %-58s %s\n' "to udp/9001 (no rule): server got" "$(grep -c '^got' "$NS_TMP/udp9001") datagram(s)"
 echo "  (nfbox judged the reassembled datagram: a port rule could see the port)"
+
+say "capture: a mirror of wan0 (policy capture with mirror-from), reloaded in"
+{
+	cat "$policy"
+	printf 'capture:\n  - { name: wan-copy, interface: mon0, mirror-from: wan0, file: %s }\n' "$NS_TMP/wan.pcapng"
+} >"$NS_TMP/with-capture.yaml"
+nfbox_ctl reload --policy "$NS_TMP/with-capture.yaml" | tail -n 1
+nfbox_ctl status | sed -n '/^captures:/,$p'
+in_c ping -c2 -i0.2 -W1 $S4 >/dev/null
+in_c "$NET" udp-send $S4 9000 4000 >/dev/null
+sleep 0.4
+echo "  what the appliance forwarded on wan0, as tshark reads the capture file:"
+nfbox_ctl reload --policy "$policy" >/dev/null # stops the capture: file complete, pair deleted
+tshark -r "$NS_TMP/wan.pcapng" 2>/dev/null | head -n 8 | sed 's/^/    /'
+
+say "capture: jumbo frames with nfbox capture (AF_XDP multi-buffer), MTU 9000"
+ip link add j0 netns "$NS_C" mtu 9000 type veth peer name span0 netns "$NS_A" mtu 9000
+in_c ip addr add 192.0.2.1/24 dev j0
+in_a ip addr add 192.0.2.2/24 dev span0
+in_c ip link set j0 up
+in_a ip link set span0 up
+in_a "$NFBOX" capture --interface span0 --file "$NS_TMP/jumbo.pcapng" --match '{min-length: 1501}' --count 3 \
+	--duration 10 >"$NS_TMP/capture.out" 2>&1 &
+cap=$!
+sleep 1
+in_c ping -c3 -i0.2 -W1 -s 8950 192.0.2.2 >/dev/null # captured, so never answered
+wait $cap
+sed 's/^/  /' "$NS_TMP/capture.out"
+tshark -r "$NS_TMP/jumbo.pcapng" 2>/dev/null | sed 's/^/    /'
+echo "  (each 8992-byte frame came as 3 AF_XDP buffers and was written whole)"
 
 say "nfbox stats"
 nfbox_ctl stats
