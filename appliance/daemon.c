@@ -346,6 +346,7 @@ static void loop(struct daemon *dm)
 		for (int c = dm->nclients - 1; c >= 0; c--)
 			if (dm->clients[c].dead)
 				client_drop(dm, c);
+		daemon_captures_tick(dm);
 	}
 }
 

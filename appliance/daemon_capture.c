@@ -27,7 +27,16 @@ struct dcap {
 	struct capture_stats last;            /* when stopped: the final counters */
 	char error[256];                      /* why it is not running ("" if it is) */
 	time_t started;
+	uint64_t drops_reported;              /* drops already in a log warning */
+	time_t warned_at;
 };
+
+/* Sum of every way a frame can be lost on the way to the file. */
+static uint64_t drops_of(const struct capture_stats *s)
+{
+	return s->rx_dropped + s->rx_ring_full + s->rx_invalid_descs + s->oversize + s->writer_queue_drops +
+	       s->writer_write_drops + s->mirror_failed;
+}
 
 static bool prefixes_equal(const struct addr_match *a, const struct addr_match *b)
 {
@@ -296,5 +305,34 @@ void daemon_captures_stats(struct daemon *dm, FILE *f, bool json)
 		if (dm->caps[j].conf->mirror_from[0])
 			fprintf(f, "%-12s mirrored from %s: %llu frames, %llu not sent\n", "", dm->caps[j].conf->mirror_from,
 				U(s.mirrored), U(s.mirror_failed));
+	}
+}
+
+/* Overload is reported, not only counted: at most one warning per capture
+ * every DROP_WARN_SECS while drops keep growing. */
+#define DROP_WARN_SECS 10
+
+void daemon_captures_tick(struct daemon *dm)
+{
+	time_t now = time(NULL);
+
+	for (uint32_t j = 0; j < dm->ncaps; j++) {
+		struct dcap *d = &dm->caps[j];
+		struct capture_stats s;
+		uint64_t drops;
+
+		if (!d->c || now - d->warned_at < DROP_WARN_SECS)
+			continue;
+		capture_stats(d->c, &s);
+		drops = drops_of(&s);
+		if (drops <= d->drops_reported)
+			continue;
+		log_warn("capture %s: %llu frames lost since the last report (kernel: rx_dropped %llu, rx_ring_full %llu, "
+			 "invalid %llu; writer: queue %llu, write %llu%s%s; oversize %llu; mirror %llu); see nfbox stats",
+			 d->name, U(drops - d->drops_reported), U(s.rx_dropped), U(s.rx_ring_full), U(s.rx_invalid_descs),
+			 U(s.writer_queue_drops), U(s.writer_write_drops), s.writer_errno ? ": " : "",
+			 s.writer_errno ? strerror(s.writer_errno) : "", U(s.oversize), U(s.mirror_failed));
+		d->drops_reported = drops;
+		d->warned_at = now;
 	}
 }

@@ -62,5 +62,7 @@ void daemon_captures_stop_all(struct daemon *dm);
 bool daemon_captures_event(struct daemon *dm, int fd);
 void daemon_captures_status(struct daemon *dm, FILE *f, bool json);
 void daemon_captures_stats(struct daemon *dm, FILE *f, bool json);
+/* Once a second or so: a log warning when a capture keeps losing frames. */
+void daemon_captures_tick(struct daemon *dm);
 
 #endif

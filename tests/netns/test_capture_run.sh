@@ -15,6 +15,8 @@
 #  4. An interface of the operator's named like a mirror capture interface
 #     is refused, never deleted; after SIGKILL the next nfbox recreates its
 #     own left-over pair; SIGTERM closes files completely and deletes pairs.
+#  5. A full disk (a 512 KiB tmpfs): forwarding goes on, the loss is logged
+#     and counted (written + drops = received), the file stays readable.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
@@ -23,6 +25,7 @@ NET=$PWD/tests/lib/net.py
 PORT=9000
 
 ns_setup 9000 || { t_fail setup "cannot build the namespaces"; t_done; }
+trap 'umount "$NS_TMP/small" 2>/dev/null; ns_cleanup' EXIT
 command -v tshark >/dev/null || { t_fail setup "tshark is not installed (packaging/install-deps.sh)"; t_done; }
 
 policy() { # FILE CAPTURE-ENTRIES...
@@ -187,6 +190,35 @@ else
 	t_fail "restart-recreates-pair" "$(tail -n 5 "$NS_TMP/nfbox.err")"
 	cat "$NS_TMP/nfbox.err" "$NS_TMP/nfbox.out"
 fi
+# ---- 5. a full disk is reported, and enforcement goes on ----
+mkdir -p "$NS_TMP/small"
+if mount -t tmpfs -o size=512k nfbox-test "$NS_TMP/small"; then
+	policy "$NS_TMP/p5.yaml" "  - { name: full, interface: mon0, mirror-from: wan0, match: { proto: udp }, file: $NS_TMP/small/full.pcapng }"
+	if nfbox_start "$NS_TMP/p5.yaml"; then
+		cp "$NS_TMP/nfbox.err" "$NS_TMP/nfbox-run1.err"
+		send_udp $(for _ in $(seq 100); do echo 8000; done)
+		[ "$RECV" -eq 100 ] && t_ok "full-disk-forwarding-goes-on" || t_fail "full-disk-forwarding-goes-on" "server got $RECV of 100"
+		for _ in $(seq 30); do grep -q "frames lost since the last report" "$NS_TMP/nfbox.err" && break; sleep 0.2; done
+		grep -q "capture full: [0-9]* frames lost since the last report.*write [1-9][0-9]*: No space left on device" "$NS_TMP/nfbox.err" &&
+			t_ok "full-disk-logged" || t_fail "full-disk-logged" "$(tail -n 3 "$NS_TMP/nfbox.err")"
+		# The last packets wait in the queue for the writer's next attempt.
+		for _ in $(seq 30); do
+			[ "$(stats_json "c['full']['written'] + c['full']['writer_write_drops'] + c['full']['writer_queue_drops']")" -ge 100 ] && break
+			sleep 0.2
+		done
+		[ "$(stats_json "c['full']['writer_write_drops'] > 0 and c['full']['writer_error'] == 'No space left on device' and c['full']['written'] + c['full']['writer_write_drops'] + c['full']['writer_queue_drops'] == c['full']['packets'] == 100")" = True ] &&
+			t_ok "full-disk-counted" || t_fail "full-disk-counted" "$(stats_json "c['full']")"
+		nfbox_stop
+		tshark_clean "$NS_TMP/small/full.pcapng" && t_ok "full-disk-file-readable" || t_fail "full-disk-file-readable" "$(cat "$NS_TMP/tshark.err")"
+		cat "$NS_TMP/nfbox-run1.err" >>"$NS_TMP/nfbox.err"
+	else
+		t_fail "full-disk-start" "$(tail -n 5 "$NS_TMP/nfbox.err")"
+	fi
+	umount "$NS_TMP/small"
+else
+	t_fail "full-disk" "cannot mount a tmpfs"
+fi
+
 if grep -q "ERROR: AddressSanitizer\|runtime error:" "$NS_TMP/nfbox.err"; then
 	t_fail "sanitizers" "$(grep -m3 "ERROR: AddressSanitizer\|runtime error:" "$NS_TMP/nfbox.err")"
 else
