@@ -66,6 +66,7 @@
 #define MAX_PKT_DESCS 64u
 #define DEFAULT_QUEUE_BYTES (32u << 20)
 #define BIND_RETRIES 10
+#define RX_CHECK_MS 500 /* idle receive thread: how often it looks for a socket error */
 
 struct queue_counters {
 	uint64_t packets, bytes, descs, multibuf, oversize;
@@ -689,18 +690,27 @@ static void end_by_itself(struct capture *c, int err)
 }
 
 /* Wait for traffic or the stop request. 1: go on, 0: stop requested,
- * negative: a socket failed (the interface went away). */
+ * negative: a socket failed (the interface went away). When its device is
+ * unregistered, an AF_XDP socket is unbound and sets sk_err = ENETDOWN, but
+ * poll() on an unbound socket reports no event at all: hence the timeout
+ * and the look at SO_ERROR when nothing happened. */
 static int rx_wait(struct capture *c, struct pollfd *pfd)
 {
-	int n = poll(pfd, c->nq + 1, -1);
+	int n = poll(pfd, c->nq + 1, RX_CHECK_MS);
 
 	if (n < 0)
 		return errno == EINTR ? 1 : -errno;
 	if (pfd[c->nq].revents)
 		return 0;
-	for (uint32_t i = 0; i < c->nq; i++)
+	for (uint32_t i = 0; i < c->nq; i++) {
+		socklen_t len = sizeof(int);
+		int err = 0;
+
 		if (pfd[i].revents & (POLLERR | POLLHUP | POLLNVAL))
 			return -ENETDOWN;
+		if (!n && !getsockopt(pfd[i].fd, SOL_SOCKET, SO_ERROR, &err, &len) && err)
+			return -err;
+	}
 	return 1;
 }
 
@@ -846,8 +856,11 @@ int capture_start(const struct capture_conf *conf, const struct capture_opts *op
 	c->info.ifindex = ifindex;
 	if (probe_xdp_features(&c->info) < 0)
 		log_debug("capture: no netdev netlink family; assuming no zero-copy");
-	if ((r = open_writer(c, conf, o)) < 0 || (r = load_program(c, &conf->match)) < 0 ||
-	    (r = attach_program(c, o->xdp_mode)) < 0 || (r = open_sockets(c, o->force_copy)) < 0 ||
+	/* The file last of what can fail for outside reasons (XDP already
+	 * attached, no such queue): a capture that cannot start leaves no
+	 * empty file behind, and an earlier one is not shifted for nothing. */
+	if ((r = load_program(c, &conf->match)) < 0 || (r = attach_program(c, o->xdp_mode)) < 0 ||
+	    (r = open_sockets(c, o->force_copy)) < 0 || (r = open_writer(c, conf, o)) < 0 ||
 	    (r = map_sockets(c)) < 0 || (r = start_thread(c)) < 0 || (m && (r = mirror_attach(m)) < 0)) {
 		capture_stop(c, NULL);
 		return r;
@@ -958,6 +971,7 @@ static void stop_thread(struct capture *c)
 
 int capture_stop(struct capture *c, struct capture_stats *final)
 {
+	struct pcapng_stats ws;
 	int r;
 
 	if (!c)
@@ -975,13 +989,16 @@ int capture_stop(struct capture *c, struct capture_stats *final)
 		queue_close(&c->q[i]);
 	nfbox_capture_bpf__destroy(c->skel);
 	mirror_destroy(c->mirror);
-	r = pcapng_close(c->writer);
-	/* close flushes the queue, after the last snapshot: with no error ever
-	 * (r == 0), every packet the writer accepted is now on disk. */
-	if (final && c->writer && r == 0)
-		final->written = final->packets - final->writer_queue_drops;
-	else if (final && r < 0)
-		final->writer_errno = -r;
+	/* close flushes the queue, after the snapshot above: the writer's
+	 * counters are final only once it is done. */
+	r = pcapng_close_stats(c->writer, final ? &ws : NULL);
+	if (final && c->writer) {
+		final->written = ws.packets;
+		final->writer_queue_drops = ws.queue_drops;
+		final->writer_write_drops = ws.write_drops;
+		final->files = ws.files;
+		final->writer_errno = r < 0 ? -r : ws.last_errno;
+	}
 	if (c->stop_fd >= 0)
 		close(c->stop_fd);
 	if (c->done_fd >= 0)

@@ -66,8 +66,8 @@ struct capture_stats {
 	/* Kernel socket drops: XDP_STATISTICS summed over the sockets. */
 	uint64_t rx_dropped, rx_ring_full, rx_fill_ring_empty_descs, rx_invalid_descs;
 	/* The pcapng writer. written: packets on disk; while running, queued
-	 * ones are not yet counted; after capture_stop it is exact when the
-	 * writer saw no error, else the count before the final flush. */
+	 * ones are not yet counted; after capture_stop every packet captured
+	 * is written, a queue drop or a write drop. */
 	uint64_t written, writer_queue_drops, writer_write_drops, files;
 	int writer_errno;     /* positive errno, 0 if none */
 	/* Why the capture ended by itself: 0 (still running, stopped, or the
