@@ -19,6 +19,8 @@
 #include "daemon_int.h"
 #include "log.h"
 
+#define U(x) ((unsigned long long)(x))
+
 struct dcap {
 	char *name;
 	const struct capture_conf *conf;      /* in dm->cur.pol (or the policy being loaded) */
@@ -222,6 +224,9 @@ void daemon_captures_status(struct daemon *dm, FILE *f, bool json)
 				fprintf(f, ",\"zerocopy\":%s,\"queues\":%u,\"frames_per_queue\":%u",
 					d->info.zerocopy ? "true" : "false", d->info.nqueues, d->info.frames_per_queue);
 				json_s(f, "copy_reason", d->info.copy_reason ? d->info.copy_reason : "", true);
+				/* What the driver said over the netdev genl family (0: unknown). */
+				fprintf(f, ",\"xdp_features\":%llu,\"zc_max_segs\":%u", U(d->info.xdp_features),
+					d->info.zc_max_segs);
 			}
 			if (d->conf->mirror_from[0]) {
 				json_s(f, "mirror_from", d->conf->mirror_from, true);
@@ -261,8 +266,6 @@ static void stats_of(struct dcap *d, struct capture_stats *st)
 	else
 		*st = d->last;
 }
-
-#define U(x) ((unsigned long long)(x))
 
 void daemon_captures_stats(struct daemon *dm, FILE *f, bool json)
 {

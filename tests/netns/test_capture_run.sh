@@ -118,7 +118,7 @@ if nfbox_start "$NS_TMP/p1.yaml"; then
 	[ "$(stats_json "c['wan']['written']")" -eq "$NSIZES" ] && t_ok "written-count" || t_fail "written-count" "stats: $st, want $NSIZES"
 	[ "$(stats_json "c['wan']['multibuf'] > 0 and c['wan']['mirrored'] >= c['wan']['packets']")" = True ] &&
 		t_ok "stats-multibuf-mirrored" || t_fail "stats-multibuf-mirrored" "$st"
-	[ "$(status_json "c['wan']['running'] and c['wan']['xdp_mode'] in ('native','skb') and c['wan']['mirror_from'] == 'wan0' and c['wan']['mirror_peer'] == 'mon0-tx'")" = True ] &&
+	[ "$(status_json "c['wan']['running'] and c['wan']['xdp_mode'] in ('native','skb') and c['wan']['mirror_from'] == 'wan0' and c['wan']['mirror_peer'] == 'mon0-tx' and c['wan']['xdp_features'] > 0 and not c['wan']['zerocopy']")" = True ] &&
 		t_ok "status-json" || t_fail "status-json" "$(nfbox_ctl status --json)"
 	nfbox_ctl status | grep -q "wan .*mon0 (mirror of wan0) -> $NS_TMP/wan.pcapng: 1 rx queue, native XDP" &&
 		t_ok "status-text" || t_fail "status-text" "$(nfbox_ctl status | tail -3)"
