@@ -33,10 +33,10 @@ struct capture_opts {
 	enum capture_xdp_mode xdp_mode;
 	bool force_copy;           /* never try zero-copy */
 	uint64_t max_packets;      /* end by itself after this many packets; 0: no limit */
-	size_t queue_bytes;        /* writer queue; 0: 32 MiB */
+	size_t queue_bytes;        /* writer queue; 0: 64 MiB */
 	bool keep_existing;        /* an earlier file at the path becomes PATH.1 (pcapng.h) */
 	uint32_t frames_per_queue; /* UMEM frames (4096 bytes) per rx queue, a power of two;
-				      0: 4096, fewer when there are many queues */
+				      0: 16384, fewer when there are more than 4 queues */
 };
 
 /* How the capture runs, fixed once it started. */

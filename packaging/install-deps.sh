@@ -11,7 +11,7 @@ set -eu
 BUILD_PKGS="make gcc clang llvm pkg-config libbpf-dev bpftool linux-libc-dev
  libxdp-dev libnftnl-dev libmnl-dev libyaml-dev libclang-rt-14-dev"
 TEST_PKGS="iproute2 iputils-ping nftables python3 python3-scapy iperf3 hping3 man-db groff-base systemd
- tcpdump tshark procps kmod dpkg-dev"
+ tcpdump tshark jq procps kmod dpkg-dev"
 # Packages that must come from backports on bookworm, and the version each needs.
 BPO_PKGS="libbpf-dev bpftool linux-libc-dev"
 

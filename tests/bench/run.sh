@@ -14,14 +14,17 @@
 # Loads: new-flow UDP (hping3 --udp --flood: the source port changes every
 # packet) counted as packets/s received at the server; one established TCP
 # stream (iperf3), Mbit/s. Variants are interleaved: each round samples every
-# variant once; the median over rounds is reported.
+# variant once; the median over rounds is reported. Then the capture benchmark
+# (tests/bench/capture.sh): nfbox capture vs tcpdump -w, jumbo and 64-byte frames.
 # Read tests/bench/README.md for what the numbers mean.
 #
 # Environment: BENCH_N (10000), BENCH_N2 (1000; empty to skip), BENCH_RUNS
 # (5 rounds for none/nft-1/nft-set/nfbox), BENCH_RUNS_FULL (3 rounds for
 # nft-linear, the N2 policy and TCP), BENCH_DUR (2 s per UDP sample),
 # BENCH_TCP_DUR (3 s per iperf3 run), BENCH_SKIP_MICRO=1 (no bench_classifier),
-# BENCH_VARIANTS ("VARIANT:N ..." to run only those, for experiments).
+# BENCH_VARIANTS ("VARIANT:N ..." to run only those, for experiments),
+# BENCH_SKIP_CAPTURE=1 (no capture benchmark; its own BENCH_CAP_* settings are
+# described in tests/bench/capture.sh).
 # Exit status 1 if a measurement or a sanity check failed; a missed target
 # is reported, not failed.
 set -u
@@ -326,6 +329,15 @@ fi
 rt=$(pct "${MBPS[nfbox-$N]:-0}" "${MBPS[nft-linear-$N]:-0}")
 echo "established TCP stream: nfbox $(pct "${MBPS[nfbox-$N]:-0}" "${MBPS[none-$N]:-0}")% of no filter, ${rt}% of nftables linear"
 echo "forwarding benchmark: $((SECONDS - START)) s"
+
+# ---- 3. capture -----------------------------------------------------------
+# nfbox capture vs tcpdump -w on a veth pair of its own: tests/bench/capture.sh
+# builds its two namespaces, sender and temp files and removes them on exit
+# (the forwarding namespaces above sit idle meanwhile).
+if [ "${BENCH_SKIP_CAPTURE:-0}" != 1 ]; then
+	echo
+	tests/bench/capture.sh || fail "capture benchmark (tests/bench/capture.sh)"
+fi
 if [ "$FAILS" -ne 0 ]; then
 	echo "bench: $FAILS measurement(s) FAILED"
 	exit 1
