@@ -446,6 +446,30 @@ fail:
 
 /* ---- sockets ---- */
 
+/* Every frame must be in one place: the free stack, the pending packet,
+ * the fill ring or the rx ring (the kernel holds none once the program is
+ * detached and the socket drained). Only exact when the kernel dropped
+ * nothing: a packet it drops midway can leave frames in its own pool. A
+ * mismatch is a bug in the receive loop, reported loudly (the tests look
+ * for it). */
+static void queue_audit(struct capture *c, struct capture_queue *q)
+{
+	uint32_t fill_out, rx_out, total;
+	struct xdp_statistics st;
+	socklen_t len = sizeof(st);
+
+	if (!q->xsk || getsockopt(q->fd, SOL_XDP, XDP_STATISTICS, &st, &len) < 0 || st.rx_dropped ||
+	    st.rx_ring_full || st.rx_invalid_descs)
+		return;
+	fill_out = q->fill.size - xsk_prod_nb_free(&q->fill, q->fill.size);
+	rx_out = xsk_cons_nb_avail(&q->rx, UINT32_MAX);
+	total = q->nfree + q->npend + fill_out + rx_out;
+	if (total != c->info.frames_per_queue)
+		log_err("capture: BUG: frame accounting on %s queue %u: %u frames of %u (free %u, pending %u, "
+			"fill ring %u, rx ring %u)",
+			c->info.ifname, q->id, total, c->info.frames_per_queue, q->nfree, q->npend, fill_out, rx_out);
+}
+
 static void queue_close(struct capture_queue *q)
 {
 	if (q->xsk)
@@ -1005,8 +1029,10 @@ int capture_stop(struct capture *c, struct capture_stats *final)
 	c->link_fd = -1;
 	if (final)
 		capture_stats(c, final);
-	for (uint32_t i = 0; c->q && i < c->nq; i++)
+	for (uint32_t i = 0; c->q && i < c->nq; i++) {
+		queue_audit(c, &c->q[i]);
 		queue_close(&c->q[i]);
+	}
 	nfbox_capture_bpf__destroy(c->skel);
 	mirror_destroy(c->mirror);
 	/* close flushes the queue, after the snapshot above: the writer's

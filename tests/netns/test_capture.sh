@@ -811,4 +811,16 @@ elif ! grep -q __asan_init "$NFBOX" 2>/dev/null; then
 else
 	t_ok sanitizer-clean
 fi
+# Every capture audits its UMEM frames at stop (free + pending + fill +
+# rx == all of them, when the kernel dropped nothing): a leak or a double
+# return in the receive loop is reported as "BUG: frame accounting".
+bad=
+for r in "${RUNS[@]}"; do
+	[ -f "$TMP/$r.err" ] && grep -q 'BUG: frame accounting' "$TMP/$r.err" && bad="$bad $r"
+done
+if [ -n "$bad" ]; then
+	t_fail frames-accounted "in:$bad: $(grep -h -m 2 'BUG: frame accounting' "$TMP"/*.err | head -n 2)"
+else
+	t_ok frames-accounted
+fi
 t_done

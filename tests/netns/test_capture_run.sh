@@ -219,6 +219,11 @@ else
 	t_fail "full-disk" "cannot mount a tmpfs"
 fi
 
+if grep -q "BUG: frame accounting" "$NS_TMP/nfbox.err"; then
+	t_fail "frames-accounted" "$(grep -m2 "BUG: frame accounting" "$NS_TMP/nfbox.err")"
+else
+	t_ok "frames-accounted"
+fi
 if grep -q "ERROR: AddressSanitizer\|runtime error:" "$NS_TMP/nfbox.err"; then
 	t_fail "sanitizers" "$(grep -m3 "ERROR: AddressSanitizer\|runtime error:" "$NS_TMP/nfbox.err")"
 else
