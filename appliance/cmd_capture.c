@@ -29,6 +29,7 @@ struct capture_args {
 	const char *ifname;
 	const char *file;
 	const char *match;
+	const char *mirror_from; /* NULL: capture IF itself */
 	uint64_t count;
 	double duration; /* seconds; 0: none */
 	uint32_t snaplen; /* 0: the policy default */
@@ -41,7 +42,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: nfbox capture --interface IF --file FILE [--match EXPR] [--count N]\n"
 		   "                     [--duration SECONDS] [--snaplen N] [--rotate-size SIZE [--rotate-keep N]]\n"
-		   "                     [--xdp-mode auto|native|skb] [--copy]\n"
+		   "                     [--mirror-from IF2] [--xdp-mode auto|native|skb] [--copy]\n"
 		   "  --match EXPR   a capture match as a YAML flow mapping, e.g.\n"
 		   "                 '{proto: udp, min-length: 1501, to: 203.0.113.0/24, service: [udp/9000]}'\n"
 		   "                 (keys: proto, from, to, service, min-length, max-length, non-ip)\n"
@@ -51,6 +52,9 @@ static void usage(FILE *f)
 		   "  --rotate-size SIZE  start a new file when one reaches SIZE (at least 64KiB;\n"
 		   "                 e.g. 1048576, 100MB, 256MiB); older files are FILE.1, FILE.2, ...\n"
 		   "  --rotate-keep N     files kept in all with --rotate-size (1..100000; default 8)\n"
+		   "  --mirror-from IF2  capture a copy of what IF2 receives and sends (e.g. the\n"
+		   "                 appliance's own forwarded traffic), which IF2 keeps forwarding:\n"
+		   "                 IF is then a new veth pair nfbox creates and deletes (IF, IF-tx)\n"
 		   "  --xdp-mode M   native (driver) or skb (generic) XDP; auto tries native first\n"
 		   "  --copy         never use AF_XDP zero-copy\n"
 		   "SIGINT or SIGTERM stop it too; the file is complete either way.\n");
@@ -133,6 +137,9 @@ static int parse_opt(int c, const char *arg, struct capture_args *a)
 		if (parse_mode(arg, &a->opts.xdp_mode) < 0)
 			return bad_arg("--xdp-mode", arg, "auto, native or skb");
 		return 0;
+	case 'M':
+		a->mirror_from = arg;
+		return 0;
 	case 'C':
 		a->opts.force_copy = true;
 		return 0;
@@ -150,6 +157,7 @@ static int parse_args(int argc, char **argv, struct capture_args *a)
 		{ "duration", required_argument, NULL, 'd' },  { "snaplen", required_argument, NULL, 's' },
 		{ "rotate-size", required_argument, NULL, 'r' }, { "rotate-keep", required_argument, NULL, 'k' },
 		{ "xdp-mode", required_argument, NULL, 'x' },  { "copy", no_argument, NULL, 'C' },
+		{ "mirror-from", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },            { 0 },
 	};
 	int c;
@@ -172,8 +180,15 @@ static int parse_args(int argc, char **argv, struct capture_args *a)
 		fprintf(stderr, "nfbox capture: --rotate-keep needs --rotate-size\n");
 		return -EINVAL;
 	}
-	if (strlen(a->ifname) >= POLICY_IFNAMSIZ || !if_nametoindex(a->ifname))
+	if (strlen(a->ifname) >= POLICY_IFNAMSIZ)
+		return bad_arg("--interface", a->ifname, "too long for an interface name");
+	if (!a->mirror_from && !if_nametoindex(a->ifname))
 		return bad_arg("--interface", a->ifname, "no such interface");
+	if (a->mirror_from && (strlen(a->mirror_from) >= POLICY_IFNAMSIZ || !if_nametoindex(a->mirror_from)))
+		return bad_arg("--mirror-from", a->mirror_from, "no such interface");
+	if (a->mirror_from && if_nametoindex(a->ifname))
+		return bad_arg("--interface", a->ifname,
+			       "exists already; with --mirror-from nfbox creates it: name a free interface");
 	return 0;
 }
 
@@ -249,6 +264,7 @@ static struct capture_conf conf_from(const struct capture_conf *adhoc, const str
 	struct capture_conf c = *adhoc;
 
 	snprintf(c.ifname, sizeof(c.ifname), "%s", a->ifname);
+	snprintf(c.mirror_from, sizeof(c.mirror_from), "%s", a->mirror_from ? a->mirror_from : "");
 	c.file = (char *)a->file;
 	if (a->snaplen)
 		c.snaplen = a->snaplen;
@@ -306,6 +322,8 @@ static void print_mode(const struct capture *c, const char *file)
 	struct capture_info i;
 
 	capture_get_info(c, &i);
+	if (i.mirror_from[0])
+		printf("mirroring %s into %s (veth pair %s/%s)\n", i.mirror_from, i.ifname, i.ifname, i.mirror_peer);
 	printf("capturing on %s: %u rx queue%s, %s XDP, %s%s%s, to %s\n", i.ifname, i.nqueues,
 	       i.nqueues == 1 ? "" : "s", capture_xdp_mode_name(i.xdp_mode),
 	       i.zerocopy ? "zero-copy" : "copy mode", i.copy_reason ? ": " : "",
@@ -332,6 +350,9 @@ static void print_stats(const struct capture_stats *s, const char *why)
 	       (unsigned long long)s->writer_queue_drops, (unsigned long long)s->writer_write_drops,
 	       (unsigned long long)s->oversize, s->writer_errno ? ", error: " : "",
 	       s->writer_errno ? strerror(s->writer_errno) : "");
+	if (s->mirrored || s->mirror_failed)
+		printf("  mirror: %llu frames copied, %llu could not be sent\n", (unsigned long long)s->mirrored,
+		       (unsigned long long)s->mirror_failed);
 	fflush(stdout);
 }
 

@@ -24,7 +24,7 @@ static const struct command commands[] = {
 	  "load a new policy atomically; a bad one changes nothing" },
 	{ "log", cmd_log, "log [--socket PATH]", "follow verdict events as JSON lines" },
 	{ "capture", cmd_capture,
-	  "capture --interface IF --file FILE [--match EXPR] [--count N] [--duration S]",
+	  "capture --interface IF --file FILE [--match EXPR] [--count N] [--duration S] [--mirror-from IF2] ...",
 	  "ad-hoc AF_XDP capture (jumbo frames whole) to pcapng (root)" },
 };
 

@@ -17,6 +17,7 @@
 #     own left-over pair; SIGTERM closes files completely and deletes pairs.
 #  5. A full disk (a 512 KiB tmpfs): forwarding goes on, the loss is logged
 #     and counted (written + drops = received), the file stays readable.
+#  6. nfbox capture --mirror-from: the same mirror without a policy.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
@@ -218,6 +219,24 @@ if mount -t tmpfs -o size=512k nfbox-test "$NS_TMP/small"; then
 else
 	t_fail "full-disk" "cannot mount a tmpfs"
 fi
+
+# ---- 6. the same mirror ad hoc: nfbox capture --mirror-from ----
+in_a "$NFBOX" capture --interface wmon --mirror-from wan0 --file "$NS_TMP/adhoc.pcapng" --match '{proto: icmp}' \
+	--count 4 --duration 10 >"$NS_TMP/adhoc.out" 2>"$NS_TMP/adhoc.err" &
+apid=$!
+for _ in $(seq 30); do in_a ip link show wmon >/dev/null 2>&1 && break; sleep 0.1; done
+sleep 0.3
+in_c ping -c 2 -i 0.2 -W 1 -s 6000 $S4 >/dev/null 2>&1 && t_ok "adhoc-mirror-forwarding" || t_fail "adhoc-mirror-forwarding" "ping failed"
+wait $apid
+arc=$?
+cat "$NS_TMP/adhoc.err" >>"$NS_TMP/nfbox.err"
+[ $arc -eq 0 ] && grep -q "mirroring wan0 into wmon (veth pair wmon/wmon-tx)" "$NS_TMP/adhoc.out" &&
+	[ "$(tshark -r "$NS_TMP/adhoc.pcapng" -Y 'icmp && frame.len == 6042' 2>/dev/null | wc -l)" -eq 4 ] &&
+	! in_a ip link show wmon >/dev/null 2>&1 && t_ok "adhoc-mirror-capture" ||
+	t_fail "adhoc-mirror-capture" "rc $arc: $(cat "$NS_TMP/adhoc.out" "$NS_TMP/adhoc.err" | head -n 8)"
+out=$(in_a "$NFBOX" capture --interface lan0 --mirror-from wan0 --file "$NS_TMP/never.pcapng" 2>&1)
+[ $? -eq 2 ] && echo "$out" | grep -q "exists already; with --mirror-from nfbox creates it" && [ ! -e "$NS_TMP/never.pcapng" ] &&
+	t_ok "adhoc-mirror-existing-refused" || t_fail "adhoc-mirror-existing-refused" "$out"
 
 if grep -q "BUG: frame accounting" "$NS_TMP/nfbox.err"; then
 	t_fail "frames-accounted" "$(grep -m2 "BUG: frame accounting" "$NS_TMP/nfbox.err")"
