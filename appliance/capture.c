@@ -49,6 +49,7 @@
 
 #include "log.h"
 #include "mirror.h"
+#include "nl.h"
 #include "nfbox_capture.h"
 #include "nfbox_capture.skel.h"
 #include "pcapng.h"
@@ -197,27 +198,6 @@ static uint32_t count_rx_queues(const char *ifname)
 	return n ? n : 1;
 }
 
-/* Send one generic netlink request and run cb over the reply, to the ACK. */
-static int genl_request(struct mnl_socket *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
-{
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	unsigned portid = mnl_socket_get_portid(nl);
-	unsigned seq = nlh->nlmsg_seq;
-	ssize_t n;
-	int r = 0;
-
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
-		return -errno;
-	while ((n = mnl_socket_recvfrom(nl, buf, sizeof(buf))) > 0) {
-		r = mnl_cb_run(buf, (size_t)n, seq, portid, cb, data);
-		if (r <= MNL_CB_STOP)
-			break;
-	}
-	if (n < 0 || r < 0)
-		return -errno;
-	return 0;
-}
-
 static struct nlmsghdr *genl_start(char *buf, uint16_t family, uint8_t cmd, uint8_t version)
 {
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
@@ -261,24 +241,20 @@ static int dev_features_cb(const struct nlmsghdr *nlh, void *data)
 static int probe_xdp_features(struct capture_info *info)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct mnl_socket *nl = mnl_socket_open(NETLINK_GENERIC);
+	struct mnl_socket *nl = nl_open(NETLINK_GENERIC);
 	struct nlmsghdr *nlh;
 	uint16_t family = 0;
 	int r;
 
 	if (!nl)
 		return -errno;
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		r = -errno;
-		goto out;
-	}
 	nlh = genl_start(buf, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
 	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, NETDEV_FAMILY_NAME);
-	if ((r = genl_request(nl, nlh, family_id_cb, &family)) < 0)
+	if ((r = nl_talk(nl, nlh, family_id_cb, &family)) < 0)
 		goto out;
 	nlh = genl_start(buf, family, NETDEV_CMD_DEV_GET, NETDEV_FAMILY_VERSION);
 	mnl_attr_put_u32(nlh, NETDEV_A_DEV_IFINDEX, (uint32_t)info->ifindex);
-	r = genl_request(nl, nlh, dev_features_cb, info);
+	r = nl_talk(nl, nlh, dev_features_cb, info);
 out:
 	mnl_socket_close(nl);
 	return r;

@@ -196,15 +196,8 @@ bool daemon_captures_event(struct daemon *dm, int fd)
 
 static void json_s(FILE *f, const char *k, const char *v, bool comma)
 {
-	fprintf(f, "%s\"%s\":\"", comma ? "," : "", k);
-	for (; v && *v; v++)
-		if (*v == '"' || *v == '\\')
-			fprintf(f, "\\%c", *v);
-		else if ((unsigned char)*v < 0x20)
-			fprintf(f, "\\u%04x", *v);
-		else
-			fputc(*v, f);
-	fputc('"', f);
+	fprintf(f, "%s\"%s\":", comma ? "," : "", k);
+	daemon_json_str(f, v);
 }
 
 void daemon_captures_status(struct daemon *dm, FILE *f, bool json)

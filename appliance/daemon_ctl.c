@@ -9,7 +9,7 @@
 static const char *const hook_names[] = { "input", "forward", "output" };
 static const char *const fam_names[] = { "ipv4", "ipv6" };
 
-static void json_str(FILE *f, const char *s)
+void daemon_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);
 	for (; s && *s; s++) {
@@ -30,13 +30,13 @@ static void status(struct daemon *dm, FILE *f, bool json)
 
 	if (json) {
 		fprintf(f, "{\"pid\":%d,\"uptime\":%ld,\"policy\":", (int)getpid(), (long)(now - dm->started));
-		json_str(f, dm->cur.path);
+		daemon_json_str(f, dm->cur.path);
 		fprintf(f, ",\"rules\":%u,\"generation\":%llu,\"active_gen\":%u,\"adopted\":%s,\"defrag\":%s,"
 			   "\"reloads_ok\":%lu,\"reloads_failed\":%lu,\"events\":%llu,\"pin_dir\":",
 			dm->cur.pol ? dm->cur.pol->nrules : 0, (unsigned long long)e->generation, e->active_gen,
 			e->adopted ? "true" : "false", dm->cur.pol && dm->cur.pol->opt.defrag ? "true" : "false",
 			dm->reloads_ok, dm->reloads_failed, dm->events);
-		json_str(f, e->pin_dir);
+		daemon_json_str(f, e->pin_dir);
 		fputs(",\"links\":[", f);
 		for (int h = 0, first = 1; h < NFB_HOOK_MAX; h++)
 			for (int fam = 0; fam < NFB_FAM_MAX; fam++) {
@@ -106,7 +106,7 @@ static void stats(struct daemon *dm, FILE *f, bool json)
 			engine_counter_read(dm->e, def ? dm->cur.slots.default_slot[h] : dm->cur.slots.rule_slot[h][b], &c);
 			if (json) {
 				fprintf(f, "%s{\"hook\":\"%s\",\"rule\":", first ? "" : ",", hook_names[h]);
-				json_str(f, name);
+				daemon_json_str(f, name);
 				fprintf(f, ",\"action\":\"%s\",\"default\":%s,\"packets\":%llu,\"bytes\":%llu}", act,
 					def ? "true" : "false", (unsigned long long)c.packets, (unsigned long long)c.bytes);
 			} else {

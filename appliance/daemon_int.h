@@ -53,6 +53,9 @@ int daemon_reload(struct daemon *dm, const char *path, char **text);
  * line is "ok" or "error". */
 char *daemon_answer(struct daemon *dm, const char *req);
 
+/* s as a JSON string, quoted and escaped (daemon_ctl.c). */
+void daemon_json_str(FILE *f, const char *s);
+
 /* Captures (daemon_capture.c). apply: reconcile with the policy now in
  * force (call before the old policy is freed); report gets one warning
  * line per capture that could not start and a summary. event: a capture's

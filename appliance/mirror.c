@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +21,7 @@
 #include <libmnl/libmnl.h>
 
 #include "log.h"
+#include "nl.h"
 #include "nfbox_capture.h"
 #include "nfbox_mirror.skel.h"
 
@@ -38,37 +37,15 @@ struct mirror {
 
 /* ---- rtnetlink ---- */
 
-/* Send one request and wait for its ACK (or run cb over the replies). */
+/* One request on a socket of its own. */
 static int rtnl_talk(struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct mnl_socket *nl = mnl_socket_open(NETLINK_ROUTE);
-	unsigned portid;
-	ssize_t n;
-	int r = 0;
+	struct mnl_socket *nl = nl_open(NETLINK_ROUTE);
+	int r;
 
 	if (!nl)
 		return -errno;
-	/* The daemon's loop calls this: never wait for ever on the kernel. */
-	struct timeval tmo = { .tv_sec = 5 };
-
-	if (setsockopt(mnl_socket_get_fd(nl), SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) < 0 ||
-	    mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		r = -errno;
-		goto out;
-	}
-	portid = mnl_socket_get_portid(nl);
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		r = -errno;
-		goto out;
-	}
-	while ((n = mnl_socket_recvfrom(nl, buf, sizeof(buf))) > 0) {
-		r = mnl_cb_run(buf, (size_t)n, nlh->nlmsg_seq, portid, cb, data);
-		if (r <= MNL_CB_STOP)
-			break;
-	}
-	r = n < 0 || r < 0 ? -errno : 0;
-out:
+	r = nl_talk(nl, nlh, cb, data);
 	mnl_socket_close(nl);
 	return r;
 }
