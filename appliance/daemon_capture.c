@@ -28,7 +28,6 @@ struct dcap {
 	struct capture_info info;
 	struct capture_stats last;            /* when stopped: the final counters */
 	char error[256];                      /* why it is not running ("" if it is) */
-	time_t started;
 	uint64_t drops_reported;              /* drops already in a log warning */
 	time_t warned_at;
 };
@@ -113,7 +112,6 @@ static int dcap_start(struct daemon *dm, struct dcap *d, FILE *report)
 		return r;
 	}
 	capture_get_info(d->c, &d->info);
-	d->started = time(NULL);
 	ev.data.fd = capture_done_fd(d->c);
 	if (dm->epfd >= 0)
 		epoll_ctl(dm->epfd, EPOLL_CTL_ADD, ev.data.fd, &ev);
