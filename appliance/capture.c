@@ -80,7 +80,6 @@ struct queue_counters {
 };
 
 struct capture_queue {
-	struct capture *cap;
 	uint32_t id;
 	void *area;
 	size_t area_len;
@@ -840,7 +839,7 @@ static struct capture *capture_alloc(const struct capture_conf *conf, const stru
 		return NULL;
 	}
 	for (uint32_t i = 0; i < c->nq; i++)
-		c->q[i] = (struct capture_queue){ .cap = c, .id = i, .fd = -1 };
+		c->q[i] = (struct capture_queue){ .id = i, .fd = -1 };
 	return c;
 }
 
