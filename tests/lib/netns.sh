@@ -119,7 +119,26 @@ else:
     print(-1)' "$1" "$2" "${3:-packets}"
 }
 
-# Wait until a TCP/UDP listener is up: wait_port NSFUNC PORT
+# Wait until no listener holds PORT (an earlier one-shot listener on the
+# same port may still be echoing its last connection): wait_free NSFUNC PORT
+wait_free() {
+	local fn=$1 port=$2
+	for _ in $(seq 50); do
+		$fn ss -lntu 2>/dev/null | grep -q ":$port " || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Start a one-shot TCP echo listener once the port is free, and wait until
+# it listens: listen NSFUNC PORT SECONDS
+listen() {
+	wait_free "$1" "$2"
+	$1 "$NET" tcp-listen "$2" "$3" >/dev/null 2>&1 &
+	wait_listen "$1" "$2"
+}
+
+# Wait until a TCP/UDP listener is up: wait_listen NSFUNC PORT
 wait_listen() {
 	local fn=$1 port=$2
 	for _ in $(seq 50); do

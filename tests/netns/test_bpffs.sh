@@ -21,15 +21,18 @@ ip netns exec "$NS_A" bash -c '
 	stat -f -c %T /sys/fs/bpf
 	[ -e /sys/fs/bpf/nfbox/prog ] && echo pinned
 	"$0" status --socket "$2" | grep "pin dir"
-	sleep 1
+	touch "$3/ready"
+	# Stay up until the outer test has probed the traffic.
+	for i in $(seq 200); do [ -e "$3/probed" ] && break; sleep 0.05; done
 	kill -TERM $pid; wait $pid; echo "rc=$?"
 	[ -e /sys/fs/bpf/nfbox ] || echo cleaned
 ' "$NFBOX" "$NS_TMP/p.yaml" "$NS_TMP/s.sock" "$NS_TMP" >"$NS_TMP/result" 2>&1 &
 shell=$!
-sleep 1.5
+for _ in $(seq 100); do [ -e "$NS_TMP/ready" ] && break; sleep 0.1; done
 in_s "$NET" tcp-listen 8080 3 >/dev/null 2>&1 &
 wait_listen in_s 8080
 if in_c "$NET" tcp-connect $S4 8080 1 >/dev/null 2>&1; then t_fail default-pins-enforce "tcp/8080 passed"; else t_ok default-pins-enforce; fi
+touch "$NS_TMP/probed"
 wait $shell
 r=$(cat "$NS_TMP/result")
 if echo "$r" | grep -q already-bpffs; then

@@ -39,10 +39,6 @@ if ! nfbox_start "$NS_TMP/policy.yaml" --log "$NS_TMP/events.jsonl"; then
 	t_done
 fi
 
-listen() { # NSFUNC PORT SECONDS
-	$1 "$NET" tcp-listen "$2" "$3" >/dev/null 2>&1 &
-	wait_listen "$1" "$2"
-}
 connects() { in_c "$NET" tcp-connect "$1" "$2" "${3:-2}" >/dev/null 2>&1; }
 
 listen in_s 80 8

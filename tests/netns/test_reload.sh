@@ -31,7 +31,6 @@ policy "$NS_TMP/b.yaml" 81
 policy "$NS_TMP/c.yaml" 80 false
 printf 'version: 1\nhooks: { forward: { default: accept } }\nrules:\n  - { name: x, sevice: [tcp/80], action: drop }\n' >"$NS_TMP/bad.yaml"
 
-listen() { $1 "$NET" tcp-listen "$2" "$3" >/dev/null 2>&1 & wait_listen "$1" "$2"; }
 can() { listen in_s "$1" 3; in_c "$NET" tcp-connect $S4 "$1" 1 >/dev/null 2>&1; }
 cannot() { ! can "$1"; }
 gen() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])'; }
