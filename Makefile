@@ -33,20 +33,25 @@ PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
+# Includes are folder-qualified ("policy/policy.h", "engine/engine.h",
+# "bpf/nfbox.h", "bpf/nfbox_filter.skel.h" from $(B)); -iquote keeps the
+# project's folders out of the <...> search. -MMD -MP: each object depends on
+# the headers it includes.
 BASE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DNFBOX_VERSION='"$(VERSION)"' \
-	-Ipolicy -Iappliance -Ibpf -I$(B) -I$(B)/bpf $(PKG_CFLAGS)
+	-iquote . -iquote appliance -iquote $(B) -MMD -MP $(PKG_CFLAGS)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
 BPF_CFLAGS := -g -O2 -target bpf -Wall -Werror -D__TARGET_ARCH_x86 -I$(B) -Ibpf
 
-POLICY_SRCS := $(wildcard policy/*.c)
-APP_SRCS    := $(wildcard appliance/*.c)
-APP_MAIN    := appliance/main.c
+POLICY_SRCS := $(sort $(shell find policy -name '*.c'))
+APP_SRCS    := $(sort $(shell find appliance -name '*.c'))
+APP_MAIN    := appliance/cli/main.c
+# What the fuzzer links: the language and the BPF backend's compiler.
+COMPILE_SRCS := $(sort $(shell find appliance/engine/compile -name '*.c'))
 APP_LIB_SRCS := $(filter-out $(APP_MAIN),$(APP_SRCS))
 BPF_SRCS    := $(wildcard bpf/*.bpf.c)
 BPF_OBJS    := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_SKELS   := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.skel.h,$(BPF_SRCS))
-HDRS        := $(wildcard policy/*.h appliance/*.h bpf/*.h)
 
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(B)/asan/%,$(UNIT_SRCS))
@@ -95,12 +100,14 @@ $(B)/bpf/%.skel.h: $(B)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .bpf,,$(basename $(notdir $<)))_bpf > $@.tmp && mv $@.tmp $@
 
-$(B)/obj/%.o: %.c $(HDRS) $(BPF_SKELS)
+# Skeletons are order-only: the first build makes them all before any C
+# file; after that the .d files say which objects use which.
+$(B)/obj/%.o: %.c | $(BPF_SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
 
-$(B)/asan/obj/%.o: %.c $(HDRS) $(BPF_SKELS)
+$(B)/asan/obj/%.o: %.c | $(BPF_SKELS)
 	$(call msg,CC-SAN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) -O1 -g $(SAN_FLAGS) -c $< -o $@
@@ -126,10 +133,10 @@ $(B)/bench_%: $(call rel_obj,tests/bench/bench_%.c) $(call rel_obj,$(APP_LIB_SRC
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 
 # libFuzzer harness: clang, with ASan+UBSan, over the policy loader only.
-$(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(wildcard policy/*.h)
+$(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(COMPILE_SRCS) $(shell find policy appliance/engine -name '*.h')
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -Ipolicy -Ibpf -fsanitize=fuzzer,address,undefined \
+	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -iquote . -iquote appliance -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $(filter %.c,$^) $(shell $(PKG_CONFIG) --cflags --libs yaml-0.1)
 
 unit: $(B)/nfbox $(B)/asan/nfbox $(UNIT_BINS) $(BPFT_BINS) $(B)/fuzz/fuzz_policy
@@ -163,3 +170,5 @@ deb: $(B)/nfbox
 
 clean:
 	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

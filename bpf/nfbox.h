@@ -2,7 +2,7 @@
 /*
  * nfbox engine ABI: the layout of the BPF maps that the fixed netfilter
  * classifier (bpf/nfbox_filter.bpf.c) reads and that user space
- * (policy/compile.c encodes, appliance/engine.c loads) writes.
+ * (appliance/engine/compile/ encodes, appliance/engine/ loads) writes.
  * Included by BPF code (after vmlinux.h) and by user space (after
  * <linux/types.h>). Change it only together with both sides.
  *

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * nfbox capture ABI: what the XDP capture program (bpf/nfbox_capture.bpf.c)
- * and the capture engine (appliance/capture.c) share. Included by BPF code
+ * and the capture engine (appliance/capture/capture.c) share. Included by BPF code
  * (after vmlinux.h) and by user space (after <linux/types.h>).
  *
  * The filter is load-time configuration: struct nfb_cap_cfg lives in

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "diag.h"
+#include "policy/diag/diag.h"
 
 /* Limits (documented in policy/README.md; exceeding one is an error). */
 #define POLICY_MAX_RULES 65536          /* per hook */

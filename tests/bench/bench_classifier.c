@@ -38,11 +38,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine.h"
-#include "log.h"
-#include "plan.h"
-#include "policy.h"
-#include "slots.h"
+#include "engine/engine.h"
+#include "lib/log.h"
+#include "engine/compile/plan.h"
+#include "policy/policy.h"
+#include "engine/slots.h"
 
 /* The kernel's struct nf_hook_state (include/linux/netfilter.h), which is
  * what BPF_PROG_TEST_RUN takes as ctx_in for netfilter programs (it builds

@@ -31,10 +31,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "bitvec.h"
-#include "nfbox.h"
-#include "nfbox_filter.skel.h"
-#include "../lib/check.h"
+#include "engine/compile/bitvec.h"
+#include "bpf/nfbox.h"
+#include "bpf/nfbox_filter.skel.h"
+#include "tests/lib/check.h"
 
 /* ---- test policy model ------------------------------------------------ */
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../lib/check.h"
-#include "plan.h"
+#include "tests/lib/check.h"
+#include "engine/compile/plan.h"
 
 struct pkt {
 	int hook;

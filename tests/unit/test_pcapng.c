@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The pcapng writer (appliance/pcapng.c) without privileges: packets given
+ * The pcapng writer (appliance/capture/pcapng.c) without privileges: packets given
  * as iovecs in random pieces come back from the file byte for byte, with
  * their lengths and timestamps; the block structure is checked by a reader
  * of our own (every block's two length fields, SHB/IDB options, ISB at the
@@ -17,8 +17,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../lib/check.h"
-#include "pcapng.h"
+#include "tests/lib/check.h"
+#include "capture/pcapng.h"
 
 #define MAXPKT 9100
 

@@ -1,0 +1,631 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Policy compiler: struct policy -> struct plan. Pure computation; the
+ * engine (appliance/) writes the result into BPF maps.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/compile/plan.h"
+
+/* ---- vector interning ------------------------------------------------ */
+
+struct intern {
+	uint32_t *slots; /* vector id + 1, 0 = empty */
+	uint32_t cap;    /* power of two */
+};
+
+static uint64_t hash_list(uint8_t field, const uint32_t *v, uint32_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ field;
+
+	for (uint32_t i = 0; i < n; i++) {
+		h ^= v[i];
+		h *= 0x100000001b3ull;
+		h ^= h >> 29;
+	}
+	return h ^ n;
+}
+
+static bool vec_equal(const struct plan_hook *h, const struct plan_vec *a, uint8_t field,
+		      const uint32_t *v, uint32_t n)
+{
+	return a->field == field && a->n == n && (!n || memcmp(h->bits + a->off, v, n * sizeof(*v)) == 0);
+}
+
+static int intern_grow(struct plan_hook *h)
+{
+	struct intern *t = h->intern;
+	uint32_t cap = t->cap ? t->cap * 2 : 1024;
+	uint32_t *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < h->nvecs; id++) {
+		const struct plan_vec *pv = &h->vecs[id];
+		uint64_t i = hash_list(pv->field, h->bits + pv->off, pv->n) & (cap - 1);
+
+		while (slots[i])
+			i = (i + 1) & (cap - 1);
+		slots[i] = id + 1;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->cap = cap;
+	return 0;
+}
+
+/* The id of the vector (field, sorted rule list v[0..n)); a new one if unseen.
+ * Returns UINT32_MAX on allocation failure. */
+static uint32_t vec_intern(struct plan_hook *h, uint8_t field, const uint32_t *v, uint32_t n)
+{
+	struct intern *t = h->intern;
+	uint64_t i;
+
+	if (h->nvecs * 2 >= t->cap && intern_grow(h) < 0)
+		return UINT32_MAX;
+	for (i = hash_list(field, v, n) & (t->cap - 1); t->slots[i]; i = (i + 1) & (t->cap - 1))
+		if (vec_equal(h, &h->vecs[t->slots[i] - 1], field, v, n))
+			return t->slots[i] - 1;
+	if (h->nbits + n > h->capbits) {
+		uint32_t cap = h->capbits ? h->capbits : 1024;
+		uint32_t *bits;
+
+		while (cap < h->nbits + n)
+			cap *= 2;
+		bits = realloc(h->bits, cap * sizeof(*bits));
+		if (!bits)
+			return UINT32_MAX;
+		h->bits = bits;
+		h->capbits = cap;
+	}
+	if ((h->nvecs & (h->nvecs - 1)) == 0) {
+		struct plan_vec *vecs = realloc(h->vecs, (h->nvecs ? h->nvecs * 2 : 16) * sizeof(*vecs));
+
+		if (!vecs)
+			return UINT32_MAX;
+		h->vecs = vecs;
+	}
+	if (n)
+		memcpy(h->bits + h->nbits, v, n * sizeof(*v));
+	h->vecs[h->nvecs] = (struct plan_vec){ .field = field, .off = h->nbits, .n = n };
+	h->nbits += n;
+	t->slots[i] = h->nvecs + 1;
+	return h->nvecs++;
+}
+
+/* ---- growable arrays --------------------------------------------------- */
+
+#define APPEND(arr, n)                                                                        \
+	({                                                                                    \
+		__typeof__(arr) _v = ((n) & ((n) - 1)) ? (arr)                                \
+						       : realloc((arr), ((n) ? 2 * (size_t)(n) : 16) * sizeof(*(arr))); \
+		if (_v)                                                                       \
+			(arr) = _v;                                                           \
+		_v ? &(arr)[(n)++] : NULL;                                                    \
+	})
+
+/* A list of rule bits under construction (kept sorted by the callers). */
+struct bitlist {
+	uint32_t *v;
+	uint32_t n;
+};
+
+static int bitlist_push(struct bitlist *l, uint32_t bit)
+{
+	uint32_t *slot = APPEND(l->v, l->n);
+
+	if (!slot)
+		return -ENOMEM;
+	*slot = bit;
+	return 0;
+}
+
+/* ---- per-field tables -------------------------------------------------- */
+
+static bool rule_restricts_l4(const struct rule *r)
+{
+	return r->proto >= 0 || !r->service.any || !r->sport.any;
+}
+
+static int compile_wildcards(struct plan_hook *h)
+{
+	for (int f = 0; f < NFB_F_MAX; f++)
+		if (bitvec_init(&h->wild[f], h->nrules) < 0)
+			return -ENOMEM;
+	for (uint32_t b = 0; b < h->nrules; b++) {
+		const struct rule *r = h->rules[b];
+		bool restricts[NFB_F_MAX] = {
+			[NFB_F_IIF] = !r->in.any,         [NFB_F_OIF] = !r->out.any,
+			[NFB_F_SRC] = !r->from.any,       [NFB_F_DST] = !r->to.any,
+			[NFB_F_L4] = rule_restricts_l4(r), [NFB_F_SPORT] = !r->sport.any,
+			[NFB_F_CT] = r->state != POLICY_CT_ALL,
+		};
+
+		/* Family is enforced through the address fields: a rule that
+		 * can match one family only restricts both address fields. */
+		if (r->families != POLICY_FAM_ANY)
+			restricts[NFB_F_SRC] = true;
+		for (int f = 0; f < NFB_F_MAX; f++) {
+			if (restricts[f])
+				h->fields |= 1u << f;
+			else
+				bitvec_set(&h->wild[f], b);
+		}
+	}
+	for (int f = 0; f < NFB_F_MAX; f++)
+		if ((h->miss[f] = vec_intern(h, (uint8_t)f, NULL, 0)) == UINT32_MAX)
+			return -ENOMEM;
+	return 0;
+}
+
+static int compile_ifaces(struct plan_hook *h, uint8_t dir)
+{
+	uint8_t field = dir ? NFB_F_OIF : NFB_F_IIF;
+	uint32_t first = h->nifaces;
+
+	/* Collect distinct names, then the sorted rule list of each. */
+	for (uint32_t b = 0; b < h->nrules; b++) {
+		const struct iface_match *m = dir ? &h->rules[b]->out : &h->rules[b]->in;
+
+		for (uint32_t i = 0; !m->any && i < m->n; i++) {
+			bool seen = false;
+			struct plan_iface *e;
+
+			for (uint32_t j = first; j < h->nifaces && !seen; j++)
+				seen = strcmp(h->ifaces[j].ifname, m->ifnames[i]) == 0;
+			if (seen)
+				continue;
+			if (!(e = APPEND(h->ifaces, h->nifaces)))
+				return -ENOMEM;
+			memset(e, 0, sizeof(*e));
+			strcpy(e->ifname, m->ifnames[i]);
+			e->dir = dir;
+		}
+	}
+	for (uint32_t j = first; j < h->nifaces; j++) {
+		struct bitlist l = { 0 };
+
+		for (uint32_t b = 0; b < h->nrules; b++) {
+			const struct iface_match *m = dir ? &h->rules[b]->out : &h->rules[b]->in;
+
+			for (uint32_t i = 0; !m->any && i < m->n; i++) {
+				if (strcmp(m->ifnames[i], h->ifaces[j].ifname) == 0) {
+					if (bitlist_push(&l, b) < 0)
+						return -ENOMEM;
+					break;
+				}
+			}
+		}
+		h->ifaces[j].vec = vec_intern(h, field, l.v, l.n);
+		free(l.v);
+		if (h->ifaces[j].vec == UINT32_MAX)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Prefix entries of one family and direction, before resolution. */
+struct lpm_item {
+	struct prefix pfx;
+	uint32_t bit;
+};
+
+static int prefix_cmp(const struct prefix *a, const struct prefix *b)
+{
+	int c = memcmp(a->addr, b->addr, 16);
+
+	if (c)
+		return c;
+	return (int)a->plen - (int)b->plen;
+}
+
+static int lpm_item_cmp(const void *x, const void *y)
+{
+	const struct lpm_item *a = x, *b = y;
+	int c = prefix_cmp(&a->pfx, &b->pfx);
+
+	if (c)
+		return c;
+	return a->bit < b->bit ? -1 : a->bit > b->bit;
+}
+
+static bool covers(const struct prefix *a, const struct prefix *b)
+{
+	unsigned full = a->plen / 8, rest = a->plen % 8;
+
+	if (a->plen > b->plen || memcmp(a->addr, b->addr, full))
+		return false;
+	return !rest || ((a->addr[full] ^ b->addr[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+/* Sorted union of vector `base` of h with the sorted bits own[0..n). */
+static uint32_t vec_union(struct plan_hook *h, uint8_t field, uint32_t base, const uint32_t *own,
+			  uint32_t n)
+{
+	const struct plan_vec bv = h->vecs[base];
+	uint32_t *out = malloc((bv.n + n + 1) * sizeof(*out)), k = 0, i = 0, j = 0, id;
+	const uint32_t *a;
+
+	if (!out)
+		return UINT32_MAX;
+	/* h->bits may be NULL while no list is stored; vec_intern may move it. */
+	a = bv.n ? h->bits + bv.off : NULL;
+	while (i < bv.n || j < n) {
+		uint32_t x = j == n || (i < bv.n && a[i] < own[j]) ? a[i++] : own[j++];
+
+		if (!k || out[k - 1] != x)
+			out[k++] = x;
+	}
+	id = vec_intern(h, field, out, k);
+	free(out);
+	return id;
+}
+
+/*
+ * Longest-prefix-match resolution: the trie returns the longest stored
+ * prefix P containing the address, and every rule prefix Q containing the
+ * address also contains P (Q is shorter, or it would be the match). So P's
+ * vector is the union of the rules of every stored prefix covering P,
+ * computed here by one walk over the prefixes in preorder.
+ */
+static int resolve_lpm(struct plan_hook *h, struct lpm_item *items, uint32_t n, uint8_t fam, uint8_t dir)
+{
+	uint8_t field = dir ? NFB_F_DST : NFB_F_SRC;
+	struct { struct prefix pfx; uint32_t vec; } stack[130];
+	uint32_t depth = 0, empty = h->miss[field];
+	struct bitlist own = { 0 };
+	int fi = fam == POLICY_FAM_IPV4 ? 0 : 1;
+
+	if (n)
+		qsort(items, n, sizeof(*items), lpm_item_cmp);
+	for (uint32_t i = 0; i < n;) {
+		struct plan_lpm *e;
+		uint32_t j = i, base;
+
+		own.n = 0;
+		for (; j < n && prefix_cmp(&items[j].pfx, &items[i].pfx) == 0; j++)
+			if ((!own.n || own.v[own.n - 1] != items[j].bit) && bitlist_push(&own, items[j].bit) < 0)
+				goto oom;
+		while (depth && !covers(&stack[depth - 1].pfx, &items[i].pfx))
+			depth--;
+		base = depth ? stack[depth - 1].vec : empty;
+		if (!(e = APPEND(h->lpm[fi], h->nlpm[fi])))
+			goto oom;
+		e->pfx = items[i].pfx;
+		e->dir = dir;
+		e->vec = vec_union(h, field, base, own.v, own.n);
+		if (e->vec == UINT32_MAX)
+			goto oom;
+		stack[depth].pfx = items[i].pfx;
+		stack[depth++].vec = e->vec;
+		i = j;
+	}
+	free(own.v);
+	return 0;
+oom:
+	free(own.v);
+	return -ENOMEM;
+}
+
+/* The rules' own prefixes of one family and direction. */
+static int collect_prefixes(const struct plan_hook *h, uint8_t fam, uint8_t dir, struct lpm_item **items,
+			    uint32_t *n)
+{
+	for (uint32_t b = 0; b < h->nrules; b++) {
+		const struct addr_match *m = dir ? &h->rules[b]->to : &h->rules[b]->from;
+
+		for (uint32_t i = 0; !m->any && i < m->n; i++) {
+			struct lpm_item *it;
+
+			if (m->v[i].family != fam || !(h->rules[b]->families & fam))
+				continue;
+			if (!(it = APPEND(*items, *n)))
+				return -ENOMEM;
+			it->pfx = m->v[i];
+			it->bit = b;
+		}
+	}
+	return 0;
+}
+
+/* Rules that match family `fam` but do not restrict the source: they were
+ * removed from the SRC wildcard when single-family, and must be added back
+ * through a 0-length prefix of their family. */
+static int add_family_prefixes(struct plan_hook *h, struct lpm_item **items, uint32_t *n, uint8_t fam)
+{
+	for (uint32_t b = 0; b < h->nrules; b++) {
+		const struct rule *r = h->rules[b];
+		struct lpm_item *it;
+
+		if (!r->from.any || r->families == POLICY_FAM_ANY || !(r->families & fam))
+			continue;
+		if (!(it = APPEND(*items, *n)))
+			return -ENOMEM;
+		memset(it, 0, sizeof(*it));
+		it->pfx.family = fam;
+		it->bit = b;
+	}
+	return 0;
+}
+
+static int compile_prefixes(struct plan_hook *h, uint8_t fam, uint8_t dir)
+{
+	struct lpm_item *items = NULL;
+	uint32_t n = 0;
+	int r = collect_prefixes(h, fam, dir, &items, &n);
+
+	if (!r && dir == 0)
+		r = add_family_prefixes(h, &items, &n, fam);
+	if (!r)
+		r = resolve_lpm(h, items, n, fam, dir);
+	free(items);
+	return r;
+}
+
+/* Sweep over [0, limit]: each rule adds ranges; equal runs become segments. */
+struct range_ev {
+	uint32_t at;
+	uint32_t bit;
+	int delta;
+};
+
+static int ev_cmp(const void *x, const void *y)
+{
+	const struct range_ev *a = x, *b = y;
+
+	if (a->at != b->at)
+		return a->at < b->at ? -1 : 1;
+	return a->bit < b->bit ? -1 : a->bit > b->bit;
+}
+
+static int sweep(struct plan_hook *h, uint8_t field, struct range_ev *ev, uint32_t nev, uint32_t limit,
+		 uint8_t dir, uint8_t cls, struct plan_seg **segs, uint32_t *nsegs)
+{
+	uint32_t *count = calloc(h->nrules ? h->nrules : 1, sizeof(*count));
+	struct bitlist active = { 0 };
+	uint32_t pos = 0, e = 0, prev_vec = UINT32_MAX;
+	int r = -ENOMEM;
+
+	if (!count)
+		return -ENOMEM;
+	if (nev)
+		qsort(ev, nev, sizeof(*ev), ev_cmp);
+	while (pos <= limit) {
+		uint32_t next = limit + 1, vec;
+		struct plan_seg *s;
+
+		for (; e < nev && ev[e].at <= pos; e++)
+			count[ev[e].bit] += (uint32_t)ev[e].delta;
+		if (e < nev && ev[e].at < next)
+			next = ev[e].at;
+		active.n = 0;
+		for (uint32_t b = 0; b < h->nrules; b++)
+			if (count[b] && bitlist_push(&active, b) < 0)
+				goto out;
+		vec = vec_intern(h, field, active.v, active.n);
+		if (vec == UINT32_MAX)
+			goto out;
+		if (vec == prev_vec) {
+			(*segs)[*nsegs - 1].hi = (uint16_t)(next - 1);
+		} else {
+			if (!(s = APPEND(*segs, *nsegs)))
+				goto out;
+			*s = (struct plan_seg){ .dir = dir, .cls = cls, .lo = (uint16_t)pos,
+						.hi = (uint16_t)(next - 1), .vec = vec };
+			prev_vec = vec;
+		}
+		pos = next;
+	}
+	r = 0;
+out:
+	free(active.v);
+	free(count);
+	return r;
+}
+
+static int ev_range(struct range_ev **ev, uint32_t *n, uint32_t bit, uint32_t lo, uint32_t hi)
+{
+	struct range_ev *a = APPEND(*ev, *n), *b;
+
+	if (!a)
+		return -ENOMEM;
+	*a = (struct range_ev){ .at = lo, .bit = bit, .delta = 1 };
+	if (!(b = APPEND(*ev, *n)))
+		return -ENOMEM;
+	*b = (struct range_ev){ .at = hi + 1, .bit = bit, .delta = -1 };
+	return 0;
+}
+
+static const uint8_t pclass_proto[NFB_PC_MAX] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP };
+
+/* Does rule r's L4 match allow every port of protocol `proto` (no port list)? */
+static bool l4_whole_proto(const struct rule *r, int proto)
+{
+	if (!r->service.any)
+		return false;
+	if (r->proto >= 0)
+		return r->proto == proto;
+	for (uint32_t i = 0; i < r->sport.n; i++)
+		if (r->sport.v[i].proto == proto)
+			return true;
+	return false;
+}
+
+static int compile_ports(struct plan_hook *h, uint8_t dir, uint8_t pc)
+{
+	uint8_t field = dir ? NFB_F_L4 : NFB_F_SPORT;
+	struct range_ev *ev = NULL;
+	uint32_t nev = 0;
+	int r = 0;
+
+	for (uint32_t b = 0; b < h->nrules && !r; b++) {
+		const struct rule *ru = h->rules[b];
+		const struct port_match *m = dir ? &ru->service : &ru->sport;
+
+		if (dir && !rule_restricts_l4(ru))
+			continue; /* wildcard */
+		if (!m->any) {
+			for (uint32_t i = 0; i < m->n && !r; i++)
+				if (m->v[i].proto == pclass_proto[pc])
+					r = ev_range(&ev, &nev, b, m->v[i].lo, m->v[i].hi);
+		} else if (dir && l4_whole_proto(ru, pclass_proto[pc])) {
+			r = ev_range(&ev, &nev, b, 0, 65535);
+		}
+	}
+	if (!r)
+		r = sweep(h, field, ev, nev, 65535, dir, pc, &h->ports, &h->nports);
+	free(ev);
+	return r;
+}
+
+static int compile_misc(struct plan_hook *h, uint8_t mc)
+{
+	struct range_ev *ev = NULL;
+	uint32_t nev = 0;
+	int r = 0;
+
+	for (uint32_t b = 0; b < h->nrules && !r; b++) {
+		const struct rule *ru = h->rules[b];
+		bool whole = ru->service.any && ru->sport.any && ru->icmp_type < 0;
+
+		if (!rule_restricts_l4(ru) || ru->proto < 0)
+			continue; /* wildcard, or ports without proto: never here */
+		switch (mc) {
+		case NFB_MC_ICMP:
+		case NFB_MC_ICMPV6:
+			if (ru->proto != (mc == NFB_MC_ICMP ? IPPROTO_ICMP : IPPROTO_ICMPV6))
+				break;
+			if (ru->icmp_type >= 0)
+				r = ev_range(&ev, &nev, b, (uint32_t)ru->icmp_type, (uint32_t)ru->icmp_type);
+			else
+				r = ev_range(&ev, &nev, b, 0, 255);
+			break;
+		case NFB_MC_PROTO:
+			if (whole)
+				r = ev_range(&ev, &nev, b, (uint32_t)ru->proto, (uint32_t)ru->proto);
+			break;
+		case NFB_MC_FRAG:
+			if (whole)
+				r = ev_range(&ev, &nev, b, (uint32_t)ru->proto, (uint32_t)ru->proto);
+			break;
+		}
+	}
+	if (!r)
+		r = sweep(h, NFB_F_L4, ev, nev, 255, 0, mc, &h->misc, &h->nmisc);
+	free(ev);
+	return r;
+}
+
+static int compile_ct(struct plan_hook *h)
+{
+	for (uint32_t s = 0; s < NFB_CT_MAX; s++) {
+		struct bitlist l = { 0 };
+
+		for (uint32_t b = 0; b < h->nrules; b++) {
+			uint8_t st = h->rules[b]->state;
+
+			if (st != POLICY_CT_ALL && (st & (1u << s)) && bitlist_push(&l, b) < 0) {
+				free(l.v);
+				return -ENOMEM;
+			}
+		}
+		h->ct[s] = vec_intern(h, NFB_F_CT, l.v, l.n);
+		free(l.v);
+		if (h->ct[s] == UINT32_MAX)
+			return -ENOMEM;
+	}
+	h->sport_none = h->miss[NFB_F_SPORT];
+	return 0;
+}
+
+static int compile_hook(const struct policy *p, enum policy_hook hk, struct plan_hook *h)
+{
+	int r;
+
+	h->enabled = p->hooks[hk].present;
+	h->def = p->hooks[hk].def;
+	h->intern = calloc(1, sizeof(struct intern));
+	if (!h->intern)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < p->nrules; i++) {
+		const struct rule **slot;
+
+		if (!(p->rules[i].hooks & (1u << hk)))
+			continue;
+		if (!(slot = APPEND(h->rules, h->nrules)))
+			return -ENOMEM;
+		*slot = &p->rules[i];
+	}
+	h->nwords = bitvec_words_for(h->nrules);
+	h->nsum = bitvec_nsum(h->nwords);
+	if ((r = compile_wildcards(h)) || (r = compile_ifaces(h, 0)) || (r = compile_ifaces(h, 1)))
+		return r;
+	for (uint8_t dir = 0; dir < 2; dir++)
+		if ((r = compile_prefixes(h, POLICY_FAM_IPV4, dir)) || (r = compile_prefixes(h, POLICY_FAM_IPV6, dir)))
+			return r;
+	for (uint8_t pc = 0; pc < NFB_PC_MAX; pc++)
+		if ((r = compile_ports(h, 1, pc)) || (r = compile_ports(h, 0, pc)))
+			return r;
+	for (uint8_t mc = 0; mc < NFB_MC_MAX; mc++)
+		if ((r = compile_misc(h, mc)))
+			return r;
+	return compile_ct(h);
+}
+
+int plan_compile(const struct policy *p, struct plan **out)
+{
+	struct plan *pl = calloc(1, sizeof(*pl));
+	int r = 0;
+
+	if (!pl)
+		return -ENOMEM;
+	pl->pol = p;
+	for (int hk = 0; hk < NFB_HOOK_MAX && !r; hk++)
+		r = compile_hook(p, (enum policy_hook)hk, &pl->hook[hk]);
+	if (r) {
+		plan_free(pl);
+		return r;
+	}
+	*out = pl;
+	return 0;
+}
+
+void plan_free(struct plan *pl)
+{
+	if (!pl)
+		return;
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
+		struct plan_hook *h = &pl->hook[hk];
+		struct intern *t = h->intern;
+
+		for (int f = 0; f < NFB_F_MAX; f++)
+			bitvec_free(&h->wild[f]);
+		free(h->rules);
+		free(h->lpm[0]);
+		free(h->lpm[1]);
+		free(h->ifaces);
+		free(h->ports);
+		free(h->misc);
+		free(h->vecs);
+		free(h->bits);
+		if (t)
+			free(t->slots);
+		free(t);
+	}
+	free(pl);
+}
+
+void plan_vec_dense(const struct plan_hook *h, uint32_t v, uint64_t *out)
+{
+	const struct plan_vec *pv = &h->vecs[v];
+
+	memcpy(out, h->wild[pv->field].w, h->nwords * sizeof(*out));
+	for (uint32_t i = 0; i < pv->n; i++) {
+		uint32_t b = h->bits[pv->off + i];
+
+		out[b / 64] |= UINT64_C(1) << (b % 64);
+	}
+}

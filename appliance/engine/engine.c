@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Engine: program, maps and links; loading, pinning and adoption. */
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/netfilter.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "lib/log.h"
+#include "bpf/nfbox_filter.skel.h"
+
+#define NFB_ABI_VERSION 1
+
+static const char *const map_names[EM_COUNT] = {
+	[EM_CTL] = "nfb_ctl",       [EM_GEN] = "nfb_gen",         [EM_LPM4] = "nfb_lpm4",
+	[EM_LPM6] = "nfb_lpm6",     [EM_IFACE] = "nfb_iface",     [EM_PORT] = "nfb_port",
+	[EM_MISC] = "nfb_misc",     [EM_RULES] = "nfb_rules",     [EM_BLOB] = "nfb_blob",
+	[EM_COUNTERS] = "nfb_counters", [EM_EVENTS] = "nfb_events", [EM_LOG_BUCKET] = "nfb_log_bucket",
+};
+
+static const char *const hook_names[NFB_HOOK_MAX] = { "input", "forward", "output" };
+static const char *const fam_names[NFB_FAM_MAX] = { "ipv4", "ipv6" };
+static const uint32_t nf_hooknum[NFB_HOOK_MAX] = { NF_INET_LOCAL_IN, NF_INET_FORWARD, NF_INET_LOCAL_OUT };
+static const uint32_t nf_pf[NFB_FAM_MAX] = { NFPROTO_IPV4, NFPROTO_IPV6 };
+
+static int path_fmt(char *buf, size_t len, const struct engine *e, const char *sub, const char *name)
+{
+	int n = snprintf(buf, len, "%s/%s%s%s", e->pin_dir, sub, *sub ? "/" : "", name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static bool is_bpffs(const char *path)
+{
+	struct statfs st;
+
+	return statfs(path, &st) == 0 && st.f_type == BPF_FS_MAGIC;
+}
+
+/* bpffs must hold the pins; a fresh machine has /sys/fs/bpf unmounted. */
+static int ensure_bpffs(const char *pin_dir, const char **why)
+{
+	if (strncmp(pin_dir, "/sys/fs/bpf", 11) == 0 && (pin_dir[11] == '/' || !pin_dir[11]) &&
+	    !is_bpffs("/sys/fs/bpf")) {
+		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") < 0) {
+			*why = "cannot mount bpffs on /sys/fs/bpf (needs CAP_SYS_ADMIN)";
+			return -errno;
+		}
+		log_info("mounted bpffs on /sys/fs/bpf");
+	}
+	return 0;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[512];
+	size_t n = strlen(path);
+
+	if (n >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, n + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static void read_shapes(struct engine *e, struct nfbox_filter_bpf *skel)
+{
+	for (int i = 0; i < EM_NUM_OUTER; i++) {
+		struct bpf_map *outer = bpf_object__find_map_by_name(skel->obj, map_names[EM_FIRST_OUTER + i]);
+		struct bpf_map *in = outer ? bpf_map__inner_map(outer) : NULL;
+
+		if (!in)
+			continue;
+		e->shape[i] = (struct inner_shape){
+			.type = bpf_map__type(in),
+			.key_size = bpf_map__key_size(in),
+			.value_size = bpf_map__value_size(in),
+			.max_entries = bpf_map__max_entries(in),
+			.flags = bpf_map__map_flags(in),
+		};
+	}
+}
+
+static int link_path(char *buf, size_t len, const struct engine *e, int hook, int fam)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "%s-%s", hook_names[hook], fam_names[fam]);
+	return path_fmt(buf, len, e, "links", name);
+}
+
+static int link_read_info(struct engine_link *l)
+{
+	struct bpf_link_info info = { 0 };
+	uint32_t len = sizeof(info);
+
+	if (bpf_link_get_info_by_fd(l->fd, &info, &len) < 0)
+		return -errno;
+	l->defrag = info.netfilter.flags & BPF_F_NETFILTER_IP_DEFRAG;
+	l->priority = info.netfilter.priority;
+	l->id = info.id;
+	return 0;
+}
+
+static int adopt(struct engine *e, const char **why)
+{
+	char path[512];
+	struct nfb_ctl ctl;
+	uint32_t zero = 0;
+
+	if (path_fmt(path, sizeof(path), e, "", "prog") < 0 || (e->prog_fd = bpf_obj_get(path)) < 0) {
+		*why = "cannot open the pinned program";
+		return -errno;
+	}
+	for (int i = 0; i < EM_COUNT; i++) {
+		if (path_fmt(path, sizeof(path), e, "maps", map_names[i]) < 0 ||
+		    (e->map_fd[i] = bpf_obj_get(path)) < 0) {
+			*why = "pinned state is incomplete (a map is missing); remove the pin directory or run 'nfbox run --fresh'";
+			return -ENOENT;
+		}
+	}
+	if (bpf_map_lookup_elem(e->map_fd[EM_CTL], &zero, &ctl) < 0 || ctl.pad != NFB_ABI_VERSION) {
+		*why = "the pinned state was made by another nfbox version; stop it ('nfbox run --fresh' replaces it)";
+		return -EPROTO;
+	}
+	e->active_gen = ctl.active_gen & 1;
+	for (int h = 0; h < NFB_HOOK_MAX; h++) {
+		for (int f = 0; f < NFB_FAM_MAX; f++) {
+			struct engine_link *l = &e->link[h][f];
+
+			if (link_path(path, sizeof(path), e, h, f) < 0)
+				return -ENAMETOOLONG;
+			l->fd = bpf_obj_get(path);
+			if (l->fd >= 0 && link_read_info(l) < 0) {
+				close(l->fd);
+				l->fd = -1;
+			}
+		}
+	}
+	e->adopted = true;
+	return 0;
+}
+
+static int load_fresh(struct engine *e, struct nfbox_filter_bpf *skel, const char **why)
+{
+	char path[512];
+	int r;
+
+	r = nfbox_filter_bpf__load(skel);
+	if (r) {
+		*why = "the kernel refused the classifier program (see the verifier messages above)";
+		return r;
+	}
+	if ((r = mkdir_p(e->pin_dir, 0700)) < 0 || (path_fmt(path, sizeof(path), e, "", "maps"), r = mkdir_p(path, 0700)) < 0 ||
+	    (path_fmt(path, sizeof(path), e, "", "links"), r = mkdir_p(path, 0700)) < 0) {
+		*why = "cannot create the pin directory";
+		return r;
+	}
+	for (int i = 0; i < EM_COUNT; i++) {
+		struct bpf_map *m = bpf_object__find_map_by_name(skel->obj, map_names[i]);
+
+		if (!m) {
+			*why = "the classifier object lacks a map";
+			return -ENOENT;
+		}
+		path_fmt(path, sizeof(path), e, "maps", map_names[i]);
+		unlink(path);
+		if ((r = bpf_obj_pin(bpf_map__fd(m), path)) < 0) {
+			*why = "cannot pin a map";
+			return -errno;
+		}
+		e->map_fd[i] = dup(bpf_map__fd(m));
+	}
+	e->prog_fd = dup(bpf_program__fd(skel->progs.nfbox_filter));
+	{
+		struct nfb_ctl ctl = { .active_gen = 0, .pad = NFB_ABI_VERSION };
+		uint32_t zero = 0;
+
+		if (bpf_map_update_elem(e->map_fd[EM_CTL], &zero, &ctl, BPF_ANY) < 0)
+			return -errno;
+	}
+	/* The program is pinned last: its pin marks the state as complete. */
+	path_fmt(path, sizeof(path), e, "", "prog");
+	unlink(path);
+	if (bpf_obj_pin(e->prog_fd, path) < 0) {
+		*why = "cannot pin the program";
+		return -errno;
+	}
+	e->active_gen = 1; /* so the first load goes to generation 0 */
+	return 0;
+}
+
+int engine_open(const char *pin_dir, struct engine **out, const char **why)
+{
+	struct nfbox_filter_bpf *skel = NULL;
+	struct engine *e = calloc(1, sizeof(*e));
+	char path[512];
+	int r;
+
+	*why = "out of memory";
+	if (!e || !(e->pin_dir = strdup(pin_dir))) {
+		free(e);
+		return -ENOMEM;
+	}
+	e->prog_fd = -1;
+	for (int i = 0; i < EM_COUNT; i++)
+		e->map_fd[i] = -1;
+	for (int h = 0; h < NFB_HOOK_MAX; h++)
+		for (int f = 0; f < NFB_FAM_MAX; f++)
+			e->link[h][f].fd = -1;
+	e->ncpus = libbpf_num_possible_cpus();
+	if ((r = ensure_bpffs(pin_dir, why)) < 0)
+		goto fail;
+	skel = nfbox_filter_bpf__open();
+	if (!skel) {
+		r = -errno;
+		*why = "cannot open the classifier object";
+		goto fail;
+	}
+	read_shapes(e, skel);
+	path_fmt(path, sizeof(path), e, "", "prog");
+	if (access(path, F_OK) == 0)
+		r = adopt(e, why);
+	else
+		r = load_fresh(e, skel, why);
+	if (r < 0)
+		goto fail;
+	nfbox_filter_bpf__destroy(skel);
+	*out = e;
+	return 0;
+fail:
+	nfbox_filter_bpf__destroy(skel);
+	engine_close(e);
+	return r;
+}
+
+void engine_close(struct engine *e)
+{
+	if (!e)
+		return;
+	for (int i = 0; i < EM_COUNT; i++)
+		if (e->map_fd[i] >= 0)
+			close(e->map_fd[i]);
+	for (int h = 0; h < NFB_HOOK_MAX; h++)
+		for (int f = 0; f < NFB_FAM_MAX; f++)
+			if (e->link[h][f].fd >= 0)
+				close(e->link[h][f].fd);
+	if (e->prog_fd >= 0)
+		close(e->prog_fd);
+	free(e->pin_dir);
+	free(e);
+}
+
+void engine_destroy_pins(struct engine *e)
+{
+	char path[512];
+
+	for (int h = 0; h < NFB_HOOK_MAX; h++) {
+		for (int f = 0; f < NFB_FAM_MAX; f++) {
+			link_path(path, sizeof(path), e, h, f);
+			unlink(path);
+			if (e->link[h][f].fd >= 0) {
+				/* Detach now, even if someone else holds the link. */
+				bpf_link_detach(e->link[h][f].fd);
+				close(e->link[h][f].fd);
+				e->link[h][f].fd = -1;
+			}
+		}
+	}
+	path_fmt(path, sizeof(path), e, "", "prog");
+	unlink(path);
+	for (int i = 0; i < EM_COUNT; i++) {
+		path_fmt(path, sizeof(path), e, "maps", map_names[i]);
+		unlink(path);
+	}
+	path_fmt(path, sizeof(path), e, "", "maps");
+	rmdir(path);
+	path_fmt(path, sizeof(path), e, "", "links");
+	rmdir(path);
+	rmdir(e->pin_dir);
+}
+
+/* ---- links ------------------------------------------------------------ */
+
+static int link_attach(struct engine *e, int hook, int fam, bool defrag, int32_t priority, struct engine_link *out)
+{
+	LIBBPF_OPTS(bpf_link_create_opts, opts);
+	int fd;
+
+	opts.netfilter.pf = nf_pf[fam];
+	opts.netfilter.hooknum = nf_hooknum[hook];
+	opts.netfilter.priority = priority;
+	opts.netfilter.flags = defrag ? BPF_F_NETFILTER_IP_DEFRAG : 0;
+	fd = bpf_link_create(e->prog_fd, 0, BPF_NETFILTER, &opts);
+	if (fd < 0)
+		return -errno;
+	*out = (struct engine_link){ .fd = fd, .defrag = defrag, .priority = priority };
+	link_read_info(out);
+	return 0;
+}
+
+/* Make the links match the plan: one per enabled hook and family, with the
+ * plan's defrag flag. A link whose flag changes is replaced by attaching the
+ * new one first (at the other priority), then detaching the old: there is
+ * no instant without enforcement. */
+int engine_links_sync(struct engine *e, const struct plan *pl, char *buf, size_t len)
+{
+	bool defrag = pl->pol->opt.defrag;
+	char path[512];
+	int r;
+
+	for (int h = 0; h < NFB_HOOK_MAX; h++) {
+		for (int f = 0; f < NFB_FAM_MAX; f++) {
+			struct engine_link *cur = &e->link[h][f], nl;
+			int32_t prio;
+
+			if (!pl->hook[h].enabled) {
+				if (cur->fd >= 0) {
+					link_path(path, sizeof(path), e, h, f);
+					unlink(path);
+					bpf_link_detach(cur->fd);
+					close(cur->fd);
+					cur->fd = -1;
+				}
+				continue;
+			}
+			if (cur->fd >= 0 && cur->defrag == defrag)
+				continue;
+			prio = cur->fd >= 0 && cur->priority == NFB_PRIORITY ? NFB_PRIORITY + 1 : NFB_PRIORITY;
+			r = link_attach(e, h, f, defrag, prio, &nl);
+			if (r < 0) {
+				snprintf(buf, len, "cannot attach the netfilter link for %s/%s: %s", hook_names[h],
+					 fam_names[f], strerror(-r));
+				return r;
+			}
+			link_path(path, sizeof(path), e, h, f);
+			if (cur->fd >= 0) {
+				unlink(path);
+				bpf_link_detach(cur->fd);
+				close(cur->fd);
+			}
+			if (bpf_obj_pin(nl.fd, path) < 0) {
+				r = -errno;
+				snprintf(buf, len, "cannot pin link %s: %s", path, strerror(-r));
+				close(nl.fd);
+				cur->fd = -1;
+				return r;
+			}
+			*cur = nl;
+		}
+	}
+	return 0;
+}
+
+/* ---- counters --------------------------------------------------------- */
+
+int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out)
+{
+	struct nfb_counter *v = calloc((size_t)e->ncpus, sizeof(*v));
+
+	memset(out, 0, sizeof(*out));
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(e->map_fd[EM_COUNTERS], &slot, v) < 0) {
+		free(v);
+		return -errno;
+	}
+	for (int i = 0; i < e->ncpus; i++) {
+		out->packets += v[i].packets;
+		out->bytes += v[i].bytes;
+	}
+	free(v);
+	return 0;
+}
+
+int engine_counter_zero(struct engine *e, uint32_t slot)
+{
+	struct nfb_counter *v = calloc((size_t)e->ncpus, sizeof(*v));
+	int r = 0;
+
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_update_elem(e->map_fd[EM_COUNTERS], &slot, v, BPF_ANY) < 0)
+		r = -errno;
+	free(v);
+	return r;
+}

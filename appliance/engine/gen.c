@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Writing a plan into the spare generation of maps, then flipping to it.
+ * New inner maps are made for every reload (sized for the plan), filled
+ * while the running generation keeps enforcing, and swapped in by one
+ * write of nfb_ctl.active_gen.
+ */
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+#include "lib/log.h"
+
+/* u32 units between two elements of a u32-valued array map: the kernel
+ * rounds array element sizes up to 8 bytes. */
+#define ARRAY_STRIDE 2
+
+struct gen_maps {
+	int fd[EM_NUM_OUTER];
+};
+
+static int inner_create(struct engine *e, int idx, uint32_t max_entries)
+{
+	const struct inner_shape *s = &e->shape[idx];
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = s->flags);
+	static const char *const names[EM_NUM_OUTER] = { "nfb_g_lpm4", "nfb_g_lpm6", "nfb_g_iface", "nfb_g_port",
+							   "nfb_g_misc", "nfb_g_rules", "nfb_g_blob" };
+	int fd = bpf_map_create(s->type, names[idx], s->key_size, s->value_size,
+				max_entries ? max_entries : s->max_entries, &opts);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static void *map_mmap(int fd, size_t bytes)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	size_t len = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void map_munmap(void *p, size_t bytes)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	munmap(p, (bytes + (size_t)page - 1) / (size_t)page * (size_t)page);
+}
+
+static int fill_arrays(struct engine *e, struct gen_maps *g, const struct plan *pl, const struct plan_blob *b,
+		       const struct slot_map *slots)
+{
+	/* Array maps store each value in 8-byte-aligned slots: a u32 locator
+	 * takes 8 bytes of the mmap()ed area (see ARRAY_STRIDE). */
+	size_t port_bytes = (size_t)NFB_PORT_ENTRIES * ARRAY_STRIDE * 4, misc_bytes = (size_t)NFB_MISC_ENTRIES * ARRAY_STRIDE * 4;
+	size_t rule_bytes = (size_t)NFB_RULE_ENTRIES * sizeof(struct nfb_rule);
+	size_t blob_bytes = (size_t)b->nchunks * sizeof(struct nfb_chunk);
+	uint32_t *port = map_mmap(g->fd[EM_PORT - EM_FIRST_OUTER], port_bytes);
+	uint32_t *misc = map_mmap(g->fd[EM_MISC - EM_FIRST_OUTER], misc_bytes);
+	struct nfb_rule *rules = map_mmap(g->fd[EM_RULES - EM_FIRST_OUTER], rule_bytes);
+	void *blob = map_mmap(g->fd[EM_BLOB - EM_FIRST_OUTER], blob_bytes);
+	int r = 0;
+
+	if (!port || !misc || !rules || !blob) {
+		r = -errno;
+		goto out;
+	}
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
+		const struct plan_hook *h = &pl->hook[hk];
+
+		for (uint32_t i = 0; i < h->nports; i++) {
+			const struct plan_seg *s = &h->ports[i];
+
+			for (uint32_t v = s->lo; v <= s->hi; v++)
+				port[ARRAY_STRIDE * nfb_port_index((uint32_t)hk, s->dir, s->cls, v)] = b->loc[hk][s->vec];
+		}
+		for (uint32_t i = 0; i < h->nmisc; i++) {
+			const struct plan_seg *s = &h->misc[i];
+
+			for (uint32_t v = s->lo; v <= s->hi; v++)
+				misc[ARRAY_STRIDE * nfb_misc_index((uint32_t)hk, s->cls, v)] = b->loc[hk][s->vec];
+		}
+		for (uint32_t bit = 0; bit < h->nrules; bit++) {
+			const struct rule *ru = h->rules[bit];
+
+			rules[hk * NFB_MAX_RULES + bit] = (struct nfb_rule){
+				.action = ru->action == POLICY_ACCEPT ? NFB_ACT_ACCEPT : NFB_ACT_DROP,
+				.flags = ru->log ? NFB_RULE_LOG : 0,
+				.counter = slots->rule_slot[hk][bit],
+			};
+		}
+	}
+	memcpy(blob, b->words, blob_bytes);
+out:
+	if (port)
+		map_munmap(port, port_bytes);
+	if (misc)
+		map_munmap(misc, misc_bytes);
+	if (rules)
+		map_munmap(rules, rule_bytes);
+	if (blob)
+		map_munmap(blob, blob_bytes);
+	return r;
+}
+
+/* Keys and values of one trie, written with one batch call where the
+ * kernel supports it (one syscall per prefix otherwise). */
+static int lpm_write(int fd, const void *keys, const uint32_t *vals, uint32_t n, size_t key_size)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
+	uint32_t count = n;
+
+	if (!n)
+		return 0;
+	if (bpf_map_update_batch(fd, keys, vals, &count, &opts) == 0)
+		return 0;
+	if (errno != EINVAL && errno != 524 /* ENOTSUPP */ && errno != EOPNOTSUPP)
+		return -errno;
+	for (uint32_t i = 0; i < n; i++)
+		if (bpf_map_update_elem(fd, (const char *)keys + i * key_size, &vals[i], BPF_ANY) < 0)
+			return -errno;
+	return 0;
+}
+
+static int fill_lpm(int fd4, int fd6, const struct plan *pl, const struct plan_blob *b)
+{
+	uint32_t n4 = 0, n6 = 0, i4 = 0, i6 = 0;
+	struct nfb_lpm4_key *k4;
+	struct nfb_lpm6_key *k6;
+	uint32_t *v4, *v6;
+	int r;
+
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
+		n4 += pl->hook[hk].nlpm[0];
+		n6 += pl->hook[hk].nlpm[1];
+	}
+	k4 = calloc(n4 + 1, sizeof(*k4));
+	k6 = calloc(n6 + 1, sizeof(*k6));
+	v4 = calloc(n4 + 1, sizeof(*v4));
+	v6 = calloc(n6 + 1, sizeof(*v6));
+	if (!k4 || !k6 || !v4 || !v6) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
+		const struct plan_hook *h = &pl->hook[hk];
+
+		for (uint32_t i = 0; i < h->nlpm[0]; i++, i4++) {
+			const struct plan_lpm *l = &h->lpm[0][i];
+
+			k4[i4] = (struct nfb_lpm4_key){ .prefixlen = 16u + l->pfx.plen, .hook = (uint8_t)hk, .dir = l->dir };
+			memcpy(k4[i4].addr, l->pfx.addr, 4);
+			v4[i4] = b->loc[hk][l->vec];
+		}
+		for (uint32_t i = 0; i < h->nlpm[1]; i++, i6++) {
+			const struct plan_lpm *l = &h->lpm[1][i];
+
+			k6[i6] = (struct nfb_lpm6_key){ .prefixlen = 16u + l->pfx.plen, .hook = (uint8_t)hk, .dir = l->dir };
+			memcpy(k6[i6].addr, l->pfx.addr, 16);
+			v6[i6] = b->loc[hk][l->vec];
+		}
+	}
+	r = lpm_write(fd4, k4, v4, n4, sizeof(*k4));
+	if (!r)
+		r = lpm_write(fd6, k6, v6, n6, sizeof(*k6));
+out:
+	free(k4);
+	free(k6);
+	free(v4);
+	free(v6);
+	return r;
+}
+
+/* Interfaces are named in the policy and resolved now, in this namespace;
+ * one that does not exist is reported and matches nothing until a reload. */
+static int fill_ifaces(int fd, const struct plan *pl, const struct plan_blob *b, char *buf, size_t len)
+{
+	size_t used = strlen(buf);
+
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
+		const struct plan_hook *h = &pl->hook[hk];
+
+		for (uint32_t i = 0; i < h->nifaces; i++) {
+			struct nfb_iface_key k = { .hook = (uint8_t)hk, .dir = h->ifaces[i].dir };
+
+			k.ifindex = if_nametoindex(h->ifaces[i].ifname);
+			if (!k.ifindex) {
+				if (used < len)
+					used += (size_t)snprintf(buf + used, len - used,
+								 "warning: interface %s does not exist; rules naming it match nothing until it exists and the policy is reloaded\n",
+								 h->ifaces[i].ifname);
+				continue;
+			}
+			if (bpf_map_update_elem(fd, &k, &b->loc[hk][h->ifaces[i].vec], BPF_ANY) < 0)
+				return -errno;
+		}
+	}
+	return 0;
+}
+
+static void gen_cfg(struct nfb_gen_cfg *c, const struct plan *pl, const struct plan_blob *b,
+		    const struct slot_map *slots)
+{
+	const struct policy_options *o = &pl->pol->opt;
+
+	memset(c, 0, sizeof(*c));
+	c->options = o->established_accept ? NFB_OPT_ESTABLISHED_ACCEPT : 0;
+	c->log_rate = o->log_rate;
+	c->log_burst = o->log_burst;
+	c->established_counter = slots->established_slot;
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
+		const struct plan_hook *h = &pl->hook[hk];
+		struct nfb_hook_cfg *hc = &c->hook[hk];
+
+		hc->enabled = h->enabled;
+		hc->nrules = h->nrules;
+		hc->nsum = h->nsum;
+		hc->fields = h->fields;
+		hc->default_action = h->def == POLICY_ACCEPT ? NFB_ACT_ACCEPT : NFB_ACT_DROP;
+		hc->default_counter = slots->default_slot[hk];
+		for (int f = 0; f < NFB_F_MAX; f++)
+			hc->miss[f] = b->loc[hk][h->miss[f]];
+		for (int s = 0; s < NFB_CT_MAX; s++)
+			hc->ct[s] = b->loc[hk][h->ct[s]];
+		hc->sport_none = b->loc[hk][h->sport_none];
+	}
+}
+
+static uint32_t total_lpm(const struct plan *pl, int fi)
+{
+	uint32_t n = 0;
+
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
+		n += pl->hook[hk].nlpm[fi];
+	return n;
+}
+
+static int gen_build(struct engine *e, struct gen_maps *g, const struct plan *pl, const struct plan_blob *b,
+		     const struct slot_map *slots, char *buf, size_t len)
+{
+	uint32_t sizes[EM_NUM_OUTER] = { 0 };
+	int r;
+
+	sizes[EM_LPM4 - EM_FIRST_OUTER] = total_lpm(pl, 0) + 1;
+	sizes[EM_LPM6 - EM_FIRST_OUTER] = total_lpm(pl, 1) + 1;
+	sizes[EM_BLOB - EM_FIRST_OUTER] = b->nchunks ? b->nchunks : 1;
+	for (int i = 0; i < EM_NUM_OUTER; i++) {
+		g->fd[i] = inner_create(e, i, sizes[i]);
+		if (g->fd[i] < 0) {
+			r = g->fd[i];
+			snprintf(buf, len, "cannot create map %d for the new policy: %s", i, strerror(-r));
+			return r;
+		}
+	}
+	if ((r = fill_arrays(e, g, pl, b, slots)) < 0) {
+		snprintf(buf, len, "cannot fill the new policy's arrays: %s", strerror(-r));
+		return r;
+	}
+	if ((r = fill_lpm(g->fd[EM_LPM4 - EM_FIRST_OUTER], g->fd[EM_LPM6 - EM_FIRST_OUTER], pl, b)) < 0) {
+		snprintf(buf, len, "cannot fill the new policy's prefix tries: %s", strerror(-r));
+		return r;
+	}
+	return fill_ifaces(g->fd[EM_IFACE - EM_FIRST_OUTER], pl, b, buf, len);
+}
+
+static int ctl_write(struct engine *e, uint32_t gen)
+{
+	struct nfb_ctl ctl = { .active_gen = gen, .pad = 1 };
+	uint32_t zero = 0;
+
+	return bpf_map_update_elem(e->map_fd[EM_CTL], &zero, &ctl, BPF_ANY) < 0 ? -errno : 0;
+}
+
+int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob *b, const struct slot_map *slots,
+		char *buf, size_t len)
+{
+	uint32_t spare = e->active_gen ^ 1, old = e->active_gen;
+	struct gen_maps g;
+	struct nfb_gen_cfg cfg;
+	int r;
+
+	buf[0] = '\0';
+	for (int i = 0; i < EM_NUM_OUTER; i++)
+		g.fd[i] = -1;
+	r = gen_build(e, &g, pl, b, slots, buf, len);
+	for (int i = 0; i < EM_NUM_OUTER && r >= 0; i++) {
+		if (bpf_map_update_elem(e->map_fd[EM_FIRST_OUTER + i], &spare, &g.fd[i], BPF_ANY) < 0) {
+			r = -errno;
+			snprintf(buf, len, "cannot install the new policy's maps: %s", strerror(-r));
+		}
+	}
+	gen_cfg(&cfg, pl, b, slots);
+	if (r >= 0 && bpf_map_update_elem(e->map_fd[EM_GEN], &spare, &cfg, BPF_ANY) < 0) {
+		r = -errno;
+		snprintf(buf, len, "cannot write the new policy's configuration: %s", strerror(-r));
+	}
+	for (int i = 0; i < EM_NUM_OUTER; i++)
+		if (g.fd[i] >= 0)
+			close(g.fd[i]); /* the outer maps hold them now */
+	if (r < 0)
+		return r; /* the running generation was not touched */
+	/* The flip: one write; each packet reads the generation once. */
+	if ((r = ctl_write(e, spare)) < 0) {
+		snprintf(buf, len, "cannot switch to the new policy: %s", strerror(-r));
+		return r;
+	}
+	e->active_gen = spare;
+	r = engine_links_sync(e, pl, buf + strlen(buf), len - strlen(buf));
+	if (r < 0 && (e->generation || e->adopted)) {
+		/* Back to the policy that was in force. */
+		ctl_write(e, old);
+		e->active_gen = old;
+		return r;
+	}
+	e->generation++;
+	return r;
+}

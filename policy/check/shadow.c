@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Unreachable rules: rule B is never reached on a hook when an earlier rule
+ * A on that hook matches every packet B matches (first match wins). The
+ * test is conservative: it only warns when coverage is certain.
+ */
+#include <string.h>
+
+#include "policy/load/load.h"
+
+/* Pairwise work is bounded so that huge policies still validate quickly. */
+#define SHADOW_MAX_RULES 3000 /* pairwise: ~50 ms at the limit */
+#define SHADOW_MAX_PAIR_WORK 100000u
+
+static bool prefix_covers(const struct prefix *a, const struct prefix *b)
+{
+	unsigned full, rest;
+
+	if (a->family != b->family || a->plen > b->plen)
+		return false;
+	full = a->plen / 8;
+	rest = a->plen % 8;
+	if (memcmp(a->addr, b->addr, full))
+		return false;
+	return !rest || ((a->addr[full] ^ b->addr[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+static bool addr_covers(const struct addr_match *a, const struct addr_match *b)
+{
+	if (a->any)
+		return true;
+	if (b->any || (uint64_t)a->n * b->n > SHADOW_MAX_PAIR_WORK)
+		return false;
+	for (uint32_t i = 0; i < b->n; i++) {
+		bool found = false;
+
+		for (uint32_t j = 0; j < a->n && !found; j++)
+			found = prefix_covers(&a->v[j], &b->v[i]);
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+static bool iface_covers(const struct iface_match *a, const struct iface_match *b)
+{
+	if (a->any)
+		return true;
+	if (b->any)
+		return false;
+	for (uint32_t i = 0; i < b->n; i++) {
+		bool found = false;
+
+		for (uint32_t j = 0; j < a->n && !found; j++)
+			found = strcmp(a->ifnames[j], b->ifnames[i]) == 0;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+/* a's port list contains every range of b. */
+static bool ports_cover(const struct port_match *a, const struct port_match *b)
+{
+	if (a->any)
+		return true;
+	if (b->any)
+		return false;
+	for (uint32_t i = 0; i < b->n; i++) {
+		bool found = false;
+
+		for (uint32_t j = 0; j < a->n && !found; j++)
+			found = a->v[j].proto == b->v[i].proto && a->v[j].lo <= b->v[i].lo &&
+				a->v[j].hi >= b->v[i].hi;
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
+static bool l4_covers(const struct rule *a, const struct rule *b)
+{
+	if (a->proto >= 0) {
+		if (b->proto >= 0 && b->proto != a->proto)
+			return false;
+		if (b->proto < 0) {
+			/* b may still be confined to a's protocol by its ports. */
+			if (b->service.any && b->sport.any)
+				return false;
+			for (uint32_t i = 0; i < b->service.n; i++)
+				if (b->service.v[i].proto != a->proto)
+					return false;
+			for (uint32_t i = 0; i < b->sport.n; i++)
+				if (b->sport.v[i].proto != a->proto)
+					return false;
+		}
+	}
+	if (a->icmp_type >= 0 && a->icmp_type != b->icmp_type)
+		return false;
+	return ports_cover(&a->service, &b->service) && ports_cover(&a->sport, &b->sport);
+}
+
+static bool rule_covers(const struct rule *a, const struct rule *b)
+{
+	return (b->families & ~a->families) == 0 && (b->state & ~a->state) == 0 &&
+	       iface_covers(&a->in, &b->in) && iface_covers(&a->out, &b->out) &&
+	       addr_covers(&a->from, &b->from) && addr_covers(&a->to, &b->to) && l4_covers(a, b);
+}
+
+void check_shadowed(struct lx *x)
+{
+	static const char *const names[] = { "input", "forward", "output" };
+	const struct policy *p = x->p;
+
+	if (p->nrules > SHADOW_MAX_RULES)
+		return;
+	for (uint32_t bi = 1; bi < p->nrules; bi++) {
+		const struct rule *b = &p->rules[bi];
+
+		if (!b->families)
+			continue;
+		for (int h = 0; h < POLICY_HOOK_MAX; h++) {
+			if (!(b->hooks & (1u << h)))
+				continue;
+			for (uint32_t ai = 0; ai < bi; ai++) {
+				const struct rule *a = &p->rules[ai];
+
+				if (!(a->hooks & (1u << h)) || !rule_covers(a, b))
+					continue;
+				diag_warn(x->d, b->loc,
+					  "rule '%s' is never reached on the %s hook: rule '%s' (line %u) matches every packet it matches",
+					  b->name, names[h], a->name, a->loc.line);
+				break;
+			}
+		}
+	}
+}

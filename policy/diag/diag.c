@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include "policy/diag/diag.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DIAG_DEFAULT_MAX 1000
+#define SOURCE_MAX_BYTES (256u << 20)
+
+void diags_init(struct diags *d)
+{
+	memset(d, 0, sizeof(*d));
+}
+
+void diags_free(struct diags *d)
+{
+	struct source *s, *next;
+
+	for (size_t i = 0; i < d->n; i++)
+		free(d->v[i].msg);
+	free(d->v);
+	for (s = d->sources; s; s = next) {
+		next = s->next;
+		free(s->name);
+		free(s->text);
+		free(s);
+	}
+	memset(d, 0, sizeof(*d));
+}
+
+struct source *diags_add_source(struct diags *d, const char *name, const char *text, size_t len)
+{
+	struct source *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->name = strdup(name);
+	s->text = malloc(len + 1);
+	if (!s->name || !s->text) {
+		free(s->name);
+		free(s->text);
+		free(s);
+		return NULL;
+	}
+	memcpy(s->text, text, len);
+	s->text[len] = '\0';
+	s->len = len;
+	s->next = d->sources;
+	d->sources = s;
+	return s;
+}
+
+static int read_all(int fd, char **out, size_t *out_len)
+{
+	size_t cap = 65536, len = 0;
+	char *buf = malloc(cap + 1);
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t r;
+
+		if (len == cap) {
+			char *nb;
+
+			if (cap >= SOURCE_MAX_BYTES) {
+				free(buf);
+				return -EFBIG;
+			}
+			cap *= 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		r = read(fd, buf + len, cap - len);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			free(buf);
+			return (int)r;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*out_len = len;
+	return 0;
+}
+
+int diags_load_source(struct diags *d, const char *path, struct source **out)
+{
+	struct source *s;
+	struct stat st;
+	char *text = NULL;
+	size_t len = 0;
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		close(fd);
+		return -EISDIR;
+	}
+	r = read_all(fd, &text, &len);
+	close(fd);
+	if (r < 0)
+		return r;
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->name = strdup(path))) {
+		free(s);
+		free(text);
+		return -ENOMEM;
+	}
+	s->text = text;
+	s->len = len;
+	s->next = d->sources;
+	d->sources = s;
+	*out = s;
+	return 0;
+}
+
+void diag_add(struct diags *d, enum diag_level level, struct loc loc, const char *fmt, ...)
+{
+	size_t max = d->max ? d->max : DIAG_DEFAULT_MAX;
+	va_list ap;
+	char *msg;
+
+	if (level == DIAG_ERROR)
+		d->errors++;
+	else if (level == DIAG_WARNING)
+		d->warnings++;
+	if (d->n >= max) {
+		d->dropped++;
+		return;
+	}
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 16;
+		struct diag *v = realloc(d->v, cap * sizeof(*v));
+
+		if (!v) {
+			d->dropped++;
+			return;
+		}
+		d->v = v;
+		d->cap = cap;
+	}
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	if (!msg) {
+		d->dropped++;
+		return;
+	}
+	d->v[d->n++] = (struct diag){ .level = level, .loc = loc, .msg = msg };
+}
+
+static const char *level_name(enum diag_level l)
+{
+	switch (l) {
+	case DIAG_ERROR:
+		return "error";
+	case DIAG_WARNING:
+		return "warning";
+	default:
+		return "note";
+	}
+}
+
+static const char *level_color(enum diag_level l)
+{
+	switch (l) {
+	case DIAG_ERROR:
+		return "\033[1;31m";
+	case DIAG_WARNING:
+		return "\033[1;35m";
+	default:
+		return "\033[1;36m";
+	}
+}
+
+/* Start of line `line` (1-based) in src, and its length without newline. */
+static const char *source_line(const struct source *src, unsigned line, size_t *len)
+{
+	const char *p = src->text, *end = src->text + src->len;
+
+	for (unsigned l = 1; l < line && p < end; l++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if (!nl)
+			return NULL;
+		p = nl + 1;
+	}
+	if (p > end)
+		return NULL;
+	{
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		*len = (size_t)((nl ? nl : end) - p);
+	}
+	if (*len && p[*len - 1] == '\r')
+		(*len)--;
+	return p;
+}
+
+static void print_caret(FILE *f, const char *line, size_t len, unsigned col, bool color)
+{
+	/* Tabs in the source line are kept in the caret line so the caret
+	 * lands under the right character whatever the tab width. */
+	for (unsigned i = 1; i < col && i - 1 < len; i++)
+		fputc(line[i - 1] == '\t' ? '\t' : ' ', f);
+	fprintf(f, "%s^%s\n", color ? "\033[1;32m" : "", color ? "\033[0m" : "");
+}
+
+static void print_one(const struct diag *g, FILE *f, bool color)
+{
+	const char *bold = color ? "\033[1m" : "", *reset = color ? "\033[0m" : "";
+	const char *line;
+	size_t len = 0;
+
+	if (g->loc.src && g->loc.line)
+		fprintf(f, "%s%s:%u:%u:%s ", bold, g->loc.src->name, g->loc.line, g->loc.col, reset);
+	else if (g->loc.src)
+		fprintf(f, "%s%s:%s ", bold, g->loc.src->name, reset);
+	fprintf(f, "%s%s:%s %s\n", color ? level_color(g->level) : "", level_name(g->level), reset,
+		g->msg);
+	if (!g->loc.src || !g->loc.line)
+		return;
+	line = source_line(g->loc.src, g->loc.line, &len);
+	if (!line)
+		return;
+	fprintf(f, "%.*s\n", (int)len, line);
+	print_caret(f, line, len, g->loc.col ? g->loc.col : 1, color);
+}
+
+static int diag_cmp(const void *a, const void *b)
+{
+	const struct diag *x = a, *y = b;
+	int c;
+
+	if (x->loc.src != y->loc.src) {
+		if (!x->loc.src || !y->loc.src)
+			return x->loc.src ? -1 : 1;
+		c = strcmp(x->loc.src->name, y->loc.src->name);
+		if (c)
+			return c;
+	}
+	if (x->loc.line != y->loc.line)
+		return x->loc.line < y->loc.line ? -1 : 1;
+	if (x->loc.col != y->loc.col)
+		return x->loc.col < y->loc.col ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+void diags_print(const struct diags *d, FILE *f, bool color)
+{
+	struct diag *sorted;
+
+	if (!d->n)
+		return;
+	sorted = malloc(d->n * sizeof(*sorted));
+	if (sorted) {
+		memcpy(sorted, d->v, d->n * sizeof(*sorted));
+		/* Stable for equal places: tie-break on original position. */
+		qsort(sorted, d->n, sizeof(*sorted), diag_cmp);
+	}
+	for (size_t i = 0; i < d->n; i++)
+		print_one(sorted ? &sorted[i] : &d->v[i], f, color);
+	if (d->dropped)
+		fprintf(f, "note: %zu more diagnostics not shown\n", d->dropped);
+	free(sorted);
+}
+
+static unsigned edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned row[64], prev;
+
+	if (la >= 63 || lb >= 63)
+		return 1000;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned)j;
+	for (size_t i = 1; i <= la; i++) {
+		prev = row[0];
+		row[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned cur = row[j];
+			unsigned best = prev + (a[i - 1] != b[j - 1]);
+
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			prev = cur;
+		}
+	}
+	return row[lb];
+}
+
+const char *diag_closest(const char *word, const char *const *candidates)
+{
+	const char *best = NULL;
+	unsigned best_d = 1000, limit = (unsigned)strlen(word) / 3 + 1;
+
+	for (size_t i = 0; candidates[i]; i++) {
+		unsigned dist = edit_distance(word, candidates[i]);
+
+		if (dist < best_d) {
+			best_d = dist;
+			best = candidates[i];
+		}
+	}
+	return best_d <= limit ? best : NULL;
+}

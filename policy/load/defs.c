@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Loader: interfaces, sets (inline and from files), services, hooks, options. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/load/load.h"
+#include "policy/syntax/parse.h"
+
+static bool check_name(struct lx *x, const struct ynode *k, const char *what)
+{
+	if (parse_valid_name(k->str))
+		return true;
+	diag_error(x->d, k->loc,
+		   "%s name '%s' is not valid: use up to %d letters, digits, '_', '-' or '.', starting with a letter",
+		   what, k->str, POLICY_MAX_NAME);
+	return false;
+}
+
+static bool reserved_name(struct lx *x, const struct ynode *k, const char *what)
+{
+	if (strcmp(k->str, "any") != 0)
+		return false;
+	diag_error(x->d, k->loc, "'any' is reserved and cannot name a %s", what);
+	return true;
+}
+
+struct iface_group *lx_find_group(struct lx *x, const char *name)
+{
+	for (uint32_t i = 0; i < x->p->ngroups; i++)
+		if (strcmp(x->p->groups[i].name, name) == 0)
+			return &x->p->groups[i];
+	return NULL;
+}
+
+struct addr_set *lx_find_set(struct lx *x, const char *name)
+{
+	for (uint32_t i = 0; i < x->p->nsets; i++)
+		if (strcmp(x->p->sets[i].name, name) == 0)
+			return &x->p->sets[i];
+	return NULL;
+}
+
+struct service *lx_find_service(struct lx *x, const char *name)
+{
+	for (uint32_t i = 0; i < x->p->nservices; i++)
+		if (strcmp(x->p->services[i].name, name) == 0)
+			return &x->p->services[i];
+	return NULL;
+}
+
+static void group_add_ifname(struct lx *x, const struct ynode *n, void *arg)
+{
+	struct iface_group *g = arg;
+
+	if (!parse_valid_ifname(n->str)) {
+		diag_error(x->d, n->loc,
+			   "'%s' is not a valid interface name (1..15 characters, no '/', ':' or spaces)",
+			   n->str);
+		return;
+	}
+	for (uint32_t i = 0; i < g->n; i++) {
+		if (strcmp(g->ifnames[i], n->str) == 0) {
+			diag_warn(x->d, n->loc, "interface '%s' is listed twice in group '%s'", n->str,
+				  g->name);
+			return;
+		}
+	}
+	if (g->n == POLICY_MAX_GROUP_IFACES) {
+		diag_error(x->d, n->loc, "group '%s' has more than %d interfaces", g->name,
+			   POLICY_MAX_GROUP_IFACES);
+		return;
+	}
+	if (!LX_APPEND(x, g->ifnames, g->n))
+		return;
+	strcpy(g->ifnames[g->n - 1], n->str);
+}
+
+void load_interfaces(struct lx *x, const struct ynode *n)
+{
+	if (!n || !lx_is(x, n, YNODE_MAP, "interfaces"))
+		return;
+	for (size_t i = 0; i < ynode_map_len(n); i++) {
+		const struct ynode *k = ynode_map_key(n, i), *v = ynode_map_val(n, i);
+		struct iface_group *g;
+
+		if (!check_name(x, k, "interface group") || reserved_name(x, k, "interface group") || lx_find_group(x, k->str))
+			continue; /* a duplicate key was reported by the parser */
+		g = LX_APPEND(x, x->p->groups, x->p->ngroups);
+		if (!g || !(g->name = strdup(k->str)))
+			return;
+		g->loc = k->loc;
+		lx_each_scalar(x, v, "an interface group", group_add_ifname, g);
+		if (!g->n && v->type == YNODE_SEQ)
+			diag_warn(x->d, v->loc, "interface group '%s' is empty: rules using it never match",
+				  g->name);
+	}
+}
+
+static bool count_prefix(struct lx *x, struct loc loc)
+{
+	if (++x->p->nprefixes == POLICY_MAX_PREFIXES + 1)
+		diag_error(x->d, loc, "the policy has more than %u prefixes in its sets (the limit)",
+			   POLICY_MAX_PREFIXES);
+	return x->p->nprefixes <= POLICY_MAX_PREFIXES;
+}
+
+static void set_add_prefix(struct addr_set *s, const struct prefix *pf)
+{
+	if (!LX_APPEND(x, s->v, s->n))
+		return;
+	s->v[s->n - 1] = *pf;
+	s->families |= pf->family;
+}
+
+static void set_add_node(struct lx *x, const struct ynode *n, void *arg)
+{
+	struct addr_set *s = arg;
+	struct prefix pf;
+
+	if (!parse_looks_like_address(n->str)) {
+		diag_error(x->d, n->loc, "'%s' is not an address or prefix (sets hold addresses like 192.0.2.0/24 or 2001:db8::/32)",
+			   n->str);
+		return;
+	}
+	if (lx_prefix(x, n, &pf) < 0 || !count_prefix(x, n->loc))
+		return;
+	set_add_prefix(s, &pf);
+}
+
+/* A set file: one prefix per line, '#' starts a comment. Errors point into
+ * the file itself. */
+static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *fn)
+{
+	struct source *src;
+	char *path;
+	int r;
+
+	if (!lx_is(x, fn, YNODE_SCALAR, "a set file name"))
+		return;
+	if (fn->str[0] == '/')
+		path = strdup(fn->str);
+	else if (asprintf(&path, "%s/%s", x->dir, fn->str) < 0)
+		path = NULL;
+	if (!path)
+		return;
+	r = diags_load_source(x->d, path, &src);
+	if (r < 0) {
+		diag_error(x->d, fn->loc, "cannot read set file '%s': %s (errno %d)", path, strerror(-r), -r);
+		free(path);
+		return;
+	}
+	free(path);
+	for (unsigned line = 1, off = 0; off < src->len; line++) {
+		char *text = src->text + off, *nl = memchr(text, '\n', src->len - off);
+		size_t len = nl ? (size_t)(nl - text) : src->len - off;
+		size_t start = strspn(text, " \t");
+		char word[INET6_ADDRSTRLEN + 8];
+		size_t wlen;
+		struct prefix pf;
+		bool host_bits;
+		const char *why;
+
+		off += (unsigned)len + 1;
+		if (start >= len || text[start] == '#' || text[start] == '\r')
+			continue;
+		wlen = strcspn(text + start, " \t\r\n#");
+		if (wlen >= sizeof(word) || start + wlen > len) {
+			diag_error(x->d, ((struct loc){ src, line, (unsigned)start + 1 }), "line too long for a prefix");
+			continue;
+		}
+		memcpy(word, text + start, wlen);
+		word[wlen] = '\0';
+		{
+			size_t rest = start + wlen + strspn(text + start + wlen, " \t\r");
+
+			if (rest < len && text[rest] != '#') {
+				diag_error(x->d, ((struct loc){ src, line, (unsigned)rest + 1 }),
+					   "one prefix per line: '%.*s' follows '%s' (start a comment with '#')",
+					   (int)strcspn(text + rest, " \t\r\n"), text + rest, word);
+				continue;
+			}
+		}
+		pf.loc = (struct loc){ src, line, (unsigned)start + 1 };
+		if (parse_prefix(word, &pf, &host_bits, &why) < 0) {
+			diag_error(x->d, pf.loc, "'%s': %s", word, why);
+			continue;
+		}
+		if (host_bits) {
+			char net[64];
+
+			policy_prefix_format(&pf, net, sizeof(net));
+			diag_warn(x->d, pf.loc, "'%s' has host bits set; it is read as the network %s", word, net);
+		}
+		if (!count_prefix(x, pf.loc))
+			return;
+		set_add_prefix(s, &pf);
+	}
+}
+
+void load_sets(struct lx *x, const struct ynode *n)
+{
+	static const char *const file_keys[] = { "file", NULL };
+
+	if (!n || !lx_is(x, n, YNODE_MAP, "sets"))
+		return;
+	for (size_t i = 0; i < ynode_map_len(n); i++) {
+		const struct ynode *k = ynode_map_key(n, i), *v = ynode_map_val(n, i);
+		struct addr_set *s;
+
+		if (!check_name(x, k, "set") || reserved_name(x, k, "set") || lx_find_set(x, k->str))
+			continue; /* a duplicate key was reported by the parser */
+		s = LX_APPEND(x, x->p->sets, x->p->nsets);
+		if (!s || !(s->name = strdup(k->str)))
+			return;
+		s->loc = k->loc;
+		if (v->type == YNODE_MAP) {
+			const struct ynode *fn = ynode_get(v, "file");
+
+			lx_check_keys(x, v, file_keys, "a set");
+			if (!fn)
+				diag_error(x->d, v->loc, "set '%s' must be a list of prefixes or { file: PATH }", s->name);
+			else
+				set_load_file(x, s, fn);
+		} else {
+			lx_each_scalar(x, v, "a set", set_add_node, s);
+		}
+	}
+}
+
+static void service_add_node(struct lx *x, const struct ynode *n, void *arg)
+{
+	struct service *s = arg;
+	struct port_range pr;
+	const char *why;
+
+	if (parse_port_range(n->str, &pr, &why) < 0) {
+		diag_error(x->d, n->loc, "'%s': %s", n->str, why);
+		return;
+	}
+	if (s->n == POLICY_MAX_SERVICE_ENTRIES) {
+		diag_error(x->d, n->loc, "service '%s' has more than %d entries", s->name,
+			   POLICY_MAX_SERVICE_ENTRIES);
+		return;
+	}
+	pr.loc = n->loc;
+	if (!LX_APPEND(x, s->v, s->n))
+		return;
+	s->v[s->n - 1] = pr;
+}
+
+void load_services(struct lx *x, const struct ynode *n)
+{
+	if (!n || !lx_is(x, n, YNODE_MAP, "services"))
+		return;
+	for (size_t i = 0; i < ynode_map_len(n); i++) {
+		const struct ynode *k = ynode_map_key(n, i), *v = ynode_map_val(n, i);
+		struct service *s;
+
+		if (!check_name(x, k, "service") || reserved_name(x, k, "service") || lx_find_service(x, k->str))
+			continue; /* a duplicate key was reported by the parser */
+		s = LX_APPEND(x, x->p->services, x->p->nservices);
+		if (!s || !(s->name = strdup(k->str)))
+			return;
+		s->loc = k->loc;
+		lx_each_scalar(x, v, "a service", service_add_node, s);
+	}
+}
+
+void load_hooks(struct lx *x, const struct ynode *n)
+{
+	static const char *const hooks[] = { "input", "forward", "output", NULL };
+	static const char *const keys[] = { "default", NULL };
+	static const char *const actions[] = { "drop", "accept", NULL };
+
+	if (!n || !lx_is(x, n, YNODE_MAP, "hooks"))
+		return;
+	for (size_t i = 0; i < ynode_map_len(n); i++) {
+		const struct ynode *k = ynode_map_key(n, i), *v = ynode_map_val(n, i), *def;
+		int h = lx_choice(x, k, "hook", hooks), a;
+
+		if (h < 0 || !lx_is(x, v, YNODE_MAP, "a hook"))
+			continue;
+		lx_check_keys(x, v, keys, "a hook");
+		def = ynode_get(v, "default");
+		if (!def) {
+			diag_error(x->d, v->loc, "hook '%s' needs a default verdict: { default: drop } or { default: accept }",
+				   k->str);
+			continue;
+		}
+		a = lx_choice(x, def, "a default verdict", actions);
+		if (a < 0)
+			continue;
+		x->p->hooks[h] = (struct hook_conf){ .present = true, .def = (enum policy_action)a, .loc = k->loc };
+	}
+}
+
+void load_options(struct lx *x, const struct ynode *n)
+{
+	static const char *const keys[] = { "defrag", "established", "log-rate", "log-burst", NULL };
+	static const char *const est[] = { "accept", "rules", NULL };
+	const struct ynode *v;
+	uint64_t burst;
+
+	if (!n || !lx_is(x, n, YNODE_MAP, "options"))
+		return;
+	lx_check_keys(x, n, keys, "options");
+	if ((v = ynode_get(n, "defrag")) && lx_bool(x, v, "options.defrag", &x->p->opt.defrag))
+		x->p->opt.defrag_loc = v->loc;
+	if ((v = ynode_get(n, "established"))) {
+		int e = lx_choice(x, v, "options.established", est);
+
+		if (e >= 0) {
+			x->p->opt.established_accept = e == 0;
+			x->p->opt.established_loc = v->loc;
+		}
+	}
+	if ((v = ynode_get(n, "log-rate")) && lx_is(x, v, YNODE_SCALAR, "options.log-rate")) {
+		const char *why;
+
+		if (parse_rate(v->str, &x->p->opt.log_rate, &why) < 0)
+			diag_error(x->d, v->loc, "options.log-rate '%s': %s", v->str, why);
+		x->p->opt.log_burst = x->p->opt.log_rate;
+	}
+	if ((v = ynode_get(n, "log-burst")) && lx_uint(x, v, "options.log-burst", 1, 1000000, &burst))
+		x->p->opt.log_burst = (uint32_t)burst;
+}

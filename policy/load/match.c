@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Loader: the match fields shared by rules, NAT and capture. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/load/load.h"
+#include "policy/syntax/parse.h"
+
+int lx_prefix(struct lx *x, const struct ynode *n, struct prefix *out)
+{
+	const char *why;
+	bool host_bits;
+
+	out->loc = n->loc;
+	if (parse_prefix(n->str, out, &host_bits, &why) < 0) {
+		diag_error(x->d, n->loc, "'%s': %s", n->str, why);
+		return -1;
+	}
+	if (host_bits) {
+		char net[64];
+
+		policy_prefix_format(out, net, sizeof(net));
+		diag_warn(x->d, n->loc, "'%s' has host bits set; it is read as the network %s", n->str, net);
+	}
+	return 0;
+}
+
+static void names_hint(char *buf, size_t len, const char *const *names)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; names[i] && used + 32 < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", names[i]);
+}
+
+/* Report an unknown name with the closest defined one, or the list of all. */
+static void unknown_ref(struct lx *x, const struct ynode *n, const char *kind, const char *const *names)
+{
+	const char *near = diag_closest(n->str, names);
+	char all[200];
+
+	names_hint(all, sizeof(all), names);
+	if (near)
+		diag_error(x->d, n->loc, "unknown %s '%s'; did you mean '%s'?", kind, n->str, near);
+	else if (all[0])
+		diag_error(x->d, n->loc, "unknown %s '%s' (defined: %s)", kind, n->str, all);
+	else
+		diag_error(x->d, n->loc, "unknown %s '%s' (none is defined)", kind, n->str);
+}
+
+static const char **collect_names(struct lx *x, int which)
+{
+	uint32_t n = which == 0 ? x->p->nsets : which == 1 ? x->p->nservices : x->p->ngroups;
+	const char **v = calloc(n + 1, sizeof(*v));
+
+	for (uint32_t i = 0; v && i < n; i++)
+		v[i] = which == 0 ? x->p->sets[i].name : which == 1 ? x->p->services[i].name : x->p->groups[i].name;
+	return v;
+}
+
+static void addr_append(struct addr_match *m, const struct prefix *pf)
+{
+	if (!LX_APPEND(x, m->v, m->n))
+		return;
+	m->v[m->n - 1] = *pf;
+	m->families |= pf->family;
+}
+
+static void addr_item(struct lx *x, const struct ynode *n, void *arg)
+{
+	struct addr_match *m = arg;
+	struct addr_set *s;
+	struct prefix pf;
+
+	if (strcmp(n->str, "any") == 0) {
+		m->any = true;
+		return;
+	}
+	if (parse_looks_like_address(n->str)) {
+		if (lx_prefix(x, n, &pf) == 0)
+			addr_append(m, &pf);
+		return;
+	}
+	s = lx_find_set(x, n->str);
+	if (!s) {
+		const char **names = collect_names(x, 0);
+
+		if (names)
+			unknown_ref(x, n, "set", names);
+		free(names);
+		return;
+	}
+	s->used = true;
+	/* An empty set adds nothing: a rule with only empty sets never matches. */
+	for (uint32_t i = 0; i < s->n; i++)
+		addr_append(m, &s->v[i]);
+}
+
+void lx_addr_match(struct lx *x, const struct ynode *n, const char *what, struct addr_match *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (!n) {
+		m->any = true;
+		m->families = POLICY_FAM_ANY;
+		return;
+	}
+	m->what = lx_describe(n);
+	lx_each_scalar(x, n, what, addr_item, m);
+	if (m->any) {
+		if (m->n)
+			diag_warn(x->d, n->loc, "%s lists 'any' beside other entries: they add nothing", what);
+		free(m->v);
+		m->v = NULL;
+		m->n = 0;
+		m->families = POLICY_FAM_ANY;
+	}
+}
+
+static void iface_append(struct iface_match *m, const char *name)
+{
+	for (uint32_t i = 0; i < m->n; i++)
+		if (strcmp(m->ifnames[i], name) == 0)
+			return;
+	if (!LX_APPEND(x, m->ifnames, m->n))
+		return;
+	strcpy(m->ifnames[m->n - 1], name);
+}
+
+static bool is_group_member(struct lx *x, const char *ifname)
+{
+	for (uint32_t g = 0; g < x->p->ngroups; g++)
+		for (uint32_t i = 0; i < x->p->groups[g].n; i++)
+			if (strcmp(x->p->groups[g].ifnames[i], ifname) == 0)
+				return true;
+	return false;
+}
+
+static void iface_item(struct lx *x, const struct ynode *n, void *arg)
+{
+	struct iface_match *m = arg;
+	struct iface_group *g;
+
+	if (strcmp(n->str, "any") == 0) {
+		m->any = true;
+		return;
+	}
+	g = lx_find_group(x, n->str);
+	if (g) {
+		g->used = true;
+		for (uint32_t i = 0; i < g->n; i++)
+			iface_append(m, g->ifnames[i]);
+		return;
+	}
+	/* A single interface may be named, as long as interfaces: knows it:
+	 * that keeps a typo in a group name from silently matching nothing. */
+	if (is_group_member(x, n->str)) {
+		iface_append(m, n->str);
+		return;
+	}
+	{
+		const char **names = collect_names(x, 2);
+
+		if (names)
+			unknown_ref(x, n, "interface group", names);
+		free(names);
+	}
+}
+
+void lx_iface_match(struct lx *x, const struct ynode *n, const char *what, struct iface_match *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (!n) {
+		m->any = true;
+		return;
+	}
+	m->what = lx_describe(n);
+	lx_each_scalar(x, n, what, iface_item, m);
+	if (m->any) {
+		free(m->ifnames);
+		m->ifnames = NULL;
+		m->n = 0;
+	}
+}
+
+static void port_append(struct port_match *m, const struct port_range *pr)
+{
+	if (!LX_APPEND(x, m->v, m->n))
+		return;
+	m->v[m->n - 1] = *pr;
+}
+
+static void port_item(struct lx *x, const struct ynode *n, void *arg)
+{
+	struct port_match *m = arg;
+	struct port_range pr;
+	struct service *s;
+	const char *why;
+
+	if (strcmp(n->str, "any") == 0) {
+		m->any = true;
+		return;
+	}
+	if (strchr(n->str, '/')) {
+		if (parse_port_range(n->str, &pr, &why) < 0) {
+			diag_error(x->d, n->loc, "'%s': %s", n->str, why);
+			return;
+		}
+		pr.loc = n->loc;
+		port_append(m, &pr);
+		return;
+	}
+	s = lx_find_service(x, n->str);
+	if (!s) {
+		const char **names = collect_names(x, 1);
+
+		if (names)
+			unknown_ref(x, n, "service", names);
+		free(names);
+		return;
+	}
+	s->used = true;
+	for (uint32_t i = 0; i < s->n; i++)
+		port_append(m, &s->v[i]);
+}
+
+void lx_port_match(struct lx *x, const struct ynode *n, const char *what, struct port_match *m)
+{
+	memset(m, 0, sizeof(*m));
+	if (!n) {
+		m->any = true;
+		return;
+	}
+	m->what = lx_describe(n);
+	lx_each_scalar(x, n, what, port_item, m);
+	if (n->type == YNODE_SEQ && !n->nkids)
+		diag_error(x->d, n->loc, "%s is an empty list: nothing would match; list ports or leave %s out",
+			   what, what);
+	if (m->any) {
+		free(m->v);
+		m->v = NULL;
+		m->n = 0;
+	}
+}

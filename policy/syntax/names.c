@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Names shown to and read from operators: hooks, protocols, ICMP types. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "policy/policy.h"
+
+const char *policy_hook_name(enum policy_hook h)
+{
+	static const char *const names[] = { "input", "forward", "output" };
+
+	return (unsigned)h < POLICY_HOOK_MAX ? names[h] : "?";
+}
+
+const char *policy_proto_name(int proto)
+{
+	switch (proto) {
+	case IPPROTO_TCP:
+		return "tcp";
+	case IPPROTO_UDP:
+		return "udp";
+	case IPPROTO_ICMP:
+		return "icmp";
+	case IPPROTO_ICMPV6:
+		return "icmpv6";
+	case IPPROTO_SCTP:
+		return "sctp";
+	case IPPROTO_GRE:
+		return "gre";
+	case IPPROTO_ESP:
+		return "esp";
+	case IPPROTO_AH:
+		return "ah";
+	case IPPROTO_UDPLITE:
+		return "udplite";
+	default:
+		return NULL;
+	}
+}
+
+struct icmp_name {
+	const char *name;
+	int type;
+};
+
+static const struct icmp_name icmp4[] = {
+	{ "echo-reply", 0 }, { "destination-unreachable", 3 }, { "source-quench", 4 },
+	{ "redirect", 5 }, { "echo-request", 8 }, { "router-advertisement", 9 },
+	{ "router-solicitation", 10 }, { "time-exceeded", 11 }, { "parameter-problem", 12 },
+	{ "timestamp-request", 13 }, { "timestamp-reply", 14 }, { NULL, 0 },
+};
+
+static const struct icmp_name icmp6[] = {
+	{ "destination-unreachable", 1 }, { "packet-too-big", 2 }, { "time-exceeded", 3 },
+	{ "parameter-problem", 4 }, { "echo-request", 128 }, { "echo-reply", 129 },
+	{ "mld-listener-query", 130 }, { "mld-listener-report", 131 }, { "mld-listener-done", 132 },
+	{ "router-solicitation", 133 }, { "router-advertisement", 134 },
+	{ "neighbour-solicitation", 135 }, { "neighbour-advertisement", 136 },
+	{ "neighbor-solicitation", 135 }, { "neighbor-advertisement", 136 }, { "redirect", 137 },
+	{ NULL, 0 },
+};
+
+int policy_icmp_type(const char *name, bool v6)
+{
+	for (const struct icmp_name *t = v6 ? icmp6 : icmp4; t->name; t++)
+		if (strcmp(t->name, name) == 0)
+			return t->type;
+	return -1;
+}
+
+const char *policy_icmp_type_name(int type, bool v6)
+{
+	for (const struct icmp_name *t = v6 ? icmp6 : icmp4; t->name; t++)
+		if (t->type == type)
+			return t->name;
+	return NULL;
+}
+
+int policy_prefix_format(const struct prefix *p, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+	bool v4 = p->family == POLICY_FAM_IPV4;
+
+	inet_ntop(v4 ? AF_INET : AF_INET6, p->addr, a, sizeof(a));
+	if (p->plen == (v4 ? 32 : 128))
+		return snprintf(buf, len, "%s", a);
+	return snprintf(buf, len, "%s/%u", a, p->plen);
+}

@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include "policy/syntax/parse.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+int parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why)
+{
+	uint64_t v = 0;
+
+	if (!*s) {
+		*why = "expected a number";
+		return -EINVAL;
+	}
+	for (const char *p = s; *p; p++) {
+		if (!isdigit((unsigned char)*p)) {
+			*why = "expected a decimal number";
+			return -EINVAL;
+		}
+		if (v > (UINT64_MAX - 9) / 10) {
+			*why = "number too large";
+			return -ERANGE;
+		}
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (v > max) {
+		*why = "number out of range";
+		return -ERANGE;
+	}
+	*out = v;
+	return 0;
+}
+
+bool parse_looks_like_address(const char *s)
+{
+	if (strchr(s, ':'))
+		return true;
+	return isdigit((unsigned char)s[0]) && strchr(s, '.');
+}
+
+static void clear_host_bits(struct prefix *p, bool *host_bits)
+{
+	unsigned bytes = p->family == POLICY_FAM_IPV4 ? 4 : 16;
+
+	*host_bits = false;
+	for (unsigned i = 0; i < bytes; i++) {
+		unsigned keep = p->plen > i * 8 ? p->plen - i * 8 : 0;
+		uint8_t mask = keep >= 8 ? 0xff : (uint8_t)(0xff << (8 - keep));
+
+		if (p->addr[i] & ~mask)
+			*host_bits = true;
+		p->addr[i] &= mask;
+	}
+}
+
+int parse_prefix(const char *s, struct prefix *out, bool *host_bits, const char **why)
+{
+	char buf[INET6_ADDRSTRLEN + 8];
+	const char *slash = strchr(s, '/');
+	size_t alen = slash ? (size_t)(slash - s) : strlen(s);
+	struct prefix p = { 0 };
+	unsigned max;
+
+	if (alen >= INET6_ADDRSTRLEN) {
+		*why = "not an IPv4 or IPv6 address";
+		return -EINVAL;
+	}
+	memcpy(buf, s, alen);
+	buf[alen] = '\0';
+	if (inet_pton(AF_INET, buf, p.addr) == 1) {
+		p.family = POLICY_FAM_IPV4;
+		max = 32;
+	} else if (inet_pton(AF_INET6, buf, p.addr) == 1) {
+		p.family = POLICY_FAM_IPV6;
+		max = 128;
+	} else {
+		*why = "not an IPv4 or IPv6 address";
+		return -EINVAL;
+	}
+	p.plen = (uint8_t)max;
+	if (slash) {
+		uint64_t len;
+
+		if (parse_uint(slash + 1, 255, &len, why) < 0) {
+			*why = "the prefix length after '/' must be a number";
+			return -EINVAL;
+		}
+		if (len > max) {
+			*why = max == 32 ? "IPv4 prefix length must be 0..32" : "IPv6 prefix length must be 0..128";
+			return -ERANGE;
+		}
+		p.plen = (uint8_t)len;
+	}
+	clear_host_bits(&p, host_bits);
+	p.loc = out->loc;
+	*out = p;
+	return 0;
+}
+
+int parse_proto(const char *s, int *out, const char **why)
+{
+	static const struct {
+		const char *name;
+		int num;
+	} names[] = {
+		{ "tcp", IPPROTO_TCP }, { "udp", IPPROTO_UDP }, { "icmp", IPPROTO_ICMP },
+		{ "icmpv6", IPPROTO_ICMPV6 }, { "sctp", IPPROTO_SCTP }, { "gre", IPPROTO_GRE },
+		{ "esp", IPPROTO_ESP }, { "ah", IPPROTO_AH }, { "udplite", IPPROTO_UDPLITE },
+	};
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(s, names[i].name) == 0) {
+			*out = names[i].num;
+			return 0;
+		}
+	}
+	if (isdigit((unsigned char)s[0])) {
+		if (parse_uint(s, 255, &v, why) < 0) {
+			*why = "protocol number must be 0..255";
+			return -ERANGE;
+		}
+		*out = (int)v;
+		return 0;
+	}
+	*why = "unknown protocol; use tcp, udp, icmp, icmpv6, sctp, gre, esp, ah, udplite or a number 0..255";
+	return -EINVAL;
+}
+
+int parse_port_range(const char *s, struct port_range *out, const char **why)
+{
+	const char *slash = strchr(s, '/');
+	char proto[16], *dash;
+	char ports[32];
+	uint64_t lo, hi;
+	int num;
+
+	if (!slash || (size_t)(slash - s) >= sizeof(proto)) {
+		*why = "a port is written PROTO/PORT or PROTO/LOW-HIGH, e.g. tcp/443 or udp/10000-20000";
+		return -EINVAL;
+	}
+	memcpy(proto, s, (size_t)(slash - s));
+	proto[slash - s] = '\0';
+	if (parse_proto(proto, &num, why) < 0)
+		return -EINVAL;
+	if (num != IPPROTO_TCP && num != IPPROTO_UDP && num != IPPROTO_SCTP) {
+		*why = "this protocol has no ports; ports exist for tcp, udp and sctp "
+		       "(for ICMP use proto: icmp with icmp-type)";
+		return -EINVAL;
+	}
+	if (strlen(slash + 1) >= sizeof(ports)) {
+		*why = "port out of range 0..65535";
+		return -ERANGE;
+	}
+	strcpy(ports, slash + 1);
+	dash = strchr(ports, '-');
+	if (dash)
+		*dash = '\0';
+	if (parse_uint(ports, 65535, &lo, why) < 0 || (dash && parse_uint(dash + 1, 65535, &hi, why) < 0)) {
+		*why = *why && strcmp(*why, "number out of range") == 0 ? "port out of range 0..65535"
+									  : "a port must be a number 0..65535";
+		return -ERANGE;
+	}
+	if (!dash)
+		hi = lo;
+	if (hi < lo) {
+		*why = "inverted port range: the low port comes first (e.g. 1000-2000)";
+		return -ERANGE;
+	}
+	out->proto = (uint8_t)num;
+	out->lo = (uint16_t)lo;
+	out->hi = (uint16_t)hi;
+	return 0;
+}
+
+int parse_size(const char *s, uint64_t *out, const char **why)
+{
+	static const struct {
+		const char *suffix;
+		uint64_t mult;
+	} units[] = {
+		{ "", 1 }, { "B", 1 }, { "K", 1000 }, { "KB", 1000 }, { "KiB", 1024 },
+		{ "M", 1000000 }, { "MB", 1000000 }, { "MiB", 1 << 20 }, { "G", 1000000000 },
+		{ "GB", 1000000000 }, { "GiB", 1 << 30 }, { "TiB", UINT64_C(1) << 40 },
+	};
+	char num[32];
+	size_t n = strspn(s, "0123456789");
+	uint64_t v;
+
+	if (n == 0 || n >= sizeof(num)) {
+		*why = "a size is a number with an optional unit: 4096, 100MB, 256MiB, 1GiB";
+		return -EINVAL;
+	}
+	memcpy(num, s, n);
+	num[n] = '\0';
+	if (parse_uint(num, UINT64_MAX / (UINT64_C(1) << 40), &v, why) < 0)
+		return -ERANGE;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(s + n, units[i].suffix) == 0) {
+			*out = v * units[i].mult;
+			return 0;
+		}
+	}
+	*why = "unknown size unit; use B, KB, KiB, MB, MiB, GB, GiB or TiB";
+	return -EINVAL;
+}
+
+int parse_rate(const char *s, uint32_t *per_sec, const char **why)
+{
+	const char *slash = strchr(s, '/');
+	char num[16];
+	uint64_t v;
+
+	if (!slash || (size_t)(slash - s) >= sizeof(num)) {
+		*why = "a rate is written N/second or N/minute, e.g. 100/second";
+		return -EINVAL;
+	}
+	memcpy(num, s, (size_t)(slash - s));
+	num[slash - s] = '\0';
+	if (parse_uint(num, 1000000, &v, why) < 0 || v == 0) {
+		*why = "the rate must be 1..1000000 events";
+		return -ERANGE;
+	}
+	if (strcmp(slash + 1, "second") == 0 || strcmp(slash + 1, "s") == 0)
+		*per_sec = (uint32_t)v;
+	else if (strcmp(slash + 1, "minute") == 0 || strcmp(slash + 1, "m") == 0)
+		*per_sec = (uint32_t)((v + 59) / 60);
+	else {
+		*why = "the rate unit must be second or minute";
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, const char **why)
+{
+	char buf[INET6_ADDRSTRLEN + 2];
+	const char *port_str = NULL;
+	bool host_bits;
+	uint64_t v;
+
+	if (s[0] == '[') {
+		const char *end = strchr(s, ']');
+
+		if (!end || (size_t)(end - s - 1) >= sizeof(buf)) {
+			*why = "an IPv6 address with a port is written [2001:db8::1]:80";
+			return -EINVAL;
+		}
+		memcpy(buf, s + 1, (size_t)(end - s - 1));
+		buf[end - s - 1] = '\0';
+		if (end[1] == ':')
+			port_str = end + 2;
+		else if (end[1]) {
+			*why = "an IPv6 address with a port is written [2001:db8::1]:80";
+			return -EINVAL;
+		}
+	} else {
+		const char *colon = strchr(s, ':');
+
+		if (colon && strchr(colon + 1, ':'))
+			colon = NULL; /* bare IPv6 address without port */
+		if (strlen(s) >= sizeof(buf)) {
+			*why = "not an IPv4 or IPv6 address";
+			return -EINVAL;
+		}
+		strcpy(buf, s);
+		if (colon) {
+			buf[colon - s] = '\0';
+			port_str = colon + 1;
+		}
+	}
+	if (strchr(buf, '/')) {
+		*why = "a NAT target is one address, not a prefix";
+		return -EINVAL;
+	}
+	if (parse_prefix(buf, addr, &host_bits, why) < 0)
+		return -EINVAL;
+	*port = 0;
+	if (port_str) {
+		if (parse_uint(port_str, 65535, &v, why) < 0 || v == 0) {
+			*why = "the port after ':' must be 1..65535";
+			return -ERANGE;
+		}
+		*port = (uint16_t)v;
+	}
+	return 0;
+}
+
+bool parse_valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > POLICY_MAX_NAME || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("_-.", s[i]))
+			return false;
+	return true;
+}
+
+bool parse_valid_ifname(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= POLICY_IFNAMSIZ || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '/' || s[i] == ':' || isspace((unsigned char)s[i]))
+			return false;
+	return true;
+}

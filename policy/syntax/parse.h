@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Scalar syntaxes of the policy language: pure string parsers. Each returns
+ * 0 or a negative errno and, on failure, sets *why to a static explanation. */
+#ifndef NFBOX_PARSE_H
+#define NFBOX_PARSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+/* "192.0.2.0/24", "2001:db8::/32", "198.51.100.7" (host). *host_bits is set
+ * when bits beyond the prefix length were set (they are cleared in out). */
+int parse_prefix(const char *s, struct prefix *out, bool *host_bits, const char **why);
+/* True if s looks like an address rather than a name. */
+bool parse_looks_like_address(const char *s);
+/* "tcp/80", "udp/10000-20000", "sctp/5060". */
+int parse_port_range(const char *s, struct port_range *out, const char **why);
+/* "tcp", "udp", "icmp", "icmpv6", "sctp", or 0..255. */
+int parse_proto(const char *s, int *out, const char **why);
+/* "256MiB", "1G", "4096" -> bytes. */
+int parse_size(const char *s, uint64_t *out, const char **why);
+/* "100/second", "10/minute" -> events per second (rounded up, >= 1). */
+int parse_rate(const char *s, uint32_t *per_sec, const char **why);
+int parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why);
+/* "198.51.100.10:80", "[2001:db8::1]:80", "198.51.100.10". */
+int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, const char **why);
+bool parse_valid_name(const char *s);
+bool parse_valid_ifname(const char *s);
+
+#endif

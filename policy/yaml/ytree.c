@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include "policy/yaml/ytree.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+struct anchor {
+	char *name;
+	struct ynode *node;
+};
+
+struct builder {
+	struct ytree *t;
+	const struct source *src;
+	struct diags *d;
+	struct ynode *stack[YTREE_MAX_DEPTH];
+	size_t depth;
+	struct anchor *anchors;
+	size_t nanchors, capanchors;
+	size_t expanded;
+	bool failed;
+};
+
+static struct loc mark_loc(const struct builder *b, yaml_mark_t m)
+{
+	return (struct loc){ .src = b->src, .line = (unsigned)m.line + 1, .col = (unsigned)m.column + 1 };
+}
+
+static struct ynode *node_new(struct builder *b, enum ynode_type type, yaml_mark_t m)
+{
+	struct ytree *t = b->t;
+	struct ynode *n;
+
+	if (t->nall == t->capall) {
+		size_t cap = t->capall ? t->capall * 2 : 64;
+		struct ynode **v = realloc(t->all, cap * sizeof(*v));
+
+		if (!v)
+			return NULL;
+		t->all = v;
+		t->capall = cap;
+	}
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return NULL;
+	n->type = type;
+	n->loc = mark_loc(b, m);
+	n->weight = 1;
+	t->all[t->nall++] = n;
+	return n;
+}
+
+static int kid_add(struct ynode *parent, struct ynode *kid)
+{
+	if ((parent->nkids & (parent->nkids - 1)) == 0) {
+		size_t cap = parent->nkids ? parent->nkids * 2 : 4;
+		struct ynode **v = realloc(parent->kids, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		parent->kids = v;
+	}
+	parent->kids[parent->nkids++] = kid;
+	return 0;
+}
+
+static bool scalar_eq(const struct ynode *a, const struct ynode *b)
+{
+	return a->type == YNODE_SCALAR && b->type == YNODE_SCALAR && a->len == b->len &&
+	       memcmp(a->str, b->str, a->len) == 0;
+}
+
+/* Attach a finished node to the open collection (or make it the root). */
+static int attach(struct builder *b, struct ynode *n)
+{
+	struct ynode *parent;
+
+	if (!b->depth) {
+		b->t->root = n;
+		return 0;
+	}
+	parent = b->stack[b->depth - 1];
+	if (parent->type == YNODE_MAP && parent->nkids % 2 == 0) {
+		/* n is a key: reject duplicates here, where both places are known. */
+		if (n->type != YNODE_SCALAR) {
+			diag_error(b->d, n->loc, "mapping keys must be plain words, not a %s",
+				   ynode_type_name(n));
+			b->failed = true;
+			return -EINVAL;
+		} else {
+			for (size_t i = 0; i < parent->nkids; i += 2) {
+				if (scalar_eq(parent->kids[i], n)) {
+					diag_error(b->d, n->loc, "duplicate key '%s' (first given at line %u)",
+						   n->str, parent->kids[i]->loc.line);
+					break;
+				}
+			}
+		}
+	}
+	parent->weight += n->weight;
+	return kid_add(parent, n);
+}
+
+static int anchor_add(struct builder *b, const char *name, struct ynode *n)
+{
+	if (b->nanchors == b->capanchors) {
+		size_t cap = b->capanchors ? b->capanchors * 2 : 8;
+		struct anchor *v = realloc(b->anchors, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		b->anchors = v;
+		b->capanchors = cap;
+	}
+	b->anchors[b->nanchors].name = strdup(name);
+	if (!b->anchors[b->nanchors].name)
+		return -ENOMEM;
+	b->anchors[b->nanchors++].node = n;
+	return 0;
+}
+
+static struct ynode *anchor_find(struct builder *b, const char *name)
+{
+	/* Latest definition wins, as YAML says anchors may be redefined. */
+	for (size_t i = b->nanchors; i-- > 0;)
+		if (strcmp(b->anchors[i].name, name) == 0)
+			return b->anchors[i].node;
+	return NULL;
+}
+
+static bool count_expansion(struct builder *b, size_t weight, yaml_mark_t m, bool alias)
+{
+	b->expanded += weight;
+	if (b->expanded > YTREE_MAX_EXPANDED) {
+		if (alias)
+			diag_error(b->d, mark_loc(b, m),
+				   "aliases expand the document beyond %u nodes; write the data out or use fewer nested aliases",
+				   YTREE_MAX_EXPANDED);
+		else
+			diag_error(b->d, mark_loc(b, m),
+				   "the document has more than %u nodes; put large address lists in a set file ({ file: PATH })",
+				   YTREE_MAX_EXPANDED);
+		b->failed = true;
+		return false;
+	}
+	return true;
+}
+
+static int on_scalar(struct builder *b, const yaml_event_t *ev)
+{
+	struct ynode *n = node_new(b, YNODE_SCALAR, ev->start_mark);
+
+	if (!n)
+		return -ENOMEM;
+	n->len = ev->data.scalar.length;
+	n->str = malloc(n->len + 1);
+	if (!n->str)
+		return -ENOMEM;
+	memcpy(n->str, ev->data.scalar.value, n->len);
+	n->str[n->len] = '\0';
+	n->quoted = ev->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+		    ev->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE ||
+		    ev->data.scalar.style == YAML_LITERAL_SCALAR_STYLE ||
+		    ev->data.scalar.style == YAML_FOLDED_SCALAR_STYLE;
+	if (ev->data.scalar.anchor && anchor_add(b, (const char *)ev->data.scalar.anchor, n))
+		return -ENOMEM;
+	if (!count_expansion(b, 1, ev->start_mark, false))
+		return -EINVAL;
+	return attach(b, n);
+}
+
+static int on_open(struct builder *b, const yaml_event_t *ev, enum ynode_type type)
+{
+	const yaml_char_t *anchor = type == YNODE_SEQ ? ev->data.sequence_start.anchor
+						       : ev->data.mapping_start.anchor;
+	struct ynode *n = node_new(b, type, ev->start_mark);
+
+	if (!n)
+		return -ENOMEM;
+	if (b->depth == YTREE_MAX_DEPTH) {
+		diag_error(b->d, n->loc, "nesting deeper than %d levels", YTREE_MAX_DEPTH);
+		b->failed = true;
+		return -EINVAL;
+	}
+	if (anchor && anchor_add(b, (const char *)anchor, n))
+		return -ENOMEM;
+	if (!count_expansion(b, 1, ev->start_mark, false))
+		return -EINVAL;
+	b->stack[b->depth++] = n;
+	return 0;
+}
+
+static int on_close(struct builder *b)
+{
+	struct ynode *n = b->stack[--b->depth];
+
+	return attach(b, n);
+}
+
+static int on_alias(struct builder *b, const yaml_event_t *ev)
+{
+	const char *name = (const char *)ev->data.alias.anchor;
+	struct ynode *target = anchor_find(b, name);
+
+	if (!target) {
+		diag_error(b->d, mark_loc(b, ev->start_mark), "unknown alias '*%s'", name);
+		return 0;
+	}
+	/* An alias of a collection that is still open would make a cycle. */
+	for (size_t i = 0; i < b->depth; i++) {
+		if (b->stack[i] == target) {
+			diag_error(b->d, mark_loc(b, ev->start_mark),
+				   "alias '*%s' refers to a node that contains it", name);
+			return 0;
+		}
+	}
+	if (!count_expansion(b, target->weight, ev->start_mark, true))
+		return -EINVAL;
+	/* Shared, not copied: the tree is read-only after parsing. */
+	return attach(b, target);
+}
+
+static void report_parser_error(struct builder *b, const yaml_parser_t *p)
+{
+	yaml_mark_t m = p->problem_mark;
+	struct loc loc = mark_loc(b, m);
+
+	const char *at = b->src->text + (m.index < b->src->len ? m.index : b->src->len);
+	const char *hint = at[0] == ':' && at[1] == ':' ?
+		"; an IPv6 address that starts with ':' must be quoted, e.g. \"::/0\"" : "";
+
+	if (p->error == YAML_MEMORY_ERROR) {
+		diag_error(b->d, loc, "out of memory while parsing");
+	} else if (p->context) {
+		diag_error(b->d, loc, "YAML syntax: %s %s (line %u)%s", p->problem ? p->problem : "error",
+			   p->context, (unsigned)p->context_mark.line + 1, hint);
+	} else {
+		diag_error(b->d, loc, "YAML syntax: %s%s", p->problem ? p->problem : "error", hint);
+	}
+}
+
+static int handle_event(struct builder *b, const yaml_event_t *ev, int *docs)
+{
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT:
+		return on_scalar(b, ev);
+	case YAML_SEQUENCE_START_EVENT:
+		return on_open(b, ev, YNODE_SEQ);
+	case YAML_MAPPING_START_EVENT:
+		return on_open(b, ev, YNODE_MAP);
+	case YAML_SEQUENCE_END_EVENT:
+	case YAML_MAPPING_END_EVENT:
+		return on_close(b);
+	case YAML_ALIAS_EVENT:
+		return on_alias(b, ev);
+	case YAML_DOCUMENT_START_EVENT:
+		if (++*docs > 1) {
+			diag_error(b->d, mark_loc(b, ev->start_mark),
+				   "a policy file holds one YAML document; remove this '---' and what follows");
+			b->failed = true;
+			return -EINVAL;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int ytree_parse(struct ytree *t, const struct source *src, struct diags *d)
+{
+	struct builder b = { .t = t, .src = src, .d = d };
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	int docs = 0, r = 0;
+	bool done = false;
+
+	memset(t, 0, sizeof(*t));
+	if (!yaml_parser_initialize(&parser))
+		return -ENOMEM;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)src->text, src->len);
+	while (!done) {
+		if (!yaml_parser_parse(&parser, &ev)) {
+			report_parser_error(&b, &parser);
+			r = -EINVAL;
+			break;
+		}
+		done = ev.type == YAML_STREAM_END_EVENT;
+		r = handle_event(&b, &ev, &docs);
+		yaml_event_delete(&ev);
+		if (r)
+			break;
+	}
+	yaml_parser_delete(&parser);
+	for (size_t i = 0; i < b.nanchors; i++)
+		free(b.anchors[i].name);
+	free(b.anchors);
+	if (r == -ENOMEM)
+		diag_error(d, (struct loc){ .src = src }, "out of memory while parsing");
+	/* Duplicate keys and unknown aliases are reported but leave a usable
+	 * tree, so validation can go on and report the rest. Open collections
+	 * of a failed parse were never attached: t->all frees them. */
+	if (r || b.failed || !done)
+		return -EINVAL;
+	return 0;
+}
+
+void ytree_free(struct ytree *t)
+{
+	for (size_t i = 0; i < t->nall; i++) {
+		free(t->all[i]->str);
+		free(t->all[i]->kids);
+		free(t->all[i]);
+	}
+	free(t->all);
+	memset(t, 0, sizeof(*t));
+}
+
+const struct ynode *ynode_get(const struct ynode *map, const char *key)
+{
+	if (!map || map->type != YNODE_MAP)
+		return NULL;
+	for (size_t i = 0; i < ynode_map_len(map); i++)
+		if (strcmp(ynode_map_key(map, i)->str, key) == 0)
+			return ynode_map_val(map, i);
+	return NULL;
+}
+
+const char *ynode_type_name(const struct ynode *n)
+{
+	switch (n->type) {
+	case YNODE_SCALAR:
+		return "scalar";
+	case YNODE_SEQ:
+		return "list";
+	default:
+		return "mapping";
+	}
+}
