@@ -206,7 +206,11 @@ int policy_load_buffer(const char *name, const char *text, size_t len, struct di
 		       struct policy **out);
 void policy_free(struct policy *p);
 
-const char *policy_hook_name(enum policy_hook h);
+/* The vocabularies, written once. Hook names are indexed by enum
+ * policy_hook and NULL-terminated (a list of choices for the loader). */
+extern const char *const policy_hook_names[POLICY_HOOK_MAX + 1];
+const char *policy_hook_name(enum policy_hook h);               /* "?" if out of range */
+const char *policy_family_name(enum policy_family f);           /* "ipv4", "ipv6", "any" */
 const char *policy_proto_name(int proto); /* "tcp", ..., or NULL */
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
 /* ICMP/ICMPv6 type names: returns the type or -1. */

@@ -6,7 +6,7 @@
  */
 #include <string.h>
 
-#include "policy/load/load.h"
+#include "policy/check/check.h"
 
 /* Pairwise work is bounded so that huge policies still validate quickly. */
 #define SHADOW_MAX_RULES 3000 /* pairwise: ~50 ms at the limit */
@@ -107,10 +107,8 @@ static bool rule_covers(const struct rule *a, const struct rule *b)
 	       addr_covers(&a->from, &b->from) && addr_covers(&a->to, &b->to) && l4_covers(a, b);
 }
 
-void check_shadowed(struct lx *x)
+void check_shadowed(const struct policy *p, struct diags *d)
 {
-	static const char *const names[] = { "input", "forward", "output" };
-	const struct policy *p = x->p;
 
 	if (p->nrules > SHADOW_MAX_RULES)
 		return;
@@ -127,9 +125,9 @@ void check_shadowed(struct lx *x)
 
 				if (!(a->hooks & (1u << h)) || !rule_covers(a, b))
 					continue;
-				diag_warn(x->d, b->loc,
+				diag_warn(d, b->loc,
 					  "rule '%s' is never reached on the %s hook: rule '%s' (line %u) matches every packet it matches",
-					  b->name, names[h], a->name, a->loc.line);
+					  b->name, policy_hook_names[h], a->name, a->loc.line);
 				break;
 			}
 		}

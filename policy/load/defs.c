@@ -270,7 +270,6 @@ void load_services(struct lx *x, const struct ynode *n)
 
 void load_hooks(struct lx *x, const struct ynode *n)
 {
-	static const char *const hooks[] = { "input", "forward", "output", NULL };
 	static const char *const keys[] = { "default", NULL };
 	static const char *const actions[] = { "drop", "accept", NULL };
 
@@ -278,7 +277,7 @@ void load_hooks(struct lx *x, const struct ynode *n)
 		return;
 	for (size_t i = 0; i < ynode_map_len(n); i++) {
 		const struct ynode *k = ynode_map_key(n, i), *v = ynode_map_val(n, i), *def;
-		int h = lx_choice(x, k, "hook", hooks), a;
+		int h = lx_choice(x, k, "hook", policy_hook_names), a;
 
 		if (h < 0 || !lx_is(x, v, YNODE_MAP, "a hook"))
 			continue;

@@ -2,7 +2,9 @@
 /*
  * Policy loader and validator: YAML tree -> struct policy. Every check
  * reports through diags with the node's place and keeps going, so that one
- * run shows every mistake.
+ * run shows every mistake. This file is the entry point: it reads the
+ * file, loads each section (load.h), runs the whole-policy checks
+ * (policy/check/) and frees a policy.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -10,144 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "policy/check/check.h"
 #include "policy/load/load.h"
-#include "policy/syntax/parse.h"
 #include "policy/yaml/ytree.h"
-
-void *lx_grow(void *v, uint32_t n, size_t size)
-{
-	/* Grow by doubling whenever n reaches a power of two (n is the count
-	 * before the append). */
-	if (n && (n & (n - 1)))
-		return v;
-	return realloc(v, (n ? 2 * (size_t)n : 4) * size);
-}
-
-bool lx_is(struct lx *x, const struct ynode *n, enum ynode_type type, const char *what)
-{
-	static const char *const article[] = { "a scalar", "a list", "a mapping" };
-
-	if (n->type == type)
-		return true;
-	diag_error(x->d, n->loc, "%s must be %s, not %s", what, article[type],
-		   n->type == YNODE_SCALAR ? "a scalar" : n->type == YNODE_SEQ ? "a list" : "a mapping");
-	return false;
-}
-
-/* Unknown keys, with the closest valid one as a suggestion. */
-void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *allowed,
-		   const char *where)
-{
-	for (size_t i = 0; i < ynode_map_len(map); i++) {
-		const struct ynode *k = ynode_map_key(map, i);
-		const char *near;
-		bool ok = false;
-
-		for (size_t j = 0; allowed[j]; j++)
-			ok |= strcmp(k->str, allowed[j]) == 0;
-		if (ok)
-			continue;
-		near = diag_closest(k->str, allowed);
-		if (near)
-			diag_error(x->d, k->loc, "unknown key '%s' in %s; did you mean '%s'?", k->str, where,
-				   near);
-		else
-			diag_error(x->d, k->loc, "unknown key '%s' in %s", k->str, where);
-	}
-}
-
-bool lx_bool(struct lx *x, const struct ynode *n, const char *what, bool *out)
-{
-	static const char *const t[] = { "true", "yes", "on", NULL };
-	static const char *const f[] = { "false", "no", "off", NULL };
-
-	if (!lx_is(x, n, YNODE_SCALAR, what))
-		return false;
-	for (size_t i = 0; !n->quoted && t[i]; i++) {
-		if (strcmp(n->str, t[i]) == 0) {
-			*out = true;
-			return true;
-		}
-		if (strcmp(n->str, f[i]) == 0) {
-			*out = false;
-			return true;
-		}
-	}
-	diag_error(x->d, n->loc, "%s must be true or false, not '%s'", what, n->str);
-	return false;
-}
-
-bool lx_uint(struct lx *x, const struct ynode *n, const char *what, uint64_t min, uint64_t max,
-	     uint64_t *out)
-{
-	const char *why = NULL;
-
-	if (!lx_is(x, n, YNODE_SCALAR, what))
-		return false;
-	if (parse_uint(n->str, max, out, &why) < 0 || *out < min) {
-		diag_error(x->d, n->loc, "%s must be a number %llu..%llu, not '%s'", what,
-			   (unsigned long long)min, (unsigned long long)max, n->str);
-		return false;
-	}
-	return true;
-}
-
-/* One of the words in choices; returns its index or -1 after reporting. */
-int lx_choice(struct lx *x, const struct ynode *n, const char *what, const char *const *choices)
-{
-	const char *near;
-	size_t len = 0;
-	char list[256] = "";
-
-	if (!lx_is(x, n, YNODE_SCALAR, what))
-		return -1;
-	for (int i = 0; choices[i]; i++)
-		if (strcmp(n->str, choices[i]) == 0)
-			return i;
-	for (int i = 0; choices[i] && len < sizeof(list) - 32; i++)
-		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", choices[i]);
-	near = diag_closest(n->str, choices);
-	if (near)
-		diag_error(x->d, n->loc, "%s '%s' is not valid; did you mean '%s'? (one of: %s)", what,
-			   n->str, near, list);
-	else
-		diag_error(x->d, n->loc, "%s '%s' is not valid; use one of: %s", what, n->str, list);
-	return -1;
-}
-
-/* Walk a scalar-or-list node: fn is called for each scalar. */
-void lx_each_scalar(struct lx *x, const struct ynode *n, const char *what,
-		    void (*fn)(struct lx *, const struct ynode *, void *), void *arg)
-{
-	if (n->type == YNODE_SCALAR) {
-		fn(x, n, arg);
-		return;
-	}
-	if (!lx_is(x, n, YNODE_SEQ, what))
-		return;
-	for (size_t i = 0; i < n->nkids; i++)
-		if (lx_is(x, n->kids[i], YNODE_SCALAR, what))
-			fn(x, n->kids[i], arg);
-}
-
-char *lx_describe(const struct ynode *n)
-{
-	char *out = NULL;
-	size_t len = 0;
-	FILE *f;
-
-	if (n->type == YNODE_SCALAR)
-		return strdup(n->str);
-	f = open_memstream(&out, &len);
-	if (!f)
-		return NULL;
-	fputc('[', f);
-	for (size_t i = 0; i < n->nkids; i++)
-		fprintf(f, "%s%s", i ? ", " : "", n->kids[i]->type == YNODE_SCALAR ? n->kids[i]->str : "...");
-	fputc(']', f);
-	fclose(f);
-	return out;
-}
 
 static const char *const top_keys[] = { "version", "interfaces", "sets", "services", "hooks",
 					"options", "rules", "nat", "capture", NULL };
@@ -186,15 +53,15 @@ static void load_all(struct lx *x, const struct ynode *root)
 	load_rules(x, ynode_get(root, "rules"));
 	load_nat(x, ynode_get(root, "nat"));
 	load_captures(x, ynode_get(root, "capture"));
-	check_defrag_off(x);
+	check_defrag_off(x->p, x->d);
 	if (!x->p->hooks[0].present && !x->p->hooks[1].present && !x->p->hooks[2].present &&
 	    x->p->nrules)
 		diag_error(x->d, root->loc, "the policy has rules but no hooks; add e.g. 'hooks: { forward: { default: drop } }'");
 	/* Both checks would only echo the errors above (a misspelt set is
 	 * "unused", a rule with a bad field "covers" others). */
 	if (x->d->errors == x->errors0) {
-		check_unused(x);
-		check_shadowed(x);
+		check_unused(x->p, x->d);
+		check_shadowed(x->p, x->d);
 	}
 }
 

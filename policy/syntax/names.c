@@ -7,11 +7,28 @@
 
 #include "policy/policy.h"
 
+const char *const policy_hook_names[POLICY_HOOK_MAX + 1] = {
+	[POLICY_HOOK_INPUT] = "input",
+	[POLICY_HOOK_FORWARD] = "forward",
+	[POLICY_HOOK_OUTPUT] = "output",
+	[POLICY_HOOK_MAX] = NULL,
+};
+
 const char *policy_hook_name(enum policy_hook h)
 {
-	static const char *const names[] = { "input", "forward", "output" };
+	return (unsigned)h < POLICY_HOOK_MAX ? policy_hook_names[h] : "?";
+}
 
-	return (unsigned)h < POLICY_HOOK_MAX ? names[h] : "?";
+const char *policy_family_name(enum policy_family f)
+{
+	switch (f) {
+	case POLICY_FAM_IPV4:
+		return "ipv4";
+	case POLICY_FAM_IPV6:
+		return "ipv6";
+	default:
+		return "any";
+	}
 }
 
 const char *policy_proto_name(int proto)

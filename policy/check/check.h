@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Checks over a whole loaded policy: each reports through d, at the place
+ * of the element concerned. The loader runs them after every section is in. */
+#ifndef NFBOX_POLICY_CHECK_H
+#define NFBOX_POLICY_CHECK_H
+
+#include "policy/policy.h"
+
+/* Groups, sets and services never used; rules an option makes unreachable;
+ * captures on interfaces the policy filters (warnings). */
+void check_unused(struct policy *p, struct diags *d);
+/* Rules an earlier rule of the same hook always matches first (warnings). */
+void check_shadowed(const struct policy *p, struct diags *d);
+/* 'defrag: false' leaves conntrack off: what needs it is an error, and
+ * 'established' falls back to 'rules'. */
+void check_defrag_off(struct policy *p, struct diags *d);
+
+#endif

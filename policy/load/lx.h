@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The loader's state and its typed reads of YAML nodes (lx.c). */
+#ifndef NFBOX_POLICY_LX_H
+#define NFBOX_POLICY_LX_H
+
+#include <string.h>
+
+#include "policy/policy.h"
+#include "policy/yaml/ytree.h"
+
+struct lx {
+	struct policy *p;
+	struct diags *d;
+	const struct source *src;
+	const char *dir; /* directory of the policy file, for set files */
+	size_t errors0;  /* d->errors before this policy */
+};
+
+/* Append helper: returns the (possibly moved) array with room for n + 1. */
+void *lx_grow(void *v, uint32_t n, size_t size);
+#define LX_APPEND(x, arr, n)                                                      \
+	({                                                                        \
+		__typeof__(arr) _v = lx_grow((arr), (n), sizeof(*(arr)));         \
+		if (_v) {                                                         \
+			(arr) = _v;                                               \
+			memset(&(arr)[(n)], 0, sizeof(*(arr)));                   \
+		}                                                                 \
+		_v ? &(arr)[(n)++] : NULL;                                        \
+	})
+
+bool lx_is(struct lx *x, const struct ynode *n, enum ynode_type type, const char *what);
+void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *allowed,
+		   const char *where);
+bool lx_bool(struct lx *x, const struct ynode *n, const char *what, bool *out);
+bool lx_uint(struct lx *x, const struct ynode *n, const char *what, uint64_t min, uint64_t max,
+	     uint64_t *out);
+int lx_choice(struct lx *x, const struct ynode *n, const char *what, const char *const *choices);
+void lx_each_scalar(struct lx *x, const struct ynode *n, const char *what,
+		    void (*fn)(struct lx *, const struct ynode *, void *), void *arg);
+char *lx_describe(const struct ynode *n);
+
+#endif
