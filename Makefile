@@ -47,7 +47,7 @@ POLICY_SRCS := $(sort $(shell find policy -name '*.c'))
 APP_SRCS    := $(sort $(shell find appliance -name '*.c'))
 APP_MAIN    := appliance/cli/main.c
 # What the fuzzer links: the language and the BPF backend's compiler.
-COMPILE_SRCS := $(sort $(shell find appliance/engine/compile -name '*.c'))
+COMPILE_SRCS := $(sort $(shell find appliance/engine/compile -name '*.c')) appliance/lib/json.c
 APP_LIB_SRCS := $(filter-out $(APP_MAIN),$(APP_SRCS))
 BPF_SRCS    := $(wildcard bpf/*.bpf.c)
 BPF_OBJS    := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))

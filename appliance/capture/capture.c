@@ -141,15 +141,6 @@ static uint64_t cnt_get(const uint64_t *c)
 	return __atomic_load_n(c, __ATOMIC_RELAXED);
 }
 
-static int libxdp_print(enum libxdp_print_level level, const char *fmt, va_list ap)
-{
-	char buf[1024];
-
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	log_msg(level == LIBXDP_WARN ? LOG_WARN : LOG_DEBUG, "%s", buf);
-	return 0;
-}
-
 const char *capture_xdp_mode_name(enum capture_xdp_mode m)
 {
 	switch (m) {
@@ -347,13 +338,13 @@ static int size_map(struct bpf_map *m, uint32_t n)
 	return bpf_map__set_max_entries(m, n ? n : 1);
 }
 
-static int load_program(struct capture *c, const struct capture_match *m)
+static int load_program(struct capture *c, const struct capture_match *m, struct diags *d)
 {
 	struct nfbox_capture_bpf *s = nfbox_capture_bpf__open();
 	int r;
 
 	if (!s)
-		return -errno;
+		return diag_errno(d, -errno, "capture: cannot open the XDP capture program");
 	c->skel = s;
 	s->rodata->nfb_cap_cfg = filter_cfg(m, c->mirror != NULL);
 	if ((r = size_map(s->maps.nfb_cap_xsks, c->nq)) ||
@@ -361,17 +352,13 @@ static int load_program(struct capture *c, const struct capture_match *m)
 	    (r = size_map(s->maps.nfb_cap_src6, count_family(&m->from, POLICY_FAM_IPV6))) ||
 	    (r = size_map(s->maps.nfb_cap_dst4, count_family(&m->to, POLICY_FAM_IPV4))) ||
 	    (r = size_map(s->maps.nfb_cap_dst6, count_family(&m->to, POLICY_FAM_IPV6))))
-		return r;
-	if ((r = nfbox_capture_bpf__load(s)) < 0) {
-		log_err("capture: cannot load the XDP capture program: %s", strerror(-r));
-		return r;
-	}
+		return diag_errno(d, r, "capture: cannot size the filter maps");
+	if ((r = nfbox_capture_bpf__load(s)) < 0)
+		return diag_errno(d, r, "capture: cannot load the XDP capture program");
 	if ((r = fill_prefixes(&m->from, s->maps.nfb_cap_src4, s->maps.nfb_cap_src6)) ||
 	    (r = fill_prefixes(&m->to, s->maps.nfb_cap_dst4, s->maps.nfb_cap_dst6)) ||
-	    (!m->service.any && (r = fill_ports(c, &m->service)))) {
-		log_err("capture: cannot fill the filter maps: %s", strerror(-r));
-		return r;
-	}
+	    (!m->service.any && (r = fill_ports(c, &m->service))))
+		return diag_errno(d, r, "capture: cannot fill the filter maps");
 	c->xsks_fd = bpf_map__fd(s->maps.nfb_cap_xsks);
 	return 0;
 }
@@ -390,7 +377,7 @@ static int attach_mode(struct capture *c, uint32_t flags)
 	return 0;
 }
 
-static int attach_program(struct capture *c, enum capture_xdp_mode want)
+static int attach_program(struct capture *c, enum capture_xdp_mode want, struct diags *d)
 {
 	int r = -EOPNOTSUPP;
 
@@ -412,11 +399,9 @@ static int attach_program(struct capture *c, enum capture_xdp_mode want)
 	}
 fail:
 	if (r == -EBUSY || r == -EEXIST)
-		log_err("capture: %s already has an XDP program attached; one capture per interface",
-			c->info.ifname);
-	else
-		log_err("capture: cannot attach XDP to %s: %s", c->info.ifname, strerror(-r));
-	return r;
+		return diag_fail(d, r, "capture: %s already has an XDP program attached; one capture per interface",
+				 c->info.ifname);
+	return diag_errno(d, r, "capture: cannot attach XDP to %s", c->info.ifname);
 }
 
 /* ---- sockets ---- */
@@ -545,7 +530,7 @@ static const char *zc_refusal(const struct capture *c, bool force_copy)
 	return NULL;
 }
 
-static int open_sockets(struct capture *c, bool force_copy)
+static int open_sockets(struct capture *c, bool force_copy, struct diags *d)
 {
 	const char *why = zc_refusal(c, force_copy);
 	int r;
@@ -559,27 +544,19 @@ static int open_sockets(struct capture *c, bool force_copy)
 			log_info("capture: zero-copy bind on %s queue %u failed (%s); using copy mode",
 				 c->info.ifname, i, strerror(-r));
 		}
-		if (r < 0 && (r = queue_open(c, q, XDP_COPY)) < 0) {
-			log_err("capture: cannot bind an AF_XDP socket to %s queue %u: %s", c->info.ifname, i,
-				strerror(-r));
-			return r;
-		}
+		if (r < 0 && (r = queue_open(c, q, XDP_COPY)) < 0)
+			return diag_errno(d, r, "capture: cannot bind an AF_XDP socket to %s queue %u", c->info.ifname, i);
 	}
 	c->info.zerocopy = !why;
 	c->info.copy_reason = why;
 	return 0;
 }
 
-static int map_sockets(struct capture *c)
+static int map_sockets(struct capture *c, struct diags *d)
 {
-	for (uint32_t i = 0; i < c->nq; i++) {
-		if (bpf_map_update_elem(c->xsks_fd, &i, &c->q[i].fd, BPF_ANY) < 0) {
-			int r = -errno;
-
-			log_err("capture: cannot insert the socket of queue %u: %s", i, strerror(-r));
-			return r;
-		}
-	}
+	for (uint32_t i = 0; i < c->nq; i++)
+		if (bpf_map_update_elem(c->xsks_fd, &i, &c->q[i].fd, BPF_ANY) < 0)
+			return diag_errno(d, -errno, "capture: cannot insert the socket of queue %u", i);
 	return 0;
 }
 
@@ -760,14 +737,12 @@ static void *rx_thread(void *arg)
 	return NULL;
 }
 
-static int start_thread(struct capture *c)
+static int start_thread(struct capture *c, struct diags *d)
 {
 	int r = thread_start_quiet(&c->thread, rx_thread, c, "nfbox-capture");
 
-	if (r) {
-		log_err("capture: cannot start the receive thread: %s", strerror(r));
-		return -r;
-	}
+	if (r)
+		return diag_errno(d, -r, "capture: cannot start the receive thread");
 	c->thread_started = true;
 	return 0;
 }
@@ -784,22 +759,19 @@ static uint32_t frames_per_queue(const struct capture_opts *o, uint32_t nq)
 	return f;
 }
 
-static int check_conf(const struct capture_conf *conf, const struct capture_opts *o)
+static int check_conf(const struct capture_conf *conf, const struct capture_opts *o, struct diags *d)
 {
-	if (conf->mirror_from[0] && !strcmp(conf->mirror_from, conf->ifname)) {
-		log_err("capture: mirror-from %s is the capture interface itself", conf->mirror_from);
-		return -EINVAL;
-	}
+	if (conf->mirror_from[0] && !strcmp(conf->mirror_from, conf->ifname))
+		return diag_fail(d, -EINVAL, "capture: mirror-from %s is the capture interface itself", conf->mirror_from);
 	if (!conf->file || !conf->ifname[0])
-		return -EINVAL;
-	if (o->frames_per_queue && (o->frames_per_queue < 64 || (o->frames_per_queue & (o->frames_per_queue - 1)))) {
-		log_err("capture: frames per queue must be a power of two, at least 64");
-		return -EINVAL;
-	}
+		return diag_fail(d, -EINVAL, "capture: an interface and a file are needed");
+	if (o->frames_per_queue && (o->frames_per_queue < 64 || (o->frames_per_queue & (o->frames_per_queue - 1))))
+		return diag_fail(d, -EINVAL, "capture: frames per queue must be a power of two, at least 64");
 	return 0;
 }
 
-static int open_writer(struct capture *c, const struct capture_conf *conf, const struct capture_opts *o)
+static int open_writer(struct capture *c, const struct capture_conf *conf, const struct capture_opts *o,
+		       struct diags *d)
 {
 	struct pcapng_opts po = {
 		.path = conf->file,
@@ -812,9 +784,7 @@ static int open_writer(struct capture *c, const struct capture_conf *conf, const
 	};
 	int r = pcapng_open(&po, &c->writer);
 
-	if (r < 0)
-		log_err("capture: cannot create %s: %s", conf->file, strerror(-r));
-	return r;
+	return r < 0 ? diag_errno(d, r, "capture: cannot create %s", conf->file) : 0;
 }
 
 static struct capture *capture_alloc(const struct capture_conf *conf, const struct capture_opts *o)
@@ -843,7 +813,8 @@ static struct capture *capture_alloc(const struct capture_conf *conf, const stru
 	return c;
 }
 
-int capture_start(const struct capture_conf *conf, const struct capture_opts *opts, struct capture **out)
+int capture_start(const struct capture_conf *conf, const struct capture_opts *opts, struct diags *d,
+		  struct capture **out)
 {
 	static const struct capture_opts defaults;
 	const struct capture_opts *o = opts ? opts : &defaults;
@@ -852,20 +823,18 @@ int capture_start(const struct capture_conf *conf, const struct capture_opts *op
 
 	struct mirror *m = NULL;
 
-	if ((r = check_conf(conf, o)) < 0)
+	if ((r = check_conf(conf, o, d)) < 0)
 		return r;
-	if (conf->mirror_from[0] && (r = mirror_create(conf->mirror_from, conf->ifname, &m)) < 0)
+	if (conf->mirror_from[0] && (r = mirror_create(conf->mirror_from, conf->ifname, d, &m)) < 0)
 		return r;
 	if (!(ifindex = (int)if_nametoindex(conf->ifname))) {
-		r = -errno;
-		log_err("capture: no interface %s: %s", conf->ifname, strerror(-r));
+		r = diag_errno(d, -errno, "capture: no interface %s", conf->ifname);
 		mirror_destroy(m);
 		return r;
 	}
-	libxdp_set_print(libxdp_print);
 	if (!(c = capture_alloc(conf, o))) {
 		mirror_destroy(m);
-		return -ENOMEM;
+		return diag_errno(d, -ENOMEM, "capture: %s", conf->ifname);
 	}
 	c->mirror = m;
 	if (m) {
@@ -878,9 +847,9 @@ int capture_start(const struct capture_conf *conf, const struct capture_opts *op
 	/* The file last of what can fail for outside reasons (XDP already
 	 * attached, no such queue): a capture that cannot start leaves no
 	 * empty file behind, and an earlier one is not shifted for nothing. */
-	if ((r = load_program(c, &conf->match)) < 0 || (r = attach_program(c, o->xdp_mode)) < 0 ||
-	    (r = open_sockets(c, o->force_copy)) < 0 || (r = open_writer(c, conf, o)) < 0 ||
-	    (r = map_sockets(c)) < 0 || (r = start_thread(c)) < 0 || (m && (r = mirror_attach(m)) < 0)) {
+	if ((r = load_program(c, &conf->match, d)) < 0 || (r = attach_program(c, o->xdp_mode, d)) < 0 ||
+	    (r = open_sockets(c, o->force_copy, d)) < 0 || (r = open_writer(c, conf, o, d)) < 0 ||
+	    (r = map_sockets(c, d)) < 0 || (r = start_thread(c, d)) < 0 || (m && (r = mirror_attach(m, d)) < 0)) {
 		capture_stop(c, NULL);
 		return r;
 	}

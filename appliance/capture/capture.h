@@ -81,11 +81,13 @@ struct capture_stats {
 
 /* Start capturing per conf (interface, match, file, snaplen, rotation).
  * opts may be NULL. Opens the writer, loads and attaches the program, binds
- * the sockets, starts the receive thread. Returns 0 or -errno with the
- * reason logged; *out is untouched on failure. With mirror_from, the
- * capture interface is a veth pair that the capture creates and deletes
- * (mirror.h); frames it does not capture are dropped there. */
-int capture_start(const struct capture_conf *conf, const struct capture_opts *opts, struct capture **out);
+ * the sockets, starts the receive thread. Returns 0 or -errno explained in
+ * d; *out is untouched on failure. With mirror_from, the capture interface
+ * is a veth pair that the capture creates and deletes (mirror.h); frames it
+ * does not capture are dropped there. What happens once it runs (a
+ * receive error, drops) is logged. */
+int capture_start(const struct capture_conf *conf, const struct capture_opts *opts, struct diags *d,
+		  struct capture **out);
 
 void capture_get_info(const struct capture *c, struct capture_info *out);
 

@@ -188,7 +188,7 @@ static void ipv6_off(const char *ifname)
 
 /* An interface named capif: ours from an earlier run (a veth whose peer is
  * named peer) is deleted; anything else is refused. */
-static int clear_leftover(const struct mirror *m)
+static int clear_leftover(const struct mirror *m, struct diags *d)
 {
 	int idx = (int)if_nametoindex(m->capif), peer = (int)if_nametoindex(m->peer);
 	struct link_facts lf;
@@ -198,40 +198,38 @@ static int clear_leftover(const struct mirror *m)
 		return 0;
 	r = get_link(idx, &lf);
 	if (r < 0)
-		return r;
-	if (!lf.veth || !peer || lf.link != peer) {
-		log_err("capture: interface %s already exists; with mirror-from nfbox creates it (a veth pair "
-			"%s/%s): name a free interface in the policy",
-			m->capif, m->capif, m->peer);
-		return -EEXIST;
-	}
+		return diag_errno(d, r, "capture: cannot read interface %s", m->capif);
+	if (!lf.veth || !peer || lf.link != peer)
+		return diag_fail(d, -EEXIST, "capture: interface %s already exists; with mirror-from nfbox creates it (a veth pair %s/%s): name a free interface in the policy",
+				 m->capif, m->capif, m->peer);
 	log_info("capture: removing the mirror pair %s/%s left by an earlier nfbox", m->capif, m->peer);
-	return link_del(idx);
+	if ((r = link_del(idx)) < 0)
+		return diag_errno(d, r, "capture: cannot remove the old mirror pair %s/%s", m->capif, m->peer);
+	return 0;
 }
 
 /* ---- API ---- */
 
-int mirror_create(const char *from, const char *capif, struct mirror **out)
+int mirror_create(const char *from, const char *capif, struct diags *d, struct mirror **out)
 {
 	struct mirror *m = calloc(1, sizeof(*m));
 	size_t keep;
 	int r, cap_idx;
 
 	if (!m)
-		return -ENOMEM;
+		return diag_errno(d, -ENOMEM, "capture: mirror");
 	snprintf(m->from, sizeof(m->from), "%s", from);
 	snprintf(m->capif, sizeof(m->capif), "%s", capif);
 	keep = strlen(capif) < IF_NAMESIZE - sizeof(PEER_SUFFIX) ? strlen(capif) : IF_NAMESIZE - sizeof(PEER_SUFFIX);
 	snprintf(m->peer, sizeof(m->peer), "%.*s%s", (int)keep, capif, PEER_SUFFIX);
 	if (!(m->from_ifindex = (int)if_nametoindex(from))) {
-		r = -errno;
-		log_err("capture: mirror-from %s: no such interface", from);
+		r = diag_errno(d, -errno, "capture: mirror-from %s: no such interface", from);
 		goto fail;
 	}
-	if ((r = clear_leftover(m)) < 0)
+	if ((r = clear_leftover(m, d)) < 0)
 		goto fail;
 	if ((r = veth_create(m->capif, m->peer)) < 0) {
-		log_err("capture: cannot create the mirror pair %s/%s: %s", m->capif, m->peer, strerror(-r));
+		diag_errno(d, r, "capture: cannot create the mirror pair %s/%s", m->capif, m->peer);
 		goto fail;
 	}
 	cap_idx = (int)if_nametoindex(m->capif);
@@ -243,8 +241,8 @@ int mirror_create(const char *from, const char *capif, struct mirror **out)
 	ipv6_off(m->capif);
 	ipv6_off(m->peer);
 	if (!cap_idx || !m->peer_ifindex || (r = link_up(cap_idx)) < 0 || (r = link_up(m->peer_ifindex)) < 0) {
-		r = r < 0 ? r : -ENODEV;
-		log_err("capture: cannot bring the mirror pair %s/%s up: %s", m->capif, m->peer, strerror(-r));
+		r = diag_errno(d, r < 0 ? r : -ENODEV, "capture: cannot bring the mirror pair %s/%s up", m->capif,
+			       m->peer);
 		goto fail;
 	}
 	*out = m;
@@ -254,19 +252,17 @@ fail:
 	return r;
 }
 
-int mirror_attach(struct mirror *m)
+int mirror_attach(struct mirror *m, struct diags *d)
 {
 	LIBBPF_OPTS(bpf_tcx_opts, opts);
 	int r;
 
 	m->skel = nfbox_mirror_bpf__open();
 	if (!m->skel)
-		return -errno;
+		return diag_errno(d, -errno, "capture: cannot open the mirror program");
 	m->skel->rodata->nfb_mirror_ifindex = (uint32_t)m->peer_ifindex;
-	if ((r = nfbox_mirror_bpf__load(m->skel)) < 0) {
-		log_err("capture: cannot load the mirror program: %s", strerror(-r));
-		return r;
-	}
+	if ((r = nfbox_mirror_bpf__load(m->skel)) < 0)
+		return diag_errno(d, r, "capture: cannot load the mirror program");
 	m->in = bpf_program__attach_tcx(m->skel->progs.nfb_mirror_in, m->from_ifindex, &opts);
 	if (!m->in) {
 		r = -errno;
@@ -279,8 +275,7 @@ int mirror_attach(struct mirror *m)
 	}
 	return 0;
 fail:
-	log_err("capture: cannot attach the mirror to %s (tcx): %s", m->from, strerror(-r));
-	return r;
+	return diag_errno(d, r, "capture: cannot attach the mirror to %s (tcx)", m->from);
 }
 
 void mirror_get_stats(struct mirror *m, struct mirror_stats *out)

@@ -16,6 +16,8 @@
 
 #include <stdint.h>
 
+#include "policy/diag/diag.h"
+
 struct mirror;
 
 struct mirror_stats {
@@ -23,10 +25,10 @@ struct mirror_stats {
 };
 
 /* Creates the veth pair (up, MTU 65535) and returns; nothing is cloned
- * until mirror_attach(). 0 or -errno, with the reason logged. */
-int mirror_create(const char *from, const char *capif, struct mirror **out);
-/* Starts cloning FROM's traffic into the pair. */
-int mirror_attach(struct mirror *m);
+ * until mirror_attach(). 0 or -errno, explained in d. */
+int mirror_create(const char *from, const char *capif, struct diags *d, struct mirror **out);
+/* Starts cloning FROM's traffic into the pair. 0 or -errno, explained in d. */
+int mirror_attach(struct mirror *m, struct diags *d);
 void mirror_get_stats(struct mirror *m, struct mirror_stats *out);
 const char *mirror_peer(const struct mirror *m);
 /* Stops cloning (the pair stays). */

@@ -3,11 +3,10 @@
  * The --match expression is a policy capture match, read by the policy
  * loader, so its mistakes are reported as --match:LINE:COL like a file's. */
 #include <errno.h>
-#include <getopt.h>
-#include <math.h>
 #include <net/if.h>
 #include <poll.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,59 +30,36 @@ struct capture_args {
 	const char *match;
 	const char *mirror_from; /* NULL: capture IF itself */
 	uint64_t count;
-	double duration; /* seconds; 0: none */
-	uint32_t snaplen; /* 0: the policy default */
-	uint64_t rotate_size; /* 0: none */
-	uint32_t rotate_keep; /* 0: the policy default */
-	struct capture_opts opts;
+	double duration;         /* seconds; 0: none */
+	uint64_t snaplen;        /* 0: the policy default */
+	uint64_t rotate_size;    /* 0: none */
+	uint64_t rotate_keep;    /* 0: the policy default */
+	int xdp_mode;            /* index of xdp_modes: enum capture_xdp_mode */
+	bool copy;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: nfbox capture --interface IF --file FILE [--match EXPR] [--count N]\n"
-		   "                     [--duration SECONDS] [--snaplen N] [--rotate-size SIZE [--rotate-keep N]]\n"
-		   "                     [--mirror-from IF2] [--xdp-mode auto|native|skb] [--copy]\n"
-		   "  --match EXPR   a capture match as a YAML flow mapping, e.g.\n"
-		   "                 '{proto: udp, min-length: 1501, to: 203.0.113.0/24, service: [udp/9000]}'\n"
-		   "                 (keys: proto, from, to, service, min-length, max-length, non-ip)\n"
-		   "  --count N      stop after N packets\n"
-		   "  --duration S   stop after S seconds\n"
-		   "  --snaplen N    bytes kept per packet (64..262144; default 65535)\n"
-		   "  --rotate-size SIZE  start a new file when one reaches SIZE (at least 64KiB;\n"
-		   "                 e.g. 1048576, 100MB, 256MiB); older files are FILE.1, FILE.2, ...\n"
-		   "  --rotate-keep N     files kept in all with --rotate-size (1..100000; default 8)\n"
-		   "  --mirror-from IF2  capture a copy of what IF2 receives and sends (e.g. the\n"
-		   "                 appliance's own forwarded traffic), which IF2 keeps forwarding:\n"
-		   "                 IF is then a new veth pair nfbox creates and deletes (IF, IF-tx)\n"
-		   "  --xdp-mode M   native (driver) or skb (generic) XDP; auto tries native first\n"
-		   "  --copy         never use AF_XDP zero-copy\n"
-		   "SIGINT or SIGTERM stop it too; the file is complete either way.\n");
-}
+static const char *const xdp_modes[] = { "auto", "native", "skb", NULL };
+_Static_assert(CAPTURE_XDP_AUTO == 0 && CAPTURE_XDP_NATIVE == 1 && CAPTURE_XDP_SKB == 2,
+	       "xdp_modes lists enum capture_xdp_mode in order");
 
-static int parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_mode(const char *s, enum capture_xdp_mode *out)
-{
-	static const enum capture_xdp_mode modes[] = { CAPTURE_XDP_AUTO, CAPTURE_XDP_NATIVE, CAPTURE_XDP_SKB };
-
-	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
-		if (!strcmp(s, capture_xdp_mode_name(modes[i]))) {
-			*out = modes[i];
-			return 0;
-		}
-	return -EINVAL;
-}
+#define A struct capture_args
+static const struct cli_opt capture_opts[] = {
+	CLI_OPT_REQUIRED_STRING("interface", 'i', A, ifname, "IF", "the interface to capture on"),
+	CLI_OPT_REQUIRED_STRING("file", 'w', A, file, "FILE", "the pcapng file to write"),
+	CLI_OPT_STRING("match", 'm', A, match, "EXPR", "a capture match as a YAML flow mapping (below)"),
+	{ "count", 'c', CLI_UINT, offsetof(A, count), "N", "stop after N packets", 1, UINT64_MAX, NULL, false },
+	{ "duration", 'd', CLI_SECONDS, offsetof(A, duration), "S", "stop after S seconds", 0, 0, NULL, false },
+	{ "snaplen", 's', CLI_UINT, offsetof(A, snaplen), "N", "bytes kept per packet (default 65535)", 64, 262144, NULL, false },
+	CLI_OPT_SIZE("rotate-size", A, rotate_size, "SIZE",
+		     65536, UINT64_MAX, "start a new file when one reaches SIZE (e.g. 100MB, 256MiB); older files are FILE.1, FILE.2, ..."),
+	CLI_OPT_UINT("rotate-keep", A, rotate_keep, "N", 1, 100000, "files kept in all with --rotate-size (default 8)"),
+	CLI_OPT_STRING("mirror-from", 0, A, mirror_from, "IF2",
+		       "capture a copy of what IF2 receives and sends; IF is then a veth pair nfbox creates and deletes"),
+	CLI_OPT_CHOICE("xdp-mode", A, xdp_mode, "MODE", xdp_modes, "native (driver) or skb (generic) XDP; auto tries native first"),
+	CLI_OPT_FLAG("copy", 0, A, copy, "never use AF_XDP zero-copy"),
+	CLI_OPT_END,
+};
+#undef A
 
 static int bad_arg(const char *opt, const char *val, const char *want)
 {
@@ -91,91 +67,10 @@ static int bad_arg(const char *opt, const char *val, const char *want)
 	return -EINVAL;
 }
 
-static int parse_opt(int c, const char *arg, struct capture_args *a)
+/* What the option table cannot say alone: required options, and the
+ * interfaces as they are now. */
+static int check_args(const struct capture_args *a)
 {
-	const char *why;
-	uint64_t v;
-	char *end;
-
-	switch (c) {
-	case 'i':
-		a->ifname = arg;
-		return 0;
-	case 'w':
-		a->file = arg;
-		return 0;
-	case 'm':
-		a->match = arg;
-		return 0;
-	case 'c':
-		if (parse_u64(arg, 1, UINT64_MAX, &a->count) < 0)
-			return bad_arg("--count", arg, "a number of packets, at least 1");
-		a->opts.max_packets = a->count;
-		return 0;
-	case 'd':
-		a->duration = strtod(arg, &end);
-		if (end == arg || *end || !(a->duration > 0) || !isfinite(a->duration))
-			return bad_arg("--duration", arg, "seconds, more than 0");
-		return 0;
-	case 's':
-		if (parse_u64(arg, 64, 262144, &v) < 0)
-			return bad_arg("--snaplen", arg, "bytes, 64..262144");
-		a->snaplen = (uint32_t)v;
-		return 0;
-	case 'r':
-		if (parse_size(arg, &a->rotate_size, &why) < 0)
-			return bad_arg("--rotate-size", arg, why);
-		if (a->rotate_size < 65536)
-			return bad_arg("--rotate-size", arg, "at least 64KiB");
-		return 0;
-	case 'k':
-		if (parse_u64(arg, 1, 100000, &v) < 0)
-			return bad_arg("--rotate-keep", arg, "a number of files, 1..100000");
-		a->rotate_keep = (uint32_t)v;
-		return 0;
-	case 'x':
-		if (parse_mode(arg, &a->opts.xdp_mode) < 0)
-			return bad_arg("--xdp-mode", arg, "auto, native or skb");
-		return 0;
-	case 'M':
-		a->mirror_from = arg;
-		return 0;
-	case 'C':
-		a->opts.force_copy = true;
-		return 0;
-	default:
-		return -EINVAL;
-	}
-}
-
-/* 0: run, 1: --help done, negative: usage error (reported). */
-static int parse_args(int argc, char **argv, struct capture_args *a)
-{
-	static const struct option opts[] = {
-		{ "interface", required_argument, NULL, 'i' }, { "file", required_argument, NULL, 'w' },
-		{ "match", required_argument, NULL, 'm' },     { "count", required_argument, NULL, 'c' },
-		{ "duration", required_argument, NULL, 'd' },  { "snaplen", required_argument, NULL, 's' },
-		{ "rotate-size", required_argument, NULL, 'r' }, { "rotate-keep", required_argument, NULL, 'k' },
-		{ "xdp-mode", required_argument, NULL, 'x' },  { "copy", no_argument, NULL, 'C' },
-		{ "mirror-from", required_argument, NULL, 'M' },
-		{ "help", no_argument, NULL, 'h' },            { 0 },
-	};
-	int c;
-
-	while ((c = getopt_long(argc, argv, "i:w:m:c:d:s:h", opts, NULL)) != -1) {
-		if (c == 'h') {
-			usage(stdout);
-			return 1;
-		}
-		if (c == '?' || parse_opt(c, optarg, a) < 0)
-			return -EINVAL;
-	}
-	if (optind < argc)
-		return bad_arg("argument", argv[optind], "unexpected");
-	if (!a->ifname || !a->file) {
-		fprintf(stderr, "nfbox capture: --interface and --file are required; see --help\n");
-		return -EINVAL;
-	}
 	if (a->rotate_keep && !a->rotate_size) {
 		fprintf(stderr, "nfbox capture: --rotate-keep needs --rotate-size\n");
 		return -EINVAL;
@@ -267,11 +162,11 @@ static struct capture_conf conf_from(const struct capture_conf *adhoc, const str
 	snprintf(c.mirror_from, sizeof(c.mirror_from), "%s", a->mirror_from ? a->mirror_from : "");
 	c.file = (char *)a->file;
 	if (a->snaplen)
-		c.snaplen = a->snaplen;
+		c.snaplen = (uint32_t)a->snaplen;
 	if (a->rotate_size)
 		c.rotate_size = a->rotate_size;
 	if (a->rotate_keep)
-		c.rotate_keep = a->rotate_keep;
+		c.rotate_keep = (uint32_t)a->rotate_keep;
 	return c;
 }
 
@@ -358,16 +253,23 @@ static void print_stats(const struct capture_stats *s, const char *why)
 
 static int run_capture(const struct capture_conf *conf, const struct capture_args *a)
 {
+	struct capture_opts opts = { .xdp_mode = (enum capture_xdp_mode)a->xdp_mode, .force_copy = a->copy,
+				     .max_packets = a->count };
 	struct capture_stats st;
 	struct capture *c;
 	const char *why;
+	struct diags d;
 	int sigfd, r;
 
 	if ((sigfd = block_signals()) < 0) {
 		log_err("capture: cannot set up signals: %s", strerror(errno));
 		return 1;
 	}
-	if ((r = capture_start(conf, &a->opts, &c)) < 0) {
+	diags_init(&d);
+	r = capture_start(conf, &opts, &d, &c);
+	diags_print(&d, stderr, cli_color(stderr));
+	diags_free(&d);
+	if (r < 0) {
 		close(sigfd);
 		return 1;
 	}
@@ -383,22 +285,34 @@ static int run_capture(const struct capture_conf *conf, const struct capture_arg
 	return r < 0 || st.end_error ? 1 : 0;
 }
 
-int cmd_capture(int argc, char **argv)
+static int run(void *args, int argc, char **argv)
 {
-	struct capture_args a = { 0 };
+	struct capture_args *a = args;
 	struct policy *p = NULL;
 	struct capture_conf conf;
 	int r;
 
 	log_init(LOG_INFO);
-	if ((r = parse_args(argc, argv, &a)) != 0)
-		return r > 0 ? 0 : EXIT_USAGE;
-	if (load_match(a.match, &p) < 0 || !p || p->ncaptures != 1) {
+	if (check_args(a) < 0)
+		return EXIT_USAGE;
+	if (load_match(a->match, &p) < 0 || !p || p->ncaptures != 1) {
 		policy_free(p);
 		return EXIT_USAGE;
 	}
-	conf = conf_from(&p->captures[0], &a);
-	r = run_capture(&conf, &a);
+	conf = conf_from(&p->captures[0], a);
+	r = run_capture(&conf, a);
 	policy_free(p);
 	return r;
 }
+
+const struct cli_cmd cli_cmd_capture = {
+	.name = "capture",
+	.summary = "ad-hoc AF_XDP capture (jumbo frames whole) to pcapng (root)",
+	.opts = capture_opts,
+	.more_help = "--match EXPR is a capture match, e.g.\n"
+		     "  '{proto: udp, min-length: 1501, to: 203.0.113.0/24, service: [udp/9000]}'\n"
+		     "(keys: proto, from, to, service, min-length, max-length, non-ip).\n"
+		     "SIGINT or SIGTERM stop it too; the file is complete either way.\n",
+	.args_size = sizeof(struct capture_args),
+	.run = run,
+};

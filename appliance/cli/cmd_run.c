@@ -1,189 +1,135 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* `nfbox run` and the control-socket clients: status, stats, reload, log. */
 #include <errno.h>
-#include <getopt.h>
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
+#include "control/client.h"
 #include "daemon/daemon.h"
+#include "lib/cleanup.h"
 #include "lib/log.h"
 
-int cmd_run(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "policy", required_argument, NULL, 'p' }, { "socket", required_argument, NULL, 's' },
-		{ "pin-dir", required_argument, NULL, 'd' }, { "log", required_argument, NULL, 'l' },
-		{ "fresh", no_argument, NULL, 'f' },         { "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },          { 0 },
-	};
-	struct daemon_opts o = { .policy = NFBOX_DEFAULT_POLICY, .socket = NFBOX_DEFAULT_SOCKET,
-				 .pin_dir = NFBOX_DEFAULT_PIN_DIR };
-	enum log_level level = LOG_INFO;
-	int c;
+struct run_args {
+	struct daemon_opts o;
+	bool verbose;
+};
 
-	while ((c = getopt_long(argc, argv, "p:s:d:l:fvh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			o.policy = optarg;
-			break;
-		case 's':
-			o.socket = optarg;
-			break;
-		case 'd':
-			o.pin_dir = optarg;
-			break;
-		case 'l':
-			o.log = optarg;
-			break;
-		case 'f':
-			o.fresh = true;
-			break;
-		case 'v':
-			level = LOG_DEBUG;
-			break;
-		case 'h':
-			printf("usage: nfbox run [--policy FILE] [--socket PATH] [--pin-dir DIR] [--log FILE|-] [--fresh] [--verbose]\n"
-			       "  --policy FILE   policy to enforce (default %s)\n"
-			       "  --socket PATH   control socket (default %s, mode 0600)\n"
-			       "  --pin-dir DIR   where program, maps and links are pinned (default %s)\n"
-			       "  --log FILE|-    append verdict events as JSON lines to FILE (- for stdout)\n"
-			       "  --fresh         replace pinned state instead of adopting it\n"
-			       "  --verbose       show libbpf's debug output\n",
-			       NFBOX_DEFAULT_POLICY, NFBOX_DEFAULT_SOCKET, NFBOX_DEFAULT_PIN_DIR);
-			return 0;
-		default:
-			return EXIT_USAGE;
-		}
-	}
-	if (optind != argc) {
-		fprintf(stderr, "nfbox run: unexpected argument '%s'\n", argv[optind]);
-		return EXIT_USAGE;
-	}
-	log_init(level);
-	return daemon_run(&o);
+static const struct cli_opt run_opts[] = {
+	CLI_OPT_STRING("policy", 'p', struct run_args, o.policy, "FILE", "policy to enforce (default " NFBOX_DEFAULT_POLICY ")"),
+	CLI_OPT_STRING("socket", 's', struct run_args, o.socket, "PATH",
+		       "control socket (default " NFBOX_DEFAULT_SOCKET ", mode 0600)"),
+	CLI_OPT_STRING("pin-dir", 'd', struct run_args, o.pin_dir, "DIR",
+		       "where program, maps and links are pinned (default " NFBOX_DEFAULT_PIN_DIR ")"),
+	CLI_OPT_STRING("log", 'l', struct run_args, o.log, "FILE|-", "append verdict events as JSON lines to FILE (- for stdout)"),
+	CLI_OPT_FLAG("fresh", 'f', struct run_args, o.fresh, "replace pinned state instead of adopting it"),
+	CLI_OPT_FLAG("verbose", 'v', struct run_args, verbose, "show libbpf's debug output"),
+	CLI_OPT_END,
+};
+
+static void run_defaults(void *args)
+{
+	struct run_args *a = args;
+
+	a->o.policy = NFBOX_DEFAULT_POLICY;
+	a->o.socket = NFBOX_DEFAULT_SOCKET;
+	a->o.pin_dir = NFBOX_DEFAULT_PIN_DIR;
 }
 
-/* Send one request line; copy the reply (after its ok/error line) to out.
- * Returns 0 for "ok", 1 for "error" or no daemon. */
-static int ctl_request(const char *socket_path, const char *req, FILE *out)
+static int run_run(void *args, int argc, char **argv)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char buf[65536];
-	bool first = true, ok = false;
-	ssize_t n;
-	int fd;
+	struct run_args *a = args;
 
-	if (strlen(socket_path) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "nfbox: socket path too long\n");
+	log_init(a->verbose ? LOG_DEBUG : LOG_INFO);
+	return daemon_run(&a->o);
+}
+
+const struct cli_cmd cli_cmd_run = {
+	.name = "run",
+	.summary = "enforce a policy (root); SIGHUP reloads, SIGTERM detaches",
+	.opts = run_opts,
+	.args_size = sizeof(struct run_args),
+	.defaults = run_defaults,
+	.run = run_run,
+};
+
+/* ---- clients ---- */
+
+struct ctl_args {
+	const char *socket;
+	const char *policy;
+	bool json;
+};
+
+static void ctl_defaults(void *args)
+{
+	((struct ctl_args *)args)->socket = NFBOX_DEFAULT_SOCKET;
+}
+
+#define SOCKET_OPT CLI_OPT_STRING("socket", 's', struct ctl_args, socket, "PATH", "the daemon's control socket (default " NFBOX_DEFAULT_SOCKET ")")
+#define JSON_OPT CLI_OPT_FLAG("json", 'j', struct ctl_args, json, "JSON instead of text")
+
+static const struct cli_opt report_opts[] = { JSON_OPT, SOCKET_OPT, CLI_OPT_END };
+static const struct cli_opt reload_opts[] = {
+	CLI_OPT_STRING("policy", 'p', struct ctl_args, policy, "FILE", "load FILE instead of the daemon's policy"),
+	SOCKET_OPT,
+	CLI_OPT_END,
+};
+static const struct cli_opt log_opts[] = { SOCKET_OPT, CLI_OPT_END };
+
+static int call(const struct ctl_args *a, struct ctl_request *req)
+{
+	struct diags d;
+	int r;
+
+	diags_init(&d);
+	r = ctl_call(a->socket, req, stdout, stderr, &d);
+	if (r < 0) {
+		fputs("nfbox: ", stderr);
+		diags_print(&d, stderr, false);
+	}
+	diags_free(&d);
+	return r == 0 ? 0 : 1;
+}
+
+static int run_ctl(enum ctl_verb verb, const struct ctl_args *a)
+{
+	struct ctl_request req = { .verb = verb, .json = a->json };
+	_cleanup_free_ char *abs = NULL;
+
+	if (a->policy && !(abs = realpath(a->policy, NULL))) {
+		fprintf(stderr, "nfbox reload: %s: %s\n", a->policy, strerror(errno));
 		return 1;
 	}
-	strcpy(sa.sun_path, socket_path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fprintf(stderr, "nfbox: no daemon answers on %s: %s (is 'nfbox run' running?)\n", socket_path,
-			strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return 1;
-	}
-	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req) || write(fd, "\n", 1) != 1) {
-		close(fd);
-		return 1;
-	}
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
-		char *p = buf;
-
-		if (first) {
-			/* Replies start with a status line; `log` streams events
-			 * right away. */
-			first = false;
-			if (!strncmp(buf, "ok\n", (size_t)(n < 3 ? n : 3)) && n >= 3) {
-				ok = true;
-				p = buf + 3;
-			} else if (n >= 6 && !strncmp(buf, "error\n", 6)) {
-				p = buf + 6;
-			} else {
-				ok = true;
-			}
-		}
-		fwrite(p, 1, (size_t)(n - (p - buf)), ok ? out : stderr);
-		fflush(out);
-	}
-	close(fd);
-	return ok ? 0 : 1;
+	req.policy = abs;
+	return call(a, &req);
 }
 
-static int ctl_command(int argc, char **argv, const char *verb, bool has_json, bool has_policy)
+static int run_status(void *args, int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
-		{ "policy", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	const char *sock = NFBOX_DEFAULT_SOCKET, *policy = NULL;
-	char req[PATH_MAX + 32], *abs = NULL;
-	bool json = false;
-	int c, r;
-
-	while ((c = getopt_long(argc, argv, "s:jp:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			sock = optarg;
-			break;
-		case 'j':
-			if (!has_json)
-				return EXIT_USAGE;
-			json = true;
-			break;
-		case 'p':
-			if (!has_policy)
-				return EXIT_USAGE;
-			policy = optarg;
-			break;
-		case 'h':
-			printf("usage: nfbox %s%s%s [--socket PATH]\n", verb, has_json ? " [--json]" : "",
-			       has_policy ? " [--policy FILE]" : "");
-			return 0;
-		default:
-			return EXIT_USAGE;
-		}
-	}
-	if (policy && !(abs = realpath(policy, NULL))) {
-		fprintf(stderr, "nfbox reload: %s: %s\n", policy, strerror(errno));
-		return 1;
-	}
-	snprintf(req, sizeof(req), "%s%s%s%s", verb, json ? " json" : "", abs ? " " : "", abs ? abs : "");
-	free(abs);
-	if (!strcmp(verb, "reload") && policy) {
-		/* The daemon reads "reload PATH". */
-		snprintf(req, sizeof(req), "reload %s", policy[0] == '/' ? policy : req + 7);
-	}
-	r = ctl_request(sock, req, stdout);
-	return r;
+	return run_ctl(CTL_STATUS, args);
 }
 
-int cmd_status(int argc, char **argv)
+static int run_stats(void *args, int argc, char **argv)
 {
-	return ctl_command(argc, argv, "status", true, false);
+	return run_ctl(CTL_STATS, args);
 }
 
-int cmd_stats(int argc, char **argv)
+static int run_reload(void *args, int argc, char **argv)
 {
-	return ctl_command(argc, argv, "stats", true, false);
+	return run_ctl(CTL_RELOAD, args);
 }
 
-int cmd_reload(int argc, char **argv)
+static int run_log(void *args, int argc, char **argv)
 {
-	return ctl_command(argc, argv, "reload", false, true);
+	return run_ctl(CTL_LOG, args);
 }
 
-int cmd_log(int argc, char **argv)
-{
-	return ctl_command(argc, argv, "log", false, false);
-}
+#define CTL_CMD(n, fn, opt, sum) \
+	{ .name = n, .summary = sum, .opts = opt, .args_size = sizeof(struct ctl_args), .defaults = ctl_defaults, .run = fn }
+
+const struct cli_cmd cli_cmd_status = CTL_CMD("status", run_status, report_opts, "what the running daemon enforces");
+const struct cli_cmd cli_cmd_stats = CTL_CMD("stats", run_stats, report_opts, "per-rule packets and bytes, defaults, drops");
+const struct cli_cmd cli_cmd_reload =
+	CTL_CMD("reload", run_reload, reload_opts, "load a new policy atomically; a bad one changes nothing");
+const struct cli_cmd cli_cmd_log = CTL_CMD("log", run_log, log_opts, "follow verdict events as JSON lines");

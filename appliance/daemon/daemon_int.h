@@ -1,21 +1,42 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Internals of the daemon, shared by daemon.c and daemon_ctl.c. */
+/*
+ * Inside the daemon. One epoll loop (daemon.c) waits for every source; each
+ * source is a struct handler whose fn the loop calls with the epoll events:
+ * the control socket and its clients (clients.c), signals (daemon.c), the
+ * verdict-event ring buffer (events.c) and the captures' end notices
+ * (captures.c). A new source is one more handler.
+ */
 #ifndef NFBOX_DAEMON_INT_H
 #define NFBOX_DAEMON_INT_H
 
+#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 
+#include "control/proto.h"
 #include "daemon/daemon.h"
 #include "engine/engine.h"
 #include "engine/slots.h"
 
-struct client {
+struct daemon;
+
+struct handler {
 	int fd;
+	void (*fn)(struct daemon *dm, struct handler *h, uint32_t events);
+};
+
+/* Add h to the loop (EPOLLIN) / remove it. 0 or -errno. */
+int daemon_watch(struct daemon *dm, struct handler *h);
+void daemon_unwatch(struct daemon *dm, struct handler *h);
+
+#define DAEMON_MAX_CLIENTS 64
+
+struct client {
+	struct handler h;
 	bool follow; /* `nfbox log`: receives verdict events */
 	bool dead;
 	size_t len;
-	char buf[4096];
+	char buf[CTL_MAX_REQUEST + 1];
 };
 
 /* A policy in force, with everything it owns. */
@@ -28,43 +49,54 @@ struct loaded {
 	struct slot_map slots;
 };
 
-struct dcap; /* daemon_capture.c */
+struct dcap; /* captures.c */
+struct ring_buffer;
 
 struct daemon {
 	const struct daemon_opts *opts;
 	struct engine *e;
 	struct loaded cur;
 	struct slot_table slots;
-	int lfd, sfd, epfd, rbfd;
+	int epfd;
+	struct handler listener, signals, events;
 	struct ring_buffer *rb;
 	FILE *logf;
-	struct client clients[64];
+	struct client *clients[DAEMON_MAX_CLIENTS];
 	int nclients;
 	int conntrack; /* table inet nfbox: 1 present, 0 absent, -1 not known yet */
+	bool stop;     /* leave the loop */
 	time_t started, loaded_at;
 	unsigned long reloads_ok, reloads_failed;
-	unsigned long long events;
-	struct dcap *caps; /* the policy's captures, in policy order */
+	unsigned long long events_seen;
+	struct dcap **caps; /* the policy's captures, in policy order */
 	uint32_t ncaps;
 };
 
-int daemon_reload(struct daemon *dm, const char *path, char **text);
-/* Answer one control request line; returns a malloc'd reply whose first
- * line is "ok" or "error". */
-char *daemon_answer(struct daemon *dm, const char *req);
+/* reload.c: load, compile and enforce the policy at path; on failure the
+ * policy in force stays. Every message for the operator goes to d. */
+int daemon_reload(struct daemon *dm, const char *path, struct diags *d);
+/* Written after d: what a reload did ("generation N: PATH: M rules
+ * enforced") or that it changed nothing. */
+void daemon_reload_summary(const struct daemon *dm, const char *path, int r, FILE *f);
+void loaded_free(struct loaded *l);
 
-/* s as a JSON string, quoted and escaped (daemon_ctl.c). */
-void daemon_json_str(FILE *f, const char *s);
+/* clients.c: the control socket. */
+int clients_listen(struct daemon *dm, struct diags *d);
+void clients_close_all(struct daemon *dm);
+/* Drop the clients marked dead (after each round of the loop). */
+void clients_reap(struct daemon *dm);
+/* A verdict event line for every `nfbox log` follower. */
+void clients_broadcast(struct daemon *dm, const char *line, size_t len);
 
-/* Captures (daemon_capture.c). apply: reconcile with the policy now in
- * force (call before the old policy is freed); report gets one warning
- * line per capture that could not start and a summary. event: a capture's
- * done fd became readable; false if fd is not one. */
-void daemon_captures_apply(struct daemon *dm, const struct policy *p, FILE *report);
+/* events.c: verdict events from the classifier's ring buffer. */
+int events_open(struct daemon *dm, struct diags *d);
+void events_close(struct daemon *dm);
+
+/* captures.c: the policy's captures follow the policy in force. apply:
+ * reconcile with p (call before the old policy is freed); a capture that
+ * cannot start is a warning in d, never an error. */
+void daemon_captures_apply(struct daemon *dm, const struct policy *p, struct diags *d);
 void daemon_captures_stop_all(struct daemon *dm);
-bool daemon_captures_event(struct daemon *dm, int fd);
-void daemon_captures_status(struct daemon *dm, FILE *f, bool json);
-void daemon_captures_stats(struct daemon *dm, FILE *f, bool json);
 /* Once a second or so: a log warning when a capture keeps losing frames. */
 void daemon_captures_tick(struct daemon *dm);
 

@@ -14,11 +14,11 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "engine/engine_int.h"
+#include "lib/cleanup.h"
 #include "lib/log.h"
 #include "bpf/nfbox_filter.skel.h"
 
-#define NFB_ABI_VERSION 1
 
 static const char *const map_names[EM_COUNT] = {
 	[EM_CTL] = "nfb_ctl",       [EM_GEN] = "nfb_gen",         [EM_LPM4] = "nfb_lpm4",
@@ -27,8 +27,13 @@ static const char *const map_names[EM_COUNT] = {
 	[EM_COUNTERS] = "nfb_counters", [EM_EVENTS] = "nfb_events", [EM_LOG_BUCKET] = "nfb_log_bucket",
 };
 
-static const char *const hook_names[NFB_HOOK_MAX] = { "input", "forward", "output" };
-static const char *const fam_names[NFB_FAM_MAX] = { "ipv4", "ipv6" };
+/* nfbox's hook and family numbers are the policy's (names written once, in
+ * policy/syntax/names.c); the kernel's are looked up here. */
+_Static_assert(NFB_HOOK_INPUT == (int)POLICY_HOOK_INPUT && NFB_HOOK_FORWARD == (int)POLICY_HOOK_FORWARD &&
+		       NFB_HOOK_OUTPUT == (int)POLICY_HOOK_OUTPUT && NFB_HOOK_MAX == (int)POLICY_HOOK_MAX,
+	       "engine and policy number hooks alike");
+_Static_assert((1 << NFB_FAM_IPV4) == POLICY_FAM_IPV4 && (1 << NFB_FAM_IPV6) == POLICY_FAM_IPV6,
+	       "engine family f is policy family bit 1 << f");
 static const uint32_t nf_hooknum[NFB_HOOK_MAX] = { NF_INET_LOCAL_IN, NF_INET_FORWARD, NF_INET_LOCAL_OUT };
 static const uint32_t nf_pf[NFB_FAM_MAX] = { NFPROTO_IPV4, NFPROTO_IPV6 };
 
@@ -46,15 +51,18 @@ static bool is_bpffs(const char *path)
 	return statfs(path, &st) == 0 && st.f_type == BPF_FS_MAGIC;
 }
 
+static const char *fam_name(int fam)
+{
+	return policy_family_name((enum policy_family)(1 << fam));
+}
+
 /* bpffs must hold the pins; a fresh machine has /sys/fs/bpf unmounted. */
-static int ensure_bpffs(const char *pin_dir, const char **why)
+static int ensure_bpffs(const char *pin_dir, struct diags *d)
 {
 	if (strncmp(pin_dir, "/sys/fs/bpf", 11) == 0 && (pin_dir[11] == '/' || !pin_dir[11]) &&
 	    !is_bpffs("/sys/fs/bpf")) {
-		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") < 0) {
-			*why = "cannot mount bpffs on /sys/fs/bpf (needs CAP_SYS_ADMIN)";
-			return -errno;
-		}
+		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") < 0)
+			return diag_errno(d, -errno, "cannot mount bpffs on /sys/fs/bpf (needs CAP_SYS_ADMIN)");
 		log_info("mounted bpffs on /sys/fs/bpf");
 	}
 	return 0;
@@ -103,7 +111,7 @@ static int link_path(char *buf, size_t len, const struct engine *e, int hook, in
 {
 	char name[32];
 
-	snprintf(name, sizeof(name), "%s-%s", hook_names[hook], fam_names[fam]);
+	snprintf(name, sizeof(name), "%s-%s", policy_hook_name((enum policy_hook)hook), fam_name(fam));
 	return path_fmt(buf, len, e, "links", name);
 }
 
@@ -120,34 +128,30 @@ static int link_read_info(struct engine_link *l)
 	return 0;
 }
 
-static int adopt(struct engine *e, const char **why)
+static int adopt(struct engine *e, struct diags *d)
 {
 	char path[512];
 	struct nfb_ctl ctl;
 	uint32_t zero = 0;
 
-	if (path_fmt(path, sizeof(path), e, "", "prog") < 0 || (e->prog_fd = bpf_obj_get(path)) < 0) {
-		*why = "cannot open the pinned program";
-		return -errno;
-	}
+	if (path_fmt(path, sizeof(path), e, "", "prog") < 0 || (e->prog_fd = bpf_obj_get(path)) < 0)
+		return diag_errno(d, -errno, "cannot open the pinned program %s", path);
 	for (int i = 0; i < EM_COUNT; i++) {
 		if (path_fmt(path, sizeof(path), e, "maps", map_names[i]) < 0 ||
-		    (e->map_fd[i] = bpf_obj_get(path)) < 0) {
-			*why = "pinned state is incomplete (a map is missing); remove the pin directory or run 'nfbox run --fresh'";
-			return -ENOENT;
-		}
+		    (e->map_fd[i] = bpf_obj_get(path)) < 0)
+			return diag_fail(d, -ENOENT, "pinned state in %s is incomplete (map %s is missing); remove the pin directory or run 'nfbox run --fresh'",
+					 e->pin_dir, map_names[i]);
 	}
-	if (bpf_map_lookup_elem(e->map_fd[EM_CTL], &zero, &ctl) < 0 || ctl.pad != NFB_ABI_VERSION) {
-		*why = "the pinned state was made by another nfbox version; stop it ('nfbox run --fresh' replaces it)";
-		return -EPROTO;
-	}
+	if (bpf_map_lookup_elem(e->map_fd[EM_CTL], &zero, &ctl) < 0 || ctl.pad != NFB_ABI_VERSION)
+		return diag_fail(d, -EPROTO, "the state pinned in %s was made by another nfbox version; stop it ('nfbox run --fresh' replaces it)",
+				 e->pin_dir);
 	e->active_gen = ctl.active_gen & 1;
 	for (int h = 0; h < NFB_HOOK_MAX; h++) {
 		for (int f = 0; f < NFB_FAM_MAX; f++) {
 			struct engine_link *l = &e->link[h][f];
 
 			if (link_path(path, sizeof(path), e, h, f) < 0)
-				return -ENAMETOOLONG;
+				return diag_errno(d, -ENAMETOOLONG, "pin directory %s", e->pin_dir);
 			l->fd = bpf_obj_get(path);
 			if (l->fd >= 0 && link_read_info(l) < 0) {
 				close(l->fd);
@@ -159,66 +163,69 @@ static int adopt(struct engine *e, const char **why)
 	return 0;
 }
 
-static int load_fresh(struct engine *e, struct nfbox_filter_bpf *skel, const char **why)
+static int make_pin_dirs(struct engine *e, struct diags *d)
 {
 	char path[512];
 	int r;
 
-	r = nfbox_filter_bpf__load(skel);
-	if (r) {
-		*why = "the kernel refused the classifier program (see the verifier messages above)";
-		return r;
+	if ((r = mkdir_p(e->pin_dir, 0700)) < 0)
+		return diag_errno(d, r, "cannot create the pin directory %s", e->pin_dir);
+	for (int i = 0; i < 2; i++) {
+		if ((r = path_fmt(path, sizeof(path), e, "", i ? "links" : "maps")) < 0 ||
+		    (r = mkdir_p(path, 0700)) < 0)
+			return diag_errno(d, r, "cannot create the pin directory %s", path);
 	}
-	if ((r = mkdir_p(e->pin_dir, 0700)) < 0 || (path_fmt(path, sizeof(path), e, "", "maps"), r = mkdir_p(path, 0700)) < 0 ||
-	    (path_fmt(path, sizeof(path), e, "", "links"), r = mkdir_p(path, 0700)) < 0) {
-		*why = "cannot create the pin directory";
-		return r;
-	}
+	return 0;
+}
+
+static int pin_maps(struct engine *e, struct nfbox_filter_bpf *skel, struct diags *d)
+{
+	char path[512];
+
 	for (int i = 0; i < EM_COUNT; i++) {
 		struct bpf_map *m = bpf_object__find_map_by_name(skel->obj, map_names[i]);
 
-		if (!m) {
-			*why = "the classifier object lacks a map";
-			return -ENOENT;
-		}
+		if (!m)
+			return diag_fail(d, -ENOENT, "the classifier object lacks map %s", map_names[i]);
 		path_fmt(path, sizeof(path), e, "maps", map_names[i]);
 		unlink(path);
-		if ((r = bpf_obj_pin(bpf_map__fd(m), path)) < 0) {
-			*why = "cannot pin a map";
-			return -errno;
-		}
+		if (bpf_obj_pin(bpf_map__fd(m), path) < 0)
+			return diag_errno(d, -errno, "cannot pin map %s", path);
 		e->map_fd[i] = dup(bpf_map__fd(m));
 	}
-	e->prog_fd = dup(bpf_program__fd(skel->progs.nfbox_filter));
-	{
-		struct nfb_ctl ctl = { .active_gen = 0, .pad = NFB_ABI_VERSION };
-		uint32_t zero = 0;
+	return 0;
+}
 
-		if (bpf_map_update_elem(e->map_fd[EM_CTL], &zero, &ctl, BPF_ANY) < 0)
-			return -errno;
-	}
+static int load_fresh(struct engine *e, struct nfbox_filter_bpf *skel, struct diags *d)
+{
+	struct nfb_ctl ctl = { .active_gen = 0, .pad = NFB_ABI_VERSION };
+	uint32_t zero = 0;
+	char path[512];
+	int r;
+
+	if ((r = nfbox_filter_bpf__load(skel)))
+		return diag_errno(d, r, "the kernel refused the classifier program (see the verifier messages above)");
+	if ((r = make_pin_dirs(e, d)) < 0 || (r = pin_maps(e, skel, d)) < 0)
+		return r;
+	e->prog_fd = dup(bpf_program__fd(skel->progs.nfbox_filter));
+	if (bpf_map_update_elem(e->map_fd[EM_CTL], &zero, &ctl, BPF_ANY) < 0)
+		return diag_errno(d, -errno, "cannot write the classifier's control map");
 	/* The program is pinned last: its pin marks the state as complete. */
 	path_fmt(path, sizeof(path), e, "", "prog");
 	unlink(path);
-	if (bpf_obj_pin(e->prog_fd, path) < 0) {
-		*why = "cannot pin the program";
-		return -errno;
-	}
+	if (bpf_obj_pin(e->prog_fd, path) < 0)
+		return diag_errno(d, -errno, "cannot pin the program %s", path);
 	e->active_gen = 1; /* so the first load goes to generation 0 */
 	return 0;
 }
 
-int engine_open(const char *pin_dir, struct engine **out, const char **why)
+static struct engine *engine_alloc(const char *pin_dir)
 {
-	struct nfbox_filter_bpf *skel = NULL;
 	struct engine *e = calloc(1, sizeof(*e));
-	char path[512];
-	int r;
 
-	*why = "out of memory";
 	if (!e || !(e->pin_dir = strdup(pin_dir))) {
 		free(e);
-		return -ENOMEM;
+		return NULL;
 	}
 	e->prog_fd = -1;
 	for (int i = 0; i < EM_COUNT; i++)
@@ -227,29 +234,39 @@ int engine_open(const char *pin_dir, struct engine **out, const char **why)
 		for (int f = 0; f < NFB_FAM_MAX; f++)
 			e->link[h][f].fd = -1;
 	e->ncpus = libbpf_num_possible_cpus();
-	if ((r = ensure_bpffs(pin_dir, why)) < 0)
-		goto fail;
-	skel = nfbox_filter_bpf__open();
-	if (!skel) {
-		r = -errno;
-		*why = "cannot open the classifier object";
-		goto fail;
-	}
+	return e;
+}
+
+static void engine_closep(struct engine **e)
+{
+	engine_close(*e);
+}
+
+static void skel_destroyp(struct nfbox_filter_bpf **s)
+{
+	nfbox_filter_bpf__destroy(*s);
+}
+
+int engine_open(const char *pin_dir, struct diags *d, struct engine **out)
+{
+	_cleanup_(skel_destroyp) struct nfbox_filter_bpf *skel = NULL;
+	_cleanup_(engine_closep) struct engine *e = engine_alloc(pin_dir);
+	char path[512];
+	int r;
+
+	if (!e)
+		return diag_errno(d, -ENOMEM, "opening the engine");
+	if ((r = ensure_bpffs(pin_dir, d)) < 0)
+		return r;
+	if (!(skel = nfbox_filter_bpf__open()))
+		return diag_errno(d, -errno, "cannot open the classifier object");
 	read_shapes(e, skel);
 	path_fmt(path, sizeof(path), e, "", "prog");
-	if (access(path, F_OK) == 0)
-		r = adopt(e, why);
-	else
-		r = load_fresh(e, skel, why);
+	r = access(path, F_OK) == 0 ? adopt(e, d) : load_fresh(e, skel, d);
 	if (r < 0)
-		goto fail;
-	nfbox_filter_bpf__destroy(skel);
-	*out = e;
+		return r;
+	*out = TAKE_PTR(e);
 	return 0;
-fail:
-	nfbox_filter_bpf__destroy(skel);
-	engine_close(e);
-	return r;
 }
 
 void engine_close(struct engine *e)
@@ -321,7 +338,7 @@ static int link_attach(struct engine *e, int hook, int fam, bool defrag, int32_t
  * plan's defrag flag. A link whose flag changes is replaced by attaching the
  * new one first (at the other priority), then detaching the old: there is
  * no instant without enforcement. */
-int engine_links_sync(struct engine *e, const struct plan *pl, char *buf, size_t len)
+int engine_links_sync(struct engine *e, const struct plan *pl, struct diags *d)
 {
 	bool defrag = pl->pol->opt.defrag;
 	char path[512];
@@ -346,11 +363,9 @@ int engine_links_sync(struct engine *e, const struct plan *pl, char *buf, size_t
 				continue;
 			prio = cur->fd >= 0 && cur->priority == NFB_PRIORITY ? NFB_PRIORITY + 1 : NFB_PRIORITY;
 			r = link_attach(e, h, f, defrag, prio, &nl);
-			if (r < 0) {
-				snprintf(buf, len, "cannot attach the netfilter link for %s/%s: %s", hook_names[h],
-					 fam_names[f], strerror(-r));
-				return r;
-			}
+			if (r < 0)
+				return diag_errno(d, r, "cannot attach the netfilter link for %s/%s",
+						  policy_hook_name((enum policy_hook)h), fam_name(f));
 			link_path(path, sizeof(path), e, h, f);
 			if (cur->fd >= 0) {
 				unlink(path);
@@ -358,8 +373,7 @@ int engine_links_sync(struct engine *e, const struct plan *pl, char *buf, size_t
 				close(cur->fd);
 			}
 			if (bpf_obj_pin(nl.fd, path) < 0) {
-				r = -errno;
-				snprintf(buf, len, "cannot pin link %s: %s", path, strerror(-r));
+				r = diag_errno(d, -errno, "cannot pin link %s", path);
 				close(nl.fd);
 				cur->fd = -1;
 				return r;
@@ -402,4 +416,23 @@ int engine_counter_zero(struct engine *e, uint32_t slot)
 		r = -errno;
 	free(v);
 	return r;
+}
+
+void engine_get_info(const struct engine *e, struct engine_info *out)
+{
+	out->pin_dir = e->pin_dir;
+	out->adopted = e->adopted;
+	out->active_gen = e->active_gen;
+	out->generation = e->generation;
+	memcpy(out->link, e->link, sizeof(out->link));
+}
+
+int engine_events_fd(const struct engine *e)
+{
+	return e->map_fd[EM_EVENTS];
+}
+
+int engine_prog_fd(const struct engine *e)
+{
+	return e->prog_fd;
 }

@@ -16,30 +16,7 @@
 
 #include "engine/compile/plan.h"
 
-enum engine_map {
-	EM_CTL,
-	EM_GEN,
-	EM_LPM4,
-	EM_LPM6,
-	EM_IFACE,
-	EM_PORT,
-	EM_MISC,
-	EM_RULES,
-	EM_BLOB,
-	EM_COUNTERS,
-	EM_EVENTS,
-	EM_LOG_BUCKET,
-	EM_COUNT,
-};
-
-/* First outer (per-generation) map and how many there are. */
-#define EM_FIRST_OUTER EM_LPM4
-#define EM_NUM_OUTER (EM_BLOB - EM_LPM4 + 1)
-
-struct inner_shape {
-	uint32_t type, key_size, value_size, max_entries, flags;
-};
-
+/* One netfilter link of the classifier, as status shows it. */
 struct engine_link {
 	int fd;           /* -1: none */
 	bool defrag;
@@ -47,23 +24,22 @@ struct engine_link {
 	uint32_t id;
 };
 
-struct engine {
-	char *pin_dir;
-	int prog_fd;
-	int map_fd[EM_COUNT];
-	struct inner_shape shape[EM_NUM_OUTER];
-	struct engine_link link[NFB_HOOK_MAX][NFB_FAM_MAX];
-	bool adopted;       /* found enforcing state pinned at start */
-	uint32_t active_gen;
+/* What the engine runs, for status and the daemon. */
+struct engine_info {
+	const char *pin_dir;
+	bool adopted;        /* found enforcing state pinned at start */
+	uint32_t active_gen; /* map set in force (0 or 1) */
 	uint64_t generation; /* policies loaded by this daemon */
-	int ncpus;
+	struct engine_link link[NFB_HOOK_MAX][NFB_FAM_MAX];
 };
+
+struct engine;
 
 /* Open the engine: adopt the pinned state under pin_dir if there is one
  * (enforcement continues without a gap), else load the program and pin it.
  * Mounts bpffs on /sys/fs/bpf first when pin_dir is below it and it is not
- * mounted. Returns 0 or -errno; *why explains a failure. */
-int engine_open(const char *pin_dir, struct engine **out, const char **why);
+ * mounted. Returns 0 or -errno, explained in d; *out untouched on failure. */
+int engine_open(const char *pin_dir, struct diags *d, struct engine **out);
 /* Close fds; pins stay, so enforcement goes on. NULL is fine. */
 void engine_close(struct engine *e);
 /* Detach links and remove every pin: enforcement stops. */
@@ -79,12 +55,14 @@ struct slot_map {
 /* Write the plan into the spare generation and flip to it, then attach
  * or re-attach links so that exactly the plan's hooks are enforced with
  * its defrag setting. On failure the running generation is untouched.
- * Errors are described in buf. */
+ * Errors, and warnings (an interface that does not exist), go to d. */
 int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob *blob,
-		const struct slot_map *slots, char *buf, size_t len);
+		const struct slot_map *slots, struct diags *d);
 
-/* Internal to the engine (engine_gen.c uses it): make links match the plan. */
-int engine_links_sync(struct engine *e, const struct plan *pl, char *buf, size_t len);
+void engine_get_info(const struct engine *e, struct engine_info *out);
+/* The verdict-event ring buffer map; the classifier program (tests, bench). */
+int engine_events_fd(const struct engine *e);
+int engine_prog_fd(const struct engine *e);
 
 int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out);
 int engine_counter_zero(struct engine *e, uint32_t slot);

@@ -14,12 +14,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "engine/engine_int.h"
 #include "lib/log.h"
 
 /* u32 units between two elements of a u32-valued array map: the kernel
  * rounds array element sizes up to 8 bytes. */
 #define ARRAY_STRIDE 2
+
+static const char *const inner_names[EM_NUM_OUTER] = { "nfb_g_lpm4", "nfb_g_lpm6", "nfb_g_iface", "nfb_g_port",
+							 "nfb_g_misc", "nfb_g_rules", "nfb_g_blob" };
 
 struct gen_maps {
 	int fd[EM_NUM_OUTER];
@@ -29,9 +32,7 @@ static int inner_create(struct engine *e, int idx, uint32_t max_entries)
 {
 	const struct inner_shape *s = &e->shape[idx];
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = s->flags);
-	static const char *const names[EM_NUM_OUTER] = { "nfb_g_lpm4", "nfb_g_lpm6", "nfb_g_iface", "nfb_g_port",
-							   "nfb_g_misc", "nfb_g_rules", "nfb_g_blob" };
-	int fd = bpf_map_create(s->type, names[idx], s->key_size, s->value_size,
+	int fd = bpf_map_create(s->type, inner_names[idx], s->key_size, s->value_size,
 				max_entries ? max_entries : s->max_entries, &opts);
 
 	return fd < 0 ? -errno : fd;
@@ -179,10 +180,8 @@ out:
 
 /* Interfaces are named in the policy and resolved now, in this namespace;
  * one that does not exist is reported and matches nothing until a reload. */
-static int fill_ifaces(int fd, const struct plan *pl, const struct plan_blob *b, char *buf, size_t len)
+static int fill_ifaces(int fd, const struct plan *pl, const struct plan_blob *b, struct diags *d)
 {
-	size_t used = strlen(buf);
-
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
 		const struct plan_hook *h = &pl->hook[hk];
 
@@ -191,10 +190,9 @@ static int fill_ifaces(int fd, const struct plan *pl, const struct plan_blob *b,
 
 			k.ifindex = if_nametoindex(h->ifaces[i].ifname);
 			if (!k.ifindex) {
-				if (used < len)
-					used += (size_t)snprintf(buf + used, len - used,
-								 "warning: interface %s does not exist; rules naming it match nothing until it exists and the policy is reloaded\n",
-								 h->ifaces[i].ifname);
+				diag_warn(d, DIAG_NOWHERE,
+					  "interface %s does not exist; rules naming it match nothing until it exists and the policy is reloaded",
+					  h->ifaces[i].ifname);
 				continue;
 			}
 			if (bpf_map_update_elem(fd, &k, &b->loc[hk][h->ifaces[i].vec], BPF_ANY) < 0)
@@ -242,7 +240,7 @@ static uint32_t total_lpm(const struct plan *pl, int fi)
 }
 
 static int gen_build(struct engine *e, struct gen_maps *g, const struct plan *pl, const struct plan_blob *b,
-		     const struct slot_map *slots, char *buf, size_t len)
+		     const struct slot_map *slots, struct diags *d)
 {
 	uint32_t sizes[EM_NUM_OUTER] = { 0 };
 	int r;
@@ -252,66 +250,53 @@ static int gen_build(struct engine *e, struct gen_maps *g, const struct plan *pl
 	sizes[EM_BLOB - EM_FIRST_OUTER] = b->nchunks ? b->nchunks : 1;
 	for (int i = 0; i < EM_NUM_OUTER; i++) {
 		g->fd[i] = inner_create(e, i, sizes[i]);
-		if (g->fd[i] < 0) {
-			r = g->fd[i];
-			snprintf(buf, len, "cannot create map %d for the new policy: %s", i, strerror(-r));
-			return r;
-		}
+		if (g->fd[i] < 0)
+			return diag_errno(d, g->fd[i], "cannot create map %s for the new policy", inner_names[i]);
 	}
-	if ((r = fill_arrays(e, g, pl, b, slots)) < 0) {
-		snprintf(buf, len, "cannot fill the new policy's arrays: %s", strerror(-r));
-		return r;
-	}
-	if ((r = fill_lpm(g->fd[EM_LPM4 - EM_FIRST_OUTER], g->fd[EM_LPM6 - EM_FIRST_OUTER], pl, b)) < 0) {
-		snprintf(buf, len, "cannot fill the new policy's prefix tries: %s", strerror(-r));
-		return r;
-	}
-	return fill_ifaces(g->fd[EM_IFACE - EM_FIRST_OUTER], pl, b, buf, len);
+	if ((r = fill_arrays(e, g, pl, b, slots)) < 0)
+		return diag_errno(d, r, "cannot fill the new policy's arrays");
+	if ((r = fill_lpm(g->fd[EM_LPM4 - EM_FIRST_OUTER], g->fd[EM_LPM6 - EM_FIRST_OUTER], pl, b)) < 0)
+		return diag_errno(d, r, "cannot fill the new policy's prefix tries");
+	if ((r = fill_ifaces(g->fd[EM_IFACE - EM_FIRST_OUTER], pl, b, d)) < 0)
+		return diag_errno(d, r, "cannot fill the new policy's interface map");
+	return 0;
 }
 
 static int ctl_write(struct engine *e, uint32_t gen)
 {
-	struct nfb_ctl ctl = { .active_gen = gen, .pad = 1 };
+	struct nfb_ctl ctl = { .active_gen = gen, .pad = NFB_ABI_VERSION };
 	uint32_t zero = 0;
 
 	return bpf_map_update_elem(e->map_fd[EM_CTL], &zero, &ctl, BPF_ANY) < 0 ? -errno : 0;
 }
 
 int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob *b, const struct slot_map *slots,
-		char *buf, size_t len)
+		struct diags *d)
 {
 	uint32_t spare = e->active_gen ^ 1, old = e->active_gen;
 	struct gen_maps g;
 	struct nfb_gen_cfg cfg;
 	int r;
 
-	buf[0] = '\0';
 	for (int i = 0; i < EM_NUM_OUTER; i++)
 		g.fd[i] = -1;
-	r = gen_build(e, &g, pl, b, slots, buf, len);
-	for (int i = 0; i < EM_NUM_OUTER && r >= 0; i++) {
-		if (bpf_map_update_elem(e->map_fd[EM_FIRST_OUTER + i], &spare, &g.fd[i], BPF_ANY) < 0) {
-			r = -errno;
-			snprintf(buf, len, "cannot install the new policy's maps: %s", strerror(-r));
-		}
-	}
+	r = gen_build(e, &g, pl, b, slots, d);
+	for (int i = 0; i < EM_NUM_OUTER && r >= 0; i++)
+		if (bpf_map_update_elem(e->map_fd[EM_FIRST_OUTER + i], &spare, &g.fd[i], BPF_ANY) < 0)
+			r = diag_errno(d, -errno, "cannot install the new policy's maps");
 	gen_cfg(&cfg, pl, b, slots);
-	if (r >= 0 && bpf_map_update_elem(e->map_fd[EM_GEN], &spare, &cfg, BPF_ANY) < 0) {
-		r = -errno;
-		snprintf(buf, len, "cannot write the new policy's configuration: %s", strerror(-r));
-	}
+	if (r >= 0 && bpf_map_update_elem(e->map_fd[EM_GEN], &spare, &cfg, BPF_ANY) < 0)
+		r = diag_errno(d, -errno, "cannot write the new policy's configuration");
 	for (int i = 0; i < EM_NUM_OUTER; i++)
 		if (g.fd[i] >= 0)
 			close(g.fd[i]); /* the outer maps hold them now */
 	if (r < 0)
 		return r; /* the running generation was not touched */
 	/* The flip: one write; each packet reads the generation once. */
-	if ((r = ctl_write(e, spare)) < 0) {
-		snprintf(buf, len, "cannot switch to the new policy: %s", strerror(-r));
-		return r;
-	}
+	if ((r = ctl_write(e, spare)) < 0)
+		return diag_errno(d, r, "cannot switch to the new policy");
 	e->active_gen = spare;
-	r = engine_links_sync(e, pl, buf + strlen(buf), len - strlen(buf));
+	r = engine_links_sync(e, pl, d);
 	if (r < 0 && (e->generation || e->adopted)) {
 		/* Back to the policy that was in force. */
 		ctl_write(e, old);

@@ -2,6 +2,7 @@
 #include "lib/log.h"
 
 #include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,8 +43,15 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0;
 }
 
+static int libxdp_print(enum libxdp_print_level level, const char *fmt, va_list ap)
+{
+	log_line(level == LIBXDP_WARN ? LOG_WARN : LOG_DEBUG, fmt, ap);
+	return 0;
+}
+
 void log_init(enum log_level max)
 {
 	log_max = max;
 	libbpf_set_print(libbpf_print);
+	libxdp_set_print(libxdp_print);
 }

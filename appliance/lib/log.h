@@ -11,6 +11,8 @@ enum log_level {
 	LOG_DEBUG = 3,
 };
 
+/* Messages up to max are written; libbpf's and libxdp's output is routed
+ * here too (their warnings as warnings, the rest as debug). */
 void log_init(enum log_level max);
 __attribute__((format(printf, 2, 3))) void log_msg(enum log_level level, const char *fmt, ...);
 

@@ -167,6 +167,42 @@ void diag_add(struct diags *d, enum diag_level level, struct loc loc, const char
 	d->v[d->n++] = (struct diag){ .level = level, .loc = loc, .msg = msg };
 }
 
+static int diag_vfail(struct diags *d, int err, bool with_errno, const char *fmt, va_list ap)
+{
+	char *msg;
+
+	if (vasprintf(&msg, fmt, ap) < 0) {
+		diag_add(d, DIAG_ERROR, DIAG_NOWHERE, "%s", strerror(err < 0 ? -err : err));
+		return err;
+	}
+	if (with_errno)
+		diag_add(d, DIAG_ERROR, DIAG_NOWHERE, "%s: %s", msg, strerror(err < 0 ? -err : err));
+	else
+		diag_add(d, DIAG_ERROR, DIAG_NOWHERE, "%s", msg);
+	free(msg);
+	return err;
+}
+
+int diag_errno(struct diags *d, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = diag_vfail(d, err, true, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int diag_fail(struct diags *d, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = diag_vfail(d, err, false, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
 static const char *level_name(enum diag_level l)
 {
 	switch (l) {
@@ -252,7 +288,7 @@ static int diag_cmp(const void *a, const void *b)
 
 	if (x->loc.src != y->loc.src) {
 		if (!x->loc.src || !y->loc.src)
-			return x->loc.src ? -1 : 1;
+			return x->loc.src ? -1 : 1; /* no place: last */
 		c = strcmp(x->loc.src->name, y->loc.src->name);
 		if (c)
 			return c;
@@ -281,6 +317,53 @@ void diags_print(const struct diags *d, FILE *f, bool color)
 	if (d->dropped)
 		fprintf(f, "note: %zu more diagnostics not shown\n", d->dropped);
 	free(sorted);
+}
+
+/* to's copy of source src (made on first use); NULL if it cannot be made. */
+static const struct source *copied_source(struct diags *to, const struct source *src, const struct source **from,
+					  const struct source **copy, size_t *n)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (from[i] == src)
+			return copy[i];
+	from[*n] = src;
+	copy[*n] = diags_add_source(to, src->name, src->text, src->len);
+	return copy[(*n)++];
+}
+
+void diags_append(struct diags *to, const struct diags *from)
+{
+	const struct source **orig = calloc(from->n + 1, sizeof(*orig));
+	const struct source **copy = calloc(from->n + 1, sizeof(*copy));
+	size_t ncopied = 0;
+
+	for (size_t i = 0; i < from->n; i++) {
+		struct loc loc = from->v[i].loc;
+
+		if (loc.src && orig && copy)
+			loc.src = copied_source(to, loc.src, orig, copy, &ncopied);
+		else
+			loc.src = NULL;
+		if (!loc.src)
+			loc = DIAG_NOWHERE;
+		diag_add(to, from->v[i].level, loc, "%s", from->v[i].msg);
+	}
+	to->dropped += from->dropped;
+	free(orig);
+	free(copy);
+}
+
+char *diags_to_text(const struct diags *d)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!f)
+		return NULL;
+	diags_print(d, f, false);
+	fclose(f);
+	return out;
 }
 
 static unsigned edit_distance(const char *a, const char *b)

@@ -61,12 +61,34 @@ struct source *diags_add_source(struct diags *d, const char *name, const char *t
 __attribute__((format(printf, 4, 5)))
 void diag_add(struct diags *d, enum diag_level level, struct loc loc, const char *fmt, ...);
 
+/* No place in a file: an error about the system (a map the kernel refused,
+ * a socket that cannot be bound), printed as "error: MESSAGE". */
+#define DIAG_NOWHERE ((struct loc){ 0 })
+
+/*
+ * The error contract of nfbox: a function that can fail returns 0 or a
+ * negative errno, and when it has something to tell the operator it adds it
+ * to the struct diags its caller gave it. These two do both in one line:
+ *   return diag_errno(d, -errno, "cannot pin %s", path);
+ * adds "cannot pin PATH: <strerror>" (diag_fail: the message as given) and
+ * returns the error. Located problems use diag_error(d, loc, ...) instead.
+ */
+__attribute__((format(printf, 3, 4))) int diag_errno(struct diags *d, int err, const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) int diag_fail(struct diags *d, int err, const char *fmt, ...);
+
 #define diag_error(d, ...) diag_add((d), DIAG_ERROR, __VA_ARGS__)
 #define diag_warn(d, ...) diag_add((d), DIAG_WARNING, __VA_ARGS__)
 #define diag_note(d, ...) diag_add((d), DIAG_NOTE, __VA_ARGS__)
 
-/* Print every diagnostic in order of file, line, column. color: ANSI colors. */
+/* Append every diagnostic of from to to; the sources they point into are
+ * copied, so to stays valid after from is freed. */
+void diags_append(struct diags *to, const struct diags *from);
+
+/* Print every diagnostic in order of file, line, column; those without a
+ * place come last, in the order they were added. color: ANSI colors. */
 void diags_print(const struct diags *d, FILE *f, bool color);
+/* The same into a new string (NULL when out of memory). */
+char *diags_to_text(const struct diags *d);
 
 /* Levenshtein-closest of candidates (NULL-terminated) to word, or NULL if
  * nothing is close enough to be a plausible typo. */

@@ -239,7 +239,6 @@ static struct loaded cur; /* the policy in force */
 static int load_text(const char *name, const char *text, size_t len)
 {
 	struct loaded nl = { 0 };
-	char ebuf[4096];
 	double t0, t1;
 	int r;
 
@@ -280,11 +279,12 @@ static int load_text(const char *name, const char *text, size_t len)
 		goto fail;
 	}
 	t0 = now_s();
-	r = engine_load(eng, nl.plan, &nl.blob, &nl.slots, ebuf, sizeof(ebuf));
+	r = engine_load(eng, nl.plan, &nl.blob, &nl.slots, &nl.d);
 	t1 = now_s();
 	nl.t_load = t1 - t0;
 	if (r < 0) {
-		fprintf(stderr, "bench: engine_load(%s): %s: %s\n", name, strerror(-r), ebuf);
+		fprintf(stderr, "bench: engine_load(%s): %s\n", name, strerror(-r));
+		diags_print(&nl.d, stderr, false);
 		goto fail;
 	}
 	slots_commit(&slots, &nl.slots, nl.plan);
@@ -344,7 +344,7 @@ static double measure(const struct pkt *p, int expect_rule, uint32_t expect_verd
 	/* Warm-up: one short call, caches and branch predictors. */
 	o.repeat = repeat / 10 ? repeat / 10 : 1;
 	before = counter(slot);
-	if (bpf_prog_test_run_opts(eng->prog_fd, &o) < 0) {
+	if (bpf_prog_test_run_opts(engine_prog_fd(eng), &o) < 0) {
 		fprintf(stderr, "bench: BPF_PROG_TEST_RUN (%s): %s\n", p->what, strerror(errno));
 		return -1;
 	}
@@ -353,7 +353,7 @@ static double measure(const struct pkt *p, int expect_rule, uint32_t expect_verd
 		o.repeat = repeat;
 		o.duration = 0;
 		o.retval = 0xdead;
-		if (bpf_prog_test_run_opts(eng->prog_fd, &o) < 0) {
+		if (bpf_prog_test_run_opts(engine_prog_fd(eng), &o) < 0) {
 			fprintf(stderr, "bench: BPF_PROG_TEST_RUN (%s): %s\n", p->what, strerror(errno));
 			return -1;
 		}
@@ -409,7 +409,7 @@ static void cleanup(void)
 
 static int setup(void)
 {
-	const char *why = "";
+	struct diags d;
 	int r;
 
 	/* Own netns: the links engine_load attaches see no real traffic.
@@ -437,12 +437,16 @@ static int setup(void)
 	mounted = true;
 	if (slots_init(&slots) < 0)
 		return -1;
-	r = engine_open(pindir, &eng, &why);
+	diags_init(&d);
+	r = engine_open(pindir, &d, &eng);
 	if (r < 0) {
-		fprintf(stderr, "bench: engine_open: %s: %s\n", why, strerror(-r));
+		fputs("bench: engine_open: ", stderr);
+		diags_print(&d, stderr, false);
+		diags_free(&d);
 		eng = NULL;
 		return -1;
 	}
+	diags_free(&d);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int check_failed_cases;
 static int check_case_failed;
@@ -65,6 +66,14 @@ static inline void check_skip(const char *name, const char *why)
 		if (_a != _b)                                                            \
 			check_fail_at(__FILE__, __LINE__, "%s == %lld, expected %s == %lld", \
 				      #a, _a, #b, _b);                                   \
+	} while (0)
+
+#define CHECK_EQ_STR(a, b)                                                                  \
+	do {                                                                                \
+		const char *_a = (a), *_b = (b);                                            \
+		if (!_a || !_b || strcmp(_a, _b))                                           \
+			check_fail_at(__FILE__, __LINE__, "%s is\n  [%s]\nexpected\n  [%s]", #a, \
+				      _a ? _a : "(null)", _b ? _b : "(null)");               \
 	} while (0)
 
 #define CHECK_EXIT() return check_failed_cases ? 1 : 0

@@ -46,6 +46,10 @@ ns_setup() {
 	for ns in "$NS_C" "$NS_A" "$NS_S"; do
 		ip netns add "$ns" || return 1
 		ip -n "$ns" link set lo up
+		# No duplicate address detection: a tentative link-local address
+		# delays neighbour discovery by a second or more, and with it the
+		# first IPv6 packets of a test.
+		ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
 	done
 	ip link add c0 netns "$NS_C" type veth peer name lan0 netns "$NS_A" || return 1
 	ip link add s0 netns "$NS_S" type veth peer name wan0 netns "$NS_A" || return 1

@@ -168,7 +168,7 @@ out=$(nfbox_ctl reload --policy "$NS_TMP/p4.yaml" 2>&1)
 # ---- 4. someone else's interface, SIGKILL, SIGTERM ----
 in_a ip link add mon0 type veth peer name other0
 out=$(nfbox_ctl reload --policy "$NS_TMP/p2.yaml" 2>&1)
-echo "$out" | grep -q "warning: capture wan on mon0 not started: File exists" && in_a ip link show other0 >/dev/null 2>&1 &&
+echo "$out" | grep -q "warning: capture wan on mon0 not started: interface mon0 already exists" && in_a ip link show other0 >/dev/null 2>&1 &&
 	t_ok "foreign-interface-refused" || t_fail "foreign-interface-refused" "$out"
 grep -q "interface mon0 already exists; with mirror-from nfbox creates it" "$NS_TMP/nfbox.err" && t_ok "foreign-interface-message" ||
 	t_fail "foreign-interface-message" "$(tail -3 "$NS_TMP/nfbox.err")"

@@ -5,35 +5,45 @@
 #include <string.h>
 
 #include "engine/compile/plan.h"
+#include "lib/json.h"
 
 static const char *const field_names[NFB_F_MAX] = { "in", "out", "src", "dst", "l4", "sport", "ct" };
 static const char *const ct_names[NFB_CT_MAX] = { "new", "established", "related", "invalid", "untracked" };
 static const char *const pclass_names[NFB_PC_MAX] = { "tcp", "udp", "sctp" };
 static const char *const mclass_names[NFB_MC_MAX] = { "icmp", "icmpv6", "proto", "fragment" };
 
-/* Print the rules of a vector: "{0,2-5}" (text) or "[0,2,3,4,5]" (json). */
-static void print_vec(const struct plan_hook *h, uint32_t v, FILE *f, bool json)
+/* The rules of vector v (nwords words, malloc'd), or NULL. */
+static uint64_t *vec_dense(const struct plan_hook *h, uint32_t v)
 {
 	uint64_t *w = calloc(h->nwords, sizeof(*w));
+
+	if (w)
+		plan_vec_dense(h, v, w);
+	return w;
+}
+
+static bool bit_set(const uint64_t *w, uint32_t b)
+{
+	return w[b / 64] >> (b % 64) & 1;
+}
+
+/* The rules of a vector as text: "{0,2-5}". */
+static void print_vec(const struct plan_hook *h, uint32_t v, FILE *f)
+{
+	uint64_t *w = vec_dense(h, v);
 	bool first = true;
 
 	if (!w) {
-		fputs(json ? "null" : "?", f);
+		fputc('?', f);
 		return;
 	}
-	plan_vec_dense(h, v, w);
-	fputc(json ? '[' : '{', f);
+	fputc('{', f);
 	for (uint32_t b = 0; b < h->nrules; b++) {
 		uint32_t e = b;
 
-		if (!bitvec_test(&(struct bitvec){ h->nwords, w }, b))
+		if (!bit_set(w, b))
 			continue;
-		if (json) {
-			fprintf(f, "%s%u", first ? "" : ",", b);
-			first = false;
-			continue;
-		}
-		while (e + 1 < h->nrules && bitvec_test(&(struct bitvec){ h->nwords, w }, e + 1))
+		while (e + 1 < h->nrules && bit_set(w, e + 1))
 			e++;
 		if (e == b)
 			fprintf(f, "%s%u", first ? "" : ",", b);
@@ -42,38 +52,32 @@ static void print_vec(const struct plan_hook *h, uint32_t v, FILE *f, bool json)
 		first = false;
 		b = e;
 	}
-	fputc(json ? ']' : '}', f);
+	fputc('}', f);
 	free(w);
 }
 
-static void json_str(FILE *f, const char *s)
+/* The rules of a vector as a JSON array of rule bits. */
+static void json_vec(const struct plan_hook *h, uint32_t v, struct json *j)
 {
-	fputc('"', f);
-	for (; s && *s; s++) {
-		unsigned char c = (unsigned char)*s;
+	uint64_t *w = vec_dense(h, v);
 
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
+	if (!w) {
+		json_null(j);
+		return;
 	}
-	fputc('"', f);
+	json_array_begin(j);
+	for (uint32_t b = 0; b < h->nrules; b++)
+		if (bit_set(w, b))
+			json_u64(j, b);
+	json_array_end(j);
+	free(w);
 }
 
 static const char *families_str(uint8_t fam)
 {
-	switch (fam) {
-	case POLICY_FAM_IPV4:
-		return "ipv4";
-	case POLICY_FAM_IPV6:
-		return "ipv6";
-	case POLICY_FAM_ANY:
+	if (fam == POLICY_FAM_ANY)
 		return "ipv4,ipv6";
-	default:
-		return "none";
-	}
+	return fam ? policy_family_name((enum policy_family)fam) : "none";
 }
 
 static void rule_summary(const struct rule *r, FILE *f)
@@ -140,7 +144,7 @@ static void print_segs(const struct plan_hook *h, const struct plan_seg *s, uint
 		else
 			fprintf(f, "    %-8s %5u-%-5u -> ", ports ? pclass_names[s[i].cls] : mclass_names[s[i].cls],
 				s[i].lo, s[i].hi);
-		print_vec(h, s[i].vec, f, false);
+		print_vec(h, s[i].vec, f);
 		fputc('\n', f);
 	}
 }
@@ -149,17 +153,18 @@ static void print_lpm(const struct plan_hook *h, int fi, uint8_t dir, FILE *f)
 {
 	char buf[64];
 
-	fprintf(f, "  %s %s prefixes (longest match wins):\n", fi ? "ipv6" : "ipv4", dir ? "destination" : "source");
+	fprintf(f, "  %s %s prefixes (longest match wins):\n", policy_family_name(fi ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4),
+		dir ? "destination" : "source");
 	for (uint32_t i = 0; i < h->nlpm[fi]; i++) {
 		if (h->lpm[fi][i].dir != dir)
 			continue;
 		policy_prefix_format(&h->lpm[fi][i].pfx, buf, sizeof(buf));
 		fprintf(f, "    %-43s -> ", buf);
-		print_vec(h, h->lpm[fi][i].vec, f, false);
+		print_vec(h, h->lpm[fi][i].vec, f);
 		fputc('\n', f);
 	}
 	fprintf(f, "    %-43s -> ", "(no match)");
-	print_vec(h, h->miss[dir ? NFB_F_DST : NFB_F_SRC], f, false);
+	print_vec(h, h->miss[dir ? NFB_F_DST : NFB_F_SRC], f);
 	fputc('\n', f);
 }
 
@@ -182,14 +187,14 @@ static void print_hook_text(const struct plan_hook *h, int hk, FILE *f)
 		fprintf(f, "  interfaces:\n");
 		for (uint32_t i = 0; i < h->nifaces; i++) {
 			fprintf(f, "    %-3s %-15s -> ", h->ifaces[i].dir ? "out" : "in", h->ifaces[i].ifname);
-			print_vec(h, h->ifaces[i].vec, f, false);
+			print_vec(h, h->ifaces[i].vec, f);
 			fputc('\n', f);
 		}
 		for (int d = 0; d < 2; d++) {
 			if (!(h->fields & (1u << (NFB_F_IIF + d))))
 				continue;
 			fprintf(f, "    %-3s %-15s -> ", d ? "out" : "in", "(other)");
-			print_vec(h, h->miss[NFB_F_IIF + d], f, false);
+			print_vec(h, h->miss[NFB_F_IIF + d], f);
 			fputc('\n', f);
 		}
 	}
@@ -206,14 +211,14 @@ static void print_hook_text(const struct plan_hook *h, int hk, FILE *f)
 		fprintf(f, "  source ports:\n");
 		print_segs(h, h->ports, h->nports, true, 0, f);
 		fprintf(f, "    %-20s -> ", "(no ports)");
-		print_vec(h, h->sport_none, f, false);
+		print_vec(h, h->sport_none, f);
 		fputc('\n', f);
 	}
 	if (h->fields & (1u << NFB_F_CT)) {
 		fprintf(f, "  conntrack states:\n");
 		for (int s = 0; s < NFB_CT_MAX; s++) {
 			fprintf(f, "    %-20s -> ", ct_names[s]);
-			print_vec(h, h->ct[s], f, false);
+			print_vec(h, h->ct[s], f);
 			fputc('\n', f);
 		}
 	}
@@ -238,95 +243,135 @@ void plan_print(const struct plan *pl, FILE *f)
 }
 
 static void json_segs(const struct plan_hook *h, const struct plan_seg *s, uint32_t n, bool ports,
-		      FILE *f, bool *first)
+		      struct json *j)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		fprintf(f, "%s{\"dir\":\"%s\",\"class\":\"%s\",\"lo\":%u,\"hi\":%u,\"rules\":", *first ? "" : ",",
-			ports ? (s[i].dir ? "dst" : "src") : "dst",
-			ports ? pclass_names[s[i].cls] : mclass_names[s[i].cls], s[i].lo, s[i].hi);
-		print_vec(h, s[i].vec, f, true);
-		fputc('}', f);
-		*first = false;
+		json_object_begin(j);
+		json_kv_str(j, "dir", ports ? (s[i].dir ? "dst" : "src") : "dst");
+		json_kv_str(j, "class", ports ? pclass_names[s[i].cls] : mclass_names[s[i].cls]);
+		json_kv_u64(j, "lo", s[i].lo);
+		json_kv_u64(j, "hi", s[i].hi);
+		json_key(j, "rules");
+		json_vec(h, s[i].vec, j);
+		json_object_end(j);
 	}
 }
 
-static void json_hook(const struct plan_hook *h, int hk, FILE *f)
+static void json_rules(const struct plan_hook *h, struct json *j)
 {
-	char buf[64];
-	bool first = true;
-
-	fprintf(f, "{\"name\":\"%s\",\"default\":\"%s\",\"nwords\":%u,\"nsum\":%u,\"vectors\":%u,\"fields\":[",
-		policy_hook_name((enum policy_hook)hk), h->def == POLICY_ACCEPT ? "accept" : "drop", h->nwords,
-		h->nsum, h->nvecs);
-	for (int i = 0; i < NFB_F_MAX; i++)
-		if (h->fields & (1u << i)) {
-			fprintf(f, "%s\"%s\"", first ? "" : ",", field_names[i]);
-			first = false;
-		}
-	fputs("],\"rules\":[", f);
+	json_key(j, "rules");
+	json_array_begin(j);
 	for (uint32_t b = 0; b < h->nrules; b++) {
 		const struct rule *r = h->rules[b];
 
-		fprintf(f, "%s{\"bit\":%u,\"name\":", b ? "," : "", b);
-		json_str(f, r->name);
-		fprintf(f, ",\"action\":\"%s\",\"log\":%s,\"families\":\"%s\",\"line\":%u}",
-			r->action == POLICY_ACCEPT ? "accept" : "drop", r->log ? "true" : "false",
-			families_str(r->families), r->loc.line);
+		json_object_begin(j);
+		json_kv_u64(j, "bit", b);
+		json_kv_str(j, "name", r->name);
+		json_kv_str(j, "action", r->action == POLICY_ACCEPT ? "accept" : "drop");
+		json_kv_bool(j, "log", r->log);
+		json_kv_str(j, "families", families_str(r->families));
+		json_kv_u64(j, "line", r->loc.line);
+		json_object_end(j);
 	}
-	fputs("],\"interfaces\":[", f);
+	json_array_end(j);
+}
+
+static void json_keys(const struct plan_hook *h, struct json *j)
+{
+	char buf[64];
+
+	json_key(j, "interfaces");
+	json_array_begin(j);
 	for (uint32_t i = 0; i < h->nifaces; i++) {
-		fprintf(f, "%s{\"dir\":\"%s\",\"name\":", i ? "," : "", h->ifaces[i].dir ? "out" : "in");
-		json_str(f, h->ifaces[i].ifname);
-		fputs(",\"rules\":", f);
-		print_vec(h, h->ifaces[i].vec, f, true);
-		fputc('}', f);
+		json_object_begin(j);
+		json_kv_str(j, "dir", h->ifaces[i].dir ? "out" : "in");
+		json_kv_str(j, "name", h->ifaces[i].ifname);
+		json_key(j, "rules");
+		json_vec(h, h->ifaces[i].vec, j);
+		json_object_end(j);
 	}
-	fputs("],\"prefixes\":{", f);
+	json_array_end(j);
+	json_key(j, "prefixes");
+	json_object_begin(j);
 	for (int fi = 0; fi < 2; fi++) {
-		fprintf(f, "%s\"%s\":[", fi ? "," : "", fi ? "ipv6" : "ipv4");
+		json_key(j, policy_family_name(fi ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4));
+		json_array_begin(j);
 		for (uint32_t i = 0; i < h->nlpm[fi]; i++) {
 			policy_prefix_format(&h->lpm[fi][i].pfx, buf, sizeof(buf));
-			fprintf(f, "%s{\"dir\":\"%s\",\"prefix\":\"%s\",\"rules\":", i ? "," : "",
-				h->lpm[fi][i].dir ? "dst" : "src", buf);
-			print_vec(h, h->lpm[fi][i].vec, f, true);
-			fputc('}', f);
+			json_object_begin(j);
+			json_kv_str(j, "dir", h->lpm[fi][i].dir ? "dst" : "src");
+			json_kv_str(j, "prefix", buf);
+			json_key(j, "rules");
+			json_vec(h, h->lpm[fi][i].vec, j);
+			json_object_end(j);
 		}
-		fputc(']', f);
+		json_array_end(j);
 	}
-	fputs("},\"l4\":[", f);
-	first = true;
-	json_segs(h, h->ports, h->nports, true, f, &first);
-	json_segs(h, h->misc, h->nmisc, false, f, &first);
-	fputs("],\"miss\":{", f);
+	json_object_end(j);
+	json_key(j, "l4");
+	json_array_begin(j);
+	json_segs(h, h->ports, h->nports, true, j);
+	json_segs(h, h->misc, h->nmisc, false, j);
+	json_array_end(j);
+}
+
+static void json_hook(const struct plan_hook *h, int hk, struct json *j)
+{
+	json_object_begin(j);
+	json_kv_str(j, "name", policy_hook_name((enum policy_hook)hk));
+	json_kv_str(j, "default", h->def == POLICY_ACCEPT ? "accept" : "drop");
+	json_kv_u64(j, "nwords", h->nwords);
+	json_kv_u64(j, "nsum", h->nsum);
+	json_kv_u64(j, "vectors", h->nvecs);
+	json_key(j, "fields");
+	json_array_begin(j);
+	for (int i = 0; i < NFB_F_MAX; i++)
+		if (h->fields & (1u << i))
+			json_str(j, field_names[i]);
+	json_array_end(j);
+	json_rules(h, j);
+	json_keys(h, j);
+	json_key(j, "miss");
+	json_object_begin(j);
 	for (int i = 0; i < NFB_F_MAX; i++) {
-		fprintf(f, "%s\"%s\":", i ? "," : "", field_names[i]);
-		print_vec(h, h->miss[i], f, true);
+		json_key(j, field_names[i]);
+		json_vec(h, h->miss[i], j);
 	}
-	fputs("},\"ct\":{", f);
+	json_object_end(j);
+	json_key(j, "ct");
+	json_object_begin(j);
 	for (int s = 0; s < NFB_CT_MAX; s++) {
-		fprintf(f, "%s\"%s\":", s ? "," : "", ct_names[s]);
-		print_vec(h, h->ct[s], f, true);
+		json_key(j, ct_names[s]);
+		json_vec(h, h->ct[s], j);
 	}
-	fputs("}}", f);
+	json_object_end(j);
+	json_object_end(j);
 }
 
 void plan_print_json(const struct plan *pl, FILE *f)
 {
 	const struct policy *p = pl->pol;
-	bool first = true;
+	struct json j;
 
-	fputs("{\"policy\":", f);
-	json_str(f, p->src->name);
-	fprintf(f, ",\"version\":1,\"options\":{\"defrag\":%s,\"established\":\"%s\",\"log_rate\":%u,\"log_burst\":%u},\"hooks\":[",
-		p->opt.defrag ? "true" : "false", p->opt.established_accept ? "accept" : "rules", p->opt.log_rate,
-		p->opt.log_burst);
-	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
-		if (!pl->hook[hk].enabled)
-			continue;
-		if (!first)
-			fputc(',', f);
-		json_hook(&pl->hook[hk], hk, f);
-		first = false;
-	}
-	fprintf(f, "],\"nat\":%u,\"captures\":%u}\n", p->nnat, p->ncaptures);
+	json_init(&j, f);
+	json_object_begin(&j);
+	json_kv_str(&j, "policy", p->src->name);
+	json_kv_u64(&j, "version", 1);
+	json_key(&j, "options");
+	json_object_begin(&j);
+	json_kv_bool(&j, "defrag", p->opt.defrag);
+	json_kv_str(&j, "established", p->opt.established_accept ? "accept" : "rules");
+	json_kv_u64(&j, "log_rate", p->opt.log_rate);
+	json_kv_u64(&j, "log_burst", p->opt.log_burst);
+	json_object_end(&j);
+	json_key(&j, "hooks");
+	json_array_begin(&j);
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
+		if (pl->hook[hk].enabled)
+			json_hook(&pl->hook[hk], hk, &j);
+	json_array_end(&j);
+	json_kv_u64(&j, "nat", p->nnat);
+	json_kv_u64(&j, "captures", p->ncaptures);
+	json_object_end(&j);
+	fputc('\n', f);
 }

@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include "control/proto.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/cleanup.h"
+
+enum ctl_arg {
+	ARG_JSON = 1u << 0,
+	ARG_POLICY = 1u << 1,
+};
+
+static const struct {
+	const char *name;
+	unsigned args; /* enum ctl_arg bits the verb takes */
+} verbs[CTL_NVERBS] = {
+	[CTL_STATUS] = { "status", ARG_JSON },
+	[CTL_STATS] = { "stats", ARG_JSON },
+	[CTL_RELOAD] = { "reload", ARG_POLICY },
+	[CTL_LOG] = { "log", 0 },
+};
+
+const char *ctl_verb_name(enum ctl_verb v)
+{
+	return (unsigned)v < CTL_NVERBS ? verbs[v].name : "?";
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Percent-decode s (n bytes); NULL if an escape is broken or decodes to NUL. */
+static char *pct_decode(const char *s, size_t n)
+{
+	char *out = malloc(n + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] != '%') {
+			*o++ = s[i];
+			continue;
+		}
+		if (i + 2 >= n || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0 ||
+		    !(hexval(s[i + 1]) | hexval(s[i + 2]))) {
+			free(out);
+			return NULL;
+		}
+		*o++ = (char)(hexval(s[i + 1]) << 4 | hexval(s[i + 2]));
+		i += 2;
+	}
+	*o = '\0';
+	return out;
+}
+
+static void pct_encode(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c <= ' ' || c == '%' || c >= 0x7f)
+			fprintf(f, "%%%02X", c);
+		else
+			fputc(c, f);
+	}
+}
+
+static int find_verb(const char *w, size_t n)
+{
+	for (int v = 0; v < CTL_NVERBS; v++)
+		if (strlen(verbs[v].name) == n && !memcmp(verbs[v].name, w, n))
+			return v;
+	return -1;
+}
+
+/* One argument word w (n bytes) of verb v into r. */
+static int parse_arg(struct ctl_request *r, const char *w, size_t n, struct diags *d)
+{
+	unsigned takes = verbs[r->verb].args;
+
+	if (n == 4 && !memcmp(w, "json", 4) && (takes & ARG_JSON) && !r->json) {
+		r->json = true;
+		return 0;
+	}
+	if (n > 7 && !memcmp(w, "policy=", 7) && (takes & ARG_POLICY) && !r->policy) {
+		if (!(r->policy = pct_decode(w + 7, n - 7)))
+			return diag_fail(d, -EINVAL, "request: bad %%-escape in the policy path");
+		if (r->policy[0] != '/')
+			return diag_fail(d, -EINVAL, "request: the policy path must be absolute");
+		return 0;
+	}
+	return diag_fail(d, -EINVAL, "request: '%s' does not take '%.*s'", verbs[r->verb].name, (int)(n > 64 ? 64 : n),
+			 w);
+}
+
+int ctl_request_parse(const char *line, size_t len, struct ctl_request *out, struct diags *d)
+{
+	struct ctl_request r = { 0 };
+	const char *p = line, *end = line + len;
+	int v;
+
+	if (len > CTL_MAX_REQUEST || memchr(line, '\0', len) || memchr(line, '\n', len))
+		return diag_fail(d, -EINVAL, "request: not one line of text");
+	for (const char *w = p; w <= end; w++) {
+		size_t n;
+		int e;
+
+		if (w != end && *w != ' ')
+			continue;
+		n = (size_t)(w - p);
+		if (!n) {
+			ctl_request_free(&r);
+			return diag_fail(d, -EINVAL, "request: empty word (words are separated by one space)");
+		}
+		if (p == line) {
+			if ((v = find_verb(p, n)) < 0)
+				return diag_fail(d, -EINVAL, "request: unknown '%.*s' (status, stats, reload, log)",
+						 (int)(n > 64 ? 64 : n), p);
+			r.verb = (enum ctl_verb)v;
+		} else if ((e = parse_arg(&r, p, n, d)) < 0) {
+			ctl_request_free(&r);
+			return e;
+		}
+		p = w + 1;
+	}
+	*out = r;
+	return 0;
+}
+
+char *ctl_request_format(const struct ctl_request *r)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!f)
+		return NULL;
+	fputs(ctl_verb_name(r->verb), f);
+	if (r->json)
+		fputs(" json", f);
+	if (r->policy) {
+		fputs(" policy=", f);
+		pct_encode(f, r->policy);
+	}
+	fputc('\n', f);
+	if (fclose(f) != 0) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+void ctl_request_free(struct ctl_request *r)
+{
+	free(r->policy);
+	r->policy = NULL;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The control protocol between the nfbox commands and `nfbox run`, over a
+ * unix stream socket. Both sides use this one definition.
+ *
+ * A request is one line:
+ *     request = verb *(" " arg) "\n"        at most CTL_MAX_REQUEST bytes
+ *     arg     = name | name "=" value       value percent-encoded (%XX)
+ * with the verbs and arguments of the table in proto.c (status [json],
+ * stats [json], reload [policy=PATH], log). Anything else is refused with a
+ * message; nothing is guessed.
+ *
+ * The reply is a first line "ok" or "error", then text (or JSON), until the
+ * daemon closes the connection. `log` replies "ok" and then streams one
+ * verdict event per line.
+ */
+#ifndef NFBOX_CONTROL_PROTO_H
+#define NFBOX_CONTROL_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "policy/diag/diag.h"
+
+#define CTL_MAX_REQUEST 4096
+
+#define CTL_REPLY_OK "ok\n"
+#define CTL_REPLY_ERROR "error\n"
+
+enum ctl_verb {
+	CTL_STATUS,
+	CTL_STATS,
+	CTL_RELOAD,
+	CTL_LOG,
+	CTL_NVERBS,
+};
+
+struct ctl_request {
+	enum ctl_verb verb;
+	bool json;    /* status, stats: JSON instead of text */
+	char *policy; /* reload: the policy file (absolute), NULL for the configured one */
+};
+
+const char *ctl_verb_name(enum ctl_verb v);
+
+/* Parse one request line (len bytes, without its newline) into *out.
+ * 0, or -EINVAL with the reason in d; *out is untouched on failure. */
+int ctl_request_parse(const char *line, size_t len, struct ctl_request *out, struct diags *d);
+
+/* The request as a line, newline included (malloc'd; NULL: no memory). */
+char *ctl_request_format(const struct ctl_request *r);
+
+void ctl_request_free(struct ctl_request *r);
+
+#endif

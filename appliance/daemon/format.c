@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Status and stats reports as text (for people) and JSON (for programs). */
+#include <stddef.h>
+#include <string.h>
+
+#include "daemon/report.h"
+#include "lib/json.h"
+
+#define U(x) ((unsigned long long)(x))
+
+static const char *fam_name(int fam)
+{
+	return policy_family_name((enum policy_family)(1 << fam));
+}
+
+/* ---- status ---- */
+
+static void status_links_text(const struct engine_info *e, FILE *f)
+{
+	fprintf(f, "links:\n");
+	for (int h = 0; h < NFB_HOOK_MAX; h++)
+		for (int fam = 0; fam < NFB_FAM_MAX; fam++) {
+			const struct engine_link *l = &e->link[h][fam];
+
+			if (l->fd >= 0)
+				fprintf(f, "  %-8s %-5s link %u, priority %d%s\n", policy_hook_name((enum policy_hook)h),
+					fam_name(fam), l->id, l->priority, l->defrag ? ", defrag" : "");
+		}
+}
+
+static void status_captures_text(const struct report_capture *c, uint32_t n, FILE *f)
+{
+	if (!n)
+		return;
+	fprintf(f, "captures:\n");
+	for (uint32_t i = 0; i < n; i++, c++) {
+		const struct capture_info *in = &c->info;
+		bool mirror = c->mirror_from[0];
+
+		if (!c->running) {
+			fprintf(f, "  %-12s %s -> %s: not running: %s\n", c->name, c->ifname, c->file, c->error);
+			continue;
+		}
+		fprintf(f, "  %-12s %s%s%s%s -> %s: %u rx queue%s, %s XDP, %s", c->name, c->ifname,
+			mirror ? " (mirror of " : "", mirror ? c->mirror_from : "", mirror ? ")" : "", c->file,
+			in->nqueues, in->nqueues == 1 ? "" : "s", capture_xdp_mode_name(in->xdp_mode),
+			in->zerocopy ? "zero-copy" : "copy mode");
+		if (in->copy_reason)
+			fprintf(f, " (%s)", in->copy_reason);
+		fputc('\n', f);
+	}
+}
+
+static void status_text(const struct status_report *r, FILE *f)
+{
+	const struct engine_info *e = &r->engine;
+
+	fprintf(f, "nfbox running: pid %d, up %lds\n", r->pid, r->uptime);
+	fprintf(f, "policy:     %s, %u rules (generation %llu, map set %u)\n", r->policy ? r->policy : "-", r->rules,
+		U(e->generation), e->active_gen);
+	fprintf(f, "defrag:     %s\n", r->defrag ? "on (verdicts on reassembled datagrams)" : "off");
+	fprintf(f, "pin dir:    %s%s\n", e->pin_dir, e->adopted ? " (adopted at start: enforcement had no gap)" : "");
+	fprintf(f, "reloads:    %lu ok, %lu failed\n", r->reloads_ok, r->reloads_failed);
+	fprintf(f, "log events: %llu\n", r->events);
+	status_links_text(e, f);
+	status_captures_text(r->caps, r->ncaps, f);
+}
+
+static void status_links_json(const struct engine_info *e, struct json *j)
+{
+	json_key(j, "links");
+	json_array_begin(j);
+	for (int h = 0; h < NFB_HOOK_MAX; h++)
+		for (int fam = 0; fam < NFB_FAM_MAX; fam++) {
+			const struct engine_link *l = &e->link[h][fam];
+
+			if (l->fd < 0)
+				continue;
+			json_object_begin(j);
+			json_kv_str(j, "hook", policy_hook_name((enum policy_hook)h));
+			json_kv_str(j, "family", fam_name(fam));
+			json_kv_u64(j, "id", l->id);
+			json_kv_i64(j, "priority", l->priority);
+			json_kv_bool(j, "defrag", l->defrag);
+			json_object_end(j);
+		}
+	json_array_end(j);
+}
+
+static void capture_info_json(const struct report_capture *c, struct json *j)
+{
+	json_kv_str(j, "xdp_mode", capture_xdp_mode_name(c->info.xdp_mode));
+	json_kv_bool(j, "zerocopy", c->info.zerocopy);
+	json_kv_u64(j, "queues", c->info.nqueues);
+	json_kv_u64(j, "frames_per_queue", c->info.frames_per_queue);
+	json_kv_str(j, "copy_reason", c->info.copy_reason ? c->info.copy_reason : "");
+	/* What the driver said over the netdev genl family (0: unknown). */
+	json_kv_u64(j, "xdp_features", c->info.xdp_features);
+	json_kv_u64(j, "zc_max_segs", c->info.zc_max_segs);
+}
+
+static void status_captures_json(const struct report_capture *c, uint32_t n, struct json *j)
+{
+	json_key(j, "captures");
+	json_array_begin(j);
+	for (uint32_t i = 0; i < n; i++, c++) {
+		json_object_begin(j);
+		json_kv_str(j, "name", c->name);
+		json_kv_str(j, "interface", c->ifname);
+		json_kv_str(j, "file", c->file);
+		json_kv_bool(j, "running", c->running);
+		if (c->running)
+			capture_info_json(c, j);
+		if (c->mirror_from[0]) {
+			json_kv_str(j, "mirror_from", c->mirror_from);
+			json_kv_str(j, "mirror_peer", c->info.mirror_peer);
+		}
+		json_kv_str(j, "error", c->error);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
+static void status_json(const struct status_report *r, FILE *f)
+{
+	const struct engine_info *e = &r->engine;
+	struct json j;
+
+	json_init(&j, f);
+	json_object_begin(&j);
+	json_kv_i64(&j, "pid", r->pid);
+	json_kv_i64(&j, "uptime", r->uptime);
+	json_kv_str(&j, "policy", r->policy);
+	json_kv_u64(&j, "rules", r->rules);
+	json_kv_u64(&j, "generation", e->generation);
+	json_kv_u64(&j, "active_gen", e->active_gen);
+	json_kv_bool(&j, "adopted", e->adopted);
+	json_kv_bool(&j, "defrag", r->defrag);
+	json_kv_u64(&j, "reloads_ok", r->reloads_ok);
+	json_kv_u64(&j, "reloads_failed", r->reloads_failed);
+	json_kv_u64(&j, "events", r->events);
+	json_kv_str(&j, "pin_dir", e->pin_dir);
+	status_links_json(e, &j);
+	status_captures_json(r->caps, r->ncaps, &j);
+	json_object_end(&j);
+	fputc('\n', f);
+}
+
+void format_status(const struct status_report *r, FILE *f, bool json)
+{
+	if (json)
+		status_json(r, f);
+	else
+		status_text(r, f);
+}
+
+/* ---- stats ---- */
+
+static const struct {
+	const char *name;
+	size_t off;
+} drop_counters[] = {
+	{ "malformed", offsetof(struct stats_report, malformed) },
+	{ "log_ring_full", offsetof(struct stats_report, log_ring_full) },
+	{ "log_rate_limited", offsetof(struct stats_report, log_rate_limited) },
+};
+
+#define NDROPS (sizeof(drop_counters) / sizeof(drop_counters[0]))
+
+static uint64_t drop_value(const struct stats_report *r, size_t i)
+{
+	return *(const uint64_t *)((const char *)r + drop_counters[i].off);
+}
+
+static void captures_stats_text(const struct report_capture *c, uint32_t n, FILE *f)
+{
+	if (!n)
+		return;
+	fprintf(f, "\ncapture      %12s %14s %8s %10s %10s %10s %10s %10s\n", "packets", "bytes", "multibuf",
+		"written", "kern-drop", "ring-full", "fill-empty", "wr-drops");
+	for (uint32_t i = 0; i < n; i++, c++) {
+		const struct capture_stats *s = &c->stats;
+
+		fprintf(f, "%-12s %12llu %14llu %8llu %10llu %10llu %10llu %10llu %10llu", c->name, U(s->packets),
+			U(s->bytes), U(s->multibuf), U(s->written), U(s->rx_dropped + s->rx_invalid_descs),
+			U(s->rx_ring_full), U(s->rx_fill_ring_empty_descs),
+			U(s->writer_queue_drops + s->writer_write_drops + s->oversize));
+		if (s->writer_errno)
+			fprintf(f, "  error: %s", strerror(s->writer_errno));
+		fputc('\n', f);
+		if (c->mirror_from[0])
+			fprintf(f, "%-12s mirrored from %s: %llu frames, %llu not sent\n", "", c->mirror_from,
+				U(s->mirrored), U(s->mirror_failed));
+	}
+}
+
+static void stats_text(const struct stats_report *r, FILE *f)
+{
+	fputs("hook     rule                             action         packets            bytes\n", f);
+	for (uint32_t i = 0; i < r->nrows; i++)
+		fprintf(f, "%-8s %-32s %-6s %16llu %16llu\n", r->rows[i].hook, r->rows[i].rule, r->rows[i].action,
+			U(r->rows[i].c.packets), U(r->rows[i].c.bytes));
+	fprintf(f, "%-8s %-32s %-6s %16llu %16llu\n", "all", "(established/related, skip rules)", "accept",
+		U(r->established.packets), U(r->established.bytes));
+	fputc('\n', f);
+	for (size_t i = 0; i < NDROPS; i++)
+		fprintf(f, "%-24s %llu\n", drop_counters[i].name, U(drop_value(r, i)));
+	captures_stats_text(r->caps, r->ncaps, f);
+}
+
+static void counter_json(struct json *j, const char *key, const struct nfb_counter *c)
+{
+	json_key(j, key);
+	json_object_begin(j);
+	json_kv_u64(j, "packets", c->packets);
+	json_kv_u64(j, "bytes", c->bytes);
+	json_object_end(j);
+}
+
+static void capture_stats_json(const struct report_capture *c, struct json *j)
+{
+	const struct capture_stats *s = &c->stats;
+
+	json_object_begin(j);
+	json_kv_str(j, "name", c->name);
+	json_kv_bool(j, "running", c->running);
+	json_kv_u64(j, "packets", s->packets);
+	json_kv_u64(j, "bytes", s->bytes);
+	json_kv_u64(j, "descriptors", s->descs);
+	json_kv_u64(j, "multibuf", s->multibuf);
+	json_kv_u64(j, "oversize", s->oversize);
+	json_kv_u64(j, "xdp_seen", s->xdp_seen);
+	json_kv_u64(j, "xdp_matched", s->xdp_matched);
+	json_kv_u64(j, "xdp_redirected", s->xdp_redirected);
+	json_kv_u64(j, "rx_dropped", s->rx_dropped);
+	json_kv_u64(j, "rx_ring_full", s->rx_ring_full);
+	json_kv_u64(j, "rx_fill_ring_empty_descs", s->rx_fill_ring_empty_descs);
+	json_kv_u64(j, "rx_invalid_descs", s->rx_invalid_descs);
+	json_kv_u64(j, "written", s->written);
+	json_kv_u64(j, "writer_queue_drops", s->writer_queue_drops);
+	json_kv_u64(j, "writer_write_drops", s->writer_write_drops);
+	json_kv_u64(j, "files", s->files);
+	json_kv_u64(j, "mirrored", s->mirrored);
+	json_kv_u64(j, "mirror_failed", s->mirror_failed);
+	json_kv_str(j, "writer_error", s->writer_errno ? strerror(s->writer_errno) : "");
+	json_object_end(j);
+}
+
+static void stats_json(const struct stats_report *r, FILE *f)
+{
+	struct json j;
+
+	json_init(&j, f);
+	json_object_begin(&j);
+	json_key(&j, "rules");
+	json_array_begin(&j);
+	for (uint32_t i = 0; i < r->nrows; i++) {
+		json_object_begin(&j);
+		json_kv_str(&j, "hook", r->rows[i].hook);
+		json_kv_str(&j, "rule", r->rows[i].rule);
+		json_kv_str(&j, "action", r->rows[i].action);
+		json_kv_bool(&j, "default", r->rows[i].is_default);
+		json_kv_u64(&j, "packets", r->rows[i].c.packets);
+		json_kv_u64(&j, "bytes", r->rows[i].c.bytes);
+		json_object_end(&j);
+	}
+	json_array_end(&j);
+	counter_json(&j, "established", &r->established);
+	json_key(&j, "drops");
+	json_object_begin(&j);
+	for (size_t i = 0; i < NDROPS; i++)
+		json_kv_u64(&j, drop_counters[i].name, drop_value(r, i));
+	json_object_end(&j);
+	json_key(&j, "captures");
+	json_array_begin(&j);
+	for (uint32_t i = 0; i < r->ncaps; i++)
+		capture_stats_json(&r->caps[i], &j);
+	json_array_end(&j);
+	json_object_end(&j);
+	fputc('\n', f);
+}
+
+void format_stats(const struct stats_report *r, FILE *f, bool json)
+{
+	if (json)
+		stats_json(r, f);
+	else
+		stats_text(r, f);
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * What `nfbox status` and `nfbox stats` answer: first collected into these
+ * structs (report.c), then formatted as text or JSON (format.c), so that
+ * every output form shows the same collection.
+ */
+#ifndef NFBOX_DAEMON_REPORT_H
+#define NFBOX_DAEMON_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "capture/capture.h"
+#include "engine/engine.h"
+
+struct daemon;
+
+struct report_capture {
+	const char *name, *ifname, *file, *mirror_from; /* mirror_from: "" if none */
+	bool running;
+	struct capture_info info;   /* when running */
+	struct capture_stats stats;
+	const char *error;          /* why it is not running ("" if it is) */
+};
+
+struct status_report {
+	int pid;
+	long uptime;
+	const char *policy;         /* NULL: none loaded */
+	uint32_t rules;
+	bool defrag;
+	struct engine_info engine;
+	unsigned long reloads_ok, reloads_failed;
+	unsigned long long events;
+	struct report_capture *caps;
+	uint32_t ncaps;
+};
+
+struct stats_row {
+	const char *hook, *rule, *action;
+	bool is_default;
+	struct nfb_counter c;
+};
+
+struct stats_report {
+	struct stats_row *rows;     /* rules and defaults, hook by hook */
+	uint32_t nrows;
+	struct nfb_counter established;
+	uint64_t malformed, log_ring_full, log_rate_limited;
+	struct report_capture *caps;
+	uint32_t ncaps;
+};
+
+/* Collect; the reports point into the daemon's state (valid until the next
+ * reload). 0 or -ENOMEM. */
+int report_status(struct daemon *dm, struct status_report *out);
+int report_stats(struct daemon *dm, struct stats_report *out);
+void report_status_free(struct status_report *r);
+void report_stats_free(struct stats_report *r);
+
+void format_status(const struct status_report *r, FILE *f, bool json);
+void format_stats(const struct stats_report *r, FILE *f, bool json);
+
+/* captures.c: one report_capture per policy capture (array malloc'd).
+ * with_stats: read the counters too. */
+int daemon_captures_report(struct daemon *dm, bool with_stats, struct report_capture **out, uint32_t *n);
+
+#endif

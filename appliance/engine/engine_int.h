@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Inside the engine (engine.c, gen.c): its maps and its state. */
+#ifndef NFBOX_ENGINE_INT_H
+#define NFBOX_ENGINE_INT_H
+
+#include "engine/engine.h"
+
+/* Written in nfb_ctl.pad: pinned state of another layout is not adopted. */
+#define NFB_ABI_VERSION 1
+
+enum engine_map {
+	EM_CTL,
+	EM_GEN,
+	EM_LPM4,
+	EM_LPM6,
+	EM_IFACE,
+	EM_PORT,
+	EM_MISC,
+	EM_RULES,
+	EM_BLOB,
+	EM_COUNTERS,
+	EM_EVENTS,
+	EM_LOG_BUCKET,
+	EM_COUNT,
+};
+
+/* First outer (per-generation) map and how many there are. */
+#define EM_FIRST_OUTER EM_LPM4
+#define EM_NUM_OUTER (EM_BLOB - EM_LPM4 + 1)
+
+struct inner_shape {
+	uint32_t type, key_size, value_size, max_entries, flags;
+};
+
+struct engine {
+	char *pin_dir;
+	int prog_fd;
+	int map_fd[EM_COUNT];
+	struct inner_shape shape[EM_NUM_OUTER];
+	struct engine_link link[NFB_HOOK_MAX][NFB_FAM_MAX];
+	bool adopted;
+	uint32_t active_gen;
+	uint64_t generation;
+	int ncpus;
+};
+
+/* Make links match the plan (engine.c; engine_load calls it). */
+int engine_links_sync(struct engine *e, const struct plan *pl, struct diags *d);
+
+#endif
