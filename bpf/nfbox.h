@@ -3,8 +3,7 @@
  * nfbox engine ABI: the layout of the BPF maps that the fixed netfilter
  * classifier (bpf/nfbox_filter.bpf.c) reads and that user space
  * (appliance/engine/compile/ encodes, appliance/engine/ loads) writes.
- * Included by BPF code (after vmlinux.h) and by user space (after
- * <linux/types.h>). Change it only together with both sides.
+ * Included by BPF code (after vmlinux.h) and by user space. Change it only together with both sides.
  *
  * Classification is a linear bit-vector search: every rule of a hook has a
  * bit; each packet field (input interface, output interface, source and
@@ -22,6 +21,10 @@
  */
 #ifndef NFBOX_H
 #define NFBOX_H
+
+#ifndef __bpf__
+#include <linux/types.h> /* user space; BPF code has them from vmlinux.h */
+#endif
 
 /* Hooks nfbox enforces, in nfbox's own numbering (index into arrays). */
 enum nfb_hook {

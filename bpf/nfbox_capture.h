@@ -2,7 +2,7 @@
 /*
  * nfbox capture ABI: what the XDP capture program (bpf/nfbox_capture.bpf.c)
  * and the capture engine (appliance/capture/capture.c) share. Included by BPF code
- * (after vmlinux.h) and by user space (after <linux/types.h>).
+ * (after vmlinux.h) and by user space.
  *
  * The filter is load-time configuration: struct nfb_cap_cfg lives in
  * .rodata (set through skel->rodata before load, so the verifier prunes
@@ -11,6 +11,10 @@
  */
 #ifndef NFBOX_CAPTURE_H
 #define NFBOX_CAPTURE_H
+
+#ifndef __bpf__
+#include <linux/types.h> /* user space; BPF code has them from vmlinux.h */
+#endif
 
 /* Which tests of nfb_cap_cfg are in force. A frame is captured when every
  * test in force holds; a test on a field the frame lacks (ports of a

@@ -784,6 +784,8 @@ static int open_writer(struct capture *c, const struct capture_conf *conf, const
 	};
 	int r = pcapng_open(&po, &c->writer);
 
+	if (r == -EBUSY)
+		return diag_fail(d, r, "capture: %s is being written by another capture", conf->file);
 	return r < 0 ? diag_errno(d, r, "capture: cannot create %s", conf->file) : 0;
 }
 

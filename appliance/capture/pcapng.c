@@ -454,8 +454,6 @@ static int unlink_stale(struct pcapng_writer *w)
 		return errno == ENOENT ? 0 : -errno;
 	if (flock(fd, LOCK_EX | LOCK_NB)) {
 		err = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		if (err == -EBUSY)
-			log_err("pcapng: %s is being written by another capture", w->name);
 	} else if (unlinkat(w->dirfd, w->name, 0) && errno != ENOENT) {
 		err = -errno;
 	}

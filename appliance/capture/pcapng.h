@@ -12,6 +12,8 @@
  * writer still has it open (each holds an flock() on its current file):
  * then -EBUSY. A symlink makes pcapng_open() fail with -ELOOP, anything
  * else that is not a regular file with -EISDIR (directory) or -EEXIST.
+ * pcapng_open() returns its failures without printing them (the caller
+ * explains them); the writer thread logs what goes wrong later.
  */
 #ifndef NFBOX_PCAPNG_H
 #define NFBOX_PCAPNG_H

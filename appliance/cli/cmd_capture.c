@@ -55,7 +55,7 @@ static const struct cli_opt capture_opts[] = {
 	CLI_OPT_UINT("rotate-keep", A, rotate_keep, "N", 1, 100000, "files kept in all with --rotate-size (default 8)"),
 	CLI_OPT_STRING("mirror-from", 0, A, mirror_from, "IF2",
 		       "capture a copy of what IF2 receives and sends; IF is then a veth pair nfbox creates and deletes"),
-	CLI_OPT_CHOICE("xdp-mode", A, xdp_mode, "MODE", xdp_modes, "native (driver) or skb (generic) XDP; auto tries native first"),
+	CLI_OPT_CHOICE("xdp-mode", A, xdp_mode, "auto|native|skb", xdp_modes, "native (driver) or skb (generic) XDP; auto tries native first"),
 	CLI_OPT_FLAG("copy", 0, A, copy, "never use AF_XDP zero-copy"),
 	CLI_OPT_END,
 };

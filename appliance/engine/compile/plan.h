@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "engine/compile/bitvec.h"
-#include "engine/abi.h"
+#include "bpf/nfbox.h"
 #include "policy/policy.h"
 
 struct plan_vec {

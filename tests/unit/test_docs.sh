@@ -1,0 +1,35 @@
+#!/bin/bash
+# The documentation says what the code does: nfbox(8)'s SYNOPSIS lists
+# every command with exactly the options its option table declares (the
+# same text `nfbox --help` prints), and every option is described in the
+# page's body as well.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+NFBOX=${NFBOX_BIN_RELEASE:-$NFBOX}
+
+page=packaging/man/nfbox.8
+rendered=$(MANWIDTH=1000 man -l "$page" 2>/dev/null | col -b) || { t_fail render "man -l $page failed"; t_done; }
+man_synopsis=$(sed -n '/^SYNOPSIS/,/^DESCRIPTION/p' <<<"$rendered" | sed 's/^ *//' | grep '^nfbox [a-z]')
+help_synopsis=$("$NFBOX" --help | sed -n 's/^  \(nfbox [a-z][a-z]*\( .*\)\{0,1\}\)$/\1/p')
+commands=$(awk '{print $2}' <<<"$help_synopsis")
+
+[ -n "$commands" ] || { t_fail commands "no command in 'nfbox --help'"; t_done; }
+for cmd in $commands; do
+	want=$(grep "^nfbox $cmd\( \|$\)" <<<"$help_synopsis")
+	have=$(grep "^nfbox $cmd\( \|$\)" <<<"$man_synopsis")
+	if [ "$want" = "$have" ]; then
+		t_ok "synopsis-$cmd"
+	else
+		t_fail "synopsis-$cmd" "nfbox(8) says '$have', the code '$want'"
+	fi
+	missing=
+	for opt in $("$NFBOX" "$cmd" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
+		n=$(grep -c -- "$opt" <<<"$rendered")
+		[ "$n" -ge 2 ] || missing="$missing $opt"
+	done
+	if [ -z "$missing" ]; then t_ok "described-$cmd"; else t_fail "described-$cmd" "not described in nfbox(8):$missing"; fi
+done
+extra=$(grep -v -F -x -f <(printf '%s\n' "$help_synopsis") <<<"$man_synopsis")
+[ -z "$extra" ] && t_ok synopsis-no-extra || t_fail synopsis-no-extra "nfbox(8) lists what the code lacks: $extra"
+t_done

@@ -1,0 +1,56 @@
+#!/bin/bash
+# The layout keeps the data flow: each folder is a room with one job, and
+# rooms include each other only downstream. Checked from the sources:
+#   - policy/ (the language) includes nothing of appliance/ or bpf/;
+#   - bpf/ includes only bpf/ (and the generated vmlinux.h);
+#   - includes are folder-qualified ("engine/engine.h", not "engine.h");
+#   - the include graph between rooms has no cycle.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+
+# room FILE: the folder a source file belongs to, named as includes name it.
+room() {
+	local d=${1%/*}
+	case $d in
+	appliance/*) echo "${d#appliance/}" ;;
+	*) echo "$d" ;;
+	esac
+}
+
+edges=$(mktemp)
+bad_policy= bad_bpf= unqualified=
+trap 'rm -f "$edges"' EXIT
+while IFS= read -r f; do
+	from=$(room "$f")
+	while IFS= read -r inc; do
+		case $inc in
+		*/*) ;;
+		vmlinux.h) continue ;;
+		*)
+			# bpf programs include their own headers by name
+			case $f in bpf/*) [ -f "bpf/$inc" ] && continue ;; esac
+			unqualified="$unqualified $f:$inc"
+			continue
+			;;
+		esac
+		case $inc in tests/*) continue ;; esac
+		to=${inc%/*}
+		case $f in policy/*) case $to in policy | policy/*) ;; *) bad_policy="$bad_policy $f:$inc" ;; esac ;; esac
+		case $f in bpf/*) [ "$to" = bpf ] || bad_bpf="$bad_bpf $f:$inc" ;; esac
+		[ "$from" != "$to" ] && echo "$from $to" >>"$edges"
+	done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
+done < <(find policy appliance bpf -name '*.[ch]' | sort)
+
+[ -z "$bad_policy" ] && t_ok policy-is-backend-neutral || t_fail policy-is-backend-neutral "$bad_policy"
+[ -z "$bad_bpf" ] && t_ok bpf-includes-bpf-only || t_fail bpf-includes-bpf-only "$bad_bpf"
+[ -z "$unqualified" ] && t_ok includes-folder-qualified || t_fail includes-folder-qualified "$unqualified"
+if cycle=$(sort -u "$edges" | tsort 2>&1 >/dev/null) && [ -z "$cycle" ]; then
+	t_ok rooms-no-include-cycle
+else
+	t_fail rooms-no-include-cycle "$(echo "$cycle" | tr '\n' ' ')"
+fi
+# Every room has a job: no source file directly in appliance/.
+loose=$(find appliance -maxdepth 1 -name '*.[ch]')
+[ -z "$loose" ] && t_ok appliance-rooms-only || t_fail appliance-rooms-only "$loose"
+t_done

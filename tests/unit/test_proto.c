@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The control protocol (appliance/control/proto.c): requests are parsed
+ * exactly (no prefix matching, no guessing), every formatted request parses
+ * back to itself, and a hostile line is refused with a reason.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "control/proto.h"
+#include "tests/lib/check.h"
+
+static int parse(const char *line, struct ctl_request *r)
+{
+	struct diags d;
+	int rc;
+
+	diags_init(&d);
+	memset(r, 0, sizeof(*r));
+	rc = ctl_request_parse(line, strlen(line), r, &d);
+	if (rc < 0 && d.errors != 1)
+		check_fail_at(__FILE__, __LINE__, "'%s' refused with %zu errors, expected 1 message", line, d.errors);
+	diags_free(&d);
+	return rc;
+}
+
+static void test_accepts(void)
+{
+	struct ctl_request r;
+
+	check_begin("proto-accepts-each-verb");
+	CHECK(parse("status", &r) == 0 && r.verb == CTL_STATUS && !r.json);
+	CHECK(parse("status json", &r) == 0 && r.verb == CTL_STATUS && r.json);
+	CHECK(parse("stats json", &r) == 0 && r.verb == CTL_STATS && r.json);
+	CHECK(parse("log", &r) == 0 && r.verb == CTL_LOG);
+	CHECK(parse("reload", &r) == 0 && r.verb == CTL_RELOAD && !r.policy);
+	CHECK(parse("reload policy=/etc/nfbox/p.yaml", &r) == 0 && r.policy && !strcmp(r.policy, "/etc/nfbox/p.yaml"));
+	ctl_request_free(&r);
+	check_end();
+}
+
+static void test_refuses(void)
+{
+	static const char *const bad[] = {
+		"",                          /* nothing */
+		"statusX",                   /* no prefix matching */
+		"Status",                    /* case matters */
+		"status  json",              /* one space between words */
+		"status json ",              /* no trailing space */
+		" status",                   /* no leading space */
+		"status json json",          /* an argument once */
+		"status verbose",            /* unknown argument */
+		"log json",                  /* not for log */
+		"status policy=/x",          /* not for status */
+		"reload policy=relative.yaml", /* absolute only */
+		"reload policy=",            /* empty */
+		"reload policy=/a%2",        /* cut escape */
+		"reload policy=/a%zz",       /* bad escape */
+		"reload policy=/a%00b",      /* NUL */
+		"reload /etc/nfbox/p.yaml",  /* the old form */
+	};
+	struct ctl_request r;
+
+	check_begin("proto-refuses-inexact-requests");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (parse(bad[i], &r) == 0) {
+			check_fail_at(__FILE__, __LINE__, "'%s' was accepted", bad[i]);
+			ctl_request_free(&r);
+		}
+	check_end();
+}
+
+static void test_refuses_bytes(void)
+{
+	struct ctl_request r;
+	struct diags d;
+	char big[CTL_MAX_REQUEST + 2];
+
+	check_begin("proto-refuses-nul-newline-and-long");
+	diags_init(&d);
+	CHECK(ctl_request_parse("status\0json", 11, &r, &d) < 0);
+	CHECK(ctl_request_parse("status\njson", 11, &r, &d) < 0);
+	memset(big, 'a', sizeof(big));
+	memcpy(big, "reload policy=/", 15);
+	CHECK(ctl_request_parse(big, sizeof(big), &r, &d) < 0);
+	CHECK(d.errors == 3);
+	diags_free(&d);
+	check_end();
+}
+
+static void test_roundtrip(void)
+{
+	static const char *const paths[] = { "/etc/nfbox/policy.yaml", "/tmp/with space/p.yaml", "/tmp/100%.yaml",
+					     "/tmp/caf\xc3\xa9\t\x01.yaml", "/" };
+	check_begin("proto-format-parses-back");
+	for (int v = 0; v < CTL_NVERBS; v++)
+		for (int json = 0; json < 2; json++)
+			for (size_t p = 0; p <= sizeof(paths) / sizeof(paths[0]); p++) {
+				struct ctl_request in = { .verb = (enum ctl_verb)v, .json = json,
+							  .policy = p < 5 ? (char *)paths[p] : NULL };
+				struct ctl_request out;
+				char *line;
+				bool valid = (!json || v == CTL_STATUS || v == CTL_STATS) && (!in.policy || v == CTL_RELOAD);
+
+				if (!valid)
+					continue;
+				line = ctl_request_format(&in);
+				CHECK(line && line[strlen(line) - 1] == '\n');
+				line[strlen(line) - 1] = '\0';
+				CHECK(!strchr(line, '\n') && !strstr(line, "  "));
+				if (parse(line, &out) < 0) {
+					check_fail_at(__FILE__, __LINE__, "'%s' did not parse back", line);
+				} else {
+					CHECK(out.verb == in.verb && out.json == in.json);
+					CHECK(!in.policy == !out.policy && (!in.policy || !strcmp(in.policy, out.policy)));
+					ctl_request_free(&out);
+				}
+				free(line);
+			}
+	check_end();
+}
+
+int main(void)
+{
+	test_accepts();
+	test_refuses();
+	test_refuses_bytes();
+	test_roundtrip();
+	CHECK_EXIT();
+}
