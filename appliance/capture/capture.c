@@ -21,7 +21,6 @@
 
 #include <errno.h>
 #include <linux/ethtool.h>
-#include <linux/genetlink.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <linux/netdev.h>
@@ -43,13 +42,12 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <libmnl/libmnl.h>
 #include <xdp/libxdp.h>
 #include <xdp/xsk.h>
 
 #include "lib/log.h"
 #include "capture/mirror.h"
-#include "netlink/nl.h"
+#include "netlink/netdev.h"
 #include "bpf/nfbox_capture.h"
 #include "bpf/nfbox_capture.skel.h"
 #include "capture/pcapng.h"
@@ -186,68 +184,6 @@ static uint32_t count_rx_queues(const char *ifname)
 	if (!n)
 		n = queues_from_sysfs(ifname);
 	return n ? n : 1;
-}
-
-static struct nlmsghdr *genl_start(char *buf, uint16_t family, uint8_t cmd, uint8_t version)
-{
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-	struct genlmsghdr *g;
-
-	nlh->nlmsg_type = family;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-	nlh->nlmsg_seq = (unsigned)time(NULL);
-	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
-	g->cmd = cmd;
-	g->version = version;
-	return nlh;
-}
-
-static int family_id_cb(const struct nlmsghdr *nlh, void *data)
-{
-	struct nlattr *a;
-
-	mnl_attr_for_each(a, nlh, sizeof(struct genlmsghdr))
-		if (mnl_attr_get_type(a) == CTRL_ATTR_FAMILY_ID)
-			*(uint16_t *)data = mnl_attr_get_u16(a);
-	return MNL_CB_OK;
-}
-
-static int dev_features_cb(const struct nlmsghdr *nlh, void *data)
-{
-	struct capture_info *info = data;
-	struct nlattr *a;
-
-	mnl_attr_for_each(a, nlh, sizeof(struct genlmsghdr)) {
-		if (mnl_attr_get_type(a) == NETDEV_A_DEV_XDP_FEATURES)
-			info->xdp_features = mnl_attr_get_u64(a);
-		else if (mnl_attr_get_type(a) == NETDEV_A_DEV_XDP_ZC_MAX_SEGS)
-			info->zc_max_segs = mnl_attr_get_u32(a);
-	}
-	return MNL_CB_OK;
-}
-
-/* XDP features and the zero-copy segment limit from the "netdev" generic
- * netlink family. Leaves both 0 when the kernel has no such family. */
-static int probe_xdp_features(struct capture_info *info)
-{
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct mnl_socket *nl = nl_open(NETLINK_GENERIC);
-	struct nlmsghdr *nlh;
-	uint16_t family = 0;
-	int r;
-
-	if (!nl)
-		return -errno;
-	nlh = genl_start(buf, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
-	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, NETDEV_FAMILY_NAME);
-	if ((r = nl_talk(nl, nlh, family_id_cb, &family)) < 0)
-		goto out;
-	nlh = genl_start(buf, family, NETDEV_CMD_DEV_GET, NETDEV_FAMILY_VERSION);
-	mnl_attr_put_u32(nlh, NETDEV_A_DEV_IFINDEX, (uint32_t)info->ifindex);
-	r = nl_talk(nl, nlh, dev_features_cb, info);
-out:
-	mnl_socket_close(nl);
-	return r;
 }
 
 /* ---- the XDP program ---- */
@@ -821,6 +757,7 @@ int capture_start(const struct capture_conf *conf, const struct capture_opts *op
 	static const struct capture_opts defaults;
 	const struct capture_opts *o = opts ? opts : &defaults;
 	struct capture *c;
+	struct nl_netdev_xdp xdp;
 	int ifindex, r;
 
 	struct mirror *m = NULL;
@@ -844,8 +781,10 @@ int capture_start(const struct capture_conf *conf, const struct capture_opts *op
 		snprintf(c->info.mirror_peer, sizeof(c->info.mirror_peer), "%s", mirror_peer(m));
 	}
 	c->info.ifindex = ifindex;
-	if (probe_xdp_features(&c->info) < 0)
+	if (nl_netdev_xdp_probe(ifindex, &xdp) < 0)
 		log_debug("capture: no netdev netlink family; assuming no zero-copy");
+	c->info.xdp_features = xdp.xdp_features;
+	c->info.zc_max_segs = xdp.zc_max_segs;
 	/* The file last of what can fail for outside reasons (XDP already
 	 * attached, no such queue): a capture that cannot start leaves no
 	 * empty file behind, and an earlier one is not shifted for nothing. */

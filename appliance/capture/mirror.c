@@ -1,27 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Mirror port (mirror.h): a veth pair made over rtnetlink (libmnl) and two
- * tcx programs that clone into it. */
+/* Mirror port (mirror.h): a veth pair (netlink/link.h) and two tcx programs
+ * that clone into it. */
 #include "capture/mirror.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/if_link.h>
-#include <linux/rtnetlink.h>
-#include <linux/veth.h>
 #include <net/if.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
-#include <libmnl/libmnl.h>
 
 #include "lib/log.h"
-#include "netlink/nl.h"
+#include "netlink/link.h"
 #include "bpf/nfbox_capture.h"
 #include "bpf/nfbox_mirror.skel.h"
 
@@ -35,140 +30,15 @@ struct mirror {
 	struct bpf_link *in, *out;
 };
 
-/* ---- rtnetlink ---- */
-
-/* One request on a socket of its own. */
-static int rtnl_talk(struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
-{
-	struct mnl_socket *nl = nl_open(NETLINK_ROUTE);
-	int r;
-
-	if (!nl)
-		return -errno;
-	r = nl_talk(nl, nlh, cb, data);
-	mnl_socket_close(nl);
-	return r;
-}
-
-static struct nlmsghdr *link_msg(char *buf, uint16_t type, uint16_t flags, int ifindex)
-{
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-	struct ifinfomsg *ifm;
-
-	nlh->nlmsg_type = type;
-	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | flags;
-	nlh->nlmsg_seq = (unsigned)time(NULL);
-	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
-	ifm->ifi_family = AF_UNSPEC;
-	ifm->ifi_index = ifindex;
-	return nlh;
-}
-
 /* No IPv6 link-local address on either end (so no DAD, router solicitation
- * or MLD from the pair), set over netlink: works where /proc/sys is
- * read-only, as under the systemd unit's ProtectKernelTunables=. */
-static void put_no_ipv6_addr(struct nlmsghdr *nlh)
-{
-	struct nlattr *spec = mnl_attr_nest_start(nlh, IFLA_AF_SPEC), *in6;
-
-	in6 = mnl_attr_nest_start(nlh, AF_INET6);
-	mnl_attr_put_u8(nlh, IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE);
-	mnl_attr_nest_end(nlh, in6);
-	mnl_attr_nest_end(nlh, spec);
-}
-
-static int veth_create(const char *name, const char *peer)
-{
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct nlmsghdr *nlh = link_msg(buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, 0);
-	struct nlattr *info, *data, *pinfo;
-	struct ifinfomsg *pifm;
-
-	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
-	mnl_attr_put_u32(nlh, IFLA_MTU, MIRROR_MTU);
-	info = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
-	mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "veth");
-	data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
-	pinfo = mnl_attr_nest_start(nlh, VETH_INFO_PEER);
-	pifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*pifm));
-	pifm->ifi_family = AF_UNSPEC;
-	mnl_attr_put_strz(nlh, IFLA_IFNAME, peer);
-	mnl_attr_put_u32(nlh, IFLA_MTU, MIRROR_MTU);
-	mnl_attr_nest_end(nlh, pinfo);
-	mnl_attr_nest_end(nlh, data);
-	mnl_attr_nest_end(nlh, info);
-	return rtnl_talk(nlh, NULL, NULL);
-}
-
-/* Before the link goes up (the kernel takes IFLA_AF_SPEC only from an
- * existing device). */
+ * or MLD from the pair): works where /proc/sys is read-only, as under the
+ * systemd unit's ProtectKernelTunables=. Before the link goes up. */
 static void no_ipv6_addr(int ifindex, const char *ifname)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct nlmsghdr *nlh = link_msg(buf, RTM_NEWLINK, 0, ifindex);
-	int r;
+	int r = nl_link_no_ipv6_addr(ifindex);
 
-	put_no_ipv6_addr(nlh);
-	if ((r = rtnl_talk(nlh, NULL, NULL)) < 0)
+	if (r < 0)
 		log_debug("mirror: addrgenmode none on %s: %s", ifname, strerror(-r));
-}
-
-static int link_up(int ifindex)
-{
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct nlmsghdr *nlh = link_msg(buf, RTM_NEWLINK, 0, ifindex);
-	struct ifinfomsg *ifm = mnl_nlmsg_get_payload(nlh);
-
-	ifm->ifi_flags = IFF_UP;
-	ifm->ifi_change = IFF_UP;
-	return rtnl_talk(nlh, NULL, NULL);
-}
-
-static int link_del(int ifindex)
-{
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-
-	return rtnl_talk(link_msg(buf, RTM_DELLINK, 0, ifindex), NULL, NULL);
-}
-
-struct link_facts {
-	bool veth;
-	int link; /* IFLA_LINK: the peer's ifindex */
-};
-
-static int linkinfo_cb(const struct nlattr *a, void *data)
-{
-	struct link_facts *lf = data;
-
-	if (mnl_attr_get_type(a) == IFLA_INFO_KIND && !mnl_attr_validate(a, MNL_TYPE_STRING))
-		lf->veth = !strcmp(mnl_attr_get_str(a), "veth");
-	return MNL_CB_OK;
-}
-
-static int link_attr_cb(const struct nlattr *a, void *data)
-{
-	struct link_facts *lf = data;
-
-	if (mnl_attr_get_type(a) == IFLA_LINK && !mnl_attr_validate(a, MNL_TYPE_U32))
-		lf->link = (int)mnl_attr_get_u32(a);
-	else if (mnl_attr_get_type(a) == IFLA_LINKINFO)
-		mnl_attr_parse_nested(a, linkinfo_cb, data);
-	return MNL_CB_OK;
-}
-
-static int link_facts_cb(const struct nlmsghdr *nlh, void *data)
-{
-	return mnl_attr_parse(nlh, sizeof(struct ifinfomsg), link_attr_cb, data);
-}
-
-static int get_link(int ifindex, struct link_facts *lf)
-{
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	/* With NLM_F_ACK: the reply, then the ACK that ends rtnl_talk's wait. */
-	struct nlmsghdr *nlh = link_msg(buf, RTM_GETLINK, 0, ifindex);
-
-	memset(lf, 0, sizeof(*lf));
-	return rtnl_talk(nlh, link_facts_cb, lf);
 }
 
 /* IPv6 off as well where /proc/sys is writable: the pair stays silent. */
@@ -191,19 +61,19 @@ static void ipv6_off(const char *ifname)
 static int clear_leftover(const struct mirror *m, struct diags *d)
 {
 	int idx = (int)if_nametoindex(m->capif), peer = (int)if_nametoindex(m->peer);
-	struct link_facts lf;
+	struct nl_link lf;
 	int r;
 
 	if (!idx)
 		return 0;
-	r = get_link(idx, &lf);
+	r = nl_link_get(idx, &lf);
 	if (r < 0)
 		return diag_errno(d, r, "capture: cannot read interface %s", m->capif);
-	if (!lf.veth || !peer || lf.link != peer)
+	if (!lf.veth || !peer || lf.peer_ifindex != peer)
 		return diag_fail(d, -EEXIST, "capture: interface %s already exists; with mirror-from nfbox creates it (a veth pair %s/%s): name a free interface in the policy",
 				 m->capif, m->capif, m->peer);
 	log_info("capture: removing the mirror pair %s/%s left by an earlier nfbox", m->capif, m->peer);
-	if ((r = link_del(idx)) < 0)
+	if ((r = nl_link_del(idx)) < 0)
 		return diag_errno(d, r, "capture: cannot remove the old mirror pair %s/%s", m->capif, m->peer);
 	return 0;
 }
@@ -228,7 +98,7 @@ int mirror_create(const char *from, const char *capif, struct diags *d, struct m
 	}
 	if ((r = clear_leftover(m, d)) < 0)
 		goto fail;
-	if ((r = veth_create(m->capif, m->peer)) < 0) {
+	if ((r = nl_link_veth_create(m->capif, m->peer, MIRROR_MTU)) < 0) {
 		diag_errno(d, r, "capture: cannot create the mirror pair %s/%s", m->capif, m->peer);
 		goto fail;
 	}
@@ -240,7 +110,7 @@ int mirror_create(const char *from, const char *capif, struct diags *d, struct m
 	}
 	ipv6_off(m->capif);
 	ipv6_off(m->peer);
-	if (!cap_idx || !m->peer_ifindex || (r = link_up(cap_idx)) < 0 || (r = link_up(m->peer_ifindex)) < 0) {
+	if (!cap_idx || !m->peer_ifindex || (r = nl_link_set_up(cap_idx)) < 0 || (r = nl_link_set_up(m->peer_ifindex)) < 0) {
 		r = diag_errno(d, r < 0 ? r : -ENODEV, "capture: cannot bring the mirror pair %s/%s up", m->capif,
 			       m->peer);
 		goto fail;
@@ -318,6 +188,6 @@ void mirror_destroy(struct mirror *m)
 	nfbox_mirror_bpf__destroy(m->skel);
 	/* Only the pair we made: the peer index is set once it exists. */
 	if (m->peer_ifindex && (idx = (int)if_nametoindex(m->capif)))
-		link_del(idx);
+		nl_link_del(idx);
 	free(m);
 }
