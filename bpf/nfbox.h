@@ -76,8 +76,8 @@ enum nfb_mclass {
 	NFB_MC_ICMPV6 = 1, /* value: ICMPv6 type (IPv6 packets, next header 58) */
 	NFB_MC_PROTO = 2,  /* value: protocol number, for every other protocol */
 	NFB_MC_FRAG = 3,   /* value: protocol number of a packet that is still a
-			      fragment (defrag off) or whose L4 header is
-			      truncated: never matched by port or type rules */
+			      fragment (defrag off): never matched by port or
+			      type rules */
 	NFB_MC_MAX = 4,
 };
 
@@ -175,6 +175,8 @@ struct nfb_hook_cfg {
 
 /* Options of a generation. */
 #define NFB_OPT_ESTABLISHED_ACCEPT 0x1 /* established/related skip the rules */
+#define NFB_OPT_DEFRAG 0x2             /* links have the defrag flag: the kernel reassembles, so a
+					  fragment that still arrives was refused and is dropped */
 
 struct nfb_gen_cfg {
 	__u32 options;
@@ -186,8 +188,9 @@ struct nfb_gen_cfg {
 
 /* Global control (not per generation): ARRAY of one. */
 struct nfb_ctl {
-	__u32 active_gen; /* 0 or 1 */
-	__u32 pad;
+	__u32 active_gen;   /* 0 or 1 */
+	__u32 abi;          /* layout version of the pinned state (user space's NFB_ABI_VERSION) */
+	__u64 netns_cookie; /* the network namespace the state enforces (SO_NETNS_COOKIE) */
 };
 
 /* Per-CPU counters: PERCPU_ARRAY indexed by slot. Slots below
@@ -199,10 +202,12 @@ struct nfb_counter {
 };
 
 enum nfb_cnt_fixed {
-	NFB_CNT_MALFORMED = 0,   /* dropped: IP header truncated or inconsistent */
+	NFB_CNT_MALFORMED = 0,   /* dropped: IP header, extension-header chain or L4 key
+				    truncated or inconsistent */
 	NFB_CNT_NO_GEN = 1,      /* accepted: no policy loaded (cannot happen once ready) */
 	NFB_CNT_LOG_DROPPED = 2, /* verdict events lost: ring buffer full */
 	NFB_CNT_LOG_LIMITED = 3, /* verdict events suppressed by log-rate */
+	NFB_CNT_FRAGMENT = 4,    /* dropped: a fragment the kernel did not reassemble (defrag on) */
 	NFB_CNT_FIRST_RULE = 8,
 };
 #define NFB_MAX_COUNTERS (NFB_CNT_FIRST_RULE + 2 * (NFB_HOOK_MAX * (NFB_MAX_RULES + 1) + 1))

@@ -7,7 +7,9 @@
  * policy decision lives in map contents, never in this code.
  *
  * Verdict order: hooks nfbox does not enforce and generations without the
- * hook accept; malformed IP headers drop (NFB_CNT_MALFORMED); then
+ * hook accept; malformed packets drop (NFB_CNT_MALFORMED: an IP header, an
+ * extension-header chain or the L4 key cut short); with defrag on, a
+ * fragment the kernel did not reassemble drops (NFB_CNT_FRAGMENT); then
  * NFB_OPT_ESTABLISHED_ACCEPT; then the rules, then the hook's default.
  */
 #include "vmlinux.h"
@@ -151,9 +153,10 @@ struct {
 	__uint(max_entries, NFB_RINGBUF_SIZE);
 } nfb_events SEC(".maps");
 
-/* Log-rate state: log_rate and log_burst apply per CPU. */
+/* Log-rate state: one bucket for all CPUs, so log_rate is the rate of the
+ * whole appliance. */
 struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct nfb_log_bucket);
@@ -197,7 +200,14 @@ static __always_inline int nfb_family_of(__u8 pf)
 
 /* ---- parsing ---------------------------------------------------------- */
 
-/* Returns 0, or -1 if the IPv4 header is truncated or inconsistent. */
+/* What parsing found. */
+enum nfb_parse_result {
+	NFB_PARSED = 0,     /* keyed: ports, ICMP type, protocol, or (defrag off) fragment */
+	NFB_MALFORMED = -1, /* a header or the L4 key cut short or inconsistent: drop */
+	NFB_FRAGMENT = 1,   /* a fragment although the kernel reassembles (defrag on): drop */
+};
+
+/* IPv4: the header, and whether the datagram is a fragment. */
 static __always_inline int nfb_parse_ipv4(struct bpf_dynptr *dp, struct nfb_pkt *p)
 {
 	struct nfb_ip4hdr buf;
@@ -205,14 +215,14 @@ static __always_inline int nfb_parse_ipv4(struct bpf_dynptr *dp, struct nfb_pkt 
 	__u32 hlen, tot;
 
 	if (!ip || ip->ver_ihl >> 4 != 4)
-		return -1;
+		return NFB_MALFORMED;
 	hlen = (ip->ver_ihl & 0xf) * 4;
 	tot = bpf_ntohs(ip->tot_len);
 	/* BIG TCP (IPv4 GSO packets over 64 KiB) carries tot_len 0. */
 	if (tot == 0 && p->len > 0xffff)
 		tot = p->len;
 	if (hlen < sizeof(*ip) || tot < hlen || tot > p->len)
-		return -1;
+		return NFB_MALFORMED;
 	__builtin_memcpy(p->saddr, ip->saddr, 4);
 	__builtin_memcpy(p->daddr, ip->daddr, 4);
 	p->proto = ip->protocol;
@@ -220,7 +230,7 @@ static __always_inline int nfb_parse_ipv4(struct bpf_dynptr *dp, struct nfb_pkt 
 	p->l3_end = tot;
 	if (bpf_ntohs(ip->frag_off) & NFB_IP4_FRAG_MASK)
 		p->l4kind = NFB_L4_FRAG;
-	return 0;
+	return NFB_PARSED;
 }
 
 static __always_inline bool nfb_v6_is_ext(__u8 nh)
@@ -230,82 +240,77 @@ static __always_inline bool nfb_v6_is_ext(__u8 nh)
 }
 
 /*
- * Returns 0, or -1 if the fixed IPv6 header is truncated or inconsistent.
- * Walks the extension headers; a chain that is cut short, longer than
- * NFB_V6_MAX_EXT, or that reaches a non-first fragment (or a first one,
- * M set) leaves l4kind NFB_L4_FRAG with the last next-header value.
+ * IPv6: the fixed header, then the whole extension-header chain, as long as
+ * the datagram holds one (the kernel forwards any length): the upper-layer
+ * protocol and where its header starts. A fragment header with an offset or
+ * M set ends the walk (l4kind NFB_L4_FRAG, proto its next header); an
+ * atomic fragment (both clear) is walked through. A chain cut short by the
+ * datagram's end is malformed, never a key that rules cannot see.
  */
 static __always_inline int nfb_parse_ipv6(struct bpf_dynptr *dp, struct nfb_pkt *p)
 {
 	struct nfb_ip6hdr buf;
 	const struct nfb_ip6hdr *ip6 = bpf_dynptr_slice(dp, 0, &buf, sizeof(buf));
-	__u32 off = sizeof(*ip6), end, plen;
+	__u32 off = sizeof(*ip6), end, plen, i;
 	__u8 nh;
-	int i;
 
 	if (!ip6 || ip6->ver_tc >> 4 != 6)
-		return -1;
+		return NFB_MALFORMED;
 	plen = bpf_ntohs(ip6->payload_len);
 	/* payload_len 0: jumbogram / BIG TCP, the skb length is the datagram. */
 	end = plen ? plen + (__u32)sizeof(*ip6) : p->len;
 	if (end > p->len)
-		return -1;
+		return NFB_MALFORMED;
 	__builtin_memcpy(p->saddr, ip6->saddr, 16);
 	__builtin_memcpy(p->daddr, ip6->daddr, 16);
 	nh = ip6->nexthdr;
 	p->l3_end = end;
 
-	/* Up to NFB_V6_MAX_EXT extension headers; round NFB_V6_MAX_EXT + 1
-	 * must find the upper-layer header or the chain counts as cut short. */
-#pragma clang loop unroll(full)
-	for (i = 0; i <= NFB_V6_MAX_EXT; i++) {
-		if (!nfb_v6_is_ext(nh) && nh != NFB_IPPROTO_FRAGMENT) {
-			p->proto = nh;
-			p->l4_off = off;
-			return 0;
-		}
-		if (i == NFB_V6_MAX_EXT)
-			break;
+	bpf_for(i, 0, NFB_V6_MAX_EXT + 1) {
 		if (nh == NFB_IPPROTO_FRAGMENT) {
 			struct nfb_ip6frag fbuf;
 			const struct nfb_ip6frag *fh;
 
-			if (off + sizeof(fbuf) > end)
-				break;
-			fh = bpf_dynptr_slice(dp, off, &fbuf, sizeof(fbuf));
-			if (!fh)
-				break;
+			if (off + sizeof(fbuf) > end || !(fh = bpf_dynptr_slice(dp, off, &fbuf, sizeof(fbuf))))
+				return NFB_MALFORMED;
 			nh = fh->nexthdr;
-			if (bpf_ntohs(fh->frag_off) & NFB_IP6_FRAG_MASK)
+			off += sizeof(fbuf);
+			if (bpf_ntohs(fh->frag_off) & NFB_IP6_FRAG_MASK) {
+				p->l4kind = NFB_L4_FRAG;
 				break;
-			off += sizeof(fbuf); /* atomic fragment: go on */
-		} else {
+			}
+			continue; /* atomic fragment */
+		}
+		if (!nfb_v6_is_ext(nh))
+			break;
+		{
 			__u8 hbuf[2];
 			const __u8 *h;
 
-			if (off + 8 > end)
-				break;
-			h = bpf_dynptr_slice(dp, off, hbuf, sizeof(hbuf));
-			if (!h)
-				break;
+			if (off + 8 > end || !(h = bpf_dynptr_slice(dp, off, hbuf, sizeof(hbuf))))
+				return NFB_MALFORMED;
 			off += nh == NFB_IPPROTO_AH ? ((__u32)h[1] + 2) * 4 : ((__u32)h[1] + 1) * 8;
 			nh = h[0];
 		}
 	}
-	/* fragment, truncated chain or too many headers */
+	/* Still in the chain after the last round: longer than any datagram. */
+	if (p->l4kind != NFB_L4_FRAG && (nfb_v6_is_ext(nh) || nh == NFB_IPPROTO_FRAGMENT))
+		return NFB_MALFORMED;
 	p->proto = nh;
 	p->l4_off = off;
-	p->l4kind = NFB_L4_FRAG;
-	return 0;
+	return NFB_PARSED;
 }
 
-/* Keys the L4 field: ports, ICMP type, protocol, or fragment. */
-static __always_inline void nfb_parse_l4(struct bpf_dynptr *dp, struct nfb_pkt *p)
+/* Keys the L4 field: ports, ICMP type, or protocol. The key must be there:
+ * 4 bytes for ports, 2 for an ICMP type and code. */
+static __always_inline int nfb_parse_l4(struct bpf_dynptr *dp, struct nfb_pkt *p)
 {
 	__u32 off = p->l4_off, end = p->l3_end;
 
-	if (p->l4kind == NFB_L4_FRAG)
-		goto frag;
+	if (p->l4kind == NFB_L4_FRAG) {
+		p->mclass = NFB_MC_FRAG;
+		return NFB_PARSED;
+	}
 	switch (p->proto) {
 	case NFB_IPPROTO_TCP:
 		p->pclass = NFB_PC_TCP;
@@ -322,40 +327,30 @@ static __always_inline void nfb_parse_l4(struct bpf_dynptr *dp, struct nfb_pkt *
 		__u8 tbuf[2];
 		const __u8 *t;
 
+		if (off + 2 > end || !(t = bpf_dynptr_slice(dp, off, tbuf, 2)))
+			return NFB_MALFORMED;
 		p->mclass = p->family == NFB_FAM_IPV4 ? NFB_MC_ICMP : NFB_MC_ICMPV6;
-		if (off + 2 <= end && (t = bpf_dynptr_slice(dp, off, tbuf, 2))) {
-			p->icmp_type = t[0];
-			p->dport = (__u16)t[0] << 8 | t[1];
-		} else if (off + 1 <= end && (t = bpf_dynptr_slice(dp, off, tbuf, 1))) {
-			p->icmp_type = t[0];
-			p->dport = (__u16)t[0] << 8;
-		} else {
-			goto frag;
-		}
+		p->icmp_type = t[0];
+		p->dport = (__u16)t[0] << 8 | t[1];
 		p->l4kind = NFB_L4_ICMP;
-		return;
+		return NFB_PARSED;
 	}
 	p->l4kind = NFB_L4_PROTO;
 	p->mclass = NFB_MC_PROTO;
-	return;
+	return NFB_PARSED;
 
 ports:
-	if (off + 4 <= end) {
+	{
 		__be16 pbuf[2];
-		const __be16 *pp = bpf_dynptr_slice(dp, off, pbuf, sizeof(pbuf));
+		const __be16 *pp;
 
-		if (pp) {
-			p->sport = bpf_ntohs(pp[0]);
-			p->dport = bpf_ntohs(pp[1]);
-			p->l4kind = NFB_L4_PORTS;
-			return;
-		}
+		if (off + 4 > end || !(pp = bpf_dynptr_slice(dp, off, pbuf, sizeof(pbuf))))
+			return NFB_MALFORMED;
+		p->sport = bpf_ntohs(pp[0]);
+		p->dport = bpf_ntohs(pp[1]);
+		p->l4kind = NFB_L4_PORTS;
 	}
-frag:
-	p->l4kind = NFB_L4_FRAG;
-	p->mclass = NFB_MC_FRAG;
-	p->sport = 0;
-	p->dport = 0;
+	return NFB_PARSED;
 }
 
 static __always_inline __u8 nfb_ct_state(const struct sk_buff *skb)
@@ -379,21 +374,22 @@ static __always_inline __u8 nfb_ct_state(const struct sk_buff *skb)
 	return NFB_CT_INVALID;
 }
 
-/* Returns 0, or -1 for a malformed IP header. */
-/* Not inlined: the header buffers live in this frame only, not beside the
- * search's (BPF stack limit of 512 bytes for the whole call chain). */
-static __noinline int nfb_parse(struct bpf_nf_ctx *ctx, struct nfb_pkt *p)
+/* enum nfb_parse_result. Not inlined: the header buffers live in this frame
+ * only, not beside the search's (BPF stack limit of 512 bytes for the whole
+ * call chain). */
+static __noinline int nfb_parse(struct bpf_nf_ctx *ctx, struct nfb_pkt *p, bool defrag)
 {
 	struct bpf_dynptr dp;
-	int err;
+	int r;
 
 	if (bpf_dynptr_from_skb((struct __sk_buff *)ctx->skb, 0, &dp))
-		return -1;
-	err = p->family == NFB_FAM_IPV4 ? nfb_parse_ipv4(&dp, p) : nfb_parse_ipv6(&dp, p);
-	if (err)
-		return err;
-	nfb_parse_l4(&dp, p);
-	return 0;
+		return NFB_MALFORMED;
+	r = p->family == NFB_FAM_IPV4 ? nfb_parse_ipv4(&dp, p) : nfb_parse_ipv6(&dp, p);
+	if (r != NFB_PARSED)
+		return r;
+	if (p->l4kind == NFB_L4_FRAG && defrag)
+		return NFB_FRAGMENT;
+	return nfb_parse_l4(&dp, p);
 }
 
 /* ---- field lookups ---------------------------------------------------- */
@@ -689,6 +685,7 @@ static __always_inline bool nfb_log_allowed(const struct nfb_gen_cfg *cfg, __u64
 	__u64 rate = cfg->log_rate, burst = cfg->log_burst, limit, elapsed, tokens;
 	struct nfb_log_bucket *b;
 	__u32 zero = 0;
+	bool allowed;
 
 	if (!rate)
 		return true;
@@ -698,7 +695,10 @@ static __always_inline bool nfb_log_allowed(const struct nfb_gen_cfg *cfg, __u64
 	if (!burst)
 		burst = 1;
 	limit = burst * NFB_NSEC_PER_SEC;
-	elapsed = now - b->last_ns;
+	bpf_spin_lock(&b->lock);
+	/* now may trail last_ns by a little: another CPU read the clock later
+	 * but took the lock first. */
+	elapsed = now > b->last_ns ? now - b->last_ns : 0;
 	/* elapsed < limit / rate keeps elapsed * rate below limit: no overflow */
 	if (elapsed >= limit / rate)
 		tokens = limit;
@@ -706,13 +706,12 @@ static __always_inline bool nfb_log_allowed(const struct nfb_gen_cfg *cfg, __u64
 		tokens = b->tokens + elapsed * rate;
 	if (tokens > limit)
 		tokens = limit;
-	b->last_ns = now;
-	if (tokens < NFB_NSEC_PER_SEC) {
-		b->tokens = tokens;
-		return false;
-	}
-	b->tokens = tokens - NFB_NSEC_PER_SEC;
-	return true;
+	if (now > b->last_ns)
+		b->last_ns = now;
+	allowed = tokens >= NFB_NSEC_PER_SEC;
+	b->tokens = allowed ? tokens - NFB_NSEC_PER_SEC : tokens;
+	bpf_spin_unlock(&b->lock);
+	return allowed;
 }
 
 static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_pkt *p,
@@ -813,7 +812,13 @@ int nfbox_filter(struct bpf_nf_ctx *ctx)
 		pkt.ifin = state->in->ifindex;
 	if (state->out)
 		pkt.ifout = state->out->ifindex;
-	if (nfb_parse(ctx, &pkt)) {
+	switch (nfb_parse(ctx, &pkt, cfg->options & NFB_OPT_DEFRAG)) {
+	case NFB_PARSED:
+		break;
+	case NFB_FRAGMENT:
+		nfb_count(NFB_CNT_FRAGMENT, pkt.len);
+		return NF_DROP;
+	default:
 		nfb_count(NFB_CNT_MALFORMED, pkt.len);
 		return NF_DROP;
 	}

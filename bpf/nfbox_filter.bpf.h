@@ -14,9 +14,9 @@
 
 #define NFB_NSEC_PER_SEC 1000000000ull
 
-/* Extension headers walked in an IPv6 chain before giving up: a longer
- * chain is classified NFB_MC_FRAG (never matches a port or type rule). */
-#define NFB_V6_MAX_EXT 8
+/* Extension headers an IPv6 chain can hold: each takes at least 8 bytes of
+ * a payload of at most 65,535 (a jumbogram's longer chain is malformed). */
+#define NFB_V6_MAX_EXT (65535 / 8)
 
 /* Own header layouts rather than vmlinux.h's: no CO-RE relocations and no
  * bitfields for data that comes from the packet, not from the kernel. */
@@ -71,7 +71,7 @@ enum nfb_l4kind {
 	NFB_L4_PORTS = 0, /* TCP/UDP/SCTP with both ports: port map */
 	NFB_L4_ICMP = 1,  /* ICMP or ICMPv6 with a type: misc map */
 	NFB_L4_PROTO = 2, /* any other protocol: misc map, NFB_MC_PROTO */
-	NFB_L4_FRAG = 3,  /* fragment or truncated L4/extension chain: NFB_MC_FRAG */
+	NFB_L4_FRAG = 3,  /* a fragment (defrag off): NFB_MC_FRAG */
 };
 
 /* What the classifier knows about a packet after parsing. */
@@ -95,10 +95,12 @@ struct nfb_pkt {
 	__u8 daddr[16];
 };
 
-/* Log-rate token bucket, one per CPU (PERCPU_ARRAY of one): tokens are
- * counted in "event nanoseconds", one event costs NFB_NSEC_PER_SEC, so the
- * refill is elapsed_ns * rate with no division on the hot path. */
+/* Log-rate token bucket, one for all CPUs (ARRAY of one, under its spin
+ * lock): tokens are counted in "event nanoseconds", one event costs
+ * NFB_NSEC_PER_SEC, so the refill is elapsed_ns * rate with no division. */
 struct nfb_log_bucket {
+	struct bpf_spin_lock lock;
+	__u32 pad;
 	__u64 tokens;
 	__u64 last_ns;
 };

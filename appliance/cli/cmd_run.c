@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* `nfbox run` and the control-socket clients: status, stats, reload, log. */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "daemon/daemon.h"
 #include "lib/cleanup.h"
 #include "lib/log.h"
+#include "system/netns.h"
 
 struct run_args {
 	struct daemon_opts o;
@@ -18,9 +20,10 @@ struct run_args {
 static const struct cli_opt run_opts[] = {
 	CLI_OPT_STRING("policy", 'p', struct run_args, o.policy, "FILE", "policy to enforce (default " NFBOX_DEFAULT_POLICY ")"),
 	CLI_OPT_STRING("socket", 's', struct run_args, o.socket, "PATH",
-		       "control socket (default " NFBOX_DEFAULT_SOCKET ", mode 0600)"),
+		       "control socket (default " NFBOX_RUN_DIR "/nfbox.sock; nfbox-NETNS.sock in network namespace NETNS)"),
 	CLI_OPT_STRING("pin-dir", 'd', struct run_args, o.pin_dir, "DIR",
-		       "where program, maps and links are pinned (default " NFBOX_DEFAULT_PIN_DIR ")"),
+		       "where program, maps and links are pinned (default " NFBOX_BPFFS "/nfbox; nfbox-NETNS in NETNS)"),
+	CLI_OPT_FLAG("no-pin", 0, struct run_args, o.no_pin, "pin nothing: enforcement ends when nfbox does"),
 	CLI_OPT_STRING("log", 'l', struct run_args, o.log, "FILE|-", "append verdict events as JSON lines to FILE (- for stdout)"),
 	CLI_OPT_FLAG("fresh", 'f', struct run_args, o.fresh, "replace pinned state instead of adopting it"),
 	CLI_OPT_FLAG("verbose", 'v', struct run_args, verbose, "show libbpf's debug output"),
@@ -32,8 +35,6 @@ static void run_defaults(void *args)
 	struct run_args *a = args;
 
 	a->o.policy = NFBOX_DEFAULT_POLICY;
-	a->o.socket = NFBOX_DEFAULT_SOCKET;
-	a->o.pin_dir = NFBOX_DEFAULT_PIN_DIR;
 }
 
 static int run_run(void *args, int argc, char **argv)
@@ -61,12 +62,9 @@ struct ctl_args {
 	bool json;
 };
 
-static void ctl_defaults(void *args)
-{
-	((struct ctl_args *)args)->socket = NFBOX_DEFAULT_SOCKET;
-}
-
-#define SOCKET_OPT CLI_OPT_STRING("socket", 's', struct ctl_args, socket, "PATH", "the daemon's control socket (default " NFBOX_DEFAULT_SOCKET ")")
+#define SOCKET_OPT                                                                     \
+	CLI_OPT_STRING("socket", 's', struct ctl_args, socket, "PATH",                 \
+		       "the daemon's control socket (default: that of this network namespace, as for nfbox run)")
 #define JSON_OPT CLI_OPT_FLAG("json", 'j', struct ctl_args, json, "JSON instead of text")
 
 static const struct cli_opt report_opts[] = { JSON_OPT, SOCKET_OPT, CLI_OPT_END };
@@ -79,11 +77,17 @@ static const struct cli_opt log_opts[] = { SOCKET_OPT, CLI_OPT_END };
 
 static int call(const struct ctl_args *a, struct ctl_request *req)
 {
+	char sock[PATH_MAX];
 	struct diags d;
-	int r;
+	int r = 0;
 
 	diags_init(&d);
-	r = ctl_call(a->socket, req, stdout, stderr, &d);
+	if (a->socket)
+		snprintf(sock, sizeof(sock), "%s", a->socket);
+	else
+		r = netns_default_socket(sock, sizeof(sock), &d);
+	if (r == 0)
+		r = ctl_call(sock, req, stdout, stderr, &d);
 	if (r < 0) {
 		fputs("nfbox: ", stderr);
 		diags_print(&d, stderr, false);
@@ -125,8 +129,7 @@ static int run_log(void *args, int argc, char **argv)
 	return run_ctl(CTL_LOG, args);
 }
 
-#define CTL_CMD(n, fn, opt, sum) \
-	{ .name = n, .summary = sum, .opts = opt, .args_size = sizeof(struct ctl_args), .defaults = ctl_defaults, .run = fn }
+#define CTL_CMD(n, fn, opt, sum) { .name = n, .summary = sum, .opts = opt, .args_size = sizeof(struct ctl_args), .run = fn }
 
 const struct cli_cmd cli_cmd_status = CTL_CMD("status", run_status, report_opts, "what the running daemon enforces");
 const struct cli_cmd cli_cmd_stats = CTL_CMD("stats", run_stats, report_opts, "per-rule packets and bytes, defaults, drops");

@@ -212,7 +212,7 @@ static void on_listener(struct daemon *dm, struct handler *h, uint32_t events)
 
 int clients_listen(struct daemon *dm, struct diags *d)
 {
-	const char *path = dm->opts->socket;
+	const char *path = dm->socket_path;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[sizeof(sa.sun_path)];
 	_cleanup_close_ int fd = -1;

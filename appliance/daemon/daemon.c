@@ -106,27 +106,51 @@ static void shutdown_all(struct daemon *dm)
 	if (nft_conntrack_off(&d) < 0)
 		log_warn("removing table inet %s: %s", NFT_TABLE_NAME, d.n ? d.v[d.n - 1].msg : "");
 	diags_free(&d);
-	unlink(dm->opts->socket);
+	unlink(dm->socket_path);
 }
 
-static void drop_pinned(const char *pin_dir)
+static void drop_pinned(const struct engine_opts *eo)
 {
 	struct engine *old;
 	struct diags d;
 
 	diags_init(&d);
-	if (engine_open(pin_dir, &d, &old) == 0) {
+	if (engine_open(eo, &d, &old) == 0) {
 		engine_destroy_pins(old);
 		engine_close(old);
 	}
 	diags_free(&d);
 }
 
+/* The socket and pin directory: given, or this network namespace's. */
+static int resolve_paths(struct daemon *dm, struct diags *d)
+{
+	const struct daemon_opts *o = dm->opts;
+	int r;
+
+	if ((r = netns_identify(&dm->netns, d)) < 0)
+		return r;
+	if (o->socket)
+		snprintf(dm->socket_path, sizeof(dm->socket_path), "%s", o->socket);
+	else if ((r = netns_default_socket(dm->socket_path, sizeof(dm->socket_path), d)) < 0)
+		return r;
+	if (o->no_pin)
+		dm->pin_dir[0] = '\0';
+	else if (o->pin_dir)
+		snprintf(dm->pin_dir, sizeof(dm->pin_dir), "%s", o->pin_dir);
+	else if ((r = netns_default_pin_dir(dm->pin_dir, sizeof(dm->pin_dir), d)) < 0)
+		return r;
+	return 0;
+}
+
 static int start(struct daemon *dm, struct diags *d)
 {
+	struct engine_opts eo;
 	struct engine_info info;
 	int r;
 
+	if ((r = resolve_paths(dm, d)) < 0)
+		return r;
 	if ((dm->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
 		return diag_errno(d, -errno, "epoll");
 	dm->signals.fn = on_signal;
@@ -134,13 +158,18 @@ static int start(struct daemon *dm, struct diags *d)
 		return diag_errno(d, -errno, "cannot set up signals");
 	if ((r = clients_listen(dm, d)) < 0)
 		return r;
-	if (dm->opts->fresh)
-		drop_pinned(dm->opts->pin_dir);
-	if ((r = engine_open(dm->opts->pin_dir, d, &dm->e)) < 0)
+	if (!dm->opts->no_pin && (r = pins_make_lasting(dm->pin_dir, &dm->pins, d)) < 0)
+		return r;
+	eo = (struct engine_opts){ .pin_dir = dm->pin_dir[0] ? dm->pin_dir : NULL, .netns_cookie = dm->netns.cookie };
+	if (dm->opts->fresh && eo.pin_dir)
+		drop_pinned(&eo);
+	if ((r = engine_open(&eo, d, &dm->e)) < 0)
 		return r;
 	engine_get_info(dm->e, &info);
 	if (info.adopted)
-		log_info("adopted the enforcing state pinned in %s (generation %u)", dm->opts->pin_dir, info.active_gen);
+		log_info("adopted the enforcing state pinned in %s (generation %u)", dm->pin_dir, info.active_gen);
+	if (!eo.pin_dir)
+		log_warn("--no-pin: nothing is pinned; if nfbox stops or dies, enforcement ends with it");
 	if ((r = daemon_reload(dm, dm->opts->policy, d)) < 0)
 		return diag_fail(d, r, "%s: not loaded; %s", dm->opts->policy,
 				 info.adopted ? "the adopted policy stays in force" : "nothing is enforced");
@@ -160,7 +189,7 @@ static void start_failed(struct daemon *dm, struct diags *d)
 			engine_destroy_pins(dm->e); /* nothing was enforced */
 	}
 	if (dm->listener.fd >= 0)
-		unlink(dm->opts->socket);
+		unlink(dm->socket_path);
 }
 
 static int open_log(struct daemon *dm, const char *path)

@@ -6,15 +6,14 @@
 #include <stdbool.h>
 
 #define NFBOX_DEFAULT_POLICY "/etc/nfbox/policy.yaml"
-#define NFBOX_DEFAULT_SOCKET "/run/nfbox/nfbox.sock"
-#define NFBOX_DEFAULT_PIN_DIR "/sys/fs/bpf/nfbox"
 
 struct daemon_opts {
 	const char *policy;
-	const char *socket;
-	const char *pin_dir;
-	const char *log;   /* NULL: none; "-": stdout */
-	bool fresh;        /* drop pinned state instead of adopting it */
+	const char *socket;  /* NULL: the default of this network namespace (system/netns.h) */
+	const char *pin_dir; /* NULL: the default of this network namespace */
+	const char *log;     /* NULL: none; "-": stdout */
+	bool fresh;          /* drop pinned state instead of adopting it */
+	bool no_pin;         /* pin nothing: enforcement ends with the process */
 };
 
 int daemon_run(const struct daemon_opts *o);

@@ -17,6 +17,8 @@
 #include "daemon/daemon.h"
 #include "engine/engine.h"
 #include "engine/slots.h"
+#include "system/netns.h"
+#include "system/pins.h"
 
 struct daemon;
 
@@ -54,6 +56,10 @@ struct ring_buffer;
 
 struct daemon {
 	const struct daemon_opts *opts;
+	struct netns_id netns;
+	char socket_path[PATH_MAX];
+	char pin_dir[PATH_MAX];  /* "" with --no-pin */
+	struct pin_place pins;
 	struct engine *e;
 	struct loaded cur;
 	struct slot_table slots;

@@ -59,7 +59,14 @@ static void status_text(const struct status_report *r, FILE *f)
 	fprintf(f, "policy:     %s, %u rules (generation %llu, map set %u)\n", r->policy ? r->policy : "-", r->rules,
 		U(e->generation), e->active_gen);
 	fprintf(f, "defrag:     %s\n", r->defrag ? "on (verdicts on reassembled datagrams)" : "off");
-	fprintf(f, "pin dir:    %s%s\n", e->pin_dir, e->adopted ? " (adopted at start: enforcement had no gap)" : "");
+	if (r->netns_initial)
+		fprintf(f, "netns:      initial (cookie %llu)\n", U(r->netns_cookie));
+	else
+		fprintf(f, "netns:      %s (cookie %llu)\n", r->netns[0] ? r->netns : "unnamed", U(r->netns_cookie));
+	if (e->pin_dir)
+		fprintf(f, "pin dir:    %s%s\n", e->pin_dir, e->adopted ? " (adopted at start: enforcement had no gap)" : "");
+	else
+		fprintf(f, "pin dir:    none (--no-pin): enforcement ends with this process\n");
 	fprintf(f, "reloads:    %lu ok, %lu failed\n", r->reloads_ok, r->reloads_failed);
 	fprintf(f, "log events: %llu\n", r->events);
 	status_links_text(e, f);
@@ -139,7 +146,13 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_kv_u64(&j, "reloads_ok", r->reloads_ok);
 	json_kv_u64(&j, "reloads_failed", r->reloads_failed);
 	json_kv_u64(&j, "events", r->events);
-	json_kv_str(&j, "pin_dir", e->pin_dir);
+	json_kv_str(&j, "pin_dir", e->pin_dir); /* null: nothing pinned */
+	json_key(&j, "netns");
+	json_object_begin(&j);
+	json_kv_str(&j, "name", r->netns);
+	json_kv_bool(&j, "initial", r->netns_initial);
+	json_kv_u64(&j, "cookie", r->netns_cookie);
+	json_object_end(&j);
 	status_links_json(e, &j);
 	status_captures_json(r->caps, r->ncaps, &j);
 	json_object_end(&j);
@@ -161,6 +174,7 @@ static const struct {
 	size_t off;
 } drop_counters[] = {
 	{ "malformed", offsetof(struct stats_report, malformed) },
+	{ "unreassembled", offsetof(struct stats_report, unreassembled) },
 	{ "log_ring_full", offsetof(struct stats_report, log_ring_full) },
 	{ "log_rate_limited", offsetof(struct stats_report, log_rate_limited) },
 };

@@ -12,6 +12,9 @@ int report_status(struct daemon *dm, struct status_report *out)
 	const struct policy *p = dm->cur.pol;
 
 	*out = (struct status_report){
+		.netns = dm->netns.name,
+		.netns_initial = dm->netns.initial,
+		.netns_cookie = dm->netns.cookie,
 		.pid = (int)getpid(),
 		.uptime = (long)(time(NULL) - dm->started),
 		.policy = dm->cur.path,
@@ -82,6 +85,7 @@ int report_stats(struct daemon *dm, struct stats_report *out)
 	fill_rows(dm, out);
 	engine_counter_read(dm->e, dm->cur.slots.established_slot, &out->established);
 	out->malformed = packets_of(dm, NFB_CNT_MALFORMED);
+	out->unreassembled = packets_of(dm, NFB_CNT_FRAGMENT);
 	out->log_ring_full = packets_of(dm, NFB_CNT_LOG_DROPPED);
 	out->log_rate_limited = packets_of(dm, NFB_CNT_LOG_LIMITED);
 	return daemon_captures_report(dm, true, &out->caps, &out->ncaps);

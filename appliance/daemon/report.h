@@ -25,6 +25,9 @@ struct report_capture {
 };
 
 struct status_report {
+	const char *netns;          /* name, "" for the initial namespace or an unnamed one */
+	bool netns_initial;
+	uint64_t netns_cookie;
 	int pid;
 	long uptime;
 	const char *policy;         /* NULL: none loaded */
@@ -47,7 +50,9 @@ struct stats_report {
 	struct stats_row *rows;     /* rules and defaults, hook by hook */
 	uint32_t nrows;
 	struct nfb_counter established;
-	uint64_t malformed, log_ring_full, log_rate_limited;
+	uint64_t malformed;        /* dropped: headers or the L4 key cut short */
+	uint64_t unreassembled;    /* dropped: fragments the kernel did not reassemble (defrag on) */
+	uint64_t log_ring_full, log_rate_limited;
 	struct report_capture *caps;
 	uint32_t ncaps;
 };

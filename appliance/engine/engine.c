@@ -5,13 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netfilter.h>
-#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <unistd.h>
 
 #include "engine/engine_int.h"
@@ -37,35 +34,16 @@ _Static_assert((1 << NFB_FAM_IPV4) == POLICY_FAM_IPV4 && (1 << NFB_FAM_IPV6) == 
 static const uint32_t nf_hooknum[NFB_HOOK_MAX] = { NF_INET_LOCAL_IN, NF_INET_FORWARD, NF_INET_LOCAL_OUT };
 static const uint32_t nf_pf[NFB_FAM_MAX] = { NFPROTO_IPV4, NFPROTO_IPV6 };
 
-static int path_fmt(char *buf, size_t len, const struct engine *e, const char *sub, const char *name)
-{
-	int n = snprintf(buf, len, "%s/%s%s%s", e->pin_dir, sub, *sub ? "/" : "", name);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-static bool is_bpffs(const char *path)
-{
-	struct statfs st;
-
-	return statfs(path, &st) == 0 && st.f_type == BPF_FS_MAGIC;
-}
-
 static const char *fam_name(int fam)
 {
 	return policy_family_name((enum policy_family)(1 << fam));
 }
 
-/* bpffs must hold the pins; a fresh machine has /sys/fs/bpf unmounted. */
-static int ensure_bpffs(const char *pin_dir, struct diags *d)
+static int path_fmt(char *buf, size_t len, const struct engine *e, const char *sub, const char *name)
 {
-	if (strncmp(pin_dir, "/sys/fs/bpf", 11) == 0 && (pin_dir[11] == '/' || !pin_dir[11]) &&
-	    !is_bpffs("/sys/fs/bpf")) {
-		if (mount("bpf", "/sys/fs/bpf", "bpf", 0, "mode=0700") < 0)
-			return diag_errno(d, -errno, "cannot mount bpffs on /sys/fs/bpf (needs CAP_SYS_ADMIN)");
-		log_info("mounted bpffs on /sys/fs/bpf");
-	}
-	return 0;
+	int n = snprintf(buf, len, "%s/%s%s%s", e->pin_dir, sub, *sub ? "/" : "", name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
 static int mkdir_p(const char *path, mode_t mode)
@@ -128,7 +106,7 @@ static int link_read_info(struct engine_link *l)
 	return 0;
 }
 
-static int adopt(struct engine *e, struct diags *d)
+static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 {
 	char path[512];
 	struct nfb_ctl ctl;
@@ -142,9 +120,13 @@ static int adopt(struct engine *e, struct diags *d)
 			return diag_fail(d, -ENOENT, "pinned state in %s is incomplete (map %s is missing); remove the pin directory or run 'nfbox run --fresh'",
 					 e->pin_dir, map_names[i]);
 	}
-	if (bpf_map_lookup_elem(e->map_fd[EM_CTL], &zero, &ctl) < 0 || ctl.pad != NFB_ABI_VERSION)
+	if (bpf_map_lookup_elem(e->map_fd[EM_CTL], &zero, &ctl) < 0 || ctl.abi != NFB_ABI_VERSION)
 		return diag_fail(d, -EPROTO, "the state pinned in %s was made by another nfbox version; stop it ('nfbox run --fresh' replaces it)",
 				 e->pin_dir);
+	if (ctl.netns_cookie != cookie)
+		return diag_fail(d, -EXDEV, "the state pinned in %s enforces another network namespace (cookie %llu, this one %llu): give each appliance its own --pin-dir, or replace the stale state with 'nfbox run --fresh'",
+				 e->pin_dir, (unsigned long long)ctl.netns_cookie, (unsigned long long)cookie);
+	e->netns_cookie = cookie;
 	e->active_gen = ctl.active_gen & 1;
 	for (int h = 0; h < NFB_HOOK_MAX; h++) {
 		for (int f = 0; f < NFB_FAM_MAX; f++) {
@@ -178,7 +160,8 @@ static int make_pin_dirs(struct engine *e, struct diags *d)
 	return 0;
 }
 
-static int pin_maps(struct engine *e, struct nfbox_filter_bpf *skel, struct diags *d)
+/* Our own fds of the maps, pinned when there is a pin directory. */
+static int take_maps(struct engine *e, struct nfbox_filter_bpf *skel, struct diags *d)
 {
 	char path[512];
 
@@ -187,35 +170,41 @@ static int pin_maps(struct engine *e, struct nfbox_filter_bpf *skel, struct diag
 
 		if (!m)
 			return diag_fail(d, -ENOENT, "the classifier object lacks map %s", map_names[i]);
-		path_fmt(path, sizeof(path), e, "maps", map_names[i]);
-		unlink(path);
-		if (bpf_obj_pin(bpf_map__fd(m), path) < 0)
-			return diag_errno(d, -errno, "cannot pin map %s", path);
-		e->map_fd[i] = dup(bpf_map__fd(m));
+		if (e->pin_dir) {
+			path_fmt(path, sizeof(path), e, "maps", map_names[i]);
+			unlink(path);
+			if (bpf_obj_pin(bpf_map__fd(m), path) < 0)
+				return diag_errno(d, -errno, "cannot pin map %s", path);
+		}
+		if ((e->map_fd[i] = dup(bpf_map__fd(m))) < 0)
+			return diag_errno(d, -errno, "dup");
 	}
 	return 0;
 }
 
-static int load_fresh(struct engine *e, struct nfbox_filter_bpf *skel, struct diags *d)
+static int load_fresh(struct engine *e, struct nfbox_filter_bpf *skel, uint64_t cookie, struct diags *d)
 {
-	struct nfb_ctl ctl = { .active_gen = 0, .pad = NFB_ABI_VERSION };
+	struct nfb_ctl ctl = { .active_gen = 0, .abi = NFB_ABI_VERSION, .netns_cookie = cookie };
 	uint32_t zero = 0;
 	char path[512];
 	int r;
 
 	if ((r = nfbox_filter_bpf__load(skel)))
 		return diag_errno(d, r, "the kernel refused the classifier program (see the verifier messages above)");
-	if ((r = make_pin_dirs(e, d)) < 0 || (r = pin_maps(e, skel, d)) < 0)
+	if ((e->pin_dir && (r = make_pin_dirs(e, d)) < 0) || (r = take_maps(e, skel, d)) < 0)
 		return r;
 	e->prog_fd = dup(bpf_program__fd(skel->progs.nfbox_filter));
+	e->netns_cookie = cookie;
 	if (bpf_map_update_elem(e->map_fd[EM_CTL], &zero, &ctl, BPF_ANY) < 0)
 		return diag_errno(d, -errno, "cannot write the classifier's control map");
+	e->active_gen = 1; /* so the first load goes to generation 0 */
+	if (!e->pin_dir)
+		return 0;
 	/* The program is pinned last: its pin marks the state as complete. */
 	path_fmt(path, sizeof(path), e, "", "prog");
 	unlink(path);
 	if (bpf_obj_pin(e->prog_fd, path) < 0)
 		return diag_errno(d, -errno, "cannot pin the program %s", path);
-	e->active_gen = 1; /* so the first load goes to generation 0 */
 	return 0;
 }
 
@@ -223,7 +212,7 @@ static struct engine *engine_alloc(const char *pin_dir)
 {
 	struct engine *e = calloc(1, sizeof(*e));
 
-	if (!e || !(e->pin_dir = strdup(pin_dir))) {
+	if (!e || (pin_dir && !(e->pin_dir = strdup(pin_dir)))) {
 		free(e);
 		return NULL;
 	}
@@ -247,22 +236,22 @@ static void skel_destroyp(struct nfbox_filter_bpf **s)
 	nfbox_filter_bpf__destroy(*s);
 }
 
-int engine_open(const char *pin_dir, struct diags *d, struct engine **out)
+int engine_open(const struct engine_opts *o, struct diags *d, struct engine **out)
 {
 	_cleanup_(skel_destroyp) struct nfbox_filter_bpf *skel = NULL;
-	_cleanup_(engine_closep) struct engine *e = engine_alloc(pin_dir);
+	_cleanup_(engine_closep) struct engine *e = engine_alloc(o->pin_dir);
 	char path[512];
 	int r;
 
 	if (!e)
 		return diag_errno(d, -ENOMEM, "opening the engine");
-	if ((r = ensure_bpffs(pin_dir, d)) < 0)
-		return r;
 	if (!(skel = nfbox_filter_bpf__open()))
 		return diag_errno(d, -errno, "cannot open the classifier object");
 	read_shapes(e, skel);
-	path_fmt(path, sizeof(path), e, "", "prog");
-	r = access(path, F_OK) == 0 ? adopt(e, d) : load_fresh(e, skel, d);
+	if (e->pin_dir && path_fmt(path, sizeof(path), e, "", "prog") == 0 && access(path, F_OK) == 0)
+		r = adopt(e, o->netns_cookie, d);
+	else
+		r = load_fresh(e, skel, o->netns_cookie, d);
 	if (r < 0)
 		return r;
 	*out = TAKE_PTR(e);
@@ -292,8 +281,8 @@ void engine_destroy_pins(struct engine *e)
 
 	for (int h = 0; h < NFB_HOOK_MAX; h++) {
 		for (int f = 0; f < NFB_FAM_MAX; f++) {
-			link_path(path, sizeof(path), e, h, f);
-			unlink(path);
+			if (e->pin_dir && link_path(path, sizeof(path), e, h, f) == 0)
+				unlink(path);
 			if (e->link[h][f].fd >= 0) {
 				/* Detach now, even if someone else holds the link. */
 				bpf_link_detach(e->link[h][f].fd);
@@ -302,6 +291,8 @@ void engine_destroy_pins(struct engine *e)
 			}
 		}
 	}
+	if (!e->pin_dir)
+		return;
 	path_fmt(path, sizeof(path), e, "", "prog");
 	unlink(path);
 	for (int i = 0; i < EM_COUNT; i++) {
@@ -334,51 +325,71 @@ static int link_attach(struct engine *e, int hook, int fam, bool defrag, int32_t
 	return 0;
 }
 
+static void link_drop(struct engine *e, struct engine_link *l, int hook, int fam)
+{
+	char path[512];
+
+	if (e->pin_dir && link_path(path, sizeof(path), e, hook, fam) == 0)
+		unlink(path);
+	bpf_link_detach(l->fd);
+	close(l->fd);
+	l->fd = -1;
+}
+
+/* A new link for hook/fam takes the place of cur: attached and pinned
+ * first, then the old one detached, so there is no instant without
+ * enforcement. On failure cur stays as it was, pinned. */
+static int link_replace(struct engine *e, struct engine_link *cur, int hook, int fam, bool defrag, struct diags *d)
+{
+	int32_t prio = cur->fd >= 0 && cur->priority == NFB_PRIORITY ? NFB_PRIORITY + 1 : NFB_PRIORITY;
+	struct engine_link nl;
+	char path[512];
+	int r;
+
+	if ((r = link_attach(e, hook, fam, defrag, prio, &nl)) < 0)
+		return diag_errno(d, r, "cannot attach the netfilter link for %s/%s",
+				  policy_hook_name((enum policy_hook)hook), fam_name(fam));
+	if (e->pin_dir) {
+		link_path(path, sizeof(path), e, hook, fam);
+		unlink(path);
+		if (bpf_obj_pin(nl.fd, path) < 0) {
+			r = diag_errno(d, -errno, "cannot pin link %s", path);
+			if (cur->fd >= 0)
+				bpf_obj_pin(cur->fd, path); /* the old one stays in force, pinned */
+			bpf_link_detach(nl.fd);
+			close(nl.fd);
+			return r;
+		}
+	}
+	if (cur->fd >= 0) {
+		bpf_link_detach(cur->fd);
+		close(cur->fd);
+	}
+	*cur = nl;
+	return 0;
+}
+
 /* Make the links match the plan: one per enabled hook and family, with the
- * plan's defrag flag. A link whose flag changes is replaced by attaching the
- * new one first (at the other priority), then detaching the old: there is
- * no instant without enforcement. */
+ * plan's defrag flag. A link whose flag changes is replaced (at the other
+ * priority, then the old one detached). */
 int engine_links_sync(struct engine *e, const struct plan *pl, struct diags *d)
 {
 	bool defrag = pl->pol->opt.defrag;
-	char path[512];
 	int r;
 
 	for (int h = 0; h < NFB_HOOK_MAX; h++) {
 		for (int f = 0; f < NFB_FAM_MAX; f++) {
-			struct engine_link *cur = &e->link[h][f], nl;
-			int32_t prio;
+			struct engine_link *cur = &e->link[h][f];
 
 			if (!pl->hook[h].enabled) {
-				if (cur->fd >= 0) {
-					link_path(path, sizeof(path), e, h, f);
-					unlink(path);
-					bpf_link_detach(cur->fd);
-					close(cur->fd);
-					cur->fd = -1;
-				}
+				if (cur->fd >= 0)
+					link_drop(e, cur, h, f);
 				continue;
 			}
 			if (cur->fd >= 0 && cur->defrag == defrag)
 				continue;
-			prio = cur->fd >= 0 && cur->priority == NFB_PRIORITY ? NFB_PRIORITY + 1 : NFB_PRIORITY;
-			r = link_attach(e, h, f, defrag, prio, &nl);
-			if (r < 0)
-				return diag_errno(d, r, "cannot attach the netfilter link for %s/%s",
-						  policy_hook_name((enum policy_hook)h), fam_name(f));
-			link_path(path, sizeof(path), e, h, f);
-			if (cur->fd >= 0) {
-				unlink(path);
-				bpf_link_detach(cur->fd);
-				close(cur->fd);
-			}
-			if (bpf_obj_pin(nl.fd, path) < 0) {
-				r = diag_errno(d, -errno, "cannot pin link %s", path);
-				close(nl.fd);
-				cur->fd = -1;
+			if ((r = link_replace(e, cur, h, f, defrag, d)) < 0)
 				return r;
-			}
-			*cur = nl;
 		}
 	}
 	return 0;
@@ -421,6 +432,7 @@ int engine_counter_zero(struct engine *e, uint32_t slot)
 void engine_get_info(const struct engine *e, struct engine_info *out)
 {
 	out->pin_dir = e->pin_dir;
+	out->netns_cookie = e->netns_cookie;
 	out->adopted = e->adopted;
 	out->active_gen = e->active_gen;
 	out->generation = e->generation;

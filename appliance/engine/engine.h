@@ -7,6 +7,9 @@
  *   PIN/prog                 the classifier program
  *   PIN/maps/NAME            every map of the program
  *   PIN/links/HOOK-FAMILY    one netfilter link per hook and family
+ *
+ * Without a pin directory (nfbox run --no-pin) the same objects are held by
+ * the process only.
  */
 #ifndef NFBOX_ENGINE_H
 #define NFBOX_ENGINE_H
@@ -26,7 +29,8 @@ struct engine_link {
 
 /* What the engine runs, for status and the daemon. */
 struct engine_info {
-	const char *pin_dir;
+	const char *pin_dir;  /* NULL: nothing pinned; enforcement ends with the process */
+	uint64_t netns_cookie;
 	bool adopted;        /* found enforcing state pinned at start */
 	uint32_t active_gen; /* map set in force (0 or 1) */
 	uint64_t generation; /* policies loaded by this daemon */
@@ -35,11 +39,17 @@ struct engine_info {
 
 struct engine;
 
+struct engine_opts {
+	const char *pin_dir;   /* on a bpf filesystem that outlives the process (system/pins.h);
+				  NULL: pin nothing, enforcement ends with the process */
+	uint64_t netns_cookie; /* the namespace enforced: written into the pinned state, and
+				  pinned state of another namespace is never adopted */
+};
+
 /* Open the engine: adopt the pinned state under pin_dir if there is one
  * (enforcement continues without a gap), else load the program and pin it.
- * Mounts bpffs on /sys/fs/bpf first when pin_dir is below it and it is not
- * mounted. Returns 0 or -errno, explained in d; *out untouched on failure. */
-int engine_open(const char *pin_dir, struct diags *d, struct engine **out);
+ * Returns 0 or -errno, explained in d; *out untouched on failure. */
+int engine_open(const struct engine_opts *o, struct diags *d, struct engine **out);
 /* Close fds; pins stay, so enforcement goes on. NULL is fine. */
 void engine_close(struct engine *e);
 /* Detach links and remove every pin: enforcement stops. */

@@ -5,8 +5,9 @@
 
 #include "engine/engine.h"
 
-/* Written in nfb_ctl.pad: pinned state of another layout is not adopted. */
-#define NFB_ABI_VERSION 1
+/* Written in nfb_ctl.abi: pinned state of another layout is not adopted.
+ * 2: nfb_ctl carries the network namespace; one log-rate bucket for all CPUs. */
+#define NFB_ABI_VERSION 2
 
 enum engine_map {
 	EM_CTL,
@@ -41,6 +42,7 @@ struct engine {
 	bool adopted;
 	uint32_t active_gen;
 	uint64_t generation;
+	uint64_t netns_cookie;
 	int ncpus;
 };
 

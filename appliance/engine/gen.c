@@ -208,7 +208,7 @@ static void gen_cfg(struct nfb_gen_cfg *c, const struct plan *pl, const struct p
 	const struct policy_options *o = &pl->pol->opt;
 
 	memset(c, 0, sizeof(*c));
-	c->options = o->established_accept ? NFB_OPT_ESTABLISHED_ACCEPT : 0;
+	c->options = (o->established_accept ? NFB_OPT_ESTABLISHED_ACCEPT : 0) | (o->defrag ? NFB_OPT_DEFRAG : 0);
 	c->log_rate = o->log_rate;
 	c->log_burst = o->log_burst;
 	c->established_counter = slots->established_slot;
@@ -264,7 +264,7 @@ static int gen_build(struct engine *e, struct gen_maps *g, const struct plan *pl
 
 static int ctl_write(struct engine *e, uint32_t gen)
 {
-	struct nfb_ctl ctl = { .active_gen = gen, .pad = NFB_ABI_VERSION };
+	struct nfb_ctl ctl = { .active_gen = gen, .abi = NFB_ABI_VERSION, .netns_cookie = e->netns_cookie };
 	uint32_t zero = 0;
 
 	return bpf_map_update_elem(e->map_fd[EM_CTL], &zero, &ctl, BPF_ANY) < 0 ? -errno : 0;

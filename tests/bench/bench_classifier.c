@@ -438,7 +438,7 @@ static int setup(void)
 	if (slots_init(&slots) < 0)
 		return -1;
 	diags_init(&d);
-	r = engine_open(pindir, &d, &eng);
+	r = engine_open(&(struct engine_opts){ .pin_dir = pindir }, &d, &eng);
 	if (r < 0) {
 		fputs("bench: engine_open: ", stderr);
 		diags_print(&d, stderr, false);

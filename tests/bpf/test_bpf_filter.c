@@ -19,6 +19,7 @@
 #include <linux/netfilter.h>
 #include <linux/types.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -794,6 +795,7 @@ enum {
 	X_MALFORMED = -2, /* NFB_CNT_MALFORMED */
 	X_NOGEN = -3,     /* NFB_CNT_NO_GEN */
 	X_NONE = -4,      /* no counter at all (hook not enforced) */
+	X_FRAGMENT = -5,  /* NFB_CNT_FRAGMENT */
 };
 
 struct fixture {
@@ -814,6 +816,8 @@ static uint32_t expect_slot(const struct fixture *f)
 		return slot_default(f->hook);
 	case X_MALFORMED:
 		return NFB_CNT_MALFORMED;
+	case X_FRAGMENT:
+		return NFB_CNT_FRAGMENT;
 	case X_NOGEN:
 	case X_NONE:
 		return NFB_CNT_NO_GEN;
@@ -1061,9 +1065,10 @@ static const struct fixture fx_malformed[] = {
 	{ "v6_version_4", 0, UDP6(.dport = 53, .version = 4), DROP, X_MALFORMED },
 	{ "v4_options_ok", 0, UDP(.dport = 53, .ihl = 6), DROP, 1 },
 	{ "v4_trailing_bytes_ok", 0, UDP(.dport = 53, .len_delta = -1), DROP, 1 },
-	{ "v4_tcp_ports_truncated", 0, TCP(.dport = 80, .l4bytes = L4B(3)), ACCEPT, X_DEFAULT },
-	{ "v4_tcp_total_len_cuts_ports", 0, TCP(.dport = 80, .len_delta = -17), ACCEPT, X_DEFAULT },
-	{ "v4_udp_truncated_proto_rule", 0, UDP(.dport = 53, .l4bytes = L4B(3)), ACCEPT, 2 },
+	/* An L4 key cut short is malformed: no key that rules cannot see. */
+	{ "v4_tcp_ports_truncated", 0, TCP(.dport = 80, .l4bytes = L4B(3)), DROP, X_MALFORMED },
+	{ "v4_tcp_total_len_cuts_ports", 0, TCP(.dport = 80, .len_delta = -17), DROP, X_MALFORMED },
+	{ "v4_udp_truncated_proto_rule", 0, UDP(.dport = 53, .l4bytes = L4B(3)), DROP, X_MALFORMED },
 	{ "v4_udp_ports_only_ok", 0, UDP(.dport = 53, .l4bytes = L4B(4)), DROP, 1 },
 	{ "v4_first_fragment_mf", 0, UDP(.dport = 53, .frag = MF), ACCEPT, 2 },
 	{ "v4_middle_fragment", 0, UDP(.dport = 53, .frag = MF | 185), ACCEPT, 2 },
@@ -1071,26 +1076,113 @@ static const struct fixture fx_malformed[] = {
 	{ "v4_df_not_fragment", 0, UDP(.dport = 53, .frag = 0x4000), DROP, 1 },
 	{ "v4_tcp_fragment_no_port_rule", 0, TCP(.dport = 80, .frag = MF), ACCEPT, X_DEFAULT },
 	{ "v4_fragment_no_sport_rule", 0, TCP(.sport = 7, .dport = 1, .frag = MF), ACCEPT, X_DEFAULT },
-	{ "v4_icmp_no_type", 0, { .fam = 4, .proto = 1, .icmp_type = 8, .l4bytes = L4B(0) }, ACCEPT, X_DEFAULT },
-	{ "v4_icmp_type_only", 2, { .fam = 4, .proto = 1, .icmp_type = 8, .l4bytes = L4B(1) }, DROP, 3 },
+	{ "v4_icmp_no_type", 0, { .fam = 4, .proto = 1, .icmp_type = 8, .l4bytes = L4B(0) }, DROP, X_MALFORMED },
+	{ "v4_icmp_type_only", 2, { .fam = 4, .proto = 1, .icmp_type = 8, .l4bytes = L4B(1) }, DROP, X_MALFORMED },
+	{ "v4_icmp_type_code", 2, { .fam = 4, .proto = 1, .icmp_type = 8, .l4bytes = L4B(2) }, DROP, 3 },
 	{ "v6_nonfirst_fragment", 0, UDP6(.dport = 53, .ext = { FRAG6(100 << 3) }, .next = 1), ACCEPT, 2 },
 	{ "v6_first_fragment_m", 0, UDP6(.dport = 53, .ext = { FRAG6(1) }, .next = 1), ACCEPT, 2 },
 	{ "v6_atomic_fragment", 0, UDP6(.dport = 53, .ext = { FRAG6(0) }, .next = 1), DROP, 1 },
 	{ "v6_tcp_fragment_no_port_rule", 0, TCP6(.dport = 80, .ext = { FRAG6(1) }, .next = 1), ACCEPT, X_DEFAULT },
 	{ "v6_ext_chain", 0, UDP6(.dport = 53, .ext = { HBH(8), RTH(24), DSTO(16) }, .next = 3), DROP, 1 },
 	{ "v6_ext_ah", 0, UDP6(.dport = 53, .ext = { HBH(8), AH(24) }, .next = 2), DROP, 1 },
-	/* the chain claims more than the datagram holds: FRAG with the last
-	 * next header (17), so the proto-only rule matches, the port rule not */
+	/* The chain claims more than the datagram holds: malformed, never a
+	 * fragment-like key that only the proto-only rule would see. */
 	{ "v6_chain_ends_early", 0, UDP6(.dport = 53, .ext = { HBH(8), DSTO(32) }, .next = 2, .cut = 40 + 8 + 16),
-	  ACCEPT, 2 },
-	{ "v6_ext_header_cut", 2, UDP6(.dport = 53, .ext = { HBH(8) }, .next = 1, .cut = 40 + 4), ACCEPT, X_DEFAULT },
-	{ "v6_chain_too_long", 0, UDP6(.dport = 53, .ext = { HBH(8), DSTO(8), DSTO(8), DSTO(8), DSTO(8),
-		DSTO(8), DSTO(8), DSTO(8), DSTO(8) }, .next = 9), ACCEPT, X_DEFAULT },
-	{ "v6_chain_max_ok", 0, UDP6(.dport = 53, .ext = { HBH(8), DSTO(8), DSTO(8), DSTO(8), DSTO(8),
-		DSTO(8), DSTO(8), DSTO(8) }, .next = 8), DROP, 1 },
-	{ "v6_udp_truncated_proto_rule", 0, UDP6(.dport = 53, .l4bytes = L4B(2)), ACCEPT, 2 },
+	  DROP, X_MALFORMED },
+	{ "v6_ext_header_cut", 2, UDP6(.dport = 53, .ext = { HBH(8) }, .next = 1, .cut = 40 + 4), DROP, X_MALFORMED },
+	{ "v6_frag_header_cut", 0, UDP6(.dport = 53, .ext = { FRAG6(0) }, .next = 1, .cut = 40 + 6), DROP, X_MALFORMED },
+	/* Nine headers (one more than the old walk took) and twelve: the port
+	 * rule sees the real key. */
+	{ "v6_chain_nine", 0, UDP6(.dport = 53, .ext = { HBH(8), DSTO(8), DSTO(8), DSTO(8), DSTO(8),
+		DSTO(8), DSTO(8), DSTO(8), DSTO(8) }, .next = 9), DROP, 1 },
+	{ "v6_chain_twelve_mixed", 0, UDP6(.dport = 53, .ext = { HBH(8), DSTO(16), RTH(24), AH(16), FRAG6(0),
+		DSTO(8), AH(12), RTH(8), FRAG6(0), DSTO(40), DSTO(8), DSTO(8) }, .next = 12), DROP, 1 },
+	{ "v6_udp_truncated_proto_rule", 0, UDP6(.dport = 53, .l4bytes = L4B(2)), DROP, X_MALFORMED },
+	{ "v6_udp_ports_only_ok", 0, UDP6(.dport = 53, .l4bytes = L4B(4)), DROP, 1 },
 	{ "v6_no_next_header", 0, { .fam = 6, .proto = 59, .l4bytes = L4B(0) }, ACCEPT, X_DEFAULT },
 };
+
+/* Group "defrag": the same rules with the links' defrag flag on. The kernel
+ * has reassembled what it could, so a fragment that still arrives (RFC 7112
+ * split chain, odd-length middle fragment, ...) is dropped and counted on
+ * its own, whatever the rules say; an atomic fragment is a whole datagram. */
+static const struct tpolicy pol_defrag = {
+	.options = NFB_OPT_DEFRAG,
+	.hook[NFB_HOOK_INPUT] = { .enabled = true, .default_action = NFB_ACT_ACCEPT,
+				  .rules = rules_malformed, .nrules = 5 },
+};
+
+static const struct fixture fx_defrag[] = {
+	{ "v4_first_fragment", 0, UDP(.dport = 99, .frag = MF), DROP, X_FRAGMENT },
+	{ "v4_middle_fragment", 0, UDP(.dport = 99, .frag = MF | 185), DROP, X_FRAGMENT },
+	{ "v4_last_fragment", 0, TCP(.dport = 99, .frag = 185), DROP, X_FRAGMENT },
+	{ "v4_df_whole", 0, UDP(.dport = 53, .frag = 0x4000), DROP, 1 },
+	{ "v4_whole_default", 0, UDP(.dport = 99), ACCEPT, 2 },
+	{ "v6_first_fragment", 0, UDP6(.dport = 99, .ext = { FRAG6(1) }, .next = 1), DROP, X_FRAGMENT },
+	{ "v6_nonfirst_fragment", 0, UDP6(.dport = 99, .ext = { HBH(8), FRAG6(100 << 3) }, .next = 2), DROP, X_FRAGMENT },
+	{ "v6_atomic_fragment", 0, UDP6(.dport = 53, .ext = { FRAG6(0) }, .next = 1), DROP, 1 },
+	{ "v6_malformed_before_fragment", 0, UDP6(.dport = 53, .ext = { HBH(8), FRAG6(1) }, .next = 2, .cut = 40 + 4),
+	  DROP, X_MALFORMED },
+};
+
+/* An IPv6 UDP datagram to port 53 behind n destination-options headers:
+ * chains longer than any fixed walk would take (the kernel forwards them). */
+static size_t long_chain(uint8_t *buf, size_t cap, uint32_t n, bool cut_last)
+{
+	size_t off = 40, len;
+
+	memset(buf, 0, cap);
+	buf[0] = 6 << 4;
+	buf[6] = 60;
+	buf[7] = 64;
+	inet_pton(AF_INET6, "2001:db8:2::1", buf + 8);
+	inet_pton(AF_INET6, "2001:db8:3::1", buf + 24);
+	for (uint32_t i = 0; i < n && off + 8 + 8 <= cap; i++, off += 8)
+		buf[off] = i + 1 < n ? 60 : 17; /* next header; length 0: 8 bytes */
+	buf[off + 2] = 0;
+	buf[off + 3] = 53;
+	buf[off + 5] = 8;
+	len = cut_last ? off - 4 : off + 8;
+	buf[4] = (len - 40) >> 8;
+	buf[5] = len - 40;
+	return len;
+}
+
+static void test_long_chains(struct env *e)
+{
+	static const uint32_t counts[] = { 9, 64, 100, 300, 400 };
+	uint8_t buf[4096];
+	uint32_t retval;
+	char name[64];
+
+	if (install(e, &pol_malformed, 0) < 0 || set_ctl(e, 0) < 0)
+		return;
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		size_t len = long_chain(buf, sizeof(buf), counts[i], false);
+		struct nfb_counter r0, r1;
+
+		snprintf(name, sizeof(name), "chains/udp53_behind_%u_headers", counts[i]);
+		check_begin(name);
+		read_counter(e, slot_rule(NFB_HOOK_INPUT, 1), &r0);
+		CHECK_EQ_INT(run_ip(e, NFB_HOOK_INPUT, 6, buf, len, 1, &retval, NULL), 0);
+		read_counter(e, slot_rule(NFB_HOOK_INPUT, 1), &r1);
+		CHECK_EQ_INT(retval, NF_DROP); /* rule 1: udp/53 drop */
+		CHECK_EQ_INT(r1.packets - r0.packets, 1);
+		check_end();
+	}
+	{
+		size_t len = long_chain(buf, sizeof(buf), 400, true);
+		struct nfb_counter m0, m1;
+
+		check_begin("chains/400_headers_cut_short_malformed");
+		read_counter(e, NFB_CNT_MALFORMED, &m0);
+		CHECK_EQ_INT(run_ip(e, NFB_HOOK_INPUT, 6, buf, len, 1, &retval, NULL), 0);
+		read_counter(e, NFB_CNT_MALFORMED, &m1);
+		CHECK_EQ_INT(retval, NF_DROP);
+		CHECK_EQ_INT(m1.packets - m0.packets, 1);
+		check_end();
+	}
+}
 
 /* ---- generated policies ------------------------------------------------ */
 
@@ -1178,6 +1270,40 @@ static int reset_bucket(struct env *e)
 	return err;
 }
 
+struct cpu_run {
+	struct env *e;
+	const uint8_t *pkt;
+	size_t len;
+	int cpu, err;
+};
+
+static void *cpu_run_thread(void *arg)
+{
+	struct cpu_run *c = arg;
+	cpu_set_t set;
+	uint32_t retval;
+
+	CPU_ZERO(&set);
+	CPU_SET(c->cpu, &set);
+	c->err = pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	if (!c->err)
+		c->err = run_ip(c->e, NFB_HOOK_INPUT, 4, c->pkt, c->len, 5, &retval, NULL);
+	return NULL;
+}
+
+/* 5 packets on CPU 0 and 5 on CPU 1, one after the other. */
+static int run_on_two_cpus(struct env *e, const uint8_t *pkt, size_t len)
+{
+	for (int cpu = 0; cpu < 2; cpu++) {
+		struct cpu_run c = { .e = e, .pkt = pkt, .len = len, .cpu = cpu };
+		pthread_t t;
+
+		if (pthread_create(&t, NULL, cpu_run_thread, &c) || pthread_join(t, NULL) || c.err)
+			return -1;
+	}
+	return 0;
+}
+
 static void test_log(struct env *e)
 {
 	static const struct trule rules[] = {
@@ -1252,6 +1378,24 @@ static void test_log(struct env *e)
 	CHECK_EQ_INT(l1.packets - l0.packets, 7);
 	CHECK_EQ_INT(r1.packets - r0.packets, 10);
 	check_end();
+
+	/* log-rate is one rate for the appliance: the same 10 packets split
+	 * over two CPUs log 3 events, not 3 per CPU. */
+	check_begin("log/rate_limit_all_cpus");
+	if (e->ncpus < 2) {
+		check_skip("log/rate_limit_all_cpus", "one CPU");
+	} else {
+		CHECK_EQ_INT(reset_bucket(e), 0);
+		read_counter(e, NFB_CNT_LOG_LIMITED, &l0);
+		ring_buffer__consume(rb);
+		ev.n = 0;
+		CHECK_EQ_INT(run_on_two_cpus(e, pkt, len), 0);
+		ring_buffer__consume(rb);
+		read_counter(e, NFB_CNT_LOG_LIMITED, &l1);
+		CHECK_EQ_INT(ev.n, 3);
+		CHECK_EQ_INT(l1.packets - l0.packets, 7);
+		check_end();
+	}
 
 	/* Ring buffer full: reserve fails, NFB_CNT_LOG_DROPPED counts it. */
 	check_begin("log/ring_full");
@@ -1531,6 +1675,8 @@ int main(void)
 	RUN_GROUP(&e, "iface_ct", &pol_iface_ct, 1, fx_iface_ct);
 	RUN_GROUP(&e, "order", &pol_order, 0, fx_order);
 	RUN_GROUP(&e, "malformed", &pol_malformed, 1, fx_malformed);
+	RUN_GROUP(&e, "defrag", &pol_defrag, 0, fx_defrag);
+	test_long_chains(&e);
 	run_generated(&e, "big12000", big_rules(), BIG_N, NFB_ACT_DROP, fx_big,
 		      sizeof(fx_big) / sizeof(fx_big[0]));
 	{
