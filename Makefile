@@ -53,6 +53,7 @@ BPF_SRCS    := $(wildcard bpf/*.bpf.c)
 BPF_OBJS    := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_SKELS   := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.skel.h,$(BPF_SRCS))
 
+TESTLIB_SRCS := $(wildcard tests/lib/*.c)
 UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(B)/asan/%,$(UNIT_SRCS))
 BPFT_SRCS   := $(wildcard tests/bpf/test_*.c)
@@ -120,11 +121,11 @@ $(B)/asan/nfbox: $(call asan_obj,$(APP_SRCS) $(POLICY_SRCS))
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 
-$(B)/asan/test_%: $(call asan_obj,tests/unit/test_%.c) $(call asan_obj,$(APP_LIB_SRCS) $(POLICY_SRCS))
+$(B)/asan/test_%: $(call asan_obj,tests/unit/test_%.c) $(call asan_obj,$(APP_LIB_SRCS) $(POLICY_SRCS) $(TESTLIB_SRCS))
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 
-$(B)/asan/test_bpf_%: $(call asan_obj,tests/bpf/test_bpf_%.c) $(call asan_obj,$(APP_LIB_SRCS) $(POLICY_SRCS))
+$(B)/asan/test_bpf_%: $(call asan_obj,tests/bpf/test_bpf_%.c) $(call asan_obj,$(APP_LIB_SRCS) $(POLICY_SRCS) $(TESTLIB_SRCS))
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 

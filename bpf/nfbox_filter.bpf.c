@@ -291,6 +291,8 @@ static __always_inline int nfb_parse_ipv6(struct bpf_dynptr *dp, struct nfb_pkt 
 				return NFB_MALFORMED;
 			off += nh == NFB_IPPROTO_AH ? ((__u32)h[1] + 2) * 4 : ((__u32)h[1] + 1) * 8;
 			nh = h[0];
+			if (off > end)
+				return NFB_MALFORMED; /* the header runs past the datagram */
 		}
 	}
 	/* Still in the chain after the last round: longer than any datagram. */

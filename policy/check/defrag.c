@@ -2,6 +2,23 @@
 /* What 'defrag: false' rules out. */
 #include "policy/check/check.h"
 
+/* A drop rule that needs an L4 header (ports, an ICMP type) cannot see the
+ * fragments of what it drops: with defrag off every fragment is keyed by its
+ * protocol alone. On a hook whose default accepts, they pass. */
+static void warn_fragments_pass(const struct policy *p, const struct rule *r, struct diags *d)
+{
+	if (r->action != POLICY_DROP || (r->service.any && r->sport.any && r->icmp_type < 0))
+		return;
+	for (int h = 0; h < POLICY_HOOK_MAX; h++) {
+		if (!(r->hooks & (1u << h)) || !p->hooks[h].present || p->hooks[h].def != POLICY_ACCEPT)
+			continue;
+		diag_warn(d, r->loc,
+			  "with 'defrag: false', fragments of the datagrams rule '%s' drops carry no ports (every fragment is keyed by its protocol alone), so the %s hook's 'default: accept' lets them through; keep defrag on (the default)",
+			  r->name, policy_hook_name((enum policy_hook)h));
+		return;
+	}
+}
+
 /*
  * defrag: false means no reassembly before the verdict. Conntrack would
  * reassemble anyway (its nf_defrag runs first), so nfbox then leaves
@@ -22,4 +39,6 @@ void check_defrag_off(struct policy *p, struct diags *d)
 				   p->rules[i].name);
 	if (p->nnat)
 		diag_error(d, p->nat[0].loc, "NAT needs conntrack, which reassembles fragments: it cannot be combined with 'defrag: false'");
+	for (uint32_t i = 0; i < p->nrules; i++)
+		warn_fragments_pass(p, &p->rules[i], d);
 }

@@ -12,6 +12,11 @@ time and prints one result line; the exit status says success.
                                    longest stall; exit 1 if it breaks
   frags HOST PORT[,PORT] MODE [EVIL-PORT]
                                    scapy: send crafted IPv4/IPv6 fragments
+  v6-chain HOST PORT udp|tcp N     an IPv6 UDP datagram, or a TCP SYN (then
+                                   "synack" or "no answer"), behind N
+                                   destination-options headers
+  v6-split-chain HOST PORT         RFC 7112-violating fragments: the first one
+                                   holds only part of the header chain
 """
 import hashlib
 import socket
@@ -213,10 +218,100 @@ def frags(host, port, mode, evil_port="9"):
     print("sent %d fragments (%s)" % (len(out), mode))
 
 
+def _csum(data):
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(int.from_bytes(data[i:i + 2], "big") for i in range(0, len(data), 2))
+    while total >> 16:
+        total = (total & 0xffff) + (total >> 16)
+    return (~total) & 0xffff
+
+
+def _l4(src, dst, proto, sport, dport, payload_bytes=b""):
+    """A UDP datagram or a TCP SYN with a valid checksum (RFC 8200 8.1)."""
+    import socket
+    import struct
+    if proto == "udp":
+        hdr = struct.pack("!HHHH", sport, dport, 8 + len(payload_bytes), 0) + payload_bytes
+        nh = 17
+    else:
+        hdr = struct.pack("!HHIIBBHHH", sport, dport, 1000, 0, 5 << 4, 0x02, 65535, 0, 0)
+        nh = 6
+    pseudo = (socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, dst) +
+              struct.pack("!I3xB", len(hdr), nh))
+    c = _csum(pseudo + hdr)
+    off = 6 if proto == "udp" else 16
+    return nh, hdr[:off] + struct.pack("!H", c or 0xffff) + hdr[off + 2:]
+
+
+def _send_v6(pkt, ifname=None):
+    import socket
+    s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    dst = socket.inet_ntop(socket.AF_INET6, pkt[24:40])
+    s.sendto(pkt, (dst, 0))
+
+
+def v6_chain(host, port, proto, n):
+    """N destination-options headers of 8 bytes (PadN), then the L4 header:
+    the chain the kernel forwards whatever its length."""
+    import struct
+    from scapy.all import IPv6
+    n, port = int(n), int(port)
+    src = IPv6(dst=host).src
+    nh, l4 = _l4(src, host, proto, 4242, port, payload(32) if proto == "udp" else b"")
+    chain = b"".join(bytes([60 if i + 1 < n else nh, 0, 1, 4, 0, 0, 0, 0]) for i in range(n))
+    import socket
+    body = chain + l4
+    ip6 = struct.pack("!IHBB", 6 << 28, len(body), 60 if n else nh, 64)
+    ip6 += socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, host)
+    if proto == "udp":
+        _send_v6(ip6 + body)
+        print("sent udp behind %d headers (%d bytes)" % (n, 40 + len(body)))
+        return 0
+    from scapy.all import AsyncSniffer
+    sn = AsyncSniffer(filter="ip6 and tcp and src port %d" % port, count=1, timeout=2)
+    sn.start()
+    time.sleep(0.3)
+    _send_v6(ip6 + body)
+    sn.join()
+    got = sn.results
+    print("synack" if got else "no answer")
+    return 0 if got else 1
+
+
+def v6_split_chain(host, port):
+    """RFC 7112: the first fragment must hold the whole header chain. Here a
+    64-byte destination-options header is cut by the first fragment (which
+    carries 24 of its bytes); the second fragment has the rest and the UDP
+    datagram. The kernel's reassembly refuses such a first fragment."""
+    import os
+    import socket
+    import struct
+    from scapy.all import IPv6
+    port = int(port)
+    src = IPv6(dst=host).src
+    nh, l4 = _l4(src, host, "udp", 4242, port, payload(64))
+    dstopt = bytes([nh, 7, 1, 60]) + bytes(60)       # 64 bytes, PadN
+    frag_payload = dstopt + l4
+    ident = os.getpid() * 16 + 3
+    first, rest = frag_payload[:24], frag_payload[24:]
+
+    def pkt(off, data, more):
+        fh = struct.pack("!BBHI", 60, 0, (off // 8) << 3 | more, ident)
+        body = fh + data
+        return (struct.pack("!IHBB", 6 << 28, len(body), 44, 64) + socket.inet_pton(socket.AF_INET6, src) +
+                socket.inet_pton(socket.AF_INET6, host) + body)
+    _send_v6(pkt(0, first, 1))
+    _send_v6(pkt(24, rest, 0))
+    print("sent 2 fragments, the chain split between them")
+    return 0
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     fn = {"udp-recv": udp_recv, "udp-send": udp_send, "tcp-listen": tcp_listen,
-          "tcp-connect": tcp_connect, "tcp-stream": tcp_stream, "frags": frags}[cmd]
+          "tcp-connect": tcp_connect, "tcp-stream": tcp_stream, "frags": frags,
+          "v6-chain": v6_chain, "v6-split-chain": v6_split_chain}[cmd]
     sys.exit(fn(*args) or 0)
 
 

@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The reference semantics, random policies and packets (ref.h). */
+#include "tests/lib/ref.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t rng = 88172645463325252ull;
+
+void ref_seed(uint64_t seed)
+{
+	rng = seed ? seed : 88172645463325252ull;
+}
+
+uint32_t ref_rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+static bool prefix_has(const struct prefix *p, uint8_t fam, const uint8_t *a)
+{
+	unsigned full = p->plen / 8, rest = p->plen % 8;
+
+	if (p->family != fam || memcmp(p->addr, a, full))
+		return false;
+	return !rest || ((p->addr[full] ^ a[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+static bool addr_ok(const struct addr_match *m, const struct ref_pkt *k, const uint8_t *a)
+{
+	if (m->any)
+		return true;
+	for (uint32_t i = 0; i < m->n; i++)
+		if (prefix_has(&m->v[i], k->fam, a))
+			return true;
+	return false;
+}
+
+static bool iface_ok(const struct iface_match *m, const char *name)
+{
+	if (m->any)
+		return true;
+	for (uint32_t i = 0; name && i < m->n; i++)
+		if (!strcmp(m->ifnames[i], name))
+			return true;
+	return false;
+}
+
+static bool ports_ok(const struct port_match *m, int proto, uint16_t port)
+{
+	if (m->any)
+		return true;
+	for (uint32_t i = 0; i < m->n; i++)
+		if (m->v[i].proto == proto && m->v[i].lo <= port && port <= m->v[i].hi)
+			return true;
+	return false;
+}
+
+bool ref_has_ports(int proto)
+{
+	return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP;
+}
+
+static bool l4_ok(const struct rule *r, const struct ref_pkt *k)
+{
+	bool whole = r->service.any && r->sport.any && r->icmp_type < 0;
+	int icmp = k->fam == POLICY_FAM_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6;
+
+	if (r->proto < 0 && r->service.any && r->sport.any)
+		return true;
+	if (k->frag || (!ref_has_ports(k->proto) && k->proto != icmp))
+		return r->proto == k->proto && whole;
+	if (k->proto == icmp)
+		return r->proto == icmp && r->service.any && r->sport.any &&
+		       (r->icmp_type < 0 || r->icmp_type == k->icmp_type);
+	if (r->proto >= 0 && r->proto != k->proto)
+		return false;
+	if (r->proto < 0) {
+		/* Ports without proto: the packet's protocol must be listed. */
+		bool listed = false;
+
+		for (uint32_t i = 0; i < r->service.n; i++)
+			listed |= r->service.v[i].proto == k->proto;
+		for (uint32_t i = 0; i < r->sport.n; i++)
+			listed |= r->sport.v[i].proto == k->proto;
+		if (!listed)
+			return false;
+	}
+	return ports_ok(&r->service, k->proto, k->dport) && ports_ok(&r->sport, k->proto, k->sport);
+}
+
+bool ref_rule_matches(const struct rule *r, const struct ref_pkt *k)
+{
+	return (r->families & k->fam) && iface_ok(&r->in, k->iif) && iface_ok(&r->out, k->oif) &&
+	       addr_ok(&r->from, k, k->src) && addr_ok(&r->to, k, k->dst) && l4_ok(r, k) && (r->state & (1u << k->ct));
+}
+
+/* The policy's meaning: the first rule of the hook that matches, or -1. */
+int ref_first_match(const struct plan_hook *h, const struct ref_pkt *k)
+{
+	for (uint32_t b = 0; b < h->nrules; b++)
+		if (ref_rule_matches(h->rules[b], k))
+			return (int)b;
+	return -1;
+}
+
+static const char *const v4_pool[] = { "192.0.2.0/24", "192.0.2.0/25", "192.0.2.128/26", "192.0.2.7",
+				       "198.51.100.0/24", "198.51.100.0/22", "203.0.113.9", "0.0.0.0/0" };
+static const char *const v6_pool[] = { "2001:db8::/32", "2001:db8:1::/48", "2001:db8:1::5", "2001:db8:2::/64",
+				       "::/0" };
+static const char *const port_pool[] = { "tcp/80", "tcp/1-1000", "udp/53", "udp/50-60", "sctp/9",
+					 "tcp/443", "udp/1000-2000", "tcp/65535" };
+static const char *const proto_pool[] = { "tcp", "udp", "icmp", "icmpv6", "sctp", "47" };
+static const char *const state_pool[] = { "new", "established", "related", "invalid", "untracked" };
+
+static void emit_list(FILE *f, const char *key, const char *const *pool, size_t n, uint32_t max)
+{
+	uint32_t k = 1 + ref_rnd(max);
+
+	fprintf(f, "    %s: [", key);
+	for (uint32_t i = 0; i < k; i++)
+		fprintf(f, "%s\"%s\"", i ? ", " : "", pool[ref_rnd((uint32_t)n)]);
+	fprintf(f, "]\n");
+}
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+
+static const char *const default_ifaces[] = { "lan0", "lan1", "wan0", "dmz0" };
+
+static void policy_head(FILE *f, const struct ref_policy_opts *o)
+{
+	const char *const *ifs = o->ifaces ? o->ifaces : default_ifaces;
+
+	fprintf(f, "version: 1\ninterfaces:\n  lan: [%s, %s]\n  wan: [%s]\n  dmz: [%s]\n", ifs[0], ifs[1], ifs[2], ifs[3]);
+	if (!o->random_defaults) {
+		fprintf(f, "hooks:\n  input: { default: accept }\n  forward: { default: drop }\n  output: { default: accept }\n");
+	} else {
+		fprintf(f, "hooks:\n");
+		for (int h = 0; h < 3; h++)
+			fprintf(f, "  %s: { default: %s }\n", h == 0 ? "input" : h == 1 ? "forward" : "output",
+				ref_rnd(2) ? "accept" : "drop");
+		/* defrag: false turns conntrack off, and state: with it. */
+		if (ref_rnd(3) == 0)
+			fprintf(f, "options: { defrag: false }\n");
+	}
+	fprintf(f, "rules:\n");
+}
+
+char *ref_random_policy(const struct ref_policy_opts *o, size_t *len)
+{
+	const char *const *ifs = o->ifaces ? o->ifaces : default_ifaces;
+	/* Groups by name, and one interface by its own name (it is in group dmz). */
+	const char *const iface_pool[] = { "lan", "wan", ifs[3] };
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	long state_ok;
+
+	policy_head(f, o);
+	fflush(f);
+	state_ok = !strstr(buf, "defrag: false");
+	for (uint32_t i = 0; i < o->nrules; i++) {
+		int hk = (int)ref_rnd(3);
+		int proto = ref_rnd(3) ? -1 : (int)ref_rnd((uint32_t)N(proto_pool));
+
+		fprintf(f, "  - name: r%u\n    hook: %s\n    action: %s\n", i,
+			hk == 0 ? "input" : hk == 1 ? "forward" : "[forward, output]", ref_rnd(2) ? "accept" : "drop");
+		if (!ref_rnd(3) && hk == 1)
+			emit_list(f, "in", iface_pool, N(iface_pool), 2);
+		if (!ref_rnd(3) && hk != 0)
+			emit_list(f, "out", iface_pool, N(iface_pool), 2);
+		if (!ref_rnd(2)) {
+			bool v4 = ref_rnd(2);
+
+			emit_list(f, "from", v4 ? v4_pool : v6_pool, v4 ? N(v4_pool) : N(v6_pool), 3);
+		}
+		if (!ref_rnd(3)) {
+			bool v4 = ref_rnd(2);
+
+			emit_list(f, "to", v4 ? v4_pool : v6_pool, v4 ? N(v4_pool) : N(v6_pool), 2);
+		}
+		if (proto >= 0)
+			fprintf(f, "    proto: %s\n", proto_pool[proto]);
+		if ((proto == 2 || proto == 3) && ref_rnd(2))
+			fprintf(f, "    icmp-type: %u\n", ref_rnd(2) ? (proto == 2 ? 8 : 128) : ref_rnd(4));
+		else if ((proto < 0 || proto == 0 || proto == 1 || proto == 4) && !ref_rnd(2)) {
+			const char *const *pool = port_pool;
+			const char *tcp[] = { "tcp/80", "tcp/1-1000", "tcp/443" }, *udp[] = { "udp/53", "udp/50-60", "udp/1000-2000" };
+			const char *sctp[] = { "sctp/9" };
+
+			if (proto == 0)
+				emit_list(f, "service", tcp, 3, 2);
+			else if (proto == 1)
+				emit_list(f, "service", udp, 3, 2);
+			else if (proto == 4)
+				emit_list(f, "service", sctp, 1, 1);
+			else
+				emit_list(f, "service", pool, N(port_pool), 3);
+		}
+		if (!ref_rnd(4) && proto < 0)
+			emit_list(f, "source-service", port_pool, N(port_pool), 2);
+		if (!ref_rnd(3) && state_ok)
+			emit_list(f, "state", state_pool, N(state_pool), 2);
+	}
+	fclose(f);
+	return buf;
+}
+
+void ref_random_addr_bytes(uint8_t fam, uint8_t *a)
+{
+	static const char *const v4[] = { "192.0.2.1", "192.0.2.7", "192.0.2.130", "192.0.2.200", "198.51.100.4",
+					  "198.51.101.1", "203.0.113.9", "203.0.113.10", "10.1.1.1" };
+	static const char *const v6[] = { "2001:db8::1", "2001:db8:1::5", "2001:db8:1::6", "2001:db8:2::1",
+					  "2001:db9::1", "fe80::1" };
+
+	memset(a, 0, fam == POLICY_FAM_IPV4 ? 4 : 16);
+	if (fam == POLICY_FAM_IPV4)
+		inet_pton(AF_INET, v4[ref_rnd(N(v4))], a);
+	else
+		inet_pton(AF_INET6, v6[ref_rnd(N(v6))], a);
+}
+
+void ref_random_pkt(struct ref_pkt *k)
+{
+	static const char *const ifs[] = { "lan0", "lan1", "wan0", "dmz0", "other0" };
+	static const int protos[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP, IPPROTO_ICMP, IPPROTO_ICMPV6, 47, 50 };
+	static const uint16_t ports[] = { 0, 1, 9, 53, 55, 80, 443, 999, 1000, 1001, 1500, 2000, 65535 };
+
+	memset(k, 0, sizeof(*k));
+	k->hook = (int)ref_rnd(3);
+	k->fam = ref_rnd(2) ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6;
+	k->iif = k->hook == 2 ? NULL : ifs[ref_rnd(N(ifs))];
+	k->oif = k->hook == 0 ? NULL : ifs[ref_rnd(N(ifs))];
+	ref_random_addr_bytes(k->fam, k->src);
+	ref_random_addr_bytes(k->fam, k->dst);
+	k->proto = protos[ref_rnd(N(protos))];
+	k->sport = ports[ref_rnd(N(ports))];
+	k->dport = ports[ref_rnd(N(ports))];
+	k->icmp_type = ref_rnd(2) ? (k->fam == POLICY_FAM_IPV4 ? 8 : 128) : (int)ref_rnd(4);
+	k->frag = !ref_rnd(8);
+	k->ct = (int)ref_rnd(NFB_CT_MAX);
+}
+
+
+/* ---- bytes ------------------------------------------------------------ */
+
+static uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/* The L4 key at off (datagram ends at end). */
+static enum ref_verdict_kind parse_l4(const uint8_t *ip, size_t off, size_t end, struct ref_pkt *k)
+{
+	int icmp = k->fam == POLICY_FAM_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6;
+
+	if (ref_has_ports(k->proto)) {
+		if (off + 4 > end)
+			return REF_MALFORMED;
+		k->sport = get16(ip + off);
+		k->dport = get16(ip + off + 2);
+	} else if (k->proto == icmp) {
+		if (off + 2 > end)
+			return REF_MALFORMED;
+		k->icmp_type = ip[off];
+	}
+	return REF_KEYED;
+}
+
+static enum ref_verdict_kind parse_v4(const uint8_t *ip, size_t len, struct ref_pkt *k)
+{
+	size_t hl, tot;
+
+	if (len < 20 || ip[0] >> 4 != 4)
+		return REF_MALFORMED;
+	hl = (size_t)(ip[0] & 15) * 4;
+	tot = get16(ip + 2);
+	if (hl < 20 || tot < hl || tot > len)
+		return REF_MALFORMED;
+	memcpy(k->src, ip + 12, 4);
+	memcpy(k->dst, ip + 16, 4);
+	k->proto = ip[9];
+	if (get16(ip + 6) & 0x3fff) { /* MF or an offset */
+		k->frag = true;
+		return REF_FRAGMENT;
+	}
+	return parse_l4(ip, hl, tot, k);
+}
+
+/* RFC 8200: hop-by-hop (0), routing (43), destination options (60) are
+ * 8 + 8 * len bytes; AH (51, RFC 4302) 8 + 4 * len; the fragment header
+ * (44) 8, and a fragment unless offset and M are both zero. A header that
+ * does not fit in the datagram is malformed. */
+static enum ref_verdict_kind parse_v6(const uint8_t *ip, size_t len, struct ref_pkt *k)
+{
+	size_t end, off = 40, hlen;
+	uint8_t nh;
+
+	if (len < 40 || ip[0] >> 4 != 6)
+		return REF_MALFORMED;
+	end = get16(ip + 4) ? get16(ip + 4) + 40u : len;
+	if (end > len)
+		return REF_MALFORMED;
+	memcpy(k->src, ip + 8, 16);
+	memcpy(k->dst, ip + 24, 16);
+	nh = ip[6];
+	for (;;) {
+		if (nh != 44 && nh != 0 && nh != 43 && nh != 60 && nh != 51)
+			break;
+		if (off + 8 > end)
+			return REF_MALFORMED;
+		hlen = nh == 44 ? 8 : nh == 51 ? ((size_t)ip[off + 1] + 2) * 4 : ((size_t)ip[off + 1] + 1) * 8;
+		if (off + hlen > end)
+			return REF_MALFORMED;
+		if (nh == 44 && (get16(ip + off + 2) & 0xfff9)) {
+			k->proto = ip[off];
+			k->frag = true;
+			return REF_FRAGMENT;
+		}
+		nh = ip[off];
+		off += hlen;
+	}
+	k->proto = nh;
+	return parse_l4(ip, off, end, k);
+}
+
+enum ref_verdict_kind ref_parse(const uint8_t *ip, size_t len, uint8_t fam, struct ref_pkt *k)
+{
+	k->fam = fam;
+	k->frag = false;
+	k->sport = k->dport = 0;
+	k->icmp_type = -1;
+	return fam == POLICY_FAM_IPV4 ? parse_v4(ip, len, k) : parse_v6(ip, len, k);
+}
+
+void ref_hexdump(FILE *f, const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		fprintf(f, "%02x%s", p[i], (i + 1) % 32 == 0 || i + 1 == len ? "\n" : (i + 1) % 4 == 0 ? " " : "");
+}
+
+static void put16(uint8_t *p, unsigned v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/* An L4 header and a little payload at p; returns its length. */
+static size_t random_l4(uint8_t *p, int proto, uint8_t fam)
+{
+	static const uint16_t ports[] = { 0, 1, 9, 53, 55, 80, 443, 999, 1000, 1001, 1500, 2000, 65535 };
+	int icmp = fam == POLICY_FAM_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6;
+	size_t n = proto == IPPROTO_TCP ? 20 : proto == IPPROTO_SCTP ? 12 : 8;
+
+	if (ref_has_ports(proto)) {
+		put16(p, ports[ref_rnd(N(ports))]);
+		put16(p + 2, ports[ref_rnd(N(ports))]);
+	} else if (proto == icmp) {
+		p[0] = ref_rnd(2) ? (uint8_t)(fam == POLICY_FAM_IPV4 ? 8 : 128) : (uint8_t)ref_rnd(4);
+		p[1] = (uint8_t)ref_rnd(3);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			p[i] = (uint8_t)ref_rnd(256);
+	}
+	if (proto == IPPROTO_TCP)
+		p[12] = 5 << 4;
+	n += ref_rnd(4) ? 0 : ref_rnd(64);
+	return n;
+}
+
+static int random_proto(uint8_t fam)
+{
+	static const int other[] = { 47, 50, 59, 132, 0, 4, 41, 255 };
+	uint32_t r = ref_rnd(100);
+
+	if (r < 30)
+		return IPPROTO_TCP;
+	if (r < 60)
+		return IPPROTO_UDP;
+	if (r < 65)
+		return IPPROTO_SCTP;
+	if (r < 80)
+		return fam == POLICY_FAM_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6;
+	if (r < 83)
+		return fam == POLICY_FAM_IPV4 ? IPPROTO_ICMPV6 : IPPROTO_ICMP;
+	return other[ref_rnd(N(other))];
+}
+
+static size_t random_v4(uint8_t *buf, size_t cap, int proto)
+{
+	size_t ihl = ref_rnd(4) ? 5 : 5 + ref_rnd(11), len;
+	uint16_t frag = ref_rnd(2) ? 0x4000 : 0; /* DF */
+
+	if (!ref_rnd(7))
+		frag |= ref_rnd(2) ? 0x2000 | (uint16_t)ref_rnd(100) : (uint16_t)(1 + ref_rnd(8000));
+	buf[0] = (uint8_t)(4 << 4 | ihl);
+	put16(buf + 6, frag);
+	buf[8] = 64;
+	buf[9] = (uint8_t)proto;
+	ref_random_addr_bytes(POLICY_FAM_IPV4, buf + 12);
+	ref_random_addr_bytes(POLICY_FAM_IPV4, buf + 16);
+	memset(buf + 20, 1, ihl * 4 - 20); /* NOP options */
+	len = ihl * 4 + random_l4(buf + ihl * 4, proto, POLICY_FAM_IPV4);
+	put16(buf + 2, (unsigned)len);
+	return len < cap ? len : cap;
+}
+
+/* How many extension headers: mostly none or a few, sometimes hundreds. */
+static uint32_t random_chain_length(void)
+{
+	uint32_t r = ref_rnd(100);
+
+	return r < 45 ? 0 : r < 85 ? 1 + ref_rnd(12) : r < 97 ? 13 + ref_rnd(120) : 133 + ref_rnd(200);
+}
+
+/* One extension header at buf + off of type t, next header nh; its length. */
+static size_t put_ext(uint8_t *buf, size_t off, uint8_t t, uint8_t nh)
+{
+	uint8_t len = ref_rnd(3) ? 0 : (uint8_t)ref_rnd(3);
+
+	buf[off] = nh;
+	if (t == 44) {
+		put16(buf + off + 2, ref_rnd(4) ? 0 : ref_rnd(2) ? 1 : (uint16_t)((1 + ref_rnd(500)) << 3 | ref_rnd(2)));
+		return 8;
+	}
+	buf[off + 1] = t == 51 ? (uint8_t)(len * 2 + 0) : len;
+	return t == 51 ? ((size_t)buf[off + 1] + 2) * 4 : ((size_t)len + 1) * 8;
+}
+
+static size_t random_v6(uint8_t *buf, size_t cap, int proto)
+{
+	static const uint8_t types[] = { 0, 43, 60, 60, 60, 51, 44 };
+	uint32_t n = random_chain_length();
+	size_t off = 40, len;
+	uint8_t *nhp = buf + 6;
+
+	buf[0] = 6 << 4;
+	buf[7] = 64;
+	ref_random_addr_bytes(POLICY_FAM_IPV6, buf + 8);
+	ref_random_addr_bytes(POLICY_FAM_IPV6, buf + 24);
+	for (uint32_t i = 0; i < n && off + 64 + 80 < cap; i++) {
+		uint8_t t = types[ref_rnd(N(types))];
+
+		*nhp = t;
+		nhp = buf + off;
+		off += put_ext(buf, off, t, 0);
+	}
+	*nhp = (uint8_t)proto;
+	len = off + random_l4(buf + off, proto, POLICY_FAM_IPV6);
+	if (len > cap)
+		len = cap;
+	put16(buf + 4, (unsigned)(len - 40));
+	return len;
+}
+
+/* Truncations and length fields that lie, now and then. Never below the
+ * fixed IP header: the kernel drops those before any hook (and
+ * BPF_PROG_TEST_RUN refuses them). */
+static size_t damage(uint8_t *buf, size_t len, uint8_t fam)
+{
+	size_t min = fam == POLICY_FAM_IPV4 ? 20 : 40;
+	uint32_t r = ref_rnd(100);
+
+	if (len <= min)
+		return len;
+	if (r < 8)
+		return min + ref_rnd((uint32_t)(len - min));     /* cut short (length field unchanged) */
+	if (r < 12) {
+		size_t cut = min + ref_rnd((uint32_t)(len - min)); /* cut short, length field follows */
+
+		if (fam == POLICY_FAM_IPV4 && cut >= 4)
+			put16(buf + 2, (unsigned)cut);
+		else if (fam == POLICY_FAM_IPV6 && cut >= 40)
+			put16(buf + 4, (unsigned)(cut - 40));
+		return cut;
+	}
+	if (r < 15) {
+		int delta = (int)ref_rnd(9) - 4;                  /* the length field lies a little */
+		size_t at = fam == POLICY_FAM_IPV4 ? 2 : 4;
+
+		put16(buf + at, (unsigned)((int)get16(buf + at) + delta) & 0xffff);
+	}
+	return len;
+}
+
+size_t ref_random_bytes(uint8_t fam, uint8_t *buf, size_t cap)
+{
+	int proto = random_proto(fam);
+	size_t len;
+
+	memset(buf, 0, cap);
+	len = fam == POLICY_FAM_IPV4 ? random_v4(buf, cap, proto) : random_v6(buf, cap, proto);
+	return damage(buf, len, fam);
+}

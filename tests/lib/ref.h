@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The reference semantics of a policy, for differential tests: what the
+ * first matching rule is, by walking the rules one by one as the policy
+ * language defines them (policy/README.md), with none of the compiler's or
+ * the classifier's machinery. Also what the classifier must make of a
+ * packet's bytes (ref_parse: headers, extension chains, fragments, keys),
+ * written from the RFCs rather than from the BPF code, random policies and
+ * random packets (as keys, and as bytes for BPF_PROG_TEST_RUN).
+ */
+#ifndef NFBOX_TEST_REF_H
+#define NFBOX_TEST_REF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "engine/compile/plan.h"
+
+/* A packet as the classifier keys it. */
+struct ref_pkt {
+	int hook;
+	uint8_t fam;           /* POLICY_FAM_IPV4 / _IPV6 */
+	const char *iif, *oif; /* NULL: none */
+	uint8_t src[16], dst[16];
+	int proto;
+	uint16_t sport, dport;
+	int icmp_type;
+	bool frag;             /* a fragment: keyed by protocol only */
+	int ct;                /* NFB_CT_* */
+};
+
+void ref_seed(uint64_t seed);
+uint32_t ref_rnd(uint32_t n);
+
+bool ref_has_ports(int proto);
+void ref_random_addr_bytes(uint8_t fam, uint8_t *a);
+
+bool ref_rule_matches(const struct rule *r, const struct ref_pkt *k);
+/* The first rule of the hook that matches, or -1 (the default). */
+int ref_first_match(const struct plan_hook *h, const struct ref_pkt *k);
+
+/* A random valid policy of nrules rules (malloc'd YAML). */
+struct ref_policy_opts {
+	uint32_t nrules;
+	const char *const *ifaces;   /* interface names the groups list */
+	bool random_defaults;        /* default verdicts and options.defrag at random */
+};
+char *ref_random_policy(const struct ref_policy_opts *o, size_t *len);
+/* A random key (the unit test's packets). */
+void ref_random_pkt(struct ref_pkt *k);
+
+/* ---- bytes ---- */
+
+enum ref_verdict_kind {
+	REF_KEYED,     /* judged by the rules (or the default) */
+	REF_MALFORMED, /* dropped: a header, the chain or the L4 key cut short */
+	REF_FRAGMENT,  /* a fragment: with defrag on dropped, else keyed by protocol */
+};
+
+/* What the classifier must make of an IP packet (from its first byte). */
+enum ref_verdict_kind ref_parse(const uint8_t *ip, size_t len, uint8_t fam, struct ref_pkt *k);
+
+/* A random IP packet of at most cap bytes for fam: addresses and ports the
+ * random policies use, options, extension-header chains of every length,
+ * fragments, truncations and lying length fields. Returns its length. */
+size_t ref_random_bytes(uint8_t fam, uint8_t *buf, size_t cap);
+
+void ref_hexdump(FILE *f, const uint8_t *p, size_t len);
+
+#endif
