@@ -170,6 +170,8 @@ static int start(struct daemon *dm, struct diags *d)
 		log_info("adopted the enforcing state pinned in %s (generation %u)", dm->pin_dir, info.active_gen);
 	if (!eo.pin_dir)
 		log_warn("--no-pin: nothing is pinned; if nfbox stops or dies, enforcement ends with it");
+	if ((r = links_open(dm, d)) < 0)
+		return r;
 	if ((r = daemon_reload(dm, dm->opts->policy, d)) < 0)
 		return diag_fail(d, r, "%s: not loaded; %s", dm->opts->policy,
 				 info.adopted ? "the adopted policy stays in force" : "nothing is enforced");
@@ -209,6 +211,7 @@ static void daemon_free(struct daemon *dm)
 	daemon_captures_stop_all(dm);
 	clients_close_all(dm);
 	events_close(dm);
+	links_close(dm);
 	if (dm->signals.fd >= 0)
 		close(dm->signals.fd);
 	if (dm->epfd >= 0)

@@ -53,6 +53,7 @@ struct loaded {
 
 struct dcap; /* captures.c */
 struct ring_buffer;
+struct nl_monitor;
 
 struct daemon {
 	const struct daemon_opts *opts;
@@ -64,7 +65,9 @@ struct daemon {
 	struct loaded cur;
 	struct slot_table slots;
 	int epfd;
-	struct handler listener, signals, events;
+	struct handler listener, signals, events, links;
+	struct nl_monitor *monitor;
+	char *missing_ifaces; /* as last logged: "wg0, ppp0", "" if none */
 	struct ring_buffer *rb;
 	FILE *logf;
 	struct client *clients[DAEMON_MAX_CLIENTS];
@@ -93,6 +96,13 @@ void clients_close_all(struct daemon *dm);
 void clients_reap(struct daemon *dm);
 /* A verdict event line for every `nfbox log` follower. */
 void clients_broadcast(struct daemon *dm, const char *line, size_t len);
+
+/* links.c: interfaces follow the link monitor; the policy's interfaces
+ * that are not there (names into the plan, *n of them, at most max). */
+int links_open(struct daemon *dm, struct diags *d);
+void links_close(struct daemon *dm);
+void links_after_reload(struct daemon *dm);
+uint32_t links_missing(const struct plan *pl, const char **out, uint32_t max);
 
 /* events.c: verdict events from the classifier's ring buffer. */
 int events_open(struct daemon *dm, struct diags *d);

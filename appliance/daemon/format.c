@@ -69,6 +69,12 @@ static void status_text(const struct status_report *r, FILE *f)
 		fprintf(f, "pin dir:    none (--no-pin): enforcement ends with this process\n");
 	fprintf(f, "reloads:    %lu ok, %lu failed\n", r->reloads_ok, r->reloads_failed);
 	fprintf(f, "log events: %llu\n", r->events);
+	if (r->nmissing) {
+		fputs("missing:   ", f);
+		for (uint32_t i = 0; i < r->nmissing; i++)
+			fprintf(f, "%s%s", i ? ", " : " ", r->missing[i]);
+		fputs(" (interfaces the policy names that do not exist: rules naming them match nothing until they appear)\n", f);
+	}
 	status_links_text(e, f);
 	status_captures_text(r->caps, r->ncaps, f);
 }
@@ -153,6 +159,11 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_kv_bool(&j, "initial", r->netns_initial);
 	json_kv_u64(&j, "cookie", r->netns_cookie);
 	json_object_end(&j);
+	json_key(&j, "missing_interfaces");
+	json_array_begin(&j);
+	for (uint32_t i = 0; i < r->nmissing; i++)
+		json_str(&j, r->missing[i]);
+	json_array_end(&j);
 	status_links_json(e, &j);
 	status_captures_json(r->caps, r->ncaps, &j);
 	json_object_end(&j);

@@ -85,6 +85,7 @@ int daemon_reload(struct daemon *dm, const char *path, struct diags *d)
 	dm->cur = nl;
 	dm->reloads_ok++;
 	dm->loaded_at = time(NULL);
+	links_after_reload(dm);
 	return 0;
 }
 

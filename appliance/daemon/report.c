@@ -25,6 +25,7 @@ int report_status(struct daemon *dm, struct status_report *out)
 		.events = dm->events_seen,
 	};
 	engine_get_info(dm->e, &out->engine);
+	out->nmissing = links_missing(dm->cur.plan, out->missing, sizeof(out->missing) / sizeof(out->missing[0]));
 	return daemon_captures_report(dm, false, &out->caps, &out->ncaps);
 }
 

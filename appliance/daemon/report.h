@@ -36,6 +36,8 @@ struct status_report {
 	struct engine_info engine;
 	unsigned long reloads_ok, reloads_failed;
 	unsigned long long events;
+	const char *missing[64];    /* interfaces the policy names that do not exist */
+	uint32_t nmissing;
 	struct report_capture *caps;
 	uint32_t ncaps;
 };

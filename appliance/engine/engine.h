@@ -69,6 +69,12 @@ struct slot_map {
 int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob *blob,
 		const struct slot_map *slots, struct diags *d);
 
+/* Resolve the plan's interface names again and update the generation in
+ * force in place: an interface that appeared (or came back with another
+ * ifindex, or was renamed to a name the policy uses) is matched from now on,
+ * one that is gone no longer. pl and b are the plan in force. 0 or -errno. */
+int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct plan_blob *b);
+
 void engine_get_info(const struct engine *e, struct engine_info *out);
 /* The verdict-event ring buffer map; the classifier program (tests, bench). */
 int engine_events_fd(const struct engine *e);

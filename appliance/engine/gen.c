@@ -191,7 +191,7 @@ static int fill_ifaces(int fd, const struct plan *pl, const struct plan_blob *b,
 			k.ifindex = if_nametoindex(h->ifaces[i].ifname);
 			if (!k.ifindex) {
 				diag_warn(d, DIAG_NOWHERE,
-					  "interface %s does not exist; rules naming it match nothing until it exists and the policy is reloaded",
+					  "interface %s does not exist (yet): rules naming it match nothing until it appears",
 					  h->ifaces[i].ifname);
 				continue;
 			}
@@ -304,5 +304,76 @@ int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob 
 		return r;
 	}
 	e->generation++;
+	return r;
+}
+
+/* ---- interfaces as they come and go ---- */
+
+/* The active generation's interface map, as our own fd. */
+static int active_iface_map(struct engine *e)
+{
+	uint32_t id;
+	int fd;
+
+	if (bpf_map_lookup_elem(e->map_fd[EM_IFACE], &e->active_gen, &id) < 0)
+		return -errno;
+	fd = bpf_map_get_fd_by_id(id);
+	return fd < 0 ? -errno : fd;
+}
+
+static bool key_wanted(const struct nfb_iface_key *k, const struct nfb_iface_key *want, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (want[i].ifindex == k->ifindex && want[i].hook == k->hook && want[i].dir == k->dir)
+			return true;
+	return false;
+}
+
+/* Entries of the map that no interface of the plan has any more. */
+static int drop_stale(int fd, const struct nfb_iface_key *want, uint32_t n)
+{
+	struct nfb_iface_key k, next;
+	bool first = true;
+
+	while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
+		first = false;
+		k = next;
+		if (!key_wanted(&k, want, n) && bpf_map_delete_elem(fd, &k) == 0)
+			first = true; /* the walk restarts after a delete */
+	}
+	return 0;
+}
+
+int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct plan_blob *b)
+{
+	struct nfb_iface_key *want;
+	uint32_t n = 0, cap = 0;
+	int fd, r = 0;
+
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
+		cap += pl->hook[hk].nifaces;
+	if ((fd = active_iface_map(e)) < 0)
+		return fd;
+	if (!(want = calloc(cap ? cap : 1, sizeof(*want)))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (int hk = 0; hk < NFB_HOOK_MAX && !r; hk++) {
+		const struct plan_hook *h = &pl->hook[hk];
+
+		for (uint32_t i = 0; i < h->nifaces && !r; i++) {
+			struct nfb_iface_key k = { .hook = (uint8_t)hk, .dir = h->ifaces[i].dir };
+
+			if (!(k.ifindex = if_nametoindex(h->ifaces[i].ifname)))
+				continue;
+			want[n++] = k;
+			if (bpf_map_update_elem(fd, &k, &b->loc[hk][h->ifaces[i].vec], BPF_ANY) < 0)
+				r = -errno;
+		}
+	}
+	if (!r)
+		r = drop_stale(fd, want, n);
+	free(want);
+	close(fd);
 	return r;
 }

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Interfaces as they come and go. The policy names interfaces; the
+ * classifier needs ifindexes. When a link appears, goes, is renamed or comes
+ * back with a new ifindex (wg0, ppp0, a VLAN created after start), the
+ * generation in force is updated in place at once, without a reload, and
+ * the change is logged.
+ */
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon_int.h"
+#include "lib/log.h"
+#include "netlink/monitor.h"
+
+#define MAX_LISTED 64
+
+static bool listed(const char **v, uint32_t n, const char *name)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!strcmp(v[i], name))
+			return true;
+	return false;
+}
+
+uint32_t links_missing(const struct plan *pl, const char **out, uint32_t max)
+{
+	uint32_t n = 0;
+
+	for (int hk = 0; pl && hk < NFB_HOOK_MAX; hk++)
+		for (uint32_t i = 0; i < pl->hook[hk].nifaces && n < max; i++) {
+			const char *name = pl->hook[hk].ifaces[i].ifname;
+
+			if (!listed(out, n, name) && !if_nametoindex(name))
+				out[n++] = name;
+		}
+	return n;
+}
+
+static char *missing_text(const struct plan *pl)
+{
+	const char *names[MAX_LISTED];
+	uint32_t n = links_missing(pl, names, MAX_LISTED);
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (!f)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(f, "%s%s", i ? ", " : "", names[i]);
+	fclose(f);
+	return out;
+}
+
+/* Log when the set of missing interfaces changed since the last time. */
+static void note_missing(struct daemon *dm)
+{
+	char *now = missing_text(dm->cur.plan);
+
+	if (!now)
+		return;
+	if (dm->missing_ifaces && !strcmp(now, dm->missing_ifaces)) {
+		free(now);
+		return;
+	}
+	if (dm->missing_ifaces) /* not the first time: a change */
+		log_info("interfaces: %s%s", now[0] ? "missing now (rules naming them match nothing): " : "every interface the policy names is present",
+			 now);
+	free(dm->missing_ifaces);
+	dm->missing_ifaces = now;
+}
+
+static void on_links(struct daemon *dm, struct handler *h, uint32_t events)
+{
+	int r;
+
+	if (!nl_monitor_links_changed(dm->monitor) || !dm->cur.plan)
+		return;
+	if ((r = engine_ifaces_refresh(dm->e, dm->cur.plan, &dm->cur.blob)) < 0)
+		log_err("interfaces changed, but the interface map could not be updated: %s", strerror(-r));
+	note_missing(dm);
+}
+
+void links_after_reload(struct daemon *dm)
+{
+	free(dm->missing_ifaces);
+	dm->missing_ifaces = NULL;
+	note_missing(dm);
+}
+
+int links_open(struct daemon *dm, struct diags *d)
+{
+	int r;
+
+	if ((r = nl_monitor_open(&dm->monitor)) < 0)
+		return diag_errno(d, r, "cannot follow interfaces over rtnetlink");
+	dm->links = (struct handler){ .fd = nl_monitor_fd(dm->monitor), .fn = on_links };
+	/* Open before the first load: a link that changes after the load
+	 * resolved its names is in the monitor's queue. */
+	if ((r = daemon_watch(dm, &dm->links)) < 0)
+		return diag_errno(d, r, "epoll");
+	return 0;
+}
+
+void links_close(struct daemon *dm)
+{
+	nl_monitor_close(dm->monitor);
+	dm->monitor = NULL;
+	free(dm->missing_ifaces);
+	dm->missing_ifaces = NULL;
+}
