@@ -201,6 +201,17 @@ struct policy {
  * Returns 0, -EINVAL for an invalid policy, or -errno when the file cannot
  * be read (also reported in d). */
 int policy_load(const char *path, struct diags *d, struct policy **out);
+
+/* How the loader reaches the files of a policy (the policy and its set
+ * files), for a caller with rules about what it may read. */
+struct policy_files {
+	int policy_fd;   /* the policy file, opened by someone else (path names it), or -1 */
+	/* Called with every file open, before it is read: 0, or -errno and a
+	 * reason in why (len bytes) to refuse it. NULL: every file is read. */
+	int (*check)(int fd, const char *path, char *why, size_t len, void *arg);
+	void *arg;
+};
+int policy_load_files(const char *path, const struct policy_files *files, struct diags *d, struct policy **out);
 /* The same from a buffer (name is used in messages and to find set files). */
 int policy_load_buffer(const char *name, const char *text, size_t len, struct diags *d,
 		       struct policy **out);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* `nfbox run` and the control-socket clients: status, stats, reload, log. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,10 @@ static const struct cli_opt run_opts[] = {
 	CLI_OPT_STRING("pin-dir", 'd', struct run_args, o.pin_dir, "DIR",
 		       "where program, maps and links are pinned (default " NFBOX_BPFFS "/nfbox; nfbox-NETNS in NETNS)"),
 	CLI_OPT_FLAG("no-pin", 0, struct run_args, o.no_pin, "pin nothing: enforcement ends when nfbox does"),
+	CLI_OPT_STRING("socket-group", 'g', struct run_args, o.socket_group, "GROUP",
+		       "members of GROUP may use status, stats and log (socket mode 0660)"),
+	CLI_OPT_FLAG("allow-unsafe-files", 0, struct run_args, o.allow_unsafe_files,
+		     "read policy and set files whoever owns them and whoever may write them"),
 	CLI_OPT_STRING("log", 'l', struct run_args, o.log, "FILE|-", "append verdict events as JSON lines to FILE (- for stdout)"),
 	CLI_OPT_FLAG("fresh", 'f', struct run_args, o.fresh, "replace pinned state instead of adopting it"),
 	CLI_OPT_FLAG("verbose", 'v', struct run_args, verbose, "show libbpf's debug output"),
@@ -75,7 +80,7 @@ static const struct cli_opt reload_opts[] = {
 };
 static const struct cli_opt log_opts[] = { SOCKET_OPT, CLI_OPT_END };
 
-static int call(const struct ctl_args *a, struct ctl_request *req)
+static int call(const struct ctl_args *a, struct ctl_request *req, int fd)
 {
 	char sock[PATH_MAX];
 	struct diags d;
@@ -87,7 +92,7 @@ static int call(const struct ctl_args *a, struct ctl_request *req)
 	else
 		r = netns_default_socket(sock, sizeof(sock), &d);
 	if (r == 0)
-		r = ctl_call(sock, req, stdout, stderr, &d);
+		r = ctl_call(sock, req, fd, stdout, stderr, &d);
 	if (r < 0) {
 		fputs("nfbox: ", stderr);
 		diags_print(&d, stderr, false);
@@ -96,17 +101,20 @@ static int call(const struct ctl_args *a, struct ctl_request *req)
 	return r == 0 ? 0 : 1;
 }
 
+/* reload --policy: this command opens the file and passes it, so the daemon
+ * reads what the caller could open, not whatever a path names. */
 static int run_ctl(enum ctl_verb verb, const struct ctl_args *a)
 {
 	struct ctl_request req = { .verb = verb, .json = a->json };
 	_cleanup_free_ char *abs = NULL;
+	_cleanup_close_ int fd = -1;
 
-	if (a->policy && !(abs = realpath(a->policy, NULL))) {
+	if (a->policy && (!(abs = realpath(a->policy, NULL)) || (fd = open(abs, O_RDONLY | O_CLOEXEC)) < 0)) {
 		fprintf(stderr, "nfbox reload: %s: %s\n", a->policy, strerror(errno));
 		return 1;
 	}
 	req.policy = abs;
-	return call(a, &req);
+	return call(a, &req, fd);
 }
 
 static int run_status(void *args, int argc, char **argv)

@@ -2,6 +2,7 @@
 #include "control/client.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -11,15 +12,27 @@
 #include <unistd.h>
 
 #include "lib/cleanup.h"
+#include "system/files.h"
+
+static volatile sig_atomic_t stop_following;
+
+static void on_stop(int sig)
+{
+	stop_following = 1;
+}
 
 static int connect_to(const char *path, struct diags *d)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path)], why[512];
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return diag_fail(d, -ENAMETOOLONG, "socket path %s is too long", path);
 	strcpy(sa.sun_path, path);
+	strcpy(dir, path);
+	if (files_check_dir(dirname(dir), why, sizeof(why)) == -EPERM)
+		return diag_fail(d, -EPERM, "not trusting the control socket %s: its %s", path, why);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return diag_errno(d, -errno, "cannot create a socket");
@@ -32,19 +45,39 @@ static int connect_to(const char *path, struct diags *d)
 	return fd;
 }
 
-static int send_all(int fd, const char *s, size_t len)
+/* The request; the first part carries fd_pass (SCM_RIGHTS) when given. */
+static int send_request(int fd, const char *s, size_t len, int fd_pass)
 {
-	while (len) {
-		ssize_t w = send(fd, s, len, MSG_NOSIGNAL);
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = (void *)s, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (fd_pass >= 0) {
+		struct cmsghdr *c;
+
+		msg.msg_control = cbuf;
+		msg.msg_controllen = sizeof(cbuf);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd_pass, sizeof(int));
+	}
+	for (;;) {
+		ssize_t w = sendmsg(fd, &msg, MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
 			return w < 0 ? -errno : -EPIPE;
+		if ((size_t)w == len)
+			return 0;
 		s += w;
 		len -= (size_t)w;
+		iov = (struct iovec){ .iov_base = (void *)s, .iov_len = len };
+		msg.msg_control = NULL; /* the fd went with the first part */
+		msg.msg_controllen = 0;
 	}
-	return 0;
 }
 
 /* The status line decides where the rest goes; it may come in pieces. */
@@ -79,7 +112,46 @@ static int copy_reply(int fd, FILE *out, FILE *err, struct diags *d)
 	return status;
 }
 
-int ctl_call(const char *socket_path, const struct ctl_request *req, FILE *out, FILE *err, struct diags *d)
+/* `log`: events line by line; a missed-events line is said on err too. */
+static int follow(int fd, FILE *out, FILE *err, struct diags *d)
+{
+	_cleanup_fclose_ FILE *in = fdopen(dup(fd), "r");
+	struct sigaction sa = { .sa_handler = on_stop }; /* no SA_RESTART: the read ends */
+	char *line = NULL;
+	size_t cap = 0;
+	unsigned long long missed = 0, n;
+	bool first = true;
+
+	if (!in)
+		return diag_errno(d, -errno, "reading the daemon's events");
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	while (!stop_following && getline(&line, &cap, in) > 0) {
+		if (first) {
+			first = false;
+			if (!strcmp(line, CTL_REPLY_OK))
+				continue;
+			fputs(strncmp(line, CTL_REPLY_ERROR, strlen(CTL_REPLY_ERROR)) ? line : "", err);
+			while (getline(&line, &cap, in) > 0)
+				fputs(line, err);
+			free(line);
+			return 1;
+		}
+		fputs(line, out);
+		fflush(out);
+		if (sscanf(line, "{\"missed\":%llu", &n) == 1) {
+			missed += n;
+			fprintf(err, "nfbox log: %llu event%s missed: %s", n, n == 1 ? "" : "s", strstr(line, "\"reason\"") ? line : "\n");
+		}
+	}
+	free(line);
+	if (missed)
+		fprintf(err, "nfbox log: %llu event%s missed in all\n", missed, missed == 1 ? "" : "s");
+	return missed ? 1 : 0;
+}
+
+int ctl_call(const char *socket_path, const struct ctl_request *req, int fd_pass, FILE *out, FILE *err,
+	     struct diags *d)
 {
 	_cleanup_free_ char *line = ctl_request_format(req);
 	_cleanup_close_ int fd = -1;
@@ -91,7 +163,9 @@ int ctl_call(const char *socket_path, const struct ctl_request *req, FILE *out, 
 		return diag_fail(d, -E2BIG, "the request is longer than %d bytes", CTL_MAX_REQUEST);
 	if ((fd = connect_to(socket_path, d)) < 0)
 		return fd;
-	if ((r = send_all(fd, line, strlen(line))) < 0)
+	/* A daemon that turns a client away (busy, permission) answers and
+	 * closes at once: read that answer even when sending failed. */
+	if ((r = send_request(fd, line, strlen(line), fd_pass)) < 0 && r != -EPIPE && r != -ECONNRESET)
 		return diag_errno(d, r, "sending the request to %s", socket_path);
-	return copy_reply(fd, out, err, d);
+	return req->verb == CTL_LOG ? follow(fd, out, err, d) : copy_reply(fd, out, err, d);
 }

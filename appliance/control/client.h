@@ -7,9 +7,16 @@
 
 #include "control/proto.h"
 
-/* Send req to the daemon on socket_path and copy its reply: the text of an
- * "ok" reply to out, of an "error" reply to err. Returns 0 for ok, 1 for an
- * error reply, or -errno (explained in d) when no reply could be had. */
-int ctl_call(const char *socket_path, const struct ctl_request *req, FILE *out, FILE *err, struct diags *d);
+/* Send req to the daemon on socket_path (with fd, if not -1, passed along:
+ * the policy file of a reload) and copy its reply: the text of an "ok"
+ * reply to out, of an "error" reply to err. Before connecting, the socket's
+ * directory must be one only root can write to (else someone could stand
+ * in for the daemon). Returns 0 for ok, 1 for an error reply, or -errno
+ * (explained in d) when no reply could be had.
+ *
+ * For `log` the reply is a stream of events: each goes to out as it comes,
+ * a {"missed":N,...} line is also said on err; it ends at the daemon's end,
+ * or at SIGINT/SIGTERM. Then 1 if events were missed, else 0. */
+int ctl_call(const char *socket_path, const struct ctl_request *req, int fd, FILE *out, FILE *err, struct diags *d);
 
 #endif

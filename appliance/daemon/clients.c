@@ -1,10 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* The control socket: requests in (control/proto.h), answers out. */
+/*
+ * The control socket: requests in (control/proto.h), answers out, and no
+ * client can stall the daemon. Replies are written without blocking from a
+ * buffer per client (bounded); a client has CLIENT_REQUEST_SECS to send its
+ * request and CLIENT_WRITE_SECS to take each part of its reply; when every
+ * slot is taken a new client is told so at once. Who may ask what comes
+ * from the peer's credentials (SO_PEERCRED): root anything, members of the
+ * socket group (nfbox run --socket-group) status, stats and log.
+ */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -14,48 +25,99 @@
 #include "daemon/report.h"
 #include "lib/cleanup.h"
 #include "lib/log.h"
+#include "system/files.h"
 
-static void client_drop(struct daemon *dm, int i)
+#define CLIENT_REQUEST_SECS 5
+#define CLIENT_WRITE_SECS 30
+#define CLIENT_MAX_REPLY (64u << 20)   /* a reply larger than this is an error */
+#define CLIENT_FOLLOW_BYTES (1u << 20) /* events queued for one `nfbox log` */
+
+/* ---- output ---- */
+
+static void want_write(struct daemon *dm, struct client *c, bool on)
 {
-	struct client *c = dm->clients[i];
+	struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = &c->h };
 
-	daemon_unwatch(dm, &c->h);
-	close(c->h.fd);
-	free(c);
-	dm->clients[i] = dm->clients[--dm->nclients];
+	if (c->want_write != on && epoll_ctl(dm->epfd, EPOLL_CTL_MOD, c->h.fd, &ev) == 0)
+		c->want_write = on;
 }
 
-void clients_reap(struct daemon *dm)
+static size_t pending(const struct client *c)
 {
-	for (int i = dm->nclients - 1; i >= 0; i--)
-		if (dm->clients[i]->dead)
-			client_drop(dm, i);
+	return c->out_len - c->out_off;
 }
 
-void clients_close_all(struct daemon *dm)
+/* Append to the client's output; false when it does not fit its bound. */
+static bool queue(struct client *c, const char *s, size_t len, size_t bound)
 {
-	while (dm->nclients)
-		client_drop(dm, dm->nclients - 1);
-	if (dm->listener.fd >= 0) {
-		daemon_unwatch(dm, &dm->listener);
-		close(dm->listener.fd);
-		dm->listener.fd = -1;
+	char *nb;
+
+	if (pending(c) + len > bound)
+		return false;
+	if (c->out_off && c->out_off == c->out_len)
+		c->out_off = c->out_len = 0;
+	if (c->out_len + len > c->out_cap) {
+		size_t cap = (c->out_len + len) * 2;
+
+		if (!(nb = realloc(c->out, cap)))
+			return false;
+		c->out = nb;
+		c->out_cap = cap;
 	}
+	memcpy(c->out + c->out_len, s, len);
+	c->out_len += len;
+	return true;
 }
 
-static bool send_all(struct client *c, const char *s, size_t len)
+static void queue_missed(struct client *c)
 {
-	while (len) {
-		ssize_t w = send(c->h.fd, s, len, MSG_NOSIGNAL);
+	char line[128];
+	int n = snprintf(line, sizeof(line), "{\"missed\":%llu,\"reason\":\"this client read too slowly\"}\n",
+			 (unsigned long long)c->missed);
+
+	if (queue(c, line, (size_t)n, CLIENT_FOLLOW_BYTES * 2))
+		c->missed = 0;
+}
+
+/* Write what the socket takes now. */
+static void flush(struct daemon *dm, struct client *c)
+{
+	while (pending(c)) {
+		ssize_t w = send(c->h.fd, c->out + c->out_off, pending(c), MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (w < 0 && errno == EINTR)
 			continue;
-		if (w <= 0)
-			return false;
-		s += w;
-		len -= (size_t)w;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (w <= 0) {
+			c->dead = true;
+			return;
+		}
+		c->out_off += (size_t)w;
+		c->since = time(NULL);
 	}
-	return true;
+	if (!pending(c) && c->missed)
+		queue_missed(c);
+	if (!pending(c) && c->closing)
+		c->dead = true;
+	want_write(dm, c, pending(c) != 0);
+}
+
+/* The whole reply, then the connection closes. */
+static void reply(struct daemon *dm, struct client *c, const char *text, size_t len)
+{
+	static const char too_big[] = CTL_REPLY_ERROR "the reply is larger than the daemon sends to one client\n";
+
+	c->closing = true;
+	c->since = time(NULL);
+	if (!queue(c, text, len, CLIENT_MAX_REPLY))
+		queue(c, too_big, sizeof(too_big) - 1, CLIENT_MAX_REPLY);
+	flush(dm, c);
+}
+
+static void reply_str(struct daemon *dm, struct client *c, const char *text)
+{
+	reply(dm, c, text, strlen(text));
 }
 
 void clients_broadcast(struct daemon *dm, const char *line, size_t len)
@@ -63,23 +125,26 @@ void clients_broadcast(struct daemon *dm, const char *line, size_t len)
 	for (int i = 0; i < dm->nclients; i++) {
 		struct client *c = dm->clients[i];
 
-		if (c->follow && !c->dead && send(c->h.fd, line, len, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)len)
-			c->dead = true;
+		if (!c->follow || c->dead)
+			continue;
+		if (c->missed || !queue(c, line, len, CLIENT_FOLLOW_BYTES))
+			c->missed++; /* told when it has caught up */
+		else
+			flush(dm, c);
 	}
 }
 
-/* Replies are written whole, then the connection is closed: the client
- * reads until EOF. */
-static void client_reply(struct client *c, const char *text, size_t len)
+void clients_broadcast_missed(struct daemon *dm, uint64_t n, const char *reason)
 {
-	int fl = fcntl(c->h.fd, F_GETFL);
+	char line[160];
+	int len = snprintf(line, sizeof(line), "{\"missed\":%llu,\"reason\":\"%s\"}\n", (unsigned long long)n, reason);
 
-	fcntl(c->h.fd, F_SETFL, fl & ~O_NONBLOCK);
-	send_all(c, text, len);
-	c->dead = true;
+	clients_broadcast(dm, line, (size_t)len);
 }
 
-static void answer_reload(struct daemon *dm, const struct ctl_request *req, FILE *f)
+/* ---- the requests ---- */
+
+static void answer_reload(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f)
 {
 	const char *path = req->policy ? req->policy : dm->opts->policy;
 	_cleanup_free_ char *text = NULL;
@@ -87,38 +152,42 @@ static void answer_reload(struct daemon *dm, const struct ctl_request *req, FILE
 	int r;
 
 	diags_init(&d);
-	r = daemon_reload(dm, path, &d);
+	r = daemon_reload(dm, path, req->policy ? c->fd_passed : -1, &d);
 	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
 	diags_print(&d, f, false);
 	daemon_reload_summary(dm, path, r, f);
 	/* The daemon's log says what every reload did, whoever asked. */
 	text = diags_to_text(&d);
-	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload (control socket): %s", text ? text : "");
+	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload (control socket, uid %u): %s", (unsigned)c->uid, text ? text : "");
 	diags_free(&d);
 }
 
-static void answer_report(struct daemon *dm, const struct ctl_request *req, FILE *f)
+static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE *f)
 {
 	struct status_report st;
 	struct stats_report sr;
+	int r;
 
 	if (req->verb == CTL_STATUS) {
-		if (report_status(dm, &st) == 0) {
+		if ((r = report_status(dm, &st)) == 0) {
 			fputs(CTL_REPLY_OK, f);
 			format_status(&st, f, req->json);
-		} else {
-			fputs(CTL_REPLY_ERROR "out of memory\n", f);
 		}
 		report_status_free(&st);
-		return;
+		return r;
 	}
-	if (report_stats(dm, &sr) == 0) {
+	if ((r = report_stats(dm, &sr)) == 0) {
 		fputs(CTL_REPLY_OK, f);
 		format_stats(&sr, f, req->json);
-	} else {
-		fputs(CTL_REPLY_ERROR "out of memory\n", f);
 	}
 	report_stats_free(&sr);
+	return r;
+}
+
+/* status, stats and log are for readers; the rest needs root. */
+static bool allowed(const struct client *c, enum ctl_verb v)
+{
+	return c->root || v == CTL_STATUS || v == CTL_STATS || v == CTL_LOG;
 }
 
 static void answer(struct daemon *dm, struct client *c, const struct ctl_request *req)
@@ -126,22 +195,31 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 	_cleanup_free_ char *out = NULL;
 	size_t len = 0;
 	FILE *f;
+	int r = 0;
 
+	if (!allowed(c, req->verb)) {
+		reply_str(dm, c, CTL_REPLY_ERROR "permission denied: only root may do that; the socket group may use status, stats and log\n");
+		return;
+	}
 	if (req->verb == CTL_LOG) {
-		c->follow = send_all(c, CTL_REPLY_OK, strlen(CTL_REPLY_OK));
-		c->dead = !c->follow;
+		c->follow = true;
+		c->since = time(NULL);
+		queue(c, CTL_REPLY_OK, strlen(CTL_REPLY_OK), CLIENT_FOLLOW_BYTES);
+		flush(dm, c);
 		return;
 	}
 	if (!(f = open_memstream(&out, &len))) {
-		client_reply(c, CTL_REPLY_ERROR "out of memory\n", strlen(CTL_REPLY_ERROR "out of memory\n"));
+		reply_str(dm, c, CTL_REPLY_ERROR "out of memory\n");
 		return;
 	}
 	if (req->verb == CTL_RELOAD)
-		answer_reload(dm, req, f);
+		answer_reload(dm, c, req, f);
 	else
-		answer_report(dm, req, f);
-	fclose(f);
-	client_reply(c, out, len);
+		r = answer_report(dm, req, f);
+	if (fclose(f) != 0 || r < 0)
+		reply_str(dm, c, CTL_REPLY_ERROR "out of memory\n");
+	else
+		reply(dm, c, out, len);
 }
 
 static void answer_line(struct daemon *dm, struct client *c, size_t len)
@@ -155,14 +233,39 @@ static void answer_line(struct daemon *dm, struct client *c, size_t len)
 		ctl_request_free(&req);
 	} else {
 		_cleanup_free_ char *text = diags_to_text(&d);
-		_cleanup_free_ char *reply = NULL;
-		int n = asprintf(&reply, CTL_REPLY_ERROR "%s", text ? text : "bad request\n");
+		_cleanup_free_ char *msg = NULL;
+		int n = asprintf(&msg, CTL_REPLY_ERROR "%s", text ? text : "bad request\n");
 
 		if (n > 0)
-			client_reply(c, reply, (size_t)n);
-		c->dead = true;
+			reply(dm, c, msg, (size_t)n);
+		else
+			reply_str(dm, c, CTL_REPLY_ERROR "bad request\n");
 	}
 	diags_free(&d);
+}
+
+/* ---- reading ---- */
+
+/* One read; an fd sent with the request (SCM_RIGHTS) is kept, one only. */
+static ssize_t read_some(struct client *c)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = c->buf + c->len, .iov_len = sizeof(c->buf) - 1 - c->len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	ssize_t n = recvmsg(c->h.fd, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	for (struct cmsghdr *cm = n > 0 ? CMSG_FIRSTHDR(&msg) : NULL; cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		int fd;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		memcpy(&fd, CMSG_DATA(cm), sizeof(fd));
+		if (c->fd_passed < 0)
+			c->fd_passed = fd;
+		else
+			close(fd);
+	}
+	return n;
 }
 
 static void on_client(struct daemon *dm, struct handler *h, uint32_t events)
@@ -171,23 +274,65 @@ static void on_client(struct daemon *dm, struct handler *h, uint32_t events)
 	ssize_t n;
 	char *nl;
 
-	if (c->follow) {
-		c->dead = true; /* a follower has nothing more to say: it left */
+	if (events & EPOLLOUT)
+		flush(dm, c);
+	if (c->dead || !(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+		return;
+	if (c->follow || c->closing) {
+		char junk[256];
+
+		/* Nothing more is read; EOF means the client left. */
+		if (recv(c->h.fd, junk, sizeof(junk), MSG_DONTWAIT) == 0)
+			c->dead = true;
 		return;
 	}
-	n = read(c->h.fd, c->buf + c->len, sizeof(c->buf) - 1 - c->len);
+	n = read_some(c);
 	if (n <= 0) {
 		c->dead = n == 0 || (errno != EAGAIN && errno != EINTR);
 		return;
 	}
 	c->len += (size_t)n;
 	c->buf[c->len] = '\0';
-	if ((nl = memchr(c->buf, '\n', c->len))) {
+	if ((nl = memchr(c->buf, '\n', c->len)))
 		answer_line(dm, c, (size_t)(nl - c->buf));
-		return;
-	}
-	if (c->len == sizeof(c->buf) - 1)
-		client_reply(c, CTL_REPLY_ERROR "request too long\n", strlen(CTL_REPLY_ERROR "request too long\n"));
+	else if (c->len == sizeof(c->buf) - 1)
+		reply_str(dm, c, CTL_REPLY_ERROR "request too long\n");
+}
+
+/* ---- who connects ---- */
+
+static bool in_group(int fd, gid_t group, const struct ucred *cred)
+{
+	gid_t groups[256];
+	socklen_t len = sizeof(groups);
+
+	if (cred->gid == group)
+		return true;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+		return false;
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (groups[i] == group)
+			return true;
+	return false;
+}
+
+/* Root may do anything, the socket group read; anyone else nothing. */
+static bool credentials(struct daemon *dm, struct client *c)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	if (getsockopt(c->h.fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	c->uid = cred.uid;
+	c->root = cred.uid == 0;
+	return c->root || (dm->socket_gid != (gid_t)-1 && in_group(c->h.fd, dm->socket_gid, &cred));
+}
+
+static void turn_away(int fd, const char *why)
+{
+	send(fd, why, strlen(why), MSG_DONTWAIT | MSG_NOSIGNAL);
+	close(fd);
 }
 
 static void on_listener(struct daemon *dm, struct handler *h, uint32_t events)
@@ -197,11 +342,20 @@ static void on_listener(struct daemon *dm, struct handler *h, uint32_t events)
 
 	if (fd < 0)
 		return;
-	if (dm->nclients == DAEMON_MAX_CLIENTS || !(c = calloc(1, sizeof(*c)))) {
+	if (dm->nclients == DAEMON_MAX_CLIENTS) {
+		turn_away(fd, CTL_REPLY_ERROR "busy: every control connection is taken; try again in a few seconds\n");
+		return;
+	}
+	if (!(c = calloc(1, sizeof(*c)))) {
 		close(fd);
 		return;
 	}
-	c->h = (struct handler){ .fd = fd, .fn = on_client };
+	*c = (struct client){ .h = { .fd = fd, .fn = on_client }, .fd_passed = -1, .since = time(NULL) };
+	if (!credentials(dm, c)) {
+		turn_away(fd, CTL_REPLY_ERROR "permission denied: only root and the socket group may use the control socket\n");
+		free(c);
+		return;
+	}
 	if (daemon_watch(dm, &c->h) < 0) {
 		close(fd);
 		free(c);
@@ -210,25 +364,114 @@ static void on_listener(struct daemon *dm, struct handler *h, uint32_t events)
 	dm->clients[dm->nclients++] = c;
 }
 
+/* ---- bookkeeping ---- */
+
+static void client_drop(struct daemon *dm, int i)
+{
+	struct client *c = dm->clients[i];
+
+	daemon_unwatch(dm, &c->h);
+	close(c->h.fd);
+	if (c->fd_passed >= 0)
+		close(c->fd_passed);
+	free(c->out);
+	free(c);
+	dm->clients[i] = dm->clients[--dm->nclients];
+}
+
+void clients_reap(struct daemon *dm)
+{
+	for (int i = dm->nclients - 1; i >= 0; i--)
+		if (dm->clients[i]->dead)
+			client_drop(dm, i);
+}
+
+/* Once a second: a client that does not send its request, or does not
+ * take what it is sent, loses its slot. */
+void clients_tick(struct daemon *dm)
+{
+	time_t now = time(NULL);
+
+	for (int i = 0; i < dm->nclients; i++) {
+		struct client *c = dm->clients[i];
+
+		if (!c->follow && !c->closing && now - c->since >= CLIENT_REQUEST_SECS)
+			reply_str(dm, c, CTL_REPLY_ERROR "request timed out: send one line within 5 seconds\n");
+		else if (pending(c) && now - c->since >= CLIENT_WRITE_SECS)
+			c->dead = true;
+	}
+	clients_reap(dm);
+}
+
+void clients_close_all(struct daemon *dm)
+{
+	while (dm->nclients)
+		client_drop(dm, dm->nclients - 1);
+	if (dm->listener.fd >= 0) {
+		daemon_unwatch(dm, &dm->listener);
+		close(dm->listener.fd);
+		dm->listener.fd = -1;
+	}
+}
+
+/* ---- the socket ---- */
+
+/* The socket's directory: made if missing (root, 0755), and trusted only
+ * if nobody but root could put another socket there. */
+static int socket_dir(const char *path, struct diags *d)
+{
+	char buf[PATH_MAX], why[512];
+	const char *dir;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	dir = dirname(buf);
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return diag_errno(d, -errno, "cannot create the control socket's directory %s", dir);
+	if (files_check_dir(dir, why, sizeof(why)) < 0)
+		return diag_fail(d, -EPERM, "the control socket's %s", why);
+	return 0;
+}
+
+static int socket_group(struct daemon *dm, const char *path, struct diags *d)
+{
+	struct group *g;
+
+	dm->socket_gid = (gid_t)-1;
+	if (!dm->opts->socket_group)
+		return chmod(path, 0600) < 0 ? diag_errno(d, -errno, "chmod %s", path) : 0;
+	if (!(g = getgrnam(dm->opts->socket_group)))
+		return diag_fail(d, -ENOENT, "no group '%s' for --socket-group", dm->opts->socket_group);
+	dm->socket_gid = g->gr_gid;
+	if (chown(path, 0, g->gr_gid) < 0 || chmod(path, 0660) < 0)
+		return diag_errno(d, -errno, "cannot give %s to group %s", path, g->gr_name);
+	return 0;
+}
+
 int clients_listen(struct daemon *dm, struct diags *d)
 {
 	const char *path = dm->socket_path;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[sizeof(sa.sun_path)];
 	_cleanup_close_ int fd = -1;
+	mode_t old;
+	int r;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return diag_fail(d, -ENAMETOOLONG, "control socket path %s is too long", path);
 	strcpy(sa.sun_path, path);
-	strcpy(dir, path);
-	mkdir(dirname(dir), 0700);
+	if ((r = socket_dir(path, d)) < 0)
+		return r;
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
 		return diag_errno(d, -errno, "cannot create the control socket");
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
 		return diag_fail(d, -EADDRINUSE, "another nfbox is already running on the control socket %s", path);
 	unlink(path);
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(path, 0600) < 0 || listen(fd, 16) < 0)
+	old = umask(0177); /* no moment with a socket others could connect to */
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || listen(fd, 64) < 0)
 		return diag_errno(d, -errno, "cannot create the control socket %s", path);
+	if ((r = socket_group(dm, path, d)) < 0)
+		return r;
 	dm->listener = (struct handler){ .fd = TAKE_FD(fd), .fn = on_listener };
 	return daemon_watch(dm, &dm->listener) < 0 ? diag_errno(d, -errno, "epoll") : 0;
 }

@@ -41,7 +41,7 @@ static void reload_on_sighup(struct daemon *dm)
 	int r;
 
 	diags_init(&d);
-	r = daemon_reload(dm, dm->opts->policy, &d);
+	r = daemon_reload(dm, dm->opts->policy, -1, &d);
 	text = diags_to_text(&d);
 	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload on SIGHUP: %s", text ? text : "");
 	diags_free(&d);
@@ -90,6 +90,8 @@ static void loop(struct daemon *dm)
 			h->fn(dm, h, evs[i].events);
 		}
 		clients_reap(dm);
+		clients_tick(dm);
+		events_tick(dm);
 		daemon_captures_tick(dm);
 	}
 }
@@ -172,7 +174,7 @@ static int start(struct daemon *dm, struct diags *d)
 		log_warn("--no-pin: nothing is pinned; if nfbox stops or dies, enforcement ends with it");
 	if ((r = links_open(dm, d)) < 0)
 		return r;
-	if ((r = daemon_reload(dm, dm->opts->policy, d)) < 0)
+	if ((r = daemon_reload(dm, dm->opts->policy, -1, d)) < 0)
 		return diag_fail(d, r, "%s: not loaded; %s", dm->opts->policy,
 				 info.adopted ? "the adopted policy stays in force" : "nothing is enforced");
 	return events_open(dm, d);

@@ -14,6 +14,8 @@ struct daemon_opts {
 	const char *log;     /* NULL: none; "-": stdout */
 	bool fresh;          /* drop pinned state instead of adopting it */
 	bool no_pin;         /* pin nothing: enforcement ends with the process */
+	const char *socket_group;  /* may use status, stats and log; NULL: root only */
+	bool allow_unsafe_files;   /* read policy and set files whatever their owner and mode */
 };
 
 int daemon_run(const struct daemon_opts *o);

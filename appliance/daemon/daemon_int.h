@@ -10,6 +10,7 @@
 #define NFBOX_DAEMON_INT_H
 
 #include <stdint.h>
+#include <sys/types.h>
 #include <stdio.h>
 #include <time.h>
 
@@ -35,10 +36,19 @@ void daemon_unwatch(struct daemon *dm, struct handler *h);
 
 struct client {
 	struct handler h;
-	bool follow; /* `nfbox log`: receives verdict events */
+	bool follow;     /* `nfbox log`: receives verdict events */
+	bool closing;    /* the reply is queued: close once it is written */
 	bool dead;
+	bool root;       /* may do anything; else status, stats and log */
+	bool want_write; /* EPOLLOUT is watched */
+	uid_t uid;
+	int fd_passed;   /* a file sent with the request (SCM_RIGHTS), or -1 */
+	time_t since;    /* accepted, or the last progress writing */
+	uint64_t missed; /* events a follower could not take */
 	size_t len;
 	char buf[CTL_MAX_REQUEST + 1];
+	char *out;       /* queued output: out[out_off .. out_len) */
+	size_t out_len, out_off, out_cap;
 };
 
 /* A policy in force, with everything it owns. */
@@ -72,6 +82,8 @@ struct daemon {
 	FILE *logf;
 	struct client *clients[DAEMON_MAX_CLIENTS];
 	int nclients;
+	gid_t socket_gid;  /* --socket-group, (gid_t)-1 if none */
+	uint64_t log_dropped_seen; /* NFB_CNT_LOG_DROPPED already told to followers */
 	int conntrack; /* table inet nfbox: 1 present, 0 absent, -1 not known yet */
 	bool stop;     /* leave the loop */
 	time_t started, loaded_at;
@@ -81,9 +93,10 @@ struct daemon {
 	uint32_t ncaps;
 };
 
-/* reload.c: load, compile and enforce the policy at path; on failure the
- * policy in force stays. Every message for the operator goes to d. */
-int daemon_reload(struct daemon *dm, const char *path, struct diags *d);
+/* reload.c: load, compile and enforce the policy at path (read from fd
+ * when it is not -1: a file a client opened); on failure the policy in force
+ * stays. Every message for the operator goes to d. */
+int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d);
 /* Written after d: what a reload did ("generation N: PATH: M rules
  * enforced") or that it changed nothing. */
 void daemon_reload_summary(const struct daemon *dm, const char *path, int r, FILE *f);
@@ -94,8 +107,13 @@ int clients_listen(struct daemon *dm, struct diags *d);
 void clients_close_all(struct daemon *dm);
 /* Drop the clients marked dead (after each round of the loop). */
 void clients_reap(struct daemon *dm);
-/* A verdict event line for every `nfbox log` follower. */
+/* Once a second: timeouts. */
+void clients_tick(struct daemon *dm);
+/* A verdict event line for every `nfbox log` follower; a follower it does
+ * not reach is told later how many it missed, and so are all of them about
+ * events lost before the daemon (why). */
 void clients_broadcast(struct daemon *dm, const char *line, size_t len);
+void clients_broadcast_missed(struct daemon *dm, uint64_t n, const char *why);
 
 /* links.c: interfaces follow the link monitor; the policy's interfaces
  * that are not there (names into the plan, *n of them, at most max). */
@@ -107,6 +125,8 @@ uint32_t links_missing(const struct plan *pl, const char **out, uint32_t max);
 /* events.c: verdict events from the classifier's ring buffer. */
 int events_open(struct daemon *dm, struct diags *d);
 void events_close(struct daemon *dm);
+/* Once a second: events the kernel's ring had no room for. */
+void events_tick(struct daemon *dm);
 
 /* captures.c: the policy's captures follow the policy in force. apply:
  * reconcile with p (call before the old policy is freed); a capture that

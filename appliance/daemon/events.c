@@ -95,6 +95,12 @@ int events_open(struct daemon *dm, struct diags *d)
 	if (!dm->rb)
 		return diag_errno(d, -errno, "cannot open the verdict event ring buffer");
 	dm->events = (struct handler){ .fd = ring_buffer__epoll_fd(dm->rb), .fn = on_ring };
+	{
+		struct nfb_counter c; /* drops before this daemon are not news */
+
+		if (engine_counter_read(dm->e, NFB_CNT_LOG_DROPPED, &c) == 0)
+			dm->log_dropped_seen = c.packets;
+	}
 	return daemon_watch(dm, &dm->events) < 0 ? diag_errno(d, -errno, "epoll") : 0;
 }
 
@@ -102,4 +108,14 @@ void events_close(struct daemon *dm)
 {
 	ring_buffer__free(dm->rb);
 	dm->rb = NULL;
+}
+
+void events_tick(struct daemon *dm)
+{
+	struct nfb_counter c;
+
+	if (engine_counter_read(dm->e, NFB_CNT_LOG_DROPPED, &c) < 0 || c.packets <= dm->log_dropped_seen)
+		return;
+	clients_broadcast_missed(dm, c.packets - dm->log_dropped_seen, "the kernel's event ring was full");
+	dm->log_dropped_seen = c.packets;
 }

@@ -10,6 +10,7 @@
 #include "daemon/daemon_int.h"
 #include "nft/batch.h"
 #include "nft/conntrack.h"
+#include "system/files.h"
 
 void loaded_free(struct loaded *l)
 {
@@ -62,14 +63,20 @@ static int enforce(struct daemon *dm, struct loaded *nl, struct diags *d)
 	return 0;
 }
 
-int daemon_reload(struct daemon *dm, const char *path, struct diags *d)
+static int check_file(int fd, const char *path, char *why, size_t len, void *arg)
 {
+	return files_check_trusted(fd, path, why, len);
+}
+
+int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d)
+{
+	struct policy_files files = { .policy_fd = fd, .check = dm->opts->allow_unsafe_files ? NULL : check_file };
 	struct loaded nl = { 0 };
 	int r;
 
 	diags_init(&nl.diags);
-	nl.path = realpath(path, NULL);
-	r = policy_load(path, &nl.diags, &nl.pol);
+	nl.path = fd >= 0 ? strdup(path) : realpath(path, NULL);
+	r = policy_load_files(path, &files, &nl.diags, &nl.pol);
 	diags_append(d, &nl.diags); /* nl keeps its own: the policy points into them */
 	if (r == 0 && (r = compile_all(dm, &nl, d)) == 0 && (r = enforce(dm, &nl, d)) == 0)
 		daemon_captures_apply(dm, nl.pol, d); /* while the old policy is alive */

@@ -100,21 +100,26 @@ static int read_all(int fd, char **out, size_t *out_len)
 
 int diags_load_source(struct diags *d, const char *path, struct source **out)
 {
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -errno;
+	r = diags_load_source_fd(d, path, fd, out);
+	close(fd);
+	return r;
+}
+
+int diags_load_source_fd(struct diags *d, const char *path, int fd, struct source **out)
+{
 	struct source *s;
 	struct stat st;
 	char *text = NULL;
 	size_t len = 0;
-	int fd, r;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
-		close(fd);
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))
 		return -EISDIR;
-	}
 	r = read_all(fd, &text, &len);
-	close(fd);
 	if (r < 0)
 		return r;
 	s = calloc(1, sizeof(*s));

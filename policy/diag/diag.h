@@ -55,6 +55,9 @@ void diags_free(struct diags *d);
 
 /* Read a whole file into a new source owned by d. Returns 0 or -errno. */
 int diags_load_source(struct diags *d, const char *path, struct source **out);
+/* The same from an open file (read from its current offset, not closed);
+ * path names it in messages. */
+int diags_load_source_fd(struct diags *d, const char *path, int fd, struct source **out);
 /* Adopt an in-memory buffer (copied) as a source. */
 struct source *diags_add_source(struct diags *d, const char *name, const char *text, size_t len);
 

@@ -134,7 +134,7 @@ static void set_add_node(struct lx *x, const struct ynode *n, void *arg)
 static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *fn)
 {
 	struct source *src;
-	char *path;
+	char *path, err[256];
 	int r;
 
 	if (!lx_is(x, fn, YNODE_SCALAR, "a set file name"))
@@ -145,9 +145,9 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 		path = NULL;
 	if (!path)
 		return;
-	r = diags_load_source(x->d, path, &src);
+	r = lx_read_file(x->files, path, false, x->d, &src, err, sizeof(err));
 	if (r < 0) {
-		diag_error(x->d, fn->loc, "cannot read set file '%s': %s (errno %d)", path, strerror(-r), -r);
+		diag_error(x->d, fn->loc, "cannot read set file '%s': %s", path, err);
 		free(path);
 		return;
 	}

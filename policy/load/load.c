@@ -7,6 +7,10 @@
  * (policy/check/) and frees a policy.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <libgen.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -65,7 +69,8 @@ static void load_all(struct lx *x, const struct ynode *root)
 	}
 }
 
-static int load_from_source(const struct source *src, struct diags *d, struct policy **out)
+static int load_from_source(const struct source *src, const struct policy_files *files, struct diags *d,
+			    struct policy **out)
 {
 	size_t errors = d->errors;
 	struct policy *p;
@@ -96,7 +101,7 @@ static int load_from_source(const struct source *src, struct diags *d, struct po
 	p->opt.established_accept = true;
 	p->opt.log_rate = 100;
 	p->opt.log_burst = 100;
-	x = (struct lx){ .p = p, .d = d, .src = src, .dir = dirname(dup), .errors0 = errors };
+	x = (struct lx){ .p = p, .d = d, .src = src, .dir = dirname(dup), .files = files, .errors0 = errors };
 	load_all(&x, t.root);
 	free(dup);
 	ytree_free(&t);
@@ -108,18 +113,53 @@ static int load_from_source(const struct source *src, struct diags *d, struct po
 	return 0;
 }
 
-int policy_load(const char *path, struct diags *d, struct policy **out)
+/* Read path into a source: the policy file from files->policy_fd when
+ * given, anything else opened here; every file checked before it is read. */
+int lx_read_file(const struct policy_files *files, const char *path, bool is_policy, struct diags *d,
+		 struct source **out, char *why, size_t len)
 {
-	struct source *src;
-	int r = diags_load_source(d, path, &src);
+	bool given = is_policy && files && files->policy_fd >= 0, strict = files && files->check;
+	/* A daemon reads regular files only: a FIFO there must not hang it
+	 * (O_NONBLOCK). The commands read what they are given (/dev/stdin). */
+	int fd = given ? files->policy_fd : open(path, O_RDONLY | O_CLOEXEC | (strict ? O_NONBLOCK : 0)), r;
+	struct stat st;
+
+	if (fd < 0) {
+		r = -errno;
+		snprintf(why, len, "%s", strerror(-r));
+		return r;
+	}
+	if (strict && fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+		snprintf(why, len, "%s", S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
+		r = S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	} else {
+		r = files && files->check ? files->check(fd, path, why, len, files->arg) : 0;
+	}
+	if (r == 0 && (r = diags_load_source_fd(d, path, fd, out)) < 0)
+		snprintf(why, len, "%s", strerror(-r));
+	if (!given)
+		close(fd);
+	return r;
+}
+
+int policy_load_files(const char *path, const struct policy_files *files, struct diags *d, struct policy **out)
+{
+	struct source *src = NULL;
+	char why[256];
+	int r = lx_read_file(files, path, true, d, &src, why, sizeof(why));
 
 	if (r < 0) {
 		struct source *named = diags_add_source(d, path, "", 0);
 
-		diag_error(d, (struct loc){ .src = named }, "cannot read the policy: %s", strerror(-r));
+		diag_error(d, (struct loc){ .src = named }, "cannot read the policy: %s", why);
 		return r;
 	}
-	return load_from_source(src, d, out);
+	return load_from_source(src, files, d, out);
+}
+
+int policy_load(const char *path, struct diags *d, struct policy **out)
+{
+	return policy_load_files(path, NULL, d, out);
 }
 
 int policy_load_buffer(const char *name, const char *text, size_t len, struct diags *d,
@@ -129,7 +169,7 @@ int policy_load_buffer(const char *name, const char *text, size_t len, struct di
 
 	if (!src)
 		return -ENOMEM;
-	return load_from_source(src, d, out);
+	return load_from_source(src, NULL, d, out);
 }
 
 static void free_addr_match(struct addr_match *m)

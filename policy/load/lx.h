@@ -13,6 +13,7 @@ struct lx {
 	struct diags *d;
 	const struct source *src;
 	const char *dir; /* directory of the policy file, for set files */
+	const struct policy_files *files; /* NULL: open and read as they are */
 	size_t errors0;  /* d->errors before this policy */
 };
 
@@ -38,5 +39,10 @@ int lx_choice(struct lx *x, const struct ynode *n, const char *what, const char 
 void lx_each_scalar(struct lx *x, const struct ynode *n, const char *what,
 		    void (*fn)(struct lx *, const struct ynode *, void *), void *arg);
 char *lx_describe(const struct ynode *n);
+
+/* A file of the policy (the policy itself, or a set file) read through the
+ * caller's rules (policy.h, struct policy_files): 0, or -errno with why. */
+int lx_read_file(const struct policy_files *files, const char *path, bool is_policy, struct diags *d,
+		 struct source **out, char *why, size_t len);
 
 #endif

@@ -6,6 +6,7 @@ time and prints one result line; the exit status says success.
   udp-recv PORT TIMEOUT [MAX]      print "got N SHA intact|CORRUPT" per datagram until
                                    timeout, MAX datagrams or SIGTERM, then "total N"
   udp-send HOST PORT SIZE [COUNT]  send COUNT datagrams of SIZE bytes (pattern)
+  udp-blast HOST PORT COUNT        send COUNT small datagrams as fast as it can
   tcp-listen PORT TIMEOUT          accept one connection, echo until EOF
   tcp-connect HOST PORT TIMEOUT    exit 0 if the connection is established
   tcp-stream HOST PORT SECONDS     send/echo continuously; print bytes and the
@@ -67,6 +68,18 @@ def udp_send(host, port, size, count=1):
         s.sendto(payload(int(size)), (host, int(port)))
         time.sleep(0.01)
     print("sent %s x %s" % (count, size))
+
+
+def udp_blast(host, port, count):
+    s = socket.socket(family(host), socket.SOCK_DGRAM)
+    sent = 0
+    for _ in range(int(count)):
+        try:
+            s.sendto(b"x" * 16, (host, int(port)))
+            sent += 1
+        except OSError:
+            time.sleep(0.001)
+    print("sent %d" % sent)
 
 
 def tcp_listen(port, timeout):
@@ -309,7 +322,7 @@ def v6_split_chain(host, port):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"udp-recv": udp_recv, "udp-send": udp_send, "tcp-listen": tcp_listen,
+    fn = {"udp-recv": udp_recv, "udp-send": udp_send, "udp-blast": udp_blast, "tcp-listen": tcp_listen,
           "tcp-connect": tcp_connect, "tcp-stream": tcp_stream, "frags": frags,
           "v6-chain": v6_chain, "v6-split-chain": v6_split_chain}[cmd]
     sys.exit(fn(*args) or 0)

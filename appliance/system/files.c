@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include "system/files.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int judge(const struct stat *st, const char *what, const char *path, char *why, size_t len)
+{
+	uid_t me = geteuid();
+
+	if (st->st_uid != 0 && st->st_uid != me) {
+		snprintf(why, len, "%s %s belongs to uid %u, not root: chown root %s (or run nfbox with --allow-unsafe-files)",
+			 what, path, (unsigned)st->st_uid, path);
+		return -EPERM;
+	}
+	/* A directory writable by others is safe with the sticky bit (/tmp):
+	 * no one else can replace root's entries in it. */
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX))) {
+		snprintf(why, len, "%s %s is writable by %s: chmod go-w %s (or run nfbox with --allow-unsafe-files)", what,
+			 path, st->st_mode & S_IWOTH ? "everyone" : "its group", path);
+		return -EPERM;
+	}
+	return 0;
+}
+
+int files_check_dir(const char *dir, char *why, size_t len)
+{
+	struct stat st;
+
+	if (stat(dir, &st) < 0) {
+		snprintf(why, len, "%s: %s", dir, strerror(errno));
+		return -errno;
+	}
+	return judge(&st, "directory", dir, why, len);
+}
+
+int files_check_trusted(int fd, const char *path, char *why, size_t len)
+{
+	char buf[PATH_MAX];
+	struct stat st;
+	int r;
+
+	if (fstat(fd, &st) < 0) {
+		snprintf(why, len, "%s", strerror(errno));
+		return -errno;
+	}
+	if ((r = judge(&st, "file", path, why, len)) < 0)
+		return r;
+	snprintf(buf, sizeof(buf), "%s", path);
+	return files_check_dir(dirname(buf), why, len);
+}

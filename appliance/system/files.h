@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * What a daemon running as root may trust, in the manner of sshd's
+ * StrictModes: a file it reads (the policy, set files) and the directory a
+ * path lies in (the control socket's, a policy's) must belong to root (or
+ * to nfbox's own user) and be writable by no one else, so that nobody but
+ * root can change what root enforces or stand in for the daemon.
+ */
+#ifndef NFBOX_SYSTEM_FILES_H
+#define NFBOX_SYSTEM_FILES_H
+
+#include <stddef.h>
+
+/* fd is open on path: the file, and the directory it is in. 0, or -EPERM
+ * with the reason (and the fix) in why. */
+int files_check_trusted(int fd, const char *path, char *why, size_t len);
+/* A directory alone (the control socket's). */
+int files_check_dir(const char *dir, char *why, size_t len);
+
+#endif

@@ -1,0 +1,116 @@
+#!/usr/bin/python3
+"""Control-socket clients that behave badly, for nfbox's tests. Each command
+prints one result line; every wait is bounded.
+
+  hold SOCK N TEXT SECONDS     open N connections, send TEXT (no newline) on
+                               each, hold them; then print how many were
+                               answered "busy", "timed out", or not at all
+  stuck SOCK REQUEST SECONDS   send REQUEST and a newline, never read; close
+                               after SECONDS
+  fake SOCK SECONDS            stand in for the daemon: answer every request
+                               "ok" and "generation 99"
+  follow-slow SOCK DELAY SECS  `log`, then read nothing for DELAY seconds,
+                               then read for SECS: "events N missed M"
+"""
+import os
+import socket
+import sys
+import time
+
+
+def connect(path):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    return s
+
+
+def hold(path, n, text, seconds):
+    conns, busy, timed_out, silent = [], 0, 0, 0
+    for _ in range(int(n)):
+        try:
+            s = connect(path)
+            s.sendall(text.encode())
+            conns.append(s)
+        except OSError:
+            busy += 1
+    time.sleep(float(seconds))
+    for s in conns:
+        s.settimeout(0.5)
+        try:
+            got = s.recv(4096).decode(errors="replace")
+        except OSError:
+            got = ""
+        if "busy" in got:
+            busy += 1
+        elif "timed out" in got:
+            timed_out += 1
+        else:
+            silent += 1
+        s.close()
+    print("busy %d timed-out %d silent %d" % (busy, timed_out, silent))
+
+
+def stuck(path, request, seconds):
+    s = connect(path)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(request.encode() + b"\n")
+    time.sleep(float(seconds))
+    s.close()
+    print("closed")
+
+
+def fake(path, seconds):
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path)
+    srv.listen(4)
+    srv.settimeout(float(seconds))
+    end = time.time() + float(seconds)
+    served = 0
+    while time.time() < end:
+        try:
+            c, _ = srv.accept()
+        except socket.timeout:
+            break
+        c.settimeout(1)
+        try:
+            c.recv(4096)
+            c.sendall(b"ok\ngeneration 99: faked\n")
+            served += 1
+        except OSError:
+            pass
+        c.close()
+    print("served %d" % served)
+
+
+def follow_slow(path, delay, secs):
+    s = connect(path)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.sendall(b"log\n")
+    time.sleep(float(delay))
+    s.settimeout(float(secs))
+    buf, events, missed = b"", 0, 0
+    end = time.time() + float(secs)
+    while time.time() < end:
+        try:
+            d = s.recv(65536)
+        except socket.timeout:
+            break
+        if not d:
+            break
+        buf += d
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            if line.startswith(b'{"missed":'):
+                missed += int(line.split(b":")[1].split(b",")[0])
+            elif line.startswith(b"{"):
+                events += 1
+    print("events %d missed %d" % (events, missed))
+
+
+def main():
+    cmd, args = sys.argv[1], sys.argv[2:]
+    {"hold": hold, "stuck": stuck, "fake": fake, "follow-slow": follow_slow}[cmd](*args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+#!/bin/bash
+# The control socket holds against hostile clients and careless operators:
+#  - 64 clients with half a request do not lock the CLI out (a new client is
+#    told "busy" at once; the idle ones time out), and SIGTERM still works;
+#  - a client that never reads a 1.5 MB stats reply stalls nobody;
+#  - who may ask what: root anything, the socket group (nogroup here) status,
+#    stats and log only, anyone else nothing (SO_PEERCRED);
+#  - a socket directory someone else could write to is trusted by neither
+#    the daemon nor the CLI (no stand-in daemon answering root's reload);
+#  - reload --policy passes the open file (SCM_RIGHTS): the daemon reads
+#    what the caller opened, even a path it cannot see itself;
+#  - policy and set files owned by another user, or writable by others, are
+#    refused at start and on reload unless --allow-unsafe-files;
+#  - a log follower that falls behind is told how many events it missed,
+#    and `nfbox log` then exits 1.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/netns.sh
+NET=$PWD/tests/lib/net.py
+CTL=$PWD/tests/lib/ctl.py
+
+ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
+# A socket directory others may traverse (for the socket group), owned by
+# root and writable by root alone; the binary beside it, for nobody to run.
+PUB=$(mktemp -d /tmp/nfbox-ctl.XXXXXX)
+chmod 755 "$PUB"
+cp "$NFBOX" "$PUB/nfbox"
+chmod 755 "$PUB/nfbox"
+trap 'ns_cleanup; rm -rf "$PUB"' EXIT
+SOCK=$PUB/nfbox.sock
+
+{
+	printf 'version: 1\nhooks: { forward: { default: drop } }\noptions: { log-rate: 100000/second, log-burst: 100000 }\nrules:\n'
+	printf '  - { name: logged, service: [udp/7000], action: accept, log: true }\n'
+	for i in $(seq 1 20000); do printf '  - { name: rule-number-%d, service: [tcp/%d], action: accept }\n' $i $((20000 + i)); done
+} >"$NS_TMP/big.yaml"
+start() { # extra run options...
+	ip netns exec "$NS_A" "$NFBOX" run --policy "$NS_TMP/big.yaml" --socket "$SOCK" --pin-dir "$NFBOX_PINS" "$@" \
+		>"$NS_TMP/nfbox.out" 2>"$NS_TMP/nfbox.err" &
+	NFBOX_PID=$!
+	for _ in $(seq 200); do
+		grep -q '^ready$' "$NS_TMP/nfbox.out" && return 0
+		kill -0 $NFBOX_PID 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+ctl() { "$NFBOX" "$1" --socket "$SOCK" "${@:2}"; }
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --init-groups "$@"; }
+as_stranger() { setpriv --reuid=65533 --regid=65533 --clear-groups "$@"; }
+
+start --socket-group nogroup || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+
+# ---- hostile clients ----
+/usr/bin/python3 "$CTL" hold "$SOCK" 64 "sta" 7 >"$NS_TMP/hold" 2>&1 &
+hold=$!
+sleep 1
+t0=$(date +%s%N)
+out=$(ctl status 2>&1)
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $rc = 1 ] && echo "$out" | grep -q "busy" && [ $ms -lt 2000 ] && t_ok full-says-busy ||
+	t_fail full-says-busy "rc $rc after ${ms} ms: $out"
+sleep 6
+ctl status >/dev/null 2>&1 && t_ok idle-clients-time-out || t_fail idle-clients-time-out "$(ctl status 2>&1)"
+wait $hold
+grep -q "timed-out 64" "$NS_TMP/hold" && t_ok half-requests-told-timed-out || t_fail half-requests-told-timed-out "$(cat "$NS_TMP/hold")"
+
+/usr/bin/python3 "$CTL" stuck "$SOCK" stats 20 >/dev/null 2>&1 &
+stuck=$!
+sleep 1
+t0=$(date +%s%N)
+ctl status >/dev/null 2>&1
+rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $rc = 0 ] && [ $ms -lt 2000 ] && t_ok slow-reader-stalls-nobody || t_fail slow-reader-stalls-nobody "rc $rc after ${ms} ms"
+long=$(head -c 5000 /dev/zero | tr '\0' a)
+out=$(/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(sys.argv[2].encode()); print(s.recv(100).decode())' "$SOCK" "$long" 2>&1)
+echo "$out" | grep -q "request too long" && t_ok request-too-long || t_fail request-too-long "$out"
+
+# ---- who may ask what ----
+as_nobody "$PUB/nfbox" status --socket "$SOCK" >/dev/null 2>&1 && t_ok group-may-read || t_fail group-may-read "$(as_nobody "$PUB/nfbox" status --socket "$SOCK" 2>&1)"
+out=$(as_nobody "$PUB/nfbox" reload --socket "$SOCK" 2>&1)
+[ $? = 1 ] && echo "$out" | grep -q "permission denied" && t_ok group-may-not-reload || t_fail group-may-not-reload "$out"
+out=$(as_stranger "$PUB/nfbox" status --socket "$SOCK" 2>&1)
+[ $? = 1 ] && echo "$out" | grep -qi "permission denied" && t_ok stranger-refused || t_fail stranger-refused "$out"
+setpriv --reuid=65533 --regid=65533 --groups=65534 "$PUB/nfbox" status --socket "$SOCK" >/dev/null 2>&1 &&
+	t_ok supplementary-group-may-read || t_fail supplementary-group-may-read "a member through its supplementary groups was refused"
+# Even if the socket file let anyone connect, the daemon asks who it is.
+chmod 666 "$SOCK"
+out=$(as_stranger "$PUB/nfbox" status --socket "$SOCK" 2>&1)
+[ $? = 1 ] && echo "$out" | grep -q "only root and the socket group may use the control socket" && t_ok peercred-checked ||
+	t_fail peercred-checked "$out"
+chmod 660 "$SOCK"
+
+# ---- SIGTERM with a stuck client ----
+t0=$(date +%s%N)
+kill -TERM $NFBOX_PID
+wait $NFBOX_PID
+ms=$((($(date +%s%N) - t0) / 1000000))
+[ $ms -lt 3000 ] && t_ok sigterm-with-stuck-client || t_fail sigterm-with-stuck-client "took ${ms} ms"
+kill $stuck 2>/dev/null
+wait $stuck 2>/dev/null
+NFBOX_PID=
+
+# ---- a directory someone else controls ----
+EVIL=$(mktemp -d /tmp/nfbox-evil.XXXXXX)
+chown nobody:nogroup "$EVIL"
+ip netns exec "$NS_A" "$NFBOX" run --policy "$NS_TMP/big.yaml" --socket "$EVIL/nfbox.sock" --pin-dir "$NFBOX_PINS" \
+	>/dev/null 2>"$NS_TMP/evil.err"
+rc=$?
+[ $rc = 1 ] && grep -q "belongs to uid 65534" "$NS_TMP/evil.err" && t_ok daemon-refuses-foreign-dir ||
+	t_fail daemon-refuses-foreign-dir "rc $rc: $(cat "$NS_TMP/evil.err")"
+as_nobody /usr/bin/python3 "$CTL" fake "$EVIL/nfbox.sock" 4 >"$NS_TMP/fake" 2>&1 &
+fake=$!
+sleep 0.5
+out=$("$NFBOX" reload --socket "$EVIL/nfbox.sock" 2>&1)
+rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "not trusting the control socket" && ! echo "$out" | grep -q "generation 99" &&
+	t_ok cli-refuses-foreign-dir || t_fail cli-refuses-foreign-dir "rc $rc: $out"
+kill $fake 2>/dev/null
+wait $fake 2>/dev/null
+rm -rf "$EVIL"
+
+# ---- files ----
+cp "$NS_TMP/big.yaml" "$NS_TMP/loose.yaml"
+chmod 666 "$NS_TMP/loose.yaml"
+ip netns exec "$NS_A" "$NFBOX" run --policy "$NS_TMP/loose.yaml" --socket "$SOCK" --pin-dir "$NFBOX_PINS" \
+	>/dev/null 2>"$NS_TMP/loose.err"
+rc=$?
+[ $rc = 1 ] && grep -q "is writable by everyone: chmod go-w" "$NS_TMP/loose.err" && t_ok start-refuses-writable-policy ||
+	t_fail start-refuses-writable-policy "rc $rc: $(cat "$NS_TMP/loose.err")"
+start || { t_fail restart "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+out=$(ctl reload --policy "$NS_TMP/loose.yaml" 2>&1)
+[ $? = 1 ] && echo "$out" | grep -q "writable by everyone" && t_ok reload-refuses-writable-policy ||
+	t_fail reload-refuses-writable-policy "$out"
+printf '192.0.2.0/24\n' >"$NS_TMP/set.txt"
+chown nobody "$NS_TMP/set.txt"
+printf 'version: 1\nsets: { s: { file: set.txt } }\nhooks: { forward: { default: drop } }\nrules:\n  - { name: a, from: s, action: accept }\n' \
+	>"$NS_TMP/withset.yaml"
+out=$(ctl reload --policy "$NS_TMP/withset.yaml" 2>&1)
+[ $? = 1 ] && echo "$out" | grep -q "withset.yaml:2:.*cannot read set file.*belongs to uid 65534" && t_ok set-file-owner-checked ||
+	t_fail set-file-owner-checked "$out"
+# The file a client passes, even from a mount namespace the daemon cannot see.
+out=$(unshare --mount --propagation private sh -c 'mkdir -p "$1/hidden" && mount -t tmpfs none "$1/hidden" &&
+	cp "$1/big.yaml" "$1/hidden/p.yaml" && "$2" reload --socket "$3" --policy "$1/hidden/p.yaml"' \
+	sh "$NS_TMP" "$NFBOX" "$SOCK" 2>&1)
+[ $? = 0 ] && echo "$out" | grep -q "hidden/p.yaml: 20001 rules enforced" && t_ok reload-reads-passed-file ||
+	t_fail reload-reads-passed-file "$out"
+nfbox_stop
+start --allow-unsafe-files || { t_fail unsafe-start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+ctl reload --policy "$NS_TMP/loose.yaml" >/dev/null 2>&1 && t_ok allow-unsafe-files || t_fail allow-unsafe-files "$(ctl reload --policy "$NS_TMP/loose.yaml" 2>&1)"
+
+# ---- a log follower that falls behind ----
+# The CLI's output goes to a reader that sleeps 5 s first (a FIFO, so that
+# $! is nfbox itself, stopped with SIGINT as an operator's Ctrl-C would).
+mkfifo "$NS_TMP/log.fifo"
+/usr/bin/python3 "$CTL" follow-slow "$SOCK" 4 6 >"$NS_TMP/slow" 2>&1 &
+slow=$!
+(exec 3<"$NS_TMP/log.fifo"; sleep 5; cat <&3 >/dev/null) &
+reader=$!
+"$NFBOX" log --socket "$SOCK" >"$NS_TMP/log.fifo" 2>"$NS_TMP/log.err" &
+logp=$!
+sleep 1
+in_c "$NET" udp-blast $S4 7000 30000 >/dev/null 2>&1
+sleep 7
+kill -INT $logp
+wait $logp
+log_rc=$?
+wait $slow $reader
+grep -qE "missed [1-9]" "$NS_TMP/slow" && t_ok follower-told-missed || t_fail follower-told-missed "$(cat "$NS_TMP/slow")"
+[ "$log_rc" = 1 ] && grep -q "events missed in all" "$NS_TMP/log.err" && t_ok log-cli-exits-1-when-missed ||
+	t_fail log-cli-exits-1-when-missed "rc $log_rc: $(tail -n 3 "$NS_TMP/log.err")"
+t_done
