@@ -148,9 +148,20 @@ static inline __u32 nfb_misc_index(__u32 hook, __u32 mclass, __u32 value)
 enum nfb_action {
 	NFB_ACT_DROP = 0, /* == NF_DROP */
 	NFB_ACT_ACCEPT = 1, /* == NF_ACCEPT */
+	NFB_ACT_REJECT = 2, /* NF_DROP, and the packet's head to nfb_rejects for user space to answer */
+};
+
+/* How a reject is answered (user space builds the reply). */
+enum nfb_reject_kind {
+	NFB_REJECT_TCP_RESET = 0, /* TCP: a reset; other protocols: port unreachable */
+	NFB_REJECT_PORT = 1,
+	NFB_REJECT_ADMIN = 2,
+	NFB_REJECT_HOST = 3,
+	NFB_REJECT_NET = 4,
 };
 
 #define NFB_RULE_LOG 0x1
+#define NFB_RULE_REJECT_SHIFT 4 /* flags bits 4..7: enum nfb_reject_kind */
 
 /* Rules map: ARRAY, index hook * NFB_MAX_RULES + rule bit. */
 #define NFB_RULE_ENTRIES (NFB_HOOK_MAX * NFB_MAX_RULES)
@@ -182,6 +193,8 @@ struct nfb_gen_cfg {
 	__u32 options;
 	__u32 log_rate;       /* events per second, 0 = unlimited */
 	__u32 log_burst;
+	__u32 reject_rate;    /* rejects answered per second, 0 = unlimited */
+	__u32 reject_burst;
 	__u32 established_counter;
 	struct nfb_hook_cfg hook[NFB_HOOK_MAX];
 };
@@ -208,6 +221,9 @@ enum nfb_cnt_fixed {
 	NFB_CNT_LOG_DROPPED = 2, /* verdict events lost: ring buffer full */
 	NFB_CNT_LOG_LIMITED = 3, /* verdict events suppressed by log-rate */
 	NFB_CNT_FRAGMENT = 4,    /* dropped: a fragment the kernel did not reassemble (defrag on) */
+	NFB_CNT_REJECT_LIMITED = 5, /* rejected, not answered: over reject-rate */
+	NFB_CNT_REJECT_LOST = 6,    /* rejected, not answered: nfb_rejects was full */
+	NFB_CNT_REPLIES = 7,        /* accepted on output: nfbox's own reject replies (NFB_REPLY_MARK) */
 	NFB_CNT_FIRST_RULE = 8,
 };
 #define NFB_MAX_COUNTERS (NFB_CNT_FIRST_RULE + 2 * (NFB_HOOK_MAX * (NFB_MAX_RULES + 1) + 1))
@@ -231,6 +247,23 @@ struct nfb_event {
 	__u8 daddr[16];
 };
 #define NFB_RULE_DEFAULT 0xffffffffu
+
+/* A rejected packet's head, in nfb_rejects, for user space to answer. */
+#define NFB_REJECT_BYTES 512
+struct nfb_reject {
+	__u32 len;       /* bytes in data */
+	__u32 ifin;
+	__u8 family;     /* enum nfb_family */
+	__u8 hook;       /* enum nfb_hook */
+	__u8 kind;       /* enum nfb_reject_kind */
+	__u8 pad;
+	__u8 data[NFB_REJECT_BYTES]; /* the packet from its IP header */
+};
+#define NFB_REJECTS_SIZE (1 << 18)
+/* The mark (SO_MARK) on the replies the daemon sends for rejected packets:
+ * the output hook lets them out whatever the policy says, as the kernel's
+ * own nf_reject replies would be. Setting a mark needs CAP_NET_ADMIN. */
+#define NFB_REPLY_MARK 0x6e666278u /* "nfbx" */
 
 #define NFB_RINGBUF_SIZE (1 << 20)
 /* Netfilter priority of the classifier: after conntrack (-200) so the state

@@ -153,14 +153,22 @@ struct {
 	__uint(max_entries, NFB_RINGBUF_SIZE);
 } nfb_events SEC(".maps");
 
-/* Log-rate state: one bucket for all CPUs, so log_rate is the rate of the
- * whole appliance. */
+/* Rate state: one bucket for all CPUs for log events (0) and one for the
+ * answers to rejects (1), so each rate is the whole appliance's. */
+#define NFB_BUCKET_LOG 0
+#define NFB_BUCKET_REJECT 1
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct nfb_log_bucket);
 } nfb_log_bucket SEC(".maps");
+
+/* Rejected packets' heads, for user space to answer. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, NFB_REJECTS_SIZE);
+} nfb_rejects SEC(".maps");
 
 /* No field has a locator yet (no valid locator has this value: the chunk
  * part of a valid one is below NFB_MAX_CHUNKS). */
@@ -682,16 +690,16 @@ static __always_inline int nfb_classify(const struct nfb_hook_cfg *hc, const str
 
 /* ---- verdict ---------------------------------------------------------- */
 
-static __always_inline bool nfb_log_allowed(const struct nfb_gen_cfg *cfg, __u64 now)
+/* A token from bucket idx at rate per second with burst; true if taken. */
+static __always_inline bool nfb_bucket_take(__u32 idx, __u64 rate, __u64 burst, __u64 now)
 {
-	__u64 rate = cfg->log_rate, burst = cfg->log_burst, limit, elapsed, tokens;
+	__u64 limit, elapsed, tokens;
 	struct nfb_log_bucket *b;
-	__u32 zero = 0;
 	bool allowed;
 
 	if (!rate)
 		return true;
-	b = bpf_map_lookup_elem(&nfb_log_bucket, &zero);
+	b = bpf_map_lookup_elem(&nfb_log_bucket, &idx);
 	if (!b)
 		return true;
 	if (!burst)
@@ -714,6 +722,43 @@ static __always_inline bool nfb_log_allowed(const struct nfb_gen_cfg *cfg, __u64
 	b->tokens = allowed ? tokens - NFB_NSEC_PER_SEC : tokens;
 	bpf_spin_unlock(&b->lock);
 	return allowed;
+}
+
+static __always_inline bool nfb_log_allowed(const struct nfb_gen_cfg *cfg, __u64 now)
+{
+	return nfb_bucket_take(NFB_BUCKET_LOG, cfg->log_rate, cfg->log_burst, now);
+}
+
+/* A rejected packet: its head to user space, which answers it (a TCP reset
+ * or an ICMP error), at most reject_rate per second for the appliance. */
+static __noinline void nfb_reject(struct bpf_nf_ctx *ctx, const struct nfb_gen_cfg *cfg, const struct nfb_pkt *p,
+				  __u32 kind)
+{
+	__u32 n = p->len < NFB_REJECT_BYTES ? p->len : NFB_REJECT_BYTES;
+	struct bpf_dynptr dp;
+	struct nfb_reject *e;
+
+	if (!nfb_bucket_take(NFB_BUCKET_REJECT, cfg->reject_rate, cfg->reject_burst, bpf_ktime_get_ns())) {
+		nfb_count(NFB_CNT_REJECT_LIMITED, p->len);
+		return;
+	}
+	e = bpf_ringbuf_reserve(&nfb_rejects, sizeof(*e), 0);
+	if (!e) {
+		nfb_count(NFB_CNT_REJECT_LOST, p->len);
+		return;
+	}
+	if (bpf_dynptr_from_skb((struct __sk_buff *)ctx->skb, 0, &dp) || bpf_dynptr_read(e->data, n, &dp, 0, 0)) {
+		bpf_ringbuf_discard(e, 0);
+		nfb_count(NFB_CNT_REJECT_LOST, p->len);
+		return;
+	}
+	e->len = n;
+	e->ifin = p->ifin;
+	e->family = p->family;
+	e->hook = p->hook;
+	e->kind = kind;
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
 }
 
 static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_pkt *p,
@@ -740,7 +785,7 @@ static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_p
 	e->ifout = p->ifout;
 	e->hook = p->hook;
 	e->family = p->family;
-	e->action = r->action == NFB_ACT_ACCEPT ? NFB_ACT_ACCEPT : NFB_ACT_DROP;
+	e->action = r->action;
 	e->proto = p->proto;
 	e->sport = p->sport;
 	e->dport = p->dport;
@@ -755,7 +800,7 @@ static __always_inline int nfb_default(const struct nfb_hook_cfg *hc, const stru
 	return hc->default_action == NFB_ACT_ACCEPT ? NF_ACCEPT : NF_DROP;
 }
 
-static __always_inline int nfb_rule_verdict(const struct nfb_gen_cfg *cfg,
+static __always_inline int nfb_rule_verdict(struct bpf_nf_ctx *ctx, const struct nfb_gen_cfg *cfg,
 					    const struct nfb_hook_cfg *hc,
 					    const struct nfb_pkt *p, __u32 gen, __u32 rule)
 {
@@ -772,6 +817,8 @@ static __always_inline int nfb_rule_verdict(const struct nfb_gen_cfg *cfg,
 	nfb_count(r->counter, p->len);
 	if (r->flags & NFB_RULE_LOG)
 		nfb_log(cfg, p, gen, rule, r);
+	if (r->action == NFB_ACT_REJECT)
+		nfb_reject(ctx, cfg, p, (r->flags >> NFB_RULE_REJECT_SHIFT) & 0xf);
 	return r->action == NFB_ACT_ACCEPT ? NF_ACCEPT : NF_DROP;
 }
 
@@ -807,6 +854,10 @@ int nfbox_filter(struct bpf_nf_ctx *ctx)
 	hc = &cfg->hook[hook];
 	if (!hc->enabled)
 		return NF_ACCEPT;
+	if (hook == NFB_HOOK_OUTPUT && ctx->skb->mark == NFB_REPLY_MARK) {
+		nfb_count(NFB_CNT_REPLIES, pkt.len);
+		return NF_ACCEPT;
+	}
 
 	pkt.hook = hook;
 	pkt.family = family;
@@ -835,5 +886,5 @@ int nfbox_filter(struct bpf_nf_ctx *ctx)
 	rule = nfb_classify(hc, &pkt, gen);
 	if (rule < 0)
 		return nfb_default(hc, &pkt);
-	return nfb_rule_verdict(cfg, hc, &pkt, gen, rule);
+	return nfb_rule_verdict(ctx, cfg, hc, &pkt, gen, rule);
 }

@@ -36,6 +36,22 @@ enum policy_family {
 enum policy_action {
 	POLICY_DROP = 0,
 	POLICY_ACCEPT = 1,
+	POLICY_REJECT = 2, /* drop, and tell the sender (rules only, not defaults) */
+};
+
+/* How a reject answers (reject-with:). */
+enum policy_reject {
+	POLICY_REJECT_TCP_RESET = 0,  /* the default: TCP a reset, the rest port-unreachable */
+	POLICY_REJECT_PORT,           /* ICMP/ICMPv6 port unreachable, TCP too */
+	POLICY_REJECT_ADMIN,          /* administratively prohibited */
+	POLICY_REJECT_HOST,           /* host (IPv6: address) unreachable */
+	POLICY_REJECT_NET,            /* net unreachable (IPv6: no route) */
+	POLICY_REJECT_MAX,
+};
+
+enum policy_backend {
+	POLICY_BACKEND_BPF = 0,
+	POLICY_BACKEND_NFTABLES = 1,
 };
 
 enum policy_ct {
@@ -121,6 +137,7 @@ struct rule {
 	int icmp_type;  /* -1: any */
 	uint8_t state;  /* POLICY_CT_* mask; POLICY_CT_ALL: any */
 	enum policy_action action;
+	enum policy_reject reject_with; /* action reject only */
 	bool log;
 	char *comment;
 	uint8_t families; /* families the rule can match at all */
@@ -136,15 +153,21 @@ enum nat_kind {
 	NAT_MASQUERADE,
 	NAT_SNAT,
 	NAT_FORWARD_PORT,
+	NAT_REDIRECT,
 };
 
 struct nat_rule {
 	enum nat_kind kind;
 	struct loc loc;
 	struct iface_match in, out;
-	struct prefix to_addr;    /* snat/forward-port target */
-	uint16_t to_port;         /* forward-port: 0 keeps the port */
-	struct port_match service; /* forward-port: what is forwarded */
+	struct addr_match from;    /* forward-port, redirect: only sources in it */
+	struct prefix to_addr;     /* snat: first address of the range; forward-port: the target */
+	struct prefix to_last;     /* snat: last address of the range (to_addr for one) */
+	uint16_t to_port;          /* forward-port: 0 keeps the port; redirect: the local port */
+	struct port_match service; /* forward-port, redirect: what is translated */
+	bool hairpin;              /* forward-port: inside clients reaching the outside address too */
+	uint8_t families;          /* the traffic it translates (POLICY_FAM_*) */
+	struct loc to_loc;
 };
 
 struct capture_match {
@@ -174,6 +197,9 @@ struct policy_options {
 	struct loc defrag_loc;
 	uint32_t log_rate;  /* events per second */
 	uint32_t log_burst;
+	uint32_t reject_rate; /* rejects answered per second (all rules together) */
+	enum policy_backend backend;
+	struct loc backend_loc;
 };
 
 struct policy {
@@ -222,6 +248,9 @@ void policy_free(struct policy *p);
 extern const char *const policy_hook_names[POLICY_HOOK_MAX + 1];
 const char *policy_hook_name(enum policy_hook h);               /* "?" if out of range */
 const char *policy_family_name(enum policy_family f);           /* "ipv4", "ipv6", "any" */
+const char *policy_action_name(enum policy_action a);           /* "accept", "drop", "reject" */
+extern const char *const policy_reject_names[POLICY_REJECT_MAX + 1];
+extern const char *const policy_nat_kind_names[];               /* by enum nat_kind, NULL-terminated */
 const char *policy_proto_name(int proto); /* "tcp", ..., or NULL */
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
 /* ICMP/ICMPv6 type names: returns the type or -1. */

@@ -76,10 +76,15 @@ for t in $B/asan/test_bpf_*; do
 	run_suite "bpf/$(basename "$t")" "$t"
 done
 
-# Real traffic in network namespaces (root).
+# Real traffic in network namespaces (root). The engine suites run once
+# per backend: the same cases against the BPF classifier and against the
+# nftables backend (NFBOX_BACKEND, tests/lib/netns.sh).
+BOTH_BACKENDS=" test_enforce test_frag test_l4key test_reload test_nat test_reject "
 for t in tests/netns/test_*.sh; do
 	[ -x "$t" ] || continue
-	run_suite "netns/$(basename "$t" .sh)" "$t"
+	n=$(basename "$t" .sh)
+	run_suite "netns/$n" env NFBOX_BACKEND=bpf "$t"
+	[[ "$BOTH_BACKENDS" == *" $n "* ]] && run_suite "netns/$n[nftables]" env NFBOX_BACKEND=nftables "$t"
 done
 
 if [ ${#failures[@]} -gt 0 ]; then

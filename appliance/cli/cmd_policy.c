@@ -5,6 +5,8 @@
 
 #include "cli/cli.h"
 #include "engine/compile/plan.h"
+#include "nft/build.h"
+#include "nft/print.h"
 #include "policy/policy.h"
 
 static void hooks_text(const struct policy *p, char *buf, size_t len)
@@ -82,13 +84,38 @@ const struct cli_cmd cli_cmd_validate = {
 };
 
 struct plan_args {
-	bool json;
+	bool json, nft;
 };
 
 static const struct cli_opt plan_opts[] = {
 	CLI_OPT_FLAG("json", 'j', struct plan_args, json, "the plan as JSON"),
+	CLI_OPT_FLAG("nft", 'n', struct plan_args, nft,
+		     "table inet nfbox as it would be loaded, in nft syntax (check it with nft -c -f)"),
 	CLI_OPT_END,
 };
+
+/* What nftables gets for this policy (NAT, the conntrack anchor and, with
+ * backend: nftables, the filter), counters at 0. */
+static int print_nft(const struct policy *p, struct diags *d)
+{
+	struct nft_build_opts o = { .filter = p->opt.backend == POLICY_BACKEND_NFTABLES };
+	struct nfr_table t;
+	int r;
+
+	nfr_init(&t);
+	if ((r = nft_build(p, &o, &t)) < 0) {
+		nfr_free(&t);
+		return diag_errno(d, r, "cannot build table inet nfbox");
+	}
+	printf("# nfbox plan --nft of %s: the %s\n", p->src->name,
+	       o.filter ? "whole policy (backend: nftables)" : "NAT and conntrack (the filter is the BPF backend's)");
+	if (t.nchains)
+		nfr_print(&t, stdout);
+	else
+		printf("# nothing: this policy needs no table in nftables\n");
+	nfr_free(&t);
+	return 0;
+}
 
 static int run_plan(void *args, int argc, char **argv)
 {
@@ -102,10 +129,14 @@ static int run_plan(void *args, int argc, char **argv)
 	r = policy_load(argv[0], &d, &p);
 	if (r == 0 && (r = plan_compile(p, &pl)) < 0)
 		diag_errno(&d, r, "%s: cannot compile", argv[0]);
+	if (r == 0 && a->nft)
+		r = print_nft(p, &d);
 	diags_print(&d, stderr, cli_color(stderr));
-	if (r == 0 && a->json)
+	if (r < 0 || a->nft)
+		;
+	else if (a->json)
 		plan_print_json(pl, stdout);
-	else if (r == 0)
+	else
 		plan_print(pl, stdout);
 	plan_free(pl);
 	policy_free(p);

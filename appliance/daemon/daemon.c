@@ -18,7 +18,7 @@
 #include "lib/cleanup.h"
 #include "lib/log.h"
 #include "nft/batch.h"
-#include "nft/conntrack.h"
+#include "nft/emit.h"
 
 int daemon_watch(struct daemon *dm, struct handler *h)
 {
@@ -104,8 +104,9 @@ static void shutdown_all(struct daemon *dm)
 
 	diags_init(&d);
 	daemon_captures_stop_all(dm); /* files closed complete */
-	engine_destroy_pins(dm->e);
-	if (nft_conntrack_off(&d) < 0)
+	if (dm->e)
+		engine_destroy_pins(dm->e);
+	if (nft_table_remove(&d) < 0)
 		log_warn("removing table inet %s: %s", NFT_TABLE_NAME, d.n ? d.v[d.n - 1].msg : "");
 	diags_free(&d);
 	unlink(dm->socket_path);
@@ -145,10 +146,36 @@ static int resolve_paths(struct daemon *dm, struct diags *d)
 	return 0;
 }
 
+int daemon_engine_open(struct daemon *dm, struct diags *d)
+{
+	struct engine_opts eo = { .pin_dir = dm->pin_dir[0] ? dm->pin_dir : NULL, .netns_cookie = dm->netns.cookie };
+	struct engine_info info;
+	int r;
+
+	if (dm->opts->fresh && eo.pin_dir && !dm->dropped_pins) {
+		drop_pinned(&eo);
+		dm->dropped_pins = true;
+	}
+	if ((r = engine_open(&eo, d, &dm->e)) < 0)
+		return r;
+	engine_get_info(dm->e, &info);
+	if (info.adopted)
+		log_info("adopted the enforcing state pinned in %s (generation %u)", dm->pin_dir, info.active_gen);
+	if (!eo.pin_dir)
+		log_warn("--no-pin: nothing is pinned; if nfbox stops or dies, enforcement ends with it");
+	if ((r = events_open(dm, d)) < 0 || (r = rejects_open(dm, d)) < 0) {
+		events_close(dm);
+		rejects_close(dm);
+		engine_close(dm->e);
+		dm->e = NULL;
+	}
+	return r;
+}
+
 static int start(struct daemon *dm, struct diags *d)
 {
-	struct engine_opts eo;
 	struct engine_info info;
+	struct diags ed;
 	int r;
 
 	if ((r = resolve_paths(dm, d)) < 0)
@@ -162,22 +189,22 @@ static int start(struct daemon *dm, struct diags *d)
 		return r;
 	if (!dm->opts->no_pin && (r = pins_make_lasting(dm->pin_dir, &dm->pins, d)) < 0)
 		return r;
-	eo = (struct engine_opts){ .pin_dir = dm->pin_dir[0] ? dm->pin_dir : NULL, .netns_cookie = dm->netns.cookie };
-	if (dm->opts->fresh && eo.pin_dir)
-		drop_pinned(&eo);
-	if ((r = engine_open(&eo, d, &dm->e)) < 0)
-		return r;
-	engine_get_info(dm->e, &info);
-	if (info.adopted)
-		log_info("adopted the enforcing state pinned in %s (generation %u)", dm->pin_dir, info.active_gen);
-	if (!eo.pin_dir)
-		log_warn("--no-pin: nothing is pinned; if nfbox stops or dies, enforcement ends with it");
+	/* Without netfilter BPF (a kernel before 6.4) only the nftables
+	 * backend can enforce; a BPF policy then fails to load, saying why. */
+	diags_init(&ed);
+	if (daemon_engine_open(dm, &ed) < 0) {
+		_cleanup_free_ char *why = diags_to_text(&ed);
+
+		log_warn("the BPF engine is not available, only 'backend: nftables' can be enforced: %s", why ? why : "");
+	}
+	diags_free(&ed);
 	if ((r = links_open(dm, d)) < 0)
 		return r;
+	engine_get_info(dm->e, &info);
 	if ((r = daemon_reload(dm, dm->opts->policy, -1, d)) < 0)
 		return diag_fail(d, r, "%s: not loaded; %s", dm->opts->policy,
 				 info.adopted ? "the adopted policy stays in force" : "nothing is enforced");
-	return events_open(dm, d);
+	return 0;
 }
 
 /* A start that failed leaves nothing behind it made, and keeps what it
@@ -213,6 +240,8 @@ static void daemon_free(struct daemon *dm)
 	daemon_captures_stop_all(dm);
 	clients_close_all(dm);
 	events_close(dm);
+	rejects_close(dm);
+	nflog_events_close(dm);
 	links_close(dm);
 	if (dm->signals.fd >= 0)
 		close(dm->signals.fd);
@@ -227,7 +256,7 @@ static void daemon_free(struct daemon *dm)
 
 int daemon_run(const struct daemon_opts *o)
 {
-	struct daemon dm = { .opts = o, .epfd = -1, .conntrack = -1, .listener.fd = -1, .signals.fd = -1 };
+	struct daemon dm = { .opts = o, .epfd = -1, .nft_table = -1, .listener.fd = -1, .signals.fd = -1 };
 	struct diags d;
 	int r;
 

@@ -84,7 +84,14 @@ struct daemon {
 	int nclients;
 	gid_t socket_gid;  /* --socket-group, (gid_t)-1 if none */
 	uint64_t log_dropped_seen; /* NFB_CNT_LOG_DROPPED already told to followers */
-	int conntrack; /* table inet nfbox: 1 present, 0 absent, -1 not known yet */
+	int nft_table; /* table inet nfbox: 1 present, 0 absent, -1 not known yet */
+	bool dropped_pins; /* --fresh done */
+	struct handler rejects, nflog;
+	struct ring_buffer *rejects_rb;
+	struct rejecter *rejecter; /* rejects.c */
+	struct nflog *nflog_sock;  /* the nftables backend's verdict events */
+	uint64_t nflog_lost_seen;
+	uint64_t rejects_sent, reject_send_failed, rejects_unanswerable;
 	bool stop;     /* leave the loop */
 	time_t started, loaded_at;
 	unsigned long reloads_ok, reloads_failed;
@@ -101,6 +108,12 @@ int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d);
  * enforced") or that it changed nothing. */
 void daemon_reload_summary(const struct daemon *dm, const char *path, int r, FILE *f);
 void loaded_free(struct loaded *l);
+
+/* daemon.c: open the BPF engine (adopting pinned state) and its rings. */
+int daemon_engine_open(struct daemon *dm, struct diags *d);
+/* reload.c: table inet nfbox for policy p, in one transaction (removed if
+ * p needs nothing from nftables). 0 or -errno explained in d. */
+int daemon_nft_apply(struct daemon *dm, const struct policy *p, struct diags *d);
 
 /* clients.c: the control socket. */
 int clients_listen(struct daemon *dm, struct diags *d);
@@ -127,6 +140,18 @@ int events_open(struct daemon *dm, struct diags *d);
 void events_close(struct daemon *dm);
 /* Once a second: events the kernel's ring had no room for. */
 void events_tick(struct daemon *dm);
+
+/* events.c, with the nftables backend: verdict events logged by its rules
+ * (NFLOG group NFT_NFLOG_GROUP) in the same JSON form. sync: listening
+ * exactly while the policy in force uses that backend. */
+void nflog_events_sync(struct daemon *dm);
+void nflog_events_close(struct daemon *dm);
+
+/* rejects.c: the BPF backend's rejects: the classifier hands each rejected
+ * packet's head over (nfb_rejects), the daemon answers it with a TCP reset
+ * or an ICMP error, marked NFB_REPLY_MARK. */
+int rejects_open(struct daemon *dm, struct diags *d);
+void rejects_close(struct daemon *dm);
 
 /* captures.c: the policy's captures follow the policy in force. apply:
  * reconcile with p (call before the old policy is freed); a capture that

@@ -4,12 +4,18 @@
 #include <arpa/inet.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <linux/netfilter.h>
+#include <netinet/in.h>
+#include <stdio.h>
 #include <net/if.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/daemon_int.h"
 #include "lib/json.h"
+#include "lib/log.h"
+#include "netlink/nflog.h"
+#include "nft/build.h"
 
 /* Event times are CLOCK_MONOTONIC (bpf_ktime_get_ns); shown as wall time. */
 static double wall_time_of(uint64_t mono_ns)
@@ -37,42 +43,51 @@ static void kv_ifname(struct json *j, const char *key, uint32_t ifindex)
 	json_kv_str(j, key, buf);
 }
 
-static void event_json(struct daemon *dm, const struct nfb_event *ev, FILE *f)
+/* A verdict event, from either backend, as `nfbox log` shows it. */
+struct vevent {
+	double ts;
+	const char *hook, *rule, *action;
+	int af;
+	uint8_t proto;
+	uint8_t src[16], dst[16];
+	uint16_t sport, dport;
+	uint32_t len, ifin, ifout;
+};
+
+static void vevent_json(const struct vevent *v, FILE *f)
 {
-	int af = ev->family == NFB_FAM_IPV4 ? AF_INET : AF_INET6, hook;
-	const char *rule = ev->rule == NFB_RULE_DEFAULT ? "(default)" : slots_rule_name(&dm->slots, ev->counter, &hook);
 	struct json j;
 
 	json_init(&j, f);
 	json_object_begin(&j);
 	json_key(&j, "ts");
-	json_fixed(&j, wall_time_of(ev->ts_ns), 6);
-	json_kv_str(&j, "hook", ev->hook < NFB_HOOK_MAX ? policy_hook_name((enum policy_hook)ev->hook) : "?");
-	json_kv_str(&j, "family", policy_family_name(ev->family == NFB_FAM_IPV4 ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6));
-	json_kv_str(&j, "rule", rule ? rule : "?");
-	json_kv_str(&j, "action", ev->action == NFB_ACT_ACCEPT ? "accept" : "drop");
-	json_kv_u64(&j, "proto", ev->proto);
-	kv_addr(&j, "src", af, ev->saddr);
-	kv_addr(&j, "dst", af, ev->daddr);
-	json_kv_u64(&j, "sport", ev->sport);
-	json_kv_u64(&j, "dport", ev->dport);
-	json_kv_u64(&j, "len", ev->len);
-	kv_ifname(&j, "in", ev->ifin);
-	kv_ifname(&j, "out", ev->ifout);
+	json_fixed(&j, v->ts, 6);
+	json_kv_str(&j, "hook", v->hook);
+	json_kv_str(&j, "family", policy_family_name(v->af == AF_INET ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6));
+	json_kv_str(&j, "rule", v->rule);
+	json_kv_str(&j, "action", v->action);
+	json_kv_u64(&j, "proto", v->proto);
+	kv_addr(&j, "src", v->af, v->src);
+	kv_addr(&j, "dst", v->af, v->dst);
+	json_kv_u64(&j, "sport", v->sport);
+	json_kv_u64(&j, "dport", v->dport);
+	json_kv_u64(&j, "len", v->len);
+	kv_ifname(&j, "in", v->ifin);
+	kv_ifname(&j, "out", v->ifout);
 	json_object_end(&j);
 	fputc('\n', f);
 }
 
-static int on_event(void *ctx, void *data, size_t size)
+/* One line to the log file and to every follower. */
+static void vevent_emit(struct daemon *dm, const struct vevent *v)
 {
-	struct daemon *dm = ctx;
 	char *line = NULL;
 	size_t len = 0;
-	FILE *f;
+	FILE *f = open_memstream(&line, &len);
 
-	if (size < sizeof(struct nfb_event) || !(f = open_memstream(&line, &len)))
-		return 0;
-	event_json(dm, data, f);
+	if (!f)
+		return;
+	vevent_json(v, f);
 	fclose(f);
 	dm->events_seen++;
 	if (dm->logf) {
@@ -81,6 +96,40 @@ static int on_event(void *ctx, void *data, size_t size)
 	}
 	clients_broadcast(dm, line, len);
 	free(line);
+}
+
+static const char *action_name(uint8_t a)
+{
+	return a == NFB_ACT_ACCEPT ? "accept" : a == NFB_ACT_REJECT ? "reject" : "drop";
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct daemon *dm = ctx;
+	const struct nfb_event *ev = data;
+	const char *rule;
+	struct vevent v;
+	int hook;
+
+	if (size < sizeof(*ev))
+		return 0;
+	rule = ev->rule == NFB_RULE_DEFAULT ? "(default)" : slots_rule_name(&dm->slots, ev->counter, &hook);
+	v = (struct vevent){
+		.ts = wall_time_of(ev->ts_ns),
+		.hook = ev->hook < NFB_HOOK_MAX ? policy_hook_name((enum policy_hook)ev->hook) : "?",
+		.rule = rule ? rule : "?",
+		.action = action_name(ev->action),
+		.af = ev->family == NFB_FAM_IPV4 ? AF_INET : AF_INET6,
+		.proto = ev->proto,
+		.sport = ev->sport,
+		.dport = ev->dport,
+		.len = ev->len,
+		.ifin = ev->ifin,
+		.ifout = ev->ifout,
+	};
+	memcpy(v.src, ev->saddr, 16);
+	memcpy(v.dst, ev->daddr, 16);
+	vevent_emit(dm, &v);
 	return 0;
 }
 
@@ -91,6 +140,8 @@ static void on_ring(struct daemon *dm, struct handler *h, uint32_t events)
 
 int events_open(struct daemon *dm, struct diags *d)
 {
+	if (dm->rb)
+		return 0;
 	dm->rb = ring_buffer__new(engine_events_fd(dm->e), on_event, dm, NULL);
 	if (!dm->rb)
 		return diag_errno(d, -errno, "cannot open the verdict event ring buffer");
@@ -118,4 +169,142 @@ void events_tick(struct daemon *dm)
 		return;
 	clients_broadcast_missed(dm, c.packets - dm->log_dropped_seen, "the kernel's event ring was full");
 	dm->log_dropped_seen = c.packets;
+}
+
+/* ---- the nftables backend: NFLOG ---- */
+
+/* Protocol, ports (ICMP: type << 8 | code) and length of the logged packet,
+ * read as the classifier reads them: the whole IPv6 header chain walked, no
+ * ports in a fragment after the first. */
+static void l4_of(const uint8_t *p, size_t n, uint8_t proto, size_t off, bool first, struct vevent *v)
+{
+	v->proto = proto;
+	if (!first || off + 4 > n)
+		return;
+	if (proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP) {
+		v->sport = (uint16_t)(p[off] << 8 | p[off + 1]);
+		v->dport = (uint16_t)(p[off + 2] << 8 | p[off + 3]);
+	} else if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) {
+		v->dport = (uint16_t)(p[off] << 8 | p[off + 1]);
+	}
+}
+
+static void parse_v4(const uint8_t *p, size_t n, struct vevent *v)
+{
+	size_t ihl;
+
+	if (n < 20 || (ihl = (size_t)(p[0] & 15) * 4) < 20)
+		return;
+	memcpy(v->src, p + 12, 4);
+	memcpy(v->dst, p + 16, 4);
+	v->len = (uint32_t)(p[2] << 8 | p[3]);
+	l4_of(p, n, p[9], ihl, ((p[6] << 8 | p[7]) & 0x1fff) == 0, v);
+}
+
+static void parse_v6(const uint8_t *p, size_t n, struct vevent *v)
+{
+	uint8_t nh;
+	size_t off = 40;
+	bool first = true;
+
+	if (n < 40)
+		return;
+	memcpy(v->src, p + 8, 16);
+	memcpy(v->dst, p + 24, 16);
+	v->len = 40u + (uint32_t)(p[4] << 8 | p[5]);
+	nh = p[6];
+	for (int i = 0; i < 256 && off + 8 <= n; i++) {
+		if (nh == IPPROTO_FRAGMENT) {
+			first = ((p[off + 2] << 8 | p[off + 3]) & 0xfff8) == 0;
+		} else if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING && nh != IPPROTO_DSTOPTS && nh != IPPROTO_AH &&
+			   nh != 135 && nh != 139 && nh != 140) {
+			break;
+		}
+		{
+			size_t hl = nh == IPPROTO_FRAGMENT ? 8 : nh == IPPROTO_AH ? ((size_t)p[off + 1] + 2) * 4
+										     : ((size_t)p[off + 1] + 1) * 8;
+			nh = p[off];
+			off += hl;
+		}
+	}
+	l4_of(p, n, nh, off, first, v);
+}
+
+static void on_nflog_packet(const struct nflog_packet *pk, void *arg)
+{
+	struct daemon *dm = arg;
+	char hook[16] = "?", action[16] = "?";
+	struct vevent v = { .ifin = pk->ifin, .ifout = pk->ifout };
+	struct timespec now;
+	int used = 0;
+
+	/* The prefix is "HOOK ACTION RULE" (nft/build.c). */
+	if (sscanf(pk->prefix, "%15s %15s %n", hook, action, &used) < 2 || !used)
+		return;
+	v.hook = hook;
+	v.action = action;
+	v.rule = pk->prefix + used;
+	if (pk->ts_ns) {
+		v.ts = (double)pk->ts_ns / 1e9;
+	} else {
+		clock_gettime(CLOCK_REALTIME, &now);
+		v.ts = (double)now.tv_sec + now.tv_nsec / 1e9;
+	}
+	v.len = (uint32_t)pk->len;
+	if (pk->family == NFPROTO_IPV4) {
+		v.af = AF_INET;
+		parse_v4(pk->payload, pk->len, &v);
+	} else if (pk->family == NFPROTO_IPV6) {
+		v.af = AF_INET6;
+		parse_v6(pk->payload, pk->len, &v);
+	} else {
+		return;
+	}
+	vevent_emit(dm, &v);
+}
+
+static void on_nflog(struct daemon *dm, struct handler *h, uint32_t events)
+{
+	uint64_t lost;
+
+	nflog_read(dm->nflog_sock, on_nflog_packet, dm);
+	lost = nflog_lost(dm->nflog_sock);
+	if (lost > dm->nflog_lost_seen) {
+		clients_broadcast_missed(dm, lost - dm->nflog_lost_seen, "the NFLOG socket overran");
+		dm->nflog_lost_seen = lost;
+	}
+}
+
+void nflog_events_close(struct daemon *dm)
+{
+	if (!dm->nflog_sock)
+		return;
+	daemon_unwatch(dm, &dm->nflog);
+	nflog_close(dm->nflog_sock);
+	dm->nflog_sock = NULL;
+}
+
+void nflog_events_sync(struct daemon *dm)
+{
+	bool want = dm->cur.pol && dm->cur.pol->opt.backend == POLICY_BACKEND_NFTABLES;
+	int r;
+
+	if (!want) {
+		nflog_events_close(dm);
+		return;
+	}
+	if (dm->nflog_sock)
+		return;
+	/* The head of each packet is enough for the event. */
+	if ((r = nflog_open(NFT_NFLOG_GROUP, 128, &dm->nflog_sock)) < 0) {
+		log_warn("cannot receive the nftables backend's verdict events (NFLOG group %d): %s%s", NFT_NFLOG_GROUP,
+			 strerror(-r), r == -EBUSY ? " (another program, or another nfbox in this network namespace, has it)" : "");
+		return;
+	}
+	dm->nflog = (struct handler){ .fd = nflog_fd(dm->nflog_sock), .fn = on_nflog };
+	dm->nflog_lost_seen = 0;
+	if (daemon_watch(dm, &dm->nflog) < 0) {
+		nflog_close(dm->nflog_sock);
+		dm->nflog_sock = NULL;
+	}
 }

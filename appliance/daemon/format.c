@@ -17,6 +17,15 @@ static const char *fam_name(int fam)
 
 static void status_links_text(const struct engine_info *e, FILE *f)
 {
+	bool any = false;
+
+	for (int h = 0; h < NFB_HOOK_MAX; h++)
+		for (int fam = 0; fam < NFB_FAM_MAX; fam++)
+			any |= e->link[h][fam].fd >= 0;
+	if (!any) {
+		fprintf(f, "links:      none (no BPF classifier attached)\n");
+		return;
+	}
 	fprintf(f, "links:\n");
 	for (int h = 0; h < NFB_HOOK_MAX; h++)
 		for (int fam = 0; fam < NFB_FAM_MAX; fam++) {
@@ -56,9 +65,14 @@ static void status_text(const struct status_report *r, FILE *f)
 	const struct engine_info *e = &r->engine;
 
 	fprintf(f, "nfbox running: pid %d, up %lds\n", r->pid, r->uptime);
-	fprintf(f, "policy:     %s, %u rules (generation %llu, map set %u)\n", r->policy ? r->policy : "-", r->rules,
-		U(e->generation), e->active_gen);
+	if (!strcmp(r->backend, "nftables"))
+		fprintf(f, "policy:     %s, %u rules (nftables backend)\n", r->policy ? r->policy : "-", r->rules);
+	else
+		fprintf(f, "policy:     %s, %u rules (generation %llu, map set %u)\n", r->policy ? r->policy : "-",
+			r->rules, U(e->generation), e->active_gen);
 	fprintf(f, "defrag:     %s\n", r->defrag ? "on (verdicts on reassembled datagrams)" : "off");
+	fprintf(f, "backend:    %s%s\n", r->backend,
+		r->nft_table != 1 ? "" : r->nft_owned ? " (table inet nfbox, owned by this process)" : " (table inet nfbox)");
 	if (r->netns_initial)
 		fprintf(f, "netns:      initial (cookie %llu)\n", U(r->netns_cookie));
 	else
@@ -149,6 +163,9 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_kv_u64(&j, "active_gen", e->active_gen);
 	json_kv_bool(&j, "adopted", e->adopted);
 	json_kv_bool(&j, "defrag", r->defrag);
+	json_kv_str(&j, "backend", r->backend);
+	json_kv_bool(&j, "nft_table", r->nft_table == 1);
+	json_kv_bool(&j, "nft_table_owned", r->nft_table == 1 && r->nft_owned);
 	json_kv_u64(&j, "reloads_ok", r->reloads_ok);
 	json_kv_u64(&j, "reloads_failed", r->reloads_failed);
 	json_kv_u64(&j, "events", r->events);
@@ -188,6 +205,11 @@ static const struct {
 	{ "unreassembled", offsetof(struct stats_report, unreassembled) },
 	{ "log_ring_full", offsetof(struct stats_report, log_ring_full) },
 	{ "log_rate_limited", offsetof(struct stats_report, log_rate_limited) },
+	{ "reject_rate_limited", offsetof(struct stats_report, reject_rate_limited) },
+	{ "reject_ring_full", offsetof(struct stats_report, reject_ring_full) },
+	{ "reject_unanswerable", offsetof(struct stats_report, reject_unanswerable) },
+	{ "reject_send_failed", offsetof(struct stats_report, reject_send_failed) },
+	{ "reject_replies", offsetof(struct stats_report, reject_replies) },
 };
 
 #define NDROPS (sizeof(drop_counters) / sizeof(drop_counters[0]))

@@ -80,7 +80,9 @@ static void on_links(struct daemon *dm, struct handler *h, uint32_t events)
 
 	if (!nl_monitor_links_changed(dm->monitor) || !dm->cur.plan)
 		return;
-	if ((r = engine_ifaces_refresh(dm->e, dm->cur.plan, &dm->cur.blob)) < 0)
+	/* nftables matches interfaces by name itself (iifname). */
+	if (dm->cur.pol->opt.backend == POLICY_BACKEND_BPF &&
+	    (r = engine_ifaces_refresh(dm->e, dm->cur.plan, &dm->cur.blob)) < 0)
 		log_err("interfaces changed, but the interface map could not be updated: %s", strerror(-r));
 	note_missing(dm);
 }

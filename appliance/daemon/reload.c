@@ -1,15 +1,35 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * A reload: load and validate, compile, encode, assign counter slots, turn
- * conntrack on if needed, write the spare map generation and flip to it.
- * Any failure before the flip leaves the policy in force untouched.
+ * A reload: load and validate, compile, encode, assign counter slots, then
+ * put the policy in force. Any failure before that leaves the policy in
+ * force untouched.
+ *
+ * A policy is in force in two places: the BPF classifier (its spare map
+ * generation written, then flipped to) and table inet nfbox in nftables
+ * (NAT, the conntrack anchor and, with backend: nftables, the filter),
+ * replaced whole in one transaction. The order, with the BPF backend:
+ *   1. the nftables transaction: the step the kernel may refuse (its
+ *      extended ack is reported at the policy element). Refused: nothing
+ *      changed, the reload fails.
+ *   2. the BPF flip. For the instant between the two, new NAT meets the old
+ *      filter, which judges translated traffic in forward: a new
+ *      forward-port is dropped by the old filter until the flip (closed,
+ *      never open), and a removed one stops translating before its accept
+ *      rule goes. Connections already translated keep their mapping in
+ *      conntrack whatever the table says. If the flip fails the previous
+ *      table is put back, in a second transaction.
+ * Switching backend, the new filter is always in place before the old one
+ * goes: for an instant both judge (stricter, never looser).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/daemon_int.h"
+#include "lib/log.h"
 #include "nft/batch.h"
-#include "nft/conntrack.h"
+#include "nft/build.h"
+#include "nft/counters.h"
+#include "nft/emit.h"
 #include "system/files.h"
 
 void loaded_free(struct loaded *l)
@@ -23,17 +43,48 @@ void loaded_free(struct loaded *l)
 	memset(l, 0, sizeof(*l));
 }
 
-/* Conntrack is on while table inet nfbox exists (its ct expression). It is
- * turned off for defrag: false, since conntrack reassembles fragments. */
-static int conntrack_switch(struct daemon *dm, bool on, struct diags *d)
+static bool carried(const char *name, uint64_t *packets, uint64_t *bytes, void *arg)
 {
-	int r = on ? nft_conntrack_on(d) : nft_conntrack_off(d);
+	const struct nfr_counter *c = nft_counters_find(arg, name);
 
-	if (r < 0)
-		return diag_fail(d, r, "%s table inet %s (conntrack %s)", on ? "cannot create" : "cannot delete",
-				 NFT_TABLE_NAME, on ? "on" : "off");
-	dm->conntrack = on;
-	return 0;
+	if (!c)
+		return false;
+	*packets = c->packets;
+	*bytes = c->bytes;
+	return true;
+}
+
+int daemon_nft_apply(struct daemon *dm, const struct policy *p, struct diags *d)
+{
+	struct nft_counters old = { 0 };
+	struct nft_build_opts o = { .filter = p->opt.backend == POLICY_BACKEND_NFTABLES,
+				    .counter_value = carried,
+				    .arg = &old };
+	struct nfr_table t;
+	int r;
+
+	if (o.filter && nft_counters_read(&old) < 0)
+		log_warn("cannot read the counters of table inet %s: they start again from 0", NFT_TABLE_NAME);
+	nfr_init(&t);
+	if ((r = nft_build(p, &o, &t)) < 0)
+		r = diag_errno(d, r, "cannot build table inet %s", NFT_TABLE_NAME);
+	else if (t.nchains)
+		r = nft_table_apply(&t, d);
+	else
+		r = nft_table_remove(d); /* nothing to do in nftables */
+	if (r == 0)
+		dm->nft_table = t.nchains ? 1 : 0;
+	nfr_free(&t);
+	nft_counters_free(&old);
+	return r;
+}
+
+/* The BPF engine, opened when a policy first needs it: a daemon whose
+ * policy uses the nftables backend runs without one where the kernel has
+ * no netfilter BPF links. */
+static int need_engine(struct daemon *dm, struct diags *d)
+{
+	return dm->e ? 0 : daemon_engine_open(dm, d);
 }
 
 static int compile_all(struct daemon *dm, struct loaded *nl, struct diags *d)
@@ -49,18 +100,43 @@ static int compile_all(struct daemon *dm, struct loaded *nl, struct diags *d)
 	return 0;
 }
 
+static void restore_table(struct daemon *dm, const struct policy *old)
+{
+	struct diags tmp;
+
+	diags_init(&tmp);
+	if (old && daemon_nft_apply(dm, old, &tmp) < 0)
+		log_err("cannot put the previous table inet %s back: %s", NFT_TABLE_NAME,
+			tmp.n ? tmp.v[tmp.n - 1].msg : "");
+	diags_free(&tmp);
+}
+
 static int enforce(struct daemon *dm, struct loaded *nl, struct diags *d)
 {
+	const struct policy *old = dm->cur.pol;
+	bool was_nft = old && old->opt.backend == POLICY_BACKEND_NFTABLES;
 	int r;
 
-	if (nl->pol->opt.defrag && dm->conntrack != 1 && (r = conntrack_switch(dm, true, d)) < 0)
+	if (nl->pol->opt.backend == POLICY_BACKEND_NFTABLES) {
+		if ((r = daemon_nft_apply(dm, nl->pol, d)) < 0)
+			return r;
+		engine_unhook(dm->e);
+		return 0;
+	}
+	if ((r = need_engine(dm, d)) < 0)
+		return r;
+	if (was_nft) {
+		if ((r = engine_load(dm->e, nl->plan, &nl->blob, &nl->slots, d)) < 0)
+			return r;
+		if ((r = daemon_nft_apply(dm, nl->pol, d)) < 0)
+			engine_unhook(dm->e); /* the nftables filter in force stays alone */
+		return r;
+	}
+	if ((r = daemon_nft_apply(dm, nl->pol, d)) < 0)
 		return r;
 	if ((r = engine_load(dm->e, nl->plan, &nl->blob, &nl->slots, d)) < 0)
-		return r;
-	/* Off only once the policy that does not need it is in force. */
-	if (!nl->pol->opt.defrag && dm->conntrack != 0)
-		conntrack_switch(dm, false, d);
-	return 0;
+		restore_table(dm, old);
+	return r;
 }
 
 static int check_file(int fd, const char *path, char *why, size_t len, void *arg)
@@ -93,6 +169,7 @@ int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d)
 	dm->reloads_ok++;
 	dm->loaded_at = time(NULL);
 	links_after_reload(dm);
+	nflog_events_sync(dm);
 	return 0;
 }
 
@@ -102,6 +179,11 @@ void daemon_reload_summary(const struct daemon *dm, const char *path, int r, FIL
 
 	if (r < 0) {
 		fprintf(f, "%s: not loaded; the policy in force is unchanged%s\n", path, dm->cur.pol ? "" : " (none)");
+		return;
+	}
+	if (dm->cur.pol->opt.backend == POLICY_BACKEND_NFTABLES) {
+		fprintf(f, "nftables: %s: %u rules enforced (table inet %s)\n", path, dm->cur.pol->nrules,
+			NFT_TABLE_NAME);
 		return;
 	}
 	engine_get_info(dm->e, &e);

@@ -6,6 +6,9 @@
 
 #include "daemon/daemon_int.h"
 #include "daemon/report.h"
+#include "nft/build.h"
+#include "nft/counters.h"
+#include "nft/emit.h"
 
 int report_status(struct daemon *dm, struct status_report *out)
 {
@@ -20,6 +23,9 @@ int report_status(struct daemon *dm, struct status_report *out)
 		.policy = dm->cur.path,
 		.rules = p ? p->nrules : 0,
 		.defrag = p && p->opt.defrag,
+		.backend = p && p->opt.backend == POLICY_BACKEND_NFTABLES ? "nftables" : "bpf",
+		.nft_table = dm->nft_table,
+		.nft_owned = nft_table_owned(),
 		.reloads_ok = dm->reloads_ok,
 		.reloads_failed = dm->reloads_failed,
 		.events = dm->events_seen,
@@ -45,9 +51,27 @@ static uint32_t count_rows(const struct plan *pl)
 	return n;
 }
 
-static void fill_rows(struct daemon *dm, struct stats_report *out)
+/* A row's counter: the BPF classifier's slot, or the nftables backend's
+ * named counter. */
+struct counter_source {
+	struct daemon *dm;
+	bool nft;
+	struct nft_counters nc;
+};
+
+static void read_named(const struct counter_source *s, const char *name, struct nfb_counter *out)
 {
+	const struct nfr_counter *c = nft_counters_find(&s->nc, name);
+
+	out->packets = c ? c->packets : 0;
+	out->bytes = c ? c->bytes : 0;
+}
+
+static void fill_rows(const struct counter_source *s, struct stats_report *out)
+{
+	struct daemon *dm = s->dm;
 	const struct plan *pl = dm->cur.plan;
+	char name[NFR_NAME];
 
 	for (int h = 0; pl && h < NFB_HOOK_MAX; h++) {
 		const struct plan_hook *ph = &pl->hook[h];
@@ -60,10 +84,18 @@ static void fill_rows(struct daemon *dm, struct stats_report *out)
 
 			row->hook = policy_hook_name((enum policy_hook)h);
 			row->rule = def ? "(default)" : ph->rules[b]->name;
-			row->action = (def ? ph->def : ph->rules[b]->action) == POLICY_ACCEPT ? "accept" : "drop";
+			row->action = policy_action_name(def ? ph->def : ph->rules[b]->action);
 			row->is_default = def;
-			engine_counter_read(dm->e, def ? dm->cur.slots.default_slot[h] : dm->cur.slots.rule_slot[h][b],
-					    &row->c);
+			if (!s->nft) {
+				engine_counter_read(dm->e, def ? dm->cur.slots.default_slot[h] : dm->cur.slots.rule_slot[h][b],
+						    &row->c);
+				continue;
+			}
+			if (def)
+				nft_default_counter_name(name, sizeof(name), (enum policy_hook)h);
+			else
+				nft_rule_counter_name(name, sizeof(name), (enum policy_hook)h, row->rule);
+			read_named(s, name, &row->c);
 		}
 	}
 }
@@ -79,16 +111,37 @@ static uint64_t packets_of(struct daemon *dm, uint32_t slot)
 int report_stats(struct daemon *dm, struct stats_report *out)
 {
 	uint32_t n = count_rows(dm->cur.plan);
+	struct counter_source s = { .dm = dm, .nft = dm->cur.pol && dm->cur.pol->opt.backend == POLICY_BACKEND_NFTABLES };
+	struct nfb_counter c;
+	int r;
 
 	*out = (struct stats_report){ 0 };
-	if (!(out->rows = calloc(n ? n : 1, sizeof(*out->rows))))
+	if (s.nft && (r = nft_counters_read(&s.nc)) < 0)
+		return r;
+	if (!(out->rows = calloc(n ? n : 1, sizeof(*out->rows)))) {
+		nft_counters_free(&s.nc);
 		return -ENOMEM;
-	fill_rows(dm, out);
-	engine_counter_read(dm->e, dm->cur.slots.established_slot, &out->established);
-	out->malformed = packets_of(dm, NFB_CNT_MALFORMED);
-	out->unreassembled = packets_of(dm, NFB_CNT_FRAGMENT);
-	out->log_ring_full = packets_of(dm, NFB_CNT_LOG_DROPPED);
-	out->log_rate_limited = packets_of(dm, NFB_CNT_LOG_LIMITED);
+	}
+	fill_rows(&s, out);
+	if (s.nft) {
+		read_named(&s, NFT_COUNTER_ESTABLISHED, &out->established);
+		read_named(&s, NFT_COUNTER_UNREASSEMBLED, &c);
+		out->unreassembled = c.packets;
+		read_named(&s, NFT_COUNTER_REJECT_LIMITED, &c);
+		out->reject_rate_limited = c.packets;
+		nft_counters_free(&s.nc);
+	} else {
+		engine_counter_read(dm->e, dm->cur.slots.established_slot, &out->established);
+		out->malformed = packets_of(dm, NFB_CNT_MALFORMED);
+		out->unreassembled = packets_of(dm, NFB_CNT_FRAGMENT);
+		out->log_ring_full = packets_of(dm, NFB_CNT_LOG_DROPPED);
+		out->log_rate_limited = packets_of(dm, NFB_CNT_LOG_LIMITED);
+		out->reject_rate_limited = packets_of(dm, NFB_CNT_REJECT_LIMITED);
+		out->reject_ring_full = packets_of(dm, NFB_CNT_REJECT_LOST);
+		out->reject_unanswerable = dm->rejects_unanswerable;
+		out->reject_send_failed = dm->reject_send_failed;
+		out->reject_replies = dm->rejects_sent;
+	}
 	return daemon_captures_report(dm, true, &out->caps, &out->ncaps);
 }
 

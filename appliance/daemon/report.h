@@ -33,6 +33,9 @@ struct status_report {
 	const char *policy;         /* NULL: none loaded */
 	uint32_t rules;
 	bool defrag;
+	const char *backend;        /* "bpf" or "nftables" */
+	int nft_table;              /* table inet nfbox: 1 present, 0 absent, -1 unknown */
+	bool nft_owned;             /* owned by the daemon (NFT_TABLE_F_OWNER, PERSIST) */
 	struct engine_info engine;
 	unsigned long reloads_ok, reloads_failed;
 	unsigned long long events;
@@ -55,6 +58,11 @@ struct stats_report {
 	uint64_t malformed;        /* dropped: headers or the L4 key cut short */
 	uint64_t unreassembled;    /* dropped: fragments the kernel did not reassemble (defrag on) */
 	uint64_t log_ring_full, log_rate_limited;
+	uint64_t reject_rate_limited;   /* rejected, unanswered: over reject-rate */
+	uint64_t reject_ring_full;      /* rejected, unanswered: the reject ring was full (bpf) */
+	uint64_t reject_unanswerable;   /* rejected, unanswered by the rules of ICMP (bpf) */
+	uint64_t reject_send_failed;    /* rejected, the reply could not be sent (bpf) */
+	uint64_t reject_replies;        /* replies sent by the daemon (bpf) */
 	struct report_capture *caps;
 	uint32_t ncaps;
 };

@@ -22,6 +22,7 @@ static const char *const map_names[EM_COUNT] = {
 	[EM_LPM6] = "nfb_lpm6",     [EM_IFACE] = "nfb_iface",     [EM_PORT] = "nfb_port",
 	[EM_MISC] = "nfb_misc",     [EM_RULES] = "nfb_rules",     [EM_BLOB] = "nfb_blob",
 	[EM_COUNTERS] = "nfb_counters", [EM_EVENTS] = "nfb_events", [EM_LOG_BUCKET] = "nfb_log_bucket",
+	[EM_REJECTS] = "nfb_rejects",
 };
 
 /* nfbox's hook and family numbers are the policy's (names written once, in
@@ -395,14 +396,33 @@ int engine_links_sync(struct engine *e, const struct plan *pl, struct diags *d)
 	return 0;
 }
 
+void engine_unhook(struct engine *e)
+{
+	for (int h = 0; e && h < NFB_HOOK_MAX; h++)
+		for (int f = 0; f < NFB_FAM_MAX; f++)
+			if (e->link[h][f].fd >= 0)
+				link_drop(e, &e->link[h][f], h, f);
+}
+
+bool engine_hooked(const struct engine *e)
+{
+	for (int h = 0; e && h < NFB_HOOK_MAX; h++)
+		for (int f = 0; f < NFB_FAM_MAX; f++)
+			if (e->link[h][f].fd >= 0)
+				return true;
+	return false;
+}
+
 /* ---- counters --------------------------------------------------------- */
 
 int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out)
 {
-	struct nfb_counter *v = calloc((size_t)e->ncpus, sizeof(*v));
+	struct nfb_counter *v;
 
 	memset(out, 0, sizeof(*out));
-	if (!v)
+	if (!e)
+		return -ENODEV;
+	if (!(v = calloc((size_t)e->ncpus, sizeof(*v))))
 		return -ENOMEM;
 	if (bpf_map_lookup_elem(e->map_fd[EM_COUNTERS], &slot, v) < 0) {
 		free(v);
@@ -431,6 +451,12 @@ int engine_counter_zero(struct engine *e, uint32_t slot)
 
 void engine_get_info(const struct engine *e, struct engine_info *out)
 {
+	memset(out, 0, sizeof(*out));
+	for (int h = 0; h < NFB_HOOK_MAX; h++)
+		for (int f = 0; f < NFB_FAM_MAX; f++)
+			out->link[h][f].fd = -1;
+	if (!e)
+		return;
 	out->pin_dir = e->pin_dir;
 	out->netns_cookie = e->netns_cookie;
 	out->adopted = e->adopted;
@@ -442,6 +468,11 @@ void engine_get_info(const struct engine *e, struct engine_info *out)
 int engine_events_fd(const struct engine *e)
 {
 	return e->map_fd[EM_EVENTS];
+}
+
+int engine_rejects_fd(const struct engine *e)
+{
+	return e->map_fd[EM_REJECTS];
 }
 
 int engine_prog_fd(const struct engine *e)

@@ -69,17 +69,28 @@ struct slot_map {
 int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob *blob,
 		const struct slot_map *slots, struct diags *d);
 
+/* Detach every link (the nftables backend filters instead): the program and
+ * maps stay, pinned. NULL is fine. */
+void engine_unhook(struct engine *e);
+/* Whether any link is attached. */
+bool engine_hooked(const struct engine *e);
+
 /* Resolve the plan's interface names again and update the generation in
  * force in place: an interface that appeared (or came back with another
  * ifindex, or was renamed to a name the policy uses) is matched from now on,
  * one that is gone no longer. pl and b are the plan in force. 0 or -errno. */
 int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct plan_blob *b);
 
+/* NULL (no engine: the nftables backend on a kernel without netfilter BPF
+ * links) gives an empty info, every link -1. */
 void engine_get_info(const struct engine *e, struct engine_info *out);
 /* The verdict-event ring buffer map; the classifier program (tests, bench). */
 int engine_events_fd(const struct engine *e);
+/* The ring buffer of rejected packets' heads (struct nfb_reject). */
+int engine_rejects_fd(const struct engine *e);
 int engine_prog_fd(const struct engine *e);
 
+/* -ENODEV for a NULL engine (*out zeroed). */
 int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out);
 int engine_counter_zero(struct engine *e, uint32_t slot);
 

@@ -6,8 +6,9 @@
 #include "engine/engine.h"
 
 /* Written in nfb_ctl.abi: pinned state of another layout is not adopted.
- * 2: nfb_ctl carries the network namespace; one log-rate bucket for all CPUs. */
-#define NFB_ABI_VERSION 2
+ * 2: nfb_ctl carries the network namespace; one log-rate bucket for all CPUs.
+ * 3: reject (nfb_rejects, the reject-rate bucket, reject_rate in nfb_gen_cfg). */
+#define NFB_ABI_VERSION 3
 
 enum engine_map {
 	EM_CTL,
@@ -22,6 +23,7 @@ enum engine_map {
 	EM_COUNTERS,
 	EM_EVENTS,
 	EM_LOG_BUCKET,
+	EM_REJECTS,
 	EM_COUNT,
 };
 

@@ -54,6 +54,16 @@ static void map_munmap(void *p, size_t bytes)
 	munmap(p, (bytes + (size_t)page - 1) / (size_t)page * (size_t)page);
 }
 
+_Static_assert(NFB_REJECT_TCP_RESET == (int)POLICY_REJECT_TCP_RESET && NFB_REJECT_PORT == (int)POLICY_REJECT_PORT &&
+		       NFB_REJECT_ADMIN == (int)POLICY_REJECT_ADMIN && NFB_REJECT_HOST == (int)POLICY_REJECT_HOST &&
+		       NFB_REJECT_NET == (int)POLICY_REJECT_NET,
+	       "reject kinds numbered alike");
+
+static uint8_t nfb_action_of(enum policy_action a)
+{
+	return a == POLICY_ACCEPT ? NFB_ACT_ACCEPT : a == POLICY_REJECT ? NFB_ACT_REJECT : NFB_ACT_DROP;
+}
+
 static int fill_arrays(struct engine *e, struct gen_maps *g, const struct plan *pl, const struct plan_blob *b,
 		       const struct slot_map *slots)
 {
@@ -91,8 +101,8 @@ static int fill_arrays(struct engine *e, struct gen_maps *g, const struct plan *
 			const struct rule *ru = h->rules[bit];
 
 			rules[hk * NFB_MAX_RULES + bit] = (struct nfb_rule){
-				.action = ru->action == POLICY_ACCEPT ? NFB_ACT_ACCEPT : NFB_ACT_DROP,
-				.flags = ru->log ? NFB_RULE_LOG : 0,
+				.action = nfb_action_of(ru->action),
+				.flags = (uint8_t)((ru->log ? NFB_RULE_LOG : 0) | ru->reject_with << NFB_RULE_REJECT_SHIFT),
 				.counter = slots->rule_slot[hk][bit],
 			};
 		}
@@ -211,6 +221,8 @@ static void gen_cfg(struct nfb_gen_cfg *c, const struct plan *pl, const struct p
 	c->options = (o->established_accept ? NFB_OPT_ESTABLISHED_ACCEPT : 0) | (o->defrag ? NFB_OPT_DEFRAG : 0);
 	c->log_rate = o->log_rate;
 	c->log_burst = o->log_burst;
+	c->reject_rate = o->reject_rate;
+	c->reject_burst = o->reject_rate; /* a second's worth */
 	c->established_counter = slots->established_slot;
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
 		const struct plan_hook *h = &pl->hook[hk];

@@ -2,13 +2,16 @@
 /*
  * The nftables transport: one transaction (a netlink batch) built message
  * by message with libnftnl, sent with libmnl in one go, and every answer
- * read back. The kernel applies all of it or none of it. What the messages
- * say (tables, chains, rules) is for the callers: nft/conntrack.c today.
+ * read back. The kernel applies all of it or none of it. Each message can
+ * be noted with the policy element it comes from, so that a message the
+ * kernel refuses is reported at that element's place in the policy file,
+ * with the kernel's own explanation (extended ack) when it gives one.
  *
  *	struct nft_batch *b;
  *	nft_batch_new(&b);
  *	nlh = nft_batch_msg(b, NFT_MSG_NEWTABLE, NFPROTO_INET, NLM_F_CREATE);
  *	nftnl_table_nlmsg_build_payload(nlh, t);
+ *	nft_batch_note(b, rule->loc, "rule 'web'");
  *	r = nft_batch_commit(b, d);     // 0, or the kernel's -errno explained in d
  *	nft_batch_free(b);
  */
@@ -22,6 +25,8 @@
 
 /* The one table nfbox owns; it never touches any other. */
 #define NFT_TABLE_NAME "nfbox"
+/* What the table's own messages are noted as. */
+#define NFT_TABLE_WHAT "table inet nfbox"
 
 struct nft_batch;
 
@@ -29,12 +34,21 @@ int nft_batch_new(struct nft_batch **out);
 void nft_batch_free(struct nft_batch *b);
 
 /* Start the next message of the transaction: its header is written, the
- * caller adds the payload (nftnl_*_nlmsg_build_payload). NULL when the
- * batch is full (nft_batch_commit then fails with -EMSGSIZE). */
+ * caller adds the payload (nftnl_*_nlmsg_build_payload) at once: the pointer
+ * is good until the next call. NULL when out of memory (nft_batch_commit
+ * then fails with -ENOMEM). */
 struct nlmsghdr *nft_batch_msg(struct nft_batch *b, uint16_t type, uint16_t family, uint16_t flags);
+/* Where the message just started comes from (what: static or owned by the
+ * caller until the commit). */
+void nft_batch_note(struct nft_batch *b, struct loc loc, const char *what);
 
 /* Close the transaction, send it and wait for the kernel's answer to each
- * message (2 s at most). */
+ * message (2 s at most after the last is sent). Every transaction goes
+ * through the process's one netfilter socket, opened at the first: the
+ * owner of table inet nfbox. */
 int nft_batch_commit(struct nft_batch *b, struct diags *d);
+/* Close that socket: the table, if this process owned it, is released
+ * (kept if it persists, else deleted by the kernel). */
+void nft_socket_close(void);
 
 #endif

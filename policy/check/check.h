@@ -14,5 +14,8 @@ void check_shadowed(const struct policy *p, struct diags *d);
 /* 'defrag: false' leaves conntrack off: what needs it is an error, and
  * 'established' falls back to 'rules'. */
 void check_defrag_off(struct policy *p, struct diags *d);
+/* Two targets for one port, two source translations for one interface
+ * (errors); a forward-port or redirect that no rule lets in (warning). */
+void check_nat(const struct policy *p, struct diags *d);
 
 #endif

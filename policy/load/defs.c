@@ -297,8 +297,9 @@ void load_hooks(struct lx *x, const struct ynode *n)
 
 void load_options(struct lx *x, const struct ynode *n)
 {
-	static const char *const keys[] = { "defrag", "established", "log-rate", "log-burst", NULL };
+	static const char *const keys[] = { "defrag", "established", "log-rate", "log-burst", "reject-rate", "backend", NULL };
 	static const char *const est[] = { "accept", "rules", NULL };
+	static const char *const backends[] = { "bpf", "nftables", NULL };
 	const struct ynode *v;
 	uint64_t burst;
 
@@ -324,4 +325,18 @@ void load_options(struct lx *x, const struct ynode *n)
 	}
 	if ((v = ynode_get(n, "log-burst")) && lx_uint(x, v, "options.log-burst", 1, 1000000, &burst))
 		x->p->opt.log_burst = (uint32_t)burst;
+	if ((v = ynode_get(n, "reject-rate")) && lx_is(x, v, YNODE_SCALAR, "options.reject-rate")) {
+		const char *why;
+
+		if (parse_rate(v->str, &x->p->opt.reject_rate, &why) < 0)
+			diag_error(x->d, v->loc, "options.reject-rate '%s': %s", v->str, why);
+	}
+	if ((v = ynode_get(n, "backend"))) {
+		int b = lx_choice(x, v, "options.backend", backends);
+
+		if (b >= 0) {
+			x->p->opt.backend = (enum policy_backend)b;
+			x->p->opt.backend_loc = v->loc;
+		}
+	}
 }

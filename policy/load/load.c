@@ -66,6 +66,7 @@ static void load_all(struct lx *x, const struct ynode *root)
 	if (x->d->errors == x->errors0) {
 		check_unused(x->p, x->d);
 		check_shadowed(x->p, x->d);
+		check_nat(x->p, x->d);
 	}
 }
 
@@ -101,6 +102,7 @@ static int load_from_source(const struct source *src, const struct policy_files 
 	p->opt.established_accept = true;
 	p->opt.log_rate = 100;
 	p->opt.log_burst = 100;
+	p->opt.reject_rate = 100;
 	x = (struct lx){ .p = p, .d = d, .src = src, .dir = dirname(dup), .files = files, .errors0 = errors };
 	load_all(&x, t.root);
 	free(dup);
@@ -222,6 +224,7 @@ void policy_free(struct policy *p)
 		free_iface_match(&p->nat[i].in);
 		free_iface_match(&p->nat[i].out);
 		free_port_match(&p->nat[i].service);
+		free_addr_match(&p->nat[i].from);
 	}
 	for (uint32_t i = 0; i < p->ncaptures; i++) {
 		struct capture_conf *c = &p->captures[i];

@@ -1,53 +1,111 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Loader: the nat: section (masquerade, snat, forward-port). */
+/* Loader: the nat: section (masquerade, snat, forward-port, redirect). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "policy/load/load.h"
 #include "policy/syntax/parse.h"
 
+static const char *const masq_keys[] = { "out", NULL };
+static const char *const snat_keys[] = { "out", "to", NULL };
+static const char *const fwd_keys[] = { "in", "service", "to", "from", "hairpin", NULL };
+static const char *const redirect_keys[] = { "in", "service", "to", "from", NULL };
+static const char *const *const kind_keys[] = { masq_keys, snat_keys, fwd_keys, redirect_keys };
+
+static void nat_snat_to(struct lx *x, struct nat_rule *nr, const struct ynode *to)
+{
+	const char *why;
+
+	if (parse_addr_range(to->str, &nr->to_addr, &nr->to_last, &why) < 0) {
+		diag_error(x->d, to->loc, "'%s': %s (snat takes an address, a range A-B or a prefix)", to->str, why);
+		return;
+	}
+	if (nr->to_addr.family == POLICY_FAM_IPV4 && !memcmp(nr->to_addr.addr, "\0\0\0\0", 4))
+		diag_error(x->d, to->loc, "snat to 0.0.0.0 is not an address packets can come from");
+	nr->families = nr->to_addr.family;
+}
+
+static void nat_forward_to(struct lx *x, struct nat_rule *nr, const struct ynode *to)
+{
+	const char *why;
+
+	if (parse_addr_port(to->str, &nr->to_addr, &nr->to_port, &why) < 0) {
+		diag_error(x->d, to->loc, "'%s': %s", to->str, why);
+		return;
+	}
+	nr->families = nr->to_addr.family;
+	if (!nr->from.any && !(nr->from.families & nr->families))
+		diag_error(x->d, to->loc, "the target %s is %s, but 'from' lists only %s addresses: no packet could be forwarded",
+			   to->str, policy_family_name((enum policy_family)nr->families),
+			   policy_family_name((enum policy_family)nr->from.families));
+}
+
+static void nat_redirect_to(struct lx *x, struct nat_rule *nr, const struct ynode *to)
+{
+	uint64_t port;
+
+	if (lx_uint(x, to, "redirect 'to' (a local port)", 1, 65535, &port))
+		nr->to_port = (uint16_t)port;
+}
+
+static void nat_required(struct lx *x, const struct nat_rule *nr, const struct ynode *k, const struct ynode *to)
+{
+	static const char *const need[] = {
+		[NAT_MASQUERADE] = "masquerade needs 'out:' (the interface group whose address is used)",
+		[NAT_SNAT] = "snat needs 'out:' and 'to: ADDRESS', 'to: A-B' or 'to: PREFIX'",
+		[NAT_FORWARD_PORT] = "forward-port needs 'in:', 'service:' and 'to: ADDRESS[:PORT]'",
+		[NAT_REDIRECT] = "redirect needs 'in:', 'service:' and 'to: PORT' (a local port)",
+	};
+	bool out_needed = nr->kind == NAT_MASQUERADE || nr->kind == NAT_SNAT;
+	bool ok = out_needed ? !nr->out.any : !nr->in.any && !nr->service.any;
+
+	if (nr->kind != NAT_MASQUERADE && !to)
+		ok = false;
+	if (!ok)
+		diag_error(x->d, k->loc, "%s", need[nr->kind]);
+}
+
 static void load_nat_one(struct lx *x, const struct ynode *item)
 {
-	static const char *const kinds[] = { "masquerade", "snat", "forward-port", NULL };
-	static const char *const masq_keys[] = { "out", NULL };
-	static const char *const snat_keys[] = { "out", "to", NULL };
-	static const char *const fwd_keys[] = { "in", "service", "to", NULL };
-	static const char *const *const keys[] = { masq_keys, snat_keys, fwd_keys };
-	const struct ynode *k, *v, *to;
+	const struct ynode *k, *v, *to, *hp;
 	struct nat_rule *nr;
-	const char *why;
 	int kind;
 
 	if (!lx_is(x, item, YNODE_MAP, "a nat entry"))
 		return;
 	if (ynode_map_len(item) != 1) {
-		diag_error(x->d, item->loc, "a nat entry has exactly one of masquerade:, snat: or forward-port:");
+		diag_error(x->d, item->loc, "a nat entry has exactly one of masquerade:, snat:, forward-port: or redirect:");
 		return;
 	}
 	k = ynode_map_key(item, 0);
 	v = ynode_map_val(item, 0);
-	if ((kind = lx_choice(x, k, "nat kind", kinds)) < 0 || !lx_is(x, v, YNODE_MAP, k->str))
+	if ((kind = lx_choice(x, k, "nat kind", policy_nat_kind_names)) < 0 || !lx_is(x, v, YNODE_MAP, k->str))
 		return;
-	lx_check_keys(x, v, keys[kind], k->str);
-	nr = LX_APPEND(x, x->p->nat, x->p->nnat);
-	if (!nr)
+	lx_check_keys(x, v, kind_keys[kind], k->str);
+	if (!(nr = LX_APPEND(x, x->p->nat, x->p->nnat)))
 		return;
 	nr->kind = (enum nat_kind)kind;
 	nr->loc = k->loc;
+	nr->families = POLICY_FAM_ANY;
+	nr->hairpin = nr->kind == NAT_FORWARD_PORT;
 	lx_iface_match(x, ynode_get(v, "in"), "in", &nr->in);
 	lx_iface_match(x, ynode_get(v, "out"), "out", &nr->out);
 	lx_port_match(x, ynode_get(v, "service"), "service", &nr->service);
+	lx_addr_match(x, ynode_get(v, "from"), "from", &nr->from);
+	if ((hp = ynode_get(v, "hairpin")))
+		lx_bool(x, hp, "hairpin", &nr->hairpin);
 	to = ynode_get(v, "to");
-	if (kind == NAT_MASQUERADE && nr->out.any)
-		diag_error(x->d, k->loc, "masquerade needs 'out:' (the interface group whose address is used)");
-	if (kind == NAT_SNAT && (nr->out.any || !to))
-		diag_error(x->d, k->loc, "snat needs 'out:' and 'to: ADDRESS'");
-	if (kind == NAT_FORWARD_PORT && (nr->in.any || nr->service.any || !to))
-		diag_error(x->d, k->loc, "forward-port needs 'in:', 'service:' and 'to: ADDRESS[:PORT]'");
-	if (to && lx_is(x, to, YNODE_SCALAR, "to")) {
-		nr->to_addr.loc = to->loc;
-		if (parse_addr_port(to->str, &nr->to_addr, &nr->to_port, &why) < 0)
-			diag_error(x->d, to->loc, "'%s': %s", to->str, why);
-		else if (kind == NAT_SNAT && nr->to_port)
-			diag_error(x->d, to->loc, "snat takes an address without a port");
-	}
+	nat_required(x, nr, k, to);
+	if (!to || !lx_is(x, to, YNODE_SCALAR, "to"))
+		return;
+	nr->to_loc = to->loc;
+	if (kind == NAT_SNAT)
+		nat_snat_to(x, nr, to);
+	else if (kind == NAT_FORWARD_PORT)
+		nat_forward_to(x, nr, to);
+	else if (kind == NAT_REDIRECT)
+		nat_redirect_to(x, nr, to);
 }
 
 void load_nat(struct lx *x, const struct ynode *n)

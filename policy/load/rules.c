@@ -99,7 +99,7 @@ static uint8_t rule_families(const struct rule *r)
 
 static const char *const rule_keys[] = { "name", "hook", "in", "out", "from", "to", "service",
 					 "source-service", "proto", "icmp-type", "state", "action",
-					 "log", "comment", NULL };
+					 "reject-with", "log", "comment", NULL };
 
 static void rule_hooks_and_sides(struct lx *x, struct rule *r, const struct ynode *n)
 {
@@ -154,7 +154,7 @@ static void rule_l4(struct lx *x, struct rule *r, const struct ynode *n)
 
 static void load_rule(struct lx *x, const struct ynode *n)
 {
-	static const char *const actions[] = { "drop", "accept", NULL };
+	static const char *const actions[] = { "drop", "accept", "reject", NULL };
 	const struct ynode *v;
 	struct rule *r;
 	int a;
@@ -196,9 +196,17 @@ static void load_rule(struct lx *x, const struct ynode *n)
 	}
 	v = ynode_get(n, "action");
 	if (!v)
-		diag_error(x->d, n->loc, "rule '%s' needs an 'action:' (accept or drop)", r->name ? r->name : "?");
+		diag_error(x->d, n->loc, "rule '%s' needs an 'action:' (accept, drop or reject)", r->name ? r->name : "?");
 	else if ((a = lx_choice(x, v, "action", actions)) >= 0)
 		r->action = (enum policy_action)a;
+	if ((v = ynode_get(n, "reject-with"))) {
+		int w = lx_choice(x, v, "reject-with", policy_reject_names);
+
+		if (w >= 0)
+			r->reject_with = (enum policy_reject)w;
+		if (r->action != POLICY_REJECT)
+			diag_error(x->d, v->loc, "'reject-with' needs 'action: reject'");
+	}
 	if ((v = ynode_get(n, "log")))
 		lx_bool(x, v, "log", &r->log);
 	if ((v = ynode_get(n, "comment")) && lx_is(x, v, YNODE_SCALAR, "comment"))

@@ -19,6 +19,35 @@ const char *policy_hook_name(enum policy_hook h)
 	return (unsigned)h < POLICY_HOOK_MAX ? policy_hook_names[h] : "?";
 }
 
+const char *policy_action_name(enum policy_action a)
+{
+	switch (a) {
+	case POLICY_ACCEPT:
+		return "accept";
+	case POLICY_REJECT:
+		return "reject";
+	default:
+		return "drop";
+	}
+}
+
+const char *const policy_reject_names[POLICY_REJECT_MAX + 1] = {
+	[POLICY_REJECT_TCP_RESET] = "tcp-reset",
+	[POLICY_REJECT_PORT] = "port-unreachable",
+	[POLICY_REJECT_ADMIN] = "admin-prohibited",
+	[POLICY_REJECT_HOST] = "host-unreachable",
+	[POLICY_REJECT_NET] = "net-unreachable",
+	[POLICY_REJECT_MAX] = NULL,
+};
+
+const char *const policy_nat_kind_names[] = {
+	[NAT_MASQUERADE] = "masquerade",
+	[NAT_SNAT] = "snat",
+	[NAT_FORWARD_PORT] = "forward-port",
+	[NAT_REDIRECT] = "redirect",
+	NULL,
+};
+
 const char *policy_family_name(enum policy_family f)
 {
 	switch (f) {

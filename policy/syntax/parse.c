@@ -290,6 +290,54 @@ int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, const ch
 	return 0;
 }
 
+/* The last address of pf's prefix: every host bit set. */
+static void prefix_last(const struct prefix *pf, struct prefix *out)
+{
+	unsigned bytes = pf->family == POLICY_FAM_IPV4 ? 4 : 16;
+
+	*out = *pf;
+	for (unsigned i = 0; i < bytes * 8; i++)
+		if (i >= pf->plen)
+			out->addr[i / 8] |= (uint8_t)(0x80 >> (i % 8));
+	out->plen = (uint8_t)(bytes * 8);
+}
+
+int parse_addr_range(const char *s, struct prefix *first, struct prefix *last, const char **why)
+{
+	char buf[2 * INET6_ADDRSTRLEN + 8];
+	const char *dash = strchr(s, '-');
+	bool host_bits;
+
+	if (strlen(s) >= sizeof(buf)) {
+		*why = "not an address, a range A-B or a prefix";
+		return -EINVAL;
+	}
+	if (!dash) {
+		if (parse_prefix(s, first, &host_bits, why) < 0)
+			return -EINVAL;
+		prefix_last(first, last);
+		first->plen = last->plen;
+		return 0;
+	}
+	memcpy(buf, s, (size_t)(dash - s));
+	buf[dash - s] = '\0';
+	if (strchr(buf, '/') || strchr(dash + 1, '/')) {
+		*why = "a range is two addresses, A-B, without prefix lengths";
+		return -EINVAL;
+	}
+	if (parse_prefix(buf, first, &host_bits, why) < 0 || parse_prefix(dash + 1, last, &host_bits, why) < 0)
+		return -EINVAL;
+	if (first->family != last->family) {
+		*why = "the two ends of a range are of different address families";
+		return -EINVAL;
+	}
+	if (memcmp(first->addr, last->addr, 16) > 0) {
+		*why = "the range ends before it starts";
+		return -EINVAL;
+	}
+	return 0;
+}
+
 bool parse_valid_name(const char *s)
 {
 	size_t n = strlen(s);

@@ -25,6 +25,10 @@ int parse_rate(const char *s, uint32_t *per_sec, const char **why);
 int parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why);
 /* "198.51.100.10:80", "[2001:db8::1]:80", "198.51.100.10". */
 int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, const char **why);
+/* "198.51.100.10", "198.51.100.10-198.51.100.20", "198.51.100.0/28" (every
+ * address of the prefix): the first and last address, both with a full
+ * prefix length. */
+int parse_addr_range(const char *s, struct prefix *first, struct prefix *last, const char **why);
 bool parse_valid_name(const char *s);
 bool parse_valid_ifname(const char *s);
 

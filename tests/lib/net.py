@@ -9,6 +9,17 @@ time and prints one result line; the exit status says success.
   udp-blast HOST PORT COUNT        send COUNT small datagrams as fast as it can
   tcp-listen PORT TIMEOUT          accept one connection, echo until EOF
   tcp-connect HOST PORT TIMEOUT    exit 0 if the connection is established
+  tcp-whoami PORT TIMEOUT [COUNT]  answer each connection (COUNT, default 1) with
+                                   "peer ADDR PORT" (the source it sees) and close
+  tcp-ask HOST PORT TIMEOUT        connect, print the answer's line; exit 1 if none
+  tcp-probe HOST PORT TIMEOUT      print "open", "refused", "timeout" or "error ERRNO",
+                                   then the seconds it took
+  udp-whoami PORT TIMEOUT [COUNT]  answer each datagram with "peer ADDR PORT"
+  udp-probe HOST PORT TIMEOUT [SPORT]
+                                   send one datagram on a connected socket and print
+                                   "answer LINE", "timeout" or the ICMP error's errno
+                                   name (ECONNREFUSED, EHOSTUNREACH, EACCES...), then
+                                   the seconds it took
   tcp-stream HOST PORT SECONDS     send/echo continuously; print bytes and the
                                    longest stall; exit 1 if it breaks
   frags HOST PORT[,PORT] MODE [EVIL-PORT]
@@ -125,6 +136,109 @@ def tcp_connect(host, port, timeout):
         return 1
     print("connected" if got == b"hello" else "bad echo")
     return 0 if got == b"hello" else 1
+
+
+def _unmapped(addr):
+    return addr[7:] if addr.startswith("::ffff:") else addr
+
+
+def tcp_whoami(port, timeout, count=1):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("::", int(port)))
+    s.listen(8)
+    end = time.time() + float(timeout)
+    served = 0
+    while served < int(count) and time.time() < end:
+        s.settimeout(max(0.01, end - time.time()))
+        try:
+            c, peer = s.accept()
+        except socket.timeout:
+            break
+        line = "peer %s %d" % (_unmapped(peer[0]), peer[1])
+        print(line, flush=True)
+        c.sendall((line + "\n").encode())
+        c.close()
+        served += 1
+    return 0 if served else 1
+
+
+def tcp_ask(host, port, timeout):
+    s = socket.socket(family(host), socket.SOCK_STREAM)
+    s.settimeout(float(timeout))
+    try:
+        s.connect((host, int(port)))
+        data = s.recv(200)
+    except (socket.timeout, OSError) as e:
+        print("failed: %s" % e)
+        return 1
+    print(data.decode(errors="replace").strip())
+    return 0 if data else 1
+
+
+def tcp_probe(host, port, timeout):
+    import errno
+
+    s = socket.socket(family(host), socket.SOCK_STREAM)
+    s.settimeout(float(timeout))
+    t0 = time.time()
+    try:
+        s.connect((host, int(port)))
+        what = "open"
+    except socket.timeout:
+        what = "timeout"
+    except ConnectionRefusedError:
+        what = "refused"
+    except OSError as e:
+        what = "error %s" % errno.errorcode.get(e.errno, e.errno)
+    print("%s %.3f" % (what, time.time() - t0))
+    return 0
+
+
+def udp_whoami(port, timeout, count=1):
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.bind(("::", int(port)))
+    end = time.time() + float(timeout)
+    served = 0
+    while served < int(count) and time.time() < end:
+        s.settimeout(max(0.01, end - time.time()))
+        try:
+            _, peer = s.recvfrom(2000)
+        except socket.timeout:
+            break
+        line = "peer %s %d" % (_unmapped(peer[0]), peer[1])
+        print(line, flush=True)
+        s.sendto((line + "\n").encode(), peer)
+        served += 1
+    return 0 if served else 1
+
+
+def udp_probe(host, port, timeout, sport=0):
+    import errno
+
+    s = socket.socket(family(host), socket.SOCK_DGRAM)
+    # Net and host unreachable are "soft" errors: told only with RECVERR.
+    if family(host) == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, 25, 1)  # IPV6_RECVERR
+    else:
+        s.setsockopt(socket.IPPROTO_IP, 11, 1)  # IP_RECVERR
+    if int(sport):
+        s.bind(("", int(sport)))
+    s.settimeout(float(timeout))
+    t0 = time.time()
+    try:
+        s.connect((host, int(port)))
+        s.send(b"probe")
+        data = s.recv(200)
+        what = "answer " + data.decode(errors="replace").strip()
+    except socket.timeout:
+        what = "timeout"
+    except OSError as e:
+        what = errno.errorcode.get(e.errno, str(e.errno))
+    print("%s %.3f" % (what, time.time() - t0))
+    return 0
 
 
 def tcp_stream(host, port, seconds):
@@ -324,6 +438,8 @@ def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     fn = {"udp-recv": udp_recv, "udp-send": udp_send, "udp-blast": udp_blast, "tcp-listen": tcp_listen,
           "tcp-connect": tcp_connect, "tcp-stream": tcp_stream, "frags": frags,
+          "tcp-whoami": tcp_whoami, "tcp-ask": tcp_ask, "tcp-probe": tcp_probe,
+          "udp-whoami": udp_whoami, "udp-probe": udp_probe,
           "v6-chain": v6_chain, "v6-split-chain": v6_split_chain}[cmd]
     sys.exit(fn(*args) or 0)
 

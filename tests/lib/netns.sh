@@ -77,11 +77,47 @@ ns_setup() {
 	NFBOX_SOCK=$NS_TMP/nfbox.sock
 }
 
+# The backend the suite runs against: NFBOX_BACKEND=nftables (the runner
+# runs the engine suites once per backend) puts `backend: nftables` into
+# every policy nfbox_start and nfbox_ctl reload are given.
+NFBOX_BACKEND=${NFBOX_BACKEND:-bpf}
+backend_policy() {
+	[ "$NFBOX_BACKEND" = nftables ] || return 0
+	grep -q '^ *backend:' "$1" && return 0
+	/usr/bin/python3 - "$1" <<'PY'
+import re, sys
+p = sys.argv[1]
+s = open(p).read()
+if re.search(r"^options:\s*\{", s, re.M):
+    s = re.sub(r"^options:\s*\{", "options: { backend: nftables,", s, count=1, flags=re.M)
+elif re.search(r"^options:\s*$", s, re.M):
+    s = re.sub(r"^options:\s*$", "options:\n  backend: nftables", s, count=1, flags=re.M)
+else:
+    s = s.rstrip("\n") + "\noptions:\n  backend: nftables\n"
+open(p, "w").write(s)
+PY
+}
+bpf_backend() { [ "$NFBOX_BACKEND" = bpf ]; }
+# Whether the engine enforces with conntrack, and so with reassembly
+# (yes/no): the BPF links' defrag flag, or (nftables backend) a ct
+# expression in table inet nfbox.
+engine_defrag() {
+	if bpf_backend; then
+		nfbox_ctl status --json | /usr/bin/python3 -c '
+import json, sys
+l = json.load(sys.stdin)["links"]
+print("none" if not l else "yes" if all(x["defrag"] for x in l) else "no" if not any(x["defrag"] for x in l) else "mixed")'
+	else
+		in_a nft list table inet nfbox 2>/dev/null | grep -Eq '(^|[[:space:]])ct ' && echo yes || echo no
+	fi
+}
+
 # nfbox_start POLICY [extra run options]: run the daemon in the appliance
 # namespace and wait for its "ready" line (10 s at most).
 nfbox_start() {
 	local policy=$1
 	shift
+	backend_policy "$policy"
 	: >"$NS_TMP/nfbox.out"
 	# ip netns exec execs nfbox: $! is the daemon itself, for signals.
 	ip netns exec "$NS_A" "$NFBOX" run --policy "$policy" --socket "$NFBOX_SOCK" --pin-dir "$NFBOX_PINS" "$@" \
@@ -109,7 +145,16 @@ nfbox_stop() {
 	NFBOX_PID=
 }
 
-nfbox_ctl() { "$NFBOX" "$1" --socket "$NFBOX_SOCK" "${@:2}"; }
+nfbox_ctl() {
+	local a prev=
+	if [ "$1" = reload ]; then
+		for a in "$@"; do
+			[ "$prev" = --policy ] && backend_policy "$a"
+			prev=$a
+		done
+	fi
+	"$NFBOX" "$1" --socket "$NFBOX_SOCK" "${@:2}"
+}
 
 # Counter of a rule from `nfbox stats --json`: nfbox_count HOOK RULE [packets|bytes]
 nfbox_count() {
@@ -150,4 +195,13 @@ wait_listen() {
 		sleep 0.1
 	done
 	return 1
+}
+
+# Whether a `net.py tcp-stream` run (its output in FILE) streamed and never
+# stalled for a second: stream_ok FILE
+stream_ok() {
+	/usr/bin/python3 -c '
+import re, sys
+m = re.search(r"streamed (\d+) bytes, longest stall ([0-9.]+)s", open(sys.argv[1]).read())
+sys.exit(0 if m and int(m.group(1)) > 0 and float(m.group(2)) < 1.0 else 1)' "$1"
 }

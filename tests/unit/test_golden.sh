@@ -1,7 +1,8 @@
 #!/bin/bash
 # Golden files for the policy tools:
 #   golden/valid/X.yaml    `nfbox plan X.yaml` must print X.plan exactly, and
-#                          `nfbox plan --json` must be valid JSON
+#                          `nfbox plan --json` must be valid JSON; where X.nft
+#                          exists, `nfbox plan --nft` must print it exactly
 #   golden/invalid/X.yaml  `nfbox validate --strict X.yaml` must exit 1 and
 #                          print X.err exactly (messages, lines, columns, carets)
 # NFBOX_UPDATE_GOLDEN=1 rewrites the expected files from the current output
@@ -31,6 +32,14 @@ for f in tests/unit/golden/valid/*.yaml; do
 		compare "plan-$n" "${f%.yaml}.plan" "$tmp/out"
 	else
 		t_fail "plan-$n" "nfbox plan failed: $(cat "$tmp/err")"
+	fi
+	# X.nft: `nfbox plan --nft` (what nftables gets) must print it exactly.
+	if [ -e "${f%.yaml}.nft" ] || [ -n "${NFBOX_UPDATE_GOLDEN:-}" ] && grep -q 'backend: nftables' "$f"; then
+		if "$NFBOX" plan --nft "$f" >"$tmp/out" 2>"$tmp/err"; then
+			compare "plan-nft-$n" "${f%.yaml}.nft" "$tmp/out"
+		else
+			t_fail "plan-nft-$n" "nfbox plan --nft failed: $(cat "$tmp/err")"
+		fi
 	fi
 	if "$NFBOX" plan --json "$f" | /usr/bin/python3 -m json.tool >/dev/null 2>"$tmp/err"; then
 		t_ok "plan-json-$n"

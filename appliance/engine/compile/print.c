@@ -178,7 +178,7 @@ static void print_hook_text(const struct plan_hook *h, int hk, FILE *f)
 	for (uint32_t b = 0; b < h->nrules; b++) {
 		const struct rule *r = h->rules[b];
 
-		fprintf(f, "    %-5u %-24s %-6s %-9s%s", b, r->name, r->action == POLICY_ACCEPT ? "accept" : "drop",
+		fprintf(f, "    %-5u %-24s %-6s %-9s%s", b, r->name, policy_action_name(r->action),
 			families_str(r->families), r->log ? " log" : "");
 		rule_summary(r, f);
 		fputc('\n', f);
@@ -229,9 +229,9 @@ void plan_print(const struct plan *pl, FILE *f)
 	const struct policy *p = pl->pol;
 
 	fprintf(f, "# nfbox plan of %s\n", p->src->name);
-	fprintf(f, "options: defrag %s, established %s, log-rate %u/second burst %u\n",
-		p->opt.defrag ? "on" : "off", p->opt.established_accept ? "accept" : "rules", p->opt.log_rate,
-		p->opt.log_burst);
+	fprintf(f, "options: backend %s, defrag %s, established %s, log-rate %u/second burst %u, reject-rate %u/second\n",
+		p->opt.backend == POLICY_BACKEND_NFTABLES ? "nftables" : "bpf", p->opt.defrag ? "on" : "off",
+		p->opt.established_accept ? "accept" : "rules", p->opt.log_rate, p->opt.log_burst, p->opt.reject_rate);
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
 		if (pl->hook[hk].enabled)
 			print_hook_text(&pl->hook[hk], hk, f);
@@ -267,7 +267,7 @@ static void json_rules(const struct plan_hook *h, struct json *j)
 		json_object_begin(j);
 		json_kv_u64(j, "bit", b);
 		json_kv_str(j, "name", r->name);
-		json_kv_str(j, "action", r->action == POLICY_ACCEPT ? "accept" : "drop");
+		json_kv_str(j, "action", policy_action_name(r->action));
 		json_kv_bool(j, "log", r->log);
 		json_kv_str(j, "families", families_str(r->families));
 		json_kv_u64(j, "line", r->loc.line);

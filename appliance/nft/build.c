@@ -1,0 +1,722 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* A policy as table inet nfbox (build.h). */
+#include "nft/build.h"
+
+/* glibc's <netinet/in.h> before the kernel's headers, so they step aside. */
+#include <netinet/in.h>
+
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <stdio.h>
+#include <string.h>
+
+/* nft's conntrack state bits (NF_CT_STATE_*_BIT in the kernel). */
+#define CT_INVALID 1u
+#define CT_ESTABLISHED 2u
+#define CT_RELATED 4u
+#define CT_NEW 8u
+#define CT_UNTRACKED 64u
+
+#define FILTER_PRIO 0
+#define DSTNAT_PRIO (-100)
+#define SRCNAT_PRIO 100
+
+struct ctx {
+	const struct policy *p;
+	const struct nft_build_opts *o;
+	struct nfr_table *t;
+};
+
+void nft_rule_counter_name(char *buf, size_t len, enum policy_hook h, const char *rule)
+{
+	snprintf(buf, len, "r_%s_%s", policy_hook_name(h), rule);
+}
+
+void nft_default_counter_name(char *buf, size_t len, enum policy_hook h)
+{
+	snprintf(buf, len, "x_%s_default", policy_hook_name(h));
+}
+
+static struct nfr_match *m_add(struct nfr_rule *r, enum nfr_match_kind k)
+{
+	struct nfr_match *m = &r->m[r->nm < NFR_MAX_MATCH ? r->nm++ : NFR_MAX_MATCH - 1];
+
+	memset(m, 0, sizeof(*m));
+	m->kind = k;
+	return m;
+}
+
+static struct nfr_stmt *s_add(struct nfr_rule *r, enum nfr_stmt_kind k, const char *name)
+{
+	struct nfr_stmt *s = &r->s[r->ns < NFR_MAX_STMT ? r->ns++ : NFR_MAX_STMT - 1];
+
+	memset(s, 0, sizeof(*s));
+	s->kind = k;
+	if (name)
+		snprintf(s->name, sizeof(s->name), "%s", name);
+	return s;
+}
+
+static void counter(struct ctx *c, const char *name)
+{
+	uint64_t packets = 0, bytes = 0;
+
+	for (uint32_t i = 0; i < c->t->ncounters; i++)
+		if (!strcmp(c->t->counters[i].name, name))
+			return;
+	if (c->o->counter_value)
+		c->o->counter_value(name, &packets, &bytes, c->o->arg);
+	nfr_counter_add(c->t, name, packets, bytes);
+}
+
+static uint32_t nfproto_of(uint8_t fam)
+{
+	return fam == POLICY_FAM_IPV4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
+}
+
+static void match_nfproto(struct nfr_rule *r, uint8_t fam)
+{
+	m_add(r, NFR_M_NFPROTO)->value = nfproto_of(fam);
+}
+
+/* ---- interfaces and addresses ---- */
+
+static void match_ifaces(struct ctx *c, struct nfr_rule *r, const struct iface_match *im, bool out, bool neg)
+{
+	struct nfr_match *m;
+	struct nfr_set *s;
+
+	if (im->any)
+		return;
+	m = m_add(r, out ? NFR_M_OIFNAME : NFR_M_IIFNAME);
+	m->neg = neg;
+	if (im->n == 1) {
+		memcpy(m->ifname, im->ifnames[0], sizeof(m->ifname));
+		return;
+	}
+	if (!(s = nfr_set_new(c->t, NULL, NFR_KEY_IFNAME, false)))
+		return;
+	for (uint32_t i = 0; i < im->n; i++) {
+		uint8_t key[16] = { 0 };
+
+		memcpy(key, im->ifnames[i], strnlen(im->ifnames[i], sizeof(key)));
+		nfr_set_add(c->t, s, key, NULL);
+	}
+	m->set = s;
+}
+
+/* The last address of a prefix (every host bit set). */
+static void prefix_range(const struct prefix *pf, uint8_t *lo, uint8_t *hi)
+{
+	unsigned bits = pf->family == POLICY_FAM_IPV4 ? 32 : 128;
+
+	memcpy(lo, pf->addr, 16);
+	memcpy(hi, pf->addr, 16);
+	for (unsigned i = pf->plen; i < bits; i++)
+		hi[i / 8] |= (uint8_t)(0x80 >> (i % 8));
+}
+
+static void fill_addr_set(struct nfr_table *t, struct nfr_set *s, const struct prefix *v, uint32_t n, uint8_t fam)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t lo[16], hi[16];
+
+		if (v[i].family != fam)
+			continue;
+		prefix_range(&v[i], lo, hi);
+		nfr_set_add(t, s, lo, hi);
+	}
+	nfr_set_normalize(s);
+}
+
+static const struct addr_set *named_set(const struct policy *p, const char *what)
+{
+	for (uint32_t i = 0; what && i < p->nsets; i++)
+		if (!strcmp(p->sets[i].name, what))
+			return &p->sets[i];
+	return NULL;
+}
+
+/* A policy set referenced by name gets a named set of its own (shared by
+ * every rule that uses it: a blocklist is stored once); a list written in
+ * the rule an anonymous one. */
+static const struct nfr_set *addr_set_for(struct ctx *c, const struct addr_match *am, uint8_t fam)
+{
+	const struct addr_set *ps = named_set(c->p, am->what);
+	enum nfr_key key = fam == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6;
+	char name[NFR_NAME];
+	struct nfr_set *s;
+
+	if (ps) {
+		const struct nfr_set *old;
+
+		snprintf(name, sizeof(name), "s_%s_%s", ps->name, fam == POLICY_FAM_IPV4 ? "4" : "6");
+		if ((old = nfr_set_find(c->t, name)))
+			return old;
+		if ((s = nfr_set_new(c->t, name, key, true)))
+			fill_addr_set(c->t, s, ps->v, ps->n, fam);
+		return s;
+	}
+	if ((s = nfr_set_new(c->t, NULL, key, true)))
+		fill_addr_set(c->t, s, am->v, am->n, fam);
+	return s;
+}
+
+/* The one address of this family a list holds, if it is one host. */
+static const struct prefix *single_host(const struct addr_match *am, uint8_t fam)
+{
+	const struct prefix *one = NULL;
+
+	for (uint32_t i = 0; i < am->n; i++) {
+		if (am->v[i].family != fam)
+			continue;
+		if (one)
+			return NULL;
+		one = &am->v[i];
+	}
+	return one && one->plen == (fam == POLICY_FAM_IPV4 ? 32 : 128) ? one : NULL;
+}
+
+static void match_addrs(struct ctx *c, struct nfr_rule *r, const struct addr_match *am, uint8_t dir, uint8_t fam)
+{
+	const struct prefix *host;
+	struct nfr_match *m;
+
+	if (am->any)
+		return;
+	/* A list of one host: compared, no set. */
+	if (!named_set(c->p, am->what) && (host = single_host(am, fam))) {
+		m = m_add(r, NFR_M_ADDR_EQ);
+		m->dir = dir;
+		m->family = fam;
+		memcpy(m->addr, host->addr, 16);
+		return;
+	}
+	m = m_add(r, NFR_M_ADDR);
+	m->dir = dir;
+	m->family = fam;
+	m->set = addr_set_for(c, am, fam);
+}
+
+/* ---- ports ---- */
+
+static bool has_proto(const struct port_match *pm, uint8_t proto)
+{
+	for (uint32_t i = 0; !pm->any && i < pm->n; i++)
+		if (pm->v[i].proto == proto)
+			return true;
+	return false;
+}
+
+static void port_key(uint8_t *k, uint8_t proto, uint16_t port, bool concat)
+{
+	memset(k, 0, 16);
+	if (concat) {
+		k[0] = proto; /* meta l4proto fills its 4-byte register */
+		k += 4;
+	}
+	k[0] = (uint8_t)(port >> 8);
+	k[1] = (uint8_t)port;
+}
+
+static bool has_l4proto(const struct nfr_rule *r)
+{
+	for (uint32_t i = 0; i < r->nm; i++)
+		if (r->m[i].kind == NFR_M_L4PROTO)
+			return true;
+	return false;
+}
+
+/* The ports of the protocols in protos (a bit per protocol in port_protos)
+ * as one match: a value or range compared; an interval set of ports of one
+ * protocol; or, across protocols, an interval set of l4proto . port. */
+static const uint8_t port_protos[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP };
+
+static void match_ports(struct ctx *c, struct nfr_rule *r, const struct port_match *pm, uint8_t dir, unsigned protos)
+{
+	bool concat = (protos & (protos - 1)) != 0;
+	struct nfr_set *s = nfr_set_new(c->t, NULL, concat ? NFR_KEY_PROTO_PORT : NFR_KEY_PORT, true);
+	struct nfr_match *m;
+
+	if (!s)
+		return;
+	for (uint32_t i = 0; i < pm->n; i++) {
+		uint8_t lo[16], hi[16];
+		unsigned bit = 0;
+
+		while (bit < sizeof(port_protos) && port_protos[bit] != pm->v[i].proto)
+			bit++;
+		if (bit == sizeof(port_protos) || !(protos & (1u << bit)))
+			continue;
+		port_key(lo, pm->v[i].proto, pm->v[i].lo, concat);
+		port_key(hi, pm->v[i].proto, pm->v[i].hi, concat);
+		nfr_set_add(c->t, s, lo, hi);
+	}
+	nfr_set_normalize(s);
+	if (!concat && !has_l4proto(r))
+		m_add(r, NFR_M_L4PROTO)->value = port_protos[__builtin_ctz(protos)];
+	m = m_add(r, concat ? NFR_M_PROTO_PORT : NFR_M_PORT);
+	m->dir = dir;
+	if (!concat && s->n == 1) {
+		m->lo = (uint16_t)(s->v[0].lo[0] << 8 | s->v[0].lo[1]);
+		m->hi = (uint16_t)(s->v[0].hi[0] << 8 | s->v[0].hi[1]);
+		nfr_set_drop(c->t, s);
+		return;
+	}
+	m->set = s;
+}
+
+/* Which of port_protos a rule's ports can match (bit per protocol). */
+static unsigned rule_port_protos(const struct rule *ru)
+{
+	unsigned protos = 0;
+
+	for (unsigned i = 0; i < sizeof(port_protos); i++) {
+		if (ru->proto >= 0 && ru->proto != port_protos[i])
+			continue;
+		/* Both lists given: the protocol must be in each. */
+		if ((ru->service.any || has_proto(&ru->service, port_protos[i])) &&
+		    (ru->sport.any || has_proto(&ru->sport, port_protos[i])))
+			protos |= 1u << i;
+	}
+	return protos;
+}
+
+/* ---- rules of the filter ---- */
+
+/* The statements of a rule, on a copy of its matches; rejects also get the
+ * fallback over the reject-rate. */
+struct emit {
+	struct ctx *c;
+	const struct rule *ru;
+	enum policy_hook h;
+	char counter[NFR_NAME];
+	char what[160];
+};
+
+static void emit_log(struct emit *e, const struct nfr_rule *base)
+{
+	struct nfr_rule r = *base;
+	struct nfr_stmt *s;
+
+	s_add(&r, NFR_S_LIMIT, "x_log");
+	s = s_add(&r, NFR_S_LOG, NULL);
+	snprintf(s->name, sizeof(s->name), "%s %s %s", policy_hook_name(e->h), policy_action_name(e->ru->action),
+		 e->ru->name);
+	s->value = NFT_NFLOG_GROUP;
+	nfr_rule_add(e->c->t, &r, e->what);
+}
+
+static void emit_reject(struct emit *e, const struct nfr_rule *base, bool tcp)
+{
+	static const uint32_t icmpx[POLICY_REJECT_MAX] = {
+		[POLICY_REJECT_TCP_RESET] = NFT_REJECT_ICMPX_PORT_UNREACH,
+		[POLICY_REJECT_PORT] = NFT_REJECT_ICMPX_PORT_UNREACH,
+		[POLICY_REJECT_ADMIN] = NFT_REJECT_ICMPX_ADMIN_PROHIBITED,
+		[POLICY_REJECT_HOST] = NFT_REJECT_ICMPX_HOST_UNREACH,
+		[POLICY_REJECT_NET] = NFT_REJECT_ICMPX_NO_ROUTE,
+	};
+	struct nfr_rule r = *base, over;
+
+	if (tcp && !has_l4proto(&r))
+		m_add(&r, NFR_M_L4PROTO)->value = IPPROTO_TCP;
+	over = r;
+	s_add(&r, NFR_S_LIMIT, "x_reject");
+	s_add(&r, NFR_S_COUNTER, e->counter);
+	if (tcp)
+		s_add(&r, NFR_S_REJECT_TCP, NULL);
+	else
+		s_add(&r, NFR_S_REJECT_ICMPX, NULL)->value = icmpx[e->ru->reject_with];
+	nfr_rule_add(e->c->t, &r, e->what);
+	/* Over the rate: dropped, counted, unanswered. */
+	s_add(&over, NFR_S_COUNTER, e->counter);
+	s_add(&over, NFR_S_COUNTER, NFT_COUNTER_REJECT_LIMITED);
+	s_add(&over, NFR_S_DROP, NULL);
+	nfr_rule_add(e->c->t, &over, e->what);
+}
+
+/* What protocols a rule's matches leave: 1 only TCP, 0 never TCP, -1 TCP
+ * and others. */
+static int tcp_only(const struct nfr_rule *r, const struct rule *ru)
+{
+	for (uint32_t i = 0; i < r->nm; i++)
+		if (r->m[i].kind == NFR_M_L4PROTO)
+			return r->m[i].value == IPPROTO_TCP;
+	if (ru->icmp_type >= 0 || (ru->proto >= 0 && ru->proto != IPPROTO_TCP))
+		return 0;
+	return ru->proto == IPPROTO_TCP ? 1 : -1;
+}
+
+static void emit_verdict(struct emit *e, const struct nfr_rule *base)
+{
+	struct nfr_rule r = *base;
+
+	if (e->ru->log)
+		emit_log(e, base);
+	if (e->ru->action == POLICY_REJECT) {
+		int tcp = e->ru->reject_with == POLICY_REJECT_TCP_RESET ? tcp_only(base, e->ru) : 0;
+
+		if (tcp)
+			emit_reject(e, base, true); /* TCP first: a reset */
+		if (tcp != 1)
+			emit_reject(e, base, false);
+		return;
+	}
+	s_add(&r, NFR_S_COUNTER, e->counter);
+	s_add(&r, e->ru->action == POLICY_ACCEPT ? NFR_S_ACCEPT : NFR_S_DROP, NULL);
+	nfr_rule_add(e->c->t, &r, e->what);
+}
+
+/* The layer-4 part of a rule, as the classifier reads it: a fragment has
+ * no ports or ICMP type, so only rules without them see it; ports of one
+ * list and several protocols become one l4proto . port set; with both
+ * source and destination ports, one rule per protocol. */
+static void emit_l4(struct emit *e, const struct nfr_rule *base, bool frag_chain)
+{
+	const struct rule *ru = e->ru;
+	struct nfr_rule r = *base;
+	unsigned protos;
+
+	if (ru->icmp_type >= 0 || !ru->service.any || !ru->sport.any) {
+		if (frag_chain)
+			return;
+		if (ru->icmp_type >= 0) {
+			struct nfr_match *m = m_add(&r, NFR_M_ICMP_TYPE);
+
+			m->family = ru->proto == IPPROTO_ICMP ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6;
+			m->value = (uint32_t)ru->icmp_type;
+			emit_verdict(e, &r);
+			return;
+		}
+		if (!(protos = rule_port_protos(ru)))
+			return; /* ports of no protocol the rule allows: it never matches */
+		if (ru->service.any || ru->sport.any) {
+			match_ports(e->c, &r, ru->service.any ? &ru->sport : &ru->service, !ru->service.any, protos);
+			emit_verdict(e, &r);
+			return;
+		}
+		for (unsigned i = 0; i < sizeof(port_protos); i++) {
+			if (!(protos & (1u << i)))
+				continue;
+			r = *base;
+			match_ports(e->c, &r, &ru->service, 1, 1u << i);
+			match_ports(e->c, &r, &ru->sport, 0, 1u << i);
+			emit_verdict(e, &r);
+		}
+		return;
+	}
+	if (ru->proto >= 0)
+		m_add(&r, NFR_M_L4PROTO)->value = (uint32_t)ru->proto;
+	emit_verdict(e, &r);
+}
+
+static uint32_t ct_bits(uint8_t state)
+{
+	return (state & POLICY_CT_NEW ? CT_NEW : 0) | (state & POLICY_CT_ESTABLISHED ? CT_ESTABLISHED : 0) |
+	       (state & POLICY_CT_RELATED ? CT_RELATED : 0) | (state & POLICY_CT_INVALID ? CT_INVALID : 0) |
+	       (state & POLICY_CT_UNTRACKED ? CT_UNTRACKED : 0);
+}
+
+/* A rule in the chain of one family (fam): nothing if it cannot match it. */
+static void filter_rule(struct ctx *c, const struct rule *ru, enum policy_hook h, uint32_t chain, uint8_t fam,
+			bool frag_chain)
+{
+	struct emit e = { .c = c, .ru = ru, .h = h };
+	struct nfr_rule r = { .chain = chain, .loc = ru->loc };
+
+	if (!(ru->families & fam) || (!ru->from.any && !(ru->from.families & fam)) ||
+	    (!ru->to.any && !(ru->to.families & fam)))
+		return;
+	nft_rule_counter_name(e.counter, sizeof(e.counter), h, ru->name);
+	snprintf(e.what, sizeof(e.what), "rule '%s' (%s)", ru->name, policy_hook_name(h));
+	counter(c, e.counter);
+	match_ifaces(c, &r, &ru->in, false, false);
+	match_ifaces(c, &r, &ru->out, true, false);
+	/* Redundant in a chain of one family, but it is how nft itself writes
+	 * `ip saddr` in an inet table (its dependency), so the ruleset reads
+	 * back as the plan printed it. */
+	if (!ru->from.any || !ru->to.any)
+		match_nfproto(&r, fam);
+	match_addrs(c, &r, &ru->from, 0, fam);
+	match_addrs(c, &r, &ru->to, 1, fam);
+	if (ru->state != POLICY_CT_ALL)
+		m_add(&r, NFR_M_CT_STATE)->value = ct_bits(ru->state);
+	emit_l4(&e, &r, frag_chain);
+}
+
+static void default_rule(struct ctx *c, enum policy_hook h, uint32_t chain)
+{
+	struct nfr_rule r = { .chain = chain };
+	char name[NFR_NAME];
+
+	nft_default_counter_name(name, sizeof(name), h);
+	counter(c, name);
+	s_add(&r, NFR_S_COUNTER, name);
+	s_add(&r, c->p->hooks[h].def == POLICY_ACCEPT ? NFR_S_ACCEPT : NFR_S_DROP, NULL);
+	nfr_rule_add(c->t, &r, "the default verdict");
+}
+
+static uint32_t plain_chain(struct ctx *c, enum policy_hook h, const char *suffix)
+{
+	struct nfr_chain ch = { 0 };
+
+	snprintf(ch.name, sizeof(ch.name), "%s_%s", policy_hook_name(h), suffix);
+	return nfr_chain_add(c->t, &ch);
+}
+
+/* The policy's rules of hook h for family fam, in order, into chain. */
+static void family_rules(struct ctx *c, enum policy_hook h, uint32_t chain, uint8_t fam, bool frag_chain)
+{
+	for (uint32_t i = 0; i < c->p->nrules; i++)
+		if (c->p->rules[i].hooks & (1u << h))
+			filter_rule(c, &c->p->rules[i], h, chain, fam, frag_chain);
+}
+
+/* Fragments first: with defrag on the kernel reassembled what it could, so
+ * a fragment here was refused: dropped and counted. With defrag off each
+ * fragment is judged by the rules that need no ports (HOOK_ipN_fragments,
+ * which ends in the default, as its own verdict). */
+static void fragment_rules(struct ctx *c, enum policy_hook h, uint32_t chain)
+{
+	static const enum nfr_match_kind kinds[] = { NFR_M_FRAG4, NFR_M_FRAG6_MORE, NFR_M_FRAG6_OFF };
+	uint32_t frag[2] = { 0, 0 };
+
+	if (!c->p->opt.defrag) {
+		for (int f = 0; f < 2; f++) {
+			uint8_t fam = f ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4;
+
+			frag[f] = plain_chain(c, h, f ? "ip6_fragments" : "ip_fragments");
+			family_rules(c, h, frag[f], fam, true);
+			default_rule(c, h, frag[f]);
+		}
+	}
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		struct nfr_rule r = { .chain = chain };
+		bool v4 = kinds[i] == NFR_M_FRAG4;
+
+		match_nfproto(&r, v4 ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6);
+		m_add(&r, kinds[i]);
+		if (!c->p->opt.defrag) {
+			s_add(&r, NFR_S_JUMP, c->t->chains[frag[v4 ? 0 : 1]].name);
+		} else {
+			s_add(&r, NFR_S_COUNTER, NFT_COUNTER_UNREASSEMBLED);
+			s_add(&r, NFR_S_DROP, NULL);
+		}
+		nfr_rule_add(c->t, &r, "fragments");
+	}
+}
+
+/* Base chain HOOK: fragments, established, then a verdict map on the
+ * family into HOOK_ip or HOOK_ip6 (each rule is looked at only by packets
+ * of a family it can match), and the default, counted, last. */
+static void filter_hook(struct ctx *c, enum policy_hook h)
+{
+	static const uint32_t hooks[POLICY_HOOK_MAX] = { NF_INET_LOCAL_IN, NF_INET_FORWARD, NF_INET_LOCAL_OUT };
+	const struct policy *p = c->p;
+	struct nfr_chain ch = { .base = true, .hook = hooks[h], .prio = FILTER_PRIO,
+				.policy_drop = p->hooks[h].def != POLICY_ACCEPT };
+	struct nfr_rule vr = { 0 };
+	uint32_t chain, fchain[2];
+	struct nfr_set *vmap;
+
+	snprintf(ch.name, sizeof(ch.name), "%s", policy_hook_name(h));
+	chain = nfr_chain_add(c->t, &ch);
+	fragment_rules(c, h, chain);
+	if (p->opt.established_accept) {
+		struct nfr_rule r = { .chain = chain };
+
+		m_add(&r, NFR_M_CT_STATE)->value = CT_ESTABLISHED | CT_RELATED;
+		s_add(&r, NFR_S_COUNTER, NFT_COUNTER_ESTABLISHED);
+		s_add(&r, NFR_S_ACCEPT, NULL);
+		nfr_rule_add(c->t, &r, "options.established: accept");
+	}
+	fchain[0] = plain_chain(c, h, "ip");
+	fchain[1] = plain_chain(c, h, "ip6");
+	family_rules(c, h, fchain[0], POLICY_FAM_IPV4, false);
+	family_rules(c, h, fchain[1], POLICY_FAM_IPV6, false);
+	if ((vmap = nfr_set_new(c->t, NULL, NFR_KEY_NFPROTO, false))) {
+		uint8_t v4 = NFPROTO_IPV4, v6 = NFPROTO_IPV6;
+
+		vmap->vmap = true;
+		nfr_set_add(c->t, vmap, &v4, NULL);
+		nfr_set_add(c->t, vmap, &v6, NULL);
+		if (!c->t->err) {
+			vmap->v[0].chain = fchain[0];
+			vmap->v[1].chain = fchain[1];
+		}
+	}
+	vr.chain = chain;
+	s_add(&vr, NFR_S_VMAP, NULL)->set = vmap;
+	nfr_rule_add(c->t, &vr, "the family dispatch");
+	default_rule(c, h, chain);
+}
+
+static void filter(struct ctx *c)
+{
+	counter(c, NFT_COUNTER_ESTABLISHED);
+	counter(c, NFT_COUNTER_UNREASSEMBLED);
+	counter(c, NFT_COUNTER_REJECT_LIMITED);
+	nfr_limit_add(c->t, "x_log", c->p->opt.log_rate, c->p->opt.log_burst);
+	nfr_limit_add(c->t, "x_reject", c->p->opt.reject_rate, c->p->opt.reject_rate);
+	for (int h = 0; h < POLICY_HOOK_MAX; h++)
+		if (c->p->hooks[h].present)
+			filter_hook(c, (enum policy_hook)h);
+}
+
+/* ---- NAT ---- */
+
+static uint32_t nat_chain(struct ctx *c, bool pre)
+{
+	const char *name = pre ? "prerouting" : "postrouting";
+	struct nfr_chain ch = { .base = true, .nat = true, .hook = pre ? NF_INET_PRE_ROUTING : NF_INET_POST_ROUTING,
+				.prio = pre ? DSTNAT_PRIO : SRCNAT_PRIO };
+
+	for (uint32_t i = 0; i < c->t->nchains; i++)
+		if (!strcmp(c->t->chains[i].name, name))
+			return i;
+	snprintf(ch.name, sizeof(ch.name), "%s", name);
+	return nfr_chain_add(c->t, &ch);
+}
+
+static void nat_what(const struct nat_rule *n, char *buf, size_t len)
+{
+	snprintf(buf, len, "nat %s (line %u)", policy_nat_kind_names[n->kind], n->loc.line);
+}
+
+static void nat_source(struct ctx *c, const struct nat_rule *n)
+{
+	struct nfr_rule r = { .chain = nat_chain(c, false), .loc = n->loc };
+	struct nfr_stmt *s;
+	char what[64];
+
+	nat_what(n, what, sizeof(what));
+	match_ifaces(c, &r, &n->out, true, false);
+	if (n->kind == NAT_MASQUERADE) {
+		s_add(&r, NFR_S_MASQ, NULL);
+	} else {
+		match_nfproto(&r, n->families);
+		s = s_add(&r, NFR_S_SNAT, NULL);
+		s->family = n->families;
+		memcpy(s->addr_lo, n->to_addr.addr, 16);
+		memcpy(s->addr_hi, n->to_last.addr, 16);
+	}
+	nfr_rule_add(c->t, &r, what);
+}
+
+static void nat_dest_stmt(const struct nat_rule *n, struct nfr_rule *r, uint8_t fam)
+{
+	struct nfr_stmt *s;
+
+	if (n->kind == NAT_REDIRECT) {
+		s_add(r, NFR_S_REDIRECT, NULL)->port = n->to_port;
+		return;
+	}
+	s = s_add(r, NFR_S_DNAT, NULL);
+	s->family = fam;
+	memcpy(s->addr_lo, n->to_addr.addr, 16);
+	s->port = n->to_port;
+}
+
+/* One protocol's ports of a forward-port or redirect: as it arrives on
+ * `in`, and (hairpin) from anywhere else to the appliance's own address. */
+static void nat_dest_proto(struct ctx *c, const struct nat_rule *n, uint8_t fam, unsigned proto_bit, bool hairpin)
+{
+	struct nfr_rule r = { .chain = nat_chain(c, true), .loc = n->loc };
+	char what[64];
+
+	nat_what(n, what, sizeof(what));
+	match_ifaces(c, &r, &n->in, false, hairpin);
+	if (fam != POLICY_FAM_ANY) {
+		match_nfproto(&r, fam);
+		match_addrs(c, &r, &n->from, 0, fam);
+	}
+	if (hairpin)
+		m_add(&r, NFR_M_FIB_LOCAL);
+	match_ports(c, &r, &n->service, 1, proto_bit);
+	nat_dest_stmt(n, &r, fam);
+	nfr_rule_add(c->t, &r, what);
+}
+
+/* Hairpin: the server must answer through the appliance, so connections
+ * that came in elsewhere than `in` and were sent to the target leave with
+ * the appliance's address. */
+static void hairpin_masq(struct ctx *c, const struct nat_rule *n, uint8_t proto)
+{
+	struct nfr_rule r = { .chain = nat_chain(c, false), .loc = n->loc };
+	struct nfr_match *m;
+	char what[64];
+
+	nat_what(n, what, sizeof(what));
+	match_ifaces(c, &r, &n->in, false, true);
+	m_add(&r, NFR_M_CT_DNAT);
+	match_nfproto(&r, n->families);
+	m = m_add(&r, NFR_M_ADDR_EQ);
+	m->family = n->families;
+	m->dir = 1;
+	memcpy(m->addr, n->to_addr.addr, 16);
+	m_add(&r, NFR_M_L4PROTO)->value = proto;
+	s_add(&r, NFR_S_MASQ, NULL);
+	nfr_rule_add(c->t, &r, what);
+}
+
+/* One rule per protocol: a DNAT to a port needs the protocol known. */
+static void nat_dest(struct ctx *c, const struct nat_rule *n)
+{
+	/* A redirect is for either family; with 'from' it is per family. */
+	uint8_t fams[2] = { n->families, 0 };
+
+	if (n->kind == NAT_REDIRECT && !n->from.any) {
+		fams[0] = POLICY_FAM_IPV4;
+		fams[1] = POLICY_FAM_IPV6;
+	}
+	for (unsigned i = 0; i < sizeof(port_protos); i++) {
+		if (!has_proto(&n->service, port_protos[i]))
+			continue;
+		for (int f = 0; f < 2 && fams[f]; f++) {
+			if (!n->from.any && !(n->from.families & fams[f]))
+				continue;
+			nat_dest_proto(c, n, fams[f], 1u << i, false);
+			if (n->kind == NAT_FORWARD_PORT && n->hairpin) {
+				nat_dest_proto(c, n, fams[f], 1u << i, true);
+				hairpin_masq(c, n, port_protos[i]);
+			}
+		}
+	}
+}
+
+static void nat(struct ctx *c)
+{
+	for (uint32_t i = 0; i < c->p->nnat; i++) {
+		const struct nat_rule *n = &c->p->nat[i];
+
+		if (n->kind == NAT_MASQUERADE || n->kind == NAT_SNAT)
+			nat_source(c, n);
+		else
+			nat_dest(c, n);
+	}
+}
+
+/* ---- the table ---- */
+
+static void conntrack_anchor(struct ctx *c)
+{
+	struct nfr_chain ch = { .name = "conntrack" };
+	struct nfr_rule r = { .chain = nfr_chain_add(c->t, &ch) };
+
+	m_add(&r, NFR_M_CT_STATE)->value = CT_ESTABLISHED | CT_RELATED;
+	s_add(&r, NFR_S_ACCEPT, NULL);
+	nfr_rule_add(c->t, &r, "the conntrack anchor");
+}
+
+int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr_table *t)
+{
+	struct ctx c = { .p = p, .o = o, .t = t };
+
+	if (p->opt.defrag)
+		conntrack_anchor(&c);
+	nat(&c);
+	if (o->filter)
+		filter(&c);
+	nfr_drop_unbound(t);
+	return t->err;
+}

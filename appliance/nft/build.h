@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * A policy as table inet nfbox (ir.h): what nftables does for nfbox.
+ *  - With defrag on, a chain no hook calls whose rule uses the conntrack
+ *    state: that turns conntrack (and its reassembly) on, at no cost per
+ *    packet.
+ *  - The nat: section, with either backend: chains prerouting (dstnat:
+ *    forward-port, redirect, hairpin) and postrouting (srcnat: masquerade,
+ *    snat, hairpin's masquerade).
+ *  - With options.backend: nftables, the whole filter: one base chain per
+ *    hook, rules in policy order with a named counter each (r_HOOK_RULE),
+ *    the defaults as a last counted rule (x_HOOK_default), established and
+ *    fragment handling first, as the BPF classifier does.
+ */
+#ifndef NFBOX_NFT_BUILD_H
+#define NFBOX_NFT_BUILD_H
+
+#include "nft/ir.h"
+
+/* The NFLOG group the nftables backend logs verdict events to. */
+#define NFT_NFLOG_GROUP 6770
+
+struct nft_build_opts {
+	bool filter; /* the nftables backend: the filter chains too */
+	/* The value a counter starts with (carried over a reload); NULL: 0. */
+	bool (*counter_value)(const char *name, uint64_t *packets, uint64_t *bytes, void *arg);
+	void *arg;
+};
+
+/* 0 or -ENOMEM. t must be initialised (nfr_init) and is filled. */
+int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr_table *t);
+
+/* Counter names, as build uses them (buf at least NFR_NAME). */
+void nft_rule_counter_name(char *buf, size_t len, enum policy_hook h, const char *rule);
+void nft_default_counter_name(char *buf, size_t len, enum policy_hook h);
+#define NFT_COUNTER_ESTABLISHED "x_established"
+#define NFT_COUNTER_UNREASSEMBLED "x_unreassembled"
+#define NFT_COUNTER_REJECT_LIMITED "x_reject_limited"
+
+#endif

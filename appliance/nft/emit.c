@@ -1,0 +1,713 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The table (ir.h) as one netlink transaction, built with libnftnl: the
+ * table created if missing, deleted, and created again with everything in
+ * it, so that it is replaced whole or not at all.
+ */
+#include "nft/emit.h"
+
+/* glibc's <netinet/in.h> before the kernel's headers, so they step aside. */
+#include <netinet/in.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <libnftnl/chain.h>
+#include <libnftnl/expr.h>
+#include <libnftnl/object.h>
+#include <libnftnl/rule.h>
+#include <libnftnl/set.h>
+#include <libnftnl/table.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_nat.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/rtnetlink.h>
+#include <string.h>
+
+#include "nft/batch.h"
+
+/* nft's datatype numbers (its "type ..." of a set), so that `nft list`
+ * shows the elements as addresses, ports and names. */
+#define NFT_TYPE_VERDICT 1
+#define NFT_TYPE_NFPROTO 2
+#define NFT_TYPE_INET_PROTO 12
+#define NFT_TYPE_IPADDR 7
+#define NFT_TYPE_IP6ADDR 8
+#define NFT_TYPE_INET_SERVICE 13
+#define NFT_TYPE_IFNAME 41
+#define NFT_TYPE_BITS 6 /* a concatenation's type: each part's, shifted in */
+
+#define ELEMS_PER_MSG 1000
+
+#define REG1 NFT_REG_1
+#define REG2 NFT_REG_2
+
+/* ---- expressions ---- */
+
+static struct nftnl_expr *expr(struct nftnl_rule *r, const char *name)
+{
+	struct nftnl_expr *e = nftnl_expr_alloc(name);
+
+	if (e)
+		nftnl_rule_add_expr(r, e);
+	return e;
+}
+
+static void e_meta_to(struct nftnl_rule *r, uint32_t key, uint32_t reg)
+{
+	struct nftnl_expr *e = expr(r, "meta");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, key);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_META_DREG, reg);
+}
+
+static void e_meta(struct nftnl_rule *r, uint32_t key)
+{
+	e_meta_to(r, key, REG1);
+}
+
+static void e_cmp(struct nftnl_rule *r, uint32_t op, const void *data, uint32_t len)
+{
+	struct nftnl_expr *e = expr(r, "cmp");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_SREG, REG1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CMP_OP, op);
+	nftnl_expr_set(e, NFTNL_EXPR_CMP_DATA, data, len);
+}
+
+static void e_cmp_u8(struct nftnl_rule *r, uint8_t v)
+{
+	e_cmp(r, NFT_CMP_EQ, &v, 1);
+}
+
+static void e_payload_to(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len, uint32_t reg)
+{
+	struct nftnl_expr *e = expr(r, "payload");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_BASE, base);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_OFFSET, off);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_LEN, len);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_PAYLOAD_DREG, reg);
+}
+
+static void e_payload(struct nftnl_rule *r, uint32_t base, uint32_t off, uint32_t len)
+{
+	e_payload_to(r, base, off, len, REG1);
+}
+
+/* reg1 = reg1 & mask (len bytes); then the caller compares. */
+static void e_mask(struct nftnl_rule *r, const void *mask, uint32_t len)
+{
+	struct nftnl_expr *e = expr(r, "bitwise");
+	uint8_t zero[16] = { 0 };
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, REG1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, REG1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, len);
+	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, mask, len);
+	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, zero, len);
+}
+
+static void e_lookup(struct nftnl_rule *r, const struct nfr_set *s, bool inv)
+{
+	struct nftnl_expr *e = expr(r, "lookup");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, REG1);
+	nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, s->name[0] ? s->name : "__set%d");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SET_ID, s->id);
+	if (inv)
+		nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
+	if (s->vmap)
+		nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_VERDICT);
+}
+
+static void e_imm(struct nftnl_rule *r, uint32_t reg, const void *data, uint32_t len)
+{
+	struct nftnl_expr *e = expr(r, "immediate");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, reg);
+	nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, data, len);
+}
+
+static void e_verdict(struct nftnl_rule *r, int verdict, const char *chain)
+{
+	struct nftnl_expr *e = expr(r, "immediate");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, NFT_REG_VERDICT);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_VERDICT, (uint32_t)verdict);
+	if (chain)
+		nftnl_expr_set_str(e, NFTNL_EXPR_IMM_CHAIN, chain);
+}
+
+static void e_objref(struct nftnl_rule *r, uint32_t type, const char *name)
+{
+	struct nftnl_expr *e = expr(r, "objref");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_OBJREF_IMM_TYPE, type);
+	nftnl_expr_set_str(e, NFTNL_EXPR_OBJREF_IMM_NAME, name);
+}
+
+static void e_ct(struct nftnl_rule *r, uint32_t key)
+{
+	struct nftnl_expr *e = expr(r, "ct");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, key);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, REG1);
+}
+
+static void e_frag6(struct nftnl_rule *r, uint32_t off, uint32_t len)
+{
+	struct nftnl_expr *e = expr(r, "exthdr");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_EXTHDR_DREG, REG1);
+	nftnl_expr_set_u8(e, NFTNL_EXPR_EXTHDR_TYPE, IPPROTO_FRAGMENT);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_EXTHDR_OFFSET, off);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_EXTHDR_LEN, len);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_EXTHDR_OP, NFT_EXTHDR_OP_IPV6);
+}
+
+/* ---- matches ---- */
+
+static uint32_t addr_len(uint8_t fam)
+{
+	return fam == POLICY_FAM_IPV4 ? 4 : 16;
+}
+
+static void m_addr(struct nftnl_rule *r, const struct nfr_match *m)
+{
+	bool v4 = m->family == POLICY_FAM_IPV4;
+	uint32_t off = v4 ? (m->dir ? 16 : 12) : (m->dir ? 24 : 8);
+
+	e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, addr_len(m->family));
+	if (m->kind == NFR_M_ADDR_EQ)
+		e_cmp(r, NFT_CMP_EQ, m->addr, addr_len(m->family));
+	else if (m->set)
+		e_lookup(r, m->set, false);
+}
+
+static void m_port(struct nftnl_rule *r, const struct nfr_match *m)
+{
+	uint16_t lo = htons(m->lo), hi = htons(m->hi);
+
+	e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, m->dir ? 2 : 0, 2);
+	if (m->set) {
+		e_lookup(r, m->set, false);
+	} else if (m->lo == m->hi) {
+		e_cmp(r, NFT_CMP_EQ, &lo, 2);
+	} else {
+		e_cmp(r, NFT_CMP_GTE, &lo, 2);
+		e_cmp(r, NFT_CMP_LTE, &hi, 2);
+	}
+}
+
+/* meta l4proto . th port: two 4-byte registers, the first of them REG1. */
+static void m_proto_port(struct nftnl_rule *r, const struct nfr_match *m)
+{
+	e_meta_to(r, NFT_META_L4PROTO, NFT_REG32_00);
+	e_payload_to(r, NFT_PAYLOAD_TRANSPORT_HEADER, m->dir ? 2 : 0, 2, NFT_REG32_01);
+	e_lookup(r, m->set, false);
+}
+
+static void m_ifname(struct nftnl_rule *r, const struct nfr_match *m)
+{
+	char name[16] = { 0 };
+
+	e_meta(r, m->kind == NFR_M_IIFNAME ? NFT_META_IIFNAME : NFT_META_OIFNAME);
+	if (m->set) {
+		e_lookup(r, m->set, m->neg);
+		return;
+	}
+	memcpy(name, m->ifname, strnlen(m->ifname, sizeof(name)));
+	e_cmp(r, m->neg ? NFT_CMP_NEQ : NFT_CMP_EQ, name, sizeof(name));
+}
+
+static void m_bits_set(struct nftnl_rule *r, uint32_t mask)
+{
+	uint32_t zero = 0;
+
+	e_mask(r, &mask, 4);
+	e_cmp(r, NFT_CMP_NEQ, &zero, 4);
+}
+
+static void m_frag(struct nftnl_rule *r, const struct nfr_match *m)
+{
+	uint16_t off4 = htons(0x3fff), off6 = htons(0xfff8), zero = 0;
+	uint8_t more = 1;
+
+	if (m->kind == NFR_M_FRAG4) {
+		e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, 6, 2);
+		e_mask(r, &off4, 2);
+		e_cmp(r, NFT_CMP_NEQ, &zero, 2);
+	} else if (m->kind == NFR_M_FRAG6_MORE) {
+		e_frag6(r, 3, 1);
+		e_mask(r, &more, 1);
+		e_cmp(r, NFT_CMP_EQ, &more, 1);
+	} else {
+		e_frag6(r, 2, 2);
+		e_mask(r, &off6, 2);
+		e_cmp(r, NFT_CMP_NEQ, &zero, 2);
+	}
+}
+
+static void emit_match(struct nftnl_rule *r, const struct nfr_match *m)
+{
+	uint32_t local = RTN_LOCAL;
+	struct nftnl_expr *e;
+
+	switch (m->kind) {
+	case NFR_M_IIFNAME:
+	case NFR_M_OIFNAME:
+		m_ifname(r, m);
+		break;
+	case NFR_M_NFPROTO:
+		e_meta(r, NFT_META_NFPROTO);
+		e_cmp_u8(r, (uint8_t)m->value);
+		break;
+	case NFR_M_ADDR:
+	case NFR_M_ADDR_EQ:
+		m_addr(r, m);
+		break;
+	case NFR_M_L4PROTO:
+		e_meta(r, NFT_META_L4PROTO);
+		e_cmp_u8(r, (uint8_t)m->value);
+		break;
+	case NFR_M_PORT:
+		m_port(r, m);
+		break;
+	case NFR_M_PROTO_PORT:
+		m_proto_port(r, m);
+		break;
+	case NFR_M_ICMP_TYPE:
+		e_meta(r, NFT_META_L4PROTO);
+		e_cmp_u8(r, m->family == POLICY_FAM_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6);
+		e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 0, 1);
+		e_cmp_u8(r, (uint8_t)m->value);
+		break;
+	case NFR_M_CT_STATE:
+		e_ct(r, NFT_CT_STATE);
+		m_bits_set(r, m->value);
+		break;
+	case NFR_M_CT_DNAT:
+		e_ct(r, NFT_CT_STATUS);
+		m_bits_set(r, 1u << 5); /* IPS_DST_NAT */
+		break;
+	case NFR_M_FIB_LOCAL:
+		e = expr(r, "fib");
+		nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_FLAGS, NFTA_FIB_F_DADDR);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_DREG, REG1);
+		e_cmp(r, NFT_CMP_EQ, &local, 4);
+		break;
+	default:
+		m_frag(r, m);
+	}
+}
+
+/* ---- statements ---- */
+
+static void s_nat(struct nftnl_rule *r, const struct nfr_stmt *s)
+{
+	uint32_t len = addr_len(s->family);
+	uint16_t port = htons(s->port);
+	struct nftnl_expr *e;
+	bool range = s->kind == NFR_S_SNAT && memcmp(s->addr_lo, s->addr_hi, len);
+
+	e_imm(r, REG1, s->addr_lo, len);
+	if (range)
+		e_imm(r, REG2, s->addr_hi, len);
+	if (s->port)
+		e_imm(r, REG2, &port, 2);
+	e = expr(r, "nat");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, s->kind == NFR_S_SNAT ? NFT_NAT_SNAT : NFT_NAT_DNAT);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY, s->family == POLICY_FAM_IPV4 ? NFPROTO_IPV4 : NFPROTO_IPV6);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, REG1);
+	if (range)
+		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MAX, REG2);
+	if (s->port) {
+		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_PROTO_MIN, REG2);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED);
+	}
+}
+
+static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
+{
+	uint16_t port = htons(s->port);
+	struct nftnl_expr *e;
+
+	switch (s->kind) {
+	case NFR_S_COUNTER:
+		e_objref(r, NFT_OBJECT_COUNTER, s->name);
+		break;
+	case NFR_S_LIMIT:
+		e_objref(r, NFT_OBJECT_LIMIT, s->name);
+		break;
+	case NFR_S_LOG:
+		e = expr(r, "log");
+		nftnl_expr_set_u16(e, NFTNL_EXPR_LOG_GROUP, (uint16_t)s->value);
+		nftnl_expr_set_str(e, NFTNL_EXPR_LOG_PREFIX, s->name);
+		break;
+	case NFR_S_ACCEPT:
+		e_verdict(r, NF_ACCEPT, NULL);
+		break;
+	case NFR_S_DROP:
+		e_verdict(r, NF_DROP, NULL);
+		break;
+	case NFR_S_REJECT_TCP:
+	case NFR_S_REJECT_ICMPX:
+		e = expr(r, "reject");
+		nftnl_expr_set_u32(e, NFTNL_EXPR_REJECT_TYPE,
+				   s->kind == NFR_S_REJECT_TCP ? NFT_REJECT_TCP_RST : NFT_REJECT_ICMPX_UNREACH);
+		nftnl_expr_set_u8(e, NFTNL_EXPR_REJECT_CODE, s->kind == NFR_S_REJECT_TCP ? 0 : (uint8_t)s->value);
+		break;
+	case NFR_S_JUMP:
+		e_verdict(r, NFT_JUMP, s->name);
+		break;
+	case NFR_S_MASQ:
+		expr(r, "masq");
+		break;
+	case NFR_S_VMAP:
+		e_meta(r, NFT_META_NFPROTO);
+		e_lookup(r, s->set, false);
+		break;
+	case NFR_S_REDIRECT:
+		e_imm(r, REG1, &port, 2);
+		e = expr(r, "redir");
+		nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_REG_PROTO_MIN, REG1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_REDIR_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED);
+		break;
+	default:
+		s_nat(r, s);
+	}
+}
+
+/* ---- messages ---- */
+
+static int put_table(struct nft_batch *b, uint16_t type, uint32_t flags)
+{
+	struct nftnl_table *t = nftnl_table_alloc();
+	struct nlmsghdr *nlh = nft_batch_msg(b, type, NFPROTO_INET, type == NFT_MSG_NEWTABLE ? NLM_F_CREATE : 0);
+
+	if (!t || !nlh) {
+		if (t)
+			nftnl_table_free(t);
+		return -ENOMEM;
+	}
+	nftnl_table_set_str(t, NFTNL_TABLE_NAME, NFT_TABLE_NAME);
+	nftnl_table_set_u32(t, NFTNL_TABLE_FAMILY, NFPROTO_INET);
+	if (flags)
+		nftnl_table_set_u32(t, NFTNL_TABLE_FLAGS, flags);
+	nftnl_table_nlmsg_build_payload(nlh, t);
+	nft_batch_note(b, DIAG_NOWHERE, NFT_TABLE_WHAT);
+	nftnl_table_free(t);
+	return 0;
+}
+
+static int put_chain(struct nft_batch *b, const struct nfr_chain *c)
+{
+	struct nftnl_chain *ch = nftnl_chain_alloc();
+	struct nlmsghdr *nlh = nft_batch_msg(b, NFT_MSG_NEWCHAIN, NFPROTO_INET, NLM_F_CREATE);
+
+	if (!ch || !nlh) {
+		if (ch)
+			nftnl_chain_free(ch);
+		return -ENOMEM;
+	}
+	nftnl_chain_set_str(ch, NFTNL_CHAIN_TABLE, NFT_TABLE_NAME);
+	nftnl_chain_set_str(ch, NFTNL_CHAIN_NAME, c->name);
+	nftnl_chain_set_u32(ch, NFTNL_CHAIN_FAMILY, NFPROTO_INET);
+	if (c->base) {
+		nftnl_chain_set_u32(ch, NFTNL_CHAIN_HOOKNUM, c->hook);
+		nftnl_chain_set_s32(ch, NFTNL_CHAIN_PRIO, c->prio);
+		nftnl_chain_set_str(ch, NFTNL_CHAIN_TYPE, c->nat ? "nat" : "filter");
+		nftnl_chain_set_u32(ch, NFTNL_CHAIN_POLICY, c->policy_drop ? NF_DROP : NF_ACCEPT);
+	}
+	nftnl_chain_nlmsg_build_payload(nlh, ch);
+	nftnl_chain_free(ch);
+	return 0;
+}
+
+static int put_obj(struct nft_batch *b, uint32_t type, const char *name, const struct nfr_counter *c,
+		   const struct nfr_limit *l)
+{
+	struct nftnl_obj *o = nftnl_obj_alloc();
+	struct nlmsghdr *nlh = nft_batch_msg(b, NFT_MSG_NEWOBJ, NFPROTO_INET, NLM_F_CREATE);
+
+	if (!o || !nlh) {
+		if (o)
+			nftnl_obj_free(o);
+		return -ENOMEM;
+	}
+	nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, NFT_TABLE_NAME);
+	nftnl_obj_set_str(o, NFTNL_OBJ_NAME, name);
+	nftnl_obj_set_u32(o, NFTNL_OBJ_FAMILY, NFPROTO_INET);
+	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, type);
+	if (c) {
+		nftnl_obj_set_u64(o, NFTNL_OBJ_CTR_PKTS, c->packets);
+		nftnl_obj_set_u64(o, NFTNL_OBJ_CTR_BYTES, c->bytes);
+	} else {
+		nftnl_obj_set_u64(o, NFTNL_OBJ_LIMIT_RATE, l->rate);
+		nftnl_obj_set_u64(o, NFTNL_OBJ_LIMIT_UNIT, 1);
+		nftnl_obj_set_u32(o, NFTNL_OBJ_LIMIT_BURST, l->burst);
+		nftnl_obj_set_u32(o, NFTNL_OBJ_LIMIT_TYPE, NFT_LIMIT_PKTS);
+		nftnl_obj_set_u32(o, NFTNL_OBJ_LIMIT_FLAGS, 0);
+	}
+	nftnl_obj_nlmsg_build_payload(nlh, o);
+	nftnl_obj_free(o);
+	return 0;
+}
+
+static struct nftnl_set *set_alloc(const struct nfr_set *s)
+{
+	static const uint32_t types[] = {
+		[NFR_KEY_IFNAME] = NFT_TYPE_IFNAME,
+		[NFR_KEY_IPV4] = NFT_TYPE_IPADDR,
+		[NFR_KEY_IPV6] = NFT_TYPE_IP6ADDR,
+		[NFR_KEY_PORT] = NFT_TYPE_INET_SERVICE,
+		[NFR_KEY_PROTO_PORT] = NFT_TYPE_INET_PROTO << NFT_TYPE_BITS | NFT_TYPE_INET_SERVICE,
+		[NFR_KEY_NFPROTO] = NFT_TYPE_NFPROTO,
+	};
+	static const uint8_t proto_port_fields[] = { 1, 2 };
+	struct nftnl_set *ns = nftnl_set_alloc();
+	bool concat = s->key == NFR_KEY_PROTO_PORT;
+
+	if (!ns)
+		return NULL;
+	nftnl_set_set_str(ns, NFTNL_SET_TABLE, NFT_TABLE_NAME);
+	nftnl_set_set_str(ns, NFTNL_SET_NAME, s->name[0] ? s->name : "__set%d");
+	nftnl_set_set_u32(ns, NFTNL_SET_FAMILY, NFPROTO_INET);
+	nftnl_set_set_u32(ns, NFTNL_SET_ID, s->id);
+	nftnl_set_set_u32(ns, NFTNL_SET_FLAGS,
+			  (s->name[0] ? 0 : NFT_SET_ANONYMOUS | NFT_SET_CONSTANT) | (s->interval ? NFT_SET_INTERVAL : 0) |
+				  (concat ? NFT_SET_CONCAT : 0) | (s->vmap ? NFT_SET_MAP : 0));
+	nftnl_set_set_u32(ns, NFTNL_SET_KEY_TYPE, types[s->key]);
+	nftnl_set_set_u32(ns, NFTNL_SET_KEY_LEN, nfr_key_len(s->key));
+	if (concat)
+		nftnl_set_set_data(ns, NFTNL_SET_DESC_CONCAT, proto_port_fields, sizeof(proto_port_fields));
+	if (s->vmap) {
+		nftnl_set_set_u32(ns, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
+		nftnl_set_set_u32(ns, NFTNL_SET_DATA_LEN, 0);
+	}
+	return ns;
+}
+
+static bool all_ones(const uint8_t *v, uint32_t len)
+{
+	for (uint32_t i = 0; i < len; i++)
+		if (v[i] != 0xff)
+			return false;
+	return true;
+}
+
+static void plus_one(uint8_t *v, uint32_t len)
+{
+	for (int i = (int)len - 1; i >= 0 && ++v[i] == 0; i--)
+		;
+}
+
+/* One element of the set's netlink form: an interval set says where each
+ * range starts and where the next gap starts (the element after its last
+ * address, flagged INTERVAL_END); a first range that does not start at 0
+ * is preceded by an end at 0, as nft writes them. */
+static struct nftnl_set_elem *add_elem(struct nftnl_set *ns, const uint8_t *key, uint32_t len, bool end)
+{
+	struct nftnl_set_elem *e = nftnl_set_elem_alloc();
+
+	if (!e)
+		return NULL;
+	nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key, len);
+	if (end)
+		nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
+	nftnl_set_elem_add(ns, e);
+	return e;
+}
+
+/* One element (and, in an rbtree interval set, the end of its range):
+ * a concatenation's range is its first and last key (KEY_END); a verdict
+ * map's element jumps to its chain. */
+static int put_elem(struct nftnl_set *ns, const struct nfr_table *t, const struct nfr_set *s, uint32_t i)
+{
+	static const uint8_t zero[16] = { 0 };
+	const struct nfr_elem *v = &s->v[i];
+	uint32_t len = nfr_key_len(s->key);
+	struct nftnl_set_elem *e;
+	uint8_t next[16];
+
+	if (s->key == NFR_KEY_PROTO_PORT) {
+		if (!(e = add_elem(ns, v->lo, len, false)))
+			return -ENOMEM;
+		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY_END, v->hi, len);
+		return 0;
+	}
+	if (s->interval && i == 0 && memcmp(v->lo, zero, len) && !add_elem(ns, zero, len, true))
+		return -ENOMEM;
+	if (!(e = add_elem(ns, v->lo, len, false)))
+		return -ENOMEM;
+	if (s->vmap) {
+		nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_JUMP);
+		nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, t->chains[v->chain].name);
+	}
+	if (s->interval && !all_ones(v->hi, len)) {
+		memcpy(next, v->hi, len);
+		plus_one(next, len);
+		if (!add_elem(ns, next, len, true))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int flush_elems(struct nft_batch *b, struct nftnl_set **ns, const struct nfr_set *s)
+{
+	struct nlmsghdr *nlh;
+
+	if (!*ns)
+		return 0;
+	if (!(nlh = nft_batch_msg(b, NFT_MSG_NEWSETELEM, NFPROTO_INET, NLM_F_CREATE)))
+		return -ENOMEM;
+	nftnl_set_elems_nlmsg_build_payload(nlh, *ns);
+	nftnl_set_free(*ns);
+	*ns = NULL;
+	return 0;
+}
+
+static int put_elems(struct nft_batch *b, const struct nfr_table *t, const struct nfr_set *s)
+{
+	struct nftnl_set *ns = NULL;
+	uint32_t in_msg = 0;
+	int r = 0;
+
+	for (uint32_t i = 0; i < s->n && !r; i++) {
+		if (!ns && !(ns = set_alloc(s)))
+			return -ENOMEM;
+		r = put_elem(ns, t, s, i);
+		if (!r && ++in_msg >= ELEMS_PER_MSG) {
+			r = flush_elems(b, &ns, s);
+			in_msg = 0;
+		}
+	}
+	if (!r)
+		r = flush_elems(b, &ns, s);
+	if (ns)
+		nftnl_set_free(ns);
+	return r;
+}
+
+static int put_set(struct nft_batch *b, const struct nfr_table *t, const struct nfr_set *s)
+{
+	struct nftnl_set *ns = set_alloc(s);
+	struct nlmsghdr *nlh = nft_batch_msg(b, NFT_MSG_NEWSET, NFPROTO_INET, NLM_F_CREATE);
+
+	if (!ns || !nlh) {
+		if (ns)
+			nftnl_set_free(ns);
+		return -ENOMEM;
+	}
+	nftnl_set_nlmsg_build_payload(nlh, ns);
+	nftnl_set_free(ns);
+	return put_elems(b, t, s);
+}
+
+static int put_rule(struct nft_batch *b, const struct nfr_table *t, const struct nfr_rule *ru)
+{
+	struct nftnl_rule *r = nftnl_rule_alloc();
+	struct nlmsghdr *nlh;
+
+	if (!r)
+		return -ENOMEM;
+	nftnl_rule_set_str(r, NFTNL_RULE_TABLE, NFT_TABLE_NAME);
+	nftnl_rule_set_str(r, NFTNL_RULE_CHAIN, t->chains[ru->chain].name);
+	nftnl_rule_set_u32(r, NFTNL_RULE_FAMILY, NFPROTO_INET);
+	for (uint32_t i = 0; i < ru->nm; i++)
+		emit_match(r, &ru->m[i]);
+	for (uint32_t i = 0; i < ru->ns; i++)
+		emit_stmt(r, &ru->s[i]);
+	if (!(nlh = nft_batch_msg(b, NFT_MSG_NEWRULE, NFPROTO_INET, NLM_F_CREATE | NLM_F_APPEND))) {
+		nftnl_rule_free(r);
+		return -ENOMEM;
+	}
+	nftnl_rule_nlmsg_build_payload(nlh, r);
+	nft_batch_note(b, ru->loc, ru->what);
+	nftnl_rule_free(r);
+	return 0;
+}
+
+/* add + delete + add: a table left by a killed daemon is replaced, and a
+ * missing one created, in the same transaction. */
+static int put_all(struct nft_batch *b, const struct nfr_table *t, uint32_t flags)
+{
+	int r;
+
+	if ((r = put_table(b, NFT_MSG_NEWTABLE, 0)) || (r = put_table(b, NFT_MSG_DELTABLE, 0)) ||
+	    (r = put_table(b, NFT_MSG_NEWTABLE, flags)))
+		return r;
+	for (uint32_t i = 0; i < t->ncounters && !r; i++)
+		r = put_obj(b, NFT_OBJECT_COUNTER, t->counters[i].name, &t->counters[i], NULL);
+	for (uint32_t i = 0; i < t->nlimits && !r; i++)
+		r = put_obj(b, NFT_OBJECT_LIMIT, t->limits[i].name, NULL, &t->limits[i]);
+	for (uint32_t i = 0; i < t->nchains && !r; i++)
+		r = put_chain(b, &t->chains[i]);
+	for (uint32_t i = 0; i < t->nsets && !r; i++)
+		r = put_set(b, t, t->sets[i]);
+	for (uint32_t i = 0; i < t->nrules && !r; i++)
+		r = put_rule(b, t, &t->rules[i]);
+	return r;
+}
+
+/* Owned and persisting where the kernel has NFT_TABLE_F_PERSIST (6.9):
+ * nothing else changes the table while nfbox runs, and it outlives a
+ * crash. Before, a plain table: an owned one would die with the daemon. */
+static int persist = -1; /* -1 not known yet, 0 no, 1 yes */
+
+static int transaction(const struct nfr_table *t, uint32_t flags, struct diags *d)
+{
+	struct nft_batch *b;
+	int r;
+
+	if ((r = nft_batch_new(&b)) < 0)
+		return diag_errno(d, r, "building the nftables transaction");
+	r = put_all(b, t, flags);
+	r = r ? diag_errno(d, r, "building the nftables transaction") : nft_batch_commit(b, d);
+	nft_batch_free(b);
+	return r;
+}
+
+int nft_table_apply(const struct nfr_table *t, struct diags *d)
+{
+	struct diags first;
+	int r;
+
+	if (t->err)
+		return diag_errno(d, t->err, "building table inet %s", NFT_TABLE_NAME);
+	if (persist == 0)
+		return transaction(t, 0, d);
+	diags_init(&first);
+	r = transaction(t, NFT_TABLE_F_OWNER | NFT_TABLE_F_PERSIST, &first);
+	if (r == -EOPNOTSUPP && persist < 0) {
+		persist = 0; /* an older kernel: the flags are what it refused */
+		diags_free(&first);
+		return transaction(t, 0, d);
+	}
+	if (r == 0)
+		persist = 1;
+	diags_append(d, &first);
+	diags_free(&first);
+	return r;
+}
+
+bool nft_table_owned(void)
+{
+	return persist == 1;
+}
+
+int nft_table_remove(struct diags *d)
+{
+	struct nft_batch *b;
+	int r;
+
+	if ((r = nft_batch_new(&b)) < 0)
+		return diag_errno(d, r, "building the nftables transaction");
+	/* Created first, so that the delete cannot fail for a missing table. */
+	if ((r = put_table(b, NFT_MSG_NEWTABLE, 0)) == 0)
+		r = put_table(b, NFT_MSG_DELTABLE, 0);
+	r = r ? diag_errno(d, r, "building the nftables transaction") : nft_batch_commit(b, d);
+	nft_batch_free(b);
+	return r;
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Table inet nfbox (ir.h) into the kernel, or out of it: one transaction. */
+#ifndef NFBOX_NFT_EMIT_H
+#define NFBOX_NFT_EMIT_H
+
+#include <stdbool.h>
+
+#include "nft/ir.h"
+
+/* Replace table inet nfbox with t, whole or not at all: 0, or -errno with
+ * the kernel's refusal in d, at the policy element that made the refused
+ * object. The table in force stays as it was on failure. */
+int nft_table_apply(const struct nfr_table *t, struct diags *d);
+/* Whether the table is owned by this process (the kernel has
+ * NFT_TABLE_F_PERSIST): known after the first apply. */
+bool nft_table_owned(void);
+/* Delete table inet nfbox if it exists. */
+int nft_table_remove(struct diags *d);
+
+#endif

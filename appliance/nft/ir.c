@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include "nft/ir.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void nfr_init(struct nfr_table *t)
+{
+	memset(t, 0, sizeof(*t));
+}
+
+void nfr_free(struct nfr_table *t)
+{
+	for (uint32_t i = 0; i < t->nsets; i++) {
+		free(t->sets[i]->v);
+		free(t->sets[i]);
+	}
+	for (uint32_t i = 0; i < t->nwhats; i++)
+		free(t->whats[i]);
+	free(t->whats);
+	free(t->sets);
+	free(t->chains);
+	free(t->counters);
+	free(t->limits);
+	free(t->rules);
+	memset(t, 0, sizeof(*t));
+}
+
+/* Room for one more element of size sz in *v (n used); false on failure. */
+static bool grow(struct nfr_table *t, void **v, uint32_t n, size_t sz)
+{
+	void *nv;
+
+	if (t->err)
+		return false;
+	if (n & (n - 1) || (n && n < 8))
+		return true; /* capacity is the next power of two (at least 8) */
+	if (!(nv = realloc(*v, (n ? 2 * (size_t)n : 8) * sz))) {
+		t->err = -ENOMEM;
+		return false;
+	}
+	*v = nv;
+	return true;
+}
+
+uint32_t nfr_chain_add(struct nfr_table *t, const struct nfr_chain *c)
+{
+	if (!grow(t, (void **)&t->chains, t->nchains, sizeof(*c)))
+		return 0;
+	t->chains[t->nchains] = *c;
+	return t->nchains++;
+}
+
+struct nfr_set *nfr_set_new(struct nfr_table *t, const char *name, enum nfr_key key, bool interval)
+{
+	struct nfr_set *s;
+
+	if (!grow(t, (void **)&t->sets, t->nsets, sizeof(*t->sets)))
+		return NULL;
+	if (!(s = calloc(1, sizeof(*s)))) {
+		t->err = -ENOMEM;
+		return NULL;
+	}
+	snprintf(s->name, sizeof(s->name), "%s", name ? name : "");
+	s->id = t->nsets + 1;
+	s->key = key;
+	s->interval = interval;
+	t->sets[t->nsets++] = s;
+	return s;
+}
+
+void nfr_set_add(struct nfr_table *t, struct nfr_set *s, const uint8_t *lo, const uint8_t *hi)
+{
+	uint32_t len = nfr_key_len(s->key);
+	struct nfr_elem *e;
+
+	if (!s || t->err)
+		return;
+	if (s->n == s->cap) {
+		uint32_t cap = s->cap ? 2 * s->cap : 8;
+		struct nfr_elem *nv = realloc(s->v, cap * sizeof(*nv));
+
+		if (!nv) {
+			t->err = -ENOMEM;
+			return;
+		}
+		s->v = nv;
+		s->cap = cap;
+	}
+	e = &s->v[s->n++];
+	memset(e, 0, sizeof(*e));
+	memcpy(e->lo, lo, len);
+	memcpy(e->hi, hi ? hi : lo, len);
+}
+
+static uint32_t cmp_len;
+
+static int elem_cmp(const void *a, const void *b)
+{
+	return memcmp(((const struct nfr_elem *)a)->lo, ((const struct nfr_elem *)b)->lo, cmp_len);
+}
+
+/* a + 1 == b, as big-endian numbers of len bytes. */
+static bool adjacent(const uint8_t *a, const uint8_t *b, uint32_t len)
+{
+	uint8_t n[16];
+	int i;
+
+	memcpy(n, a, len);
+	for (i = (int)len - 1; i >= 0 && ++n[i] == 0; i--)
+		;
+	return i >= 0 && !memcmp(n, b, len);
+}
+
+void nfr_set_normalize(struct nfr_set *s)
+{
+	uint32_t len = nfr_key_len(s->key), out = 0;
+
+	if (!s->interval || s->n < 2)
+		return;
+	cmp_len = len;
+	qsort(s->v, s->n, sizeof(*s->v), elem_cmp);
+	for (uint32_t i = 1; i < s->n; i++) {
+		struct nfr_elem *cur = &s->v[out];
+
+		if (memcmp(s->v[i].lo, cur->hi, len) <= 0 || adjacent(cur->hi, s->v[i].lo, len)) {
+			if (memcmp(s->v[i].hi, cur->hi, len) > 0)
+				memcpy(cur->hi, s->v[i].hi, len);
+			continue;
+		}
+		s->v[++out] = s->v[i];
+	}
+	s->n = out + 1;
+}
+
+void nfr_set_drop(struct nfr_table *t, struct nfr_set *s)
+{
+	if (!s || !t->nsets || t->sets[t->nsets - 1] != s)
+		return;
+	free(s->v);
+	free(s);
+	t->nsets--;
+}
+
+void nfr_drop_unbound(struct nfr_table *t)
+{
+	uint32_t out = 0;
+
+	for (uint32_t i = 0; i < t->nsets; i++) {
+		struct nfr_set *s = t->sets[i];
+
+		if (!s->name[0] && !s->bound) {
+			free(s->v);
+			free(s);
+			continue;
+		}
+		t->sets[out++] = s;
+	}
+	t->nsets = out;
+}
+
+const struct nfr_set *nfr_set_find(const struct nfr_table *t, const char *name)
+{
+	for (uint32_t i = 0; i < t->nsets; i++)
+		if (t->sets[i]->name[0] && !strcmp(t->sets[i]->name, name))
+			return t->sets[i];
+	return NULL;
+}
+
+void nfr_counter_add(struct nfr_table *t, const char *name, uint64_t packets, uint64_t bytes)
+{
+	if (!grow(t, (void **)&t->counters, t->ncounters, sizeof(*t->counters)))
+		return;
+	snprintf(t->counters[t->ncounters].name, NFR_NAME, "%s", name);
+	t->counters[t->ncounters].packets = packets;
+	t->counters[t->ncounters++].bytes = bytes;
+}
+
+void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_t burst)
+{
+	if (!grow(t, (void **)&t->limits, t->nlimits, sizeof(*t->limits)))
+		return;
+	snprintf(t->limits[t->nlimits].name, NFR_NAME, "%s", name);
+	t->limits[t->nlimits].rate = rate;
+	t->limits[t->nlimits++].burst = burst;
+}
+
+static const struct nfr_set *bind_anon(struct nfr_table *t, const struct nfr_set *s)
+{
+	struct nfr_set *copy;
+
+	if (!s || s->name[0])
+		return s;
+	if (!s->bound) {
+		((struct nfr_set *)s)->bound = true; /* the table owns its sets */
+		return s;
+	}
+	if (!(copy = nfr_set_new(t, NULL, s->key, s->interval)))
+		return s;
+	copy->vmap = s->vmap;
+	copy->bound = true;
+	for (uint32_t i = 0; i < s->n && !t->err; i++) {
+		nfr_set_add(t, copy, s->v[i].lo, s->v[i].hi);
+		if (!t->err)
+			copy->v[copy->n - 1].chain = s->v[i].chain;
+	}
+	return copy;
+}
+
+void nfr_rule_add(struct nfr_table *t, const struct nfr_rule *in, const char *what)
+{
+	struct nfr_rule r = *in;
+	char *w = NULL;
+
+	if (!grow(t, (void **)&t->rules, t->nrules, sizeof(r)) ||
+	    !grow(t, (void **)&t->whats, t->nwhats, sizeof(*t->whats)))
+		return;
+	if (what && !(w = strdup(what))) {
+		t->err = -ENOMEM;
+		return;
+	}
+	for (uint32_t i = 0; i < r.nm; i++)
+		r.m[i].set = bind_anon(t, r.m[i].set);
+	for (uint32_t i = 0; i < r.ns; i++)
+		r.s[i].set = bind_anon(t, r.s[i].set);
+	t->rules[t->nrules] = r;
+	t->rules[t->nrules++].what = w;
+	t->whats[t->nwhats++] = w;
+}
+
+uint32_t nfr_key_len(enum nfr_key k)
+{
+	switch (k) {
+	case NFR_KEY_IFNAME:
+		return 16;
+	case NFR_KEY_IPV4:
+		return 4;
+	case NFR_KEY_IPV6:
+		return 16;
+	case NFR_KEY_PROTO_PORT:
+		return 8;
+	case NFR_KEY_NFPROTO:
+		return 1;
+	default:
+		return 2;
+	}
+}

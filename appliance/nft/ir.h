@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * What nfbox puts into nftables, before it is said in either language:
+ * table inet nfbox as chains, sets, named counters and limits, and rules
+ * made of matches and statements. build.c makes it from a policy; emit.c
+ * turns it into one netlink transaction (libnftnl); print.c into nft syntax
+ * (`nfbox plan --nft`). One description, two forms: what the kernel gets
+ * and what the operator reads cannot drift apart.
+ */
+#ifndef NFBOX_NFT_IR_H
+#define NFBOX_NFT_IR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "policy/policy.h"
+
+#define NFR_NAME 96 /* object names: "r_forward_" + a rule name, etc. */
+
+enum nfr_key {
+	NFR_KEY_IFNAME, /* 16 bytes, NUL-padded */
+	NFR_KEY_IPV4,
+	NFR_KEY_IPV6,
+	NFR_KEY_PORT,   /* 2 bytes, network order */
+	NFR_KEY_PROTO_PORT, /* meta l4proto . th port: 1 + 2 bytes, each in a 4-byte register */
+	NFR_KEY_NFPROTO,    /* meta nfproto, 1 byte (the key of a verdict map) */
+};
+
+/* An element: one value (lo) or, in an interval set, the range lo..hi. */
+struct nfr_elem {
+	uint8_t lo[16], hi[16];
+	uint32_t chain;       /* a verdict map's element: jump to this chain */
+};
+
+struct nfr_set {
+	char name[NFR_NAME];  /* "" for an anonymous set */
+	uint32_t id;          /* unique in the transaction */
+	enum nfr_key key;
+	bool interval;
+	bool vmap;            /* a verdict map: each element jumps to its chain */
+	bool bound;           /* anonymous: used by a rule already (the kernel binds it to one) */
+	struct nfr_elem *v;
+	uint32_t n, cap;
+};
+
+enum nfr_match_kind {
+	NFR_M_IIFNAME,    /* iifname (set, or the one name) */
+	NFR_M_OIFNAME,
+	NFR_M_NFPROTO,    /* meta nfproto ipv4|ipv6 (value: NFPROTO_*) */
+	NFR_M_ADDR,       /* ip/ip6 saddr|daddr in set (family, dir) */
+	NFR_M_ADDR_EQ,    /* ip/ip6 daddr == addr (family, dir) */
+	NFR_M_L4PROTO,    /* meta l4proto (value) */
+	NFR_M_PORT,       /* th sport|dport: in set, or lo..hi */
+	NFR_M_PROTO_PORT, /* meta l4proto . th sport|dport in set (dir) */
+	NFR_M_ICMP_TYPE,  /* icmp / icmpv6 type (family, value) */
+	NFR_M_CT_STATE,   /* ct state, any of the bits in value (nft's NF_CT_STATE bits) */
+	NFR_M_CT_DNAT,    /* ct status dnat */
+	NFR_M_FIB_LOCAL,  /* fib daddr type local */
+	NFR_M_FRAG4,      /* ip frag-off & 0x3fff != 0: an IPv4 fragment */
+	NFR_M_FRAG6_MORE, /* frag more-fragments 1 */
+	NFR_M_FRAG6_OFF,  /* frag frag-off != 0 */
+};
+
+struct nfr_match {
+	enum nfr_match_kind kind;
+	bool neg;                /* iifname/oifname: != */
+	uint8_t family;          /* POLICY_FAM_IPV4 / _IPV6 where it matters */
+	uint8_t dir;             /* 0 source, 1 destination */
+	uint32_t value;
+	uint16_t lo, hi;         /* NFR_M_PORT without a set */
+	uint8_t addr[16];        /* NFR_M_ADDR_EQ */
+	char ifname[16];         /* one interface, without a set */
+	const struct nfr_set *set;
+};
+
+enum nfr_stmt_kind {
+	NFR_S_COUNTER,   /* counter name NAME */
+	NFR_S_LIMIT,     /* limit name NAME (a match: the rule goes on only within it) */
+	NFR_S_LOG,       /* log group GROUP prefix NAME */
+	NFR_S_ACCEPT,
+	NFR_S_DROP,
+	NFR_S_REJECT_TCP,   /* reject with tcp reset */
+	NFR_S_REJECT_ICMPX, /* reject with icmpx type CODE (value: NFT_REJECT_ICMPX_*) */
+	NFR_S_JUMP,      /* jump NAME */
+	NFR_S_MASQ,
+	NFR_S_SNAT,      /* snat FAMILY to addr_lo[-addr_hi] */
+	NFR_S_DNAT,      /* dnat FAMILY to addr_lo[:port] */
+	NFR_S_REDIRECT,  /* redirect to :port */
+	NFR_S_VMAP,      /* meta nfproto vmap SET */
+};
+
+struct nfr_stmt {
+	enum nfr_stmt_kind kind;
+	char name[NFR_NAME];
+	uint32_t value;
+	uint8_t family;
+	uint8_t addr_lo[16], addr_hi[16];
+	uint16_t port;
+	const struct nfr_set *set; /* NFR_S_VMAP */
+};
+
+struct nfr_chain {
+	char name[32];
+	bool base;
+	bool nat;            /* type nat, else type filter */
+	uint32_t hook;       /* NF_INET_* */
+	int32_t prio;
+	bool policy_drop;
+};
+
+#define NFR_MAX_MATCH 12
+#define NFR_MAX_STMT 4
+
+struct nfr_rule {
+	uint32_t chain;      /* index into the table's chains */
+	struct nfr_match m[NFR_MAX_MATCH];
+	uint32_t nm;
+	struct nfr_stmt s[NFR_MAX_STMT];
+	uint32_t ns;
+	struct loc loc;      /* the policy element it comes from (no place: nfbox's own) */
+	const char *what;    /* e.g. "rule 'web'", for messages */
+};
+
+struct nfr_counter {
+	char name[NFR_NAME];
+	uint64_t packets, bytes; /* the value it starts with */
+};
+
+struct nfr_limit {
+	char name[NFR_NAME];
+	uint32_t rate, burst;    /* per second */
+};
+
+struct nfr_table {
+	struct nfr_chain *chains;
+	uint32_t nchains;
+	struct nfr_set **sets;   /* named and anonymous, in the order they are made */
+	uint32_t nsets;
+	struct nfr_counter *counters;
+	uint32_t ncounters;
+	struct nfr_limit *limits;
+	uint32_t nlimits;
+	struct nfr_rule *rules;
+	uint32_t nrules;
+	char **whats;            /* rule descriptions, owned */
+	uint32_t nwhats;
+	int err;                 /* first allocation failure (-ENOMEM), sticky */
+};
+
+void nfr_init(struct nfr_table *t);
+void nfr_free(struct nfr_table *t);
+
+/* Builders: each returns the new object (NULL after an allocation failure,
+ * then t->err is set and later calls are no-ops). */
+uint32_t nfr_chain_add(struct nfr_table *t, const struct nfr_chain *c);
+struct nfr_set *nfr_set_new(struct nfr_table *t, const char *name, enum nfr_key key, bool interval);
+void nfr_set_add(struct nfr_table *t, struct nfr_set *s, const uint8_t *lo, const uint8_t *hi);
+/* Interval sets: sort and merge the elements (overlaps are refused by the kernel). */
+void nfr_set_normalize(struct nfr_set *s);
+/* Forget s, which must be the last set made (one value needs no set). */
+void nfr_set_drop(struct nfr_table *t, struct nfr_set *s);
+/* Forget the anonymous sets no rule uses (made for a rule that turned out
+ * never to match): the kernel refuses an anonymous set left unbound. */
+void nfr_drop_unbound(struct nfr_table *t);
+const struct nfr_set *nfr_set_find(const struct nfr_table *t, const char *name);
+void nfr_counter_add(struct nfr_table *t, const char *name, uint64_t packets, uint64_t bytes);
+void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_t burst);
+/* A copy of r, appended; what (copied) names it in messages. An anonymous
+ * set that an earlier rule uses already is copied for this one: the
+ * kernel binds an anonymous set to one rule. */
+void nfr_rule_add(struct nfr_table *t, const struct nfr_rule *r, const char *what);
+
+/* Bytes of a key. */
+uint32_t nfr_key_len(enum nfr_key k);
+
+#endif

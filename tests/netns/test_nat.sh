@@ -1,0 +1,132 @@
+#!/bin/bash
+# NAT through table inet nfbox, seen by real clients and servers: the
+# address each end sees (masquerade, snat to a range and to a prefix,
+# forward-port from outside, hairpin from inside, redirect to a local port,
+# IPv4 and IPv6), a reload that changes NAT (established connections keep
+# their mapping, new ones take the new rule), the table owned by the
+# daemon (another nfbox in the namespace is refused and the table in force
+# stays), surviving SIGKILL, adopted by the next daemon, removed by a
+# clean stop. Runs with either backend (NFBOX_BACKEND).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/netns.sh
+NET=$PWD/tests/lib/net.py
+
+ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
+# A routed pool for snat: the server reaches it through the appliance.
+ip -n "$NS_S" route add 192.0.2.0/24 via $A4W
+
+policy() { # FILE NAT-ENTRIES...
+	local f=$1
+	shift
+	cat >"$f" <<YAML
+version: 1
+interfaces:
+  lan: [lan0]
+  wan: [wan0]
+hooks:
+  forward: { default: drop }
+options:
+  established: accept
+rules:
+  - { name: out, in: lan, out: wan, action: accept }
+  - { name: to-inside, in: wan, out: lan, to: [198.51.100.2, "2001:db8:1::2"], service: [tcp/80, udp/53], action: accept }
+  - { name: hairpin, in: lan, out: lan, to: 198.51.100.2, service: [tcp/80], action: accept }
+nat:
+YAML
+	for e in "$@"; do echo "  - $e" >>"$f"; done
+}
+MASQ='masquerade: { out: wan }'
+FWD4='forward-port: { in: wan, service: [tcp/8080, udp/5353], to: "198.51.100.2:80" }'
+FWD4U='forward-port: { in: wan, service: [udp/5353], to: "198.51.100.2:53" }'
+FWD6='forward-port: { in: wan, service: [tcp/8443], to: "[2001:db8:1::2]:80" }'
+REDIR='redirect: { in: lan, service: [tcp/3128], to: 8888 }'
+policy "$NS_TMP/a.yaml" "$MASQ" "$FWD4U" "forward-port: { in: wan, service: [tcp/8080], to: \"198.51.100.2:80\" }" "$FWD6" "$REDIR"
+policy "$NS_TMP/b.yaml" 'snat: { out: wan, to: 192.0.2.100-192.0.2.101 }' "$FWD6"
+policy "$NS_TMP/c.yaml" 'snat: { out: wan, to: 192.0.2.64/30 }'
+
+# who SERVERNS PORT CLIENTNS HOST [PORT]: the source the server saw.
+who() {
+	wait_free "$1" "$2"
+	$1 "$NET" tcp-whoami "$2" 5 >/dev/null 2>&1 &
+	wait_listen "$1" "$2"
+	$3 "$NET" tcp-ask "$4" "${5:-$2}" 3 2>/dev/null | awk '/^peer/ { print $2 }'
+}
+udp_who() { # SERVERNS PORT CLIENTNS HOST [PORT]
+	$1 "$NET" udp-whoami "$2" 5 >/dev/null 2>&1 &
+	wait_listen "$1" "$2"
+	$3 "$NET" udp-probe "$4" "${5:-$2}" 3 | awk '/^answer/ { print $3 }'
+}
+expect() { # NAME GOT WANT-REGEX
+	if [[ "$2" =~ ^($3)$ ]]; then t_ok "$1"; else t_fail "$1" "saw '${2:-nothing}', expected $3"; fi
+}
+
+nfbox_start "$NS_TMP/a.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+
+# ---- masquerade ----
+expect masquerade-v4 "$(who in_s 80 in_c $S4)" "$A4W"
+expect masquerade-v6 "$(who in_s 80 in_c $S6)" "$A6W"
+# ---- forward-port: outside to the inside server, the client's own address kept ----
+expect forward-port-v4 "$(who in_c 80 in_s $A4W 8080)" "$S4"
+expect forward-port-v6 "$(who in_c 80 in_s $A6W 8443)" "$S6"
+expect forward-port-udp "$(udp_who in_c 53 in_s $A4W 5353)" "$S4"
+# An untranslated port stays closed (the forward default drops).
+r=$(in_s "$NET" tcp-probe $A4W 8081 1)
+[[ "$r" == timeout* || "$r" == refused* ]] && t_ok forward-port-only-listed || t_fail forward-port-only-listed "$r"
+# ---- hairpin: an inside client reaches the forwarded port on the outside address ----
+expect hairpin-v4 "$(who in_c 80 in_c $A4W 8080)" "$A4L"
+# ---- redirect: to a port of the appliance itself ----
+expect redirect "$(who in_a 8888 in_c $S4 3128)" "$C4"
+
+# ---- a reload that changes NAT ----
+in_s "$NET" tcp-listen 5001 30 >/dev/null 2>&1 &
+wait_listen in_s 5001
+in_c "$NET" tcp-stream $S4 5001 4 >"$NS_TMP/stream" 2>&1 &
+spid=$!
+sleep 1
+out=$(nfbox_ctl reload --policy "$NS_TMP/b.yaml" 2>&1) && t_ok reload-to-snat-range || t_fail reload-to-snat-range "$out"
+wait $spid
+src=$?
+if [ "$src" -eq 0 ] && stream_ok "$NS_TMP/stream"; then
+	t_ok established-keeps-mapping
+else
+	t_fail established-keeps-mapping "$(cat "$NS_TMP/stream")"
+fi
+expect snat-range-new-connections "$(who in_s 80 in_c $S4)" "192\.0\.2\.10[01]"
+expect forward-port-removed "$(in_s "$NET" tcp-probe $A4W 8080 1 | cut -d' ' -f1)" "timeout|refused"
+out=$(nfbox_ctl reload --policy "$NS_TMP/c.yaml" 2>&1) && t_ok reload-to-snat-prefix || t_fail reload-to-snat-prefix "$out"
+expect snat-prefix "$(who in_s 80 in_c $S4)" "192\.0\.2\.6[4-7]"
+
+# ---- the table is nfbox's own ----
+before=$(in_a nft list table inet nfbox 2>&1)
+if in_a nft add chain inet nfbox intruder 2>/dev/null; then
+	t_fail table-owned "another program changed table inet nfbox"
+else
+	t_ok table-owned
+fi
+# A second nfbox in the same namespace is refused by the kernel and the
+# table in force stays as it was.
+out=$(in_a timeout 20 "$NFBOX" run --policy "$NS_TMP/a.yaml" --socket "$NS_TMP/second.sock" --no-pin 2>&1)
+rc=$?
+if [ $rc -ne 0 ] && echo "$out" | grep -q "another program owns it"; then t_ok second-daemon-refused; else
+	t_fail second-daemon-refused "rc $rc: $out"
+fi
+[ "$(in_a nft list table inet nfbox 2>&1)" = "$before" ] && t_ok refused-batch-leaves-table || t_fail refused-batch-leaves-table "the table changed"
+expect still-translating "$(who in_s 80 in_c $S4)" "192\.0\.2\.6[4-7]"
+
+# ---- SIGKILL: NAT goes on; the next daemon takes the table over ----
+kill -9 "$NFBOX_PID"
+wait "$NFBOX_PID" 2>/dev/null
+NFBOX_PID=
+expect nat-survives-sigkill "$(who in_s 80 in_c $S4)" "192\.0\.2\.6[4-7]"
+nfbox_start "$NS_TMP/a.yaml" && t_ok restart-adopts-table || t_fail restart-adopts-table "$(cat "$NS_TMP/nfbox.err")"
+expect masquerade-after-restart "$(who in_s 80 in_c $S4)" "$A4W"
+if in_a nft add chain inet nfbox intruder 2>/dev/null; then t_fail owned-again "table not owned after restart"; else t_ok owned-again; fi
+
+# ---- a clean stop removes the table ----
+nfbox_stop
+if in_a nft list table inet nfbox >/dev/null 2>&1; then t_fail stop-removes-table "table inet nfbox is still there"; else
+	t_ok stop-removes-table
+fi
+t_done

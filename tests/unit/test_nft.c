@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * table inet nfbox as build.c makes it and print.c says it, without a
+ * kernel: the shape of the ruleset (one rule per policy rule and family,
+ * ports of several protocols in one concatenated set, a family dispatch
+ * by verdict map), the kernel's rules about anonymous sets (each bound to
+ * exactly one rule: a rule that never matches leaves none behind, a set
+ * shared by the log and verdict rules is copied), NAT (hairpin), and the
+ * printed form.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "../lib/check.h"
+#include "nft/build.h"
+#include "nft/print.h"
+#include "policy/policy.h"
+
+struct built {
+	struct diags d;
+	struct policy *p;
+	struct nfr_table t;
+	char *text;
+};
+
+static int build(struct built *b, const char *yaml)
+{
+	struct nft_build_opts o = { 0 };
+	size_t len = 0;
+	FILE *f;
+
+	memset(b, 0, sizeof(*b));
+	diags_init(&b->d);
+	nfr_init(&b->t);
+	if (policy_load_buffer("t.yaml", yaml, strlen(yaml), &b->d, &b->p) < 0) {
+		diags_print(&b->d, stdout, false);
+		return -1;
+	}
+	o.filter = b->p->opt.backend == POLICY_BACKEND_NFTABLES;
+	if (nft_build(b->p, &o, &b->t) < 0)
+		return -1;
+	f = open_memstream(&b->text, &len);
+	nfr_print(&b->t, f);
+	fclose(f);
+	return 0;
+}
+
+static void built_free(struct built *b)
+{
+	nfr_free(&b->t);
+	policy_free(b->p);
+	diags_free(&b->d);
+	free(b->text);
+}
+
+/* Rules of the chain called name. */
+static uint32_t rules_in(const struct nfr_table *t, const char *name)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < t->nrules; i++)
+		n += !strcmp(t->chains[t->rules[i].chain].name, name);
+	return n;
+}
+
+/* Every anonymous set is used by exactly one rule. */
+static void anon_sets_bound_once(const struct nfr_table *t)
+{
+	for (uint32_t s = 0; s < t->nsets; s++) {
+		uint32_t uses = 0;
+
+		if (t->sets[s]->name[0])
+			continue;
+		for (uint32_t i = 0; i < t->nrules; i++) {
+			for (uint32_t m = 0; m < t->rules[i].nm; m++)
+				uses += t->rules[i].m[m].set == t->sets[s];
+			for (uint32_t k = 0; k < t->rules[i].ns; k++)
+				uses += t->rules[i].s[k].set == t->sets[s];
+		}
+		if (uses != 1)
+			check_fail_at(__FILE__, __LINE__, "anonymous set %u used by %u rules", t->sets[s]->id, uses);
+	}
+}
+
+#define HEAD "version: 1\ninterfaces: { lan: [lan0, lan1], wan: [wan0], up2: [wan2] }\nhooks: { forward: { default: drop } }\n"
+
+static void shape(void)
+{
+	struct built b;
+
+	if (build(&b, HEAD "options: { backend: nftables }\nsets: { office: [198.51.100.0/24, \"2001:db8:1::/64\"] }\n"
+		      "rules:\n"
+		      "  - { name: web, in: lan, from: office, service: [tcp/80, tcp/443, tcp/8000-8100], action: accept }\n"
+		      "  - { name: dns, service: [udp/53, tcp/53], action: accept }\n"
+		      "  - { name: v4, from: 192.0.2.0/24, action: drop }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	/* web: v4 and v6; dns: both families; v4: IPv4 only. */
+	CHECK_EQ_INT(rules_in(&b.t, "forward_ip"), 3);
+	CHECK_EQ_INT(rules_in(&b.t, "forward_ip6"), 2);
+	CHECK(strstr(b.text, "meta nfproto vmap { ipv4 : jump forward_ip, ipv6 : jump forward_ip6 }") != NULL);
+	CHECK(strstr(b.text, "iifname { \"lan0\", \"lan1\" } meta nfproto ipv4 ip saddr @s_office_4 meta l4proto tcp th dport { 80, 443, 8000-8100 } counter name \"r_forward_web\" accept") != NULL);
+	CHECK(strstr(b.text, "meta l4proto . th dport { tcp . 53, udp . 53 } counter name \"r_forward_dns\" accept") != NULL);
+	CHECK(strstr(b.text, "set s_office_6 {\n\t\ttype ipv6_addr\n\t\tflags interval\n\t\telements = { 2001:db8:1::/64 }") != NULL);
+	CHECK(strstr(b.text, "counter name \"x_forward_default\" drop") != NULL);
+	anon_sets_bound_once(&b.t);
+	built_free(&b);
+}
+
+static void anon_sets(void)
+{
+	struct built b;
+
+	/* Regression (found by the backend differential test): a rule whose
+	 * service and source-service share no protocol never matches, but its
+	 * interface set was made and left unbound, and the kernel refused the
+	 * whole table. And the log rule and the reject rules of one policy
+	 * rule each need their own copy of its anonymous sets. */
+	if (build(&b, HEAD "options: { backend: nftables }\nrules:\n"
+		      "  - { name: never, in: lan, from: [192.0.2.1, 192.0.2.9], service: tcp/80, source-service: udp/53, action: accept }\n"
+		      "  - { name: rej, in: lan, to: [203.0.113.1, 203.0.113.7], service: [tcp/81, udp/81], action: reject, log: true }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	anon_sets_bound_once(&b.t);
+	CHECK(strstr(b.text, "r_forward_never\" accept") == NULL);
+	/* rej: log, then tcp reset within the rate, over it, then icmpx, over it. */
+	CHECK_EQ_INT(rules_in(&b.t, "forward_ip"), 5);
+	CHECK(strstr(b.text, "meta l4proto tcp limit name \"x_reject\" counter name \"r_forward_rej\" reject with tcp reset") != NULL);
+	CHECK(strstr(b.text, "counter name \"r_forward_rej\" counter name \"x_reject_limited\" drop") != NULL);
+	CHECK(strstr(b.text, "limit name \"x_log\" log prefix \"forward reject rej\" group 6770") != NULL);
+	built_free(&b);
+}
+
+static void nat(void)
+{
+	struct built b;
+
+	if (build(&b, HEAD "nat:\n  - masquerade: { out: wan }\n"
+		      "  - forward-port: { in: wan, service: [tcp/8080], to: 198.51.100.10:80 }\n"
+		      "  - snat: { out: up2, to: 192.0.2.8/30 }\n"
+		      "rules:\n  - { name: in, in: wan, to: 198.51.100.10, service: tcp/80, action: accept }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	/* The BPF backend: no filter chains, the anchor and NAT only. */
+	CHECK(strstr(b.text, "chain forward") == NULL);
+	CHECK(strstr(b.text, "chain conntrack {\n\t\tct state established,related accept") != NULL);
+	CHECK(strstr(b.text, "type nat hook prerouting priority -100; policy accept;") != NULL);
+	CHECK(strstr(b.text, "iifname \"wan0\" meta nfproto ipv4 meta l4proto tcp th dport 8080 dnat ip to 198.51.100.10:80") != NULL);
+	/* Hairpin: from inside to the appliance's own address, and back out masqueraded. */
+	CHECK(strstr(b.text, "iifname != \"wan0\" meta nfproto ipv4 fib daddr type local meta l4proto tcp th dport 8080 dnat ip to 198.51.100.10:80") != NULL);
+	CHECK(strstr(b.text, "iifname != \"wan0\" ct status dnat meta nfproto ipv4 ip daddr 198.51.100.10 meta l4proto tcp masquerade") != NULL);
+	CHECK(strstr(b.text, "oifname \"wan2\" meta nfproto ipv4 snat ip to 192.0.2.8-192.0.2.11") != NULL);
+	anon_sets_bound_once(&b.t);
+	built_free(&b);
+}
+
+int main(void)
+{
+	check_begin("nft-shape");
+	shape();
+	check_end();
+	check_begin("nft-anonymous-sets-bound-once");
+	anon_sets();
+	check_end();
+	check_begin("nft-nat");
+	nat();
+	check_end();
+	CHECK_EXIT();
+}
