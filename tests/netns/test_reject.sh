@@ -34,7 +34,10 @@ rules:
   - { name: in-tcp, hook: input, service: [tcp/22], action: reject }
   - { name: in-udp, hook: input, service: [udp/161], action: reject }
   - { name: out-tcp, hook: output, to: [203.0.113.10, "2001:db8:2::10"], service: [tcp/9999], action: reject }
-  - { name: out-rest, hook: output, action: accept }
+  # Output accepts only neighbour discovery: the replies to rejected
+  # packets must leave all the same (BPF: marked; nftables: related).
+  - { name: out-ns, hook: output, proto: icmpv6, icmp-type: 135, action: accept }
+  - { name: out-na, hook: output, proto: icmpv6, icmp-type: 136, action: accept }
 YAML
 nfbox_start "$NS_TMP/policy.yaml" --log "$NS_TMP/events.jsonl" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 
