@@ -48,6 +48,13 @@ in_a "$NET" tcp-listen 22 2 >/dev/null &
 wait_listen in_a 22
 show "server -> appliance tcp/22 (input default drop)" denied in_s "$NET" tcp-connect $A4W 22 1
 
+say "NAT (masquerade out wan, through table inet nfbox in nftables)"
+wait_free in_s 443
+in_s "$NET" tcp-whoami 443 3 >/dev/null 2>&1 &
+wait_listen in_s 443
+printf '  %-58s %s\n' "client $C4 -> server tcp/443: the server saw" \
+	"$(in_c "$NET" tcp-ask $S4 443 2 | awk '/^peer/ {print $2}') (the appliance's wan0)"
+
 say "fragments: a 4000-byte UDP datagram crosses MTU 1500 as 3 fragments"
 in_s "$NET" udp-recv 9000 2 >"$NS_TMP/udp9000" &
 r1=$!

@@ -7,7 +7,9 @@
 
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* nft's conntrack state bits (NF_CT_STATE_*_BIT in the kernel). */
@@ -162,8 +164,8 @@ static const struct nfr_set *addr_set_for(struct ctx *c, const struct addr_match
 	return s;
 }
 
-/* The one address of this family a list holds, if it is one host. */
-static const struct prefix *single_host(const struct addr_match *am, uint8_t fam)
+/* The one prefix of this family a list holds, if it holds one. */
+static const struct prefix *single_prefix(const struct addr_match *am, uint8_t fam)
 {
 	const struct prefix *one = NULL;
 
@@ -174,7 +176,7 @@ static const struct prefix *single_host(const struct addr_match *am, uint8_t fam
 			return NULL;
 		one = &am->v[i];
 	}
-	return one && one->plen == (fam == POLICY_FAM_IPV4 ? 32 : 128) ? one : NULL;
+	return one;
 }
 
 static void match_addrs(struct ctx *c, struct nfr_rule *r, const struct addr_match *am, uint8_t dir, uint8_t fam)
@@ -184,11 +186,12 @@ static void match_addrs(struct ctx *c, struct nfr_rule *r, const struct addr_mat
 
 	if (am->any)
 		return;
-	/* A list of one host: compared, no set. */
-	if (!named_set(c->p, am->what) && (host = single_host(am, fam))) {
+	/* A list of one prefix: compared, no set (as nft writes it). */
+	if (!named_set(c->p, am->what) && (host = single_prefix(am, fam))) {
 		m = m_add(r, NFR_M_ADDR_EQ);
 		m->dir = dir;
 		m->family = fam;
+		m->value = host->plen;
 		memcpy(m->addr, host->addr, 16);
 		return;
 	}
@@ -417,6 +420,28 @@ static uint32_t ct_bits(uint8_t state)
 	       (state & POLICY_CT_UNTRACKED ? CT_UNTRACKED : 0);
 }
 
+static bool applies(const struct rule *ru, uint8_t fam)
+{
+	return (ru->families & fam) && (ru->from.any || (ru->from.families & fam)) &&
+	       (ru->to.any || (ru->to.families & fam));
+}
+
+/* The matches of a rule before its layer 4: interfaces, addresses, state. */
+static void rule_head(struct ctx *c, struct nfr_rule *r, const struct rule *ru, uint8_t fam)
+{
+	match_ifaces(c, r, &ru->in, false, false);
+	match_ifaces(c, r, &ru->out, true, false);
+	/* Redundant in a chain of one family, but it is how nft itself writes
+	 * `ip saddr` in an inet table (its dependency), so the ruleset reads
+	 * back as the plan printed it. */
+	if (!ru->from.any || !ru->to.any)
+		match_nfproto(r, fam);
+	match_addrs(c, r, &ru->from, 0, fam);
+	match_addrs(c, r, &ru->to, 1, fam);
+	if (ru->state != POLICY_CT_ALL)
+		m_add(r, NFR_M_CT_STATE)->value = ct_bits(ru->state);
+}
+
 /* A rule in the chain of one family (fam): nothing if it cannot match it. */
 static void filter_rule(struct ctx *c, const struct rule *ru, enum policy_hook h, uint32_t chain, uint8_t fam,
 			bool frag_chain)
@@ -424,23 +449,12 @@ static void filter_rule(struct ctx *c, const struct rule *ru, enum policy_hook h
 	struct emit e = { .c = c, .ru = ru, .h = h };
 	struct nfr_rule r = { .chain = chain, .loc = ru->loc };
 
-	if (!(ru->families & fam) || (!ru->from.any && !(ru->from.families & fam)) ||
-	    (!ru->to.any && !(ru->to.families & fam)))
+	if (!applies(ru, fam))
 		return;
 	nft_rule_counter_name(e.counter, sizeof(e.counter), h, ru->name);
 	snprintf(e.what, sizeof(e.what), "rule '%s' (%s)", ru->name, policy_hook_name(h));
 	counter(c, e.counter);
-	match_ifaces(c, &r, &ru->in, false, false);
-	match_ifaces(c, &r, &ru->out, true, false);
-	/* Redundant in a chain of one family, but it is how nft itself writes
-	 * `ip saddr` in an inet table (its dependency), so the ruleset reads
-	 * back as the plan printed it. */
-	if (!ru->from.any || !ru->to.any)
-		match_nfproto(&r, fam);
-	match_addrs(c, &r, &ru->from, 0, fam);
-	match_addrs(c, &r, &ru->to, 1, fam);
-	if (ru->state != POLICY_CT_ALL)
-		m_add(&r, NFR_M_CT_STATE)->value = ct_bits(ru->state);
+	rule_head(c, &r, ru, fam);
 	emit_l4(&e, &r, frag_chain);
 }
 
@@ -464,12 +478,182 @@ static uint32_t plain_chain(struct ctx *c, enum policy_hook h, const char *suffi
 	return nfr_chain_add(c->t, &ch);
 }
 
-/* The policy's rules of hook h for family fam, in order, into chain. */
+/* ---- runs of rules that differ only in their ports ---- */
+
+/*
+ * Rules next to each other that match the same interfaces, addresses,
+ * protocol and state, have the same verdict and no log, and differ only in
+ * their destination ports, are one nftables rule: a map from
+ * `meta l4proto . th dport` to each rule's named counter. The map lookup is
+ * the match (a key not in it ends the rule) and picks the counter: one
+ * lookup instead of a rule per policy rule, and every counter still its
+ * own. First match holds because the ports of a run never overlap: a rule
+ * whose ports overlap an earlier one's in the run starts a new run.
+ */
+static bool iface_eq(const struct iface_match *a, const struct iface_match *b)
+{
+	if (a->any || b->any)
+		return a->any == b->any;
+	if (a->n != b->n)
+		return false;
+	for (uint32_t i = 0; i < a->n; i++)
+		if (strcmp(a->ifnames[i], b->ifnames[i]))
+			return false;
+	return true;
+}
+
+static bool addr_eq(const struct addr_match *a, const struct addr_match *b)
+{
+	if (a->any || b->any)
+		return a->any == b->any;
+	if (a->n != b->n)
+		return false;
+	for (uint32_t i = 0; i < a->n; i++)
+		if (a->v[i].family != b->v[i].family || a->v[i].plen != b->v[i].plen ||
+		    memcmp(a->v[i].addr, b->v[i].addr, 16))
+			return false;
+	return true;
+}
+
+static bool mergeable(const struct rule *r)
+{
+	return (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && r->icmp_type < 0 &&
+	       !r->service.any && r->sport.any;
+}
+
+static bool same_shape(const struct rule *a, const struct rule *b)
+{
+	return a->action == b->action && a->proto == b->proto && a->state == b->state && a->families == b->families &&
+	       iface_eq(&a->in, &b->in) && iface_eq(&a->out, &b->out) && addr_eq(&a->from, &b->from) &&
+	       addr_eq(&a->to, &b->to);
+}
+
+struct run_ports {
+	struct port_range *v;
+	uint32_t n, cap;
+};
+
+/* The rule's destination ports (of its protocol, if it names one). */
+static bool ports_fit(const struct rule *r, const struct run_ports *rp)
+{
+	for (uint32_t i = 0; i < r->service.n; i++) {
+		const struct port_range *p = &r->service.v[i];
+
+		if (r->proto >= 0 && p->proto != r->proto)
+			continue;
+		for (uint32_t k = 0; k < rp->n; k++)
+			if (rp->v[k].proto == p->proto && p->lo <= rp->v[k].hi && rp->v[k].lo <= p->hi)
+				return false;
+	}
+	return true;
+}
+
+static bool ports_take(const struct rule *r, struct run_ports *rp)
+{
+	for (uint32_t i = 0; i < r->service.n; i++) {
+		if (r->proto >= 0 && r->service.v[i].proto != r->proto)
+			continue;
+		if (rp->n == rp->cap) {
+			uint32_t cap = rp->cap ? 2 * rp->cap : 64;
+			struct port_range *v = realloc(rp->v, cap * sizeof(*v));
+
+			if (!v)
+				return false;
+			rp->v = v;
+			rp->cap = cap;
+		}
+		rp->v[rp->n++] = r->service.v[i];
+	}
+	return true;
+}
+
+/* Rules first..last (of hook h) as one rule with a counter map. */
+static void emit_run(struct ctx *c, enum policy_hook h, uint32_t chain, uint8_t fam, const struct rule *const *run,
+		     uint32_t n)
+{
+	const struct rule *ru = run[0];
+	struct nfr_rule r = { .chain = chain, .loc = ru->loc };
+	bool ranges = false;
+	struct nfr_set *map;
+	char name[NFR_NAME], what[160];
+
+	for (uint32_t k = 0; k < n; k++)
+		for (uint32_t i = 0; i < run[k]->service.n; i++)
+			ranges |= run[k]->service.v[i].lo != run[k]->service.v[i].hi;
+	if (!(map = nfr_set_new(c->t, NULL, NFR_KEY_PROTO_PORT, ranges)))
+		return;
+	map->objmap = true;
+	for (uint32_t k = 0; k < n; k++) {
+		uint32_t ci;
+
+		nft_rule_counter_name(name, sizeof(name), h, run[k]->name);
+		counter(c, name);
+		ci = nfr_counter_find(c->t, name);
+		for (uint32_t i = 0; i < run[k]->service.n; i++) {
+			const struct port_range *p = &run[k]->service.v[i];
+			uint8_t lo[16], hi[16];
+
+			if (run[k]->proto >= 0 && p->proto != run[k]->proto)
+				continue;
+			port_key(lo, p->proto, p->lo, true);
+			port_key(hi, p->proto, p->hi, true);
+			nfr_set_add(c->t, map, lo, hi);
+			if (!c->t->err)
+				map->v[map->n - 1].chain = ci;
+		}
+	}
+	nfr_set_normalize(map); /* a rule may list a port twice */
+	rule_head(c, &r, ru, fam);
+	s_add(&r, NFR_S_COUNTER_MAP, NULL)->set = map;
+	s_add(&r, ru->action == POLICY_ACCEPT ? NFR_S_ACCEPT : NFR_S_DROP, NULL);
+	snprintf(what, sizeof(what), "rules '%s' to '%s' (%s, one rule with a counter map)", ru->name,
+		 run[n - 1]->name, policy_hook_name(h));
+	nfr_rule_add(c->t, &r, what);
+}
+
+/* The policy's rules of hook h for family fam, in order, into chain;
+ * runs of rules that differ only in their ports as one rule each. */
 static void family_rules(struct ctx *c, enum policy_hook h, uint32_t chain, uint8_t fam, bool frag_chain)
 {
-	for (uint32_t i = 0; i < c->p->nrules; i++)
-		if (c->p->rules[i].hooks & (1u << h))
-			filter_rule(c, &c->p->rules[i], h, chain, fam, frag_chain);
+	const struct policy *p = c->p;
+	const struct rule **run = calloc(p->nrules ? p->nrules : 1, sizeof(*run));
+	struct run_ports rp = { 0 };
+
+	if (!run) {
+		c->t->err = -ENOMEM;
+		return;
+	}
+	for (uint32_t i = 0; i < p->nrules; i++) {
+		const struct rule *ru = &p->rules[i];
+		uint32_t n = 0, j;
+
+		if (!(ru->hooks & (1u << h)))
+			continue;
+		if (frag_chain || !mergeable(ru) || !applies(ru, fam)) {
+			filter_rule(c, ru, h, chain, fam, frag_chain);
+			continue;
+		}
+		rp.n = 0;
+		run[n++] = ru;
+		ports_take(ru, &rp);
+		for (j = i + 1; j < p->nrules; j++) {
+			const struct rule *nx = &p->rules[j];
+
+			if (!(nx->hooks & (1u << h)))
+				continue; /* not in this hook's order */
+			if (!mergeable(nx) || !same_shape(ru, nx) || !ports_fit(nx, &rp) || !ports_take(nx, &rp))
+				break;
+			run[n++] = nx;
+		}
+		if (n == 1) {
+			filter_rule(c, ru, h, chain, fam, false);
+			continue;
+		}
+		emit_run(c, h, chain, fam, run, n);
+		i = j - 1;
+	}
+	free(rp.v);
+	free(run);
 }
 
 /* Fragments first: with defrag on the kernel reassembled what it could, so
@@ -653,6 +837,7 @@ static void hairpin_masq(struct ctx *c, const struct nat_rule *n, uint8_t proto)
 	m = m_add(&r, NFR_M_ADDR_EQ);
 	m->family = n->families;
 	m->dir = 1;
+	m->value = n->families == POLICY_FAM_IPV4 ? 32 : 128;
 	memcpy(m->addr, n->to_addr.addr, 16);
 	m_add(&r, NFR_M_L4PROTO)->value = proto;
 	s_add(&r, NFR_S_MASQ, NULL);

@@ -17,6 +17,7 @@
 #include <libnftnl/rule.h>
 #include <libnftnl/set.h>
 #include <libnftnl/table.h>
+#include <libnftnl/udata.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
@@ -177,11 +178,28 @@ static void m_addr(struct nftnl_rule *r, const struct nfr_match *m)
 	bool v4 = m->family == POLICY_FAM_IPV4;
 	uint32_t off = v4 ? (m->dir ? 16 : 12) : (m->dir ? 24 : 8);
 
-	e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, addr_len(m->family));
-	if (m->kind == NFR_M_ADDR_EQ)
-		e_cmp(r, NFT_CMP_EQ, m->addr, addr_len(m->family));
-	else if (m->set)
+	uint32_t len = addr_len(m->family), plen = m->value;
+	uint8_t mask[16] = { 0 }, want[16] = { 0 };
+
+	if (m->kind != NFR_M_ADDR_EQ) {
+		e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, len);
 		e_lookup(r, m->set, false);
+		return;
+	}
+	/* A prefix on a byte boundary: only its bytes loaded and compared;
+	 * else the whole address masked. As nft does it. */
+	if (plen && plen % 8 == 0) {
+		e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, plen / 8);
+		e_cmp(r, NFT_CMP_EQ, m->addr, plen / 8);
+		return;
+	}
+	for (uint32_t i = 0; i < plen; i++)
+		mask[i / 8] |= (uint8_t)(0x80 >> (i % 8));
+	for (uint32_t i = 0; i < len; i++)
+		want[i] = m->addr[i] & mask[i];
+	e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, len);
+	e_mask(r, mask, len);
+	e_cmp(r, NFT_CMP_EQ, want, len);
 }
 
 static void m_port(struct nftnl_rule *r, const struct nfr_match *m)
@@ -368,6 +386,14 @@ static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
 		e_meta(r, NFT_META_NFPROTO);
 		e_lookup(r, s->set, false);
 		break;
+	case NFR_S_COUNTER_MAP:
+		e_meta_to(r, NFT_META_L4PROTO, NFT_REG32_00);
+		e_payload_to(r, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, NFT_REG32_01);
+		e = expr(r, "objref");
+		nftnl_expr_set_u32(e, NFTNL_EXPR_OBJREF_SET_SREG, NFT_REG32_00);
+		nftnl_expr_set_str(e, NFTNL_EXPR_OBJREF_SET_NAME, "__set%d");
+		nftnl_expr_set_u32(e, NFTNL_EXPR_OBJREF_SET_ID, s->set->id);
+		break;
 	case NFR_S_REDIRECT:
 		e_imm(r, REG1, &port, 2);
 		e = expr(r, "redir");
@@ -455,6 +481,22 @@ static int put_obj(struct nft_batch *b, uint32_t type, const char *name, const s
 	return 0;
 }
 
+/* How nft reads the key bytes back (its set user data): without it `nft
+ * list` guesses, and shows interface names as "". Strings and one-byte
+ * keys are host order, addresses and ports network order. */
+enum { BYTEORDER_HOST = 1, BYTEORDER_BIG = 2 };
+
+static void set_byteorder(struct nftnl_set *ns, uint32_t order)
+{
+	struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(64);
+
+	if (!u)
+		return;
+	if (nftnl_udata_put_u32(u, NFTNL_UDATA_SET_KEYBYTEORDER, order))
+		nftnl_set_set_data(ns, NFTNL_SET_USERDATA, nftnl_udata_buf_data(u), nftnl_udata_buf_len(u));
+	nftnl_udata_buf_free(u);
+}
+
 static struct nftnl_set *set_alloc(const struct nfr_set *s)
 {
 	static const uint32_t types[] = {
@@ -477,11 +519,15 @@ static struct nftnl_set *set_alloc(const struct nfr_set *s)
 	nftnl_set_set_u32(ns, NFTNL_SET_ID, s->id);
 	nftnl_set_set_u32(ns, NFTNL_SET_FLAGS,
 			  (s->name[0] ? 0 : NFT_SET_ANONYMOUS | NFT_SET_CONSTANT) | (s->interval ? NFT_SET_INTERVAL : 0) |
-				  (concat ? NFT_SET_CONCAT : 0) | (s->vmap ? NFT_SET_MAP : 0));
+				  (concat && s->interval ? NFT_SET_CONCAT : 0) | (s->vmap ? NFT_SET_MAP : 0) |
+				  (s->objmap ? NFT_SET_OBJECT : 0));
 	nftnl_set_set_u32(ns, NFTNL_SET_KEY_TYPE, types[s->key]);
 	nftnl_set_set_u32(ns, NFTNL_SET_KEY_LEN, nfr_key_len(s->key));
-	if (concat)
+	if (concat && s->interval)
 		nftnl_set_set_data(ns, NFTNL_SET_DESC_CONCAT, proto_port_fields, sizeof(proto_port_fields));
+	if (s->objmap)
+		nftnl_set_set_u32(ns, NFTNL_SET_OBJ_TYPE, NFT_OBJECT_COUNTER);
+	set_byteorder(ns, s->key == NFR_KEY_IFNAME || s->key == NFR_KEY_NFPROTO ? BYTEORDER_HOST : BYTEORDER_BIG);
 	if (s->vmap) {
 		nftnl_set_set_u32(ns, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
 		nftnl_set_set_u32(ns, NFTNL_SET_DATA_LEN, 0);
@@ -534,7 +580,10 @@ static int put_elem(struct nftnl_set *ns, const struct nfr_table *t, const struc
 	if (s->key == NFR_KEY_PROTO_PORT) {
 		if (!(e = add_elem(ns, v->lo, len, false)))
 			return -ENOMEM;
-		nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY_END, v->hi, len);
+		if (s->interval)
+			nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY_END, v->hi, len);
+		if (s->objmap)
+			nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_OBJREF, t->counters[v->chain].name);
 		return 0;
 	}
 	if (s->interval && i == 0 && memcmp(v->lo, zero, len) && !add_elem(ns, zero, len, true))

@@ -118,14 +118,22 @@ void nfr_set_normalize(struct nfr_set *s)
 {
 	uint32_t len = nfr_key_len(s->key), out = 0;
 
-	if (!s->interval || s->n < 2)
+	if (s->n < 2)
 		return;
 	cmp_len = len;
 	qsort(s->v, s->n, sizeof(*s->v), elem_cmp);
+	if (!s->interval) { /* one element per key */
+		for (uint32_t i = 1; i < s->n; i++)
+			if (memcmp(s->v[i].lo, s->v[out].lo, len))
+				s->v[++out] = s->v[i];
+		s->n = out + 1;
+		return;
+	}
 	for (uint32_t i = 1; i < s->n; i++) {
 		struct nfr_elem *cur = &s->v[out];
+		bool same = !(s->vmap || s->objmap) || s->v[i].chain == cur->chain;
 
-		if (memcmp(s->v[i].lo, cur->hi, len) <= 0 || adjacent(cur->hi, s->v[i].lo, len)) {
+		if (same && (memcmp(s->v[i].lo, cur->hi, len) <= 0 || adjacent(cur->hi, s->v[i].lo, len))) {
 			if (memcmp(s->v[i].hi, cur->hi, len) > 0)
 				memcpy(cur->hi, s->v[i].hi, len);
 			continue;
@@ -178,6 +186,14 @@ void nfr_counter_add(struct nfr_table *t, const char *name, uint64_t packets, ui
 	t->counters[t->ncounters++].bytes = bytes;
 }
 
+uint32_t nfr_counter_find(const struct nfr_table *t, const char *name)
+{
+	for (uint32_t i = 0; i < t->ncounters; i++)
+		if (!strcmp(t->counters[i].name, name))
+			return i;
+	return UINT32_MAX;
+}
+
 void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_t burst)
 {
 	if (!grow(t, (void **)&t->limits, t->nlimits, sizeof(*t->limits)))
@@ -200,6 +216,7 @@ static const struct nfr_set *bind_anon(struct nfr_table *t, const struct nfr_set
 	if (!(copy = nfr_set_new(t, NULL, s->key, s->interval)))
 		return s;
 	copy->vmap = s->vmap;
+	copy->objmap = s->objmap;
 	copy->bound = true;
 	for (uint32_t i = 0; i < s->n && !t->err; i++) {
 		nfr_set_add(t, copy, s->v[i].lo, s->v[i].hi);

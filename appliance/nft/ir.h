@@ -29,7 +29,8 @@ enum nfr_key {
 /* An element: one value (lo) or, in an interval set, the range lo..hi. */
 struct nfr_elem {
 	uint8_t lo[16], hi[16];
-	uint32_t chain;       /* a verdict map's element: jump to this chain */
+	uint32_t chain;       /* a verdict map's element: jump to this chain;
+				 an object map's: this counter (index in counters) */
 };
 
 struct nfr_set {
@@ -38,6 +39,7 @@ struct nfr_set {
 	enum nfr_key key;
 	bool interval;
 	bool vmap;            /* a verdict map: each element jumps to its chain */
+	bool objmap;          /* a counter map: each element names its counter */
 	bool bound;           /* anonymous: used by a rule already (the kernel binds it to one) */
 	struct nfr_elem *v;
 	uint32_t n, cap;
@@ -48,7 +50,7 @@ enum nfr_match_kind {
 	NFR_M_OIFNAME,
 	NFR_M_NFPROTO,    /* meta nfproto ipv4|ipv6 (value: NFPROTO_*) */
 	NFR_M_ADDR,       /* ip/ip6 saddr|daddr in set (family, dir) */
-	NFR_M_ADDR_EQ,    /* ip/ip6 daddr == addr (family, dir) */
+	NFR_M_ADDR_EQ,    /* ip/ip6 saddr|daddr in addr/value (family, dir; value: prefix length) */
 	NFR_M_L4PROTO,    /* meta l4proto (value) */
 	NFR_M_PORT,       /* th sport|dport: in set, or lo..hi */
 	NFR_M_PROTO_PORT, /* meta l4proto . th sport|dport in set (dir) */
@@ -87,6 +89,8 @@ enum nfr_stmt_kind {
 	NFR_S_DNAT,      /* dnat FAMILY to addr_lo[:port] */
 	NFR_S_REDIRECT,  /* redirect to :port */
 	NFR_S_VMAP,      /* meta nfproto vmap SET */
+	NFR_S_COUNTER_MAP, /* counter name meta l4proto . th dport map SET: counts
+			      and matches (a key not in the map ends the rule) */
 };
 
 struct nfr_stmt {
@@ -96,7 +100,7 @@ struct nfr_stmt {
 	uint8_t family;
 	uint8_t addr_lo[16], addr_hi[16];
 	uint16_t port;
-	const struct nfr_set *set; /* NFR_S_VMAP */
+	const struct nfr_set *set; /* NFR_S_VMAP, NFR_S_COUNTER_MAP */
 };
 
 struct nfr_chain {
@@ -155,7 +159,9 @@ void nfr_free(struct nfr_table *t);
 uint32_t nfr_chain_add(struct nfr_table *t, const struct nfr_chain *c);
 struct nfr_set *nfr_set_new(struct nfr_table *t, const char *name, enum nfr_key key, bool interval);
 void nfr_set_add(struct nfr_table *t, struct nfr_set *s, const uint8_t *lo, const uint8_t *hi);
-/* Interval sets: sort and merge the elements (overlaps are refused by the kernel). */
+/* Sort; interval sets: merge the elements (overlaps are refused by the
+ * kernel; in a map only elements with the same data are merged); other
+ * sets: one element per key. */
 void nfr_set_normalize(struct nfr_set *s);
 /* Forget s, which must be the last set made (one value needs no set). */
 void nfr_set_drop(struct nfr_table *t, struct nfr_set *s);
@@ -164,6 +170,8 @@ void nfr_set_drop(struct nfr_table *t, struct nfr_set *s);
 void nfr_drop_unbound(struct nfr_table *t);
 const struct nfr_set *nfr_set_find(const struct nfr_table *t, const char *name);
 void nfr_counter_add(struct nfr_table *t, const char *name, uint64_t packets, uint64_t bytes);
+/* The index of the counter called name, or UINT32_MAX. */
+uint32_t nfr_counter_find(const struct nfr_table *t, const char *name);
 void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_t burst);
 /* A copy of r, appended; what (copied) names it in messages. An anonymous
  * set that an earlier rule uses already is copied for this one: the

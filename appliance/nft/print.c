@@ -98,6 +98,8 @@ static void print_elem(const struct nfr_table *t, const struct nfr_set *s, const
 		fprintf(f, "%u", port_at(lo));
 		if (port_at(hi) != port_at(lo))
 			fprintf(f, "-%u", port_at(hi));
+		if (s->objmap)
+			fprintf(f, " : \"%s\"", t->counters[e->chain].name);
 		break;
 	}
 	case NFR_KEY_NFPROTO:
@@ -167,6 +169,8 @@ static void print_match(const struct nfr_table *t, const struct nfr_match *m, FI
 	case NFR_M_ADDR_EQ:
 		fprintf(f, "%s %s ", ip, dir);
 		print_addr(m->addr, m->family == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6, f);
+		if (m->value != (m->family == POLICY_FAM_IPV4 ? 32u : 128u))
+			fprintf(f, "/%u", m->value);
 		break;
 	case NFR_M_L4PROTO:
 		fprintf(f, "meta l4proto %s", proto_name(m->value, pb, sizeof(pb)));
@@ -275,6 +279,10 @@ static void print_stmt(const struct nfr_table *t, const struct nfr_stmt *s, FILE
 		break;
 	case NFR_S_VMAP:
 		fputs("meta nfproto vmap ", f);
+		print_elems(t, s->set, f);
+		break;
+	case NFR_S_COUNTER_MAP:
+		fputs("counter name meta l4proto . th dport map ", f);
 		print_elems(t, s->set, f);
 		break;
 	}

@@ -7,6 +7,8 @@
 #   nft-set      nftables: ct established,related accept + the same N rules as
 #                one TCP rule and one rule over a set of the N-1 UDP ports
 #   nfbox        nfbox with the same N rules (established: accept)
+#   nfbox-nft    the same nfbox policy with backend: nftables (one rule with
+#                a port-to-counter map, table inet nfbox)
 # Every filter drops what its rules do not accept (policy/default drop).
 # The N rules: rule 0 accepts tcp/5201 (iperf3), rules 1..N-1 udp/10000+i;
 # the UDP load goes to the LAST rule's port (the worst case for linear nft).
@@ -183,6 +185,7 @@ write_configs() { # N
 		echo "  - { name: iperf, service: tcp/5201, action: accept }"
 		for ((i = 1; i < n; i++)); do echo "  - { name: u$((10000 + i)), service: udp/$((10000 + i)), action: accept }"; done
 	} >"$d/nfbox-$n.yaml"
+	sed 's/^  established: accept$/  established: accept\n  backend: nftables/' "$d/nfbox-$n.yaml" >"$d/nfbox-nft-$n.yaml"
 }
 
 # enable VARIANT N / disable VARIANT: put one filter in place or remove it.
@@ -194,8 +197,8 @@ enable() {
 	nft-*)
 		in_a nft -f "$NS_TMP/$v-$n.nft" || { fail "nft -f $v-$n"; return 1; }
 		;;
-	nfbox)
-		nfbox_start "$NS_TMP/nfbox-$n.yaml" --fresh >/dev/null || { fail "nfbox run ($n rules)"; return 1; }
+	nfbox | nfbox-nft)
+		nfbox_start "$NS_TMP/$v-$n.yaml" --fresh >/dev/null || { fail "nfbox run ($v, $n rules)"; return 1; }
 		;;
 	esac
 	LOAD_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN {printf "%.2f", b - a}')
@@ -203,7 +206,7 @@ enable() {
 disable() {
 	case $1 in
 	nft-*) in_a nft delete table inet nfbench ;;
-	nfbox) nfbox_stop ;;
+	nfbox | nfbox-nft) nfbox_stop ;;
 	esac
 }
 
@@ -229,7 +232,7 @@ run_variant() {
 		if [ "$v" != none ] && ! dropped_ok; then
 			fail "$key let datagrams to an unlisted port through"
 		fi
-		if [ "$v" = nfbox ]; then
+		if [ "$v" = nfbox ] || [ "$v" = nfbox-nft ]; then
 			local hits
 			hits=$(nfbox_count forward "u$port")
 			[ "${hits:--1}" -gt 0 ] 2>/dev/null || fail "$key: the last rule counted no packet ($hits)"
@@ -272,12 +275,12 @@ IPERF_PID=$!
 wait_listen in_s 5201 || fail "iperf3 server did not start"
 
 # nft-1 and nfbox side by side in each round (the pair of the >= 90% target).
-VARIANTS="none:$N nft-1:$N nfbox:$N nft-set:$N nft-linear:$N"
-[ -n "$N2" ] && VARIANTS+=" nfbox:$N2 nft-set:$N2 nft-linear:$N2"
+VARIANTS="none:$N nft-1:$N nfbox:$N nft-set:$N nfbox-nft:$N nft-linear:$N"
+[ -n "$N2" ] && VARIANTS+=" nfbox:$N2 nft-set:$N2 nfbox-nft:$N2 nft-linear:$N2"
 VARIANTS=${BENCH_VARIANTS:-$VARIANTS} # for experiments: "VARIANT:N ..."
 # The fast variants get RUNS rounds; the slow or secondary ones (nft-linear,
 # the N2 policy) and the TCP stream get RUNS_FULL (the samples are steadier).
-CORE=" none:$N nft-1:$N nfbox:$N nft-set:$N "
+CORE=" none:$N nft-1:$N nfbox:$N nft-set:$N nfbox-nft:$N "
 for round in $(seq "$RUNS"); do
 	for vn in $VARIANTS; do
 		[ "$round" -gt "$RUNS_FULL" ] && [[ "$CORE" != *" $vn "* ]] && continue
@@ -326,6 +329,12 @@ if [ -n "$N2" ]; then
 	rl2=$(ratio "${PPS[nfbox-$N2]}" "${PPS[nft-linear-$N2]}")
 	echo "nfbox ($N2 rules): ${r2}% of nftables with 1 rule; ${rl2}x nftables with $N2 linear rules"
 fi
+for n in $N $N2; do
+	[ -n "${PPS[nfbox-nft-$n]:-}" ] || continue
+	echo "nfbox backend nftables ($n rules): $(pct "${PPS[nfbox-nft-$n]}" "${PPS[nft-set-$n]}")% of hand-written nftables with a set," \
+		"$(pct "${PPS[nfbox-nft-$n]}" "${PPS[nfbox-$n]}")% of nfbox's BPF backend, $(ratio "${PPS[nfbox-nft-$n]}" "${PPS[nft-linear-$n]}")x nftables linear" \
+		"(load $(echo "${LOADT[nfbox-nft-$n]:-?}") s vs $(echo "${LOADT[nft-set-$n]:-?}") s for nft -f)"
+done
 rt=$(pct "${MBPS[nfbox-$N]:-0}" "${MBPS[nft-linear-$N]:-0}")
 echo "established TCP stream: nfbox $(pct "${MBPS[nfbox-$N]:-0}" "${MBPS[none-$N]:-0}")% of no filter, ${rt}% of nftables linear"
 echo "forwarding benchmark: $((SECONDS - START)) s"

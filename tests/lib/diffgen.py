@@ -104,6 +104,18 @@ def gen_policy(r):
             else:
                 rule[key] = "[%s]" % ", ".join('"%s"' % a for a in r.sample(V4_POOL[:-1] + V6_POOL[:-1], r.randint(1, 3)))
         rule["action"] = r.choice(["accept", "accept", "drop", "drop", "reject"])
+        if r.random() < 0.25:
+            # A run of rules that differ only in their ports (the nftables
+            # backend makes them one rule with a counter map), ports that
+            # sometimes overlap, the same verdict.
+            shape = {k: v for k, v in rule.items() if k in ("hook", "in", "out", "from", "to")}
+            act = r.choice(["accept", "drop"])
+            for k in range(r.randint(2, 6)):
+                port = r.choice(PORTS + [r.randint(1, 65535)])
+                ports = r.choice(["tcp/%d" % port, "udp/%d" % port, "tcp/%d-%d" % (port, min(65535, port + r.randint(1, 100))),
+                                  "[tcp/%d, udp/%d]" % (port, port)])
+                run = dict(shape, name="r%dp%d" % (i, k), service=ports, action=act)
+                lines.append("  - { %s }" % ", ".join("%s: %s" % kv for kv in run.items()))
         if rule["action"] == "reject" and r.random() < 0.5:
             rule["reject-with"] = r.choice(["port-unreachable", "admin-prohibited", "host-unreachable"])
         if r.random() < 0.2:

@@ -1,7 +1,9 @@
 #!/bin/bash
 # `nfbox plan --nft` against the kernel: for the shipped policies (as they
 # are, with the BPF backend's NAT and conntrack, and with backend:
-# nftables) the printed ruleset passes `nft -c -f`, and loading it with
+# nftables) and the nftables goldens (counter maps, sets of one and of
+# several protocols, rejects, NAT) the printed ruleset passes `nft -c -f`,
+# and loading it with
 # `nft -f` gives the same `nft list table inet nfbox` as the daemon's own
 # netlink transaction: what the operator reads is what runs.
 set -u
@@ -67,6 +69,9 @@ check_policy() { # NAME FILE
 	fi
 }
 
+for f in tests/unit/golden/valid/*.yaml; do
+	grep -q 'backend: nftables' "$f" && check_policy "golden-$(basename "$f" .yaml)" "$f"
+done
 for f in config/policy.yaml config/examples/*.yaml; do
 	n=$(basename "$f" .yaml)
 	check_policy "$n" "$f"

@@ -5,8 +5,9 @@
  * ports of several protocols in one concatenated set, a family dispatch
  * by verdict map), the kernel's rules about anonymous sets (each bound to
  * exactly one rule: a rule that never matches leaves none behind, a set
- * shared by the log and verdict rules is copied), NAT (hairpin), and the
- * printed form.
+ * shared by the log and verdict rules is copied), runs of rules that
+ * differ only in ports as one rule with a counter map, NAT (hairpin), and
+ * the printed form.
  */
 #include <stdio.h>
 #include <string.h>
@@ -135,6 +136,30 @@ static void anon_sets(void)
 	built_free(&b);
 }
 
+static void counter_map(void)
+{
+	struct built b;
+
+	/* a, b, c differ only in their ports: one rule with a map from
+	 * protocol and port to each one's counter. d overlaps c: a new run
+	 * (first match), alone. e has another verdict. */
+	if (build(&b, HEAD "options: { backend: nftables }\nrules:\n"
+		      "  - { name: a, in: lan, service: tcp/80, action: accept }\n"
+		      "  - { name: b, in: lan, service: [udp/53, tcp/53], action: accept }\n"
+		      "  - { name: c, in: lan, service: tcp/8000-8100, action: accept }\n"
+		      "  - { name: d, in: lan, service: tcp/8050-8200, action: accept }\n"
+		      "  - { name: e, in: lan, service: tcp/9, action: drop }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	CHECK_EQ_INT(rules_in(&b.t, "forward_ip"), 3);
+	CHECK(strstr(b.text, "iifname { \"lan0\", \"lan1\" } counter name meta l4proto . th dport map { tcp . 53 : \"r_forward_b\", tcp . 80 : \"r_forward_a\", tcp . 8000-8100 : \"r_forward_c\", udp . 53 : \"r_forward_b\" } accept") != NULL);
+	CHECK(strstr(b.text, "th dport 8050-8200 counter name \"r_forward_d\" accept") != NULL);
+	anon_sets_bound_once(&b.t);
+	built_free(&b);
+}
+
 static void nat(void)
 {
 	struct built b;
@@ -167,6 +192,9 @@ int main(void)
 	check_end();
 	check_begin("nft-anonymous-sets-bound-once");
 	anon_sets();
+	check_end();
+	check_begin("nft-counter-map");
+	counter_map();
 	check_end();
 	check_begin("nft-nat");
 	nat();
