@@ -21,6 +21,18 @@ struct note {
 	const char *what;
 };
 
+/* Errors already told: the kernel goes on checking the messages after the
+ * first refusal, and often refuses them for the same reason. */
+struct told {
+	int first_err;
+	bool table_refused; /* the table itself: the rest follows from it */
+	uint32_t n, hidden;
+	struct {
+		uint32_t line, col;
+		int err;
+	} v[64];
+};
+
 struct nft_batch {
 	char *buf;
 	size_t len, cap;   /* len: bytes of finished messages */
@@ -29,6 +41,7 @@ struct nft_batch {
 	bool failed;       /* out of memory while building */
 	struct note *notes;
 	uint32_t nnotes, capnotes;
+	struct told told;  /* the kernel's answers so far */
 };
 
 static bool reserve(struct nft_batch *b)
@@ -157,18 +170,6 @@ static const char *extack_msg(const struct nlmsghdr *h)
 	return NULL;
 }
 
-/* Errors already told: the kernel goes on checking the messages after the
- * first refusal, and often refuses them for the same reason. */
-struct told {
-	int first_err;
-	bool table_refused; /* the table itself: the rest follows from it */
-	uint32_t n, hidden;
-	struct {
-		uint32_t line, col;
-		int err;
-	} v[64];
-};
-
 static bool already_told(struct told *t, const struct note *n, int err)
 {
 	uint32_t line = n && n->loc.src ? n->loc.line : 0, col = n && n->loc.src ? n->loc.col : 0;
@@ -212,36 +213,44 @@ static int refused(const struct nft_batch *b, const struct nlmsghdr *h, int err,
 	return err;
 }
 
+int nft_batch_answers(struct nft_batch *b, uint32_t portid, const void *buf, size_t len, int *err,
+		      struct diags *d)
+{
+	int n = len > INT32_MAX ? INT32_MAX : (int)len;
+
+	for (const struct nlmsghdr *h = buf; mnl_nlmsg_ok(h, n); h = mnl_nlmsg_next(h, &n)) {
+		const struct nlmsgerr *e;
+
+		if (h->nlmsg_pid != portid || h->nlmsg_type != NLMSG_ERROR || h->nlmsg_seq < b->first_seq ||
+		    h->nlmsg_seq > b->last_seq)
+			continue;
+		e = mnl_nlmsg_get_payload(h);
+		if (e->error) {
+			int er = refused(b, h, e->error, &b->told, d);
+
+			if (!*err)
+				*err = er;
+		}
+		if (h->nlmsg_seq == b->last_seq) {
+			if (b->told.hidden && !b->told.table_refused)
+				diag_note(d, DIAG_NOWHERE, "%u more messages refused for the reasons above", b->told.hidden);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 /* Read answers until the last message's ack; the first error wins (it
- * aborted the whole transaction in the kernel), all are reported. */
-static int read_acks(struct mnl_socket *nl, const struct nft_batch *b, struct diags *d)
+ * aborted the whole transaction in the kernel). */
+static int read_acks(struct mnl_socket *nl, struct nft_batch *b, struct diags *d)
 {
 	uint32_t portid = mnl_socket_get_portid(nl);
 	char rbuf[MNL_SOCKET_BUFFER_SIZE * 2];
-	struct told t = { 0 };
 	int r = 0, n;
 
-	while ((n = (int)mnl_socket_recvfrom(nl, rbuf, sizeof(rbuf))) > 0) {
-		for (struct nlmsghdr *h = (struct nlmsghdr *)rbuf; mnl_nlmsg_ok(h, n); h = mnl_nlmsg_next(h, &n)) {
-			const struct nlmsgerr *e;
-
-			if (h->nlmsg_pid != portid || h->nlmsg_type != NLMSG_ERROR || h->nlmsg_seq < b->first_seq ||
-			    h->nlmsg_seq > b->last_seq)
-				continue;
-			e = mnl_nlmsg_get_payload(h);
-			if (e->error) {
-				int er = refused(b, h, e->error, &t, d);
-
-				if (!r)
-					r = er;
-			}
-			if (h->nlmsg_seq == b->last_seq) {
-				if (t.hidden && !t.table_refused)
-					diag_note(d, DIAG_NOWHERE, "%u more messages refused for the reasons above", t.hidden);
-				return r;
-			}
-		}
-	}
+	while ((n = (int)mnl_socket_recvfrom(nl, rbuf, sizeof(rbuf))) > 0)
+		if (nft_batch_answers(b, portid, rbuf, (size_t)n, &r, d))
+			return r;
 	return r ? r : diag_errno(d, n < 0 ? -errno : -ETIMEDOUT, "no answer from nftables");
 }
 

@@ -47,6 +47,15 @@ void nft_batch_note(struct nft_batch *b, struct loc loc, const char *what);
  * through the process's one netfilter socket, opened at the first: the
  * owner of table inet nfbox. */
 int nft_batch_commit(struct nft_batch *b, struct diags *d);
+/* The kernel's answers in buf (len bytes, as read from the socket of
+ * portid) to the transaction b: every refusal explained in d at the policy
+ * element its message was noted with, with the kernel's extended-ack text,
+ * a refusal repeated for the same reason folded. *err keeps the first
+ * error. Returns 1 once the last message's answer was seen, else 0. Used
+ * by nft_batch_commit; exposed for tests. */
+int nft_batch_answers(struct nft_batch *b, uint32_t portid, const void *buf, size_t len, int *err,
+		      struct diags *d);
+
 /* Close that socket: the table, if this process owned it, is released
  * (kept if it persists, else deleted by the kernel). */
 void nft_socket_close(void);

@@ -9,10 +9,15 @@
  * differ only in ports as one rule with a counter map, NAT (hairpin), and
  * the printed form.
  */
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../lib/check.h"
+#include "nft/batch.h"
 #include "nft/build.h"
 #include "nft/print.h"
 #include "policy/policy.h"
@@ -185,8 +190,74 @@ static void nat(void)
 	built_free(&b);
 }
 
+/* An NLMSG_ERROR answer to seq, with the kernel's explanation. */
+static size_t put_answer(char *buf, uint32_t seq, uint32_t portid, int error, const char *why)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nlmsgerr *e = mnl_nlmsg_put_extra_header(nlh, sizeof(*e));
+
+	nlh->nlmsg_type = NLMSG_ERROR;
+	nlh->nlmsg_flags = NLM_F_CAPPED | (why ? NLM_F_ACK_TLVS : 0);
+	nlh->nlmsg_seq = seq;
+	nlh->nlmsg_pid = portid;
+	e->error = error;
+	e->msg.nlmsg_seq = seq;
+	if (why)
+		mnl_attr_put_strz(nlh, NLMSGERR_ATTR_MSG, why);
+	return nlh->nlmsg_len;
+}
+
+/* The kernel's refusals reach the operator at the policy element that made
+ * the object, with the kernel's words; the same refusal again is folded. */
+static void refusal_located(void)
+{
+	struct built b;
+	struct nft_batch *nb = NULL;
+	struct nlmsghdr *m[4];
+	char buf[4096];
+	size_t len = 0;
+	int err = 0;
+
+	if (build(&b, HEAD "rules:\n  - { name: web, service: tcp/80, action: accept }\n") < 0 ||
+	    nft_batch_new(&nb) < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	for (int i = 0; i < 4; i++) {
+		bool rule = i == 1 || i == 2;
+
+		m[i] = nft_batch_msg(nb, rule ? NFT_MSG_NEWRULE : NFT_MSG_NEWTABLE, NFPROTO_INET, NLM_F_CREATE);
+		nft_batch_note(nb, rule ? b.p->rules[0].loc : DIAG_NOWHERE, rule ? "rule 'web' (forward)" : NFT_TABLE_WHAT);
+	}
+	len += put_answer(buf + len, m[1]->nlmsg_seq, 77, -EINVAL, "Could not process rule");
+	len += put_answer(buf + len, m[2]->nlmsg_seq, 77, -EINVAL, "Could not process rule");
+	len += put_answer(buf + len, m[3]->nlmsg_seq + 1, 77, -EPERM, NULL); /* not this transaction's */
+	len += put_answer(buf + len, m[3]->nlmsg_seq, 78, -EPERM, NULL);     /* not this socket's */
+	CHECK_EQ_INT(nft_batch_answers(nb, 77, buf, len, &err, &b.d), 0);
+	len = put_answer(buf, m[3]->nlmsg_seq, 77, 0, NULL); /* the last one's ack */
+	CHECK_EQ_INT(nft_batch_answers(nb, 77, buf, len, &err, &b.d), 1);
+	CHECK_EQ_INT(err, -EINVAL);
+	CHECK_EQ_INT(b.d.errors, 1);
+	for (size_t i = 0; i < b.d.n; i++) {
+		const struct diag *g = &b.d.v[i];
+
+		if (g->level == DIAG_ERROR) {
+			CHECK_EQ_INT(g->loc.line, b.p->rules[0].loc.line);
+			CHECK_EQ_STR(g->msg, "nftables refused rule 'web' (forward): Invalid argument (Could not process rule)");
+		}
+		if (g->level == DIAG_NOTE)
+			CHECK_EQ_STR(g->msg, "1 more messages refused for the reasons above");
+	}
+	nft_batch_free(nb);
+	built_free(&b);
+}
+
 int main(void)
 {
+	check_begin("nft-refusal-located");
+	refusal_located();
+	check_end();
 	check_begin("nft-shape");
 	shape();
 	check_end();
