@@ -4,7 +4,9 @@
 #   build/nfbox             the appliance binary (release flags)
 #   build/asan/...          the same code and the unit tests, under ASan+UBSan
 #   build/bpf/*.bpf.o       BPF objects; build/bpf/*.skel.h their skeletons
-#   build/vmlinux.h         generated from the running kernel's BTF
+#   bpf/vmlinux/ARCH/vmlinux.h  kernel types for CO-RE, checked in (`make vmlinux`
+#                           regenerates it from the running kernel); the build
+#                           never reads /sys/kernel/btf
 
 PREFIX  ?= /usr
 SBINDIR ?= $(PREFIX)/sbin
@@ -32,7 +34,12 @@ PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
 WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter
+# CFLAGS, CPPFLAGS and LDFLAGS are the builder's (dpkg-buildflags sets them
+# for the package: hardening, optimisation); the project's own flags are added
+# beside them, never replaced by them.
 CFLAGS  ?= -O2 -g
+CPPFLAGS ?=
+LDFLAGS ?=
 # Includes are folder-qualified ("policy/policy.h", "engine/engine.h",
 # "bpf/nfbox.h", "bpf/nfbox_filter.skel.h" from $(B)); -iquote keeps the
 # project's folders out of the <...> search. -MMD -MP: each object depends on
@@ -41,7 +48,13 @@ BASE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DNFBOX_VERSION='"$(VERSION)"' \
 	-iquote . -iquote appliance -iquote $(B) -MMD -MP $(PKG_CFLAGS)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 
-BPF_CFLAGS := -g -O2 -target bpf -Wall -Werror -D__TARGET_ARCH_x86 -I$(B) -Ibpf
+# BPF objects are built for the target architecture's kernel types: the
+# checked-in vmlinux.h of that architecture (bpf/vmlinux/README.md).
+ARCH ?= $(shell uname -m)
+BPF_ARCH_x86_64 := x86
+BPF_ARCH := $(BPF_ARCH_$(ARCH))
+VMLINUX_H := bpf/vmlinux/$(ARCH)/vmlinux.h
+BPF_CFLAGS := -g -O2 -target bpf -Wall -Werror -D__TARGET_ARCH_$(BPF_ARCH) -Ibpf/vmlinux/$(ARCH) -Ibpf
 
 POLICY_SRCS := $(sort $(shell find policy -name '*.c'))
 APP_SRCS    := $(sort $(shell find appliance -name '*.c'))
@@ -64,7 +77,7 @@ BENCH_BINS  := $(patsubst tests/bench/%.c,$(B)/%,$(BENCH_SRCS))
 rel_obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
 asan_obj = $(patsubst %.c,$(B)/asan/obj/%.o,$(1))
 
-.PHONY: all check check-long demo bench deb clean help deps install fuzz unit
+.PHONY: all check check-long demo bench deb clean help deps install fuzz unit vmlinux
 # Keep generated skeletons and objects (they are intermediate files to make).
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -81,17 +94,22 @@ help:
 	@echo '  deb            build the Debian package into build/'
 	@echo '  install        install binary, unit and man pages under DESTDIR/PREFIX'
 	@echo '  clean          remove build/'
+	@echo '  vmlinux        regenerate bpf/vmlinux/ARCH/vmlinux.h from the running kernel'
 	@echo '  V=1            show the commands'
 
 deps:
 	$(Q)packaging/install-deps.sh
 
-$(B)/vmlinux.h:
-	$(call msg,GEN,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
+$(VMLINUX_H):
+	@echo 'nfbox: no kernel types for architecture "$(ARCH)" ($@); see bpf/vmlinux/README.md' >&2; exit 1
 
-$(B)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(B)/vmlinux.h
+# Regenerate the checked-in kernel types from the running kernel's BTF.
+vmlinux:
+	$(Q)mkdir -p bpf/vmlinux/$(ARCH)
+	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX_H).tmp && mv $(VMLINUX_H).tmp $(VMLINUX_H)
+	@echo "  GEN      $(VMLINUX_H) (kernel $$(uname -r))"
+
+$(B)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) $(VMLINUX_H)
 	$(call msg,BPF,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@.tmp.o
@@ -106,7 +124,7 @@ $(B)/bpf/%.skel.h: $(B)/bpf/%.bpf.o
 $(B)/obj/%.o: %.c | $(BPF_SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(CFLAGS) -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(B)/asan/obj/%.o: %.c | $(BPF_SKELS)
 	$(call msg,CC-SAN,$@)
@@ -115,7 +133,7 @@ $(B)/asan/obj/%.o: %.c | $(BPF_SKELS)
 
 $(B)/nfbox: $(call rel_obj,$(APP_SRCS) $(POLICY_SRCS))
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 
 $(B)/asan/nfbox: $(call asan_obj,$(APP_SRCS) $(POLICY_SRCS))
 	$(call msg,LINK,$@)
@@ -131,7 +149,7 @@ $(B)/asan/test_bpf_%: $(call asan_obj,tests/bpf/test_bpf_%.c) $(call asan_obj,$(
 
 $(B)/bench_%: $(call rel_obj,tests/bench/bench_%.c) $(call rel_obj,$(APP_LIB_SRCS) $(POLICY_SRCS))
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 
 # libFuzzer harness: clang, with ASan+UBSan, over the policy loader only.
 $(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(COMPILE_SRCS) $(shell find policy appliance/engine -name '*.h')

@@ -405,27 +405,73 @@ static __noinline int nfb_parse(struct bpf_nf_ctx *ctx, struct nfb_pkt *p, bool 
 /* ---- field lookups ---------------------------------------------------- */
 
 /*
- * One small lookup function per map kind, not inlined. Inlined, clang sinks
- * the lookups of two maps (port and misc, lpm4 and lpm6) into one call
- * instruction; the verifier then sees two maps at one call site and keeps
- * the generic bpf_map_lookup_elem, an indirect call (retpolines here) that
- * cannot be inlined. Each returns the locator, or NFB_LOC_UNSET on a miss
- * (also when the generation lacks the inner map).
+ * One small lookup function per map kind, not inlined, and each builds its
+ * key in its own frame from values passed in registers.
+ *
+ * Not inlined: inlined, clang sinks the lookups of two maps (port and misc,
+ * lpm4 and lpm6) into one call instruction; the verifier then sees two maps
+ * at one call site and keeps the generic bpf_map_lookup_elem, an indirect
+ * call (retpolines here) that cannot be inlined.
+ *
+ * Keys in the callee: the verifier limits the stack of a whole call chain
+ * to 512 bytes, and nfbox_filter() -> nfb_search() is the deep chain. Keys
+ * built in nfbox_filter() (seven of them once the field loop is unrolled)
+ * sit in its frame for the whole program unless the compiler overlaps them;
+ * clang 14 did, clang 19 does not (the chain reached 528 bytes). A leaf's
+ * frame only counts on its own short chain. tests/bpf/test_bpf_filter.c
+ * ("stack") keeps the deep chain within budget.
+ *
+ * Each returns the locator, or NFB_LOC_UNSET on a miss (also when the
+ * generation lacks the inner map).
  */
-#define NFB_GET_LOC(name, outer, key_t)                                    \
-	static __noinline __u32 name(__u32 gen, const key_t *key)          \
-	{                                                                  \
-		void *map = bpf_map_lookup_elem(&outer, &gen);             \
-		__u32 *loc = map ? bpf_map_lookup_elem(map, key) : NULL;    \
-                                                                           \
-		return loc ? *loc : NFB_LOC_UNSET;                         \
-	}
+static __always_inline __u32 nfb_loc_in(void *outer, __u32 gen, const void *key)
+{
+	void *map = bpf_map_lookup_elem(outer, &gen);
+	__u32 *loc = map ? bpf_map_lookup_elem(map, key) : NULL;
 
-NFB_GET_LOC(nfb_get_iface, nfb_iface, struct nfb_iface_key)
-NFB_GET_LOC(nfb_get_lpm4, nfb_lpm4, struct nfb_lpm4_key)
-NFB_GET_LOC(nfb_get_lpm6, nfb_lpm6, struct nfb_lpm6_key)
-NFB_GET_LOC(nfb_get_port, nfb_port, __u32)
-NFB_GET_LOC(nfb_get_misc, nfb_misc, __u32)
+	return loc ? *loc : NFB_LOC_UNSET;
+}
+
+static __noinline __u32 nfb_get_iface(__u32 gen, __u32 ifindex, __u32 hook, __u32 dir)
+{
+	struct nfb_iface_key key = { .ifindex = ifindex, .hook = hook, .dir = dir };
+
+	return nfb_loc_in(&nfb_iface, gen, &key);
+}
+
+static __noinline __u32 nfb_get_lpm4(__u32 gen, __u32 hook, __u32 dir, __u32 addr)
+{
+	struct nfb_lpm4_key key;
+
+	__builtin_memset(&key, 0, sizeof(key));
+	key.prefixlen = 16 + 32;
+	key.hook = hook;
+	key.dir = dir;
+	__builtin_memcpy(key.addr, &addr, 4);
+	return nfb_loc_in(&nfb_lpm4, gen, &key);
+}
+
+static __noinline __u32 nfb_get_lpm6(__u32 gen, __u32 hook, __u32 dir, const struct nfb_pkt *p)
+{
+	struct nfb_lpm6_key key;
+
+	__builtin_memset(&key, 0, sizeof(key));
+	key.prefixlen = 16 + 128;
+	key.hook = hook;
+	key.dir = dir;
+	__builtin_memcpy(key.addr, dir ? p->daddr : p->saddr, 16);
+	return nfb_loc_in(&nfb_lpm6, gen, &key);
+}
+
+static __noinline __u32 nfb_get_port(__u32 gen, __u32 idx)
+{
+	return nfb_loc_in(&nfb_port, gen, &idx);
+}
+
+static __noinline __u32 nfb_get_misc(__u32 gen, __u32 idx)
+{
+	return nfb_loc_in(&nfb_misc, gen, &idx);
+}
 
 static __always_inline __u32 nfb_loc_or_miss(__u32 loc, const struct nfb_hook_cfg *hc, __u32 field)
 {
@@ -435,40 +481,21 @@ static __always_inline __u32 nfb_loc_or_miss(__u32 loc, const struct nfb_hook_cf
 static __always_inline __u32 nfb_loc_iface(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
 					   __u32 gen, __u32 field)
 {
-	struct nfb_iface_key key = {
-		.ifindex = field == NFB_F_IIF ? p->ifin : p->ifout,
-		.hook = p->hook,
-		.dir = field == NFB_F_IIF ? 0 : 1,
-	};
+	__u32 in = field == NFB_F_IIF;
 
-	return nfb_loc_or_miss(nfb_get_iface(gen, &key), hc, field);
+	return nfb_loc_or_miss(nfb_get_iface(gen, in ? p->ifin : p->ifout, p->hook, !in), hc, field);
 }
 
 static __always_inline __u32 nfb_loc_addr(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
 					  __u32 gen, __u32 field)
 {
-	__u32 dir = field == NFB_F_SRC ? 0 : 1;
-	const __u8 *addr = dir ? p->daddr : p->saddr;
-	__u32 loc;
+	__u32 dir = field == NFB_F_SRC ? 0 : 1, a4, loc;
 
 	if (p->family == NFB_FAM_IPV4) {
-		struct nfb_lpm4_key k4;
-
-		__builtin_memset(&k4, 0, sizeof(k4));
-		k4.prefixlen = 16 + 32;
-		k4.hook = p->hook;
-		k4.dir = dir;
-		__builtin_memcpy(k4.addr, addr, 4);
-		loc = nfb_get_lpm4(gen, &k4);
+		__builtin_memcpy(&a4, dir ? p->daddr : p->saddr, 4);
+		loc = nfb_get_lpm4(gen, p->hook, dir, a4);
 	} else {
-		struct nfb_lpm6_key k6;
-
-		__builtin_memset(&k6, 0, sizeof(k6));
-		k6.prefixlen = 16 + 128;
-		k6.hook = p->hook;
-		k6.dir = dir;
-		__builtin_memcpy(k6.addr, addr, 16);
-		loc = nfb_get_lpm6(gen, &k6);
+		loc = nfb_get_lpm6(gen, p->hook, dir, p);
 	}
 	return nfb_loc_or_miss(loc, hc, field);
 }
@@ -476,28 +503,23 @@ static __always_inline __u32 nfb_loc_addr(const struct nfb_hook_cfg *hc, const s
 static __always_inline __u32 nfb_loc_l4(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
 					__u32 gen)
 {
-	__u32 idx, loc;
+	__u32 loc;
 
-	if (p->l4kind == NFB_L4_PORTS) {
-		idx = nfb_port_index(p->hook, 1, p->pclass, p->dport);
-		loc = nfb_get_port(gen, &idx);
-	} else {
-		idx = nfb_misc_index(p->hook, p->mclass,
-				     p->l4kind == NFB_L4_ICMP ? p->icmp_type : p->proto);
-		loc = nfb_get_misc(gen, &idx);
-	}
+	if (p->l4kind == NFB_L4_PORTS)
+		loc = nfb_get_port(gen, nfb_port_index(p->hook, 1, p->pclass, p->dport));
+	else
+		loc = nfb_get_misc(gen, nfb_misc_index(p->hook, p->mclass,
+						       p->l4kind == NFB_L4_ICMP ? p->icmp_type : p->proto));
 	return nfb_loc_or_miss(loc, hc, NFB_F_L4);
 }
 
 static __always_inline __u32 nfb_loc_sport(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
 					   __u32 gen)
 {
-	__u32 idx;
-
 	if (p->l4kind != NFB_L4_PORTS)
 		return hc->sport_none;
-	idx = nfb_port_index(p->hook, 0, p->pclass, p->sport);
-	return nfb_loc_or_miss(nfb_get_port(gen, &idx), hc, NFB_F_SPORT);
+	return nfb_loc_or_miss(nfb_get_port(gen, nfb_port_index(p->hook, 0, p->pclass, p->sport)), hc,
+			       NFB_F_SPORT);
 }
 
 static __always_inline __u32 nfb_field_loc(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
@@ -642,25 +664,21 @@ __noinline int nfb_search(const struct nfb_search_in *in)
 	return rule;
 }
 
-/* The first matching rule of the hook, or -1 for the default verdict. */
-static __always_inline int nfb_classify(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
-					__u32 gen)
+/*
+ * Fill in->locs[] with each field's locator: 0, or -1 for a corrupt
+ * locator (an empty vector). Unused fields repeat a used field's locator
+ * (AND is idempotent and the search skips repeats), so the search needs no
+ * per-field test. Not inlined: the seven unrolled lookups keep many values
+ * live, and their spills belong in this short-lived frame, not in
+ * nfbox_filter()'s, which sits under nfb_search() (the 512-byte chain).
+ */
+static __noinline int nfb_locate(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p, __u32 gen,
+				 struct nfb_search_in *in)
 {
-	__u32 nrules = hc->nrules, nsum = hc->nsum, fields = hc->fields;
-	__u32 first = NFB_LOC_UNSET, prev = NFB_LOC_UNSET;
-	struct nfb_search_in in = { .nsum = nsum, .gen = gen };
-	__u32 *locs = in.locs;
-	int f, rule;
+	__u32 first = NFB_LOC_UNSET, prev = NFB_LOC_UNSET, fields = hc->fields;
+	__u32 *locs = in->locs;
+	int f;
 
-	if (!nrules || nrules > NFB_MAX_RULES)
-		return -1;
-	if (!(fields & ((1u << NFB_F_MAX) - 1)))
-		return 0; /* no field restricted: every rule matches */
-	if (!nsum || nsum > NFB_MAX_SUM)
-		return -1;
-
-	/* Unused fields repeat a used field's locator (AND is idempotent and
-	 * the search skips repeats), so the search needs no per-field test. */
 #pragma clang loop unroll(full)
 	for (f = 0; f < NFB_F_MAX; f++) {
 		__u32 loc;
@@ -671,7 +689,7 @@ static __always_inline int nfb_classify(const struct nfb_hook_cfg *hc, const str
 		}
 		loc = nfb_field_loc(hc, p, gen, f);
 		if (loc >> NFB_LOC_SHIFT >= NFB_MAX_CHUNKS)
-			return -1; /* corrupt locator: empty vector */
+			return -1;
 		locs[f] = loc;
 		prev = loc;
 		if (first == NFB_LOC_UNSET)
@@ -682,6 +700,25 @@ static __always_inline int nfb_classify(const struct nfb_hook_cfg *hc, const str
 		if (locs[f] == NFB_LOC_UNSET)
 			locs[f] = first;
 	}
+	return 0;
+}
+
+/* The first matching rule of the hook, or -1 for the default verdict. */
+static __always_inline int nfb_classify(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
+					__u32 gen)
+{
+	__u32 nrules = hc->nrules, nsum = hc->nsum, fields = hc->fields;
+	struct nfb_search_in in = { .nsum = nsum, .gen = gen };
+	int rule;
+
+	if (!nrules || nrules > NFB_MAX_RULES)
+		return -1;
+	if (!(fields & ((1u << NFB_F_MAX) - 1)))
+		return 0; /* no field restricted: every rule matches */
+	if (!nsum || nsum > NFB_MAX_SUM)
+		return -1;
+	if (nfb_locate(hc, p, gen, &in))
+		return -1; /* corrupt locator: empty vector */
 	rule = nfb_search(&in);
 	if (rule >= (int)nrules)
 		return -1; /* bit past the rules: corrupt vector */

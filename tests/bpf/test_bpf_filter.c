@@ -1625,6 +1625,67 @@ static void run_generated(struct env *e, const char *group, struct trule *rules,
 	free(rules);
 }
 
+/*
+ * The verifier limits the stack of a call chain to 512 bytes. The deep
+ * chain is nfbox_filter() -> one subprogram (nfb_search(), or the lookups
+ * through nfb_locate()); a compiler that spills more (clang 19 against
+ * clang 14) must not push it over. The verifier's own figures (log level
+ * BPF_LOG_STATS: "stack depth MAIN+SUB+...", main first) must leave
+ * NFB_STACK_MARGIN bytes: main plus its largest callee, plus the frames of
+ * the three-deep chain (nfb_locate() and the largest lookup leaf, bounded
+ * here by the two next largest frames), stay within 512 - margin.
+ */
+#define NFB_STACK_MARGIN 64
+
+static void check_stack(const char *log)
+{
+	const char *p = strstr(log, "stack depth ");
+	int depth[64], n = 0, main_depth, top[3] = { 0, 0, 0 };
+
+	check_begin("stack");
+	CHECK(p != NULL);
+	if (!p) {
+		check_end();
+		return;
+	}
+	p += strlen("stack depth ");
+	while (n < 64) {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		depth[n++] = (int)v;
+		if (*end != '+')
+			break;
+		p = end + 1;
+	}
+	CHECK(n >= 2);
+	if (n < 2) {
+		check_end();
+		return;
+	}
+	main_depth = depth[0];
+	for (int i = 1; i < n; i++) {
+		int d = depth[i];
+
+		for (int j = 0; j < 3; j++) {
+			if (d > top[j]) {
+				int t = top[j];
+
+				top[j] = d;
+				d = t;
+			}
+		}
+	}
+	printf("# stack: main %d, largest callees %d %d %d; chains %d and %d of %d allowed\n", main_depth,
+	       top[0], top[1], top[2], main_depth + top[0], main_depth + top[1] + top[2],
+	       512 - NFB_STACK_MARGIN);
+	CHECK(main_depth + top[0] <= 512 - NFB_STACK_MARGIN);
+	CHECK(main_depth + top[1] + top[2] <= 512 - NFB_STACK_MARGIN);
+	check_end();
+}
+
 int main(void)
 {
 	static const char *outer_names[GM_N] = { "nfb_lpm4", "nfb_lpm6", "nfb_iface", "nfb_port",
@@ -1656,6 +1717,10 @@ int main(void)
 		e.shape[i] = (struct shape){ bpf_map__type(t), bpf_map__key_size(t), bpf_map__value_size(t),
 					     bpf_map__max_entries(t), bpf_map__map_flags(t) };
 	}
+	static char vlog[1 << 16];
+
+	bpf_program__set_log_buf(e.skel->progs.nfbox_filter, vlog, sizeof(vlog));
+	bpf_program__set_log_level(e.skel->progs.nfbox_filter, 4 /* BPF_LOG_STATS */);
 	err = nfbox_filter_bpf__load(e.skel);
 	CHECK_EQ_INT(err, 0);
 	e.ncpus = libbpf_num_possible_cpus();
@@ -1666,6 +1731,8 @@ int main(void)
 			e.outer_fd[i] = bpf_map__fd(bpf_object__find_map_by_name(e.skel->obj, outer_names[i]));
 	}
 	check_end();
+	if (!err)
+		check_stack(vlog);
 	if (check_failed_cases) {
 		nfbox_filter_bpf__destroy(e.skel);
 		CHECK_EXIT();

@@ -2,7 +2,7 @@
 # The layout keeps the data flow: each folder is a room with one job, and
 # rooms include each other only downstream. Checked from the sources:
 #   - policy/ (the language) includes nothing of appliance/ or bpf/;
-#   - bpf/ includes only bpf/ (and the generated vmlinux.h);
+#   - bpf/ includes only bpf/ (and the checked-in vmlinux.h);
 #   - includes are folder-qualified ("engine/engine.h", not "engine.h");
 #   - the include graph between rooms has no cycle.
 set -u
