@@ -11,6 +11,11 @@
 PREFIX  ?= /usr
 SBINDIR ?= $(PREFIX)/sbin
 MANDIR  ?= $(PREFIX)/share/man
+LIBEXECDIR ?= $(PREFIX)/lib/nfbox
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
+# Where systemd looks for units; empty: do not install the unit (the Debian
+# package's dh_installsystemd does).
+UNITDIR ?= $(shell $(PKG_CONFIG) --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
 DESTDIR ?=
 
 CC      ?= gcc
@@ -77,7 +82,7 @@ BENCH_BINS  := $(patsubst tests/bench/%.c,$(B)/%,$(BENCH_SRCS))
 rel_obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
 asan_obj = $(patsubst %.c,$(B)/asan/obj/%.o,$(1))
 
-.PHONY: all check check-long demo bench deb clean help deps install fuzz unit vmlinux
+.PHONY: all check check-long check-debian13 demo bench deb clean help deps install fuzz unit vmlinux
 # Keep generated skeletons and objects (they are intermediate files to make).
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -89,6 +94,7 @@ help:
 	@echo '  all (default)  build build/nfbox'
 	@echo '  check          install missing deps, build, run every test suite (as root)'
 	@echo '  check-long     check plus the long runs (longer fuzzing, more reloads)'
+	@echo '  check-debian13 install-deps, build, unit and BPF suites in a throw-away Debian 13 root (root)'
 	@echo '  demo           run nfbox on config/policy.yaml in throw-away namespaces (root)'
 	@echo '  bench          print benchmark figures beside their targets and peers (root)'
 	@echo '  deb            build the Debian package into build/'
@@ -169,6 +175,10 @@ check-long: deps
 	$(Q)$(MAKE) --no-print-directory unit
 	$(Q)NFBOX_LONG=1 tests/run.sh
 
+# Debian 13 on any Debian machine: tests/distro/debian13.sh (debootstrap).
+check-debian13: deps
+	$(Q)tests/distro/debian13.sh
+
 demo: deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)tests/demo.sh
@@ -177,15 +187,23 @@ bench: deps
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
 	$(Q)tests/bench/run.sh
 
+# The unit names the binaries by their installed paths.
 install: $(B)/nfbox
 	install -D -m 0755 $(B)/nfbox $(DESTDIR)$(SBINDIR)/nfbox
-	install -D -m 0644 config/policy.yaml $(DESTDIR)/etc/nfbox/policy.yaml
-	install -D -m 0644 packaging/systemd/nfbox.service $(DESTDIR)/lib/systemd/system/nfbox.service
+	install -D -m 0755 packaging/systemd/nfbox-stop $(DESTDIR)$(LIBEXECDIR)/nfbox-stop
+	install -D -m 0644 config/host/policy.yaml $(DESTDIR)/etc/nfbox/policy.yaml
+	install -D -m 0644 packaging/completion/nfbox $(DESTDIR)$(COMPLETIONDIR)/nfbox
+	if [ -n "$(UNITDIR)" ]; then \
+		mkdir -p $(DESTDIR)$(UNITDIR) && \
+		sed -e 's|/usr/sbin/nfbox|$(SBINDIR)/nfbox|g' -e 's|/usr/lib/nfbox/|$(LIBEXECDIR)/|g' \
+			packaging/systemd/nfbox.service >$(DESTDIR)$(UNITDIR)/nfbox.service; fi
 	for m in packaging/man/*.[1-8]; do \
 		s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
 
-deb: $(B)/nfbox
-	$(Q)packaging/build-deb.sh $(VERSION)
+# The Debian package, built from the source package in packaging/debian
+# with dpkg-buildpackage (packaging/build-deb.sh); the .deb lands in build/.
+deb:
+	$(Q)packaging/build-deb.sh
 
 clean:
 	rm -rf $(B)

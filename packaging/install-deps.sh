@@ -3,15 +3,21 @@
 # bookworm-backports for libbpf >= 1.4, bpftool and a new linux-libc-dev) or on
 # Debian 13 and later (native packages). Idempotent and quiet when all is present.
 #
-# Usage: packaging/install-deps.sh [--build-only] [--check]
-#   --build-only  only what building needs (no test tools)
-#   --check       report what is missing, install nothing; exit 1 if anything is
+# Usage: packaging/install-deps.sh [--build-only] [--check] [--print-mirror]
+#   --build-only    only what building needs (no test tools)
+#   --check         report what is missing, install nothing; exit 1 if anything is
+#   --print-mirror  print the Debian archive this system's apt sources use
+#                   (tests build Debian roots from it) and exit
 set -eu
 
+# The Debian source package's Build-Depends (packaging/debian/control) are
+# all here. clang's libFuzzer runtime (the policy fuzzer) is added below by
+# the name this release gives it: libclang-rt-14-dev on 12, libclang-rt-dev
+# (for clang 19) on 13.
 BUILD_PKGS="make gcc clang llvm pkg-config libbpf-dev bpftool linux-libc-dev
- libxdp-dev libnftnl-dev libmnl-dev libyaml-dev libclang-rt-14-dev"
+ libxdp-dev libnftnl-dev libmnl-dev libyaml-dev libelf-dev zlib1g-dev debhelper dpkg-dev"
 TEST_PKGS="iproute2 iputils-ping nftables python3 python3-scapy iperf3 hping3 man-db groff-base systemd
- tcpdump tshark jq procps kmod dpkg-dev"
+ tcpdump tshark jq procps kmod lintian debootstrap bash-completion"
 # Packages that must come from backports on bookworm, and the version each needs.
 BPO_PKGS="libbpf-dev bpftool linux-libc-dev"
 
@@ -20,7 +26,8 @@ for arg in "$@"; do
 	case "$arg" in
 	--build-only) mode=build ;;
 	--check) mode=check ;;
-	-h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+	--print-mirror) mode=mirror ;;
+	-h|--help) sed -n '2,11p' "$0"; exit 0 ;;
 	*) echo "install-deps: unknown option '$arg' (try --help)" >&2; exit 2 ;;
 	esac
 done
@@ -31,10 +38,52 @@ pkgs="$BUILD_PKGS"
 . /etc/os-release
 codename=${VERSION_CODENAME:-}
 
+# Derive the archive URI from the system's own apt sources: machines may use a
+# local mirror, so no archive host is hard-coded here.
+archive_uri() {
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -f "$f" ] || continue
+		awk -v c="$codename" '
+			/^[[:space:]]*$/ { if (deb && uri && main) { print uri; exit } deb = uri = main = 0; next }
+			/^Types:/ && / deb( |$)/ { deb = 1 }
+			/^URIs:/ { uri = $2 }
+			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == c) main = 1 }
+			END { if (deb && uri && main) print uri }
+		' "$f" | head -n 1
+	done | head -n 1
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -f "$f" ] || continue
+		awk -v c="$codename" '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/) { if ($(i + 1) == c) print $i; break } }' "$f"
+	done | head -n 1
+}
+
+if [ "$mode" = mirror ]; then
+	uri=$(archive_uri | head -n 1)
+	[ -n "$uri" ] || { echo "install-deps: no '$codename' archive in /etc/apt/sources*" >&2; exit 1; }
+	echo "$uri"
+	exit 0
+fi
+
 libbpf_ok() {
 	# libbpf >= 1.4 is the first with netfilter link support.
 	v=$(dpkg-query -W -f='${Version}' libbpf-dev 2>/dev/null) || return 1
 	dpkg --compare-versions "$v" ge 1:1.4 || dpkg --compare-versions "$v" ge 1.4
+}
+
+# Is some libclang-rt-*-dev (libFuzzer's runtime) installed?
+fuzzer_rt_installed() {
+	dpkg-query -W -f='${db:Status-Status}\n' 'libclang-rt-*dev' 2>/dev/null | grep -qx installed
+}
+
+# Its package name in this release's archive (after apt-get update): the
+# unversioned name where it exists, else the one of the default clang.
+fuzzer_rt_package() {
+	if apt-cache show libclang-rt-dev >/dev/null 2>&1; then
+		echo libclang-rt-dev
+		return
+	fi
+	v=$(apt-cache depends clang 2>/dev/null | sed -n 's/^ *Depends: clang-\([0-9][0-9]*\)$/\1/p' | head -n 1)
+	echo "libclang-rt-${v:-14}-dev"
 }
 
 missing() {
@@ -43,6 +92,7 @@ missing() {
 		s=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
 		[ "$s" = installed ] || out="$out $p"
 	done
+	fuzzer_rt_installed || out="$out libclang-rt"
 	if [ "$codename" = bookworm ] && ! libbpf_ok; then
 		case " $out " in *" libbpf-dev "*) ;; *) out="$out libbpf-dev" ;; esac
 	fi
@@ -65,25 +115,6 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt_quiet() { apt-get -qq -o Dpkg::Use-Pty=0 "$@" >/tmp/nfbox-apt.log 2>&1 || { cat /tmp/nfbox-apt.log >&2; return 1; }; }
 
-# Derive the archive URI from the system's own apt sources: machines may use a
-# local mirror, so no archive host is hard-coded here.
-archive_uri() {
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -f "$f" ] || continue
-		awk '
-			/^[[:space:]]*$/ { if (deb && uri && main) { print uri; exit } deb = uri = main = 0; next }
-			/^Types:/ && / deb( |$)/ { deb = 1 }
-			/^URIs:/ { uri = $2 }
-			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == "bookworm") main = 1 }
-			END { if (deb && uri && main) print uri }
-		' "$f" | head -n 1
-	done | head -n 1
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -f "$f" ] || continue
-		awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i !~ /^\[/) { if ($(i + 1) == "bookworm") print $i; break } }' "$f"
-	done | head -n 1
-}
-
 if [ "$codename" = bookworm ]; then
 	bpo=/etc/apt/sources.list.d/nfbox-bookworm-backports.sources
 	if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
@@ -95,11 +126,13 @@ if [ "$codename" = bookworm ]; then
 		printf 'Types: deb\nURIs: %s\nSuites: bookworm-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' "$uri" >"$bpo"
 	fi
 	apt_quiet update
+	need=$(echo "$need" | sed "s/ libclang-rt\\( \\|\$\\)/ $(fuzzer_rt_package)\\1/")
 	# shellcheck disable=SC2086
 	apt_quiet install -y --no-install-recommends -t bookworm-backports $BPO_PKGS
 	apt_quiet install -y --no-install-recommends $(echo "$need" | tr ' ' '\n' | grep -vxE 'libbpf-dev|bpftool|linux-libc-dev' | tr '\n' ' ')
 else
 	apt_quiet update
+	need=$(echo "$need" | sed "s/ libclang-rt\\( \\|\$\\)/ $(fuzzer_rt_package)\\1/")
 	# shellcheck disable=SC2086
 	apt_quiet install -y --no-install-recommends $need
 fi
@@ -109,4 +142,4 @@ if [ -n "$need" ]; then
 	echo "install-deps: still missing after install:$need" >&2
 	exit 1
 fi
-echo "install-deps: installed build and test dependencies"
+[ "$mode" = build ] && echo "install-deps: installed build dependencies" || echo "install-deps: installed build and test dependencies"

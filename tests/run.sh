@@ -5,12 +5,14 @@
 # "FAIL NAME: why" or "skip NAME: why" (tests/lib/check.h, tests/lib/lib.sh).
 # A suite that exits non-zero without a FAIL line counts as one failure.
 #
-# Usage: tests/run.sh [SUITE-PATTERN]   (e.g. tests/run.sh golden)
+# Usage: tests/run.sh [SUITE-PATTERN...]   (e.g. tests/run.sh golden; with
+#        several patterns a suite runs if its name contains any of them:
+#        tests/run.sh unit/ fuzz/ bpf/)
 # Environment: NFBOX_LONG=1 for the long runs (make check-long).
 set -u
 cd "$(dirname "$0")/.."
 
-pattern=${1:-}
+patterns=("$@")
 B=build
 passed=0 failed=0 skipped=0
 failures=()
@@ -25,7 +27,11 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 run_suite() {
 	local name=$1
 	shift
-	[ -n "$pattern" ] && [[ "$name" != *$pattern* ]] && return 0
+	if [ ${#patterns[@]} -gt 0 ]; then
+		local p_ want=0
+		for p_ in "${patterns[@]}"; do [[ "$name" == *"$p_"* ]] && want=1; done
+		[ "$want" -eq 1 ] || return 0
+	fi
 	local log=$logdir/$(echo "$name" | tr '/ ' '__').log
 	local start=$SECONDS rc
 	"$@" >"$log" 2>&1 </dev/null
@@ -76,10 +82,16 @@ for t in $B/asan/test_bpf_*; do
 	run_suite "bpf/$(basename "$t")" "$t"
 done
 
+# The Debian package installed by apt in a throw-away root (root).
+for t in tests/distro/test_*.sh; do
+	[ -x "$t" ] || continue
+	run_suite "distro/$(basename "$t" .sh)" "$t"
+done
+
 # Real traffic in network namespaces (root). The engine suites run once
 # per backend: the same cases against the BPF classifier and against the
 # nftables backend (NFBOX_BACKEND, tests/lib/netns.sh).
-BOTH_BACKENDS=" test_enforce test_frag test_l4key test_reload test_nat test_reject "
+BOTH_BACKENDS=" test_enforce test_frag test_l4key test_reload test_nat test_reject test_service "
 for t in tests/netns/test_*.sh; do
 	[ -x "$t" ] || continue
 	n=$(basename "$t" .sh)

@@ -65,6 +65,7 @@ struct ctl_args {
 	const char *socket;
 	const char *policy;
 	bool json;
+	bool keep;
 };
 
 #define SOCKET_OPT                                                                     \
@@ -79,6 +80,12 @@ static const struct cli_opt reload_opts[] = {
 	CLI_OPT_END,
 };
 static const struct cli_opt log_opts[] = { SOCKET_OPT, CLI_OPT_END };
+static const struct cli_opt stop_opts[] = {
+	CLI_OPT_FLAG("keep", 'k', struct ctl_args, keep,
+		     "leave the policy pinned and enforced for the next nfbox run to adopt (a restart, an upgrade)"),
+	SOCKET_OPT,
+	CLI_OPT_END,
+};
 
 static int call(const struct ctl_args *a, struct ctl_request *req, int fd)
 {
@@ -93,6 +100,11 @@ static int call(const struct ctl_args *a, struct ctl_request *req, int fd)
 		r = netns_default_socket(sock, sizeof(sock), &d);
 	if (r == 0)
 		r = ctl_call(sock, req, fd, stdout, stderr, &d);
+	if (req->verb == CTL_STOP && (r == -ECONNREFUSED || r == -ENOENT)) {
+		/* Nothing to stop; what a dead daemon left pinned stays enforced. */
+		fprintf(stderr, "nfbox stop: no daemon answers on %s; nothing to stop\n", sock);
+		r = 0;
+	}
 	if (r < 0) {
 		fputs("nfbox: ", stderr);
 		diags_print(&d, stderr, false);
@@ -137,6 +149,14 @@ static int run_log(void *args, int argc, char **argv)
 	return run_ctl(CTL_LOG, args);
 }
 
+static int run_stop(void *args, int argc, char **argv)
+{
+	const struct ctl_args *a = args;
+	struct ctl_request req = { .verb = CTL_STOP, .keep = a->keep };
+
+	return call(a, &req, -1);
+}
+
 #define CTL_CMD(n, fn, opt, sum) { .name = n, .summary = sum, .opts = opt, .args_size = sizeof(struct ctl_args), .run = fn }
 
 const struct cli_cmd cli_cmd_status = CTL_CMD("status", run_status, report_opts, "what the running daemon enforces");
@@ -144,3 +164,5 @@ const struct cli_cmd cli_cmd_stats = CTL_CMD("stats", run_stats, report_opts, "p
 const struct cli_cmd cli_cmd_reload =
 	CTL_CMD("reload", run_reload, reload_opts, "load a new policy atomically; a bad one changes nothing");
 const struct cli_cmd cli_cmd_log = CTL_CMD("log", run_log, log_opts, "follow verdict events as JSON lines");
+const struct cli_cmd cli_cmd_stop =
+	CTL_CMD("stop", run_stop, stop_opts, "stop the daemon: detach everything, or --keep the policy enforced");

@@ -6,8 +6,10 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -112,6 +114,39 @@ static int copy_reply(int fd, FILE *out, FILE *err, struct diags *d)
 	return status;
 }
 
+/*
+ * The process at the other end of fd, held by a pidfd (so that its number
+ * cannot be reused while we wait): -1 when it cannot be had (another pid
+ * namespace, an old kernel).
+ */
+static int peer_pidfd(int fd)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0 || uc.pid <= 0)
+		return -1;
+	return (int)syscall(SYS_pidfd_open, uc.pid, 0);
+}
+
+/* `stop`: after the daemon's "ok", until its process has exited (so that
+ * whoever runs us, systemd's ExecStop= in particular, knows it is gone and
+ * sends no signal that would change how it stops). */
+static int wait_exit(int pidfd, int timeout_ms, struct diags *d)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	int n;
+
+	if (pidfd < 0)
+		return 0; /* the reply's end (the daemon closing) is all we have */
+	while ((n = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
+		;
+	if (n == 0)
+		return diag_fail(d, -ETIMEDOUT, "the daemon said it stops but was still running after %d s",
+				 timeout_ms / 1000);
+	return n < 0 ? diag_errno(d, -errno, "waiting for the daemon to exit") : 0;
+}
+
 /* `log`: events line by line; a missed-events line is said on err too. */
 static int follow(int fd, FILE *out, FILE *err, struct diags *d)
 {
@@ -154,7 +189,7 @@ int ctl_call(const char *socket_path, const struct ctl_request *req, int fd_pass
 	     struct diags *d)
 {
 	_cleanup_free_ char *line = ctl_request_format(req);
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int fd = -1, pidfd = -1;
 	int r;
 
 	if (!line)
@@ -163,9 +198,16 @@ int ctl_call(const char *socket_path, const struct ctl_request *req, int fd_pass
 		return diag_fail(d, -E2BIG, "the request is longer than %d bytes", CTL_MAX_REQUEST);
 	if ((fd = connect_to(socket_path, d)) < 0)
 		return fd;
+	if (req->verb == CTL_STOP)
+		pidfd = peer_pidfd(fd);
 	/* A daemon that turns a client away (busy, permission) answers and
 	 * closes at once: read that answer even when sending failed. */
 	if ((r = send_request(fd, line, strlen(line), fd_pass)) < 0 && r != -EPIPE && r != -ECONNRESET)
 		return diag_errno(d, r, "sending the request to %s", socket_path);
-	return req->verb == CTL_LOG ? follow(fd, out, err, d) : copy_reply(fd, out, err, d);
+	if (req->verb == CTL_LOG)
+		return follow(fd, out, err, d);
+	r = copy_reply(fd, out, err, d);
+	if (r == 0 && req->verb == CTL_STOP)
+		r = wait_exit(pidfd, 60000, d);
+	return r;
 }

@@ -16,7 +16,10 @@
  *
  * For `log` the reply is a stream of events: each goes to out as it comes,
  * a {"missed":N,...} line is also said on err; it ends at the daemon's end,
- * or at SIGINT/SIGTERM. Then 1 if events were missed, else 0. */
+ * or at SIGINT/SIGTERM. Then 1 if events were missed, else 0.
+ *
+ * For `stop`, an "ok" is followed by waiting (up to a minute) until the
+ * daemon's process has exited. */
 int ctl_call(const char *socket_path, const struct ctl_request *req, int fd, FILE *out, FILE *err, struct diags *d);
 
 #endif

@@ -11,6 +11,7 @@
 enum ctl_arg {
 	ARG_JSON = 1u << 0,
 	ARG_POLICY = 1u << 1,
+	ARG_KEEP = 1u << 2,
 };
 
 static const struct {
@@ -21,6 +22,7 @@ static const struct {
 	[CTL_STATS] = { "stats", ARG_JSON },
 	[CTL_RELOAD] = { "reload", ARG_POLICY },
 	[CTL_LOG] = { "log", 0 },
+	[CTL_STOP] = { "stop", ARG_KEEP },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)
@@ -92,6 +94,10 @@ static int parse_arg(struct ctl_request *r, const char *w, size_t n, struct diag
 		r->json = true;
 		return 0;
 	}
+	if (n == 4 && !memcmp(w, "keep", 4) && (takes & ARG_KEEP) && !r->keep) {
+		r->keep = true;
+		return 0;
+	}
 	if (n > 7 && !memcmp(w, "policy=", 7) && (takes & ARG_POLICY) && !r->policy) {
 		if (!(r->policy = pct_decode(w + 7, n - 7)))
 			return diag_fail(d, -EINVAL, "request: bad %%-escape in the policy path");
@@ -124,7 +130,7 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *out, str
 		}
 		if (p == line) {
 			if ((v = find_verb(p, n)) < 0)
-				return diag_fail(d, -EINVAL, "request: unknown '%.*s' (status, stats, reload, log)",
+				return diag_fail(d, -EINVAL, "request: unknown '%.*s' (status, stats, reload, log, stop)",
 						 (int)(n > 64 ? 64 : n), p);
 			r.verb = (enum ctl_verb)v;
 		} else if ((e = parse_arg(&r, p, n, d)) < 0) {
@@ -148,6 +154,8 @@ char *ctl_request_format(const struct ctl_request *r)
 	fputs(ctl_verb_name(r->verb), f);
 	if (r->json)
 		fputs(" json", f);
+	if (r->keep)
+		fputs(" keep", f);
 	if (r->policy) {
 		fputs(" policy=", f);
 		pct_encode(f, r->policy);

@@ -7,8 +7,8 @@
  *     request = verb *(" " arg) "\n"        at most CTL_MAX_REQUEST bytes
  *     arg     = name | name "=" value       value percent-encoded (%XX)
  * with the verbs and arguments of the table in proto.c (status [json],
- * stats [json], reload [policy=PATH], log). Anything else is refused with a
- * message; nothing is guessed.
+ * stats [json], reload [policy=PATH], log, stop [keep]). Anything else is
+ * refused with a message; nothing is guessed.
  *
  * The reply is a first line "ok" or "error", then text (or JSON), until the
  * daemon closes the connection. `log` replies "ok" and then streams one
@@ -32,6 +32,7 @@ enum ctl_verb {
 	CTL_STATS,
 	CTL_RELOAD,
 	CTL_LOG,
+	CTL_STOP,
 	CTL_NVERBS,
 };
 
@@ -39,6 +40,7 @@ struct ctl_request {
 	enum ctl_verb verb;
 	bool json;    /* status, stats: JSON instead of text */
 	char *policy; /* reload: the policy file (absolute), NULL for the configured one */
+	bool keep;    /* stop: leave the policy pinned and enforced for the next daemon */
 };
 
 const char *ctl_verb_name(enum ctl_verb v);

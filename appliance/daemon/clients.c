@@ -152,7 +152,7 @@ static void answer_reload(struct daemon *dm, struct client *c, const struct ctl_
 	int r;
 
 	diags_init(&d);
-	r = daemon_reload(dm, path, req->policy ? c->fd_passed : -1, &d);
+	r = daemon_reload_notified(dm, path, req->policy ? c->fd_passed : -1, &d);
 	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
 	diags_print(&d, f, false);
 	daemon_reload_summary(dm, path, r, f);
@@ -160,6 +160,23 @@ static void answer_reload(struct daemon *dm, struct client *c, const struct ctl_
 	text = diags_to_text(&d);
 	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload (control socket, uid %u): %s", (unsigned)c->uid, text ? text : "");
 	diags_free(&d);
+}
+
+/* The loop ends after this round; shutdown_all() then keeps or detaches. */
+static void answer_stop(struct daemon *dm, struct client *c, const struct ctl_request *req)
+{
+	bool keep = req->keep && dm->pin_dir[0];
+
+	if (req->keep && !keep)
+		reply_str(dm, c, CTL_REPLY_OK "stopping; --no-pin: nothing is pinned, so enforcement ends with the daemon\n");
+	else if (keep)
+		reply_str(dm, c, CTL_REPLY_OK "stopping; the policy stays enforced for the next nfbox run to adopt\n");
+	else
+		reply_str(dm, c, CTL_REPLY_OK "stopping; detaching the policy: nothing will be enforced\n");
+	log_info("stop requested (control socket, uid %u)%s", (unsigned)c->uid,
+		 keep ? ": keeping the policy enforced for the next daemon" : "");
+	dm->stop = true;
+	dm->keep = keep;
 }
 
 static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE *f)
@@ -199,6 +216,10 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 
 	if (!allowed(c, req->verb)) {
 		reply_str(dm, c, CTL_REPLY_ERROR "permission denied: only root may do that; the socket group may use status, stats and log\n");
+		return;
+	}
+	if (req->verb == CTL_STOP) {
+		answer_stop(dm, c, req);
 		return;
 	}
 	if (req->verb == CTL_LOG) {

@@ -19,6 +19,7 @@
 #include "lib/log.h"
 #include "nft/batch.h"
 #include "nft/emit.h"
+#include "system/sdnotify.h"
 
 int daemon_watch(struct daemon *dm, struct handler *h)
 {
@@ -41,7 +42,7 @@ static void reload_on_sighup(struct daemon *dm)
 	int r;
 
 	diags_init(&d);
-	r = daemon_reload(dm, dm->opts->policy, -1, &d);
+	r = daemon_reload_notified(dm, dm->opts->policy, -1, &d);
 	text = diags_to_text(&d);
 	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload on SIGHUP: %s", text ? text : "");
 	diags_free(&d);
@@ -100,10 +101,21 @@ static void loop(struct daemon *dm)
 
 static void shutdown_all(struct daemon *dm)
 {
+	struct engine_info info;
 	struct diags d;
 
 	diags_init(&d);
 	daemon_captures_stop_all(dm); /* files closed complete */
+	if (dm->keep) {
+		/* The pins hold the links and maps; table inet nfbox persists
+		 * (NFT_TABLE_F_PERSIST) when its owner, this process, exits. */
+		engine_get_info(dm->e, &info);
+		log_info("stopped; the policy stays enforced (generation %llu pinned in %s, table inet %s) for the next nfbox run to adopt",
+			 (unsigned long long)info.generation, dm->pin_dir, NFT_TABLE_NAME);
+		unlink(dm->socket_path);
+		diags_free(&d);
+		return;
+	}
 	if (dm->e)
 		engine_destroy_pins(dm->e);
 	if (nft_table_remove(&d) < 0)
@@ -207,13 +219,28 @@ static int start(struct daemon *dm, struct diags *d)
 	return 0;
 }
 
+static void log_one_diag(enum diag_level level, const char *text, void *arg)
+{
+	log_text(level == DIAG_ERROR ? LOG_ERR : level == DIAG_WARNING ? LOG_WARN : LOG_INFO, text);
+}
+
+/* The diagnostics of a start: to the journal one entry each, with its
+ * priority; elsewhere as `nfbox validate` prints them. */
+static void print_diags(const struct diags *d)
+{
+	if (log_to_journal())
+		diags_each(d, log_one_diag, NULL);
+	else
+		diags_print(d, stderr, false);
+}
+
 /* A start that failed leaves nothing behind it made, and keeps what it
  * adopted enforcing. */
 static void start_failed(struct daemon *dm, struct diags *d)
 {
 	struct engine_info info;
 
-	diags_print(d, stderr, false);
+	print_diags(d);
 	if (dm->e) {
 		engine_get_info(dm->e, &info);
 		if (!info.adopted && !dm->cur.pol)
@@ -257,6 +284,7 @@ static void daemon_free(struct daemon *dm)
 int daemon_run(const struct daemon_opts *o)
 {
 	struct daemon dm = { .opts = o, .epfd = -1, .nft_table = -1, .listener.fd = -1, .signals.fd = -1 };
+	char status[256];
 	struct diags d;
 	int r;
 
@@ -272,14 +300,20 @@ int daemon_run(const struct daemon_opts *o)
 	if (r < 0) {
 		start_failed(&dm, &d);
 	} else {
-		diags_print(&d, stderr, false);
+		print_diags(&d);
 		daemon_reload_summary(&dm, o->policy, 0, stderr);
 		printf("ready\n");
 		fflush(stdout);
+		daemon_status_line(&dm, status, sizeof(status));
+		sd_notifyf("READY=1\nSTATUS=%s", status);
 		loop(&dm);
+		sd_notifyf("STOPPING=1\nSTATUS=stopping: %s", dm.keep ? "the policy stays enforced for the next daemon"
+								      : "detaching the policy");
 		shutdown_all(&dm);
 	}
 	diags_free(&d);
 	daemon_free(&dm);
-	return r < 0 ? 1 : 0;
+	/* A bad policy file is not fixed by trying again: its own status, so
+	 * that a service manager does not restart (RestartPreventExitStatus=). */
+	return r < 0 ? (dm.policy_fault ? DAEMON_EXIT_POLICY : 1) : 0;
 }

@@ -18,6 +18,12 @@ struct daemon_opts {
 	bool allow_unsafe_files;   /* read policy and set files whatever their owner and mode */
 };
 
+/* Exit status of `nfbox run` when the policy file is what failed (it cannot
+ * be read, is invalid, or exceeds a limit): EX_CONFIG of sysexits.h. 1 is
+ * any other failure; 0 a clean stop. */
+#define DAEMON_EXIT_POLICY 78
+
+/* Runs until stopped (SIGTERM, SIGINT, `nfbox stop`); the exit status. */
 int daemon_run(const struct daemon_opts *o);
 
 #endif

@@ -93,6 +93,8 @@ struct daemon {
 	uint64_t nflog_lost_seen;
 	uint64_t rejects_sent, reject_send_failed, rejects_unanswerable;
 	bool stop;     /* leave the loop */
+	bool keep;     /* ... leaving pins and table for the next daemon (stop keep) */
+	bool policy_fault; /* the last reload failed because of the policy file */
 	time_t started, loaded_at;
 	unsigned long reloads_ok, reloads_failed;
 	unsigned long long events_seen;
@@ -104,6 +106,11 @@ struct daemon {
  * when it is not -1: a file a client opened); on failure the policy in force
  * stays. Every message for the operator goes to d. */
 int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d);
+/* The same, a reload of the running daemon: systemd is told RELOADING=1
+ * before and READY=1 with the new STATUS= after (system/sdnotify.h). */
+int daemon_reload_notified(struct daemon *dm, const char *path, int fd, struct diags *d);
+/* What is enforced, in one line ("enforcing generation 3: 12 rules"). */
+void daemon_status_line(const struct daemon *dm, char *buf, size_t len);
 /* Written after d: what a reload did ("generation N: PATH: M rules
  * enforced") or that it changed nothing. */
 void daemon_reload_summary(const struct daemon *dm, const char *path, int r, FILE *f);

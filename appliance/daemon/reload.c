@@ -31,6 +31,7 @@
 #include "nft/counters.h"
 #include "nft/emit.h"
 #include "system/files.h"
+#include "system/sdnotify.h"
 
 void loaded_free(struct loaded *l)
 {
@@ -154,8 +155,13 @@ int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d)
 	nl.path = fd >= 0 ? strdup(path) : realpath(path, NULL);
 	r = policy_load_files(path, &files, &nl.diags, &nl.pol);
 	diags_append(d, &nl.diags); /* nl keeps its own: the policy points into them */
-	if (r == 0 && (r = compile_all(dm, &nl, d)) == 0 && (r = enforce(dm, &nl, d)) == 0)
-		daemon_captures_apply(dm, nl.pol, d); /* while the old policy is alive */
+	if (r == 0 && (r = compile_all(dm, &nl, d)) == 0) {
+		dm->policy_fault = false; /* from here on, a failure is the system's */
+		if ((r = enforce(dm, &nl, d)) == 0)
+			daemon_captures_apply(dm, nl.pol, d); /* while the old policy is alive */
+	} else {
+		dm->policy_fault = true; /* the file: unreadable, invalid, beyond a limit */
+	}
 	if (r < 0) {
 		if (nl.plan)
 			slots_abort(&dm->slots, &dm->cur.slots, dm->cur.plan);
@@ -171,6 +177,36 @@ int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d)
 	links_after_reload(dm);
 	nflog_events_sync(dm);
 	return 0;
+}
+
+int daemon_reload_notified(struct daemon *dm, const char *path, int fd, struct diags *d)
+{
+	char status[256];
+	int r;
+
+	sd_notify_reloading();
+	r = daemon_reload(dm, path, fd, d);
+	daemon_status_line(dm, status, sizeof(status));
+	sd_notifyf("READY=1\nSTATUS=%s%s", r < 0 ? "reload failed, unchanged: " : "", status);
+	return r;
+}
+
+void daemon_status_line(const struct daemon *dm, char *buf, size_t len)
+{
+	struct engine_info e;
+
+	if (!dm->cur.pol) {
+		snprintf(buf, len, "no policy loaded");
+		return;
+	}
+	if (dm->cur.pol->opt.backend == POLICY_BACKEND_NFTABLES) {
+		snprintf(buf, len, "enforcing %u rules (nftables backend, table inet %s)", dm->cur.pol->nrules,
+			 NFT_TABLE_NAME);
+		return;
+	}
+	engine_get_info(dm->e, &e);
+	snprintf(buf, len, "enforcing generation %llu: %u rules", (unsigned long long)e.generation,
+		 dm->cur.pol->nrules);
 }
 
 void daemon_reload_summary(const struct daemon *dm, const char *path, int r, FILE *f)

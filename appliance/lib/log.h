@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* One logging module for nfbox and the libraries under it (libbpf, libxdp):
- * whole messages, one line each, to stderr. */
+ * whole messages to stderr, "nfbox: error: ..." on a terminal or a file.
+ * When stderr is systemd's journal ($JOURNAL_STREAM), each message is one
+ * journal entry with its priority: a "<3>".."<7>" prefix on the line, and a
+ * message of several lines (a verifier log, a located policy error) sent
+ * whole through journald's socket, or else every line prefixed. */
 #ifndef NFBOX_LOG_H
 #define NFBOX_LOG_H
+
+#include <stdbool.h>
 
 enum log_level {
 	LOG_ERR = 0,
@@ -15,6 +21,12 @@ enum log_level {
  * here too (their warnings as warnings, the rest as debug). */
 void log_init(enum log_level max);
 __attribute__((format(printf, 2, 3))) void log_msg(enum log_level level, const char *fmt, ...);
+
+/* A message that says its level itself (a diagnostic's "FILE:L:C: error:
+ * ..."), at that level but without the level's word. */
+void log_text(enum log_level level, const char *text);
+/* Is stderr the journal (set by log_init)? */
+bool log_to_journal(void);
 
 #define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)

@@ -51,17 +51,22 @@ static pid_t parent_of(pid_t pid)
 }
 
 /* The nearest ancestor (then pid 1) in another mount namespace than ours;
- * 0 if there is none we can see: we are in the outer namespace. */
+ * 0 if there is none: we are in the outer namespace; -1 if we cannot tell
+ * (pid 1's namespace is hidden from us: a sandbox without CAP_SYS_PTRACE,
+ * such as nfbox.service). */
 static pid_t outer_pid(void)
 {
-	ino_t self, other;
+	ino_t self = 0, other = 0;
+	int r;
 
 	if (ns_ino(getpid(), &self) < 0)
 		return 0;
 	for (pid_t p = getppid(); p > 1; p = parent_of(p))
 		if (ns_ino(p, &other) == 0 && other != self)
 			return p;
-	if (ns_ino(1, &other) == 0 && other != self)
+	if ((r = ns_ino(1, &other)) == -EACCES || r == -EPERM)
+		return -1;
+	if (r == 0 && other != self)
 		return 1;
 	return 0;
 }
@@ -245,6 +250,19 @@ int pins_make_lasting(const char *pin_dir, struct pin_place *out, struct diags *
 	bool same = false;
 
 	*out = (struct pin_place){ .private_ns = outer != 0 };
+	if (outer < 0) {
+		/* Whatever bpf filesystem we see was there before our namespace
+		 * was made (systemd mounts /sys/fs/bpf at boot), so it is the
+		 * host's; one we mounted now would die with the namespace. */
+		char anc[PATH_MAX];
+
+		existing_ancestor(pin_dir, anc, sizeof(anc));
+		if (is_bpffs(anc))
+			return 0;
+		return diag_fail(d, -ENOTSUP,
+				 "no bpf filesystem at %s, and from this sandbox nfbox cannot mount one that outlives it: mount one on the host first (mount -t bpf bpf %s; systemd does at boot)",
+				 anc, NFBOX_BPFFS);
+	}
 	if (!below_bpffs_root(pin_dir))
 		return check_custom(outer, pin_dir, d);
 	if (!outer) {

@@ -305,22 +305,53 @@ static int diag_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* d's diagnostics in order of place (d's own order if out of memory). */
+static struct diag *sorted_copy(const struct diags *d)
+{
+	struct diag *sorted = malloc(d->n * sizeof(*sorted));
+
+	if (sorted) {
+		memcpy(sorted, d->v, d->n * sizeof(*sorted));
+		/* Stable for equal places: tie-break on original position. */
+		qsort(sorted, d->n, sizeof(*sorted), diag_cmp);
+	}
+	return sorted;
+}
+
 void diags_print(const struct diags *d, FILE *f, bool color)
 {
 	struct diag *sorted;
 
 	if (!d->n)
 		return;
-	sorted = malloc(d->n * sizeof(*sorted));
-	if (sorted) {
-		memcpy(sorted, d->v, d->n * sizeof(*sorted));
-		/* Stable for equal places: tie-break on original position. */
-		qsort(sorted, d->n, sizeof(*sorted), diag_cmp);
-	}
+	sorted = sorted_copy(d);
 	for (size_t i = 0; i < d->n; i++)
 		print_one(sorted ? &sorted[i] : &d->v[i], f, color);
 	if (d->dropped)
 		fprintf(f, "note: %zu more diagnostics not shown\n", d->dropped);
+	free(sorted);
+}
+
+void diags_each(const struct diags *d, void (*fn)(enum diag_level level, const char *text, void *arg), void *arg)
+{
+	struct diag *sorted;
+
+	if (!d->n)
+		return;
+	sorted = sorted_copy(d);
+	for (size_t i = 0; i < d->n; i++) {
+		const struct diag *g = sorted ? &sorted[i] : &d->v[i];
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&text, &len);
+
+		if (!f)
+			break;
+		print_one(g, f, false);
+		if (fclose(f) == 0)
+			fn(g->level, text, arg);
+		free(text);
+	}
 	free(sorted);
 }
 

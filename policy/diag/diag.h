@@ -92,6 +92,9 @@ void diags_append(struct diags *to, const struct diags *from);
 void diags_print(const struct diags *d, FILE *f, bool color);
 /* The same into a new string (NULL when out of memory). */
 char *diags_to_text(const struct diags *d);
+/* Each diagnostic, in the same order, as its own text (location, message,
+ * source line and caret): for a log that keeps one message per entry. */
+void diags_each(const struct diags *d, void (*fn)(enum diag_level level, const char *text, void *arg), void *arg);
 
 /* Levenshtein-closest of candidates (NULL-terminated) to word, or NULL if
  * nothing is close enough to be a plausible typo. */

@@ -232,7 +232,11 @@ static int setup(struct world *w)
 	char pins[128];
 	int r;
 
-	if (unshare(CLONE_NEWNET | CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+	/* Our mounts stay ours. In a chroot "/" is no mount point (EINVAL):
+	 * then the bpffs below may be seen outside until teardown unmounts
+	 * it. */
+	if (unshare(CLONE_NEWNET | CLONE_NEWNS) < 0 ||
+	    (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 && errno != EINVAL))
 		return -errno;
 	snprintf(w->dir, sizeof(w->dir), "/tmp/nfbox-fuzz.XXXXXX");
 	if (!mkdtemp(w->dir))

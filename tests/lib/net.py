@@ -29,6 +29,10 @@ time and prints one result line; the exit status says success.
                                    destination-options headers
   v6-split-chain HOST PORT         RFC 7112-violating fragments: the first one
                                    holds only part of the header chain
+  udp-ticks HOST SECONDS PORT...   one datagram to each PORT every millisecond (a
+                                   sequence number in each); print "sent PORT N"
+  udp-count SECONDS PORT...        count the datagrams udp-ticks sends, per port, until
+                                   the time is up or SIGTERM; print "got PORT N"
 """
 import hashlib
 import socket
@@ -434,13 +438,72 @@ def v6_split_chain(host, port):
     return 0
 
 
+def udp_ticks(host, seconds, *ports):
+    """Paced by the clock, not by sleep() alone: a late tick sends the
+    datagrams it owes at once, so the count matches the time."""
+    s = socket.socket(family(host), socket.SOCK_DGRAM)
+    start = time.monotonic()
+    end = start + float(seconds)
+    sent = {int(p): 0 for p in ports}
+    seq = 0
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        due = int((now - start) * 1000)
+        while seq <= due:
+            for p in sent:
+                try:
+                    s.sendto(b"tick %d" % seq, (host, p))
+                    sent[p] += 1
+                except OSError:
+                    pass  # an ICMP error of an earlier datagram: counted as not received
+            seq += 1
+        time.sleep(max(0.0, start + seq / 1000.0 - time.monotonic()))
+    for p, n in sent.items():
+        print("sent %d %d" % (p, n), flush=True)
+
+
+def udp_count(seconds, *ports):
+    import select
+    import signal
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    socks = {}
+    for p in ports:
+        s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        s.bind(("::", int(p)))
+        s.setblocking(False)
+        socks[s] = int(p)
+    got = {p: 0 for p in socks.values()}
+    print("listening", flush=True)
+    end = time.time() + float(seconds)
+    while time.time() < end:
+        ready, _, _ = select.select(list(socks), [], [], 0.1)
+        for s in ready:
+            while True:
+                try:
+                    s.recv(2048)
+                except BlockingIOError:
+                    break
+                got[socks[s]] += 1
+        if stop and not ready:
+            break
+    for p, n in got.items():
+        print("got %d %d" % (p, n), flush=True)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     fn = {"udp-recv": udp_recv, "udp-send": udp_send, "udp-blast": udp_blast, "tcp-listen": tcp_listen,
           "tcp-connect": tcp_connect, "tcp-stream": tcp_stream, "frags": frags,
           "tcp-whoami": tcp_whoami, "tcp-ask": tcp_ask, "tcp-probe": tcp_probe,
           "udp-whoami": udp_whoami, "udp-probe": udp_probe,
-          "v6-chain": v6_chain, "v6-split-chain": v6_split_chain}[cmd]
+          "v6-chain": v6_chain, "v6-split-chain": v6_split_chain,
+          "udp-ticks": udp_ticks, "udp-count": udp_count}[cmd]
     sys.exit(fn(*args) or 0)
 
 

@@ -83,6 +83,9 @@ echo "$out" | grep -q "request too long" && t_ok request-too-long || t_fail requ
 as_nobody "$PUB/nfbox" status --socket "$SOCK" >/dev/null 2>&1 && t_ok group-may-read || t_fail group-may-read "$(as_nobody "$PUB/nfbox" status --socket "$SOCK" 2>&1)"
 out=$(as_nobody "$PUB/nfbox" reload --socket "$SOCK" 2>&1)
 [ $? = 1 ] && echo "$out" | grep -q "permission denied" && t_ok group-may-not-reload || t_fail group-may-not-reload "$out"
+out=$(as_nobody "$PUB/nfbox" stop --keep --socket "$SOCK" 2>&1)
+[ $? = 1 ] && echo "$out" | grep -q "permission denied" && kill -0 "$NFBOX_PID" 2>/dev/null &&
+	t_ok group-may-not-stop || t_fail group-may-not-stop "$out"
 out=$(as_stranger "$PUB/nfbox" status --socket "$SOCK" 2>&1)
 [ $? = 1 ] && echo "$out" | grep -qi "permission denied" && t_ok stranger-refused || t_fail stranger-refused "$out"
 setpriv --reuid=65533 --regid=65533 --groups=65534 "$PUB/nfbox" status --socket "$SOCK" >/dev/null 2>&1 &&
@@ -124,12 +127,13 @@ wait $fake 2>/dev/null
 rm -rf "$EVIL"
 
 # ---- files ----
+# An untrusted policy file is the policy's fault: exit status 78, no restart.
 cp "$NS_TMP/big.yaml" "$NS_TMP/loose.yaml"
 chmod 666 "$NS_TMP/loose.yaml"
 ip netns exec "$NS_A" "$NFBOX" run --policy "$NS_TMP/loose.yaml" --socket "$SOCK" --pin-dir "$NFBOX_PINS" \
 	>/dev/null 2>"$NS_TMP/loose.err"
 rc=$?
-[ $rc = 1 ] && grep -q "is writable by everyone: chmod go-w" "$NS_TMP/loose.err" && t_ok start-refuses-writable-policy ||
+[ $rc = 78 ] && grep -q "is writable by everyone: chmod go-w" "$NS_TMP/loose.err" && t_ok start-refuses-writable-policy ||
 	t_fail start-refuses-writable-policy "rc $rc: $(cat "$NS_TMP/loose.err")"
 start || { t_fail restart "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 out=$(ctl reload --policy "$NS_TMP/loose.yaml" 2>&1)

@@ -36,6 +36,8 @@ static void test_accepts(void)
 	CHECK(parse("reload", &r) == 0 && r.verb == CTL_RELOAD && !r.policy);
 	CHECK(parse("reload policy=/etc/nfbox/p.yaml", &r) == 0 && r.policy && !strcmp(r.policy, "/etc/nfbox/p.yaml"));
 	ctl_request_free(&r);
+	CHECK(parse("stop", &r) == 0 && r.verb == CTL_STOP && !r.keep);
+	CHECK(parse("stop keep", &r) == 0 && r.verb == CTL_STOP && r.keep);
 	check_end();
 }
 
@@ -58,6 +60,9 @@ static void test_refuses(void)
 		"reload policy=/a%zz",       /* bad escape */
 		"reload policy=/a%00b",      /* NUL */
 		"reload /etc/nfbox/p.yaml",  /* the old form */
+		"stop keep keep",            /* an argument once */
+		"reload keep",               /* keep is stop's */
+		"stop json",                 /* not for stop */
 	};
 	struct ctl_request r;
 
@@ -117,6 +122,17 @@ static void test_roundtrip(void)
 				}
 				free(line);
 			}
+	{
+		struct ctl_request in = { .verb = CTL_STOP, .keep = true }, out;
+		char *line = ctl_request_format(&in);
+
+		CHECK(line && !strcmp(line, "stop keep\n"));
+		if (line) {
+			line[strlen(line) - 1] = '\0';
+			CHECK(parse(line, &out) == 0 && out.verb == CTL_STOP && out.keep);
+		}
+		free(line);
+	}
 	check_end();
 }
 

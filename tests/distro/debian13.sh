@@ -1,0 +1,58 @@
+#!/bin/bash
+# Debian 13 from a clean start, on any Debian machine: in a throw-away
+# trixie root (tests/lib/droot.sh; the pristine root and apt's downloads are
+# cached between runs) this copies the source tree, runs
+# packaging/install-deps.sh, builds, and runs the unit suites, the fuzzer
+# and the BPF fixtures (the verifier loads the objects trixie's clang 19
+# built) through tests/run.sh. The netns suites run on the machine itself
+# (make check).
+#
+# Usage: tests/distro/debian13.sh     (root; .ci/run and make check-debian13)
+# Ends with the runner's "N passed, N failed, N skipped" line; exits 1 on a
+# failure.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/droot.sh
+
+[ "$(id -u)" -eq 0 ] || { echo "debian13: run as root (chroot, mounts)" >&2; exit 1; }
+work=$(mktemp -d /tmp/nfbox-debian13.XXXXXX)
+root=$work/root
+trap 'droot_free "$root"; rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+step() { printf '== debian13: %s (%ds)\n' "$1" "$SECONDS"; }
+
+step "root"
+droot_new trixie "$root" || exit 1
+step "source tree"
+mkdir -p "$root/src/nfbox"
+if git rev-parse --git-dir >/dev/null 2>&1; then
+	git ls-files -z --cached --others --exclude-standard |
+		xargs -0 -r sh -c 'for f; do [ -e "$f" ] && printf "%s\0" "$f"; done' sh |
+		tar --null -T - -cf - | tar -C "$root/src/nfbox" -xf -
+else
+	tar --exclude=./build -cf - . | tar -C "$root/src/nfbox" -xf -
+fi
+
+# As a new user would: install-deps first (it needs only sh and apt).
+step "packaging/install-deps.sh"
+if ! in_root "$root" sh -c 'cd /src/nfbox && packaging/install-deps.sh'; then
+	echo "FAIL debian13: install-deps failed" >&2
+	exit 1
+fi
+in_root "$root" sh -c 'clang --version | head -n 1; dpkg-query -W -f="\${Package} \${Version}\n" libbpf1 libxdp1 debhelper lintian'
+
+step "build"
+if ! in_root "$root" sh -c 'cd /src/nfbox && make -j"$(nproc)" unit' >"$work/build.log" 2>&1; then
+	tail -n 30 "$work/build.log"
+	echo "FAIL debian13: the build failed" >&2
+	exit 1
+fi
+
+step "unit suites, fuzzer, BPF fixtures"
+in_root "$root" sh -c 'cd /src/nfbox && tests/run.sh unit/ fuzz/ bpf/'
+rc=$?
+step "done"
+exit $rc

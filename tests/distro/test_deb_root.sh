@@ -1,0 +1,109 @@
+#!/bin/bash
+# The Debian package as an administrator meets it, in a throw-away root of
+# this machine's release (tests/lib/droot.sh): apt installs the .deb with
+# its dependencies (on Debian 12 refusing first, naming backports, until
+# bookworm-backports is enabled), the shipped policy validates there with
+# the installed binary, and removal and purge leave what README.Debian says.
+# KEEP=1 keeps the work directory (apt's output) for a look after a failure.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/droot.sh
+
+[ "$(id -u)" -eq 0 ] || { t_skip deb-root "needs root (chroot, mounts)"; t_done; }
+. /etc/os-release
+rel=${VERSION_CODENAME:-}
+case $rel in
+bookworm | trixie) ;;
+*) t_skip deb-root "no throw-away root for release '$rel' (Debian 12 and 13 are supported)"; t_done ;;
+esac
+
+tmp=$(mktemp -d /tmp/nfbox-debroot.XXXXXX)
+root=$tmp/root
+trap 'droot_free "$root"; [ -n "${KEEP:-}" ] || rm -rf "$tmp"' EXIT
+
+if ! deb=$(packaging/build-deb.sh --outdir "$tmp/out" 2>"$tmp/build.err"); then
+	t_fail deb-build "$(tail -n 3 "$tmp/build.err")"
+	t_done
+fi
+t_ok deb-build
+if ! droot_new "$rel" "$root" 2>"$tmp/root.err"; then
+	t_fail root "cannot make a $rel root: $(cat "$tmp/root.err")"
+	t_done
+fi
+cp "$deb" "$root/tmp/"
+pkg=/tmp/$(basename "$deb")
+in_root "$root" apt-get -qq update >"$tmp/update.out" 2>&1 || { t_fail apt-update "$(tail -n 3 "$tmp/update.out")"; t_done; }
+
+if [ "$rel" = bookworm ]; then
+	# Without backports apt refuses, and its message names the fix.
+	if in_root "$root" apt-get install -y --no-install-recommends "$pkg" >"$tmp/refused.out" 2>&1; then
+		t_fail refusal-names-backports "installed without bookworm-backports (libbpf1 $(in_root "$root" dpkg-query -W -f='${Version}' libbpf1))"
+	elif grep -q 'libbpf1-from-bookworm-backports' "$tmp/refused.out"; then
+		t_ok refusal-names-backports
+	else
+		t_fail refusal-names-backports "apt said: $(grep -m 3 -E 'Depends|E:' "$tmp/refused.out" | tr '\n' ' ')"
+	fi
+	# The one step README.Debian gives.
+	echo "deb $(droot_mirror) bookworm-backports main" >"$root/etc/apt/sources.list.d/bookworm-backports.list"
+	in_root "$root" apt-get -qq update >/dev/null 2>&1
+	install=(apt-get install -y --no-install-recommends -t bookworm-backports "$pkg")
+else
+	install=(apt-get install -y --no-install-recommends "$pkg")
+fi
+if in_root "$root" "${install[@]}" >"$tmp/install.out" 2>&1; then
+	t_ok apt-install
+else
+	t_fail apt-install "$(grep -E 'E:|Depends' "$tmp/install.out" | head -n 3 | tr '\n' ' ')"
+	t_done
+fi
+
+# The installed binary runs with the libraries apt chose, on the shipped policy.
+if out=$(in_root "$root" nfbox validate --strict /etc/nfbox/policy.yaml 2>&1); then
+	t_ok shipped-policy-validates
+else
+	t_fail shipped-policy-validates "$out"
+fi
+# Where this release wants the unit (lintian: aliased-location on 13).
+want=/lib/systemd/system/nfbox.service
+[ "$rel" = bookworm ] || want=/usr/lib/systemd/system/nfbox.service
+if in_root "$root" dpkg -L nfbox | grep -qx "$want"; then
+	t_ok unit-location
+else
+	t_fail unit-location "the package does not ship $want: $(in_root "$root" dpkg -L nfbox | grep nfbox.service)"
+fi
+t_check examples-installed test -f "$root/usr/share/doc/nfbox/examples/home-router.yaml"
+t_check completion-installed test -f "$root/usr/share/bash-completion/completions/nfbox"
+
+# An administrator enabled it; removal disables it without a mask and
+# without a link to the unit file that is gone.
+in_root "$root" deb-systemd-helper enable nfbox.service >/dev/null 2>&1
+mkdir -p "$root/var/lib/nfbox/capture"
+echo x >"$root/var/lib/nfbox/capture/kept.pcapng"
+echo x >"$root/var/lib/nfbox/state"
+if ! in_root "$root" apt-get remove -y nfbox >"$tmp/remove.out" 2>&1; then
+	t_fail remove "$(tail -n 3 "$tmp/remove.out")"
+else
+	links=$(find "$root/etc/systemd" -name 'nfbox.service' 2>/dev/null | sed "s|^$root||")
+	if [ -z "$links" ]; then
+		t_ok remove-leaves-no-link-or-mask
+	else
+		t_fail remove-leaves-no-link-or-mask "left behind: $links"
+	fi
+fi
+# Purge keeps the captures unless asked.
+in_root "$root" dpkg --purge nfbox >"$tmp/purge.out" 2>&1
+if [ -f "$root/var/lib/nfbox/capture/kept.pcapng" ] && [ ! -e "$root/var/lib/nfbox/state" ] &&
+	[ ! -e "$root/etc/nfbox/policy.yaml" ]; then
+	t_ok purge-keeps-captures
+else
+	t_fail purge-keeps-captures "after purge: $(cd "$root" && ls -d var/lib/nfbox/* etc/nfbox/* 2>&1 | tr '\n' ' ')"
+fi
+in_root "$root" "${install[@]}" >/dev/null 2>&1
+in_root "$root" env NFBOX_PURGE_CAPTURES=yes dpkg --purge nfbox >/dev/null 2>&1
+if [ ! -e "$root/var/lib/nfbox" ]; then
+	t_ok purge-captures-when-asked
+else
+	t_fail purge-captures-when-asked "left: $(cd "$root" && find var/lib/nfbox | tr '\n' ' ')"
+fi
+t_done

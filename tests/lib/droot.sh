@@ -1,0 +1,81 @@
+# Throw-away Debian roots for tests: a minimal root of a release, made once
+# with debootstrap and cached, then copied for each use so that every test
+# starts from a fresh system. Source after tests/lib/lib.sh.
+#
+#   droot_new RELEASE DIR   a fresh root of RELEASE (bookworm, trixie) at DIR,
+#                           with /proc, /sys and /dev mounted, ready for chroot
+#   droot_free DIR          unmount and remove it (install as a trap)
+#   in_root DIR CMD...      run CMD in the root (a login-like environment)
+#
+# Environment:
+#   NFBOX_ROOT_CACHE  where the pristine roots and apt's downloads are kept
+#                     between runs (default /var/cache/nfbox/roots)
+#   NFBOX_MIRROR      the Debian archive (default: the one this system's apt
+#                     sources use, packaging/install-deps.sh --print-mirror)
+
+DROOT_CACHE=${NFBOX_ROOT_CACHE:-/var/cache/nfbox/roots}
+
+droot_mirror() {
+	if [ -n "${NFBOX_MIRROR:-}" ]; then
+		echo "$NFBOX_MIRROR"
+	else
+		"$(dirname "${BASH_SOURCE[0]}")/../../packaging/install-deps.sh" --print-mirror
+	fi
+}
+
+# The cached pristine root of a release (made under a lock on first use).
+droot_base() {
+	local rel=$1 base=$DROOT_CACHE/$1 mirror tmp
+	mkdir -p "$DROOT_CACHE" || return 1
+	(
+		flock 9
+		[ -f "$base/.nfbox-complete" ] && exit 0
+		command -v debootstrap >/dev/null || { echo "debootstrap is not installed (packaging/install-deps.sh)" >&2; exit 1; }
+		mirror=$(droot_mirror) || exit 1
+		tmp=$base.tmp.$$
+		rm -rf "$tmp" "$base"
+		if ! debootstrap --variant=minbase "$rel" "$tmp" "$mirror" >"$DROOT_CACHE/$rel.log" 2>&1; then
+			echo "debootstrap $rel from $mirror failed; see $DROOT_CACHE/$rel.log" >&2
+			tail -n 5 "$DROOT_CACHE/$rel.log" >&2
+			rm -rf "$tmp"
+			exit 1
+		fi
+		echo "deb $mirror $rel main" >"$tmp/etc/apt/sources.list"
+		rm -rf "$tmp/var/cache/apt/archives/"*.deb
+		touch "$tmp/.nfbox-complete"
+		mv "$tmp" "$base"
+	) 9>"$DROOT_CACHE/.$rel.lock"
+}
+
+droot_new() {
+	local rel=$1 dir=$2
+	droot_base "$rel" || return 1
+	rm -rf "$dir"
+	cp -a "$DROOT_CACHE/$rel" "$dir" || return 1
+	# apt's downloads are kept across runs: the second run fetches nothing.
+	mkdir -p "$DROOT_CACHE/$rel-archives/partial"
+	mount --bind "$DROOT_CACHE/$rel-archives" "$dir/var/cache/apt/archives" || return 1
+	mount -t proc proc "$dir/proc" || return 1
+	mount --rbind /sys "$dir/sys" && mount --make-rslave "$dir/sys" || return 1
+	mount --rbind /dev "$dir/dev" && mount --make-rslave "$dir/dev" || return 1
+	cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null
+	# apt must not keep what it downloads in the shared cache half-written.
+	echo 'APT::Keep-Downloaded-Packages "true";' >"$dir/etc/apt/apt.conf.d/90nfbox-keep"
+	return 0
+}
+
+droot_free() {
+	local dir=$1
+	[ -n "$dir" ] && [ -d "$dir" ] || return 0
+	umount -R "$dir/sys" "$dir/dev" "$dir/proc" "$dir/var/cache/apt/archives" 2>/dev/null
+	# Anything a test left mounted inside (its tmp, a bind of the tree).
+	grep -o " $dir/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n 1 umount -l 2>/dev/null
+	rm -rf --one-file-system "$dir"
+}
+
+in_root() {
+	local dir=$1
+	shift
+	chroot "$dir" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"
+}
