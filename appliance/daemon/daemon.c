@@ -172,7 +172,7 @@ int daemon_engine_open(struct daemon *dm, struct diags *d)
 		return r;
 	engine_get_info(dm->e, &info);
 	if (info.adopted)
-		log_info("adopted the enforcing state pinned in %s (generation %u)", dm->pin_dir, info.active_gen);
+		log_info("adopted the enforcing state pinned in %s (map set %u in force)", dm->pin_dir, info.active_gen);
 	if (!eo.pin_dir)
 		log_warn("--no-pin: nothing is pinned; if nfbox stops or dies, enforcement ends with it");
 	if ((r = events_open(dm, d)) < 0 || (r = rejects_open(dm, d)) < 0) {

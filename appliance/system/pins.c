@@ -111,13 +111,20 @@ static int recv_fd(int sock)
 	return fd;
 }
 
-/* In the child: returns a positive errno or 0; writes its answer to sock. */
-static int outer_child(int nsfd, enum outer_op op, const char *path, int sock)
+/* In the child: returns a positive errno or 0; writes its answer to sock.
+ * Paths are resolved as the outer process sees them: setns() puts us at
+ * the namespace's root, and rootfd (its /proc/PID/root) takes us into its
+ * chroot, if it runs in one (a build root, a test root). */
+static int outer_child(int nsfd, int rootfd, enum outer_op op, const char *path, int sock)
 {
 	struct stat st;
 	int fd;
 
-	if (setns(nsfd, CLONE_NEWNS) < 0 || chdir("/") < 0)
+	if (setns(nsfd, CLONE_NEWNS) < 0)
+		return errno;
+	if (rootfd >= 0 && (fchdir(rootfd) < 0 || chroot(".") < 0))
+		return errno;
+	if (chdir("/") < 0)
 		return errno;
 	if (op == OUTER_STAT) {
 		if (stat(path, &st) < 0)
@@ -135,13 +142,15 @@ static int outer_child(int nsfd, enum outer_op op, const char *path, int sock)
 static int in_outer(pid_t pid, enum outer_op op, const char *path, int *sock)
 {
 	char nspath[64];
-	_cleanup_close_ int nsfd = -1;
+	_cleanup_close_ int nsfd = -1, rootfd = -1;
 	int sv[2], status;
 	pid_t child;
 
 	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/mnt", (int)pid);
 	if ((nsfd = open(nspath, O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
+	snprintf(nspath, sizeof(nspath), "/proc/%d/root", (int)pid);
+	rootfd = open(nspath, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* -1: use the namespace's root */
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	child = fork();
@@ -152,7 +161,7 @@ static int in_outer(pid_t pid, enum outer_op op, const char *path, int *sock)
 	}
 	if (child == 0) {
 		close(sv[0]);
-		_exit(outer_child(nsfd, op, path, sv[1]));
+		_exit(outer_child(nsfd, rootfd, op, path, sv[1]));
 	}
 	close(sv[1]);
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)

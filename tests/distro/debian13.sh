@@ -2,10 +2,12 @@
 # Debian 13 from a clean start, on any Debian machine: in a throw-away
 # trixie root (tests/lib/droot.sh; the pristine root and apt's downloads are
 # cached between runs) this copies the source tree, runs
-# packaging/install-deps.sh, builds, and runs the unit suites, the fuzzer
-# and the BPF fixtures (the verifier loads the objects trixie's clang 19
-# built) through tests/run.sh. The netns suites run on the machine itself
-# (make check).
+# packaging/install-deps.sh, builds, and runs the unit suites (the .deb
+# built there and lintian's verdict on 13 among them), the fuzzer and the
+# BPF fixtures (the verifier loads the objects trixie's clang 19 built)
+# through tests/run.sh; then `make demo` and two netns suites (rules, and
+# the service's restart path) with trixie's userland. The other netns
+# suites run on the machine itself (make check).
 #
 # Usage: tests/distro/debian13.sh     (root; .ci/run and make check-debian13)
 # Ends with the runner's "N passed, N failed, N skipped" line; exits 1 on a
@@ -51,8 +53,16 @@ if ! in_root "$root" sh -c 'cd /src/nfbox && make -j"$(nproc)" unit' >"$work/bui
 	exit 1
 fi
 
-step "unit suites, fuzzer, BPF fixtures"
-in_root "$root" sh -c 'cd /src/nfbox && tests/run.sh unit/ fuzz/ bpf/'
+step "unit suites, fuzzer, BPF fixtures, netns: enforce and service"
+in_root "$root" sh -c 'cd /src/nfbox && tests/run.sh unit/ fuzz/ bpf/ netns/test_enforce netns/test_service'
 rc=$?
+step "make demo"
+if ! in_root "$root" sh -c 'cd /src/nfbox && make demo' >"$work/demo.log" 2>&1; then
+	tail -n 20 "$work/demo.log"
+	echo "FAIL debian13: make demo failed" >&2
+	rc=1
+else
+	tail -n 3 "$work/demo.log"
+fi
 step "done"
 exit $rc

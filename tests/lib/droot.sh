@@ -4,8 +4,11 @@
 #
 #   droot_new RELEASE DIR   a fresh root of RELEASE (bookworm, trixie) at DIR,
 #                           with /proc, /sys and /dev mounted, ready for chroot
+#   droot_unmount DIR       unmount what droot_new mounted (before booting it)
 #   droot_free DIR          unmount and remove it (install as a trap)
 #   in_root DIR CMD...      run CMD in the root (a login-like environment)
+#   droot_prepare CASE      for a test: sets $rel to this machine's release, or
+#                           reports CASE skipped (not root, another release) and exits
 #
 # Environment:
 #   NFBOX_ROOT_CACHE  where the pristine roots and apt's downloads are kept
@@ -14,6 +17,15 @@
 #                     sources use, packaging/install-deps.sh --print-mirror)
 
 DROOT_CACHE=${NFBOX_ROOT_CACHE:-/var/cache/nfbox/roots}
+
+droot_prepare() {
+	[ "$(id -u)" -eq 0 ] || { t_skip "$1" "needs root (chroot, mounts)"; t_done; }
+	rel=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+	case $rel in
+	bookworm | trixie) ;;
+	*) t_skip "$1" "no throw-away root for release '$rel' (Debian 12 and 13 are supported)"; t_done ;;
+	esac
+}
 
 droot_mirror() {
 	if [ -n "${NFBOX_MIRROR:-}" ]; then
@@ -52,6 +64,8 @@ droot_new() {
 	droot_base "$rel" || return 1
 	rm -rf "$dir"
 	cp -a "$DROOT_CACHE/$rel" "$dir" || return 1
+	# A mount point of its own: `ip netns exec` inside makes / rslave.
+	mount --bind "$dir" "$dir" || return 1
 	# apt's downloads are kept across runs: the second run fetches nothing.
 	mkdir -p "$DROOT_CACHE/$rel-archives/partial"
 	mount --bind "$DROOT_CACHE/$rel-archives" "$dir/var/cache/apt/archives" || return 1
@@ -64,12 +78,25 @@ droot_new() {
 	return 0
 }
 
+droot_unmount() {
+	local dir=$1
+	umount -R "$dir/sys" "$dir/dev" "$dir/proc" "$dir/var/cache/apt/archives" 2>/dev/null
+	return 0
+}
+
+# Everything mounted in or on it, the root's own bind included.
+droot_unmount_all() {
+	local dir=$1
+	droot_unmount "$dir"
+	awk -v d="$dir" '$2 == d || index($2, d "/") == 1 { print $2 }' /proc/self/mounts | sort -r |
+		xargs -r -n 1 umount -l 2>/dev/null
+	return 0
+}
+
 droot_free() {
 	local dir=$1
 	[ -n "$dir" ] && [ -d "$dir" ] || return 0
-	umount -R "$dir/sys" "$dir/dev" "$dir/proc" "$dir/var/cache/apt/archives" 2>/dev/null
-	# Anything a test left mounted inside (its tmp, a bind of the tree).
-	grep -o " $dir/[^ ]*" /proc/self/mounts | sort -r | xargs -r -n 1 umount -l 2>/dev/null
+	droot_unmount_all "$dir"
 	rm -rf --one-file-system "$dir"
 }
 

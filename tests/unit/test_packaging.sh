@@ -139,7 +139,7 @@ else
 	arch=$(dpkg --print-architecture)
 	# Not a sub-make of whatever make runs the tests.
 	if ! deb=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL packaging/build-deb.sh --outdir "$tmp/out" 2>"$tmp/build.err"); then
-		fail deb-build "build-deb.sh failed: $(tail -n 1 "$tmp/build.err")"
+		fail deb-build "build-deb.sh failed: $(grep -m 1 -iE 'error|unmet' "$tmp/build.err" || tail -n 1 "$tmp/build.err")"
 		for c in $deb_checks; do [ "$c" = deb-build ] || skip "$c" "no package was built"; done
 		deb=
 	elif [ ! -f "$deb" ] || [ "$deb" != "$tmp/out/nfbox_$(cat VERSION)_$arch.deb" ]; then

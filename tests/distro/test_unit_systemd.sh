@@ -1,0 +1,188 @@
+#!/bin/bash
+# nfbox.service under a real systemd: a throw-away root of this machine's
+# release (tests/lib/droot.sh) with systemd and the .deb installed, booted
+# with systemd-nspawn (its own network namespace, a bpffs of the test's own
+# on its /sys/fs/bpf, as systemd mounts one at boot). Through the unit as an
+# administrator uses it: enable --now (READY once enforcing, STATUS=), the
+# shipped policy enforced on loopback, reload (good and bad; journalctl -p
+# err), restart (ExecStop= sees the restart job and the next daemon adopts),
+# a bad policy at start (exit 78, no restart loop, the last good policy
+# still enforced), stop (detaches) and package removal.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/droot.sh
+
+droot_prepare unit-systemd
+command -v systemd-nspawn >/dev/null || { t_fail unit-systemd "systemd-nspawn is missing (packaging/install-deps.sh installs systemd-container)"; t_done; }
+
+tmp=$(mktemp -d /tmp/nfbox-unit.XXXXXX)
+root=$tmp/root
+nspawn_pid=
+cleanup() {
+	if [ -n "$nspawn_pid" ]; then
+		kill -TERM "$nspawn_pid" 2>/dev/null
+		for _ in $(seq 50); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
+		kill -KILL "$nspawn_pid" 2>/dev/null
+	fi
+	umount "$tmp/bpffs" 2>/dev/null
+	droot_free "$root"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if ! deb=$(packaging/build-deb.sh --outdir "$tmp/out" 2>"$tmp/build.err"); then
+	t_fail deb-build "$(grep -m 1 -iE 'error|unmet' "$tmp/build.err")"
+	t_done
+fi
+droot_new "$rel" "$root" 2>"$tmp/root.err" || { t_fail root "$(cat "$tmp/root.err")"; t_done; }
+# /var/tmp: the booted system has a tmpfs on /tmp.
+cp "$deb" "$root/var/tmp/"
+t=(apt-get install -y --no-install-recommends)
+if [ "$rel" = bookworm ]; then
+	echo "deb $(droot_mirror) bookworm-backports main" >"$root/etc/apt/sources.list.d/bookworm-backports.list"
+	t+=(-t bookworm-backports)
+fi
+if ! in_root "$root" sh -c "apt-get -qq update && ${t[*]} systemd dbus nftables /var/tmp/$(basename "$deb")" >"$tmp/install.out" 2>&1; then
+	t_fail install "$(grep -m 3 -E 'E:|Depends' "$tmp/install.out" | tr '\n' ' ')"
+	t_done
+fi
+droot_unmount "$root"
+
+# Boot it. Its pins go to a bpffs of ours, bound where systemd would have
+# mounted one; nspawn keeps CAP_BPF and bpf(2) out unless asked.
+mkdir -p "$tmp/bpffs"
+mount -t bpf bpf "$tmp/bpffs" || { t_fail bpffs "cannot mount a bpf filesystem"; t_done; }
+systemd-nspawn -D "$root" --boot --register=no --keep-unit --private-network --console=passive \
+	--capability=CAP_BPF,CAP_PERFMON,CAP_NET_ADMIN,CAP_SYS_ADMIN,CAP_IPC_LOCK,CAP_NET_RAW \
+	--system-call-filter='bpf perf_event_open' --bind="$tmp/bpffs:/sys/fs/bpf" >"$tmp/nspawn.log" 2>&1 &
+nspawn_pid=$!
+leader=
+for _ in $(seq 100); do
+	leader=$(pgrep -P "$nspawn_pid" | head -n 1)
+	[ -n "$leader" ] && nsenter -t "$leader" -a systemctl is-system-running 2>/dev/null | grep -Eq 'running|degraded' && break
+	sleep 0.2
+done
+in_ct() { nsenter -t "$leader" -a "$@"; }
+if [ -z "$leader" ] || ! in_ct systemctl is-system-running 2>/dev/null | grep -Eq 'running|degraded'; then
+	t_fail boot "the container did not boot: $(tail -n 5 "$tmp/nspawn.log" | tr '\n' ' ')"
+	t_done
+fi
+t_ok boot
+
+show() { in_ct systemctl show nfbox -p "$1" --value; }
+# A TCP connection to 127.0.0.1:PORT from inside: "drop" (no answer),
+# "open" or "refused" (it got through the input hook).
+probe() {
+	in_ct timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null
+	case $? in 0) echo open ;; 124) echo drop ;; *) echo refused ;; esac
+}
+want() { # NAME PORT drop|through
+	local got ok=0
+	got=$(probe "$2")
+	case "$3:$got" in
+	drop:drop | through:open | through:refused) ok=1 ;;
+	esac
+	if [ "$ok" = 1 ]; then
+		t_ok "$1"
+	else
+		t_fail "$1" "port $2: $got, want $3"
+	fi
+}
+
+# --- enable --now: ready once enforcing -----------------------------------------
+in_ct systemctl enable --now nfbox >"$tmp/enable.out" 2>&1
+if [ "$(show ActiveState)" = active ] && show StatusText | grep -Eq '^enforcing generation 1: [0-9]+ rules$'; then
+	t_ok start-ready
+else
+	t_fail start-ready "$(show ActiveState): $(show StatusText); $(in_ct journalctl -u nfbox --no-pager -n 5 | tr '\n' ' ')"
+fi
+want shipped-policy-keeps-ssh 22 through
+want shipped-policy-drops-8080 8080 drop
+t_check cli-finds-daemon in_ct nfbox status
+
+# --- reload: good, then bad ---------------------------------------------------------
+sed -i 's/^  ssh: \[tcp\/22\]$/  ssh: [tcp\/22, tcp\/8080]/' "$root/etc/nfbox/policy.yaml"
+in_ct systemctl reload nfbox >/dev/null 2>&1
+if show StatusText | grep -q '^enforcing generation 2:'; then t_ok reload; else t_fail reload "$(show StatusText)"; fi
+want reload-opens-8080 8080 through
+cp "$root/etc/nfbox/policy.yaml" "$tmp/good.yaml"
+printf 'version: 1\nrules:\n  - { name: x, sevice: [tcp/1], action: accept }\n' >"$root/etc/nfbox/policy.yaml"
+if in_ct systemctl reload nfbox >/dev/null 2>&1; then
+	t_fail bad-reload "systemctl reload succeeded on an invalid policy"
+elif show StatusText | grep -q '^reload failed, unchanged: enforcing generation 2:'; then
+	t_ok bad-reload
+else
+	t_fail bad-reload "$(show StatusText)"
+fi
+if in_ct journalctl -u nfbox -p err --no-pager | grep -q "policy.yaml:3:16: error: unknown key 'sevice'"; then
+	t_ok journal-err-priority
+else
+	t_fail journal-err-priority "$(in_ct journalctl -u nfbox -p err --no-pager | tail -n 3 | tr '\n' ' ')"
+fi
+want bad-reload-keeps-8080 8080 through
+
+# --- restart with the bad file: fails once, keeps the last good policy ------------
+in_ct systemctl restart nfbox >/dev/null 2>&1
+sleep 3 # past RestartSec=: a restart would have happened by now
+if [ "$(show ActiveState)" = failed ] && [ "$(show ExecMainStatus)" = 78 ] && [ "$(show NRestarts)" = 0 ]; then
+	t_ok bad-policy-no-restart-loop
+else
+	t_fail bad-policy-no-restart-loop "$(show ActiveState), status $(show ExecMainStatus), $(show NRestarts) restarts"
+fi
+want bad-start-keeps-policy-8080 8080 through
+want bad-start-keeps-policy-9999 9999 drop
+
+# --- restart: the next daemon adopts -------------------------------------------------
+cp "$tmp/good.yaml" "$root/etc/nfbox/policy.yaml"
+in_ct systemctl reset-failed nfbox
+in_ct systemctl start nfbox
+in_ct systemctl restart nfbox
+if in_ct nfbox status | grep -q 'adopted at start: enforcement had no gap' &&
+	in_ct journalctl -u nfbox --no-pager | grep -q 'keeping the policy enforced for the next daemon'; then
+	t_ok restart-adopts
+else
+	t_fail restart-adopts "$(in_ct nfbox status 2>&1 | grep -i 'pin dir'); $(in_ct journalctl -u nfbox --no-pager -n 6 | tr '\n' ' ')"
+fi
+want restart-keeps-9999-dropped 9999 drop
+
+# --- stop detaches; removal leaves no link --------------------------------------------
+in_ct systemctl stop nfbox
+if [ ! -e "$tmp/bpffs/nfbox" ] && ! in_ct nft list table inet nfbox >/dev/null 2>&1; then
+	t_ok stop-detaches
+else
+	t_fail stop-detaches "left: $(ls "$tmp/bpffs") $(in_ct nft list tables 2>&1 | tr '\n' ' ')"
+fi
+want stop-opens-9999 9999 through
+
+# --- upgrade: the package's restart keeps the policy ------------------------------
+# dpkg -i of the package over itself runs what an upgrade runs (prerm
+# upgrade, postinst configure OLD-VERSION: a restart).
+in_ct systemctl start nfbox
+pkg=/var/tmp/$(basename "$deb")
+keeps=$(in_ct journalctl -u nfbox --no-pager | grep -c 'keeping the policy enforced')
+in_ct dpkg -i "$pkg" >"$tmp/upgrade.out" 2>&1
+if [ "$(in_ct journalctl -u nfbox --no-pager | grep -c 'keeping the policy enforced')" -gt "$keeps" ] &&
+	[ "$(show ActiveState)" = active ] && in_ct nfbox status | grep -q 'adopted at start'; then
+	t_ok upgrade-restart-adopts
+else
+	t_fail upgrade-restart-adopts "$(show ActiveState); $(tail -n 2 "$tmp/upgrade.out" | tr '\n' ' '); $(in_ct journalctl -u nfbox --no-pager -n 8 | tr '\n' ' ')"
+fi
+want upgrade-keeps-9999-dropped 9999 drop
+
+# --- removal stops and leaves no link; a new installation is not started ----------
+in_ct apt-get remove -y nfbox >"$tmp/remove.out" 2>&1
+if [ "$(show ActiveState)" != active ] && [ -z "$(find "$root/etc/systemd" -name nfbox.service)" ] && [ ! -e "$tmp/bpffs/nfbox" ]; then
+	t_ok remove
+else
+	t_fail remove "$(show ActiveState); links: $(find "$root/etc/systemd" -name nfbox.service); pins: $(ls -d "$tmp/bpffs/nfbox" 2>/dev/null)"
+fi
+in_ct dpkg -i "$pkg" >"$tmp/reinstall.out" 2>&1
+if [ "$(show ActiveState)" = inactive ] && [ "$(show UnitFileState)" = disabled ]; then
+	t_ok install-does-not-start
+else
+	t_fail install-does-not-start "$(show ActiveState), $(show UnitFileState)"
+fi
+t_done
