@@ -266,8 +266,14 @@ struct nfb_reject {
 #define NFB_REPLY_MARK 0x6e666278u /* "nfbx" */
 
 #define NFB_RINGBUF_SIZE (1 << 20)
-/* Netfilter priority of the classifier: after conntrack (-200) so the state
- * is known, and after defrag (-400). */
-#define NFB_PRIORITY (-100)
+/* Netfilter priority of the classifier: after defrag (-400) and conntrack
+ * (-200), so datagrams are whole and their state is known, and after NAT's
+ * destination hooks (-100, where nftables and iptables put dstnat; the
+ * kernel refuses a BPF hook at a priority another hook of that point has),
+ * as iptables' filter table runs after its nat table. A link is replaced at
+ * another priority (the next free one up to NFB_PRIORITY + NFB_PRIORITY_SPAN
+ * - 1) and the old one detached after, so one is always attached. */
+#define NFB_PRIORITY (-99)
+#define NFB_PRIORITY_SPAN 8
 
 #endif /* NFBOX_H */

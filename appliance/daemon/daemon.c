@@ -238,13 +238,21 @@ static void print_diags(const struct diags *d)
  * adopted enforcing. */
 static void start_failed(struct daemon *dm, struct diags *d)
 {
-	struct engine_info info;
+	struct engine_info info = { 0 };
+	struct diags tmp;
 
 	print_diags(d);
-	if (dm->e) {
+	if (dm->e)
 		engine_get_info(dm->e, &info);
-		if (!info.adopted && !dm->cur.pol)
-			engine_destroy_pins(dm->e); /* nothing was enforced */
+	if (!info.adopted && !dm->cur.pol) {
+		/* Nothing was enforced: leave nothing, not even the table this
+		 * start put in place before the engine failed (it persists). */
+		if (dm->e)
+			engine_destroy_pins(dm->e);
+		diags_init(&tmp);
+		if (dm->nft_table == 1 && nft_table_remove(&tmp) < 0)
+			log_warn("removing table inet %s: %s", NFT_TABLE_NAME, tmp.n ? tmp.v[tmp.n - 1].msg : "");
+		diags_free(&tmp);
 	}
 	if (dm->listener.fd >= 0)
 		unlink(dm->socket_path);

@@ -342,12 +342,23 @@ static void link_drop(struct engine *e, struct engine_link *l, int hook, int fam
  * enforcement. On failure cur stays as it was, pinned. */
 static int link_replace(struct engine *e, struct engine_link *cur, int hook, int fam, bool defrag, struct diags *d)
 {
-	int32_t prio = cur->fd >= 0 && cur->priority == NFB_PRIORITY ? NFB_PRIORITY + 1 : NFB_PRIORITY;
 	struct engine_link nl;
 	char path[512];
-	int r;
+	int r = -EBUSY;
 
-	if ((r = link_attach(e, hook, fam, defrag, prio, &nl)) < 0)
+	/* The first priority of the span that is not the current link's and
+	 * that no other hook of this point uses (EBUSY: another BPF link,
+	 * or a chain such as someone's nat or filter at that number). */
+	for (int32_t prio = NFB_PRIORITY; prio < NFB_PRIORITY + NFB_PRIORITY_SPAN && r == -EBUSY; prio++) {
+		if (cur->fd >= 0 && prio == cur->priority)
+			continue;
+		r = link_attach(e, hook, fam, defrag, prio, &nl);
+	}
+	if (r == -EBUSY)
+		return diag_errno(d, r, "cannot attach the netfilter link for %s/%s: priorities %d to %d are all taken by other hooks (nft list hooks shows them)",
+				  policy_hook_name((enum policy_hook)hook), fam_name(fam), NFB_PRIORITY,
+				  NFB_PRIORITY + NFB_PRIORITY_SPAN - 1);
+	if (r < 0)
 		return diag_errno(d, r, "cannot attach the netfilter link for %s/%s",
 				  policy_hook_name((enum policy_hook)hook), fam_name(fam));
 	if (e->pin_dir) {

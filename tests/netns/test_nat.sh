@@ -129,4 +129,53 @@ nfbox_stop
 if in_a nft list table inet nfbox >/dev/null 2>&1; then t_fail stop-removes-table "table inet nfbox is still there"; else
 	t_ok stop-removes-table
 fi
+
+# ---- NAT beside an output hook ----
+# NAT's own hooks sit at -100 on output (dstnat), as an administrator's
+# chains may sit anywhere: the classifier's links take free priorities, so
+# a policy with NAT that filters output loads (it did not: EBUSY).
+policy "$NS_TMP/o.yaml" "$MASQ"
+sed -i 's/^  forward: { default: drop }$/  forward: { default: drop }\n  output: { default: accept }/' "$NS_TMP/o.yaml"
+echo "  - { name: no-discard, hook: output, service: [tcp/9], action: drop }" >>"$NS_TMP/o.yaml"
+/usr/bin/python3 - "$NS_TMP/o.yaml" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+head, nat = s.split("nat:\n")
+rules = [l for l in nat.split("\n") if l.startswith("  - { name")]
+nat = [l for l in nat.split("\n") if l and not l.startswith("  - { name")]
+open(p, "w").write(head.rstrip("\n") + "\n" + "\n".join(rules) + "\nnat:\n" + "\n".join(nat) + "\n")
+PY
+# Someone else's chain at the classifier's first priority, too.
+in_a nft -f - <<'NFT'
+table inet other {
+	chain out { type filter hook output priority -99; policy accept; }
+}
+NFT
+if nfbox_start "$NS_TMP/o.yaml"; then
+	t_ok nat-with-output-hook
+	listen in_s 9 3
+	t_check output-rule-enforced sh -c "! ip netns exec $NS_A $NET tcp-connect $S4 9 1 >/dev/null 2>&1"
+	expect masquerade-with-output-hook "$(who in_s 80 in_c $S4)" "$A4W"
+	nfbox_stop
+else
+	t_fail nat-with-output-hook "$(cat "$NS_TMP/nfbox.err")"
+fi
+# Every priority of the span taken: the start fails, says why, and leaves
+# no table behind (it persists by design, so a failed start must remove it).
+if bpf_backend; then
+	for p in $(seq -98 -92); do
+		in_a nft add chain inet other "o$((p + 100))" "{ type filter hook output priority $p; policy accept; }"
+	done
+	if nfbox_start "$NS_TMP/o.yaml" 2>/dev/null; then
+		t_fail busy-priorities-refused "started with priorities -99..-92 all taken"
+		nfbox_stop
+	elif grep -q 'priorities -99 to -92 are all taken' "$NS_TMP/nfbox.err" && ! in_a nft list table inet nfbox >/dev/null 2>&1; then
+		t_ok busy-priorities-refused
+	else
+		t_fail busy-priorities-refused "$(tail -n 2 "$NS_TMP/nfbox.err"; in_a nft list tables)"
+	fi
+	NFBOX_PID=
+fi
+in_a nft delete table inet other
 t_done

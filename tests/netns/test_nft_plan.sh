@@ -20,16 +20,17 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The listing without what differs by nature: the owner flags, handles
+# The listing without what differs by nature: the owner and persist flags
+# (nft 1.1 lists persist, 1.0 does not), handles
 # and the order nft lists the elements of a set in.
 normal() {
 	/usr/bin/python3 -c '
 import re, sys
 out = []
 for line in sys.stdin:
-    if re.match(r"\s*flags\s*(owner.*)?$", line) or "# progname" in line:
+    if re.match(r"\s*flags\s*((owner|persist)[, ]*)*$", line) or "# progname" in line:
         line = re.sub(r"\s*# progname.*", "", line)
-        if re.match(r"\s*flags\s*(owner.*)?$", line):
+        if re.match(r"\s*flags\s*((owner|persist)[, ]*)*$", line):
             continue
     if not line.strip():
         continue
