@@ -148,10 +148,33 @@ static bool count_expansion(struct builder *b, size_t weight, yaml_mark_t m, boo
 	return true;
 }
 
+/*
+ * A policy has no use for YAML tags, and ignoring one changes meaning
+ * silently: `from: ! 192.0.2.99` is a tag "!" on 192.0.2.99, not a negation.
+ * Every explicit tag is an error.
+ */
+static void refuse_tag(struct builder *b, const yaml_char_t *tag, yaml_mark_t m)
+{
+	if (!tag)
+		return;
+	if (!strcmp((const char *)tag, "!"))
+		diag_error(b->d, mark_loc(b, m),
+			   "a leading '!' is a YAML tag, which nfbox does not take (it would be ignored, not negate); quote the value if the '!' belongs to it, e.g. \"!office\"");
+	else if (!strncmp((const char *)tag, "tag:yaml.org,2002:", 18))
+		diag_error(b->d, mark_loc(b, m),
+			   "YAML tag '!!%s': nfbox takes no tags; remove it, or quote the value if it is part of it",
+			   (const char *)tag + 18);
+	else
+		diag_error(b->d, mark_loc(b, m),
+			   "YAML tag '%s': nfbox takes no tags; remove it, or quote the value if it is part of it",
+			   (const char *)tag);
+}
+
 static int on_scalar(struct builder *b, const yaml_event_t *ev)
 {
 	struct ynode *n = node_new(b, YNODE_SCALAR, ev->start_mark);
 
+	refuse_tag(b, ev->data.scalar.tag, ev->start_mark);
 	if (!n)
 		return -ENOMEM;
 	n->len = ev->data.scalar.length;
@@ -177,6 +200,7 @@ static int on_open(struct builder *b, const yaml_event_t *ev, enum ynode_type ty
 						       : ev->data.mapping_start.anchor;
 	struct ynode *n = node_new(b, type, ev->start_mark);
 
+	refuse_tag(b, type == YNODE_SEQ ? ev->data.sequence_start.tag : ev->data.mapping_start.tag, ev->start_mark);
 	if (!n)
 		return -ENOMEM;
 	if (b->depth == YTREE_MAX_DEPTH) {
