@@ -92,6 +92,13 @@ static void load_nat_one(struct lx *x, const struct ynode *item)
 	lx_iface_match(x, ynode_get(v, "in"), "in", &nr->in);
 	lx_iface_match(x, ynode_get(v, "out"), "out", &nr->out);
 	lx_port_match(x, ynode_get(v, "service"), "service", &nr->service);
+	/* Port 0 is no port a connection can be made to: a rule that forwards
+	 * or redirects it would never apply. */
+	for (uint32_t i = 0; (kind == NAT_FORWARD_PORT || kind == NAT_REDIRECT) && i < nr->service.n; i++)
+		if (nr->service.v[i].lo == 0)
+			diag_error(x->d, nr->service.v[i].loc,
+				   "port 0 cannot be %s: no connection is made to it; start the range at 1",
+				   kind == NAT_FORWARD_PORT ? "forwarded" : "redirected");
 	lx_addr_match(x, ynode_get(v, "from"), "from", &nr->from);
 	if ((hp = ynode_get(v, "hairpin")))
 		lx_bool(x, hp, "hairpin", &nr->hairpin);

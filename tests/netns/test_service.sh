@@ -37,6 +37,7 @@ while True:
     print(s.recv(4096).decode().replace("\n", "|"), flush=True)
 PY
 notify_pid=$!
+trap 'kill "$notify_pid" 2>/dev/null; ns_cleanup' EXIT
 for _ in $(seq 50); do [ -S "$NS_TMP/notify.sock" ] && break; sleep 0.1; done
 NOTIFY_SOCKET=$NS_TMP/notify.sock nfbox_start "$NS_TMP/p.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 sleep 0.2
