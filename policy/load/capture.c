@@ -32,6 +32,34 @@ static void load_capture_match(struct lx *x, struct capture_conf *c, const struc
 		diag_error(x->d, v->loc, "max-length is below min-length");
 	if ((v = ynode_get(m, "non-ip")))
 		lx_bool(x, v, "non-ip", &c->match.non_ip);
+	/* proto: udp with service: [tcp/80] matches nothing. */
+	if (c->match.proto >= 0 && c->match.service.n && (v = ynode_get(m, "service"))) {
+		bool meets = false;
+
+		for (uint32_t i = 0; i < c->match.service.n; i++)
+			meets |= c->match.service.v[i].proto == c->match.proto;
+		if (!meets)
+			diag_error(x->d, v->loc, "no port of this service is of proto '%s': the match could catch nothing; drop 'proto:' or fix the service",
+				   policy_proto_name((uint8_t)c->match.proto));
+	}
+}
+
+/* Two captures cannot share an interface (AF_XDP takes its queues) or a
+ * file (each would overwrite the other's). */
+static void capture_conflicts(struct lx *x, const struct capture_conf *c, const struct ynode *iface,
+			      const struct ynode *file)
+{
+	for (uint32_t i = 0; i + 1 < x->p->ncaptures; i++) {
+		const struct capture_conf *o = &x->p->captures[i];
+
+		if (iface && c->ifname[0] && !strcmp(o->ifname, c->ifname))
+			diag_error(x->d, iface->loc,
+				   "capture '%s' also reads interface '%s' (line %u): one capture per interface; combine their matches, or mirror into a second interface (mirror-from)",
+				   o->name ? o->name : "?", c->ifname, o->loc.line);
+		if (file && c->file && o->file && !strcmp(o->file, c->file))
+			diag_error(x->d, file->loc, "capture '%s' also writes '%s' (line %u): one file per capture",
+				   o->name ? o->name : "?", c->file, o->loc.line);
+	}
 }
 
 static void capture_ifname(struct lx *x, const struct ynode *v, char *out, const char *what)
@@ -106,6 +134,7 @@ static void load_capture_one(struct lx *x, const struct ynode *n)
 	}
 	if ((v = ynode_get(n, "snaplen")) && lx_uint(x, v, "snaplen", 64, 262144, &num))
 		c->snaplen = (uint32_t)num;
+	capture_conflicts(x, c, ynode_get(n, "interface"), ynode_get(n, "file"));
 }
 
 void load_captures(struct lx *x, const struct ynode *n)
