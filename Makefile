@@ -190,7 +190,9 @@ bench: deps
 # The unit names the binaries by their installed paths.
 install: $(B)/nfbox
 	install -D -m 0755 $(B)/nfbox $(DESTDIR)$(SBINDIR)/nfbox
-	install -D -m 0755 packaging/systemd/nfbox-stop $(DESTDIR)$(LIBEXECDIR)/nfbox-stop
+	mkdir -p $(DESTDIR)$(LIBEXECDIR)
+	sed 's|/usr/sbin/nfbox|$(SBINDIR)/nfbox|g' packaging/systemd/nfbox-stop >$(DESTDIR)$(LIBEXECDIR)/nfbox-stop
+	chmod 0755 $(DESTDIR)$(LIBEXECDIR)/nfbox-stop
 	install -D -m 0644 config/host/policy.yaml $(DESTDIR)/etc/nfbox/policy.yaml
 	install -D -m 0644 packaging/completion/nfbox $(DESTDIR)$(COMPLETIONDIR)/nfbox
 	if [ -n "$(UNITDIR)" ]; then \

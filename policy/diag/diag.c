@@ -353,6 +353,12 @@ void diags_each(const struct diags *d, void (*fn)(enum diag_level level, const c
 		free(text);
 	}
 	free(sorted);
+	if (d->dropped) {
+		char more[64];
+
+		snprintf(more, sizeof(more), "note: %zu more diagnostics not shown", d->dropped);
+		fn(DIAG_NOTE, more, arg);
+	}
 }
 
 /* to's copy of source src (made on first use); NULL if it cannot be made. */

@@ -30,7 +30,8 @@ time and prints one result line; the exit status says success.
   v6-split-chain HOST PORT         RFC 7112-violating fragments: the first one
                                    holds only part of the header chain
   udp-ticks HOST SECONDS PORT...   one datagram to each PORT every millisecond (a
-                                   sequence number in each); print "sent PORT N"
+                                   sequence number in each); print "sent PORT N ERRORS"
+                                   (N counts every attempt, failed sends included)
   udp-count SECONDS PORT...        count the datagrams udp-ticks sends, per port, until
                                    the time is up or SIGTERM; print "got PORT N"
 """
@@ -445,6 +446,7 @@ def udp_ticks(host, seconds, *ports):
     start = time.monotonic()
     end = start + float(seconds)
     sent = {int(p): 0 for p in ports}
+    errors = {int(p): 0 for p in ports}
     seq = 0
     while True:
         now = time.monotonic()
@@ -453,15 +455,15 @@ def udp_ticks(host, seconds, *ports):
         due = int((now - start) * 1000)
         while seq <= due:
             for p in sent:
+                sent[p] += 1
                 try:
                     s.sendto(b"tick %d" % seq, (host, p))
-                    sent[p] += 1
                 except OSError:
-                    pass  # an ICMP error of an earlier datagram: counted as not received
+                    errors[p] += 1  # sent but lost here: the receiver's count shows it
             seq += 1
         time.sleep(max(0.0, start + seq / 1000.0 - time.monotonic()))
     for p, n in sent.items():
-        print("sent %d %d" % (p, n), flush=True)
+        print("sent %d %d %d" % (p, n, errors[p]), flush=True)
 
 
 def udp_count(seconds, *ports):

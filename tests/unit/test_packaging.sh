@@ -202,18 +202,19 @@ else
 		nm -D "$bin" | grep -q '_chk@' || why="$why no-fortify"
 		if [ -z "$why" ]; then ok deb-hardening; else fail deb-hardening "$why"; fi
 
-		# The shipped policy: valid, never forwards, keeps SSH open, and
-		# names no interface (it must not lock anyone out of a host whose
-		# cards have other names).
+		# The shipped policy: valid, never forwards, keeps SSH and loopback
+		# open, and names no interface but lo (it must not lock anyone out
+		# of a host whose cards have other names).
 		if ! out=$("$bin" validate --strict "$tmp/x/etc/nfbox/policy.yaml" 2>&1); then
 			fail deb-shipped-policy "invalid: $out"
 		elif ! "$bin" plan --json "$tmp/x/etc/nfbox/policy.yaml" >"$tmp/plan.json" 2>"$tmp/plan.err" ||
 			! "$bin" plan "$tmp/x/etc/nfbox/policy.yaml" >"$tmp/plan.txt" 2>>"$tmp/plan.err"; then
 			fail deb-shipped-policy "plan: $(first "$tmp/plan.err")"
-		elif ! why=$(/usr/bin/python3 - "$tmp/plan.json" "$tmp/plan.txt" <<'PY'
+		elif ! why=$(/usr/bin/python3 - "$tmp/plan.json" "$tmp/plan.txt" "$tmp/x/etc/nfbox/policy.yaml" <<'PY'
 import json, re, sys
 p = json.load(open(sys.argv[1]))
 text = open(sys.argv[2]).read()
+yaml = open(sys.argv[3]).read()
 hooks = {h["name"]: h for h in p["hooks"]}
 bad = []
 fwd, inp = hooks.get("forward", {}), hooks.get("input", {})
@@ -223,13 +224,18 @@ if inp.get("default") != "drop":
     bad.append("input's default is not drop")
 if p["options"].get("established") != "accept":
     bad.append("established traffic is not accepted")
-if any(f in ("iif", "oif") for h in p["hooks"] for f in h.get("fields", [])):
-    bad.append("it names an interface")
+# Interface groups: only lo, which every host has.
+groups = re.search(r"^interfaces:\n((?:[ #].*\n|\n)*)", yaml, re.M)
+names = re.findall(r"^  [\w-]+: \[([^\]]*)\]", groups.group(1), re.M) if groups else []
+if any(n.strip() != "lo" for l in names for n in l.split(",")):
+    bad.append("it names an interface other than lo")
 # SSH: an input rule that accepts 'service ssh', and tcp/22 among its keys.
 section = text.split("hook input:")[1].split("hook ")[0] if "hook input:" in text else ""
 ssh = [m.group(1) for m in re.finditer(r"^\s+(\d+)\s+\S+\s+accept\s.*service ssh", section, re.M)]
 if not ssh or not re.search(r"^\s+tcp\s+22\s+->", section, re.M):
     bad.append("SSH is not accepted on input")
+if not re.search(r"^\s+\d+\s+\S+\s+accept\s.*\bin loopback\b", section, re.M):
+    bad.append("loopback is not accepted on input")
 print(", ".join(bad))
 sys.exit(1 if bad else 0)
 PY
@@ -288,6 +294,7 @@ mkdir -p "$tmp/stop"
 cat >"$tmp/stop/systemctl" <<'SH'
 #!/bin/sh
 [ "$1 $2" = "list-jobs --no-legend" ] || exit 1
+[ "$(cat "$JOBS")" = FAIL ] && { echo "Failed to connect to bus" >&2; exit 1; }
 cat "$JOBS"
 SH
 printf '#!/bin/sh\necho "$*" >"$OUT"\n' >"$tmp/stop/nfbox"
@@ -296,7 +303,7 @@ stop_case() { # NAME JOBS EXPECTED-ARGS
 	printf '%s\n' "$2" >"$tmp/stop/jobs"
 	rm -f "$tmp/stop/out"
 	PATH=$tmp/stop:$PATH JOBS=$tmp/stop/jobs OUT=$tmp/stop/out NFBOX=$tmp/stop/nfbox \
-		packaging/systemd/nfbox-stop nfbox.service --socket /run/x.sock
+		packaging/systemd/nfbox-stop nfbox.service --socket /run/x.sock >/dev/null
 	if [ "$(cat "$tmp/stop/out" 2>/dev/null)" = "$3" ]; then
 		ok "$1"
 	else
@@ -308,5 +315,6 @@ stop_case stop-explicit-detaches "4711 nfbox.service stop running" "stop --socke
 stop_case stop-other-unit-restart "4711 nftables.service restart running
 4712 nfbox.service stop running" "stop --socket /run/x.sock"
 stop_case stop-no-jobs "" "stop --socket /run/x.sock"
+stop_case stop-systemd-unreachable-keeps FAIL "stop --keep --socket /run/x.sock"
 
 exit "$failed"
