@@ -71,9 +71,11 @@ droot_new() {
 	mount --bind "$DROOT_CACHE/$rel-archives" "$dir/var/cache/apt/archives" || return 1
 	mount -t proc proc "$dir/proc" || return 1
 	mount --rbind /sys "$dir/sys" && mount --make-rslave "$dir/sys" || return 1
-	# A bpffs of the root's own over the host's: the package's postrm
-	# unpins /sys/fs/bpf/nfbox, which must never be the host's.
-	mount -t bpf bpf "$dir/sys/fs/bpf" || return 1
+	# An empty directory of the root's own over the host's bpffs: the
+	# package's postrm unpins /sys/fs/bpf/nfbox, which must never be the
+	# host's (and, as on a host before systemd mounts it, no bpffs is there:
+	# nfbox mounts its own, which tests/netns/test_bpffs.sh expects).
+	mount -t tmpfs -o size=64k,mode=0755 nfbox-root-bpf "$dir/sys/fs/bpf" || return 1
 	mount --rbind /dev "$dir/dev" && mount --make-rslave "$dir/dev" || return 1
 	cp /etc/resolv.conf "$dir/etc/resolv.conf" 2>/dev/null
 	# apt must not keep what it downloads in the shared cache half-written.
