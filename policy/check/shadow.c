@@ -109,9 +109,12 @@ static bool rule_covers(const struct rule *a, const struct rule *b)
 
 void check_shadowed(const struct policy *p, struct diags *d)
 {
-
-	if (p->nrules > SHADOW_MAX_RULES)
+	if (p->nrules > SHADOW_MAX_RULES) {
+		/* Said, so that no warning is not read as no shadowed rule. */
+		diag_note(d, DIAG_NOWHERE, "the shadowed-rule check was skipped: %u rules, more than %u (it compares rules pairwise)",
+			  p->nrules, SHADOW_MAX_RULES);
 		return;
+	}
 	for (uint32_t bi = 1; bi < p->nrules; bi++) {
 		const struct rule *b = &p->rules[bi];
 

@@ -103,4 +103,26 @@ else
 	t_fail "limit-prefixes" "$(head -c 500 "$tmp/out")"
 fi
 
+# Above 3,000 rules the shadowed-rule check is skipped, and validate says
+# so (a silent skip would read as "nothing shadowed"); at 3,000 it runs.
+for n in 2999 3000; do # and one more rule: 3,000 and 3,001
+	{
+		printf 'version: 1\nhooks:\n  forward: { default: drop }\nrules:\n'
+		for i in $(seq 1 "$n"); do echo "  - { name: r$i, service: [tcp/$i], action: accept }"; done
+		echo "  - { name: late, service: [tcp/1], action: drop }"
+	} >"$tmp/many.yaml"
+	"$NFBOX" validate "$tmp/many.yaml" >"$tmp/out" 2>&1
+	if [ "$n" = 3000 ]; then
+		if grep -q '^note: the shadowed-rule check was skipped: 3001 rules, more than 3000' "$tmp/out"; then
+			t_ok shadow-skip-said
+		else
+			t_fail shadow-skip-said "$(head -c 300 "$tmp/out")"
+		fi
+	elif grep -q "rule 'late' is never reached" "$tmp/out" && ! grep -q 'check was skipped' "$tmp/out"; then
+		t_ok shadow-at-limit
+	else
+		t_fail shadow-at-limit "$(head -c 300 "$tmp/out")"
+	fi
+done
+
 t_done
