@@ -253,6 +253,8 @@ extern const char *const policy_reject_names[POLICY_REJECT_MAX + 1];
 extern const char *const policy_nat_kind_names[];               /* by enum nat_kind, NULL-terminated */
 const char *policy_proto_name(int proto); /* "tcp", ..., or NULL */
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
+/* The same addresses, prefix by prefix in order (any equals only any). */
+bool policy_addrs_equal(const struct addr_match *a, const struct addr_match *b);
 /* ICMP/ICMPv6 type names: returns the type or -1. */
 int policy_icmp_type(const char *name, bool v6);
 const char *policy_icmp_type_name(int type, bool v6);

@@ -40,17 +40,6 @@ static uint64_t drops_of(const struct capture_stats *s)
 	       s->writer_write_drops + s->mirror_failed;
 }
 
-static bool prefixes_equal(const struct addr_match *a, const struct addr_match *b)
-{
-	if (a->any != b->any || a->n != b->n)
-		return false;
-	for (uint32_t i = 0; i < a->n; i++)
-		if (a->v[i].family != b->v[i].family || a->v[i].plen != b->v[i].plen ||
-		    memcmp(a->v[i].addr, b->v[i].addr, 16))
-			return false;
-	return true;
-}
-
 static bool ports_equal(const struct port_match *a, const struct port_match *b)
 {
 	if (a->any != b->any || a->n != b->n)
@@ -68,7 +57,7 @@ static bool conf_equal(const struct capture_conf *a, const struct capture_conf *
 	       a->rotate_keep == b->rotate_keep && a->snaplen == b->snaplen &&
 	       a->match.proto == b->match.proto && a->match.min_len == b->match.min_len &&
 	       a->match.max_len == b->match.max_len && a->match.non_ip == b->match.non_ip &&
-	       prefixes_equal(&a->match.from, &b->match.from) && prefixes_equal(&a->match.to, &b->match.to) &&
+	       policy_addrs_equal(&a->match.from, &b->match.from) && policy_addrs_equal(&a->match.to, &b->match.to) &&
 	       ports_equal(&a->match.service, &b->match.service);
 }
 

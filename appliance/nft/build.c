@@ -502,19 +502,6 @@ static bool iface_eq(const struct iface_match *a, const struct iface_match *b)
 	return true;
 }
 
-static bool addr_eq(const struct addr_match *a, const struct addr_match *b)
-{
-	if (a->any || b->any)
-		return a->any == b->any;
-	if (a->n != b->n)
-		return false;
-	for (uint32_t i = 0; i < a->n; i++)
-		if (a->v[i].family != b->v[i].family || a->v[i].plen != b->v[i].plen ||
-		    memcmp(a->v[i].addr, b->v[i].addr, 16))
-			return false;
-	return true;
-}
-
 static bool mergeable(const struct rule *r)
 {
 	return (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && r->icmp_type < 0 &&
@@ -524,8 +511,8 @@ static bool mergeable(const struct rule *r)
 static bool same_shape(const struct rule *a, const struct rule *b)
 {
 	return a->action == b->action && a->proto == b->proto && a->state == b->state && a->families == b->families &&
-	       iface_eq(&a->in, &b->in) && iface_eq(&a->out, &b->out) && addr_eq(&a->from, &b->from) &&
-	       addr_eq(&a->to, &b->to);
+	       iface_eq(&a->in, &b->in) && iface_eq(&a->out, &b->out) &&
+	       policy_addrs_equal(&a->from, &b->from) && policy_addrs_equal(&a->to, &b->to);
 }
 
 struct run_ports {

@@ -124,6 +124,19 @@ const char *policy_icmp_type_name(int type, bool v6)
 	return NULL;
 }
 
+bool policy_addrs_equal(const struct addr_match *a, const struct addr_match *b)
+{
+	if (a->any || b->any)
+		return a->any == b->any;
+	if (a->n != b->n)
+		return false;
+	for (uint32_t i = 0; i < a->n; i++)
+		if (a->v[i].family != b->v[i].family || a->v[i].plen != b->v[i].plen ||
+		    memcmp(a->v[i].addr, b->v[i].addr, 16))
+			return false;
+	return true;
+}
+
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len)
 {
 	char a[INET6_ADDRSTRLEN];
