@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 #include "policy/diag/diag.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -408,37 +409,48 @@ char *diags_to_text(const struct diags *d)
 	return out;
 }
 
+/* Edits between a and b, letters compared without case: insertions,
+ * deletions, substitutions and swaps of two neighbours ("actoin") each
+ * count one (the optimal string alignment distance). */
 static unsigned edit_distance(const char *a, const char *b)
 {
 	size_t la = strlen(a), lb = strlen(b);
-	unsigned row[64], prev;
+	unsigned rows[3][64];
 
 	if (la >= 63 || lb >= 63)
 		return 1000;
 	for (size_t j = 0; j <= lb; j++)
-		row[j] = (unsigned)j;
+		rows[0][j] = (unsigned)j;
 	for (size_t i = 1; i <= la; i++) {
-		prev = row[0];
-		row[0] = (unsigned)i;
-		for (size_t j = 1; j <= lb; j++) {
-			unsigned cur = row[j];
-			unsigned best = prev + (a[i - 1] != b[j - 1]);
+		unsigned *cur = rows[i % 3], *up = rows[(i - 1) % 3], *up2 = rows[(i + 1) % 3];
 
-			if (row[j] + 1 < best)
-				best = row[j] + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			prev = cur;
+		cur[0] = (unsigned)i;
+		for (size_t j = 1; j <= lb; j++) {
+			int ca = tolower((unsigned char)a[i - 1]), cb = tolower((unsigned char)b[j - 1]);
+			unsigned best = up[j - 1] + (ca != cb);
+
+			if (up[j] + 1 < best)
+				best = up[j] + 1;
+			if (cur[j - 1] + 1 < best)
+				best = cur[j - 1] + 1;
+			if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+			    tolower((unsigned char)a[i - 2]) == cb && up2[j - 2] + 1 < best)
+				best = up2[j - 2] + 1;
+			cur[j] = best;
 		}
 	}
-	return row[lb];
+	return rows[la % 3][lb];
 }
 
+/* The candidate nearest to word, if near enough to be what was meant: one
+ * edit in a word of up to five letters, one per three letters beyond. */
 const char *diag_closest(const char *word, const char *const *candidates)
 {
 	const char *best = NULL;
-	unsigned best_d = 1000, limit = (unsigned)strlen(word) / 3 + 1;
+	unsigned best_d = 1000, limit = (unsigned)strlen(word) / 3;
+
+	if (limit < 1)
+		limit = 1;
 
 	for (size_t i = 0; candidates[i]; i++) {
 		unsigned dist = edit_distance(word, candidates[i]);

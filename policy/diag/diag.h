@@ -96,8 +96,8 @@ char *diags_to_text(const struct diags *d);
  * source line and caret): for a log that keeps one message per entry. */
 void diags_each(const struct diags *d, void (*fn)(enum diag_level level, const char *text, void *arg), void *arg);
 
-/* Levenshtein-closest of candidates (NULL-terminated) to word, or NULL if
- * nothing is close enough to be a plausible typo. */
+/* The candidate (NULL-terminated list) closest to word, case aside, or NULL
+ * if nothing is close enough to be a plausible typo. */
 const char *diag_closest(const char *word, const char *const *candidates);
 
 #endif

@@ -99,12 +99,12 @@ static void load_capture_one(struct lx *x, const struct ynode *n)
 			if (x->p->captures[i].name && strcmp(x->p->captures[i].name, v->str) == 0)
 				diag_error(x->d, v->loc, "duplicate capture name '%s'", v->str);
 		c->name = strdup(v->str);
-	} else if (!v) {
+	} else if (!v && !ynode_has(n, "name")) {
 		diag_error(x->d, n->loc, "a capture needs a 'name:'");
 	}
 	if ((v = ynode_get(n, "interface")))
 		capture_ifname(x, v, c->ifname, "interface");
-	else
+	else if (!ynode_has(n, "interface"))
 		diag_error(x->d, n->loc, "a capture needs 'interface:' (the interface to capture on)");
 	if ((v = ynode_get(n, "mirror-from"))) {
 		capture_ifname(x, v, c->mirror_from, "mirror-from");
@@ -114,9 +114,10 @@ static void load_capture_one(struct lx *x, const struct ynode *n)
 				   c->mirror_from);
 	}
 	load_capture_match(x, c, ynode_get(n, "match"));
-	if (!(v = ynode_get(n, "file")))
-		diag_error(x->d, n->loc, "a capture needs 'file:' (an absolute path ending in .pcapng)");
-	else if (lx_is(x, v, YNODE_SCALAR, "file")) {
+	if (!(v = ynode_get(n, "file"))) {
+		if (!ynode_has(n, "file"))
+			diag_error(x->d, n->loc, "a capture needs 'file:' (an absolute path ending in .pcapng)");
+	} else if (lx_is(x, v, YNODE_SCALAR, "file")) {
 		if (v->str[0] != '/')
 			diag_error(x->d, v->loc, "capture file '%s' must be an absolute path", v->str);
 		c->file = strdup(v->str);

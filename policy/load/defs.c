@@ -92,7 +92,7 @@ void load_interfaces(struct lx *x, const struct ynode *n)
 			return;
 		g->loc = k->loc;
 		lx_each_scalar(x, v, "an interface group", group_add_ifname, g);
-		if (!g->n && v->type == YNODE_SEQ)
+		if (!v->nkids && v->type == YNODE_SEQ)
 			diag_warn(x->d, v->loc, "interface group '%s' is empty: rules using it never match",
 				  g->name);
 	}
@@ -219,9 +219,9 @@ void load_sets(struct lx *x, const struct ynode *n)
 			const struct ynode *fn = ynode_get(v, "file");
 
 			lx_check_keys(x, v, file_keys, "a set");
-			if (!fn)
+			if (!fn && !ynode_has(v, "file"))
 				diag_error(x->d, v->loc, "set '%s' must be a list of prefixes or { file: PATH }", s->name);
-			else
+			else if (fn)
 				set_load_file(x, s, fn);
 		} else {
 			lx_each_scalar(x, v, "a set", set_add_node, s);
@@ -279,6 +279,12 @@ void load_hooks(struct lx *x, const struct ynode *n)
 		const struct ynode *k = ynode_map_key(n, i), *v = ynode_map_val(n, i), *def;
 		int h = lx_choice(x, k, "hook", policy_hook_names), a;
 
+		if (h >= 0 && (v->broken || (!ynode_get(v, "default") && ynode_has(v, "default")))) {
+			/* Reported where it broke; declared, so that rules naming
+			 * the hook say nothing more about it. */
+			x->p->hooks[h] = (struct hook_conf){ .present = true, .def = POLICY_DROP, .loc = k->loc };
+			continue;
+		}
 		if (h < 0 || !lx_is(x, v, YNODE_MAP, "a hook"))
 			continue;
 		lx_check_keys(x, v, keys, "a hook");

@@ -29,7 +29,8 @@ static void load_version(struct lx *x, const struct ynode *root)
 	uint64_t n;
 
 	if (!v) {
-		diag_error(x->d, root->loc, "missing 'version: 1' at the top of the policy");
+		if (!ynode_has(root, "version"))
+			diag_error(x->d, root->loc, "missing 'version: 1' at the top of the policy");
 		return;
 	}
 	if (!lx_uint(x, v, "version", 0, 1000, &n))

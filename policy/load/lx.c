@@ -21,8 +21,10 @@ bool lx_is(struct lx *x, const struct ynode *n, enum ynode_type type, const char
 {
 	static const char *const article[] = { "a scalar", "a list", "a mapping" };
 
-	if (n->type == type)
+	if (n->type == type && !n->broken)
 		return true;
+	if (n->broken) /* reported where it broke */
+		return false;
 	diag_error(x->d, n->loc, "%s must be %s, not %s", what, article[type],
 		   n->type == YNODE_SCALAR ? "a scalar" : n->type == YNODE_SEQ ? "a list" : "a mapping");
 	return false;
@@ -114,7 +116,8 @@ void lx_each_scalar(struct lx *x, const struct ynode *n, const char *what,
 		    void (*fn)(struct lx *, const struct ynode *, void *), void *arg)
 {
 	if (n->type == YNODE_SCALAR) {
-		fn(x, n, arg);
+		if (!n->broken)
+			fn(x, n, arg);
 		return;
 	}
 	if (!lx_is(x, n, YNODE_SEQ, what))

@@ -49,8 +49,10 @@ static void nat_redirect_to(struct lx *x, struct nat_rule *nr, const struct ynod
 		nr->to_port = (uint16_t)port;
 }
 
-static void nat_required(struct lx *x, const struct nat_rule *nr, const struct ynode *k, const struct ynode *to)
+static void nat_required(struct lx *x, const struct nat_rule *nr, const struct ynode *k, const struct ynode *v)
 {
+	static const char *const keys[] = { "in", "out", "service", "to", NULL };
+	const struct ynode *to = ynode_get(v, "to");
 	static const char *const need[] = {
 		[NAT_MASQUERADE] = "masquerade needs 'out:' (the interface group whose address is used)",
 		[NAT_SNAT] = "snat needs 'out:' and 'to: ADDRESS', 'to: A-B' or 'to: PREFIX'",
@@ -62,6 +64,9 @@ static void nat_required(struct lx *x, const struct nat_rule *nr, const struct y
 
 	if (nr->kind != NAT_MASQUERADE && !to)
 		ok = false;
+	for (int i = 0; keys[i]; i++) /* a broken value was reported where it broke */
+		if (ynode_has(v, keys[i]) && !ynode_get(v, keys[i]))
+			ok = true;
 	if (!ok)
 		diag_error(x->d, k->loc, "%s", need[nr->kind]);
 }
@@ -103,7 +108,7 @@ static void load_nat_one(struct lx *x, const struct ynode *item)
 	if ((hp = ynode_get(v, "hairpin")))
 		lx_bool(x, hp, "hairpin", &nr->hairpin);
 	to = ynode_get(v, "to");
-	nat_required(x, nr, k, to);
+	nat_required(x, nr, k, v);
 	if (!to || !lx_is(x, to, YNODE_SCALAR, "to"))
 		return;
 	nr->to_loc = to->loc;

@@ -170,9 +170,9 @@ static void load_rule(struct lx *x, const struct ynode *n)
 	r->icmp_type = -1;
 	r->state = POLICY_CT_ALL;
 	v = ynode_get(n, "name");
-	if (!v) {
+	if (!v && !ynode_has(n, "name")) {
 		diag_error(x->d, n->loc, "a rule needs a 'name:' (it names the rule's counters and log events)");
-	} else if (lx_is(x, v, YNODE_SCALAR, "a rule name")) {
+	} else if (v && lx_is(x, v, YNODE_SCALAR, "a rule name")) {
 		if (!parse_valid_name(v->str))
 			diag_error(x->d, v->loc, "rule name '%s' is not valid: use up to %d letters, digits, '_', '-' or '.', starting with a letter",
 				   v->str, POLICY_MAX_NAME);
@@ -195,9 +195,9 @@ static void load_rule(struct lx *x, const struct ynode *n)
 			r->state = POLICY_CT_ALL;
 	}
 	v = ynode_get(n, "action");
-	if (!v)
+	if (!v && !ynode_has(n, "action"))
 		diag_error(x->d, n->loc, "rule '%s' needs an 'action:' (accept, drop or reject)", r->name ? r->name : "?");
-	else if ((a = lx_choice(x, v, "action", actions)) >= 0)
+	else if (v && (a = lx_choice(x, v, "action", actions)) >= 0)
 		r->action = (enum policy_action)a;
 	if ((v = ynode_get(n, "reject-with"))) {
 		int w = lx_choice(x, v, "reject-with", policy_reject_names);

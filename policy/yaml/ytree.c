@@ -229,8 +229,25 @@ static int on_alias(struct builder *b, const yaml_event_t *ev)
 	struct ynode *target = anchor_find(b, name);
 
 	if (!target) {
-		diag_error(b->d, mark_loc(b, ev->start_mark), "unknown alias '*%s'", name);
-		return 0;
+		struct ynode *n = node_new(b, YNODE_SCALAR, ev->start_mark);
+		const char **names = calloc(b->nanchors + 1, sizeof(*names));
+		const char *near = NULL;
+
+		for (size_t i = 0; names && i < b->nanchors; i++)
+			names[i] = b->anchors[i].name;
+		if (names)
+			near = diag_closest(name, names);
+		free(names);
+		if (near)
+			diag_error(b->d, mark_loc(b, ev->start_mark), "unknown alias '*%s'; did you mean '*%s'?", name, near);
+		else
+			diag_error(b->d, mark_loc(b, ev->start_mark),
+				   "unknown alias '*%s': an alias names an anchor '&%s' given earlier in the file", name, name);
+		/* Keep its place, or the keys after it would shift to values. */
+		if (!n || !(n->str = strdup("")))
+			return -ENOMEM;
+		n->broken = true;
+		return attach(b, n);
 	}
 	/* An alias of a collection that is still open would make a cycle. */
 	for (size_t i = 0; i < b->depth; i++) {
@@ -246,13 +263,28 @@ static int on_alias(struct builder *b, const yaml_event_t *ev)
 	return attach(b, target);
 }
 
+/* Where a mark is in the text: libyaml counts characters, not bytes, so
+ * walk to its line and then over its column in UTF-8 characters. */
+static const char *mark_ptr(const struct source *src, yaml_mark_t m)
+{
+	const char *p = src->text, *end = src->text + src->len;
+
+	for (size_t line = 0; line < m.line && p < end; p++)
+		if (*p == '\n')
+			line++;
+	for (size_t col = 0; col < m.column && p < end && *p != '\n'; col++)
+		do
+			p++;
+		while (p < end && ((unsigned char)*p & 0xc0) == 0x80);
+	return p;
+}
+
 static void report_parser_error(struct builder *b, const yaml_parser_t *p)
 {
 	yaml_mark_t m = p->problem_mark;
 	struct loc loc = mark_loc(b, m);
-
-	const char *at = b->src->text + (m.index < b->src->len ? m.index : b->src->len);
-	const char *hint = at[0] == ':' && at[1] == ':' ?
+	const char *at = mark_ptr(b->src, m), *end = b->src->text + b->src->len;
+	const char *hint = end - at >= 2 && at[0] == ':' && at[1] == ':' ?
 		"; an IPv6 address that starts with ':' must be quoted, e.g. \"::/0\"" : "";
 
 	if (p->error == YAML_MEMORY_ERROR) {
@@ -341,7 +373,7 @@ void ytree_free(struct ytree *t)
 	memset(t, 0, sizeof(*t));
 }
 
-const struct ynode *ynode_get(const struct ynode *map, const char *key)
+static const struct ynode *map_find(const struct ynode *map, const char *key)
 {
 	if (!map || map->type != YNODE_MAP)
 		return NULL;
@@ -349,6 +381,18 @@ const struct ynode *ynode_get(const struct ynode *map, const char *key)
 		if (strcmp(ynode_map_key(map, i)->str, key) == 0)
 			return ynode_map_val(map, i);
 	return NULL;
+}
+
+const struct ynode *ynode_get(const struct ynode *map, const char *key)
+{
+	const struct ynode *v = map_find(map, key);
+
+	return v && !v->broken ? v : NULL;
+}
+
+bool ynode_has(const struct ynode *map, const char *key)
+{
+	return map_find(map, key) != NULL;
 }
 
 const char *ynode_type_name(const struct ynode *n)

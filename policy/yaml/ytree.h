@@ -19,6 +19,8 @@ struct ynode {
 	enum ynode_type type;
 	struct loc loc;
 	bool quoted;        /* scalar was quoted: never a number or boolean */
+	bool broken;        /* stands for a value already reported (an unknown alias):
+			       ynode_get() does not see it, so nothing is said twice */
 	char *str;          /* scalar text (NUL-terminated) */
 	size_t len;
 	struct ynode **kids; /* SEQ: items; MAP: key0, value0, key1, value1, ... */
@@ -51,8 +53,10 @@ static inline const struct ynode *ynode_map_val(const struct ynode *n, size_t i)
 {
 	return n->kids[2 * i + 1];
 }
-/* Value for key in a map, or NULL. */
+/* Value for key in a map, or NULL (also when the value is broken). */
 const struct ynode *ynode_get(const struct ynode *map, const char *key);
+/* The key is in the map, its value good or broken. */
+bool ynode_has(const struct ynode *map, const char *key);
 
 const char *ynode_type_name(const struct ynode *n);
 

@@ -3,7 +3,8 @@
  * The one error channel (policy/diag/diag.c): diag_errno/diag_fail return
  * the error they report; diagnostics without a place print after located
  * ones; diags_append keeps the source lines after the original is freed
- * (a reload reports a policy's mistakes after freeing the policy).
+ * (a reload reports a policy's mistakes after freeing the policy);
+ * suggestions are for typos only.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -52,8 +53,28 @@ static void test_append(void)
 	check_end();
 }
 
+/* Suggestions: case aside, swaps count one, and none when the word is far. */
+static void test_closest(void)
+{
+	static const char *const actions[] = { "drop", "accept", "reject", NULL };
+	static const char *const keys[] = { "name", "hook", "action", "comment", NULL };
+	static const char *const anchors[] = { "w", "web-ports", NULL };
+	const char *s;
+
+	check_begin("diag-closest");
+	CHECK_EQ_STR((s = diag_closest("ACCEPT", actions)) ? s : "(none)", "accept");
+	CHECK_EQ_STR((s = diag_closest("Drop", actions)) ? s : "(none)", "drop");
+	CHECK_EQ_STR((s = diag_closest("actoin", keys)) ? s : "(none)", "action");
+	CHECK_EQ_STR((s = diag_closest("hok", keys)) ? s : "(none)", "hook");
+	CHECK_EQ_STR((s = diag_closest("time", keys)) ? s : "(none)", "(none)");
+	CHECK_EQ_STR((s = diag_closest("web", anchors)) ? s : "(none)", "(none)");
+	CHECK_EQ_STR((s = diag_closest("webports", anchors)) ? s : "(none)", "web-ports");
+	check_end();
+}
+
 int main(void)
 {
+	test_closest();
 	test_errno();
 	test_append();
 	CHECK_EXIT();
