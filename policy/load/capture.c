@@ -64,12 +64,8 @@ static void capture_conflicts(struct lx *x, const struct capture_conf *c, const 
 
 static void capture_ifname(struct lx *x, const struct ynode *v, char *out, const char *what)
 {
-	if (!lx_is(x, v, YNODE_SCALAR, what))
+	if (!lx_is(x, v, YNODE_SCALAR, what) || !lx_check_ifname(x, v))
 		return;
-	if (!parse_valid_ifname(v->str)) {
-		diag_error(x->d, v->loc, "'%s' is not a valid interface name", v->str);
-		return;
-	}
 	strcpy(out, v->str);
 }
 

@@ -50,16 +50,44 @@ struct service *lx_find_service(struct lx *x, const char *name)
 	return NULL;
 }
 
-static void group_add_ifname(struct lx *x, const struct ynode *n, void *arg)
+/* An interface name as Linux takes it. nftables' wildcards ('eth*') and
+ * iptables' ('eth+') are not matched by nfbox yet: refused, not taken as
+ * literal names that would never exist. */
+bool lx_check_ifname(struct lx *x, const struct ynode *n)
 {
-	struct iface_group *g = arg;
+	size_t len = strlen(n->str);
 
+	if (len && (n->str[len - 1] == '*' || n->str[len - 1] == '+')) {
+		diag_error(x->d, n->loc,
+			   "'%s' is an interface wildcard, which nfbox does not match yet; list the interfaces by name",
+			   n->str);
+		return false;
+	}
 	if (!parse_valid_ifname(n->str)) {
 		diag_error(x->d, n->loc,
 			   "'%s' is not a valid interface name (1..15 characters, no '/', ':' or spaces)",
 			   n->str);
-		return;
+		return false;
 	}
+	return true;
+}
+
+/* The group that lists interface ifname, or NULL. */
+struct iface_group *lx_group_member(struct lx *x, const char *ifname)
+{
+	for (uint32_t g = 0; g < x->p->ngroups; g++)
+		for (uint32_t i = 0; i < x->p->groups[g].n; i++)
+			if (strcmp(x->p->groups[g].ifnames[i], ifname) == 0)
+				return &x->p->groups[g];
+	return NULL;
+}
+
+static void group_add_ifname(struct lx *x, const struct ynode *n, void *arg)
+{
+	struct iface_group *g = arg;
+
+	if (!lx_check_ifname(x, n))
+		return;
 	for (uint32_t i = 0; i < g->n; i++) {
 		if (strcmp(g->ifnames[i], n->str) == 0) {
 			diag_warn(x->d, n->loc, "interface '%s' is listed twice in group '%s'", n->str,
@@ -95,6 +123,20 @@ void load_interfaces(struct lx *x, const struct ynode *n)
 		if (!v->nkids && v->type == YNODE_SEQ)
 			diag_warn(x->d, v->loc, "interface group '%s' is empty: rules using it never match",
 				  g->name);
+	}
+	/* 'in: NAME' means the group NAME first: a group named like an
+	 * interface of another group would silently stand for that interface. */
+	for (uint32_t i = 0; i < x->p->ngroups; i++) {
+		struct iface_group *g = &x->p->groups[i], *other = NULL;
+
+		for (uint32_t j = 0; j < x->p->ngroups && !other; j++)
+			for (uint32_t k = 0; j != i && k < x->p->groups[j].n && !other; k++)
+				if (strcmp(x->p->groups[j].ifnames[k], g->name) == 0)
+					other = &x->p->groups[j];
+		if (other)
+			diag_error(x->d, g->loc,
+				   "group '%s' is named like an interface of group '%s' (line %u): 'in: %s' would mean this group, not the interface; rename the group",
+				   g->name, other->name, other->loc.line, g->name);
 	}
 }
 

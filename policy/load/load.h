@@ -14,6 +14,8 @@ void load_options(struct lx *x, const struct ynode *n);
 struct addr_set *lx_find_set(struct lx *x, const char *name);
 struct service *lx_find_service(struct lx *x, const char *name);
 struct iface_group *lx_find_group(struct lx *x, const char *name);
+struct iface_group *lx_group_member(struct lx *x, const char *ifname);
+bool lx_check_ifname(struct lx *x, const struct ynode *n); /* reports a bad name */
 
 /* Matches used by rules, NAT and capture (match.c). */
 void lx_addr_match(struct lx *x, const struct ynode *n, const char *what, struct addr_match *m);

@@ -127,15 +127,9 @@ static void iface_append(struct iface_match *m, const char *name)
 	strcpy(m->ifnames[m->n - 1], name);
 }
 
-static bool is_group_member(struct lx *x, const char *ifname)
-{
-	for (uint32_t g = 0; g < x->p->ngroups; g++)
-		for (uint32_t i = 0; i < x->p->groups[g].n; i++)
-			if (strcmp(x->p->groups[g].ifnames[i], ifname) == 0)
-				return true;
-	return false;
-}
-
+/* in:/out: name an interface group, or else one interface by its own name
+ * (lo, a tunnel that no group lists). A name one typo away from a group's
+ * is more likely the group misspelt: said, and an error under --strict. */
 static void iface_item(struct lx *x, const struct ynode *n, void *arg)
 {
 	struct iface_match *m = arg;
@@ -152,17 +146,17 @@ static void iface_item(struct lx *x, const struct ynode *n, void *arg)
 			iface_append(m, g->ifnames[i]);
 		return;
 	}
-	/* A single interface may be named, as long as interfaces: knows it:
-	 * that keeps a typo in a group name from silently matching nothing. */
-	if (is_group_member(x, n->str)) {
-		iface_append(m, n->str);
+	if (!lx_check_ifname(x, n))
 		return;
-	}
-	{
+	iface_append(m, n->str);
+	if (!lx_group_member(x, n->str)) {
 		const char **names = collect_names(x, 2);
+		const char *near = names ? diag_closest(n->str, names) : NULL;
 
-		if (names)
-			unknown_ref(x, n, "interface group", names);
+		if (near)
+			diag_warn(x->d, n->loc,
+				  "'%s' is no interface group, so it is taken as the interface of that name; did you mean the group '%s'?",
+				  n->str, near);
 		free(names);
 	}
 }
