@@ -88,12 +88,13 @@ static void check_dnat_pair(const struct nat_rule *a, const struct nat_rule *b, 
 		   port, b->in.what ? b->in.what : "any", target, policy_nat_kind_names[a->kind], a->loc.line);
 }
 
-static void check_snat_pair(const struct nat_rule *a, const struct nat_rule *b, struct diags *d)
+static bool check_snat_pair(const struct nat_rule *a, const struct nat_rule *b, struct diags *d)
 {
 	if (!(a->families & b->families) || !ifaces_meet(&a->out, &b->out))
-		return;
+		return false;
 	diag_error(d, b->loc, "connections leaving through '%s' already get their source from the %s at line %u: one source translation per interface and family",
 		   b->out.what ? b->out.what : "any", policy_nat_kind_names[a->kind], a->loc.line);
+	return true;
 }
 
 /* Could rule r accept packets to addr:port (proto) arriving on in? */
@@ -144,8 +145,8 @@ void check_nat(const struct policy *p, struct diags *d)
 
 			if (is_dnat(a) && is_dnat(b))
 				check_dnat_pair(a, b, d);
-			else if (!is_dnat(a) && !is_dnat(b))
-				check_snat_pair(a, b, d);
+			else if (!is_dnat(a) && !is_dnat(b) && check_snat_pair(a, b, d))
+				break; /* the first conflict says it */
 		}
 		if (is_dnat(b))
 			check_admitted(p, b, d);

@@ -13,6 +13,21 @@ static const char *const fwd_keys[] = { "in", "service", "to", "from", "hairpin"
 static const char *const redirect_keys[] = { "in", "service", "to", "from", NULL };
 static const char *const *const kind_keys[] = { masq_keys, snat_keys, fwd_keys, redirect_keys };
 
+/* Whether the range first..last holds only addresses a packet may carry as
+ * its source: not the unspecified address, not broadcast, no multicast. */
+static bool snat_sources_ok(const struct prefix *first, const struct prefix *last)
+{
+	static const uint8_t zero[16];
+
+	if (first->family == POLICY_FAM_IPV4) {
+		static const uint8_t mc_lo[4] = { 224, 0, 0, 0 }, mc_hi[4] = { 239, 255, 255, 255 };
+
+		return memcmp(first->addr, zero, 4) && memcmp(last->addr, "\xff\xff\xff\xff", 4) &&
+		       (memcmp(last->addr, mc_lo, 4) < 0 || memcmp(first->addr, mc_hi, 4) > 0);
+	}
+	return memcmp(first->addr, zero, 16) && last->addr[0] != 0xff; /* ff00::/8 is the top */
+}
+
 static void nat_snat_to(struct lx *x, struct nat_rule *nr, const struct ynode *to)
 {
 	const char *why;
@@ -21,8 +36,10 @@ static void nat_snat_to(struct lx *x, struct nat_rule *nr, const struct ynode *t
 		diag_error(x->d, to->loc, "'%s': %s (snat takes an address, a range A-B or a prefix)", to->str, why);
 		return;
 	}
-	if (nr->to_addr.family == POLICY_FAM_IPV4 && !memcmp(nr->to_addr.addr, "\0\0\0\0", 4))
-		diag_error(x->d, to->loc, "snat to 0.0.0.0 is not an address packets can come from");
+	if (!snat_sources_ok(&nr->to_addr, &nr->to_last))
+		diag_error(x->d, to->loc,
+			   "snat to '%s': the unspecified, broadcast and multicast addresses are no address packets can come from",
+			   to->str);
 	nr->families = nr->to_addr.family;
 }
 
