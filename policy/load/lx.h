@@ -15,6 +15,8 @@ struct lx {
 	const char *dir; /* directory of the policy file, for set files */
 	const struct policy_files *files; /* NULL: open and read as they are */
 	size_t errors0;  /* d->errors before this policy */
+	size_t rule_errors0; /* d->errors before the rule being loaded: its
+				consequences are warned of only when it is sound */
 };
 
 /* Append helper: returns the (possibly moved) array with room for n + 1. */

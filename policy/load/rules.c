@@ -145,7 +145,7 @@ static void rule_l4(struct lx *x, struct rule *r, const struct ynode *n)
 		for (uint32_t i = 0; i < r->service.n && !common; i++)
 			for (uint32_t j = 0; j < r->sport.n && !common; j++)
 				common = r->service.v[i].proto == r->sport.v[j].proto;
-		if (!common)
+		if (!common && x->d->errors == x->rule_errors0)
 			diag_warn(x->d, v->loc, "service and source-service share no protocol: the rule never matches");
 	}
 	if (r->icmp_type >= 0 && !r->service.any)
@@ -161,6 +161,7 @@ static void load_rule(struct lx *x, const struct ynode *n)
 
 	if (!lx_is(x, n, YNODE_MAP, "a rule"))
 		return;
+	x->rule_errors0 = x->d->errors;
 	lx_check_keys(x, n, rule_keys, "a rule");
 	r = LX_APPEND(x, x->p->rules, x->p->nrules);
 	if (!r)
