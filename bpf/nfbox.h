@@ -191,11 +191,13 @@ struct nfb_hook_cfg {
 
 struct nfb_gen_cfg {
 	__u32 options;
-	__u32 log_rate;       /* events per second, 0 = unlimited */
+	__u32 log_rate;       /* events per log_period, 0 = unlimited */
 	__u32 log_burst;
-	__u32 reject_rate;    /* rejects answered per second, 0 = unlimited */
+	__u32 reject_rate;    /* rejects answered per reject_period, 0 = unlimited */
 	__u32 reject_burst;
 	__u32 established_counter;
+	__u32 log_period;     /* seconds (1, 60, 3600); 0 counts as 1 */
+	__u32 reject_period;
 	struct nfb_hook_cfg hook[NFB_HOOK_MAX];
 };
 

@@ -727,10 +727,14 @@ static __always_inline int nfb_classify(const struct nfb_hook_cfg *hc, const str
 
 /* ---- verdict ---------------------------------------------------------- */
 
-/* A token from bucket idx at rate per second with burst; true if taken. */
-static __always_inline bool nfb_bucket_take(__u32 idx, __u64 rate, __u64 burst, __u64 now)
+/* A token from bucket idx at rate per period seconds with burst; true if
+ * taken. A token costs period seconds in ns and the bucket gains rate per
+ * elapsed ns: rate tokens per period, with no division on the way. The
+ * loader keeps burst * period * 1e9 within 64 bits (burst <= 1e6, period
+ * <= 3600 s). */
+static __always_inline bool nfb_bucket_take(__u32 idx, __u64 rate, __u64 period, __u64 burst, __u64 now)
 {
-	__u64 limit, elapsed, tokens;
+	__u64 limit, elapsed, tokens, cost;
 	struct nfb_log_bucket *b;
 	bool allowed;
 
@@ -741,7 +745,10 @@ static __always_inline bool nfb_bucket_take(__u32 idx, __u64 rate, __u64 burst, 
 		return true;
 	if (!burst)
 		burst = 1;
-	limit = burst * NFB_NSEC_PER_SEC;
+	if (!period || period > 3600)
+		period = 1;
+	cost = period * NFB_NSEC_PER_SEC;
+	limit = burst * cost;
 	bpf_spin_lock(&b->lock);
 	/* now may trail last_ns by a little: another CPU read the clock later
 	 * but took the lock first. */
@@ -755,15 +762,15 @@ static __always_inline bool nfb_bucket_take(__u32 idx, __u64 rate, __u64 burst, 
 		tokens = limit;
 	if (now > b->last_ns)
 		b->last_ns = now;
-	allowed = tokens >= NFB_NSEC_PER_SEC;
-	b->tokens = allowed ? tokens - NFB_NSEC_PER_SEC : tokens;
+	allowed = tokens >= cost;
+	b->tokens = allowed ? tokens - cost : tokens;
 	bpf_spin_unlock(&b->lock);
 	return allowed;
 }
 
 static __always_inline bool nfb_log_allowed(const struct nfb_gen_cfg *cfg, __u64 now)
 {
-	return nfb_bucket_take(NFB_BUCKET_LOG, cfg->log_rate, cfg->log_burst, now);
+	return nfb_bucket_take(NFB_BUCKET_LOG, cfg->log_rate, cfg->log_period, cfg->log_burst, now);
 }
 
 /* A rejected packet: its head to user space, which answers it (a TCP reset
@@ -775,7 +782,8 @@ static __noinline void nfb_reject(struct bpf_nf_ctx *ctx, const struct nfb_gen_c
 	struct bpf_dynptr dp;
 	struct nfb_reject *e;
 
-	if (!nfb_bucket_take(NFB_BUCKET_REJECT, cfg->reject_rate, cfg->reject_burst, bpf_ktime_get_ns())) {
+	if (!nfb_bucket_take(NFB_BUCKET_REJECT, cfg->reject_rate, cfg->reject_period, cfg->reject_burst,
+			     bpf_ktime_get_ns())) {
 		nfb_count(NFB_CNT_REJECT_LIMITED, p->len);
 		return;
 	}

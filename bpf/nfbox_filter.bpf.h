@@ -95,9 +95,10 @@ struct nfb_pkt {
 	__u8 daddr[16];
 };
 
-/* Log-rate token bucket, one for all CPUs (ARRAY of one, under its spin
- * lock): tokens are counted in "event nanoseconds", one event costs
- * NFB_NSEC_PER_SEC, so the refill is elapsed_ns * rate with no division. */
+/* Rate token buckets (log, reject), one each for all CPUs, under a spin
+ * lock: tokens are counted in "event nanoseconds", one event costs its
+ * period in ns (NFB_NSEC_PER_SEC for a rate per second), so the refill is
+ * elapsed_ns * rate with no division. */
 struct nfb_log_bucket {
 	struct bpf_spin_lock lock;
 	__u32 pad;

@@ -190,14 +190,20 @@ struct capture_conf {
 	uint32_t snaplen;
 };
 
+/* N events per period: 100/second, 5/minute, 10/hour. */
+struct policy_rate {
+	uint32_t n;      /* 0: unlimited */
+	uint32_t per;    /* seconds: 1, 60 or 3600 */
+};
+
 struct policy_options {
 	bool defrag;
 	bool established_accept;
 	struct loc established_loc; /* where established: was given (line 0: default) */
 	struct loc defrag_loc;
-	uint32_t log_rate;  /* events per second */
+	struct policy_rate log_rate;
 	uint32_t log_burst;
-	uint32_t reject_rate; /* rejects answered per second (all rules together) */
+	struct policy_rate reject_rate; /* rejects answered (all rules together) */
 	enum policy_backend backend;
 	struct loc backend_loc;
 };
@@ -252,6 +258,7 @@ const char *policy_action_name(enum policy_action a);           /* "accept", "dr
 extern const char *const policy_reject_names[POLICY_REJECT_MAX + 1];
 extern const char *const policy_nat_kind_names[];               /* by enum nat_kind, NULL-terminated */
 const char *policy_proto_name(int proto); /* "tcp", ..., or NULL */
+const char *policy_rate_unit(uint32_t per); /* "second", "minute", "hour" */
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
 /* The same addresses, prefix by prefix in order (any equals only any). */
 bool policy_addrs_equal(const struct addr_match *a, const struct addr_match *b);

@@ -7,8 +7,9 @@
 
 /* Written in nfb_ctl.abi: pinned state of another layout is not adopted.
  * 2: nfb_ctl carries the network namespace; one log-rate bucket for all CPUs.
- * 3: reject (nfb_rejects, the reject-rate bucket, reject_rate in nfb_gen_cfg). */
-#define NFB_ABI_VERSION 3
+ * 3: reject (nfb_rejects, the reject-rate bucket, reject_rate in nfb_gen_cfg).
+ * 4: log_period and reject_period in nfb_gen_cfg (rates per minute, hour). */
+#define NFB_ABI_VERSION 4
 
 enum engine_map {
 	EM_CTL,

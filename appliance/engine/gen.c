@@ -219,10 +219,12 @@ static void gen_cfg(struct nfb_gen_cfg *c, const struct plan *pl, const struct p
 
 	memset(c, 0, sizeof(*c));
 	c->options = (o->established_accept ? NFB_OPT_ESTABLISHED_ACCEPT : 0) | (o->defrag ? NFB_OPT_DEFRAG : 0);
-	c->log_rate = o->log_rate;
+	c->log_rate = o->log_rate.n;
+	c->log_period = o->log_rate.per;
 	c->log_burst = o->log_burst;
-	c->reject_rate = o->reject_rate;
-	c->reject_burst = o->reject_rate; /* a second's worth */
+	c->reject_rate = o->reject_rate.n;
+	c->reject_period = o->reject_rate.per;
+	c->reject_burst = o->reject_rate.n; /* a period's worth */
 	c->established_counter = slots->established_slot;
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
 		const struct plan_hook *h = &pl->hook[hk];

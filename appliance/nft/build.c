@@ -727,8 +727,8 @@ static void filter(struct ctx *c)
 	counter(c, NFT_COUNTER_ESTABLISHED);
 	counter(c, NFT_COUNTER_UNREASSEMBLED);
 	counter(c, NFT_COUNTER_REJECT_LIMITED);
-	nfr_limit_add(c->t, "x_log", c->p->opt.log_rate, c->p->opt.log_burst);
-	nfr_limit_add(c->t, "x_reject", c->p->opt.reject_rate, c->p->opt.reject_rate);
+	nfr_limit_add(c->t, "x_log", c->p->opt.log_rate.n, c->p->opt.log_rate.per, c->p->opt.log_burst);
+	nfr_limit_add(c->t, "x_reject", c->p->opt.reject_rate.n, c->p->opt.reject_rate.per, c->p->opt.reject_rate.n);
 	for (int h = 0; h < POLICY_HOOK_MAX; h++)
 		if (c->p->hooks[h].present)
 			filter_hook(c, (enum policy_hook)h);

@@ -471,7 +471,7 @@ static int put_obj(struct nft_batch *b, uint32_t type, const char *name, const s
 		nftnl_obj_set_u64(o, NFTNL_OBJ_CTR_BYTES, c->bytes);
 	} else {
 		nftnl_obj_set_u64(o, NFTNL_OBJ_LIMIT_RATE, l->rate);
-		nftnl_obj_set_u64(o, NFTNL_OBJ_LIMIT_UNIT, 1);
+		nftnl_obj_set_u64(o, NFTNL_OBJ_LIMIT_UNIT, l->per ? l->per : 1);
 		nftnl_obj_set_u32(o, NFTNL_OBJ_LIMIT_BURST, l->burst);
 		nftnl_obj_set_u32(o, NFTNL_OBJ_LIMIT_TYPE, NFT_LIMIT_PKTS);
 		nftnl_obj_set_u32(o, NFTNL_OBJ_LIMIT_FLAGS, 0);

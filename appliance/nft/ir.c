@@ -194,12 +194,13 @@ uint32_t nfr_counter_find(const struct nfr_table *t, const char *name)
 	return UINT32_MAX;
 }
 
-void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_t burst)
+void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_t per, uint32_t burst)
 {
 	if (!grow(t, (void **)&t->limits, t->nlimits, sizeof(*t->limits)))
 		return;
 	snprintf(t->limits[t->nlimits].name, NFR_NAME, "%s", name);
 	t->limits[t->nlimits].rate = rate;
+	t->limits[t->nlimits].per = per;
 	t->limits[t->nlimits++].burst = burst;
 }
 

@@ -132,7 +132,8 @@ struct nfr_counter {
 
 struct nfr_limit {
 	char name[NFR_NAME];
-	uint32_t rate, burst;    /* per second */
+	uint32_t rate, burst;    /* rate per `per` seconds */
+	uint32_t per;
 };
 
 struct nfr_table {
@@ -172,7 +173,7 @@ const struct nfr_set *nfr_set_find(const struct nfr_table *t, const char *name);
 void nfr_counter_add(struct nfr_table *t, const char *name, uint64_t packets, uint64_t bytes);
 /* The index of the counter called name, or UINT32_MAX. */
 uint32_t nfr_counter_find(const struct nfr_table *t, const char *name);
-void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_t burst);
+void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_t per, uint32_t burst);
 /* A copy of r, appended; what (copied) names it in messages. An anonymous
  * set that an earlier rule uses already is copied for this one: the
  * kernel binds an anonymous set to one rule. */

@@ -337,8 +337,8 @@ void nfr_print(const struct nfr_table *t, FILE *f)
 		fprintf(f, "\tcounter %s {\n\t\tpackets %" PRIu64 " bytes %" PRIu64 "\n\t}\n\n", t->counters[i].name,
 			t->counters[i].packets, t->counters[i].bytes);
 	for (uint32_t i = 0; i < t->nlimits; i++)
-		fprintf(f, "\tlimit %s {\n\t\trate %u/second burst %u packets\n\t}\n\n", t->limits[i].name,
-			t->limits[i].rate, t->limits[i].burst);
+		fprintf(f, "\tlimit %s {\n\t\trate %u/%s burst %u packets\n\t}\n\n", t->limits[i].name,
+			t->limits[i].rate, policy_rate_unit(t->limits[i].per), t->limits[i].burst);
 	for (uint32_t i = 0; i < t->nsets; i++) {
 		const struct nfr_set *s = t->sets[i];
 

@@ -369,7 +369,7 @@ void load_options(struct lx *x, const struct ynode *n)
 
 		if (parse_rate(v->str, &x->p->opt.log_rate, &why) < 0)
 			diag_error(x->d, v->loc, "options.log-rate '%s': %s", v->str, why);
-		x->p->opt.log_burst = x->p->opt.log_rate;
+		x->p->opt.log_burst = x->p->opt.log_rate.n;
 	}
 	if ((v = ynode_get(n, "log-burst")) && lx_uint(x, v, "options.log-burst", 1, 1000000, &burst))
 		x->p->opt.log_burst = (uint32_t)burst;

@@ -101,9 +101,9 @@ static int load_from_source(const struct source *src, const struct policy_files 
 	p->src = src;
 	p->opt.defrag = true;
 	p->opt.established_accept = true;
-	p->opt.log_rate = 100;
+	p->opt.log_rate = (struct policy_rate){ 100, 1 };
 	p->opt.log_burst = 100;
-	p->opt.reject_rate = 100;
+	p->opt.reject_rate = (struct policy_rate){ 100, 1 };
 	x = (struct lx){ .p = p, .d = d, .src = src, .dir = dirname(dup), .files = files, .errors0 = errors };
 	load_all(&x, t.root);
 	free(dup);

@@ -60,6 +60,11 @@ const char *policy_family_name(enum policy_family f)
 	}
 }
 
+const char *policy_rate_unit(uint32_t per)
+{
+	return per == 3600 ? "hour" : per == 60 ? "minute" : "second";
+}
+
 const char *policy_proto_name(int proto)
 {
 	switch (proto) {

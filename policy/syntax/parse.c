@@ -209,14 +209,21 @@ int parse_size(const char *s, uint64_t *out, const char **why)
 	return -EINVAL;
 }
 
-int parse_rate(const char *s, uint32_t *per_sec, const char **why)
+int parse_rate(const char *s, struct policy_rate *out, const char **why)
 {
+	static const struct {
+		const char *name;
+		uint32_t per;
+	} units[] = {
+		{ "second", 1 }, { "s", 1 }, { "sec", 1 }, { "minute", 60 }, { "min", 60 }, { "m", 60 },
+		{ "hour", 3600 }, { "h", 3600 },
+	};
 	const char *slash = strchr(s, '/');
 	char num[16];
 	uint64_t v;
 
 	if (!slash || (size_t)(slash - s) >= sizeof(num)) {
-		*why = "a rate is written N/second or N/minute, e.g. 100/second";
+		*why = "a rate is written N/second, N/minute or N/hour, e.g. 100/second";
 		return -EINVAL;
 	}
 	memcpy(num, s, (size_t)(slash - s));
@@ -225,15 +232,15 @@ int parse_rate(const char *s, uint32_t *per_sec, const char **why)
 		*why = "the rate must be 1..1000000 events";
 		return -ERANGE;
 	}
-	if (strcmp(slash + 1, "second") == 0 || strcmp(slash + 1, "s") == 0)
-		*per_sec = (uint32_t)v;
-	else if (strcmp(slash + 1, "minute") == 0 || strcmp(slash + 1, "m") == 0)
-		*per_sec = (uint32_t)((v + 59) / 60);
-	else {
-		*why = "the rate unit must be second or minute";
-		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(slash + 1, units[i].name) == 0) {
+			out->n = (uint32_t)v;
+			out->per = units[i].per;
+			return 0;
+		}
 	}
-	return 0;
+	*why = "the rate unit must be second, minute or hour";
+	return -EINVAL;
 }
 
 int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, const char **why)

@@ -20,8 +20,8 @@ int parse_port_range(const char *s, struct port_range *out, const char **why);
 int parse_proto(const char *s, int *out, const char **why);
 /* "256MiB", "1G", "4096" -> bytes. */
 int parse_size(const char *s, uint64_t *out, const char **why);
-/* "100/second", "10/minute" -> events per second (rounded up, >= 1). */
-int parse_rate(const char *s, uint32_t *per_sec, const char **why);
+/* "100/second", "10/minute", "5/hour" (also s, min, m, h). */
+int parse_rate(const char *s, struct policy_rate *out, const char **why);
 int parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why);
 /* "198.51.100.10:80", "[2001:db8::1]:80", "198.51.100.10". */
 int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, const char **why);

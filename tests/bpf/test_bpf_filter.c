@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -65,7 +66,7 @@ struct thook {
 
 struct tpolicy {
 	struct thook hook[NFB_HOOK_MAX];
-	uint32_t options, log_rate, log_burst;
+	uint32_t options, log_rate, log_burst, log_period;
 };
 
 #define RULES(...) (const struct trule[]){ __VA_ARGS__ }, \
@@ -524,6 +525,7 @@ static int install(struct env *e, const struct tpolicy *pol, uint32_t gen)
 		.options = pol->options,
 		.log_rate = pol->log_rate,
 		.log_burst = pol->log_burst,
+		.log_period = pol->log_period,
 		.established_counter = SLOT_ESTABLISHED,
 	};
 	uint32_t nprefix = 64;
@@ -1270,6 +1272,21 @@ static int reset_bucket(struct env *e)
 	return err;
 }
 
+/* The log bucket emptied ago_ns before now (as after a burst of events). */
+static int drain_bucket(struct env *e, uint64_t ago_ns)
+{
+	struct { /* struct nfb_log_bucket, its spin lock a word */
+		uint32_t lock, pad;
+		uint64_t tokens, last_ns;
+	} b = { 0 };
+	struct timespec ts;
+	uint32_t key = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	b.last_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec - ago_ns;
+	return bpf_map_update_elem(bpf_map__fd(e->skel->maps.nfb_log_bucket), &key, &b, BPF_ANY) ? -errno : 0;
+}
+
 struct cpu_run {
 	struct env *e;
 	const uint8_t *pkt;
@@ -1378,6 +1395,41 @@ static void test_log(struct env *e)
 	CHECK_EQ_INT(l1.packets - l0.packets, 7);
 	CHECK_EQ_INT(r1.packets - r0.packets, 10);
 	check_end();
+
+	/* The period: an empty bucket 2.5 s after its last event has refilled
+	 * 2 events at 1/second, none at 1/minute, and 2 at 60/minute. */
+	{
+		static const struct {
+			const char *name;
+			uint32_t rate, period, want;
+		} per[] = {
+			{ "log/rate_per_second_refills", 1, 1, 2 },
+			{ "log/rate_per_minute_refills_slowly", 1, 60, 0 },
+			{ "log/rate_60_per_minute_is_1_per_second", 60, 60, 2 },
+			{ "log/rate_per_hour_refills_slowly", 1, 3600, 0 },
+			{ "log/rate_3600_per_hour_is_1_per_second", 3600, 3600, 2 },
+		};
+
+		for (size_t i = 0; i < sizeof(per) / sizeof(per[0]); i++) {
+			check_begin(per[i].name);
+			pol.log_rate = per[i].rate;
+			pol.log_period = per[i].period;
+			pol.log_burst = 5;
+			CHECK_EQ_INT(install(e, &pol, 0), 0);
+			CHECK_EQ_INT(drain_bucket(e, 2500000000ull), 0);
+			ring_buffer__consume(rb);
+			ev.n = 0;
+			CHECK_EQ_INT(run_ip(e, NFB_HOOK_INPUT, 4, pkt, len, 10, &retval, NULL), 0);
+			ring_buffer__consume(rb);
+			CHECK_EQ_INT(ev.n, (int)per[i].want);
+			check_end();
+		}
+		pol.log_rate = 1; /* as before, for what follows */
+		pol.log_burst = 3;
+		pol.log_period = 0;
+		if (install(e, &pol, 0))
+			fprintf(stderr, "cannot reinstall the 1/s burst 3 policy\n");
+	}
 
 	/* log-rate is one rate for the appliance: the same 10 packets split
 	 * over two CPUs log 3 events, not 3 per CPU. */

@@ -229,9 +229,11 @@ void plan_print(const struct plan *pl, FILE *f)
 	const struct policy *p = pl->pol;
 
 	fprintf(f, "# nfbox plan of %s\n", p->src->name);
-	fprintf(f, "options: backend %s, defrag %s, established %s, log-rate %u/second burst %u, reject-rate %u/second\n",
+	fprintf(f, "options: backend %s, defrag %s, established %s, log-rate %u/%s burst %u, reject-rate %u/%s\n",
 		p->opt.backend == POLICY_BACKEND_NFTABLES ? "nftables" : "bpf", p->opt.defrag ? "on" : "off",
-		p->opt.established_accept ? "accept" : "rules", p->opt.log_rate, p->opt.log_burst, p->opt.reject_rate);
+		p->opt.established_accept ? "accept" : "rules", p->opt.log_rate.n,
+		policy_rate_unit(p->opt.log_rate.per), p->opt.log_burst, p->opt.reject_rate.n,
+		policy_rate_unit(p->opt.reject_rate.per));
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
 		if (pl->hook[hk].enabled)
 			print_hook_text(&pl->hook[hk], hk, f);
@@ -361,8 +363,11 @@ void plan_print_json(const struct plan *pl, FILE *f)
 	json_object_begin(&j);
 	json_kv_bool(&j, "defrag", p->opt.defrag);
 	json_kv_str(&j, "established", p->opt.established_accept ? "accept" : "rules");
-	json_kv_u64(&j, "log_rate", p->opt.log_rate);
+	json_kv_u64(&j, "log_rate", p->opt.log_rate.n);
+	json_kv_str(&j, "log_rate_per", policy_rate_unit(p->opt.log_rate.per));
 	json_kv_u64(&j, "log_burst", p->opt.log_burst);
+	json_kv_u64(&j, "reject_rate", p->opt.reject_rate.n);
+	json_kv_str(&j, "reject_rate_per", policy_rate_unit(p->opt.reject_rate.per));
 	json_object_end(&j);
 	json_key(&j, "hooks");
 	json_array_begin(&j);
