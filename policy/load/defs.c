@@ -119,8 +119,9 @@ void load_interfaces(struct lx *x, const struct ynode *n)
 		if (!g || !(g->name = strdup(k->str)))
 			return;
 		g->loc = k->loc;
-		lx_each_scalar(x, v, "an interface group", group_add_ifname, g);
-		if (!v->nkids && v->type == YNODE_SEQ)
+		if (!ynode_is_null(v)) /* "lan:" with nothing: an empty group, as [] */
+			lx_each_scalar(x, v, "an interface group", group_add_ifname, g);
+		if ((!v->nkids && v->type == YNODE_SEQ) || ynode_is_null(v))
 			diag_warn(x->d, v->loc, "interface group '%s' is empty: rules using it never match",
 				  g->name);
 	}
@@ -265,7 +266,7 @@ void load_sets(struct lx *x, const struct ynode *n)
 				diag_error(x->d, v->loc, "set '%s' must be a list of prefixes or { file: PATH }", s->name);
 			else if (fn)
 				set_load_file(x, s, fn);
-		} else {
+		} else if (!ynode_is_null(v)) { /* "blocked:" with nothing: an empty set */
 			lx_each_scalar(x, v, "a set", set_add_node, s);
 		}
 	}

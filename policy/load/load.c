@@ -43,6 +43,15 @@ static void load_version(struct lx *x, const struct ynode *root)
 	x->p->version = 1;
 }
 
+/* A section; an empty one ("rules:" with nothing after it, or ~) is as if
+ * it were left out, as an operator commenting out its last entry expects. */
+static const struct ynode *section(const struct ynode *root, const char *key)
+{
+	const struct ynode *v = ynode_get(root, key);
+
+	return v && ynode_is_null(v) ? NULL : v;
+}
+
 static void load_all(struct lx *x, const struct ynode *root)
 {
 	if (!lx_is(x, root, YNODE_MAP, "the policy"))
@@ -50,14 +59,14 @@ static void load_all(struct lx *x, const struct ynode *root)
 	lx_check_keys(x, root, top_keys, "the policy");
 	load_version(x, root);
 	/* Definitions first, whatever their order in the file: rules refer to them. */
-	load_interfaces(x, ynode_get(root, "interfaces"));
-	load_sets(x, ynode_get(root, "sets"));
-	load_services(x, ynode_get(root, "services"));
-	load_hooks(x, ynode_get(root, "hooks"));
-	load_options(x, ynode_get(root, "options"));
-	load_rules(x, ynode_get(root, "rules"));
-	load_nat(x, ynode_get(root, "nat"));
-	load_captures(x, ynode_get(root, "capture"));
+	load_interfaces(x, section(root, "interfaces"));
+	load_sets(x, section(root, "sets"));
+	load_services(x, section(root, "services"));
+	load_hooks(x, section(root, "hooks"));
+	load_options(x, section(root, "options"));
+	load_rules(x, section(root, "rules"));
+	load_nat(x, section(root, "nat"));
+	load_captures(x, section(root, "capture"));
 	check_defrag_off(x->p, x->d);
 	if (!x->p->hooks[0].present && !x->p->hooks[1].present && !x->p->hooks[2].present &&
 	    x->p->nrules)

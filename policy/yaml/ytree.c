@@ -390,6 +390,13 @@ const struct ynode *ynode_get(const struct ynode *map, const char *key)
 	return v && !v->broken ? v : NULL;
 }
 
+bool ynode_is_null(const struct ynode *n)
+{
+	return n->type == YNODE_SCALAR && !n->quoted && !n->broken &&
+	       (!n->str[0] || !strcmp(n->str, "~") || !strcmp(n->str, "null") || !strcmp(n->str, "Null") ||
+		!strcmp(n->str, "NULL"));
+}
+
 bool ynode_has(const struct ynode *map, const char *key)
 {
 	return map_find(map, key) != NULL;

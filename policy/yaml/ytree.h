@@ -55,6 +55,8 @@ static inline const struct ynode *ynode_map_val(const struct ynode *n, size_t i)
 }
 /* Value for key in a map, or NULL (also when the value is broken). */
 const struct ynode *ynode_get(const struct ynode *map, const char *key);
+/* A plain (unquoted) empty, ~ or null scalar: YAML's null. */
+bool ynode_is_null(const struct ynode *n);
 /* The key is in the map, its value good or broken. */
 bool ynode_has(const struct ynode *map, const char *key);
 
