@@ -172,8 +172,9 @@ static void set_add_node(struct lx *x, const struct ynode *n, void *arg)
 	set_add_prefix(s, &pf);
 }
 
-/* A set file: one prefix per line, '#' starts a comment. Errors point into
- * the file itself. */
+/* A set file: one prefix per line, '#' or ';' starts a comment (';' as in
+ * Spamhaus' DROP lists: "192.0.2.0/24 ; SBL123"). Errors point into the
+ * file itself. */
 static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *fn)
 {
 	struct source *src;
@@ -206,9 +207,9 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 		const char *why;
 
 		off += (unsigned)len + 1;
-		if (start >= len || text[start] == '#' || text[start] == '\r')
+		if (start >= len || text[start] == '#' || text[start] == ';' || text[start] == '\r')
 			continue;
-		wlen = strcspn(text + start, " \t\r\n#");
+		wlen = strcspn(text + start, " \t\r\n#;");
 		if (wlen >= sizeof(word) || start + wlen > len) {
 			diag_error(x->d, ((struct loc){ src, line, (unsigned)start + 1 }), "line too long for a prefix");
 			continue;
@@ -218,9 +219,9 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 		{
 			size_t rest = start + wlen + strspn(text + start + wlen, " \t\r");
 
-			if (rest < len && text[rest] != '#') {
+			if (rest < len && text[rest] != '#' && text[rest] != ';') {
 				diag_error(x->d, ((struct loc){ src, line, (unsigned)rest + 1 }),
-					   "one prefix per line: '%.*s' follows '%s' (start a comment with '#')",
+					   "one prefix per line: '%.*s' follows '%s' (start a comment with '#' or ';')",
 					   (int)strcspn(text + rest, " \t\r\n"), text + rest, word);
 				continue;
 			}
