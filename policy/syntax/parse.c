@@ -188,20 +188,38 @@ int parse_size(const char *s, uint64_t *out, const char **why)
 		{ "GB", 1000000000 }, { "GiB", 1 << 30 }, { "TiB", UINT64_C(1) << 40 },
 	};
 	char num[32];
-	size_t n = strspn(s, "0123456789");
-	uint64_t v;
+	size_t n = strspn(s, "0123456789"), nfrac = 0;
+	uint64_t v, frac = 0, scale = 1;
+	const char *unit = s + n;
 
 	if (n == 0 || n >= sizeof(num)) {
-		*why = "a size is a number with an optional unit: 4096, 100MB, 256MiB, 1GiB";
+		*why = "a size is a number with an optional unit: 4096, 100MB, 256MiB, 1.5GiB";
 		return -EINVAL;
 	}
 	memcpy(num, s, n);
 	num[n] = '\0';
 	if (parse_uint(num, UINT64_MAX / (UINT64_C(1) << 40), &v, why) < 0)
 		return -ERANGE;
+	if (*unit == '.') { /* a decimal fraction: 1.5GiB */
+		nfrac = strspn(unit + 1, "0123456789");
+		if (nfrac == 0 || nfrac > 6) {
+			*why = "a decimal size has 1 to 6 digits after the point, e.g. 1.5GiB";
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < nfrac; i++) {
+			frac = frac * 10 + (uint64_t)(unit[1 + i] - '0');
+			scale *= 10;
+		}
+		unit += 1 + nfrac;
+	}
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(s + n, units[i].suffix) == 0) {
-			*out = v * units[i].mult;
+		if (strcmp(unit, units[i].suffix) == 0) {
+			/* frac < scale <= 1e6 and mult <= 2^40: no overflow */
+			if (frac * units[i].mult % scale) {
+				*why = "that is not a whole number of bytes; give more of the number in a smaller unit";
+				return -EINVAL;
+			}
+			*out = v * units[i].mult + frac * units[i].mult / scale;
 			return 0;
 		}
 	}

@@ -18,7 +18,7 @@ bool parse_looks_like_address(const char *s);
 int parse_port_range(const char *s, struct port_range *out, const char **why);
 /* "tcp", "udp", "icmp", "icmpv6", "sctp", or 0..255. */
 int parse_proto(const char *s, int *out, const char **why);
-/* "256MiB", "1G", "4096" -> bytes. */
+/* "256MiB", "1G", "1.5GiB", "4096" -> bytes (a fraction must come to whole bytes). */
 int parse_size(const char *s, uint64_t *out, const char **why);
 /* "100/second", "10/minute", "5/hour" (also s, min, m, h). */
 int parse_rate(const char *s, struct policy_rate *out, const char **why);
