@@ -100,6 +100,7 @@ struct service {
 	struct port_range *v;
 	uint32_t n;
 	bool used;
+	bool full;      /* over POLICY_MAX_SERVICE_ENTRIES (reported once) */
 };
 
 /* A reference list as written: from/to resolve to prefixes, in/out to names. */

@@ -273,25 +273,25 @@ void load_sets(struct lx *x, const struct ynode *n)
 	}
 }
 
-static void service_add_node(struct lx *x, const struct ynode *n, void *arg)
+static void service_add_range(struct lx *x, const struct port_range *pr, void *arg)
 {
 	struct service *s = arg;
-	struct port_range pr;
-	const char *why;
 
-	if (parse_port_range(n->str, &pr, &why) < 0) {
-		diag_error(x->d, n->loc, "'%s': %s", n->str, why);
-		return;
-	}
 	if (s->n == POLICY_MAX_SERVICE_ENTRIES) {
-		diag_error(x->d, n->loc, "service '%s' has more than %d entries", s->name,
-			   POLICY_MAX_SERVICE_ENTRIES);
+		if (!s->full)
+			diag_error(x->d, pr->loc, "service '%s' has more than %d entries", s->name,
+				   POLICY_MAX_SERVICE_ENTRIES);
+		s->full = true;
 		return;
 	}
-	pr.loc = n->loc;
 	if (!LX_APPEND(x, s->v, s->n))
 		return;
-	s->v[s->n - 1] = pr;
+	s->v[s->n - 1] = *pr;
+}
+
+static void service_add_node(struct lx *x, const struct ynode *n, void *arg)
+{
+	lx_port_list(x, n, service_add_range, arg);
 }
 
 void load_services(struct lx *x, const struct ynode *n)

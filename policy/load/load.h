@@ -21,6 +21,8 @@ bool lx_check_ifname(struct lx *x, const struct ynode *n); /* reports a bad name
 void lx_addr_match(struct lx *x, const struct ynode *n, const char *what, struct addr_match *m);
 void lx_iface_match(struct lx *x, const struct ynode *n, const char *what, struct iface_match *m);
 void lx_port_match(struct lx *x, const struct ynode *n, const char *what, struct port_match *m);
+void lx_port_list(struct lx *x, const struct ynode *n, void (*add)(struct lx *, const struct port_range *, void *),
+		  void *arg);
 int lx_prefix(struct lx *x, const struct ynode *n, struct prefix *out);
 
 /* The sections that use them (rules.c, nat.c, capture.c). */

@@ -44,7 +44,11 @@ void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *all
 		if (ok)
 			continue;
 		near = diag_closest(k->str, allowed);
-		if (near)
+		if (k->str[0] && strspn(k->str, "0123456789-") == strlen(k->str))
+			diag_error(x->d, k->loc,
+				   "unknown key '%s' in %s: inside { } a comma ends a value, so a port list there must be quoted, e.g. \"tcp/80,%s\"",
+				   k->str, where, k->str);
+		else if (near)
 			diag_error(x->d, k->loc, "unknown key '%s' in %s; did you mean '%s'?", k->str, where,
 				   near);
 		else
@@ -125,6 +129,18 @@ void lx_each_scalar(struct lx *x, const struct ynode *n, const char *what,
 	for (size_t i = 0; i < n->nkids; i++)
 		if (lx_is(x, n->kids[i], YNODE_SCALAR, what))
 			fn(x, n->kids[i], arg);
+}
+
+struct loc lx_loc_in(const struct ynode *n, size_t off)
+{
+	struct loc l = n->loc;
+
+	/* Only where the text stands as written on one line: a plain scalar,
+	 * or a quoted one without escapes (its quote comes first). */
+	if (n->type != YNODE_SCALAR || off > n->len || strchr(n->str, '\\') || strchr(n->str, '\n'))
+		return l;
+	l.col += (unsigned)off + (n->quoted ? 1 : 0);
+	return l;
 }
 
 char *lx_describe(const struct ynode *n)

@@ -41,6 +41,8 @@ int lx_choice(struct lx *x, const struct ynode *n, const char *what, const char 
 void lx_each_scalar(struct lx *x, const struct ynode *n, const char *what,
 		    void (*fn)(struct lx *, const struct ynode *, void *), void *arg);
 char *lx_describe(const struct ynode *n);
+/* The place of byte off inside scalar n (the start of n where that cannot be told). */
+struct loc lx_loc_in(const struct ynode *n, size_t off);
 
 /* A file of the policy (the policy itself, or a set file) read through the
  * caller's rules (policy.h, struct policy_files): 0, or -errno with why. */

@@ -184,27 +184,51 @@ static void port_append(struct port_match *m, const struct port_range *pr)
 	m->v[m->n - 1] = *pr;
 }
 
+static void port_add(struct lx *x, const struct port_range *pr, void *arg)
+{
+	(void)x;
+	port_append(arg, pr);
+}
+
+/* "tcp/80", "tcp/80,443", "tcp/ssh": every range to add(); an error points
+ * at the element at fault. */
+void lx_port_list(struct lx *x, const struct ynode *n, void (*add)(struct lx *, const struct port_range *, void *),
+		  void *arg)
+{
+	struct port_range v[64];
+	size_t nv, bad;
+	const char *why;
+
+	if (parse_ports(n->str, v, sizeof(v) / sizeof(v[0]), &nv, &bad, &why) < 0) {
+		diag_error(x->d, lx_loc_in(n, bad), "'%s': %s", n->str, why);
+		return;
+	}
+	for (size_t i = 0; i < nv; i++) {
+		v[i].loc = n->loc;
+		add(x, &v[i], arg);
+	}
+}
+
 static void port_item(struct lx *x, const struct ynode *n, void *arg)
 {
 	struct port_match *m = arg;
-	struct port_range pr;
 	struct service *s;
-	const char *why;
 
 	if (strcmp(n->str, "any") == 0) {
 		m->any = true;
 		return;
 	}
 	if (strchr(n->str, '/')) {
-		if (parse_port_range(n->str, &pr, &why) < 0) {
-			diag_error(x->d, n->loc, "'%s': %s", n->str, why);
-			return;
-		}
-		pr.loc = n->loc;
-		port_append(m, &pr);
+		lx_port_list(x, n, port_add, m);
 		return;
 	}
 	s = lx_find_service(x, n->str);
+	if (!s && n->str[0] >= '0' && n->str[0] <= '9') {
+		diag_error(x->d, n->loc,
+			   "'%s' is a port without its protocol: write tcp/%s or udp/%s (inside [ ] a comma separates items, so a port list there must be quoted: \"tcp/80,%s\")",
+			   n->str, n->str, n->str, n->str);
+		return;
+	}
 	if (!s) {
 		const char **names = collect_names(x, 1);
 

@@ -4,9 +4,11 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why)
 {
@@ -111,6 +113,7 @@ int parse_proto(const char *s, int *out, const char **why)
 		{ "icmpv6", IPPROTO_ICMPV6 }, { "sctp", IPPROTO_SCTP }, { "gre", IPPROTO_GRE },
 		{ "esp", IPPROTO_ESP }, { "ah", IPPROTO_AH }, { "udplite", IPPROTO_UDPLITE },
 	};
+	struct protoent *pe;
 	uint64_t v;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -127,20 +130,58 @@ int parse_proto(const char *s, int *out, const char **why)
 		*out = (int)v;
 		return 0;
 	}
-	*why = "unknown protocol; use tcp, udp, icmp, icmpv6, sctp, gre, esp, ah, udplite or a number 0..255";
+	/* The system's protocol list: vrrp, ospf, ipv6-icmp, ... */
+	if (*s && (pe = getprotobyname(s)) && pe->p_proto >= 0 && pe->p_proto <= 255) {
+		*out = pe->p_proto;
+		return 0;
+	}
+	*why = access("/etc/protocols", R_OK)
+		       ? "unknown protocol; use tcp, udp, icmp, icmpv6, sctp, gre, esp, ah, udplite or a number 0..255 (there is no /etc/protocols for other names: install netbase)"
+		       : "unknown protocol; use tcp, udp, icmp, icmpv6, sctp, gre, esp, ah, udplite, a name from /etc/protocols or a number 0..255";
 	return -EINVAL;
 }
 
-int parse_port_range(const char *s, struct port_range *out, const char **why)
+/* One port: a number, or a name from the services list (/etc/services)
+ * for protocol proto. */
+static int parse_port(const char *s, size_t len, int proto, uint64_t *out, const char **why)
 {
-	const char *slash = strchr(s, '/');
-	char proto[16], *dash;
-	char ports[32];
-	uint64_t lo, hi;
+	char buf[64];
+	struct servent *se;
+
+	if (!len || len >= sizeof(buf)) {
+		*why = "a port must be a number 0..65535 or a service name";
+		return -EINVAL;
+	}
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	if (isdigit((unsigned char)buf[0])) {
+		if (parse_uint(buf, 65535, out, why) < 0) {
+			*why = strcmp(*why, "number out of range") == 0 ? "port out of range 0..65535"
+								      : "a port must be a number 0..65535";
+			return -ERANGE;
+		}
+		return 0;
+	}
+	se = getservbyname(buf, policy_proto_name(proto));
+	if (!se) {
+		*why = access("/etc/services", R_OK) ? "unknown port name (there is no /etc/services: install netbase, or give the number)"
+						     : "unknown port name for this protocol (see /etc/services), or give the number";
+		return -EINVAL;
+	}
+	*out = ntohs((uint16_t)se->s_port);
+	return 0;
+}
+
+int parse_ports(const char *s, struct port_range *out, size_t max, size_t *n, size_t *bad, const char **why)
+{
+	const char *slash = strchr(s, '/'), *p;
+	char proto[32];
 	int num;
 
+	*n = 0;
+	*bad = 0;
 	if (!slash || (size_t)(slash - s) >= sizeof(proto)) {
-		*why = "a port is written PROTO/PORT or PROTO/LOW-HIGH, e.g. tcp/443 or udp/10000-20000";
+		*why = "a port is written PROTO/PORT, PROTO/LOW-HIGH or PROTO/P1,P2,..., e.g. tcp/443, udp/10000-20000, tcp/80,443";
 		return -EINVAL;
 	}
 	memcpy(proto, s, (size_t)(slash - s));
@@ -152,29 +193,51 @@ int parse_port_range(const char *s, struct port_range *out, const char **why)
 		       "(for ICMP use proto: icmp with icmp-type)";
 		return -EINVAL;
 	}
-	if (strlen(slash + 1) >= sizeof(ports)) {
-		*why = "port out of range 0..65535";
-		return -ERANGE;
+	for (p = slash + 1;; p++) {
+		size_t len = strcspn(p, ","), dash;
+		uint64_t lo, hi;
+		int r;
+
+		*bad = (size_t)(p - s);
+		if (*n == max) {
+			*why = "too many ports in one list";
+			return -E2BIG;
+		}
+		/* A name may hold a '-' (ms-sql-s): the whole element first. */
+		if (parse_port(p, len, num, &lo, why) == 0) {
+			hi = lo;
+		} else {
+			dash = strcspn(p, "-,");
+			if (dash >= len)
+				return -EINVAL; /* no range: why says what is wrong */
+			if ((r = parse_port(p, dash, num, &lo, why)) < 0)
+				return r;
+			*bad = (size_t)(p + dash + 1 - s);
+			if ((r = parse_port(p + dash + 1, len - dash - 1, num, &hi, why)) < 0)
+				return r;
+			if (hi < lo) {
+				*bad = (size_t)(p - s);
+				*why = "inverted port range: the low port comes first (e.g. 1000-2000)";
+				return -ERANGE;
+			}
+		}
+		out[*n] = (struct port_range){ .proto = (uint8_t)num, .lo = (uint16_t)lo, .hi = (uint16_t)hi };
+		++*n;
+		p += len;
+		if (!*p)
+			return 0;
 	}
-	strcpy(ports, slash + 1);
-	dash = strchr(ports, '-');
-	if (dash)
-		*dash = '\0';
-	if (parse_uint(ports, 65535, &lo, why) < 0 || (dash && parse_uint(dash + 1, 65535, &hi, why) < 0)) {
-		*why = *why && strcmp(*why, "number out of range") == 0 ? "port out of range 0..65535"
-									  : "a port must be a number 0..65535";
-		return -ERANGE;
+}
+
+int parse_port_range(const char *s, struct port_range *out, const char **why)
+{
+	size_t n, bad;
+
+	if (strchr(s, ',')) {
+		*why = "one port or range here, not a list";
+		return -EINVAL;
 	}
-	if (!dash)
-		hi = lo;
-	if (hi < lo) {
-		*why = "inverted port range: the low port comes first (e.g. 1000-2000)";
-		return -ERANGE;
-	}
-	out->proto = (uint8_t)num;
-	out->lo = (uint16_t)lo;
-	out->hi = (uint16_t)hi;
-	return 0;
+	return parse_ports(s, out, 1, &n, &bad, why);
 }
 
 int parse_size(const char *s, uint64_t *out, const char **why)

@@ -14,9 +14,15 @@
 int parse_prefix(const char *s, struct prefix *out, bool *host_bits, const char **why);
 /* True if s looks like an address rather than a name. */
 bool parse_looks_like_address(const char *s);
-/* "tcp/80", "udp/10000-20000", "sctp/5060". */
+/* "tcp/80", "udp/10000-20000", "sctp/5060", "tcp/ssh" (a name from
+ * /etc/services): one port or range. */
 int parse_port_range(const char *s, struct port_range *out, const char **why);
-/* "tcp", "udp", "icmp", "icmpv6", "sctp", or 0..255. */
+/* The same, or a list of one protocol: "tcp/80,443,8000-8100". Up to max
+ * ranges into out, their number in *n; on an error *bad is the offset in s
+ * of the element at fault. */
+int parse_ports(const char *s, struct port_range *out, size_t max, size_t *n, size_t *bad, const char **why);
+/* "tcp", "udp", "icmp", "icmpv6", "sctp", ..., a name from /etc/protocols
+ * (vrrp, ospf), or 0..255. */
 int parse_proto(const char *s, int *out, const char **why);
 /* "256MiB", "1G", "1.5GiB", "4096" -> bytes (a fraction must come to whole bytes). */
 int parse_size(const char *s, uint64_t *out, const char **why);

@@ -96,8 +96,52 @@ static void test_rates(void)
 	}
 }
 
+static void test_ports(void)
+{
+	static const struct {
+		const char *in;
+		const char *want; /* "proto lo-hi ..." or "error@OFFSET" */
+	} cases[] = {
+		{ "tcp/443", "6 443-443" },
+		{ "udp/10000-20000", "17 10000-20000" },
+		{ "tcp/80,443", "6 80-80 443-443" },
+		{ "tcp/80,443,8000-8010", "6 80-80 443-443 8000-8010" },
+		{ "tcp/ssh", "6 22-22" },
+		{ "udp/domain", "17 53-53" },
+		{ "tcp/ssh-telnet", "6 22-23" },
+		{ "sctp/0", "132 0-0" },
+		{ "tcp/80,99999", "error@7" },
+		{ "tcp/80,,443", "error@7" },
+		{ "tcp/2000-1000", "error@4" },
+		{ "tcp/80-", "error@7" },
+		{ "tcp/nosuchport", "error@4" },
+		{ "icmp/8", "error@0" },
+		{ "80", "error@0" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct port_range v[8];
+		size_t n = 0, bad = 0, used = 0;
+		const char *why = NULL;
+		char name[64], got[128];
+		int r = parse_ports(cases[i].in, v, 8, &n, &bad, &why);
+
+		if (r < 0)
+			snprintf(got, sizeof(got), "error@%zu", bad);
+		for (size_t j = 0; r == 0 && j < n; j++)
+			used += (size_t)snprintf(got + used, sizeof(got) - used, j ? " %u-%u" : "%u %u-%u",
+						 j ? v[j].lo : v[j].proto, j ? v[j].hi : v[j].lo, v[j].hi);
+		snprintf(name, sizeof(name), "ports %s", cases[i].in);
+		check_begin(name);
+		CHECK_EQ_STR(got, cases[i].want);
+		CHECK(r == 0 || why);
+		check_end();
+	}
+}
+
 int main(void)
 {
+	test_ports();
 	test_sizes();
 	test_rates();
 	CHECK_EXIT();
