@@ -157,19 +157,22 @@ static void set_add_prefix(struct addr_set *s, const struct prefix *pf)
 	s->families |= pf->family;
 }
 
+static bool set_add(struct lx *x, const struct prefix *pf, void *arg)
+{
+	if (!count_prefix(x, pf->loc))
+		return false;
+	set_add_prefix(arg, pf);
+	return true;
+}
+
 static void set_add_node(struct lx *x, const struct ynode *n, void *arg)
 {
-	struct addr_set *s = arg;
-	struct prefix pf;
-
 	if (!parse_looks_like_address(n->str)) {
-		diag_error(x->d, n->loc, "'%s' is not an address or prefix (sets hold addresses like 192.0.2.0/24 or 2001:db8::/32)",
+		diag_error(x->d, n->loc, "'%s' is not an address, prefix or range (sets hold addresses like 192.0.2.0/24, 2001:db8::/32 or 192.0.2.10-192.0.2.20)",
 			   n->str);
 		return;
 	}
-	if (lx_prefix(x, n, &pf) < 0 || !count_prefix(x, n->loc))
-		return;
-	set_add_prefix(s, &pf);
+	lx_addresses(x, n->str, n->loc, set_add, arg);
 }
 
 /* A set file: one prefix per line, '#' or ';' starts a comment (';' as in
@@ -200,11 +203,8 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 		char *text = src->text + off, *nl = memchr(text, '\n', src->len - off);
 		size_t len = nl ? (size_t)(nl - text) : src->len - off;
 		size_t start = strspn(text, " \t");
-		char word[INET6_ADDRSTRLEN + 8];
+		char word[2 * INET6_ADDRSTRLEN + 8];
 		size_t wlen;
-		struct prefix pf;
-		bool host_bits;
-		const char *why;
 
 		off += (unsigned)len + 1;
 		if (start >= len || text[start] == '#' || text[start] == ';' || text[start] == '\r')
@@ -226,20 +226,9 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 				continue;
 			}
 		}
-		pf.loc = (struct loc){ src, line, (unsigned)start + 1 };
-		if (parse_prefix(word, &pf, &host_bits, &why) < 0) {
-			diag_error(x->d, pf.loc, "'%s': %s", word, why);
-			continue;
-		}
-		if (host_bits) {
-			char net[64];
-
-			policy_prefix_format(&pf, net, sizeof(net));
-			diag_warn(x->d, pf.loc, "'%s' has host bits set; it is read as the network %s", word, net);
-		}
-		if (!count_prefix(x, pf.loc))
-			return;
-		set_add_prefix(s, &pf);
+		if (x->p->nprefixes > POLICY_MAX_PREFIXES)
+			return; /* over the limit: said once */
+		lx_addresses(x, word, (struct loc){ src, line, (unsigned)start + 1 }, set_add, s);
 	}
 }
 

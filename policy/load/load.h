@@ -23,7 +23,8 @@ void lx_iface_match(struct lx *x, const struct ynode *n, const char *what, struc
 void lx_port_match(struct lx *x, const struct ynode *n, const char *what, struct port_match *m);
 void lx_port_list(struct lx *x, const struct ynode *n, void (*add)(struct lx *, const struct port_range *, void *),
 		  void *arg);
-int lx_prefix(struct lx *x, const struct ynode *n, struct prefix *out);
+int lx_addresses(struct lx *x, const char *text, struct loc loc,
+		 bool (*add)(struct lx *, const struct prefix *, void *), void *arg);
 
 /* The sections that use them (rules.c, nat.c, capture.c). */
 void load_rules(struct lx *x, const struct ynode *n);

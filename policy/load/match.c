@@ -6,23 +6,41 @@
 #include "policy/load/load.h"
 #include "policy/syntax/parse.h"
 
-int lx_prefix(struct lx *x, const struct ynode *n, struct prefix *out)
+/* An address, a prefix or a range A-B (as the prefixes that cover it
+ * exactly) at loc: each prefix to add(). Returns how many, or -1 after
+ * reporting. */
+int lx_addresses(struct lx *x, const char *text, struct loc loc,
+		 bool (*add)(struct lx *, const struct prefix *, void *), void *arg)
 {
+	struct prefix first, last, v[256];
 	const char *why;
 	bool host_bits;
+	size_t n;
 
-	out->loc = n->loc;
-	if (parse_prefix(n->str, out, &host_bits, &why) < 0) {
-		diag_error(x->d, n->loc, "'%s': %s", n->str, why);
+	if (strchr(text, '-')) {
+		if (parse_addr_range(text, &first, &last, &why) < 0) {
+			diag_error(x->d, loc, "'%s': %s", text, why);
+			return -1;
+		}
+		first.loc = loc;
+		n = parse_range_split(&first, &last, v, sizeof(v) / sizeof(v[0]));
+		for (size_t i = 0; i < n; i++)
+			if (!add(x, &v[i], arg))
+				return -1;
+		return (int)n;
+	}
+	v[0].loc = loc;
+	if (parse_prefix(text, &v[0], &host_bits, &why) < 0) {
+		diag_error(x->d, loc, "'%s': %s", text, why);
 		return -1;
 	}
 	if (host_bits) {
 		char net[64];
 
-		policy_prefix_format(out, net, sizeof(net));
-		diag_warn(x->d, n->loc, "'%s' has host bits set; it is read as the network %s", n->str, net);
+		policy_prefix_format(&v[0], net, sizeof(net));
+		diag_warn(x->d, loc, "'%s' has host bits set; it is read as the network %s", text, net);
 	}
-	return 0;
+	return add(x, &v[0], arg) ? 1 : -1;
 }
 
 static void names_hint(char *buf, size_t len, const char *const *names)
@@ -67,19 +85,24 @@ static void addr_append(struct addr_match *m, const struct prefix *pf)
 	m->families |= pf->family;
 }
 
+static bool addr_add(struct lx *x, const struct prefix *pf, void *arg)
+{
+	(void)x;
+	addr_append(arg, pf);
+	return true;
+}
+
 static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 {
 	struct addr_match *m = arg;
 	struct addr_set *s;
-	struct prefix pf;
 
 	if (strcmp(n->str, "any") == 0) {
 		m->any = true;
 		return;
 	}
 	if (parse_looks_like_address(n->str)) {
-		if (lx_prefix(x, n, &pf) == 0)
-			addr_append(m, &pf);
+		lx_addresses(x, n->str, n->loc, addr_add, m);
 		return;
 	}
 	s = lx_find_set(x, n->str);

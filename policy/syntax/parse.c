@@ -426,6 +426,37 @@ int parse_addr_range(const char *s, struct prefix *first, struct prefix *last, c
 	return 0;
 }
 
+size_t parse_range_split(const struct prefix *first, const struct prefix *last, struct prefix *out, size_t max)
+{
+	unsigned bits = first->family == POLICY_FAM_IPV4 ? 32 : 128, bytes = bits / 8;
+	unsigned __int128 lo = 0, hi = 0;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < bytes; i++) {
+		lo = lo << 8 | first->addr[i];
+		hi = hi << 8 | last->addr[i];
+	}
+	while (lo <= hi && n < max) {
+		unsigned k = 0; /* the largest aligned block from lo that ends by hi */
+		struct prefix *p = &out[n++];
+		unsigned __int128 v;
+
+		while (k < bits && !((lo >> k) & 1) && (lo | (((unsigned __int128)2 << k) - 1)) <= hi)
+			k++;
+		memset(p, 0, sizeof(*p));
+		p->family = first->family;
+		p->plen = (uint8_t)(bits - k);
+		p->loc = first->loc;
+		v = lo;
+		for (unsigned i = bytes; i-- > 0; v >>= 8)
+			p->addr[i] = (uint8_t)v;
+		if (k == bits || (lo | (((unsigned __int128)1 << k) - 1)) == hi)
+			break; /* the block ends at hi (or covers everything) */
+		lo += (unsigned __int128)1 << k;
+	}
+	return n;
+}
+
 bool parse_valid_name(const char *s)
 {
 	size_t n = strlen(s);

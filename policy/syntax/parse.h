@@ -35,6 +35,10 @@ int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, const ch
  * address of the prefix): the first and last address, both with a full
  * prefix length. */
 int parse_addr_range(const char *s, struct prefix *first, struct prefix *last, const char **why);
+/* The range first..last (same family, full-length addresses, first <= last)
+ * as the fewest prefixes that cover exactly it, in order; at most max
+ * (254 suffice for any IPv6 range, 62 for IPv4). Returns the number. */
+size_t parse_range_split(const struct prefix *first, const struct prefix *last, struct prefix *out, size_t max);
 bool parse_valid_name(const char *s);
 bool parse_valid_ifname(const char *s);
 

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "policy/syntax/parse.h"
 #include "tests/lib/check.h"
@@ -139,8 +140,93 @@ static void test_ports(void)
 	}
 }
 
+/* Ranges as the fewest prefixes, checked against the known splits and, on
+ * random ranges, against the definition: the prefixes are aligned, in
+ * order, adjacent, and cover exactly first..last. */
+static void test_ranges(void)
+{
+	static const struct {
+		const char *in, *want;
+	} cases[] = {
+		{ "192.0.2.10-192.0.2.20", "192.0.2.10/31 192.0.2.12/30 192.0.2.16/30 192.0.2.20" },
+		{ "192.0.2.0-192.0.2.255", "192.0.2.0/24" },
+		{ "192.0.2.7-192.0.2.7", "192.0.2.7" },
+		{ "0.0.0.0-255.255.255.255", "0.0.0.0/0" },
+		{ "0.0.0.1-255.255.255.255", NULL }, /* 32 prefixes: counted below */
+		{ "2001:db8::1-2001:db8::ff", "2001:db8::1 2001:db8::2/127 2001:db8::4/126 2001:db8::8/125 2001:db8::10/124 2001:db8::20/123 2001:db8::40/122 2001:db8::80/121" },
+		{ "::-ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "::/0" },
+		{ "198.51.100.255-198.51.101.0", "198.51.100.255 198.51.101.0" },
+	};
+	struct prefix first, last, v[256];
+	const char *why;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char name[96], got[1024] = "";
+		size_t n, used = 0;
+
+		snprintf(name, sizeof(name), "range %s", cases[i].in);
+		check_begin(name);
+		CHECK_EQ_INT(parse_addr_range(cases[i].in, &first, &last, &why), 0);
+		n = parse_range_split(&first, &last, v, 256);
+		for (size_t j = 0; j < n && used < sizeof(got) - 64; j++) {
+			used += (size_t)(j ? snprintf(got + used, sizeof(got) - used, " ") : 0);
+			policy_prefix_format(&v[j], got + used, sizeof(got) - used);
+			used = strlen(got);
+		}
+		if (cases[i].want)
+			CHECK_EQ_STR(got, cases[i].want);
+		else
+			CHECK_EQ_INT(n, 32);
+		check_end();
+	}
+
+	check_begin("range split covers exactly (random IPv6 ranges)");
+	srand(7);
+	for (int t = 0; t < 2000; t++) {
+		unsigned __int128 lo = 0, hi = 0, next;
+		size_t n;
+
+		memset(&first, 0, sizeof(first));
+		first.family = POLICY_FAM_IPV6;
+		first.plen = 128;
+		last = first;
+		for (int b = 0; b < 16; b++) {
+			/* shared high bytes so that the ranges are of every size */
+			first.addr[b] = last.addr[b] = (uint8_t)(b < t % 16 ? 0x20 + b : rand());
+		}
+		if (memcmp(first.addr, last.addr, 16) > 0) {
+			struct prefix tmp = first;
+
+			first = last;
+			last = tmp;
+		}
+		for (int b = 0; b < 16; b++) {
+			lo = lo << 8 | first.addr[b];
+			hi = hi << 8 | last.addr[b];
+		}
+		n = parse_range_split(&first, &last, v, 256);
+		next = lo;
+		for (size_t j = 0; j < n; j++) {
+			unsigned __int128 a = 0, size;
+
+			for (int b = 0; b < 16; b++)
+				a = a << 8 | v[j].addr[b];
+			size = v[j].plen ? (unsigned __int128)1 << (128 - v[j].plen) : 0;
+			CHECK(a == next);
+			CHECK(!size || (a & (size - 1)) == 0);
+			next = a + size;
+		}
+		CHECK(n >= 1 && n <= 254);
+		CHECK(next == hi + 1);
+		if (check_case_failed)
+			break;
+	}
+	check_end();
+}
+
 int main(void)
 {
+	test_ranges();
 	test_ports();
 	test_sizes();
 	test_rates();
