@@ -135,7 +135,8 @@ struct rule {
 	struct addr_match from, to;
 	struct port_match service, sport;
 	int proto;      /* -1: any */
-	int icmp_type;  /* -1: any */
+	uint8_t *icmp_types; /* ICMP/ICMPv6 types, ascending, distinct */
+	uint16_t nicmp;      /* 0: any type */
 	uint8_t state;  /* POLICY_CT_* mask; POLICY_CT_ALL: any */
 	enum policy_action action;
 	enum policy_reject reject_with; /* action reject only */
@@ -263,8 +264,11 @@ const char *policy_rate_unit(uint32_t per); /* "second", "minute", "hour" */
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
 /* The same addresses, prefix by prefix in order (any equals only any). */
 bool policy_addrs_equal(const struct addr_match *a, const struct addr_match *b);
-/* ICMP/ICMPv6 type names: returns the type or -1. */
+/* ICMP/ICMPv6 type names (nfbox's, and nftables' such as nd-neighbor-solicit
+ * and mld2-listener-report): returns the type or -1. */
 int policy_icmp_type(const char *name, bool v6);
 const char *policy_icmp_type_name(int type, bool v6);
+const char *policy_icmp_type_closest(const char *name, bool v6); /* a typo's fix, or NULL */
+extern const char *const policy_proto_names[]; /* the names nfbox knows itself, NULL-terminated */
 
 #endif

@@ -345,7 +345,7 @@ static int tcp_only(const struct nfr_rule *r, const struct rule *ru)
 	for (uint32_t i = 0; i < r->nm; i++)
 		if (r->m[i].kind == NFR_M_L4PROTO)
 			return r->m[i].value == IPPROTO_TCP;
-	if (ru->icmp_type >= 0 || (ru->proto >= 0 && ru->proto != IPPROTO_TCP))
+	if (ru->nicmp || (ru->proto >= 0 && ru->proto != IPPROTO_TCP))
 		return 0;
 	return ru->proto == IPPROTO_TCP ? 1 : -1;
 }
@@ -380,17 +380,20 @@ static void emit_l4(struct emit *e, const struct nfr_rule *base, bool frag_chain
 	struct nfr_rule r = *base;
 	unsigned protos;
 
-	if (ru->icmp_type >= 0 || !ru->service.any || !ru->sport.any) {
+	if (ru->nicmp || !ru->service.any || !ru->sport.any) {
 		if (frag_chain)
 			return;
-		if (ru->icmp_type >= 0) {
-			struct nfr_match *m = m_add(&r, NFR_M_ICMP_TYPE);
+		/* One nft rule per type, all with the rule's counter. */
+		for (uint16_t i = 0; i < ru->nicmp; i++) {
+			struct nfr_rule one = *base;
+			struct nfr_match *m = m_add(&one, NFR_M_ICMP_TYPE);
 
 			m->family = ru->proto == IPPROTO_ICMP ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6;
-			m->value = (uint32_t)ru->icmp_type;
-			emit_verdict(e, &r);
-			return;
+			m->value = ru->icmp_types[i];
+			emit_verdict(e, &one);
 		}
+		if (ru->nicmp)
+			return;
 		if (!(protos = rule_port_protos(ru)))
 			return; /* ports of no protocol the rule allows: it never matches */
 		if (ru->service.any || ru->sport.any) {
@@ -504,7 +507,7 @@ static bool iface_eq(const struct iface_match *a, const struct iface_match *b)
 
 static bool mergeable(const struct rule *r)
 {
-	return (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && r->icmp_type < 0 &&
+	return (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && !r->nicmp &&
 	       !r->service.any && r->sport.any;
 }
 

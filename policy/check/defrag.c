@@ -7,7 +7,7 @@
  * protocol alone. On a hook whose default accepts, they pass. */
 static void warn_fragments_pass(const struct policy *p, const struct rule *r, struct diags *d)
 {
-	if (r->action != POLICY_DROP || (r->service.any && r->sport.any && r->icmp_type < 0))
+	if (r->action != POLICY_DROP || (r->service.any && r->sport.any && !r->nicmp))
 		return;
 	for (int h = 0; h < POLICY_HOOK_MAX; h++) {
 		if (!(r->hooks & (1u << h)) || !p->hooks[h].present || p->hooks[h].def != POLICY_ACCEPT)

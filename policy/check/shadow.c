@@ -95,8 +95,18 @@ static bool l4_covers(const struct rule *a, const struct rule *b)
 					return false;
 		}
 	}
-	if (a->icmp_type >= 0 && a->icmp_type != b->icmp_type)
-		return false;
+	if (a->nicmp) { /* b's types must all be a's */
+		uint16_t j = 0;
+
+		if (!b->nicmp)
+			return false;
+		for (uint16_t i = 0; i < b->nicmp; i++) {
+			while (j < a->nicmp && a->icmp_types[j] < b->icmp_types[i])
+				j++;
+			if (j == a->nicmp || a->icmp_types[j] != b->icmp_types[i])
+				return false;
+		}
+	}
 	return ports_cover(&a->service, &b->service) && ports_cover(&a->sport, &b->sport);
 }
 

@@ -223,6 +223,7 @@ void policy_free(struct policy *p)
 
 		free(r->name);
 		free(r->comment);
+		free(r->icmp_types);
 		free_iface_match(&r->in);
 		free_iface_match(&r->out);
 		free_addr_match(&r->from);

@@ -37,30 +37,65 @@ static void rule_proto(struct lx *x, struct rule *r, const struct ynode *n)
 
 	if (!lx_is(x, n, YNODE_SCALAR, "proto"))
 		return;
-	if (parse_proto(n->str, &r->proto, &why) < 0)
-		diag_error(x->d, n->loc, "proto '%s': %s", n->str, why);
+	if (parse_proto(n->str, &r->proto, &why) < 0) {
+		const char *near = diag_closest(n->str, policy_proto_names);
+
+		if (near)
+			diag_error(x->d, n->loc, "proto '%s': unknown protocol; did you mean '%s'?", n->str, near);
+		else
+			diag_error(x->d, n->loc, "proto '%s': %s", n->str, why);
+	}
+}
+
+static void icmp_type_item(struct lx *x, const struct ynode *n, void *arg)
+{
+	struct rule *r = arg;
+	bool v6 = r->proto == IPPROTO_ICMPV6;
+	uint64_t num;
+	int t;
+
+	if (n->str[0] >= '0' && n->str[0] <= '9') {
+		if (!lx_uint(x, n, "icmp-type", 0, 255, &num))
+			return;
+		t = (int)num;
+	} else if ((t = policy_icmp_type(n->str, v6)) < 0) {
+		const char *near = policy_icmp_type_closest(n->str, v6);
+
+		if (near)
+			diag_error(x->d, n->loc, "unknown %s type '%s'; did you mean '%s'?", v6 ? "ICMPv6" : "ICMP",
+				   n->str, near);
+		else
+			diag_error(x->d, n->loc, "unknown %s type '%s' (e.g. echo-request, echo-reply, destination-unreachable%s, or a number 0..255)",
+				   v6 ? "ICMPv6" : "ICMP", n->str, v6 ? ", nd-neighbor-solicit, mld-listener-query" : "");
+		return;
+	}
+	for (uint16_t i = 0; i < r->nicmp; i++) {
+		if (r->icmp_types[i] == t) {
+			diag_warn(x->d, n->loc, "icmp-type %s is listed twice", n->str);
+			return;
+		}
+	}
+	if (!LX_APPEND(x, r->icmp_types, r->nicmp))
+		return;
+	/* kept ascending: insertion */
+	{
+		uint16_t i = (uint16_t)(r->nicmp - 1);
+
+		for (; i > 0 && r->icmp_types[i - 1] > t; i--)
+			r->icmp_types[i] = r->icmp_types[i - 1];
+		r->icmp_types[i] = (uint8_t)t;
+	}
 }
 
 static void rule_icmp_type(struct lx *x, struct rule *r, const struct ynode *n)
 {
-	bool v6 = r->proto == IPPROTO_ICMPV6;
-	uint64_t num;
-
-	if (!lx_is(x, n, YNODE_SCALAR, "icmp-type"))
-		return;
 	if (r->proto != IPPROTO_ICMP && r->proto != IPPROTO_ICMPV6) {
 		diag_error(x->d, n->loc, "icmp-type needs 'proto: icmp' or 'proto: icmpv6' in the same rule");
 		return;
 	}
-	if (n->str[0] >= '0' && n->str[0] <= '9') {
-		if (lx_uint(x, n, "icmp-type", 0, 255, &num))
-			r->icmp_type = (int)num;
-		return;
-	}
-	r->icmp_type = policy_icmp_type(n->str, v6);
-	if (r->icmp_type < 0)
-		diag_error(x->d, n->loc, "unknown %s type '%s' (e.g. echo-request, echo-reply, destination-unreachable%s, or a number 0..255)",
-			   v6 ? "ICMPv6" : "ICMP", n->str, v6 ? ", neighbour-solicitation" : "");
+	lx_each_scalar(x, n, "icmp-type", icmp_type_item, r);
+	if (n->type == YNODE_SEQ && !n->nkids)
+		diag_error(x->d, n->loc, "icmp-type is an empty list: nothing would match; list types or leave icmp-type out");
 }
 
 /* With both proto and service, keep the service entries of that protocol. */
@@ -148,7 +183,7 @@ static void rule_l4(struct lx *x, struct rule *r, const struct ynode *n)
 		if (!common && x->d->errors == x->rule_errors0)
 			diag_warn(x->d, v->loc, "service and source-service share no protocol: the rule never matches");
 	}
-	if (r->icmp_type >= 0 && !r->service.any)
+	if (r->nicmp && !r->service.any)
 		diag_error(x->d, ynode_get(n, "service")->loc, "a rule cannot have both icmp-type and service");
 }
 
@@ -168,7 +203,6 @@ static void load_rule(struct lx *x, const struct ynode *n)
 		return;
 	r->loc = n->loc;
 	r->proto = -1;
-	r->icmp_type = -1;
 	r->state = POLICY_CT_ALL;
 	v = ynode_get(n, "name");
 	if (!v && !ynode_has(n, "name")) {

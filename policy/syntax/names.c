@@ -65,6 +65,8 @@ const char *policy_rate_unit(uint32_t per)
 	return per == 3600 ? "hour" : per == 60 ? "minute" : "second";
 }
 
+const char *const policy_proto_names[] = { "tcp", "udp", "icmp", "icmpv6", "sctp", "gre", "esp", "ah", "udplite", NULL };
+
 const char *policy_proto_name(int proto)
 {
 	switch (proto) {
@@ -100,7 +102,9 @@ static const struct icmp_name icmp4[] = {
 	{ "echo-reply", 0 }, { "destination-unreachable", 3 }, { "source-quench", 4 },
 	{ "redirect", 5 }, { "echo-request", 8 }, { "router-advertisement", 9 },
 	{ "router-solicitation", 10 }, { "time-exceeded", 11 }, { "parameter-problem", 12 },
-	{ "timestamp-request", 13 }, { "timestamp-reply", 14 }, { NULL, 0 },
+	{ "timestamp-request", 13 }, { "timestamp-reply", 14 }, { "info-request", 15 },
+	{ "info-reply", 16 }, { "address-mask-request", 17 }, { "address-mask-reply", 18 },
+	{ NULL, 0 },
 };
 
 static const struct icmp_name icmp6[] = {
@@ -110,6 +114,11 @@ static const struct icmp_name icmp6[] = {
 	{ "router-solicitation", 133 }, { "router-advertisement", 134 },
 	{ "neighbour-solicitation", 135 }, { "neighbour-advertisement", 136 },
 	{ "neighbor-solicitation", 135 }, { "neighbor-advertisement", 136 }, { "redirect", 137 },
+	{ "router-renumbering", 138 }, { "ind-neighbor-solicit", 141 }, { "ind-neighbor-advert", 142 },
+	{ "mld2-listener-report", 143 },
+	/* nftables' names for the same types (the first name of a type is the one printed) */
+	{ "mld-listener-reduction", 132 }, { "nd-router-solicit", 133 }, { "nd-router-advert", 134 },
+	{ "nd-neighbor-solicit", 135 }, { "nd-neighbor-advert", 136 }, { "nd-redirect", 137 },
 	{ NULL, 0 },
 };
 
@@ -119,6 +128,18 @@ int policy_icmp_type(const char *name, bool v6)
 		if (strcmp(t->name, name) == 0)
 			return t->type;
 	return -1;
+}
+
+const char *policy_icmp_type_closest(const char *name, bool v6)
+{
+	const struct icmp_name *t = v6 ? icmp6 : icmp4;
+	const char *names[64];
+	size_t n = 0;
+
+	for (; t->name && n < 63; t++)
+		names[n++] = t->name;
+	names[n] = NULL;
+	return diag_closest(name, names);
 }
 
 const char *policy_icmp_type_name(int type, bool v6)

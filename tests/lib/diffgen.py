@@ -81,7 +81,9 @@ def gen_policy(r):
         if proto:
             rule["proto"] = proto
         if proto in ("icmp", "icmpv6") and r.random() < 0.5:
-            rule["icmp-type"] = str(r.choice([8, 0, 3]) if proto == "icmp" else r.choice([128, 129, 1]))
+            pool = [8, 0, 3] if proto == "icmp" else [128, 129, 1]
+            rule["icmp-type"] = str(r.choice(pool)) if r.random() < 0.5 else \
+                "[%s]" % ", ".join(str(t) for t in r.sample(pool, 2))
         elif proto in (None, "tcp", "udp", "sctp"):
             if r.random() < 0.5:
                 entries = [e for e in PORT_ENTRIES if proto is None or e.startswith(proto + "/")]

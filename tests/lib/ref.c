@@ -66,9 +66,17 @@ bool ref_has_ports(int proto)
 	return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP;
 }
 
+static bool icmp_listed(const struct rule *r, int type)
+{
+	for (uint16_t i = 0; i < r->nicmp; i++)
+		if (r->icmp_types[i] == type)
+			return true;
+	return !r->nicmp;
+}
+
 static bool l4_ok(const struct rule *r, const struct ref_pkt *k)
 {
-	bool whole = r->service.any && r->sport.any && r->icmp_type < 0;
+	bool whole = r->service.any && r->sport.any && !r->nicmp;
 	int icmp = k->fam == POLICY_FAM_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6;
 
 	if (r->proto < 0 && r->service.any && r->sport.any)
@@ -76,8 +84,7 @@ static bool l4_ok(const struct rule *r, const struct ref_pkt *k)
 	if (k->frag || (!ref_has_ports(k->proto) && k->proto != icmp))
 		return r->proto == k->proto && whole;
 	if (k->proto == icmp)
-		return r->proto == icmp && r->service.any && r->sport.any &&
-		       (r->icmp_type < 0 || r->icmp_type == k->icmp_type);
+		return r->proto == icmp && r->service.any && r->sport.any && icmp_listed(r, k->icmp_type);
 	if (r->proto >= 0 && r->proto != k->proto)
 		return false;
 	if (r->proto < 0) {
@@ -166,6 +173,7 @@ char *ref_random_policy(const struct ref_policy_opts *o, size_t *len)
 	for (uint32_t i = 0; i < o->nrules; i++) {
 		int hk = (int)ref_rnd(3);
 		int proto = ref_rnd(3) ? -1 : (int)ref_rnd((uint32_t)N(proto_pool));
+		uint32_t icmp_kind = 2;
 
 		fprintf(f, "  - name: r%u\n    hook: %s\n    action: %s\n", i,
 			hk == 0 ? "input" : hk == 1 ? "forward" : "[forward, output]", ref_rnd(2) ? "accept" : "drop");
@@ -185,8 +193,10 @@ char *ref_random_policy(const struct ref_policy_opts *o, size_t *len)
 		}
 		if (proto >= 0)
 			fprintf(f, "    proto: %s\n", proto_pool[proto]);
-		if ((proto == 2 || proto == 3) && ref_rnd(2))
+		if ((proto == 2 || proto == 3) && (icmp_kind = ref_rnd(3)) == 0)
 			fprintf(f, "    icmp-type: %u\n", ref_rnd(2) ? (proto == 2 ? 8 : 128) : ref_rnd(4));
+		else if ((proto == 2 || proto == 3) && icmp_kind == 1) /* a list (a repeat would warn) */
+			fprintf(f, "    icmp-type: [%u, %u]\n", proto == 2 ? 8 : 128, ref_rnd(4));
 		else if ((proto < 0 || proto == 0 || proto == 1 || proto == 4) && !ref_rnd(2)) {
 			const char *const *pool = port_pool;
 			const char *tcp[] = { "tcp/80", "tcp/1-1000", "tcp/443" }, *udp[] = { "udp/53", "udp/50-60", "udp/1000-2000" };

@@ -489,7 +489,7 @@ static int compile_misc(struct plan_hook *h, uint8_t mc)
 
 	for (uint32_t b = 0; b < h->nrules && !r; b++) {
 		const struct rule *ru = h->rules[b];
-		bool whole = ru->service.any && ru->sport.any && ru->icmp_type < 0;
+		bool whole = ru->service.any && ru->sport.any && !ru->nicmp;
 
 		if (!rule_restricts_l4(ru) || ru->proto < 0)
 			continue; /* wildcard, or ports without proto: never here */
@@ -498,9 +498,9 @@ static int compile_misc(struct plan_hook *h, uint8_t mc)
 		case NFB_MC_ICMPV6:
 			if (ru->proto != (mc == NFB_MC_ICMP ? IPPROTO_ICMP : IPPROTO_ICMPV6))
 				break;
-			if (ru->icmp_type >= 0)
-				r = ev_range(&ev, &nev, b, (uint32_t)ru->icmp_type, (uint32_t)ru->icmp_type);
-			else
+			for (uint16_t i = 0; i < ru->nicmp && !r; i++)
+				r = ev_range(&ev, &nev, b, ru->icmp_types[i], ru->icmp_types[i]);
+			if (!ru->nicmp)
 				r = ev_range(&ev, &nev, b, 0, 255);
 			break;
 		case NFB_MC_PROTO:

@@ -98,13 +98,16 @@ static void rule_summary(const struct rule *r, FILE *f)
 		else
 			fprintf(f, " proto %d", r->proto);
 	}
-	if (r->icmp_type >= 0) {
-		const char *tn = policy_icmp_type_name(r->icmp_type, r->proto == IPPROTO_ICMPV6);
+	for (uint16_t i = 0; i < r->nicmp; i++) {
+		const char *tn = policy_icmp_type_name(r->icmp_types[i], r->proto == IPPROTO_ICMPV6);
 
+		fprintf(f, "%s", !i ? (r->nicmp > 1 ? " icmp-type [" : " icmp-type ") : ", ");
 		if (tn)
-			fprintf(f, " icmp-type %s", tn);
+			fprintf(f, "%s", tn);
 		else
-			fprintf(f, " icmp-type %d", r->icmp_type);
+			fprintf(f, "%d", r->icmp_types[i]);
+		if (i + 1 == r->nicmp && r->nicmp > 1)
+			fputc(']', f);
 	}
 	if (!r->service.any)
 		fprintf(f, " service %s", r->service.what);
