@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* `nfbox validate` and `nfbox plan`: the policy tools that need no privileges. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,7 @@ static const struct cli_opt validate_opts[] = {
 
 static bool validate_one(const char *path, const struct validate_args *a)
 {
+	struct plan *pl = NULL;
 	struct policy *p = NULL;
 	struct diags d;
 	bool ok;
@@ -52,6 +54,10 @@ static bool validate_one(const char *path, const struct validate_args *a)
 
 	diags_init(&d);
 	r = policy_load(path, &d, &p);
+	/* What validate accepts, run loads: the compiler and the encoder too. */
+	if (r == 0 && (r = plan_make(p, &pl, NULL, &d)) < 0)
+		r = -EINVAL;
+	plan_free(pl);
 	diags_print(&d, stderr, cli_color(stderr));
 	ok = r == 0 && !(a->strict && d.warnings);
 	if (!ok)
@@ -127,8 +133,8 @@ static int run_plan(void *args, int argc, char **argv)
 
 	diags_init(&d);
 	r = policy_load(argv[0], &d, &p);
-	if (r == 0 && (r = plan_compile(p, &pl)) < 0)
-		diag_errno(&d, r, "%s: cannot compile", argv[0]);
+	if (r == 0)
+		r = plan_make(p, &pl, NULL, &d);
 	if (r == 0 && a->nft)
 		r = print_nft(p, &d);
 	diags_print(&d, stderr, cli_color(stderr));

@@ -92,10 +92,8 @@ static int compile_all(struct daemon *dm, struct loaded *nl, struct diags *d)
 {
 	int r;
 
-	if ((r = plan_compile(nl->pol, &nl->plan)) < 0)
-		return diag_errno(d, r, "cannot compile the policy");
-	if ((r = plan_encode(nl->plan, &nl->blob)) < 0)
-		return diag_errno(d, r, "cannot encode the policy");
+	if ((r = plan_make(nl->pol, &nl->plan, &nl->blob, d)) < 0)
+		return r;
 	if ((r = slots_assign(&dm->slots, dm->e, nl->plan, &nl->slots)) < 0)
 		return diag_errno(d, r, "cannot assign counters");
 	return 0;

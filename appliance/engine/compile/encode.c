@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/compile/plan.h"
+#include "policy/diag/diag.h"
 
 struct stored {
 	uint64_t hash;
@@ -161,4 +162,28 @@ void plan_blob_free(struct plan_blob *b)
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
 		free(b->loc[hk]);
 	memset(b, 0, sizeof(*b));
+}
+
+int plan_make(const struct policy *p, struct plan **pl, struct plan_blob *blob, struct diags *d)
+{
+	struct plan_blob tmp = { 0 };
+	int r;
+
+	*pl = NULL;
+	if ((r = plan_compile(p, pl)) < 0)
+		return diag_errno(d, r, "cannot compile the policy");
+	if (p->opt.backend != POLICY_BACKEND_BPF)
+		return 0; /* nftables enforces: the plan only names the counters */
+	r = plan_encode(*pl, blob ? blob : &tmp);
+	plan_blob_free(&tmp);
+	if (r == -E2BIG)
+		return diag_fail(d, r,
+				 "the policy does not fit the BPF engine: its match vectors need more than %u MiB "
+				 "(%u chunks of 64 KiB); rules that alternate between kinds of match (a port, then an "
+				 "address, ...) cost the most: put rules of one kind together, merge them through sets "
+				 "and services, or use 'backend: nftables'",
+				 NFB_MAX_CHUNKS * NFB_CHUNK_WORDS * 8u >> 20, NFB_MAX_CHUNKS);
+	if (r < 0)
+		return diag_errno(d, r, "cannot encode the policy");
+	return 0;
 }

@@ -87,6 +87,12 @@ struct plan_blob {
 int plan_encode(const struct plan *pl, struct plan_blob *out);
 void plan_blob_free(struct plan_blob *b);
 
+/* Compile and, for the BPF backend, encode, as `nfbox run` loads a policy
+ * and `nfbox validate` checks it: an error says what does not fit and what
+ * to do (into d, returning -errno). blob may be NULL (then it is freed
+ * here); with backend nftables it stays empty. */
+int plan_make(const struct policy *p, struct plan **pl, struct plan_blob *blob, struct diags *d);
+
 /* Readable, stable text form; and the same as JSON. */
 void plan_print(const struct plan *pl, FILE *f);
 void plan_print_json(const struct plan *pl, FILE *f);
