@@ -4,10 +4,11 @@
 # cached between runs) this copies the source tree, runs
 # packaging/install-deps.sh, builds, and runs the unit suites (the .deb
 # built there and lintian's verdict on 13 among them), the fuzzer and the
-# BPF fixtures (the verifier loads the objects trixie's clang 19 built) and
-# every netns suite, with trixie's userland, through tests/run.sh; then
-# `make demo`. Only the distro suites (which build roots themselves) are
-# left to the machine's own make check.
+# BPF fixtures (the verifier loads the objects trixie's clang 19 built),
+# every netns suite, with trixie's userland, and the package (apt install of
+# the .deb built there, the installed binary enforcing, remove, purge),
+# through tests/run.sh; then `make demo`. The other distro suites (which
+# boot or build roots themselves) are left to the machine's own make check.
 #
 # Usage: tests/distro/debian13.sh     (root; .ci/run and make check-debian13)
 # Ends with the runner's "N passed, N failed, N skipped" line; exits 1 on a
@@ -53,8 +54,11 @@ if ! in_root "$root" sh -c 'cd /src/nfbox && make -j"$(nproc)" unit' >"$work/bui
 	exit 1
 fi
 
-step "unit suites, fuzzer, BPF fixtures, netns suites"
-in_root "$root" sh -c 'cd /src/nfbox && tests/run.sh unit/ fuzz/ bpf/ netns/'
+# Last among them, the package as an administrator meets it on 13: apt
+# installs the .deb built here into this root, the installed binary enforces
+# in namespaces (the enforcement suite), then remove and purge.
+step "unit suites, fuzzer, BPF fixtures, netns suites, the installed package"
+in_root "$root" sh -c 'cd /src/nfbox && NFBOX_DEB_HERE=1 tests/run.sh unit/ fuzz/ bpf/ netns/ distro/test_deb_root'
 rc=$?
 step "make demo"
 if ! in_root "$root" sh -c 'cd /src/nfbox && make demo' >"$work/demo.log" 2>&1; then

@@ -4,15 +4,36 @@
 # its dependencies (on Debian 12 refusing first, naming backports, until
 # bookworm-backports is enabled), the shipped policy validates there with
 # the installed binary, and removal and purge leave what README.Debian says.
+#
+# Usage: tests/distro/test_deb_root.sh   (root) in a new root of this release.
+# With NFBOX_DEB_HERE=1 this system is itself a throw-away root that has the
+# build dependencies (the Debian 13 run, tests/distro/debian13.sh): the
+# package goes into it, and the netns enforcement suite also runs with the
+# installed binary.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
 . tests/lib/droot.sh
 
+here=${NFBOX_DEB_HERE:-0}
 droot_prepare deb-root
 
 tmp=$(mktemp -d /tmp/nfbox-debroot.XXXXXX)
 root=$tmp/root
+if [ "$here" -eq 1 ]; then
+	# Never on a real system: only a root made by tests/lib/droot.sh has this mark.
+	if [ ! -f /.nfbox-complete ]; then
+		t_fail deb-root "NFBOX_DEB_HERE=1 installs and purges the package on this system: only inside a throw-away root (tests/lib/droot.sh)"
+		rm -rf "$tmp"
+		t_done
+	fi
+	root=
+	in_root() {
+		shift
+		/usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+			PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"
+	}
+fi
 trap 'droot_free "$root"; rm -rf "$tmp"' EXIT
 
 if ! deb=$(packaging/build-deb.sh --outdir "$tmp/out" 2>"$tmp/build.err"); then
@@ -20,7 +41,7 @@ if ! deb=$(packaging/build-deb.sh --outdir "$tmp/out" 2>"$tmp/build.err"); then
 	t_done
 fi
 t_ok deb-build
-if ! droot_new "$rel" "$root" 2>"$tmp/root.err"; then
+if [ "$here" -eq 0 ] && ! droot_new "$rel" "$root" 2>"$tmp/root.err"; then
 	t_fail root "cannot make a $rel root: $(cat "$tmp/root.err")"
 	t_done
 fi
@@ -56,6 +77,16 @@ if out=$(in_root "$root" nfbox validate --strict /etc/nfbox/policy.yaml 2>&1); t
 	t_ok shipped-policy-validates
 else
 	t_fail shipped-policy-validates "$out"
+fi
+# The installed binary (its BPF objects are inside it) enforces a policy on
+# real traffic between namespaces: the netns enforcement suite, run with it.
+if [ "$here" -eq 1 ]; then
+	if NFBOX_BIN=/usr/sbin/nfbox tests/netns/test_enforce.sh >"$tmp/enforce.out" 2>&1 &&
+		! grep -q '^FAIL ' "$tmp/enforce.out" && grep -q '^ok ' "$tmp/enforce.out"; then
+		t_ok "installed-binary-enforces ($(grep -c '^ok ' "$tmp/enforce.out") cases of tests/netns/test_enforce.sh)"
+	else
+		t_fail installed-binary-enforces "$(grep -m 5 -E '^FAIL|^skip' "$tmp/enforce.out" | tr '\n' ' ')$(tail -n 3 "$tmp/enforce.out" | tr '\n' ' ')"
+	fi
 fi
 # Where this release wants the unit (lintian: aliased-location on 13).
 want=/lib/systemd/system/nfbox.service
