@@ -106,17 +106,21 @@ struct service {
 /* A reference list as written: from/to resolve to prefixes, in/out to names. */
 struct addr_match {
 	bool any;                /* no restriction */
+	bool neg;                /* "!office": every address (of either family) not in v */
 	struct prefix *v;        /* resolved prefixes (sets expanded) */
 	uint32_t n;
 	uint8_t families;
 	char *what;              /* as written, for display: "office", "[a, b]" */
+	int neg_state;           /* loading: 0 nothing seen, 1 negated entries, -1 plain ones */
 };
 
 struct iface_match {
 	bool any;
+	bool neg;                /* "!wan": every interface not in ifnames */
 	char (*ifnames)[POLICY_IFNAMSIZ];
 	uint32_t n;
 	char *what;
+	int neg_state;           /* loading: as in addr_match */
 };
 
 struct port_match {
@@ -262,7 +266,7 @@ extern const char *const policy_nat_kind_names[];               /* by enum nat_k
 const char *policy_proto_name(int proto); /* "tcp", ..., or NULL */
 const char *policy_rate_unit(uint32_t per); /* "second", "minute", "hour" */
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
-/* The same addresses, prefix by prefix in order (any equals only any). */
+/* The same addresses, prefix by prefix in order, negated alike (any equals only any). */
 bool policy_addrs_equal(const struct addr_match *a, const struct addr_match *b);
 /* ICMP/ICMPv6 type names (nfbox's, and nftables' such as nd-neighbor-solicit
  * and mld2-listener-report): returns the type or -1. */

@@ -183,21 +183,28 @@ static void match_addrs(struct ctx *c, struct nfr_rule *r, const struct addr_mat
 {
 	const struct prefix *host;
 	struct nfr_match *m;
+	bool listed = false;
 
 	if (am->any)
 		return;
+	for (uint32_t i = 0; i < am->n && !listed; i++)
+		listed = am->v[i].family == fam;
+	if (am->neg && !listed)
+		return; /* "!office" and office has none of this family: every address */
 	/* A list of one prefix: compared, no set (as nft writes it). */
 	if (!named_set(c->p, am->what) && (host = single_prefix(am, fam))) {
 		m = m_add(r, NFR_M_ADDR_EQ);
 		m->dir = dir;
 		m->family = fam;
 		m->value = host->plen;
+		m->neg = am->neg;
 		memcpy(m->addr, host->addr, 16);
 		return;
 	}
 	m = m_add(r, NFR_M_ADDR);
 	m->dir = dir;
 	m->family = fam;
+	m->neg = am->neg;
 	m->set = addr_set_for(c, am, fam);
 }
 
@@ -432,8 +439,8 @@ static bool applies(const struct rule *ru, uint8_t fam)
 /* The matches of a rule before its layer 4: interfaces, addresses, state. */
 static void rule_head(struct ctx *c, struct nfr_rule *r, const struct rule *ru, uint8_t fam)
 {
-	match_ifaces(c, r, &ru->in, false, false);
-	match_ifaces(c, r, &ru->out, true, false);
+	match_ifaces(c, r, &ru->in, false, ru->in.neg);
+	match_ifaces(c, r, &ru->out, true, ru->out.neg);
 	/* Redundant in a chain of one family, but it is how nft itself writes
 	 * `ip saddr` in an inet table (its dependency), so the ruleset reads
 	 * back as the plan printed it. */
@@ -497,7 +504,7 @@ static bool iface_eq(const struct iface_match *a, const struct iface_match *b)
 {
 	if (a->any || b->any)
 		return a->any == b->any;
-	if (a->n != b->n)
+	if (a->n != b->n || a->neg != b->neg)
 		return false;
 	for (uint32_t i = 0; i < a->n; i++)
 		if (strcmp(a->ifnames[i], b->ifnames[i]))

@@ -183,14 +183,14 @@ static void m_addr(struct nftnl_rule *r, const struct nfr_match *m)
 
 	if (m->kind != NFR_M_ADDR_EQ) {
 		e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, len);
-		e_lookup(r, m->set, false);
+		e_lookup(r, m->set, m->neg);
 		return;
 	}
 	/* A prefix on a byte boundary: only its bytes loaded and compared;
 	 * else the whole address masked. As nft does it. */
 	if (plen && plen % 8 == 0) {
 		e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, plen / 8);
-		e_cmp(r, NFT_CMP_EQ, m->addr, plen / 8);
+		e_cmp(r, m->neg ? NFT_CMP_NEQ : NFT_CMP_EQ, m->addr, plen / 8);
 		return;
 	}
 	for (uint32_t i = 0; i < plen; i++)
@@ -199,7 +199,7 @@ static void m_addr(struct nftnl_rule *r, const struct nfr_match *m)
 		want[i] = m->addr[i] & mask[i];
 	e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, off, len);
 	e_mask(r, mask, len);
-	e_cmp(r, NFT_CMP_EQ, want, len);
+	e_cmp(r, m->neg ? NFT_CMP_NEQ : NFT_CMP_EQ, want, len);
 }
 
 static void m_port(struct nftnl_rule *r, const struct nfr_match *m)

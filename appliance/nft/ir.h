@@ -65,7 +65,7 @@ enum nfr_match_kind {
 
 struct nfr_match {
 	enum nfr_match_kind kind;
-	bool neg;                /* iifname/oifname: != */
+	bool neg;                /* iifname/oifname, addresses: != (not in the set) */
 	uint8_t family;          /* POLICY_FAM_IPV4 / _IPV6 where it matters */
 	uint8_t dir;             /* 0 source, 1 destination */
 	uint32_t value;

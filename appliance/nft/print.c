@@ -163,11 +163,11 @@ static void print_match(const struct nfr_table *t, const struct nfr_match *m, FI
 		fprintf(f, "meta nfproto %s", m->value == NFPROTO_IPV4 ? "ipv4" : "ipv6");
 		break;
 	case NFR_M_ADDR:
-		fprintf(f, "%s %s ", ip, dir);
+		fprintf(f, "%s %s %s", ip, dir, m->neg ? "!= " : "");
 		print_set_ref(t, m->set, f);
 		break;
 	case NFR_M_ADDR_EQ:
-		fprintf(f, "%s %s ", ip, dir);
+		fprintf(f, "%s %s %s", ip, dir, m->neg ? "!= " : "");
 		print_addr(m->addr, m->family == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6, f);
 		if (m->value != (m->family == POLICY_FAM_IPV4 ? 32u : 128u))
 			fprintf(f, "/%u", m->value);

@@ -25,37 +25,63 @@ static bool prefix_covers(const struct prefix *a, const struct prefix *b)
 	return !rest || ((a->addr[full] ^ b->addr[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
 }
 
-static bool addr_covers(const struct addr_match *a, const struct addr_match *b)
+/* Every prefix of x is inside one of y. */
+static bool prefixes_within(const struct addr_match *x, const struct addr_match *y)
 {
-	if (a->any)
-		return true;
-	if (b->any || (uint64_t)a->n * b->n > SHADOW_MAX_PAIR_WORK)
-		return false;
-	for (uint32_t i = 0; i < b->n; i++) {
+	for (uint32_t i = 0; i < x->n; i++) {
 		bool found = false;
 
-		for (uint32_t j = 0; j < a->n && !found; j++)
-			found = prefix_covers(&a->v[j], &b->v[i]);
+		for (uint32_t j = 0; j < y->n && !found; j++)
+			found = prefix_covers(&y->v[j], &x->v[i]);
 		if (!found)
 			return false;
 	}
 	return true;
 }
 
+static bool addr_covers(const struct addr_match *a, const struct addr_match *b)
+{
+	if (a->any)
+		return true;
+	if (b->any || (uint64_t)a->n * b->n > SHADOW_MAX_PAIR_WORK)
+		return false;
+	if (a->neg && b->neg) /* not in A covers not in B when A is inside B */
+		return prefixes_within(a, b);
+	if (a->neg) { /* not in A covers B when no prefix of B meets A */
+		for (uint32_t i = 0; i < b->n; i++)
+			for (uint32_t j = 0; j < a->n; j++)
+				if (prefix_covers(&a->v[j], &b->v[i]) || prefix_covers(&b->v[i], &a->v[j]))
+					return false;
+		return true;
+	}
+	if (b->neg)
+		return false; /* a list does not cover a complement (conservative) */
+	return prefixes_within(b, a);
+}
+
+static bool iface_listed(const struct iface_match *m, const char *name)
+{
+	for (uint32_t j = 0; j < m->n; j++)
+		if (strcmp(m->ifnames[j], name) == 0)
+			return true;
+	return false;
+}
+
 static bool iface_covers(const struct iface_match *a, const struct iface_match *b)
 {
 	if (a->any)
 		return true;
-	if (b->any)
+	if (b->any || (b->neg && !a->neg))
 		return false;
-	for (uint32_t i = 0; i < b->n; i++) {
-		bool found = false;
-
-		for (uint32_t j = 0; j < a->n && !found; j++)
-			found = strcmp(a->ifnames[j], b->ifnames[i]) == 0;
-		if (!found)
-			return false;
+	if (a->neg && b->neg) { /* not in A covers not in B when A is inside B */
+		for (uint32_t i = 0; i < a->n; i++)
+			if (!iface_listed(b, a->ifnames[i]))
+				return false;
+		return true;
 	}
+	for (uint32_t i = 0; i < b->n; i++) /* each of B in A (not in A, when negated) */
+		if (iface_listed(a, b->ifnames[i]) == a->neg)
+			return false;
 	return true;
 }
 

@@ -23,6 +23,8 @@ void lx_iface_match(struct lx *x, const struct ynode *n, const char *what, struc
 void lx_port_match(struct lx *x, const struct ynode *n, const char *what, struct port_match *m);
 void lx_port_list(struct lx *x, const struct ynode *n, void (*add)(struct lx *, const struct port_range *, void *),
 		  void *arg);
+/* An error where a negated match (neg) is not taken. */
+void lx_no_negation(struct lx *x, const struct ynode *n, bool neg, const char *where);
 int lx_addresses(struct lx *x, const char *text, struct loc loc,
 		 bool (*add)(struct lx *, const struct prefix *, void *), void *arg);
 

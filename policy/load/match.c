@@ -53,18 +53,24 @@ static void names_hint(char *buf, size_t len, const char *const *names)
 }
 
 /* Report an unknown name with the closest defined one, or the list of all. */
-static void unknown_ref(struct lx *x, const struct ynode *n, const char *kind, const char *const *names)
+static void unknown_ref_name(struct lx *x, const struct ynode *n, const char *name, const char *kind,
+			     const char *const *names)
 {
-	const char *near = diag_closest(n->str, names);
+	const char *near = diag_closest(name, names);
 	char all[200];
 
 	names_hint(all, sizeof(all), names);
 	if (near)
-		diag_error(x->d, n->loc, "unknown %s '%s'; did you mean '%s'?", kind, n->str, near);
+		diag_error(x->d, n->loc, "unknown %s '%s'; did you mean '%s'?", kind, name, near);
 	else if (all[0])
-		diag_error(x->d, n->loc, "unknown %s '%s' (defined: %s)", kind, n->str, all);
+		diag_error(x->d, n->loc, "unknown %s '%s' (defined: %s)", kind, name, all);
 	else
-		diag_error(x->d, n->loc, "unknown %s '%s' (none is defined)", kind, n->str);
+		diag_error(x->d, n->loc, "unknown %s '%s' (none is defined)", kind, name);
+}
+
+static void unknown_ref(struct lx *x, const struct ynode *n, const char *kind, const char *const *names)
+{
+	unknown_ref_name(x, n, n->str, kind, names);
 }
 
 static const char **collect_names(struct lx *x, int which)
@@ -92,25 +98,51 @@ static bool addr_add(struct lx *x, const struct prefix *pf, void *arg)
 	return true;
 }
 
+/* A quoted leading '!' negates an entry: the text after it (and any
+ * blanks). Within one list every entry is negated or none is: "!a, !b" is
+ * "neither a nor b"; a mix has no clear meaning. */
+static const char *negation(struct lx *x, const struct ynode *n, bool *neg, int *state)
+{
+	const char *s = n->str;
+	bool this = s[0] == '!';
+
+	if (this)
+		s += 1 + strspn(s + 1, " \t");
+	if (*state && (*state > 0) != this)
+		diag_error(x->d, n->loc,
+			   "a list is negated entry by entry or not at all: every entry with a leading '!' (none of them), or none");
+	*state = this ? 1 : -1;
+	*neg = this;
+	if (this && (!*s || !strcmp(s, "any")))
+		diag_error(x->d, n->loc, "'%s' negates nothing: name a set, address, prefix or group after '!'", n->str);
+	return s;
+}
+
 static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 {
 	struct addr_match *m = arg;
 	struct addr_set *s;
+	const char *name;
+	bool neg;
 
-	if (strcmp(n->str, "any") == 0) {
+	name = negation(x, n, &neg, &m->neg_state);
+	m->neg = neg;
+	if (neg && (!*name || !strcmp(name, "any")))
+		return;
+	if (strcmp(name, "any") == 0) {
 		m->any = true;
 		return;
 	}
-	if (parse_looks_like_address(n->str)) {
-		lx_addresses(x, n->str, n->loc, addr_add, m);
+	if (parse_looks_like_address(name)) {
+		lx_addresses(x, name, n->loc, addr_add, m);
 		return;
 	}
-	s = lx_find_set(x, n->str);
+	s = lx_find_set(x, name);
 	if (!s) {
 		const char **names = collect_names(x, 0);
 
 		if (names)
-			unknown_ref(x, n, "set", names);
+			unknown_ref_name(x, n, name, "set", names);
 		free(names);
 		return;
 	}
@@ -137,6 +169,10 @@ void lx_addr_match(struct lx *x, const struct ynode *n, const char *what, struct
 		m->v = NULL;
 		m->n = 0;
 		m->families = POLICY_FAM_ANY;
+		m->neg = false;
+	} else if (m->neg) {
+		/* Every address not listed, of either family. */
+		m->families = POLICY_FAM_ANY;
 	}
 }
 
@@ -157,11 +193,22 @@ static void iface_item(struct lx *x, const struct ynode *n, void *arg)
 {
 	struct iface_match *m = arg;
 	struct iface_group *g;
+	struct ynode named;
+	const char *name;
+	bool neg;
 
-	if (strcmp(n->str, "any") == 0) {
+	name = negation(x, n, &neg, &m->neg_state);
+	m->neg = neg;
+	if (neg && (!*name || !strcmp(name, "any")))
+		return;
+	if (strcmp(name, "any") == 0) {
 		m->any = true;
 		return;
 	}
+	/* The name without its '!', at the same place, for the checks below. */
+	named = *n;
+	named.str = (char *)name;
+	n = &named;
 	g = lx_find_group(x, n->str);
 	if (g) {
 		g->used = true;
@@ -197,6 +244,7 @@ void lx_iface_match(struct lx *x, const struct ynode *n, const char *what, struc
 		free(m->ifnames);
 		m->ifnames = NULL;
 		m->n = 0;
+		m->neg = false;
 	}
 }
 
@@ -241,6 +289,12 @@ static void port_item(struct lx *x, const struct ynode *n, void *arg)
 		m->any = true;
 		return;
 	}
+	if (n->str[0] == '!') {
+		diag_error(x->d, n->loc,
+			   "negating a service or port ('%s') is not supported yet: negation takes addresses, sets and interfaces; list the ports to match",
+			   n->str);
+		return;
+	}
 	if (strchr(n->str, '/')) {
 		lx_port_list(x, n, port_add, m);
 		return;
@@ -282,4 +336,11 @@ void lx_port_match(struct lx *x, const struct ynode *n, const char *what, struct
 		m->v = NULL;
 		m->n = 0;
 	}
+}
+
+void lx_no_negation(struct lx *x, const struct ynode *n, bool neg, const char *where)
+{
+	if (n && neg)
+		diag_error(x->d, n->loc,
+			   "negation ('!') is taken in rules only, not in %s yet; list what to match instead", where);
 }

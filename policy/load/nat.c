@@ -112,7 +112,9 @@ static void load_nat_one(struct lx *x, const struct ynode *item)
 	nr->families = POLICY_FAM_ANY;
 	nr->hairpin = nr->kind == NAT_FORWARD_PORT;
 	lx_iface_match(x, ynode_get(v, "in"), "in", &nr->in);
+	lx_no_negation(x, ynode_get(v, "in"), nr->in.neg, "nat");
 	lx_iface_match(x, ynode_get(v, "out"), "out", &nr->out);
+	lx_no_negation(x, ynode_get(v, "out"), nr->out.neg, "nat");
 	lx_port_match(x, ynode_get(v, "service"), "service", &nr->service);
 	/* Port 0 is no port a connection can be made to: a rule that forwards
 	 * or redirects it would never apply. */
@@ -122,6 +124,7 @@ static void load_nat_one(struct lx *x, const struct ynode *item)
 				   "port 0 cannot be %s: no connection is made to it; start the range at 1",
 				   kind == NAT_FORWARD_PORT ? "forwarded" : "redirected");
 	lx_addr_match(x, ynode_get(v, "from"), "from", &nr->from);
+	lx_no_negation(x, ynode_get(v, "from"), nr->from.neg, "nat");
 	if ((hp = ynode_get(v, "hairpin")))
 		lx_bool(x, hp, "hairpin", &nr->hairpin);
 	to = ynode_get(v, "to");

@@ -154,7 +154,7 @@ bool policy_addrs_equal(const struct addr_match *a, const struct addr_match *b)
 {
 	if (a->any || b->any)
 		return a->any == b->any;
-	if (a->n != b->n)
+	if (a->n != b->n || a->neg != b->neg)
 		return false;
 	for (uint32_t i = 0; i < a->n; i++)
 		if (a->v[i].family != b->v[i].family || a->v[i].plen != b->v[i].plen ||

@@ -68,15 +68,16 @@ def gen_policy(r):
         hook = r.choice(["forward", "forward", "input", "[forward, input]"])
         rule["hook"] = hook
         if r.random() < 0.4:
-            rule["in"] = r.choice(["lan", "dmz", "lan0", "[lan, dmz]"])
+            rule["in"] = r.choice(["lan", "dmz", "lan0", "[lan, dmz]", '"!lan"', '["!lan0", "!dmz"]'])
         if hook == "forward" and r.random() < 0.3:
-            rule["out"] = r.choice(["wan", "up1", "wan0"])
+            rule["out"] = r.choice(["wan", "up1", "wan0", '"!wan"'])
         for key in ("from", "to"):
             if r.random() < 0.45:
+                neg = "!" if r.random() < 0.25 else ""
                 if r.random() < 0.5:
-                    rule[key] = r.choice(list(sets))
+                    rule[key] = '"%s%s"' % (neg, r.choice(list(sets)))
                 else:
-                    rule[key] = "[%s]" % ", ".join('"%s"' % a for a in r.sample(V4_POOL + V6_POOL, r.randint(1, 3)))
+                    rule[key] = "[%s]" % ", ".join('"%s%s"' % (neg, a) for a in r.sample(V4_POOL + V6_POOL, r.randint(1, 3)))
         proto = r.choice(PROTOS) if r.random() < 0.35 else None
         if proto:
             rule["proto"] = proto

@@ -31,24 +31,27 @@ static bool prefix_has(const struct prefix *p, uint8_t fam, const uint8_t *a)
 	return !rest || ((p->addr[full] ^ a[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
 }
 
+/* By the definitions: listed, or (negated) not listed. */
 static bool addr_ok(const struct addr_match *m, const struct ref_pkt *k, const uint8_t *a)
 {
+	bool listed = false;
+
 	if (m->any)
 		return true;
-	for (uint32_t i = 0; i < m->n; i++)
-		if (prefix_has(&m->v[i], k->fam, a))
-			return true;
-	return false;
+	for (uint32_t i = 0; i < m->n && !listed; i++)
+		listed = prefix_has(&m->v[i], k->fam, a);
+	return listed != m->neg;
 }
 
 static bool iface_ok(const struct iface_match *m, const char *name)
 {
+	bool listed = false;
+
 	if (m->any)
 		return true;
-	for (uint32_t i = 0; name && i < m->n; i++)
-		if (!strcmp(m->ifnames[i], name))
-			return true;
-	return false;
+	for (uint32_t i = 0; name && i < m->n && !listed; i++)
+		listed = !strcmp(m->ifnames[i], name);
+	return listed != m->neg;
 }
 
 static bool ports_ok(const struct port_match *m, int proto, uint16_t port)
@@ -125,13 +128,17 @@ static const char *const port_pool[] = { "tcp/80", "tcp/1-1000", "udp/53", "udp/
 static const char *const proto_pool[] = { "tcp", "udp", "icmp", "icmpv6", "sctp", "47" };
 static const char *const state_pool[] = { "new", "established", "related", "invalid", "untracked" };
 
+/* A list of up to max entries of pool; addresses and interfaces one time
+ * in four negated ("!a"). */
 static void emit_list(FILE *f, const char *key, const char *const *pool, size_t n, uint32_t max)
 {
 	uint32_t k = 1 + ref_rnd(max);
+	bool negatable = !strcmp(key, "in") || !strcmp(key, "out") || !strcmp(key, "from") || !strcmp(key, "to");
+	const char *neg = negatable && !ref_rnd(4) ? "!" : "";
 
 	fprintf(f, "    %s: [", key);
 	for (uint32_t i = 0; i < k; i++)
-		fprintf(f, "%s\"%s\"", i ? ", " : "", pool[ref_rnd((uint32_t)n)]);
+		fprintf(f, "%s\"%s%s\"", i ? ", " : "", neg, pool[ref_rnd((uint32_t)n)]);
 	fprintf(f, "]\n");
 }
 

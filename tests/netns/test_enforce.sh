@@ -33,6 +33,8 @@ rules:
   - { name: ping4, in: lan, proto: icmp, icmp-type: echo-request, action: accept }
   - { name: ping6, in: lan, proto: icmpv6, icmp-type: echo-request, action: accept }
   - { name: no-ping-me, hook: input, proto: icmp, icmp-type: echo-request, action: drop }
+  - { name: not-lan-84, in: "!lan", service: tcp/84, action: accept }
+  - { name: not-clients-85, from: "!clients", service: tcp/85, action: accept }
 YAML
 if ! nfbox_start "$NS_TMP/policy.yaml" --log "$NS_TMP/events.jsonl"; then
 	t_fail start "nfbox run failed: $(cat "$NS_TMP/nfbox.err")"
@@ -55,6 +57,16 @@ listen in_s 82 6
 t_check iface-group-lan connects $S4 82
 listen in_c 82 6
 t_check iface-group-wan in_s "$NET" tcp-connect $C4 82 2
+# Negation: tcp/84 is accepted from any interface but lan (the server's
+# side), tcp/85 from any address but the clients'.
+listen in_c 84 4
+t_check negated-iface-takes-others in_s "$NET" tcp-connect $C4 84 2
+listen in_s 84 4
+if connects $S4 84 1; then t_fail negated-iface-skips-listed "tcp/84 from lan passed \"!lan\""; else t_ok negated-iface-skips-listed; fi
+listen in_c 85 4
+t_check negated-set-takes-others in_s "$NET" tcp-connect $C6 85 2
+listen in_s 85 4
+if connects $S6 85 1; then t_fail negated-set-skips-listed "tcp/85 from a client passed \"!clients\""; else t_ok negated-set-skips-listed; fi
 # Conntrack: replies of the allowed connection passed above (the connect
 # test needs the echo); an unsolicited connection from the server to the
 # client's port 80 matches no rule (lan-web is for in: lan only).

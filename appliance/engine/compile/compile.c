@@ -185,23 +185,43 @@ static int compile_ifaces(struct plan_hook *h, uint8_t dir)
 			e->dir = dir;
 		}
 	}
+	/* A rule takes an interface it lists, or, negated ("!wan"), one it
+	 * does not list. */
 	for (uint32_t j = first; j < h->nifaces; j++) {
 		struct bitlist l = { 0 };
 
 		for (uint32_t b = 0; b < h->nrules; b++) {
 			const struct iface_match *m = dir ? &h->rules[b]->out : &h->rules[b]->in;
+			bool listed = false;
 
-			for (uint32_t i = 0; !m->any && i < m->n; i++) {
-				if (strcmp(m->ifnames[i], h->ifaces[j].ifname) == 0) {
-					if (bitlist_push(&l, b) < 0)
-						return -ENOMEM;
-					break;
-				}
+			for (uint32_t i = 0; !m->any && i < m->n && !listed; i++)
+				listed = strcmp(m->ifnames[i], h->ifaces[j].ifname) == 0;
+			if (!m->any && listed != m->neg && bitlist_push(&l, b) < 0) {
+				free(l.v);
+				return -ENOMEM;
 			}
 		}
 		h->ifaces[j].vec = vec_intern(h, field, l.v, l.n);
 		free(l.v);
 		if (h->ifaces[j].vec == UINT32_MAX)
+			return -ENOMEM;
+	}
+	/* An interface no rule names: the negated rules take it. */
+	{
+		struct bitlist l = { 0 };
+
+		for (uint32_t b = 0; b < h->nrules; b++) {
+			const struct iface_match *m = dir ? &h->rules[b]->out : &h->rules[b]->in;
+
+			if (!m->any && m->neg && bitlist_push(&l, b) < 0) {
+				free(l.v);
+				return -ENOMEM;
+			}
+		}
+		if (l.n)
+			h->miss[field] = vec_intern(h, field, l.v, l.n);
+		free(l.v);
+		if (h->miss[field] == UINT32_MAX)
 			return -ENOMEM;
 	}
 	return 0;
@@ -211,6 +231,7 @@ static int compile_ifaces(struct plan_hook *h, uint8_t dir)
 struct lpm_item {
 	struct prefix pfx;
 	uint32_t bit;
+	bool neg;        /* an exclusion: the rule does not take this prefix */
 };
 
 static int prefix_cmp(const struct prefix *a, const struct prefix *b)
@@ -229,7 +250,9 @@ static int lpm_item_cmp(const void *x, const void *y)
 
 	if (c)
 		return c;
-	return a->bit < b->bit ? -1 : a->bit > b->bit;
+	if (a->bit != b->bit)
+		return a->bit < b->bit ? -1 : 1;
+	return (int)a->neg - (int)b->neg;
 }
 
 static bool covers(const struct prefix *a, const struct prefix *b)
@@ -264,50 +287,110 @@ static uint32_t vec_union(struct plan_hook *h, uint8_t field, uint32_t base, con
 	return id;
 }
 
+/* Vector a without the sorted bits excl[0..n) (a itself when none is in it). */
+static uint32_t vec_minus(struct plan_hook *h, uint8_t field, uint32_t a, const uint32_t *excl, uint32_t n)
+{
+	const struct plan_vec av = h->vecs[a];
+	uint32_t *out, k = 0, j = 0, id;
+	const uint32_t *v;
+
+	if (!n || !av.n)
+		return a;
+	if (!(out = malloc(av.n * sizeof(*out))))
+		return UINT32_MAX;
+	v = h->bits + av.off;
+	for (uint32_t i = 0; i < av.n; i++) {
+		while (j < n && excl[j] < v[i])
+			j++;
+		if (j == n || excl[j] != v[i])
+			out[k++] = v[i];
+	}
+	id = k == av.n ? a : vec_intern(h, field, out, k);
+	free(out);
+	return id;
+}
+
+/* Sorted union of two sorted lists into *out (grown). */
+static int bits_union(struct bitlist *out, const uint32_t *a, uint32_t na, const uint32_t *b, uint32_t nb)
+{
+	uint32_t i = 0, j = 0;
+
+	out->n = 0;
+	while (i < na || j < nb) {
+		uint32_t x = j == nb || (i < na && a[i] < b[j]) ? a[i++] : b[j++];
+
+		if ((!out->n || out->v[out->n - 1] != x) && bitlist_push(out, x) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /*
  * Longest-prefix-match resolution: the trie returns the longest stored
  * prefix P containing the address, and every rule prefix Q containing the
  * address also contains P (Q is shorter, or it would be the match). So P's
  * vector is the union of the rules of every stored prefix covering P,
  * computed here by one walk over the prefixes in preorder.
+ *
+ * A negated match ("!office") is the family's 0-length prefix, taken, and
+ * office's prefixes, excluded: P's vector loses the rules that exclude a
+ * prefix covering P. An address in office finds a stored prefix inside an
+ * office prefix (that prefix is stored itself), so the rule is excluded
+ * there and nowhere else.
  */
 static int resolve_lpm(struct plan_hook *h, struct lpm_item *items, uint32_t n, uint8_t fam, uint8_t dir)
 {
 	uint8_t field = dir ? NFB_F_DST : NFB_F_SRC;
-	struct { struct prefix pfx; uint32_t vec; } stack[130];
+	struct {
+		struct prefix pfx;
+		uint32_t vec;        /* the rules taking P (before exclusions) */
+		struct bitlist excl; /* the rules excluding P or a prefix covering it */
+	} stack[130];
 	uint32_t depth = 0, empty = h->miss[field];
-	struct bitlist own = { 0 };
-	int fi = fam == POLICY_FAM_IPV4 ? 0 : 1;
+	struct bitlist own = { 0 }, own_excl = { 0 };
+	int fi = fam == POLICY_FAM_IPV4 ? 0 : 1, r = -ENOMEM;
 
+	memset(stack, 0, sizeof(stack));
 	if (n)
 		qsort(items, n, sizeof(*items), lpm_item_cmp);
 	for (uint32_t i = 0; i < n;) {
 		struct plan_lpm *e;
 		uint32_t j = i, base;
+		const struct bitlist *up;
 
 		own.n = 0;
-		for (; j < n && prefix_cmp(&items[j].pfx, &items[i].pfx) == 0; j++)
-			if ((!own.n || own.v[own.n - 1] != items[j].bit) && bitlist_push(&own, items[j].bit) < 0)
-				goto oom;
+		own_excl.n = 0;
+		for (; j < n && prefix_cmp(&items[j].pfx, &items[i].pfx) == 0; j++) {
+			struct bitlist *l = items[j].neg ? &own_excl : &own;
+
+			if ((!l->n || l->v[l->n - 1] != items[j].bit) && bitlist_push(l, items[j].bit) < 0)
+				goto out;
+		}
 		while (depth && !covers(&stack[depth - 1].pfx, &items[i].pfx))
 			depth--;
 		base = depth ? stack[depth - 1].vec : empty;
+		up = depth ? &stack[depth - 1].excl : NULL;
 		if (!(e = APPEND(h->lpm[fi], h->nlpm[fi])))
-			goto oom;
+			goto out;
 		e->pfx = items[i].pfx;
 		e->dir = dir;
-		e->vec = vec_union(h, field, base, own.v, own.n);
-		if (e->vec == UINT32_MAX)
-			goto oom;
 		stack[depth].pfx = items[i].pfx;
-		stack[depth++].vec = e->vec;
+		if ((stack[depth].vec = vec_union(h, field, base, own.v, own.n)) == UINT32_MAX ||
+		    bits_union(&stack[depth].excl, up ? up->v : NULL, up ? up->n : 0, own_excl.v, own_excl.n) < 0)
+			goto out;
+		e->vec = vec_minus(h, field, stack[depth].vec, stack[depth].excl.v, stack[depth].excl.n);
+		if (e->vec == UINT32_MAX)
+			goto out;
+		depth++;
 		i = j;
 	}
+	r = 0;
+out:
+	for (uint32_t k = 0; k < sizeof(stack) / sizeof(stack[0]); k++)
+		free(stack[k].excl.v);
 	free(own.v);
-	return 0;
-oom:
-	free(own.v);
-	return -ENOMEM;
+	free(own_excl.v);
+	return r;
 }
 
 /* The rules' own prefixes of one family and direction. */
@@ -316,16 +399,24 @@ static int collect_prefixes(const struct plan_hook *h, uint8_t fam, uint8_t dir,
 {
 	for (uint32_t b = 0; b < h->nrules; b++) {
 		const struct addr_match *m = dir ? &h->rules[b]->to : &h->rules[b]->from;
+		struct lpm_item *it;
 
+		if (!m->any && m->neg && (h->rules[b]->families & fam)) {
+			/* every address of the family, less the listed ones */
+			if (!(it = APPEND(*items, *n)))
+				return -ENOMEM;
+			memset(it, 0, sizeof(*it));
+			it->pfx.family = fam;
+			it->bit = b;
+		}
 		for (uint32_t i = 0; !m->any && i < m->n; i++) {
-			struct lpm_item *it;
-
 			if (m->v[i].family != fam || !(h->rules[b]->families & fam))
 				continue;
 			if (!(it = APPEND(*items, *n)))
 				return -ENOMEM;
 			it->pfx = m->v[i];
 			it->bit = b;
+			it->neg = m->neg;
 		}
 	}
 	return 0;
