@@ -98,10 +98,12 @@ static bool addr_add(struct lx *x, const struct prefix *pf, void *arg)
 	return true;
 }
 
-/* A quoted leading '!' negates an entry: the text after it (and any
- * blanks). Within one list every entry is negated or none is: "!a, !b" is
+/* The name an entry of an address or interface list gives, or NULL when
+ * there is nothing more to do with it ('any', which sets *any, or an error).
+ * A quoted leading '!' negates the entry (*neg): the name is the text after
+ * it. Within one list every entry is negated or none is: "!a, !b" is
  * "neither a nor b"; a mix has no clear meaning. */
-static const char *negation(struct lx *x, const struct ynode *n, bool *neg, int *state)
+static const char *entry_name(struct lx *x, const struct ynode *n, bool *neg, int *state, bool *any)
 {
 	const char *s = n->str;
 	bool this = s[0] == '!';
@@ -113,26 +115,25 @@ static const char *negation(struct lx *x, const struct ynode *n, bool *neg, int 
 			   "a list is negated entry by entry or not at all: every entry with a leading '!' (none of them), or none");
 	*state = this ? 1 : -1;
 	*neg = this;
-	if (this && (!*s || !strcmp(s, "any")))
+	if (this && (!*s || !strcmp(s, "any"))) {
 		diag_error(x->d, n->loc, "'%s' negates nothing: name a set, address, prefix or group after '!'", n->str);
+		return NULL;
+	}
+	if (!strcmp(s, "any")) {
+		*any = true;
+		return NULL;
+	}
 	return s;
 }
 
 static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 {
 	struct addr_match *m = arg;
+	const char *name = entry_name(x, n, &m->neg, &m->neg_state, &m->any);
 	struct addr_set *s;
-	const char *name;
-	bool neg;
 
-	name = negation(x, n, &neg, &m->neg_state);
-	m->neg = neg;
-	if (neg && (!*name || !strcmp(name, "any")))
+	if (!name)
 		return;
-	if (strcmp(name, "any") == 0) {
-		m->any = true;
-		return;
-	}
 	if (parse_looks_like_address(name)) {
 		lx_addresses(x, name, n->loc, addr_add, m);
 		return;
@@ -192,19 +193,12 @@ static void iface_append(struct iface_match *m, const char *name)
 static void iface_item(struct lx *x, const struct ynode *n, void *arg)
 {
 	struct iface_match *m = arg;
+	const char *name = entry_name(x, n, &m->neg, &m->neg_state, &m->any);
 	struct iface_group *g;
 	struct ynode named;
-	const char *name;
-	bool neg;
 
-	name = negation(x, n, &neg, &m->neg_state);
-	m->neg = neg;
-	if (neg && (!*name || !strcmp(name, "any")))
+	if (!name)
 		return;
-	if (strcmp(name, "any") == 0) {
-		m->any = true;
-		return;
-	}
 	/* The name without its '!', at the same place, for the checks below. */
 	named = *n;
 	named.str = (char *)name;
