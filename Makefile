@@ -94,7 +94,7 @@ help:
 	@echo '  all (default)  build build/nfbox'
 	@echo '  check          install missing deps, build, run every test suite (as root)'
 	@echo '  check-long     check plus the long runs (longer fuzzing, more reloads)'
-	@echo '  check-debian13 install-deps, build, unit and BPF suites in a throw-away Debian 13 root (root)'
+	@echo '  check-debian13 install-deps, build, every suite and the .deb as a service, in a throw-away Debian 13 root (root)'
 	@echo '  demo           run nfbox on config/policy.yaml in throw-away namespaces (root)'
 	@echo '  bench          print benchmark figures beside their targets and peers (root)'
 	@echo '  deb            build the Debian package into build/'

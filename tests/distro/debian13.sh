@@ -7,8 +7,9 @@
 # BPF fixtures (the verifier loads the objects trixie's clang 19 built),
 # every netns suite, with trixie's userland, and the package (apt install of
 # the .deb built there, the installed binary enforcing, remove, purge),
-# through tests/run.sh; then `make demo`. The other distro suites (which
-# boot or build roots themselves) are left to the machine's own make check.
+# through tests/run.sh; then that .deb as a service under trixie's systemd
+# (tests/distro/test_unit_systemd.sh, run from this machine); then `make
+# demo`.
 #
 # Usage: tests/distro/debian13.sh     (root; .ci/run and make check-debian13)
 # Ends with the runner's "N passed, N failed, N skipped" line; exits 1 on a
@@ -57,9 +58,29 @@ fi
 # Last among them, the package as an administrator meets it on 13: apt
 # installs the .deb built here into this root, the installed binary enforces
 # in namespaces (the enforcement suite), then remove and purge.
+# The runner's summary is kept aside: one line, for both runs, comes last.
+summary='^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$'
 step "unit suites, fuzzer, BPF fixtures, netns suites, the installed package"
-in_root "$root" sh -c 'cd /src/nfbox && NFBOX_DEB_HERE=1 tests/run.sh unit/ fuzz/ bpf/ netns/ distro/test_deb_root'
-rc=$?
+in_root "$root" sh -c 'cd /src/nfbox && NFBOX_DEB_HERE=1 tests/run.sh unit/ fuzz/ bpf/ netns/ distro/test_deb_root' |
+	tee "$work/run.log" | grep -Ev "$summary"
+rc=${PIPESTATUS[0]}
+
+# The same .deb as a service under Debian 13's own systemd: the root booted
+# with systemd-nspawn from this machine (tests/distro/test_unit_systemd.sh).
+step "the .deb built on 13 under trixie's systemd"
+if in_root "$root" sh -c 'cd /src/nfbox && packaging/build-deb.sh --outdir /src/deb' >"$work/deb.log" 2>&1; then
+	deb=$(ls "$root"/src/deb/nfbox_*.deb | head -n 1)
+	cp "$deb" "$work/" && deb=$work/$(basename "$deb")
+	NFBOX_UNIT_RELEASE=trixie NFBOX_UNIT_DEB=$deb tests/run.sh distro/test_unit_systemd |
+		tee "$work/unit.log" | grep -Ev "$summary"
+	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+else
+	tail -n 5 "$work/deb.log"
+	echo "FAIL distro/test_unit_systemd[trixie]: the .deb did not build on 13" | tee "$work/unit.log"
+	echo "0 passed, 1 failed, 0 skipped" >>"$work/unit.log"
+	rc=1
+fi
+
 step "make demo"
 if ! in_root "$root" sh -c 'cd /src/nfbox && make demo' >"$work/demo.log" 2>&1; then
 	tail -n 20 "$work/demo.log"
@@ -69,4 +90,9 @@ else
 	tail -n 3 "$work/demo.log"
 fi
 step "done"
+# Both runners' lines added up (a run without one counts as failed).
+sums=$(grep -hE "$summary" "$work/run.log" "$work/unit.log")
+[ "$(printf '%s\n' "$sums" | grep -c passed)" -eq 2 ] || rc=1
+printf '%s\n' "$sums" | awk -v rc="$rc" '{ p += $1; f += $3; s += $5 } END {
+	if (rc && !f) f = 1; printf "%d passed, %d failed, %d skipped\n", p, f, s }'
 exit $rc
