@@ -114,7 +114,7 @@ static void load_capture_one(struct lx *x, const struct ynode *n)
 	load_capture_match(x, c, ynode_get(n, "match"));
 	if (!(v = ynode_get(n, "file"))) {
 		if (!ynode_has(n, "file"))
-			diag_error(x->d, n->loc, "a capture needs 'file:' (an absolute path ending in .pcapng)");
+			diag_error(x->d, n->loc, "a capture needs 'file:' (an absolute path, e.g. /var/lib/nfbox/capture/NAME.pcapng)");
 	} else if (lx_is(x, v, YNODE_SCALAR, "file")) {
 		if (v->str[0] != '/')
 			diag_error(x->d, v->loc, "capture file '%s' must be an absolute path", v->str);

@@ -59,6 +59,36 @@ for f in tests/unit/golden/invalid/*.yaml; do
 	compare "reject-$n" "${f%.yaml}.err" "$tmp/out"
 done
 
+# plan --json carries what each rule matches (as the loader read it), its
+# comment, the NAT entries and the captures, not only bit numbers.
+jcheck() { # NAME FILE PYTHON-CONDITION-ON-p
+	if "$NFBOX" plan --json "$2" 2>/dev/null |
+		/usr/bin/python3 -c "import json,sys; p=json.load(sys.stdin); sys.exit(0 if ($3) else 1)" 2>"$tmp/err"; then
+		t_ok "$1"
+	else
+		t_fail "$1" "$3 does not hold for $2 $(head -c 200 "$tmp/err")"
+	fi
+}
+V=tests/unit/golden/valid
+jcheck plan-json-negation $V/negation.yaml \
+	'p["hooks"][0]["rules"][0]["match"]["from"] == {"as_written": "!office", "negated": True, "prefixes": ["192.0.2.0/24", "2001:db8:1::/48"]}'
+jcheck plan-json-ports $V/port-lists.yaml \
+	'p["hooks"][0]["rules"][0]["match"]["service"]["ports"] == [{"proto": "tcp", "lo": 22, "hi": 22}] and p["hooks"][0]["rules"][1]["match"]["proto"] == 112'
+jcheck plan-json-icmp $V/icmp-types.yaml 'p["hooks"][0]["rules"][0]["match"]["icmp_types"] == [0, 8, 13]'
+jcheck plan-json-nat $V/small-office.yaml 'p["nat"][0]["kind"] == "masquerade" and p["nat"][0]["out"]["interfaces"]'
+jcheck plan-json-every-key $V/small-office.yaml \
+	'all(set(r["match"]) == {"in", "out", "from", "to", "proto", "icmp_types", "service", "source_service", "state"} and "comment" in r for h in p["hooks"] for r in h["rules"])'
+cat >"$tmp/cap.yaml" <<'YAML'
+version: 1
+hooks: { forward: { default: accept } }
+rules:
+  - { name: r, from: 192.0.2.1, action: drop, comment: "a note for people" }
+capture:
+  - { name: jumbo, interface: cap0, file: /var/lib/nfbox/capture/j.pcapng, match: { proto: udp, min-length: 1500 } }
+YAML
+jcheck plan-json-capture-comment "$tmp/cap.yaml" \
+	'p["captures"][0]["name"] == "jumbo" and p["captures"][0]["proto"] == 17 and p["captures"][0]["min_length"] == 1500 and p["hooks"][0]["rules"][0]["comment"] == "a note for people"'
+
 # Warnings alone do not fail without --strict.
 for n in host-bits shadowed; do
 	t_check "warnings-pass-$n" "$NFBOX" validate --quiet tests/unit/golden/invalid/$n.yaml 2>/dev/null

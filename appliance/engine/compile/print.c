@@ -262,6 +262,109 @@ static void json_segs(const struct plan_hook *h, const struct plan_seg *s, uint3
 	}
 }
 
+/* A match as the policy means it: null for any, else what it lists (sets,
+ * groups and services expanded) and whether it is negated. */
+static void json_addrs(struct json *j, const char *key, const struct addr_match *m)
+{
+	char buf[64];
+
+	json_key(j, key);
+	if (m->any) {
+		json_null(j);
+		return;
+	}
+	json_object_begin(j);
+	json_kv_str(j, "as_written", m->what);
+	json_kv_bool(j, "negated", m->neg);
+	json_key(j, "prefixes");
+	json_array_begin(j);
+	for (uint32_t i = 0; i < m->n; i++) {
+		policy_prefix_format(&m->v[i], buf, sizeof(buf));
+		json_str(j, buf);
+	}
+	json_array_end(j);
+	json_object_end(j);
+}
+
+static void json_ifaces(struct json *j, const char *key, const struct iface_match *m)
+{
+	json_key(j, key);
+	if (m->any) {
+		json_null(j);
+		return;
+	}
+	json_object_begin(j);
+	json_kv_str(j, "as_written", m->what);
+	json_kv_bool(j, "negated", m->neg);
+	json_key(j, "interfaces");
+	json_array_begin(j);
+	for (uint32_t i = 0; i < m->n; i++)
+		json_str(j, m->ifnames[i]);
+	json_array_end(j);
+	json_object_end(j);
+}
+
+static void json_ports(struct json *j, const char *key, const struct port_match *m)
+{
+	json_key(j, key);
+	if (m->any) {
+		json_null(j);
+		return;
+	}
+	json_object_begin(j);
+	json_kv_str(j, "as_written", m->what);
+	json_key(j, "ports");
+	json_array_begin(j);
+	for (uint32_t i = 0; i < m->n; i++) {
+		json_object_begin(j);
+		json_kv_str(j, "proto", policy_proto_name(m->v[i].proto));
+		json_kv_u64(j, "lo", m->v[i].lo);
+		json_kv_u64(j, "hi", m->v[i].hi);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	json_object_end(j);
+}
+
+static void json_match(const struct rule *r, struct json *j)
+{
+	static const char *const states[] = { "new", "established", "related", "invalid", "untracked" };
+
+	json_key(j, "match");
+	json_object_begin(j);
+	json_ifaces(j, "in", &r->in);
+	json_ifaces(j, "out", &r->out);
+	json_addrs(j, "from", &r->from);
+	json_addrs(j, "to", &r->to);
+	json_key(j, "proto");
+	if (r->proto < 0)
+		json_null(j);
+	else
+		json_u64(j, (uint64_t)r->proto);
+	json_key(j, "icmp_types");
+	if (!r->nicmp) {
+		json_null(j);
+	} else {
+		json_array_begin(j);
+		for (uint16_t i = 0; i < r->nicmp; i++)
+			json_u64(j, r->icmp_types[i]);
+		json_array_end(j);
+	}
+	json_ports(j, "service", &r->service);
+	json_ports(j, "source_service", &r->sport);
+	json_key(j, "state");
+	if (r->state == POLICY_CT_ALL) {
+		json_null(j);
+	} else {
+		json_array_begin(j);
+		for (int s = 0; s < 5; s++)
+			if (r->state & (1u << s))
+				json_str(j, states[s]);
+		json_array_end(j);
+	}
+	json_object_end(j);
+}
+
 static void json_rules(const struct plan_hook *h, struct json *j)
 {
 	json_key(j, "rules");
@@ -276,6 +379,10 @@ static void json_rules(const struct plan_hook *h, struct json *j)
 		json_kv_bool(j, "log", r->log);
 		json_kv_str(j, "families", families_str(r->families));
 		json_kv_u64(j, "line", r->loc.line);
+		json_kv_str(j, "comment", r->comment);
+		if (r->action == POLICY_REJECT)
+			json_kv_str(j, "reject_with", policy_reject_names[r->reject_with]);
+		json_match(r, j);
 		json_object_end(j);
 	}
 	json_array_end(j);
@@ -353,6 +460,70 @@ static void json_hook(const struct plan_hook *h, int hk, struct json *j)
 	json_object_end(j);
 }
 
+static void json_nat(const struct policy *p, struct json *j)
+{
+	char buf[64];
+
+	json_key(j, "nat");
+	json_array_begin(j);
+	for (uint32_t i = 0; i < p->nnat; i++) {
+		const struct nat_rule *n = &p->nat[i];
+
+		json_object_begin(j);
+		json_kv_str(j, "kind", policy_nat_kind_names[n->kind]);
+		json_kv_u64(j, "line", n->loc.line);
+		json_ifaces(j, "in", &n->in);
+		json_ifaces(j, "out", &n->out);
+		json_addrs(j, "from", &n->from);
+		json_ports(j, "service", &n->service);
+		if (n->kind == NAT_SNAT || n->kind == NAT_FORWARD_PORT) {
+			policy_prefix_format(&n->to_addr, buf, sizeof(buf));
+			json_kv_str(j, "to", buf);
+		}
+		if (n->kind == NAT_SNAT) {
+			policy_prefix_format(&n->to_last, buf, sizeof(buf));
+			json_kv_str(j, "to_last", buf);
+		}
+		if (n->kind == NAT_FORWARD_PORT || n->kind == NAT_REDIRECT)
+			json_kv_u64(j, "to_port", n->to_port);
+		if (n->kind == NAT_FORWARD_PORT)
+			json_kv_bool(j, "hairpin", n->hairpin);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
+static void json_captures(const struct policy *p, struct json *j)
+{
+	json_key(j, "captures");
+	json_array_begin(j);
+	for (uint32_t i = 0; i < p->ncaptures; i++) {
+		const struct capture_conf *c = &p->captures[i];
+
+		json_object_begin(j);
+		json_kv_str(j, "name", c->name);
+		json_kv_u64(j, "line", c->loc.line);
+		json_kv_str(j, "interface", c->ifname);
+		json_kv_str(j, "mirror_from", c->mirror_from[0] ? c->mirror_from : NULL);
+		json_kv_str(j, "file", c->file);
+		json_key(j, "proto");
+		if (c->match.proto < 0)
+			json_null(j);
+		else
+			json_u64(j, (uint64_t)c->match.proto);
+		json_addrs(j, "from", &c->match.from);
+		json_addrs(j, "to", &c->match.to);
+		json_ports(j, "service", &c->match.service);
+		json_kv_u64(j, "min_length", c->match.min_len);
+		json_kv_u64(j, "max_length", c->match.max_len);
+		json_kv_u64(j, "snaplen", c->snaplen);
+		json_kv_u64(j, "rotate_size", c->rotate_size);
+		json_kv_u64(j, "rotate_keep", c->rotate_keep);
+		json_object_end(j);
+	}
+	json_array_end(j);
+}
+
 void plan_print_json(const struct plan *pl, FILE *f)
 {
 	const struct policy *p = pl->pol;
@@ -364,6 +535,7 @@ void plan_print_json(const struct plan *pl, FILE *f)
 	json_kv_u64(&j, "version", 1);
 	json_key(&j, "options");
 	json_object_begin(&j);
+	json_kv_str(&j, "backend", p->opt.backend == POLICY_BACKEND_NFTABLES ? "nftables" : "bpf");
 	json_kv_bool(&j, "defrag", p->opt.defrag);
 	json_kv_str(&j, "established", p->opt.established_accept ? "accept" : "rules");
 	json_kv_u64(&j, "log_rate", p->opt.log_rate.n);
@@ -378,8 +550,8 @@ void plan_print_json(const struct plan *pl, FILE *f)
 		if (pl->hook[hk].enabled)
 			json_hook(&pl->hook[hk], hk, &j);
 	json_array_end(&j);
-	json_kv_u64(&j, "nat", p->nnat);
-	json_kv_u64(&j, "captures", p->ncaptures);
+	json_nat(p, &j);
+	json_captures(p, &j);
 	json_object_end(&j);
 	fputc('\n', f);
 }
