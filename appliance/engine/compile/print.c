@@ -263,58 +263,57 @@ static void json_segs(const struct plan_hook *h, const struct plan_seg *s, uint3
 }
 
 /* A match as the policy means it: null for any, else what it lists (sets,
- * groups and services expanded) and whether it is negated. */
+ * groups and services expanded) and whether it is negated (neg NULL: it
+ * cannot be). Opens the array of the list under key list; false for any. */
+static bool json_match_begin(struct json *j, const char *key, bool any, const char *what, const bool *neg,
+			     const char *list)
+{
+	json_key(j, key);
+	if (any) {
+		json_null(j);
+		return false;
+	}
+	json_object_begin(j);
+	json_kv_str(j, "as_written", what);
+	if (neg)
+		json_kv_bool(j, "negated", *neg);
+	json_key(j, list);
+	json_array_begin(j);
+	return true;
+}
+
+static void json_match_end(struct json *j)
+{
+	json_array_end(j);
+	json_object_end(j);
+}
+
 static void json_addrs(struct json *j, const char *key, const struct addr_match *m)
 {
 	char buf[64];
 
-	json_key(j, key);
-	if (m->any) {
-		json_null(j);
+	if (!json_match_begin(j, key, m->any, m->what, &m->neg, "prefixes"))
 		return;
-	}
-	json_object_begin(j);
-	json_kv_str(j, "as_written", m->what);
-	json_kv_bool(j, "negated", m->neg);
-	json_key(j, "prefixes");
-	json_array_begin(j);
 	for (uint32_t i = 0; i < m->n; i++) {
 		policy_prefix_format(&m->v[i], buf, sizeof(buf));
 		json_str(j, buf);
 	}
-	json_array_end(j);
-	json_object_end(j);
+	json_match_end(j);
 }
 
 static void json_ifaces(struct json *j, const char *key, const struct iface_match *m)
 {
-	json_key(j, key);
-	if (m->any) {
-		json_null(j);
+	if (!json_match_begin(j, key, m->any, m->what, &m->neg, "interfaces"))
 		return;
-	}
-	json_object_begin(j);
-	json_kv_str(j, "as_written", m->what);
-	json_kv_bool(j, "negated", m->neg);
-	json_key(j, "interfaces");
-	json_array_begin(j);
 	for (uint32_t i = 0; i < m->n; i++)
 		json_str(j, m->ifnames[i]);
-	json_array_end(j);
-	json_object_end(j);
+	json_match_end(j);
 }
 
 static void json_ports(struct json *j, const char *key, const struct port_match *m)
 {
-	json_key(j, key);
-	if (m->any) {
-		json_null(j);
+	if (!json_match_begin(j, key, m->any, m->what, NULL, "ports"))
 		return;
-	}
-	json_object_begin(j);
-	json_kv_str(j, "as_written", m->what);
-	json_key(j, "ports");
-	json_array_begin(j);
 	for (uint32_t i = 0; i < m->n; i++) {
 		json_object_begin(j);
 		json_kv_str(j, "proto", policy_proto_name(m->v[i].proto));
@@ -322,8 +321,7 @@ static void json_ports(struct json *j, const char *key, const struct port_match 
 		json_kv_u64(j, "hi", m->v[i].hi);
 		json_object_end(j);
 	}
-	json_array_end(j);
-	json_object_end(j);
+	json_match_end(j);
 }
 
 static void json_match(const struct rule *r, struct json *j)
