@@ -2,7 +2,9 @@
 # The documentation says what the code does: nfbox(8)'s SYNOPSIS lists
 # every command with exactly the options its option table declares (the
 # same text `nfbox --help` prints), and every option is described in the
-# page's body as well.
+# page's body as well; every policy example of policy/README.md and
+# nfbox-policy(5) validates, and where the docs show what validate or plan
+# prints for it, it prints exactly that (tests/lib/docexamples.py).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
@@ -32,4 +34,5 @@ for cmd in $commands; do
 done
 extra=$(grep -v -F -x -f <(printf '%s\n' "$help_synopsis") <<<"$man_synopsis")
 [ -z "$extra" ] && t_ok synopsis-no-extra || t_fail synopsis-no-extra "nfbox(8) lists what the code lacks: $extra"
+/usr/bin/python3 tests/lib/docexamples.py "$NFBOX" policy/README.md packaging/man/nfbox-policy.5 || T_FAILED=$((T_FAILED + 1))
 t_done
