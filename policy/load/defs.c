@@ -28,26 +28,23 @@ static bool reserved_name(struct lx *x, const struct ynode *k, const char *what)
 
 struct iface_group *lx_find_group(struct lx *x, const char *name)
 {
-	for (uint32_t i = 0; i < x->p->ngroups; i++)
-		if (strcmp(x->p->groups[i].name, name) == 0)
-			return &x->p->groups[i];
-	return NULL;
+	uint32_t i = lx_index_find(&x->groups, name);
+
+	return i == UINT32_MAX ? NULL : &x->p->groups[i];
 }
 
 struct addr_set *lx_find_set(struct lx *x, const char *name)
 {
-	for (uint32_t i = 0; i < x->p->nsets; i++)
-		if (strcmp(x->p->sets[i].name, name) == 0)
-			return &x->p->sets[i];
-	return NULL;
+	uint32_t i = lx_index_find(&x->sets, name);
+
+	return i == UINT32_MAX ? NULL : &x->p->sets[i];
 }
 
 struct service *lx_find_service(struct lx *x, const char *name)
 {
-	for (uint32_t i = 0; i < x->p->nservices; i++)
-		if (strcmp(x->p->services[i].name, name) == 0)
-			return &x->p->services[i];
-	return NULL;
+	uint32_t i = lx_index_find(&x->services, name);
+
+	return i == UINT32_MAX ? NULL : &x->p->services[i];
 }
 
 /* An interface name as Linux takes it. nftables' wildcards ('eth*') and
@@ -116,7 +113,7 @@ void load_interfaces(struct lx *x, const struct ynode *n)
 		if (!check_name(x, k, "interface group") || reserved_name(x, k, "interface group") || lx_find_group(x, k->str))
 			continue; /* a duplicate key was reported by the parser */
 		g = LX_APPEND(x, x->p->groups, x->p->ngroups);
-		if (!g || !(g->name = strdup(k->str)))
+		if (!g || !(g->name = strdup(k->str)) || lx_index_add(&x->groups, g->name, x->p->ngroups - 1) < 0)
 			return;
 		g->loc = k->loc;
 		if (!ynode_is_null(v)) /* "lan:" with nothing: an empty group, as [] */
@@ -245,7 +242,7 @@ void load_sets(struct lx *x, const struct ynode *n)
 		if (!check_name(x, k, "set") || reserved_name(x, k, "set") || lx_find_set(x, k->str))
 			continue; /* a duplicate key was reported by the parser */
 		s = LX_APPEND(x, x->p->sets, x->p->nsets);
-		if (!s || !(s->name = strdup(k->str)))
+		if (!s || !(s->name = strdup(k->str)) || lx_index_add(&x->sets, s->name, x->p->nsets - 1) < 0)
 			return;
 		s->loc = k->loc;
 		if (v->type == YNODE_MAP) {
@@ -294,7 +291,7 @@ void load_services(struct lx *x, const struct ynode *n)
 		if (!check_name(x, k, "service") || reserved_name(x, k, "service") || lx_find_service(x, k->str))
 			continue; /* a duplicate key was reported by the parser */
 		s = LX_APPEND(x, x->p->services, x->p->nservices);
-		if (!s || !(s->name = strdup(k->str)))
+		if (!s || !(s->name = strdup(k->str)) || lx_index_add(&x->services, s->name, x->p->nservices - 1) < 0)
 			return;
 		s->loc = k->loc;
 		lx_each_scalar(x, v, "a service", service_add_node, s);

@@ -115,6 +115,9 @@ static int load_from_source(const struct source *src, const struct policy_files 
 	p->opt.reject_rate = (struct policy_rate){ 100, 1 };
 	x = (struct lx){ .p = p, .d = d, .src = src, .dir = dirname(dup), .files = files, .errors0 = errors };
 	load_all(&x, t.root);
+	lx_index_free(&x.groups);
+	lx_index_free(&x.sets);
+	lx_index_free(&x.services);
 	free(dup);
 	ytree_free(&t);
 	if (d->errors > errors) {

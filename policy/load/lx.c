@@ -17,6 +17,55 @@ void *lx_grow(void *v, uint32_t n, size_t size)
 	return realloc(v, (n ? 2 * (size_t)n : 4) * size);
 }
 
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
+uint32_t lx_index_find(const struct lx_index *ix, const char *name)
+{
+	if (!ix->cap)
+		return UINT32_MAX;
+	for (uint64_t i = name_hash(name) & (ix->cap - 1);; i = (i + 1) & (ix->cap - 1)) {
+		if (!ix->v[i].name)
+			return UINT32_MAX;
+		if (!strcmp(ix->v[i].name, name))
+			return ix->v[i].idx;
+	}
+}
+
+int lx_index_add(struct lx_index *ix, const char *name, uint32_t idx)
+{
+	uint64_t i;
+
+	if (2 * (ix->n + 1) > ix->cap) {
+		struct lx_index bigger = { .cap = ix->cap ? 2 * ix->cap : 64 };
+
+		if (!(bigger.v = calloc(bigger.cap, sizeof(*bigger.v))))
+			return -1;
+		for (uint32_t k = 0; k < ix->cap; k++)
+			if (ix->v[k].name)
+				lx_index_add(&bigger, ix->v[k].name, ix->v[k].idx);
+		free(ix->v);
+		*ix = bigger;
+	}
+	for (i = name_hash(name) & (ix->cap - 1); ix->v[i].name; i = (i + 1) & (ix->cap - 1))
+		;
+	ix->v[i] = (struct lx_index_ent){ name, idx };
+	ix->n++;
+	return 0;
+}
+
+void lx_index_free(struct lx_index *ix)
+{
+	free(ix->v);
+	memset(ix, 0, sizeof(*ix));
+}
+
 bool lx_is(struct lx *x, const struct ynode *n, enum ynode_type type, const char *what)
 {
 	static const char *const article[] = { "a scalar", "a list", "a mapping" };

@@ -8,8 +8,23 @@
 #include "policy/policy.h"
 #include "policy/yaml/ytree.h"
 
+/* Names to their index in a policy array (groups, sets, services): found in
+ * constant time, so 50,000 sets load as fast as 50. */
+struct lx_index {
+	struct lx_index_ent {
+		const char *name; /* the element's own copy (stable across growth) */
+		uint32_t idx;
+	} *v;
+	uint32_t cap, n;      /* cap: a power of two, or 0 */
+};
+/* Index of name, or UINT32_MAX. */
+uint32_t lx_index_find(const struct lx_index *ix, const char *name);
+int lx_index_add(struct lx_index *ix, const char *name, uint32_t idx);
+void lx_index_free(struct lx_index *ix);
+
 struct lx {
 	struct policy *p;
+	struct lx_index groups, sets, services;
 	struct diags *d;
 	const struct source *src;
 	const char *dir; /* directory of the policy file, for set files */

@@ -2,6 +2,7 @@
 #include "policy/yaml/ytree.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
@@ -11,11 +12,19 @@ struct anchor {
 	struct ynode *node;
 };
 
+/* The keys of an open mapping, for the duplicate check in constant time
+ * (50,000 sets are one mapping). */
+struct keyset {
+	const struct ynode **v; /* key nodes; NULL: empty slot */
+	size_t cap, n;          /* cap: a power of two, or 0 */
+};
+
 struct builder {
 	struct ytree *t;
 	const struct source *src;
 	struct diags *d;
 	struct ynode *stack[YTREE_MAX_DEPTH];
+	struct keyset keys[YTREE_MAX_DEPTH];
 	size_t depth;
 	struct anchor *anchors;
 	size_t nanchors, capanchors;
@@ -72,6 +81,45 @@ static bool scalar_eq(const struct ynode *a, const struct ynode *b)
 	       memcmp(a->str, b->str, a->len) == 0;
 }
 
+static uint64_t key_hash(const struct ynode *k)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; i < k->len; i++)
+		h = (h ^ (uint8_t)k->str[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* The key equal to k already in ks (NULL if none); k is added if new. */
+static const struct ynode *keyset_put(struct keyset *ks, const struct ynode *k)
+{
+	uint64_t i;
+
+	if (2 * (ks->n + 1) > ks->cap) {
+		struct keyset bigger = { .cap = ks->cap ? 2 * ks->cap : 16 };
+
+		if (!(bigger.v = calloc(bigger.cap, sizeof(*bigger.v))))
+			return NULL; /* out of memory: the check is skipped */
+		for (size_t j = 0; j < ks->cap; j++)
+			if (ks->v[j])
+				keyset_put(&bigger, ks->v[j]);
+		free(ks->v);
+		*ks = bigger;
+	}
+	for (i = key_hash(k) & (ks->cap - 1); ks->v[i]; i = (i + 1) & (ks->cap - 1))
+		if (scalar_eq(ks->v[i], k))
+			return ks->v[i];
+	ks->v[i] = k;
+	ks->n++;
+	return NULL;
+}
+
+static void keyset_free(struct keyset *ks)
+{
+	free(ks->v);
+	memset(ks, 0, sizeof(*ks));
+}
+
 /* Attach a finished node to the open collection (or make it the root). */
 static int attach(struct builder *b, struct ynode *n)
 {
@@ -90,13 +138,11 @@ static int attach(struct builder *b, struct ynode *n)
 			b->failed = true;
 			return -EINVAL;
 		} else {
-			for (size_t i = 0; i < parent->nkids; i += 2) {
-				if (scalar_eq(parent->kids[i], n)) {
-					diag_error(b->d, n->loc, "duplicate key '%s' (first given at line %u)",
-						   n->str, parent->kids[i]->loc.line);
-					break;
-				}
-			}
+			const struct ynode *first = keyset_put(&b->keys[b->depth - 1], n);
+
+			if (first)
+				diag_error(b->d, n->loc, "duplicate key '%s' (first given at line %u)", n->str,
+					   first->loc.line);
 		}
 	}
 	parent->weight += n->weight;
@@ -219,6 +265,8 @@ static int on_open(struct builder *b, const yaml_event_t *ev, enum ynode_type ty
 static int on_close(struct builder *b)
 {
 	struct ynode *n = b->stack[--b->depth];
+
+	keyset_free(&b->keys[b->depth]);
 
 	return attach(b, n);
 }
@@ -349,6 +397,8 @@ int ytree_parse(struct ytree *t, const struct source *src, struct diags *d)
 			break;
 	}
 	yaml_parser_delete(&parser);
+	for (size_t i = 0; i < YTREE_MAX_DEPTH; i++)
+		keyset_free(&b.keys[i]);
 	for (size_t i = 0; i < b.nanchors; i++)
 		free(b.anchors[i].name);
 	free(b.anchors);
