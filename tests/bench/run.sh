@@ -73,6 +73,10 @@ if [ "${BENCH_SKIP_MICRO:-0}" != 1 ]; then
 	echo
 fi
 
+# ---- 1b. policy tooling at scale --------------------------------------------
+tests/bench/policy.sh "$BIN/nfbox" || fail "policy tooling benchmark (tests/bench/policy.sh)"
+echo
+
 # ---- 2. forwarding --------------------------------------------------------
 bench_cleanup() {
 	[ -n "$HPING_PID" ] && kill -INT "$HPING_PID" 2>/dev/null

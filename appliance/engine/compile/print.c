@@ -12,65 +12,81 @@ static const char *const ct_names[NFB_CT_MAX] = { "new", "established", "related
 static const char *const pclass_names[NFB_PC_MAX] = { "tcp", "udp", "sctp" };
 static const char *const mclass_names[NFB_MC_MAX] = { "icmp", "icmpv6", "proto", "fragment" };
 
-/* The rules of vector v (nwords words, malloc'd), or NULL. */
-static uint64_t *vec_dense(const struct plan_hook *h, uint32_t v)
+/*
+ * A vector is printed as its own rules, the ones its key selects; the rules
+ * that do not restrict the field (its wildcards) belong to every entry and
+ * are printed once per table. So the output grows with the policy: a
+ * wildcard rule is not repeated in every entry of every table.
+ */
+
+/* Sorted rule bits as text: "{0,2-5}". */
+static void print_bits(const uint32_t *v, uint32_t n, FILE *f)
 {
-	uint64_t *w = calloc(h->nwords, sizeof(*w));
-
-	if (w)
-		plan_vec_dense(h, v, w);
-	return w;
-}
-
-static bool bit_set(const uint64_t *w, uint32_t b)
-{
-	return w[b / 64] >> (b % 64) & 1;
-}
-
-/* The rules of a vector as text: "{0,2-5}". */
-static void print_vec(const struct plan_hook *h, uint32_t v, FILE *f)
-{
-	uint64_t *w = vec_dense(h, v);
-	bool first = true;
-
-	if (!w) {
-		fputc('?', f);
-		return;
-	}
 	fputc('{', f);
-	for (uint32_t b = 0; b < h->nrules; b++) {
-		uint32_t e = b;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t e = i;
 
-		if (!bit_set(w, b))
-			continue;
-		while (e + 1 < h->nrules && bit_set(w, e + 1))
+		while (e + 1 < n && v[e + 1] == v[e] + 1)
 			e++;
-		if (e == b)
-			fprintf(f, "%s%u", first ? "" : ",", b);
+		if (e == i)
+			fprintf(f, "%s%u", i ? "," : "", v[i]);
 		else
-			fprintf(f, "%s%u-%u", first ? "" : ",", b, e);
-		first = false;
-		b = e;
+			fprintf(f, "%s%u-%u", i ? "," : "", v[i], v[e]);
+		i = e;
 	}
 	fputc('}', f);
-	free(w);
 }
 
-/* The rules of a vector as a JSON array of rule bits. */
+/* The own rules of vector v (NULL when it has none: h->bits may be NULL). */
+static const uint32_t *vec_bits(const struct plan_hook *h, uint32_t v)
+{
+	return h->vecs[v].n ? h->bits + h->vecs[v].off : NULL;
+}
+
+static void print_vec(const struct plan_hook *h, uint32_t v, FILE *f)
+{
+	print_bits(vec_bits(h, v), h->vecs[v].n, f);
+}
+
+/* The wildcard rules of field fl (sorted, malloc'd into *out), their number. */
+static uint32_t wild_bits(const struct plan_hook *h, int fl, uint32_t **out)
+{
+	uint32_t n = 0;
+
+	*out = malloc((h->nrules ? h->nrules : 1) * sizeof(**out));
+	for (uint32_t b = 0; *out && b < h->nrules; b++)
+		if (h->wild[fl].w[b / 64] >> (b % 64) & 1)
+			(*out)[n++] = b;
+	return *out ? n : 0;
+}
+
+/* Under a table's header: its wildcards, which every entry also takes
+ * (nothing when there are none). dir: "in  " or "out " for the interface
+ * table, "" for the others. */
+static void print_wild(const struct plan_hook *h, int fl, const char *dir, FILE *f)
+{
+	uint32_t *v, n = wild_bits(h, fl, &v);
+
+	if (n) {
+		fprintf(f, "    %s(every entry) + ", dir);
+		print_bits(v, n, f);
+		fputs(": the rules that do not restrict it\n", f);
+	}
+	free(v);
+}
+
+static void json_bits(const uint32_t *v, uint32_t n, struct json *j)
+{
+	json_array_begin(j);
+	for (uint32_t i = 0; i < n; i++)
+		json_u64(j, v[i]);
+	json_array_end(j);
+}
+
+/* A vector's own rules as a JSON array (the field's wildcards are apart). */
 static void json_vec(const struct plan_hook *h, uint32_t v, struct json *j)
 {
-	uint64_t *w = vec_dense(h, v);
-
-	if (!w) {
-		json_null(j);
-		return;
-	}
-	json_array_begin(j);
-	for (uint32_t b = 0; b < h->nrules; b++)
-		if (bit_set(w, b))
-			json_u64(j, b);
-	json_array_end(j);
-	free(w);
+	json_bits(vec_bits(h, v), h->vecs[v].n, j);
 }
 
 static const char *families_str(uint8_t fam)
@@ -158,6 +174,7 @@ static void print_lpm(const struct plan_hook *h, int fi, uint8_t dir, FILE *f)
 
 	fprintf(f, "  %s %s prefixes (longest match wins):\n", policy_family_name(fi ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4),
 		dir ? "destination" : "source");
+	print_wild(h, dir ? NFB_F_DST : NFB_F_SRC, "", f);
 	for (uint32_t i = 0; i < h->nlpm[fi]; i++) {
 		if (h->lpm[fi][i].dir != dir)
 			continue;
@@ -188,6 +205,11 @@ static void print_hook_text(const struct plan_hook *h, int hk, FILE *f)
 	}
 	if (h->fields & (1u << NFB_F_IIF | 1u << NFB_F_OIF)) {
 		fprintf(f, "  interfaces:\n");
+		for (int d = 0; d < 2; d++) {
+			if (!(h->fields & (1u << (NFB_F_IIF + d))))
+				continue;
+			print_wild(h, NFB_F_IIF + d, d ? "out " : "in  ", f);
+		}
 		for (uint32_t i = 0; i < h->nifaces; i++) {
 			fprintf(f, "    %-3s %-15s -> ", h->ifaces[i].dir ? "out" : "in", h->ifaces[i].ifname);
 			print_vec(h, h->ifaces[i].vec, f);
@@ -207,11 +229,13 @@ static void print_hook_text(const struct plan_hook *h, int hk, FILE *f)
 				print_lpm(h, fi, dir, f);
 	if (h->fields & (1u << NFB_F_L4)) {
 		fprintf(f, "  destination ports and other l4 keys:\n");
+		print_wild(h, NFB_F_L4, "", f);
 		print_segs(h, h->ports, h->nports, true, 1, f);
 		print_segs(h, h->misc, h->nmisc, false, 0, f);
 	}
 	if (h->fields & (1u << NFB_F_SPORT)) {
 		fprintf(f, "  source ports:\n");
+		print_wild(h, NFB_F_SPORT, "", f);
 		print_segs(h, h->ports, h->nports, true, 0, f);
 		fprintf(f, "    %-20s -> ", "(no ports)");
 		print_vec(h, h->sport_none, f);
@@ -219,6 +243,7 @@ static void print_hook_text(const struct plan_hook *h, int hk, FILE *f)
 	}
 	if (h->fields & (1u << NFB_F_CT)) {
 		fprintf(f, "  conntrack states:\n");
+		print_wild(h, NFB_F_CT, "", f);
 		for (int s = 0; s < NFB_CT_MAX; s++) {
 			fprintf(f, "    %-20s -> ", ct_names[s]);
 			print_vec(h, h->ct[s], f);
@@ -446,6 +471,16 @@ static void json_hook(const struct plan_hook *h, int hk, struct json *j)
 	for (int i = 0; i < NFB_F_MAX; i++) {
 		json_key(j, field_names[i]);
 		json_vec(h, h->miss[i], j);
+	}
+	json_object_end(j);
+	json_key(j, "wildcards"); /* in every vector of the field, not repeated there */
+	json_object_begin(j);
+	for (int i = 0; i < NFB_F_MAX; i++) {
+		uint32_t *v, n = wild_bits(h, i, &v);
+
+		json_key(j, field_names[i]);
+		json_bits(v, n, j);
+		free(v);
 	}
 	json_object_end(j);
 	json_key(j, "ct");
