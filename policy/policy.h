@@ -9,6 +9,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "policy/diag/diag.h"
 
@@ -266,6 +267,9 @@ extern const char *const policy_nat_kind_names[];               /* by enum nat_k
 const char *policy_proto_name(int proto); /* "tcp", ..., or NULL */
 const char *policy_rate_unit(uint32_t per); /* "second", "minute", "hour" */
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
+/* " in X out Y from Z to W" as written, for those that are not any (NULL: none). */
+void policy_print_sides(FILE *f, const struct iface_match *in, const struct iface_match *out,
+			const struct addr_match *from, const struct addr_match *to);
 /* The same addresses, prefix by prefix in order, negated alike (any equals only any). */
 bool policy_addrs_equal(const struct addr_match *a, const struct addr_match *b);
 /* ICMP/ICMPv6 type names (nfbox's, and nftables' such as nd-neighbor-solicit

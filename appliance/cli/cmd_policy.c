@@ -8,6 +8,7 @@
 #include "engine/compile/plan.h"
 #include "nft/build.h"
 #include "nft/print.h"
+#include "policy/diff/diff.h"
 #include "policy/policy.h"
 
 static void hooks_text(const struct policy *p, char *buf, size_t len)
@@ -159,4 +160,39 @@ const struct cli_cmd cli_cmd_plan = {
 	.opts = plan_opts,
 	.args_size = sizeof(struct plan_args),
 	.run = run_plan,
+};
+
+/* `nfbox diff OLD NEW`: what changes in meaning, by name. Exit status as
+ * diff(1): 0 the same, 1 different, 2 trouble (an invalid policy). */
+static int run_diff(void *args, int argc, char **argv)
+{
+	struct policy *p[2] = { NULL, NULL };
+	struct diags d;
+	unsigned long n = 0;
+	int r = 0;
+
+	(void)args;
+	(void)argc;
+	diags_init(&d);
+	for (int i = 0; i < 2 && r == 0; i++)
+		r = policy_load(argv[i], &d, &p[i]);
+	if (r < 0) /* warnings are validate's business; errors stop the diff */
+		diags_print(&d, stderr, cli_color(stderr));
+	if (r == 0)
+		n = policy_diff(p[0], p[1], stdout);
+	policy_free(p[0]);
+	policy_free(p[1]);
+	diags_free(&d);
+	if (r < 0)
+		return EXIT_USAGE;
+	return n ? 1 : 0;
+}
+
+const struct cli_cmd cli_cmd_diff = {
+	.name = "diff",
+	.summary = "what changes in meaning from one policy to another, by name",
+	.operands = "OLD NEW",
+	.min_operands = 2,
+	.max_operands = 2,
+	.run = run_diff,
 };

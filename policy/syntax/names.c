@@ -150,6 +150,19 @@ const char *policy_icmp_type_name(int type, bool v6)
 	return NULL;
 }
 
+void policy_print_sides(FILE *f, const struct iface_match *in, const struct iface_match *out,
+			const struct addr_match *from, const struct addr_match *to)
+{
+	if (in && !in->any)
+		fprintf(f, " in %s", in->what);
+	if (out && !out->any)
+		fprintf(f, " out %s", out->what);
+	if (from && !from->any)
+		fprintf(f, " from %s", from->what);
+	if (to && !to->any)
+		fprintf(f, " to %s", to->what);
+}
+
 bool policy_addrs_equal(const struct addr_match *a, const struct addr_match *b)
 {
 	if (a->any || b->any)

@@ -89,6 +89,25 @@ YAML
 jcheck plan-json-capture-comment "$tmp/cap.yaml" \
 	'p["captures"][0]["name"] == "jumbo" and p["captures"][0]["proto"] == 17 and p["captures"][0]["min_length"] == 1500 and p["hooks"][0]["rules"][0]["comment"] == "a note for people"'
 
+# nfbox diff OLD NEW: golden/diff/X.old.yaml and X.new.yaml must give X.diff
+# exactly, exit 1 when it is not empty; a policy against itself exits 0.
+for f in tests/unit/golden/diff/*.old.yaml; do
+	n=$(basename "$f" .old.yaml)
+	"$NFBOX" diff "$f" "${f%.old.yaml}.new.yaml" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" -ne 1 ]; then
+		t_fail "diff-$n" "exit status $rc, expected 1: $(head -n 3 "$tmp/err")"
+	else
+		compare "diff-$n" "${f%.old.yaml}.diff" "$tmp/out"
+	fi
+	"$NFBOX" diff "$f" "$f" >"$tmp/out" 2>&1
+	rc=$?
+	if [ "$rc" -eq 0 ] && [ ! -s "$tmp/out" ]; then t_ok "diff-self-$n"; else t_fail "diff-self-$n" "exit $rc: $(head -n 3 "$tmp/out")"; fi
+done
+"$NFBOX" diff tests/unit/golden/valid/ports.yaml tests/unit/golden/invalid/unknown-refs.yaml >"$tmp/out" 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "unknown set 'offce'" "$tmp/out"; then t_ok diff-invalid-policy; else t_fail diff-invalid-policy "exit $rc: $(head -n 3 "$tmp/out")"; fi
+
 # Warnings alone do not fail without --strict.
 for n in host-bits shadowed; do
 	t_check "warnings-pass-$n" "$NFBOX" validate --quiet tests/unit/golden/invalid/$n.yaml 2>/dev/null

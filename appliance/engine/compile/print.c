@@ -98,14 +98,7 @@ static const char *families_str(uint8_t fam)
 
 static void rule_summary(const struct rule *r, FILE *f)
 {
-	if (!r->in.any)
-		fprintf(f, " in %s", r->in.what);
-	if (!r->out.any)
-		fprintf(f, " out %s", r->out.what);
-	if (!r->from.any)
-		fprintf(f, " from %s", r->from.what);
-	if (!r->to.any)
-		fprintf(f, " to %s", r->to.what);
+	policy_print_sides(f, &r->in, &r->out, &r->from, &r->to);
 	if (r->proto >= 0) {
 		const char *pn = policy_proto_name(r->proto);
 
