@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "policy/diag/diag.h"
 
@@ -17,6 +18,7 @@
 #define POLICY_MAX_RULES 65536          /* per hook */
 #define POLICY_MAX_PREFIXES 2000000u    /* set and inline prefixes, all sets together */
 #define POLICY_MAX_GROUP_IFACES 4096
+#define POLICY_MAX_IFACE_WILDCARDS 63   /* in one in: or out: */
 #define POLICY_MAX_SERVICE_ENTRIES 65536
 #define POLICY_MAX_NAME 64
 #define POLICY_IFNAMSIZ 16
@@ -267,6 +269,16 @@ extern const char *const policy_nat_kind_names[];               /* by enum nat_k
 const char *policy_proto_name(int proto); /* "tcp", ..., or NULL */
 const char *policy_rate_unit(uint32_t per); /* "second", "minute", "hour" */
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
+/* Interface names: "eth0", or a wildcard "eth*" (every name that starts
+ * with "eth", as nftables writes it). */
+static inline bool policy_ifname_wild(const char *pat)
+{
+	size_t n = strlen(pat);
+
+	return n && pat[n - 1] == '*';
+}
+/* Whether interface name (itself a name or a wildcard) falls under pat. */
+bool policy_ifname_match(const char *pat, const char *name);
 /* " in X out Y from Z to W" as written, for those that are not any (NULL: none). */
 void policy_print_sides(FILE *f, const struct iface_match *in, const struct iface_match *out,
 			const struct addr_match *from, const struct addr_match *to);

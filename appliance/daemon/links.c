@@ -34,7 +34,7 @@ uint32_t links_missing(const struct plan *pl, const char **out, uint32_t max)
 		for (uint32_t i = 0; i < pl->hook[hk].nifaces && n < max; i++) {
 			const char *name = pl->hook[hk].ifaces[i].ifname;
 
-			if (!listed(out, n, name) && !if_nametoindex(name))
+			if (!policy_ifname_wild(name) && !listed(out, n, name) && !if_nametoindex(name))
 				out[n++] = name;
 		}
 	return n;

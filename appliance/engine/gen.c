@@ -188,28 +188,74 @@ out:
 	return r;
 }
 
-/* Interfaces are named in the policy and resolved now, in this namespace;
- * one that does not exist is reported and matches nothing until a reload. */
-static int fill_ifaces(int fd, const struct plan *pl, const struct plan_blob *b, struct diags *d)
+/* The map entries the plan wants for the interfaces there are now, in this
+ * namespace: each gets the entry of its own name, else of the longest
+ * wildcard it falls under ("eth*"); interfaces of no entry are left out (the
+ * classifier's miss vector). A named interface that does not exist is
+ * reported (warn != NULL) and matches nothing until it appears: the link
+ * monitor calls engine_ifaces_refresh() then. */
+struct iface_want {
+	struct nfb_iface_key *k;
+	uint32_t *loc;
+	uint32_t n;
+};
+
+static int iface_wanted(const struct plan *pl, const struct plan_blob *b, struct iface_want *w, struct diags *warn)
 {
+	struct if_nameindex *all = if_nameindex(), *it;
+	uint32_t nall = 0, cap;
+
+	memset(w, 0, sizeof(*w));
+	if (!all)
+		return -errno;
+	for (it = all; it->if_index; it++)
+		nall++;
+	cap = (nall ? nall : 1) * NFB_HOOK_MAX * 2;
+	w->k = calloc(cap, sizeof(*w->k));
+	w->loc = calloc(cap, sizeof(*w->loc));
+	if (!w->k || !w->loc) {
+		if_freenameindex(all);
+		return -ENOMEM;
+	}
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
 		const struct plan_hook *h = &pl->hook[hk];
 
-		for (uint32_t i = 0; i < h->nifaces; i++) {
-			struct nfb_iface_key k = { .hook = (uint8_t)hk, .dir = h->ifaces[i].dir };
+		for (uint8_t dir = 0; h->nifaces && dir < 2; dir++) {
+			for (it = all; it->if_index; it++) {
+				int64_t j = plan_iface_find(h, dir, it->if_name);
 
-			k.ifindex = if_nametoindex(h->ifaces[i].ifname);
-			if (!k.ifindex) {
-				diag_warn(d, DIAG_NOWHERE,
+				if (j < 0)
+					continue;
+				w->k[w->n] = (struct nfb_iface_key){ .hook = (uint8_t)hk, .dir = dir, .ifindex = it->if_index };
+				w->loc[w->n++] = b->loc[hk][h->ifaces[j].vec];
+			}
+		}
+		for (uint32_t i = 0; warn && i < h->nifaces; i++)
+			if (!policy_ifname_wild(h->ifaces[i].ifname) && !if_nametoindex(h->ifaces[i].ifname))
+				diag_warn(warn, DIAG_NOWHERE,
 					  "interface %s does not exist (yet): rules naming it match nothing until it appears",
 					  h->ifaces[i].ifname);
-				continue;
-			}
-			if (bpf_map_update_elem(fd, &k, &b->loc[hk][h->ifaces[i].vec], BPF_ANY) < 0)
-				return -errno;
-		}
 	}
+	if_freenameindex(all);
 	return 0;
+}
+
+static void iface_want_free(struct iface_want *w)
+{
+	free(w->k);
+	free(w->loc);
+}
+
+static int fill_ifaces(int fd, const struct plan *pl, const struct plan_blob *b, struct diags *d)
+{
+	struct iface_want w;
+	int r = iface_wanted(pl, b, &w, d);
+
+	for (uint32_t i = 0; !r && i < w.n; i++)
+		if (bpf_map_update_elem(fd, &w.k[i], &w.loc[i], BPF_ANY) < 0)
+			r = -errno;
+	iface_want_free(&w);
+	return r;
 }
 
 static void gen_cfg(struct nfb_gen_cfg *c, const struct plan *pl, const struct plan_blob *b,
@@ -360,34 +406,18 @@ static int drop_stale(int fd, const struct nfb_iface_key *want, uint32_t n)
 
 int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct plan_blob *b)
 {
-	struct nfb_iface_key *want;
-	uint32_t n = 0, cap = 0;
-	int fd, r = 0;
+	struct iface_want w;
+	int fd, r;
 
-	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
-		cap += pl->hook[hk].nifaces;
 	if ((fd = active_iface_map(e)) < 0)
 		return fd;
-	if (!(want = calloc(cap ? cap : 1, sizeof(*want)))) {
-		close(fd);
-		return -ENOMEM;
-	}
-	for (int hk = 0; hk < NFB_HOOK_MAX && !r; hk++) {
-		const struct plan_hook *h = &pl->hook[hk];
-
-		for (uint32_t i = 0; i < h->nifaces && !r; i++) {
-			struct nfb_iface_key k = { .hook = (uint8_t)hk, .dir = h->ifaces[i].dir };
-
-			if (!(k.ifindex = if_nametoindex(h->ifaces[i].ifname)))
-				continue;
-			want[n++] = k;
-			if (bpf_map_update_elem(fd, &k, &b->loc[hk][h->ifaces[i].vec], BPF_ANY) < 0)
-				r = -errno;
-		}
-	}
+	r = iface_wanted(pl, b, &w, NULL);
+	for (uint32_t i = 0; !r && i < w.n; i++)
+		if (bpf_map_update_elem(fd, &w.k[i], &w.loc[i], BPF_ANY) < 0)
+			r = -errno;
 	if (!r)
-		r = drop_stale(fd, want, n);
-	free(want);
+		r = drop_stale(fd, w.k, w.n);
+	iface_want_free(&w);
 	close(fd);
 	return r;
 }

@@ -83,28 +83,96 @@ static void match_nfproto(struct nfr_rule *r, uint8_t fam)
 
 /* ---- interfaces and addresses ---- */
 
+#define NFR_MAX_ALTS (POLICY_MAX_IFACE_WILDCARDS + 1) /* the wildcards of one in: or out:, and the names */
+
+/* The names of im: one compare, or a set of the names. A wildcard ("eth*")
+ * is its own compare of the name's beginning, as nft does it: with neg,
+ * each is one more condition (none of them); a positive list with a
+ * wildcard is split into alternatives by the caller (iface_alts). */
 static void match_ifaces(struct ctx *c, struct nfr_rule *r, const struct iface_match *im, bool out, bool neg)
 {
 	struct nfr_match *m;
-	struct nfr_set *s;
+	struct nfr_set *s = NULL;
+	uint32_t exact = 0, last = 0;
 
 	if (im->any)
 		return;
+	for (uint32_t i = 0; i < im->n; i++) {
+		if (policy_ifname_wild(im->ifnames[i])) {
+			m = m_add(r, out ? NFR_M_OIFNAME : NFR_M_IIFNAME);
+			m->neg = neg;
+			memcpy(m->ifname, im->ifnames[i], sizeof(m->ifname));
+		} else {
+			exact++;
+			last = i;
+		}
+	}
+	if (!exact)
+		return;
 	m = m_add(r, out ? NFR_M_OIFNAME : NFR_M_IIFNAME);
 	m->neg = neg;
-	if (im->n == 1) {
-		memcpy(m->ifname, im->ifnames[0], sizeof(m->ifname));
+	if (exact == 1) {
+		memcpy(m->ifname, im->ifnames[last], sizeof(m->ifname));
 		return;
 	}
-	if (!(s = nfr_set_new(c->t, NULL, NFR_KEY_IFNAME, false)))
-		return;
 	for (uint32_t i = 0; i < im->n; i++) {
 		uint8_t key[16] = { 0 };
 
+		if (policy_ifname_wild(im->ifnames[i]) || (!s && !(s = nfr_set_new(c->t, NULL, NFR_KEY_IFNAME, false))))
+			continue;
 		memcpy(key, im->ifnames[i], strnlen(im->ifnames[i], sizeof(key)));
 		nfr_set_add(c->t, s, key, NULL);
 	}
 	m->set = s;
+}
+
+/* A positive interface list with wildcards matches when any entry does:
+ * nftables gets one rule per alternative (the exact names together, then
+ * each wildcard alone). Otherwise the list itself is the one alternative.
+ * Writes into alts (their names malloc'd: iface_alts_free) and returns how
+ * many; 0 when out of memory. */
+static uint32_t iface_alts(const struct iface_match *im, struct iface_match *alts, uint32_t max)
+{
+	uint32_t n = 0, wild = 0, exact;
+
+	for (uint32_t i = 0; !im->any && i < im->n; i++)
+		wild += policy_ifname_wild(im->ifnames[i]);
+	exact = im->any ? 0 : im->n - wild;
+	for (uint32_t a = 0; a < max; a++)
+		alts[a] = (struct iface_match){ .any = im->any, .neg = im->neg, .what = im->what };
+	if (!wild || im->neg) {
+		if (!im->n)
+			return 1;
+		if (!(alts[0].ifnames = malloc(im->n * sizeof(*im->ifnames))))
+			return 0;
+		memcpy(alts[0].ifnames, im->ifnames, im->n * sizeof(*im->ifnames));
+		alts[0].n = im->n;
+		return 1;
+	}
+	if (exact && !(alts[n++].ifnames = malloc(exact * sizeof(*im->ifnames))))
+		return 0;
+	for (uint32_t i = 0; i < im->n; i++) {
+		struct iface_match *a;
+
+		if (!policy_ifname_wild(im->ifnames[i])) {
+			memcpy(alts[0].ifnames[alts[0].n++], im->ifnames[i], sizeof(*im->ifnames));
+			continue;
+		}
+		if (n == max)
+			break;
+		a = &alts[n++];
+		if (!(a->ifnames = malloc(sizeof(*im->ifnames))))
+			return 0;
+		memcpy(a->ifnames[0], im->ifnames[i], sizeof(*im->ifnames));
+		a->n = 1;
+	}
+	return n;
+}
+
+static void iface_alts_free(struct iface_match *alts, uint32_t max)
+{
+	for (uint32_t a = 0; a < max; a++)
+		free(alts[a].ifnames);
 }
 
 /* The last address of a prefix (every host bit set). */
@@ -464,8 +532,26 @@ static void filter_rule(struct ctx *c, const struct rule *ru, enum policy_hook h
 	nft_rule_counter_name(e.counter, sizeof(e.counter), h, ru->name);
 	snprintf(e.what, sizeof(e.what), "rule '%s' (%s)", ru->name, policy_hook_name(h));
 	counter(c, e.counter);
-	rule_head(c, &r, ru, fam);
-	emit_l4(&e, &r, frag_chain);
+	/* positive interface lists with wildcards: one rule per alternative */
+	{
+		struct iface_match in[NFR_MAX_ALTS], out[NFR_MAX_ALTS];
+		uint32_t nin = iface_alts(&ru->in, in, NFR_MAX_ALTS), nout = iface_alts(&ru->out, out, NFR_MAX_ALTS);
+		struct rule alt = *ru;
+
+		for (uint32_t i = 0; i < nin; i++) {
+			for (uint32_t o = 0; o < nout; o++) {
+				struct nfr_rule one = r;
+
+				alt.in = in[i];
+				alt.out = out[o];
+				e.ru = &alt;
+				rule_head(c, &one, &alt, fam);
+				emit_l4(&e, &one, frag_chain);
+			}
+		}
+		iface_alts_free(in, NFR_MAX_ALTS);
+		iface_alts_free(out, NFR_MAX_ALTS);
+	}
 }
 
 static void default_rule(struct ctx *c, enum policy_hook h, uint32_t chain)
@@ -512,9 +598,17 @@ static bool iface_eq(const struct iface_match *a, const struct iface_match *b)
 	return true;
 }
 
+static bool has_wildcard(const struct iface_match *m)
+{
+	for (uint32_t i = 0; !m->any && i < m->n; i++)
+		if (policy_ifname_wild(m->ifnames[i]))
+			return true;
+	return false;
+}
+
 static bool mergeable(const struct rule *r)
 {
-	return (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && !r->nicmp &&
+	return !has_wildcard(&r->in) && !has_wildcard(&r->out) && (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && !r->nicmp &&
 	       !r->service.any && r->sport.any;
 }
 

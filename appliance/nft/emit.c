@@ -235,6 +235,10 @@ static void m_ifname(struct nftnl_rule *r, const struct nfr_match *m)
 		return;
 	}
 	memcpy(name, m->ifname, strnlen(m->ifname, sizeof(name)));
+	if (policy_ifname_wild(m->ifname)) { /* "eth*": its beginning, as nft compares it */
+		e_cmp(r, m->neg ? NFT_CMP_NEQ : NFT_CMP_EQ, name, (uint32_t)strlen(m->ifname) - 1);
+		return;
+	}
 	e_cmp(r, m->neg ? NFT_CMP_NEQ : NFT_CMP_EQ, name, sizeof(name));
 }
 

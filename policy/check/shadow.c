@@ -59,10 +59,20 @@ static bool addr_covers(const struct addr_match *a, const struct addr_match *b)
 	return prefixes_within(b, a);
 }
 
+/* name (an interface or a wildcard) is wholly inside m's entries. */
 static bool iface_listed(const struct iface_match *m, const char *name)
 {
 	for (uint32_t j = 0; j < m->n; j++)
-		if (strcmp(m->ifnames[j], name) == 0)
+		if (policy_ifname_match(m->ifnames[j], name))
+			return true;
+	return false;
+}
+
+/* name and m's entries have an interface in common. */
+static bool iface_meets(const struct iface_match *m, const char *name)
+{
+	for (uint32_t j = 0; j < m->n; j++)
+		if (policy_ifname_match(m->ifnames[j], name) || policy_ifname_match(name, m->ifnames[j]))
 			return true;
 	return false;
 }
@@ -79,8 +89,8 @@ static bool iface_covers(const struct iface_match *a, const struct iface_match *
 				return false;
 		return true;
 	}
-	for (uint32_t i = 0; i < b->n; i++) /* each of B in A (not in A, when negated) */
-		if (iface_listed(a, b->ifnames[i]) == a->neg)
+	for (uint32_t i = 0; i < b->n; i++) /* each of B in A (outside A, when negated) */
+		if (a->neg ? iface_meets(a, b->ifnames[i]) : !iface_listed(a, b->ifnames[i]))
 			return false;
 	return true;
 }

@@ -66,7 +66,7 @@ static void capture_conflicts(struct lx *x, const struct capture_conf *c, const 
 
 static void capture_ifname(struct lx *x, const struct ynode *v, char *out, const char *what)
 {
-	if (!lx_is(x, v, YNODE_SCALAR, what) || !lx_check_ifname(x, v))
+	if (!lx_is(x, v, YNODE_SCALAR, what) || !lx_check_ifname_in(x, v, false))
 		return;
 	strcpy(out, v->str);
 }

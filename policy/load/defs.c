@@ -47,18 +47,30 @@ struct service *lx_find_service(struct lx *x, const char *name)
 	return i == UINT32_MAX ? NULL : &x->p->services[i];
 }
 
-/* An interface name as Linux takes it. nftables' wildcards ('eth*') and
- * iptables' ('eth+') are not matched by nfbox yet: refused, not taken as
- * literal names that would never exist. */
-bool lx_check_ifname(struct lx *x, const struct ynode *n)
+/* An interface name as Linux takes it, or a wildcard as nftables writes
+ * it ('eth*': every interface whose name starts with "eth"). iptables'
+ * 'eth+' is refused with the spelling to use, not taken as a literal name
+ * that would never exist. wild: whether a wildcard may stand here. */
+bool lx_check_ifname_in(struct lx *x, const struct ynode *n, bool wild)
 {
 	size_t len = strlen(n->str);
 
-	if (len && (n->str[len - 1] == '*' || n->str[len - 1] == '+')) {
-		diag_error(x->d, n->loc,
-			   "'%s' is an interface wildcard, which nfbox does not match yet; list the interfaces by name",
-			   n->str);
+	if (len && n->str[len - 1] == '+') {
+		diag_error(x->d, n->loc, "'%s' is iptables' wildcard; nfbox writes it as nftables does: '%.*s*' (quoted)",
+			   n->str, (int)len - 1, n->str);
 		return false;
+	}
+	if (len && n->str[len - 1] == '*') {
+		if (!wild) {
+			diag_error(x->d, n->loc, "'%s': an interface wildcard cannot stand here; name one interface", n->str);
+			return false;
+		}
+		if (len == 1 || strchr(n->str, '*') != n->str + len - 1) {
+			diag_error(x->d, n->loc,
+				   "'%s': a wildcard is a name's beginning and one '*' at its end, e.g. 'eth*' ('any' takes every interface)",
+				   n->str);
+			return false;
+		}
 	}
 	if (!parse_valid_ifname(n->str)) {
 		diag_error(x->d, n->loc,
@@ -67,6 +79,11 @@ bool lx_check_ifname(struct lx *x, const struct ynode *n)
 		return false;
 	}
 	return true;
+}
+
+bool lx_check_ifname(struct lx *x, const struct ynode *n)
+{
+	return lx_check_ifname_in(x, n, true);
 }
 
 /* The group that lists interface ifname, or NULL. */

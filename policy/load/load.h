@@ -15,7 +15,8 @@ struct addr_set *lx_find_set(struct lx *x, const char *name);
 struct service *lx_find_service(struct lx *x, const char *name);
 struct iface_group *lx_find_group(struct lx *x, const char *name);
 struct iface_group *lx_group_member(struct lx *x, const char *ifname);
-bool lx_check_ifname(struct lx *x, const struct ynode *n); /* reports a bad name */
+bool lx_check_ifname(struct lx *x, const struct ynode *n); /* reports a bad name; takes 'eth*' */
+bool lx_check_ifname_in(struct lx *x, const struct ynode *n, bool wild);
 
 /* Matches used by rules, NAT and capture (match.c). */
 void lx_addr_match(struct lx *x, const struct ynode *n, const char *what, struct addr_match *m);
@@ -25,6 +26,7 @@ void lx_port_list(struct lx *x, const struct ynode *n, void (*add)(struct lx *, 
 		  void *arg);
 /* An error where a negated match (neg) is not taken. */
 void lx_no_negation(struct lx *x, const struct ynode *n, bool neg, const char *where);
+void lx_no_wildcard(struct lx *x, const struct ynode *n, const struct iface_match *m, const char *where);
 int lx_addresses(struct lx *x, const char *text, struct loc loc,
 		 bool (*add)(struct lx *, const struct prefix *, void *), void *arg);
 

@@ -213,7 +213,7 @@ static void iface_item(struct lx *x, const struct ynode *n, void *arg)
 	if (!lx_check_ifname(x, n))
 		return;
 	iface_append(m, n->str);
-	if (!lx_group_member(x, n->str)) {
+	if (!policy_ifname_wild(n->str) && !lx_group_member(x, n->str)) {
 		const char **names = collect_names(x, 2);
 		const char *near = names ? diag_closest(n->str, names) : NULL;
 
@@ -234,6 +234,15 @@ void lx_iface_match(struct lx *x, const struct ynode *n, const char *what, struc
 	}
 	m->what = lx_describe(n);
 	lx_each_scalar(x, n, what, iface_item, m);
+	{
+		uint32_t wild = 0;
+
+		for (uint32_t i = 0; i < m->n; i++)
+			wild += policy_ifname_wild(m->ifnames[i]);
+		if (wild > POLICY_MAX_IFACE_WILDCARDS)
+			diag_error(x->d, n->loc, "%s has %u interface wildcards; at most %d (use a group of names)", what,
+				   wild, POLICY_MAX_IFACE_WILDCARDS);
+	}
 	if (m->any) {
 		free(m->ifnames);
 		m->ifnames = NULL;
@@ -337,4 +346,15 @@ void lx_no_negation(struct lx *x, const struct ynode *n, bool neg, const char *w
 	if (n && neg)
 		diag_error(x->d, n->loc,
 			   "negation ('!') is taken in rules only, not in %s yet; list what to match instead", where);
+}
+
+void lx_no_wildcard(struct lx *x, const struct ynode *n, const struct iface_match *m, const char *where)
+{
+	for (uint32_t i = 0; n && i < m->n; i++) {
+		if (policy_ifname_wild(m->ifnames[i])) {
+			diag_error(x->d, n->loc, "interface wildcard '%s' is taken in rules only, not in %s yet; name the interfaces",
+				   m->ifnames[i], where);
+			return;
+		}
+	}
 }

@@ -113,8 +113,10 @@ static void load_nat_one(struct lx *x, const struct ynode *item)
 	nr->hairpin = nr->kind == NAT_FORWARD_PORT;
 	lx_iface_match(x, ynode_get(v, "in"), "in", &nr->in);
 	lx_no_negation(x, ynode_get(v, "in"), nr->in.neg, "nat");
+	lx_no_wildcard(x, ynode_get(v, "in"), &nr->in, "nat");
 	lx_iface_match(x, ynode_get(v, "out"), "out", &nr->out);
 	lx_no_negation(x, ynode_get(v, "out"), nr->out.neg, "nat");
+	lx_no_wildcard(x, ynode_get(v, "out"), &nr->out, "nat");
 	lx_port_match(x, ynode_get(v, "service"), "service", &nr->service);
 	/* Port 0 is no port a connection can be made to: a rule that forwards
 	 * or redirects it would never apply. */

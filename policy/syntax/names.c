@@ -150,6 +150,16 @@ const char *policy_icmp_type_name(int type, bool v6)
 	return NULL;
 }
 
+bool policy_ifname_match(const char *pat, const char *name)
+{
+	size_t n = strlen(pat);
+
+	if (!policy_ifname_wild(pat))
+		return !strcmp(pat, name);
+	/* "eth*" takes "eth0" and the narrower wildcard "eth1*", not "et*" */
+	return strlen(name) >= n - 1 && !strncmp(pat, name, n - 1);
+}
+
 void policy_print_sides(FILE *f, const struct iface_match *in, const struct iface_match *out,
 			const struct addr_match *from, const struct addr_match *to)
 {

@@ -68,9 +68,10 @@ def gen_policy(r):
         hook = r.choice(["forward", "forward", "input", "[forward, input]"])
         rule["hook"] = hook
         if r.random() < 0.4:
-            rule["in"] = r.choice(["lan", "dmz", "lan0", "[lan, dmz]", '"!lan"', '["!lan0", "!dmz"]'])
+            rule["in"] = r.choice(["lan", "dmz", "lan0", "[lan, dmz]", '"!lan"', '["!lan0", "!dmz"]', '"lan*"',
+                                   '[dmz, "wan*"]', '"!lan*"'])
         if hook == "forward" and r.random() < 0.3:
-            rule["out"] = r.choice(["wan", "up1", "wan0", '"!wan"'])
+            rule["out"] = r.choice(["wan", "up1", "wan0", '"!wan"', '"wan*"', '["wan1*", lan0]'])
         for key in ("from", "to"):
             if r.random() < 0.45:
                 neg = "!" if r.random() < 0.25 else ""

@@ -50,7 +50,7 @@ static bool iface_ok(const struct iface_match *m, const char *name)
 	if (m->any)
 		return true;
 	for (uint32_t i = 0; name && i < m->n && !listed; i++)
-		listed = !strcmp(m->ifnames[i], name);
+		listed = policy_ifname_match(m->ifnames[i], name);
 	return listed != m->neg;
 }
 
@@ -168,8 +168,9 @@ static void policy_head(FILE *f, const struct ref_policy_opts *o)
 char *ref_random_policy(const struct ref_policy_opts *o, size_t *len)
 {
 	const char *const *ifs = o->ifaces ? o->ifaces : default_ifaces;
-	/* Groups by name, and one interface by its own name (it is in group dmz). */
-	const char *const iface_pool[] = { "lan", "wan", ifs[3] };
+	/* Groups by name, one interface by its own name (it is in group dmz),
+	 * and a wildcard ("lan*": lan0 and lan1 of the default names). */
+	const char *const iface_pool[] = { "lan", "wan", ifs[3], "lan*" };
 	char *buf = NULL;
 	FILE *f = open_memstream(&buf, len);
 	long state_ok;

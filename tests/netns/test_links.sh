@@ -3,7 +3,8 @@
 # interface the policy names that appears later (here: wan0 renamed to
 # uplink9) is matched at once, one renamed away is not, and one deleted and
 # created again under its name (a new ifindex) stays in its rules. `status`
-# lists the policy's interfaces that do not exist.
+# lists the policy's interfaces that do not exist. A wildcard ("upl*") takes
+# an interface that appears under it later, and is never "missing".
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
@@ -25,6 +26,7 @@ YAML
 }
 policy "$NS_TMP/later.yaml" uplink9
 policy "$NS_TMP/wan.yaml" wan0
+policy "$NS_TMP/wild.yaml" '"upl*"'
 
 passes() { # wait up to 2 s for the verdict to change
 	for _ in 1 2 3 4; do
@@ -66,4 +68,14 @@ in_s ip route add default via $A4W
 new=$(in_a cat /sys/class/net/wan0/ifindex)
 [ "$old" != "$new" ] || t_fail recreate "the new wan0 has the old ifindex $old: nothing to check"
 passes && t_ok recreated-keeps-its-rules || t_fail recreated-keeps-its-rules "tcp/80 blocked after wan0 came back as ifindex $new (was $old)"
+nfbox_stop
+
+# A wildcard: nothing under it at start, then an interface renamed into it.
+nfbox_start "$NS_TMP/wild.yaml" || { t_fail start-wild "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+blocked && t_ok wildcard-nothing-under-it || t_fail wildcard-nothing-under-it "tcp/80 passed with no upl* interface"
+nfbox_ctl status | grep -q "^missing:" && t_fail wildcard-never-missing "$(nfbox_ctl status)" || t_ok wildcard-never-missing
+rename wan0 uplink7
+passes && t_ok wildcard-takes-new-interface || t_fail wildcard-takes-new-interface "tcp/80 blocked after uplink7 appeared under upl*"
+rename uplink7 wan0
+blocked && t_ok wildcard-lets-go || t_fail wildcard-lets-go "tcp/80 passed after uplink7 became wan0"
 t_done

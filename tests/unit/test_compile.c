@@ -16,12 +16,12 @@
 #include "engine/compile/plan.h"
 #include "tests/lib/ref.h"
 
+/* As the engine resolves an interface (gen.c): its entry, else the miss vector. */
 static uint32_t lookup_iface(const struct plan_hook *h, uint8_t dir, const char *name)
 {
-	for (uint32_t i = 0; name && i < h->nifaces; i++)
-		if (h->ifaces[i].dir == dir && !strcmp(h->ifaces[i].ifname, name))
-			return h->ifaces[i].vec;
-	return h->miss[dir ? NFB_F_OIF : NFB_F_IIF];
+	int64_t j = name ? plan_iface_find(h, dir, name) : -1;
+
+	return j >= 0 ? h->ifaces[j].vec : h->miss[dir ? NFB_F_OIF : NFB_F_IIF];
 }
 
 static bool prefix_has(const struct prefix *p, uint8_t fam, const uint8_t *a)

@@ -194,8 +194,10 @@ static int compile_ifaces(struct plan_hook *h, uint8_t dir)
 			const struct iface_match *m = dir ? &h->rules[b]->out : &h->rules[b]->in;
 			bool listed = false;
 
+			/* a wildcard entry stands for the interfaces under it
+			 * that have no entry of their own */
 			for (uint32_t i = 0; !m->any && i < m->n && !listed; i++)
-				listed = strcmp(m->ifnames[i], h->ifaces[j].ifname) == 0;
+				listed = policy_ifname_match(m->ifnames[i], h->ifaces[j].ifname);
 			if (!m->any && listed != m->neg && bitlist_push(&l, b) < 0) {
 				free(l.v);
 				return -ENOMEM;
@@ -225,6 +227,26 @@ static int compile_ifaces(struct plan_hook *h, uint8_t dir)
 			return -ENOMEM;
 	}
 	return 0;
+}
+
+int64_t plan_iface_find(const struct plan_hook *h, uint8_t dir, const char *ifname)
+{
+	int64_t best = -1;
+	size_t best_len = 0;
+
+	for (uint32_t j = 0; j < h->nifaces; j++) {
+		const char *e = h->ifaces[j].ifname;
+
+		if (h->ifaces[j].dir != dir || !policy_ifname_match(e, ifname))
+			continue;
+		if (!policy_ifname_wild(e))
+			return j; /* its own entry */
+		if (best < 0 || strlen(e) > best_len) {
+			best = j;
+			best_len = strlen(e);
+		}
+	}
+	return best;
 }
 
 /* Prefix entries of one family and direction, before resolution. */

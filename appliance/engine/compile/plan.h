@@ -70,6 +70,11 @@ struct plan {
 	struct plan_hook hook[NFB_HOOK_MAX];
 };
 
+/* The interface entry of hook h (direction dir) that interface ifname gets:
+ * its own, else the longest wildcard it falls under; -1 for none (the
+ * miss vector). */
+int64_t plan_iface_find(const struct plan_hook *h, uint8_t dir, const char *ifname);
+
 /* Compile p into *out. Returns 0 or -ENOMEM. */
 int plan_compile(const struct policy *p, struct plan **out);
 void plan_free(struct plan *pl);
