@@ -311,6 +311,43 @@ static int on_alias(struct builder *b, const yaml_event_t *ev)
 	return attach(b, target);
 }
 
+static bool has(const char *s, const char *part)
+{
+	return s && strstr(s, part);
+}
+
+/* libyaml's commonest complaints, in the words of what to fix; the place
+ * where the unclosed thing opened is libyaml's context mark. */
+static bool plain_words(struct builder *b, const yaml_parser_t *p, const char *at, const char *end, struct loc loc,
+			const char *hint)
+{
+	unsigned open_line = (unsigned)p->context_mark.line + 1, open_col = (unsigned)p->context_mark.column + 1;
+
+	if (has(p->problem, "cannot start any token") && at < end && *at == '\t') {
+		diag_error(b->d, loc, "a tab in the indentation: YAML indents with spaces only");
+	} else if (has(p->problem, "expected ',' or ']'")) {
+		diag_error(b->d, loc, "the '[' at line %u, column %u is not closed: a ']' (or a ',' between entries) is missing before this%s",
+			   open_line, open_col, hint);
+	} else if (has(p->problem, "expected ',' or '}'")) {
+		diag_error(b->d, loc, "the '{' at line %u, column %u is not closed: a '}' (or a ',' between entries) is missing before this%s",
+			   open_line, open_col, hint);
+	} else if (has(p->problem, "end of stream") && has(p->context, "quoted scalar")) {
+		/* at the quote itself: the end of the file says nothing */
+		diag_error(b->d, mark_loc(b, p->context_mark), "this quote is not closed (the file ends inside it)");
+	} else if (has(p->problem, "expected '-' indicator") || has(p->problem, "did not find expected key")) {
+		diag_error(b->d, loc,
+			   "this line's indentation does not fit the %s that starts at line %u: its entries line up under one another%s",
+			   has(p->problem, "'-'") ? "list" : "mapping", open_line, hint);
+	} else if (has(p->problem, "mapping values are not allowed")) {
+		diag_error(b->d, loc,
+			   "a ': ' where no key can start: quote a value that holds ': ', or check the indentation of this line%s",
+			   hint);
+	} else {
+		return false;
+	}
+	return true;
+}
+
 /* Where a mark is in the text: libyaml counts characters, not bytes, so
  * walk to its line and then over its column in UTF-8 characters. */
 static const char *mark_ptr(const struct source *src, yaml_mark_t m)
@@ -337,6 +374,8 @@ static void report_parser_error(struct builder *b, const yaml_parser_t *p)
 
 	if (p->error == YAML_MEMORY_ERROR) {
 		diag_error(b->d, loc, "out of memory while parsing");
+	} else if (plain_words(b, p, at, end, loc, hint)) {
+		/* said in plain words */
 	} else if (p->context) {
 		diag_error(b->d, loc, "YAML syntax: %s %s (line %u)%s", p->problem ? p->problem : "error",
 			   p->context, (unsigned)p->context_mark.line + 1, hint);
