@@ -257,13 +257,17 @@ static const char *source_line(const struct source *src, unsigned line, size_t *
 	return p;
 }
 
-static void print_caret(FILE *f, const char *line, size_t len, unsigned col, bool color)
+static void print_caret(FILE *f, const char *line, size_t len, unsigned col, unsigned width, bool color)
 {
 	/* Tabs in the source line are kept in the caret line so the caret
 	 * lands under the right character whatever the tab width. */
 	for (unsigned i = 1; i < col && i - 1 < len; i++)
 		fputc(line[i - 1] == '\t' ? '\t' : ' ', f);
-	fprintf(f, "%s^%s\n", color ? "\033[1;32m" : "", color ? "\033[0m" : "");
+	fputs(color ? "\033[1;32m" : "", f);
+	/* the whole token, as nft underlines it */
+	for (unsigned i = 0; i < (width ? width : 1); i++)
+		fputc('^', f);
+	fprintf(f, "%s\n", color ? "\033[0m" : "");
 }
 
 static void print_one(const struct diag *g, FILE *f, bool color)
@@ -284,7 +288,7 @@ static void print_one(const struct diag *g, FILE *f, bool color)
 	if (!line)
 		return;
 	fprintf(f, "%.*s\n", (int)len, line);
-	print_caret(f, line, len, g->loc.col ? g->loc.col : 1, color);
+	print_caret(f, line, len, g->loc.col ? g->loc.col : 1, g->loc.len, color);
 }
 
 static int diag_cmp(const void *a, const void *b)

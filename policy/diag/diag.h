@@ -33,6 +33,7 @@ struct loc {
 	const struct source *src; /* NULL: no place (e.g. a whole-policy limit) */
 	unsigned line;            /* 1-based; 0: no line */
 	unsigned col;             /* 1-based */
+	unsigned len;             /* characters of the token there, underlined; 0 or 1: one caret */
 };
 
 struct diag {

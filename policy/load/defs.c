@@ -225,7 +225,7 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 			continue;
 		wlen = strcspn(text + start, " \t\r\n#;");
 		if (wlen >= sizeof(word) || start + wlen > len) {
-			diag_error(x->d, ((struct loc){ src, line, (unsigned)start + 1 }), "line too long for a prefix");
+			diag_error(x->d, ((struct loc){ src, line, (unsigned)start + 1, 0 }), "line too long for a prefix");
 			continue;
 		}
 		memcpy(word, text + start, wlen);
@@ -234,7 +234,7 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 			size_t rest = start + wlen + strspn(text + start + wlen, " \t\r");
 
 			if (rest < len && text[rest] != '#' && text[rest] != ';') {
-				diag_error(x->d, ((struct loc){ src, line, (unsigned)rest + 1 }),
+				diag_error(x->d, ((struct loc){ src, line, (unsigned)rest + 1, (unsigned)strcspn(text + rest, " \t\r\n") }),
 					   "one prefix per line: '%.*s' follows '%s' (start a comment with '#' or ';')",
 					   (int)strcspn(text + rest, " \t\r\n"), text + rest, word);
 				continue;
@@ -242,7 +242,7 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 		}
 		if (x->p->nprefixes > POLICY_MAX_PREFIXES)
 			return; /* over the limit: said once */
-		lx_addresses(x, word, (struct loc){ src, line, (unsigned)start + 1 }, set_add, s);
+		lx_addresses(x, word, (struct loc){ src, line, (unsigned)start + 1, (unsigned)wlen }, set_add, s);
 	}
 }
 

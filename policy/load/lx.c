@@ -186,6 +186,7 @@ struct loc lx_loc_in(const struct ynode *n, size_t off)
 
 	/* Only where the text stands as written on one line: a plain scalar,
 	 * or a quoted one without escapes (its quote comes first). */
+	l.len = 0; /* one caret, at the character */
 	if (n->type != YNODE_SCALAR || off > n->len || strchr(n->str, '\\') || strchr(n->str, '\n'))
 		return l;
 	l.col += (unsigned)off + (n->quoted ? 1 : 0);

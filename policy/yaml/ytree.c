@@ -223,6 +223,9 @@ static int on_scalar(struct builder *b, const yaml_event_t *ev)
 	refuse_tag(b, ev->data.scalar.tag, ev->start_mark);
 	if (!n)
 		return -ENOMEM;
+	/* A token on one line is underlined whole (quotes included). */
+	if (ev->end_mark.line == ev->start_mark.line && ev->end_mark.column > ev->start_mark.column)
+		n->loc.len = (unsigned)(ev->end_mark.column - ev->start_mark.column);
 	n->len = ev->data.scalar.length;
 	n->str = malloc(n->len + 1);
 	if (!n->str)
