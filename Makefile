@@ -195,6 +195,7 @@ install: $(B)/nfbox
 	chmod 0755 $(DESTDIR)$(LIBEXECDIR)/nfbox-stop
 	install -D -m 0644 config/host/policy.yaml $(DESTDIR)/etc/nfbox/policy.yaml
 	install -D -m 0644 packaging/completion/nfbox $(DESTDIR)$(COMPLETIONDIR)/nfbox
+	install -D -m 0644 config/schema/policy.schema.json $(DESTDIR)$(PREFIX)/share/nfbox/policy.schema.json
 	if [ -n "$(UNITDIR)" ]; then \
 		mkdir -p $(DESTDIR)$(UNITDIR) && \
 		sed -e 's|/usr/sbin/nfbox|$(SBINDIR)/nfbox|g' -e 's|/usr/lib/nfbox/|$(LIBEXECDIR)/|g' \

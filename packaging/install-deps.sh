@@ -17,7 +17,8 @@ set -eu
 BUILD_PKGS="make gcc build-essential clang llvm pkg-config libbpf-dev bpftool linux-libc-dev
  libxdp-dev libnftnl-dev libmnl-dev libyaml-dev libelf-dev zlib1g-dev debhelper dpkg-dev"
 TEST_PKGS="iproute2 iputils-ping nftables python3 python3-scapy iperf3 hping3 man-db groff-base systemd
- tcpdump tshark jq procps kmod lintian debootstrap bash-completion systemd-container netbase"
+ tcpdump tshark jq procps kmod lintian debootstrap bash-completion systemd-container netbase
+ python3-jsonschema python3-yaml"
 # Packages that must come from backports on bookworm, and the version each needs.
 BPO_PKGS="libbpf-dev bpftool linux-libc-dev"
 

@@ -98,6 +98,7 @@ else
 fi
 t_check examples-installed test -f "$root/usr/share/doc/nfbox/examples/home-router.yaml"
 t_check completion-installed test -f "$root/usr/share/bash-completion/completions/nfbox"
+t_check schema-installed test -f "$root/usr/share/nfbox/policy.schema.json"
 
 # An administrator enabled it (the link `systemctl enable` makes: there is
 # no systemd to ask in the root); removal disables it without a mask and
