@@ -120,9 +120,10 @@ int ref_first_match(const struct plan_hook *h, const struct ref_pkt *k)
 }
 
 static const char *const v4_pool[] = { "192.0.2.0/24", "192.0.2.0/25", "192.0.2.128/26", "192.0.2.7",
-				       "198.51.100.0/24", "198.51.100.0/22", "203.0.113.9", "0.0.0.0/0" };
+				       "198.51.100.0/24", "198.51.100.0/22", "203.0.113.9", "0.0.0.0/0",
+				       "192.0.2.5-192.0.2.130" };
 static const char *const v6_pool[] = { "2001:db8::/32", "2001:db8:1::/48", "2001:db8:1::5", "2001:db8:2::/64",
-				       "::/0" };
+				       "::/0", "2001:db8:1::3-2001:db8:1::9" };
 static const char *const port_pool[] = { "tcp/80", "tcp/1-1000", "udp/53", "udp/50-60", "sctp/9",
 					 "tcp/443", "udp/1000-2000", "tcp/65535" };
 static const char *const proto_pool[] = { "tcp", "udp", "icmp", "icmpv6", "sctp", "47" };
@@ -230,10 +231,12 @@ char *ref_random_policy(const struct ref_policy_opts *o, size_t *len)
 
 void ref_random_addr_bytes(uint8_t fam, uint8_t *a)
 {
-	static const char *const v4[] = { "192.0.2.1", "192.0.2.7", "192.0.2.130", "192.0.2.200", "198.51.100.4",
-					  "198.51.101.1", "203.0.113.9", "203.0.113.10", "10.1.1.1" };
-	static const char *const v6[] = { "2001:db8::1", "2001:db8:1::5", "2001:db8:1::6", "2001:db8:2::1",
-					  "2001:db9::1", "fe80::1" };
+	/* inside and just outside the pools' prefixes and ranges */
+	static const char *const v4[] = { "192.0.2.1", "192.0.2.4", "192.0.2.7", "192.0.2.130", "192.0.2.131",
+					  "192.0.2.200", "198.51.100.4", "198.51.101.1", "203.0.113.9", "203.0.113.10",
+					  "10.1.1.1" };
+	static const char *const v6[] = { "2001:db8::1", "2001:db8:1::3", "2001:db8:1::5", "2001:db8:1::6",
+					  "2001:db8:1::a", "2001:db8:2::1", "2001:db9::1", "fe80::1" };
 
 	memset(a, 0, fam == POLICY_FAM_IPV4 ? 4 : 16);
 	if (fam == POLICY_FAM_IPV4)
