@@ -108,6 +108,26 @@ done
 rc=$?
 if [ "$rc" -eq 2 ] && grep -q "unknown set 'offce'" "$tmp/out"; then t_ok diff-invalid-policy; else t_fail diff-invalid-policy "exit $rc: $(head -n 3 "$tmp/out")"; fi
 
+# The plan is stable under small edits: a comment line changes nothing, one
+# rule inserted changes a few lines (its own, the vectors it is in, the
+# counts), not every line after it.
+mkdir -p "$tmp/s1" "$tmp/s2" "$tmp/s3"
+cp tests/unit/golden/valid/small-office.yaml "$tmp/s1/policy.yaml"
+sed '0,/^rules:/s//# a comment line\nrules:/' "$tmp/s1/policy.yaml" >"$tmp/s2/policy.yaml"
+awk '/^rules:/ { print; print "  - { name: inserted, hook: input, from: 203.0.113.77, action: drop }"; next } { print }' \
+	"$tmp/s1/policy.yaml" >"$tmp/s3/policy.yaml"
+for d in s1 s2 s3; do (cd "$tmp/$d" && "$NFBOX" plan policy.yaml >plan 2>/dev/null); done
+changed() { diff "$tmp/s1/plan" "$tmp/$1/plan" | grep -c '^[<>]'; }
+n2=$(changed s2)
+n3=$(changed s3)
+total=$(wc -l <"$tmp/s1/plan")
+[ "$n2" -eq 0 ] && t_ok plan-stable-comment || t_fail plan-stable-comment "a comment line changed $n2 plan lines"
+if [ "$n3" -gt 0 ] && [ "$n3" -le 12 ]; then
+	t_ok "plan-stable-insert ($n3 of $total lines)"
+else
+	t_fail plan-stable-insert "one inserted rule changed $n3 of $total plan lines"
+fi
+
 # Warnings alone do not fail without --strict.
 for n in host-bits shadowed; do
 	t_check "warnings-pass-$n" "$NFBOX" validate --quiet tests/unit/golden/invalid/$n.yaml 2>/dev/null

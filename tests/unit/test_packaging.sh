@@ -229,12 +229,13 @@ groups = re.search(r"^interfaces:\n((?:[ #].*\n|\n)*)", yaml, re.M)
 names = re.findall(r"^  [\w-]+: \[([^\]]*)\]", groups.group(1), re.M) if groups else []
 if any(n.strip() != "lo" for l in names for n in l.split(",")):
     bad.append("it names an interface other than lo")
-# SSH: an input rule that accepts 'service ssh', and tcp/22 among its keys.
-section = text.split("hook input:")[1].split("hook ")[0] if "hook input:" in text else ""
-ssh = [m.group(1) for m in re.finditer(r"^\s+(\d+)\s+\S+\s+accept\s.*service ssh", section, re.M)]
-if not ssh or not re.search(r"^\s+tcp\s+22\s+->", section, re.M):
+# SSH: an input rule that accepts tcp/22 (as the plan's rule matches say);
+# loopback: one that accepts what comes in on lo.
+def accepts(pred):
+    return any(r["action"] == "accept" and pred(r["match"]) for r in inp.get("rules", []))
+if not accepts(lambda m: m["service"] and {"proto": "tcp", "lo": 22, "hi": 22} in m["service"]["ports"]):
     bad.append("SSH is not accepted on input")
-if not re.search(r"^\s+\d+\s+\S+\s+accept\s.*\bin loopback\b", section, re.M):
+if not accepts(lambda m: m["in"] and m["in"]["interfaces"] == ["lo"] and not m["in"]["negated"]):
     bad.append("loopback is not accepted on input")
 print(", ".join(bad))
 sys.exit(1 if bad else 0)

@@ -19,21 +19,13 @@ static const char *const mclass_names[NFB_MC_MAX] = { "icmp", "icmpv6", "proto",
  * wildcard rule is not repeated in every entry of every table.
  */
 
-/* Sorted rule bits as text: "{0,2-5}". */
-static void print_bits(const uint32_t *v, uint32_t n, FILE *f)
+/* Rules by name, in rule order: "{ssh, ping}". Names, not bit numbers, so
+ * that inserting a rule changes the lines it is in, not every line after. */
+static void print_bits(const struct plan_hook *h, const uint32_t *v, uint32_t n, FILE *f)
 {
 	fputc('{', f);
-	for (uint32_t i = 0; i < n; i++) {
-		uint32_t e = i;
-
-		while (e + 1 < n && v[e + 1] == v[e] + 1)
-			e++;
-		if (e == i)
-			fprintf(f, "%s%u", i ? "," : "", v[i]);
-		else
-			fprintf(f, "%s%u-%u", i ? "," : "", v[i], v[e]);
-		i = e;
-	}
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(f, "%s%s", i ? ", " : "", h->rules[v[i]]->name);
 	fputc('}', f);
 }
 
@@ -45,7 +37,7 @@ static const uint32_t *vec_bits(const struct plan_hook *h, uint32_t v)
 
 static void print_vec(const struct plan_hook *h, uint32_t v, FILE *f)
 {
-	print_bits(vec_bits(h, v), h->vecs[v].n, f);
+	print_bits(h, vec_bits(h, v), h->vecs[v].n, f);
 }
 
 /* The wildcard rules of field fl (sorted, malloc'd into *out), their number. */
@@ -69,7 +61,7 @@ static void print_wild(const struct plan_hook *h, int fl, const char *dir, FILE 
 
 	if (n) {
 		fprintf(f, "    %s(every entry) + ", dir);
-		print_bits(v, n, f);
+		print_bits(h, v, n, f);
 		fputs(": the rules that do not restrict it\n", f);
 	}
 	free(v);
@@ -191,7 +183,7 @@ static void print_hook_text(const struct plan_hook *h, int hk, FILE *f)
 	for (uint32_t b = 0; b < h->nrules; b++) {
 		const struct rule *r = h->rules[b];
 
-		fprintf(f, "    %-5u %-24s %-6s %-9s%s", b, r->name, policy_action_name(r->action),
+		fprintf(f, "    %-24s %-6s %-9s%s", r->name, policy_action_name(r->action),
 			families_str(r->families), r->log ? " log" : "");
 		rule_summary(r, f);
 		fputc('\n', f);
