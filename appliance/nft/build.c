@@ -85,6 +85,12 @@ static void match_nfproto(struct nfr_rule *r, uint8_t fam)
 
 #define NFR_MAX_ALTS (POLICY_MAX_IFACE_WILDCARDS + 1) /* the wildcards of one in: or out:, and the names */
 
+/* A positive list of no interface (an empty group): it matches none. */
+static bool iface_none(const struct iface_match *im)
+{
+	return !im->any && !im->neg && !im->n;
+}
+
 /* The names of im: one compare, or a set of the names. A wildcard ("eth*")
  * is its own compare of the name's beginning, as nft does it: with neg,
  * each is one more condition (none of them); a positive list with a
@@ -135,11 +141,13 @@ static uint32_t iface_alts(const struct iface_match *im, struct iface_match *alt
 {
 	uint32_t n = 0, wild = 0, exact;
 
+	for (uint32_t a = 0; a < max; a++)
+		alts[a] = (struct iface_match){ .any = im->any, .neg = im->neg, .what = im->what };
+	if (iface_none(im))
+		return 0; /* an empty group: the rule matches no interface, nothing is emitted */
 	for (uint32_t i = 0; !im->any && i < im->n; i++)
 		wild += policy_ifname_wild(im->ifnames[i]);
 	exact = im->any ? 0 : im->n - wild;
-	for (uint32_t a = 0; a < max; a++)
-		alts[a] = (struct iface_match){ .any = im->any, .neg = im->neg, .what = im->what };
 	if (!wild || im->neg) {
 		if (!im->n)
 			return 1;
@@ -199,8 +207,12 @@ static void fill_addr_set(struct nfr_table *t, struct nfr_set *s, const struct p
 	nfr_set_normalize(s);
 }
 
+/* The policy set a match names ("office", or negated "!office"), if it
+ * names one alone. */
 static const struct addr_set *named_set(const struct policy *p, const char *what)
 {
+	if (what && what[0] == '!')
+		what += 1 + strspn(what + 1, " \t");
 	for (uint32_t i = 0; what && i < p->nsets; i++)
 		if (!strcmp(p->sets[i].name, what))
 			return &p->sets[i];
@@ -965,6 +977,10 @@ static void nat(struct ctx *c)
 	for (uint32_t i = 0; i < c->p->nnat; i++) {
 		const struct nat_rule *n = &c->p->nat[i];
 
+		/* An empty interface group names no interface: nothing to
+		 * translate (no condition would mean every interface). */
+		if (iface_none(&n->in) || iface_none(&n->out))
+			continue;
 		if (n->kind == NAT_MASQUERADE || n->kind == NAT_SNAT)
 			nat_source(c, n);
 		else
