@@ -279,6 +279,10 @@ static inline bool policy_ifname_wild(const char *pat)
 }
 /* Whether interface name (itself a name or a wildcard) falls under pat. */
 bool policy_ifname_match(const char *pat, const char *name);
+/* Prefix a holds every address of b (same family). */
+bool policy_prefix_holds(const struct prefix *a, const struct prefix *b);
+/* Every prefix of x is inside one of y's (as listed; negation aside). */
+bool policy_prefixes_within(const struct addr_match *x, const struct addr_match *y);
 /* " in X out Y from Z to W" as written, for those that are not any (NULL: none). */
 void policy_print_sides(FILE *f, const struct iface_match *in, const struct iface_match *out,
 			const struct addr_match *from, const struct addr_match *to);

@@ -10,13 +10,30 @@
 
 #include "policy/check/check.h"
 
+/* Whether two interface lists have an interface in common: names and
+ * wildcards ("eth*") either way; a negated list ("!wan") meets a plain one
+ * that names something outside it, and any other negated list. */
 static bool ifaces_meet(const struct iface_match *a, const struct iface_match *b)
 {
-	if (a->any || b->any)
+	if (a->any || b->any || (a->neg && b->neg))
 		return true;
+	if (a->neg || b->neg) {
+		const struct iface_match *pos = a->neg ? b : a, *neg = a->neg ? a : b;
+
+		for (uint32_t i = 0; i < pos->n; i++) {
+			bool inside = false;
+
+			for (uint32_t j = 0; j < neg->n && !inside; j++)
+				inside = policy_ifname_match(neg->ifnames[j], pos->ifnames[i]);
+			if (!inside)
+				return true;
+		}
+		return false;
+	}
 	for (uint32_t i = 0; i < a->n; i++)
 		for (uint32_t j = 0; j < b->n; j++)
-			if (!strcmp(a->ifnames[i], b->ifnames[j]))
+			if (policy_ifname_match(a->ifnames[i], b->ifnames[j]) ||
+			    policy_ifname_match(b->ifnames[j], a->ifnames[i]))
 				return true;
 	return false;
 }
@@ -30,10 +47,18 @@ static bool prefixes_meet(const struct prefix *a, const struct prefix *b)
 	return !rest || ((a->addr[full] ^ b->addr[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
 }
 
+/* Whether two address lists have an address in common; a negated list
+ * (every address not listed, of either family) meets a plain one with a
+ * prefix not wholly inside it, and any other negated list. */
 static bool addrs_meet(const struct addr_match *a, const struct addr_match *b)
 {
-	if (a->any || b->any)
+	if (a->any || b->any || (a->neg && b->neg))
 		return true;
+	if (a->neg || b->neg) {
+		const struct addr_match *pos = a->neg ? b : a, *neg = a->neg ? a : b;
+
+		return !policy_prefixes_within(pos, neg);
+	}
 	for (uint32_t i = 0; i < a->n; i++)
 		for (uint32_t j = 0; j < b->n; j++)
 			if (prefixes_meet(&a->v[i], &b->v[j]))

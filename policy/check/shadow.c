@@ -12,33 +12,6 @@
 #define SHADOW_MAX_RULES 3000 /* pairwise: ~50 ms at the limit */
 #define SHADOW_MAX_PAIR_WORK 100000u
 
-static bool prefix_covers(const struct prefix *a, const struct prefix *b)
-{
-	unsigned full, rest;
-
-	if (a->family != b->family || a->plen > b->plen)
-		return false;
-	full = a->plen / 8;
-	rest = a->plen % 8;
-	if (memcmp(a->addr, b->addr, full))
-		return false;
-	return !rest || ((a->addr[full] ^ b->addr[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
-}
-
-/* Every prefix of x is inside one of y. */
-static bool prefixes_within(const struct addr_match *x, const struct addr_match *y)
-{
-	for (uint32_t i = 0; i < x->n; i++) {
-		bool found = false;
-
-		for (uint32_t j = 0; j < y->n && !found; j++)
-			found = prefix_covers(&y->v[j], &x->v[i]);
-		if (!found)
-			return false;
-	}
-	return true;
-}
-
 static bool addr_covers(const struct addr_match *a, const struct addr_match *b)
 {
 	if (a->any)
@@ -46,17 +19,17 @@ static bool addr_covers(const struct addr_match *a, const struct addr_match *b)
 	if (b->any || (uint64_t)a->n * b->n > SHADOW_MAX_PAIR_WORK)
 		return false;
 	if (a->neg && b->neg) /* not in A covers not in B when A is inside B */
-		return prefixes_within(a, b);
+		return policy_prefixes_within(a, b);
 	if (a->neg) { /* not in A covers B when no prefix of B meets A */
 		for (uint32_t i = 0; i < b->n; i++)
 			for (uint32_t j = 0; j < a->n; j++)
-				if (prefix_covers(&a->v[j], &b->v[i]) || prefix_covers(&b->v[i], &a->v[j]))
+				if (policy_prefix_holds(&a->v[j], &b->v[i]) || policy_prefix_holds(&b->v[i], &a->v[j]))
 					return false;
 		return true;
 	}
 	if (b->neg)
 		return false; /* a list does not cover a complement (conservative) */
-	return prefixes_within(b, a);
+	return policy_prefixes_within(b, a);
 }
 
 /* name (an interface or a wildcard) is wholly inside m's entries. */

@@ -173,6 +173,32 @@ void policy_print_sides(FILE *f, const struct iface_match *in, const struct ifac
 		fprintf(f, " to %s", to->what);
 }
 
+bool policy_prefix_holds(const struct prefix *a, const struct prefix *b)
+{
+	unsigned full, rest;
+
+	if (a->family != b->family || a->plen > b->plen)
+		return false;
+	full = a->plen / 8;
+	rest = a->plen % 8;
+	if (memcmp(a->addr, b->addr, full))
+		return false;
+	return !rest || ((a->addr[full] ^ b->addr[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
+}
+
+bool policy_prefixes_within(const struct addr_match *x, const struct addr_match *y)
+{
+	for (uint32_t i = 0; i < x->n; i++) {
+		bool found = false;
+
+		for (uint32_t j = 0; j < y->n && !found; j++)
+			found = policy_prefix_holds(&y->v[j], &x->v[i]);
+		if (!found)
+			return false;
+	}
+	return true;
+}
+
 bool policy_addrs_equal(const struct addr_match *a, const struct addr_match *b)
 {
 	if (a->any || b->any)
