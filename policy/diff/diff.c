@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Two policies compared in meaning, by name (diff.h). */
 #include "policy/diff/diff.h"
+#include "policy/syntax/parse.h"
 
+#include <netinet/in.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +173,47 @@ static const void *find_named(const void *arr, uint32_t n, size_t size, const ch
 }
 #define FIND(arr, n, nm) ((const __typeof__((arr)[0]) *)find_named((arr), (n), sizeof((arr)[0]), (nm)))
 
+struct named {
+	const char *name;
+	uint32_t pos;
+};
+
+static int cmp_named(const void *a, const void *b)
+{
+	return strcmp(((const struct named *)a)->name, ((const struct named *)b)->name);
+}
+
+static struct named *by_name(const struct rule **v, uint32_t n)
+{
+	struct named *s = calloc(n ? n : 1, sizeof(*s));
+
+	for (uint32_t i = 0; s && i < n; i++)
+		s[i] = (struct named){ v[i]->name, i };
+	if (s && n)
+		qsort(s, n, sizeof(*s), cmp_named);
+	return s;
+}
+
+static int64_t lookup(const struct named *s, uint32_t n, const char *name)
+{
+	struct named key = { name, 0 }, *hit = n ? bsearch(&key, s, n, sizeof(*s), cmp_named) : NULL;
+
+	return hit ? (int64_t)hit->pos : -1;
+}
+
+/* The names of an array of structs whose first member is their name, sorted
+ * for lookup(): definitions found in log time, so 50,000 sets diff quickly. */
+static struct named *names_of(const void *arr, uint32_t n, size_t size)
+{
+	struct named *s = calloc(n ? n : 1, sizeof(*s));
+
+	for (uint32_t i = 0; s && i < n; i++)
+		s[i] = (struct named){ *(const char *const *)((const char *)arr + (size_t)i * size), i };
+	if (s && n)
+		qsort(s, n, sizeof(*s), cmp_named);
+	return s;
+}
+
 static struct strs group_elems(const void *e)
 {
 	const struct iface_group *g = e;
@@ -197,26 +240,30 @@ static struct strs service_elems(const void *e)
 static void diff_named(struct out *o, const char *kind, const void *a, uint32_t na, const void *b, uint32_t nb,
 		       size_t size, struct strs (*elems)(const void *))
 {
-	for (uint32_t i = 0; i < na; i++) {
-		const char *const *name = (const void *)((const char *)a + (size_t)i * size);
+	struct named *ia = names_of(a, na, size), *ib = names_of(b, nb, size);
 
-		if (!find_named(b, nb, size, *name))
-			say(o, "%s %s: removed", kind, *name);
+	for (uint32_t i = 0; ia && ib && i < na; i++) {
+		const char *name = *(const char *const *)((const char *)a + (size_t)i * size);
+
+		if (lookup(ib, nb, name) < 0)
+			say(o, "%s %s: removed", kind, name);
 	}
-	for (uint32_t i = 0; i < nb; i++) {
+	for (uint32_t i = 0; ia && ib && i < nb; i++) {
 		const void *e = (const char *)b + (size_t)i * size;
 		const char *name = *(const char *const *)e;
-		const void *old = find_named(a, na, size, name);
+		int64_t j = lookup(ia, na, name);
 
-		if (!old) {
+		if (j < 0) {
 			struct strs now = elems(e);
 
 			say(o, "%s %s: added (%zu)", kind, name, now.n);
 			strs_free(&now);
 		} else {
-			say_delta(o, kind, name, elems(old), elems(e));
+			say_delta(o, kind, name, elems((const char *)a + (size_t)j * size), elems(e));
 		}
 	}
+	free(ia);
+	free(ib);
 }
 
 static void diff_defs(struct out *o, const struct policy *a, const struct policy *b)
@@ -276,56 +323,189 @@ enum rkey { K_IN, K_OUT, K_FROM, K_TO, K_PROTO, K_ICMP, K_SERVICE, K_SPORT, K_ST
 static const char *const rkey_names[K_MAX] = { "in", "out", "from", "to", "proto", "icmp-type", "service",
 					       "source-service", "state", "action", "log" };
 
-static void rule_keys(const struct rule *r, char keys[K_MAX][160])
-{
-	const char *pn = r->proto >= 0 ? policy_proto_name(r->proto) : NULL;
-	size_t len;
+/* Each key of a rule twice: as written (shown) and in its meaning (sets,
+ * groups and services expanded, sorted; compared), "" where the rule does
+ * not have it. Both malloc'd, any length. */
+struct rkeys {
+	char *written[K_MAX], *meant[K_MAX];
+};
 
-	memset(keys, 0, sizeof(char[K_MAX][160]));
-	if (!r->in.any)
-		snprintf(keys[K_IN], 160, "%s", r->in.what ? r->in.what : "?");
-	if (!r->out.any)
-		snprintf(keys[K_OUT], 160, "%s", r->out.what ? r->out.what : "?");
-	if (!r->from.any)
-		snprintf(keys[K_FROM], 160, "%s", r->from.what ? r->from.what : "?");
-	if (!r->to.any)
-		snprintf(keys[K_TO], 160, "%s", r->to.what ? r->to.what : "?");
-	if (pn)
-		snprintf(keys[K_PROTO], 160, "%s", pn);
-	else if (r->proto >= 0)
-		snprintf(keys[K_PROTO], 160, "%d", r->proto);
-	for (uint16_t i = 0; i < r->nicmp; i++) {
-		len = strlen(keys[K_ICMP]);
-		snprintf(keys[K_ICMP] + len, 160 - len, "%s%u", i ? "," : "", r->icmp_types[i]);
+static char *joined(struct strs s, const char *neg)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (f) {
+		fputs(neg, f);
+		for (size_t i = 0; i < s.n; i++)
+			fprintf(f, "%s%s", i ? "," : "", s.v[i]);
+		fclose(f);
 	}
-	if (!r->service.any)
-		snprintf(keys[K_SERVICE], 160, "%s", r->service.what ? r->service.what : "?");
-	if (!r->sport.any)
-		snprintf(keys[K_SPORT], 160, "%s", r->sport.what ? r->sport.what : "?");
-	for (int s = 0; r->state != POLICY_CT_ALL && s < 5; s++) {
-		len = strlen(keys[K_STATE]);
-		if (r->state & (1u << s))
-			snprintf(keys[K_STATE] + len, 160 - len, "%s%s", len ? "," : "", state_names[s]);
-	}
-	if (r->action == POLICY_REJECT)
-		snprintf(keys[K_ACTION], 160, "reject (%s)", policy_reject_names[r->reject_with]);
-	else
-		snprintf(keys[K_ACTION], 160, "%s", policy_action_name(r->action));
-	snprintf(keys[K_LOG], 160, "%s", r->log ? "true" : "false");
+	strs_free(&s);
+	return buf;
 }
 
-static void rule_text(const struct rule *r, char *buf, size_t len)
+static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *dupf(const char *fmt, ...)
 {
-	char keys[K_MAX][160];
-	size_t used;
+	va_list ap;
+	char *out;
 
-	rule_keys(r, keys);
-	used = (size_t)snprintf(buf, len, "%s", keys[K_ACTION]);
-	for (int k = 0; k < K_ACTION && used < len; k++)
-		if (keys[k][0])
-			used += (size_t)snprintf(buf + used, len - used, " %s %s", rkey_names[k], keys[k]);
-	if (r->log && used < len)
-		snprintf(buf + used, len - used, " log");
+	va_start(ap, fmt);
+	if (vasprintf(&out, fmt, ap) < 0)
+		out = NULL;
+	va_end(ap);
+	return out;
+}
+
+enum canon_kind { C_IFACE, C_ADDR, C_PORT };
+
+/* A key's meaning with names kept as names: the entries of `what` (a list
+ * as written, "[a, b]", or one entry), each a defined name ("set:a"), or
+ * inline values normalised (ports one by one, prefixes formatted), sorted.
+ * So "a" and "[a]", or "tcp/80,443" and "[tcp/443, tcp/80]", mean the same,
+ * and a set's elements are left to the set's own line. */
+static char *canon(const struct policy *p, const char *what, enum canon_kind kind)
+{
+	struct strs e = { NULL, 0 };
+	char *list, *save;
+	size_t cap = 8;
+
+	if (!what)
+		return strdup("");
+	list = strdup(what[0] == '[' ? what + 1 : what);
+	e.v = calloc(cap, sizeof(char *));
+	if (!list || !e.v) {
+		free(list);
+		free(e.v);
+		return NULL;
+	}
+	if (what[0] == '[' && *list)
+		list[strlen(list) - 1] = '\0';
+	/* lx_describe() joins the entries with ", "; an entry has no ", " in it
+	 * (a port list is "tcp/80,443") */
+	for (char *t = list; t; t = save) {
+		const char *name = t + strspn(t, " ");
+
+		if ((save = strstr(t, ", ")))
+			*save = '\0', save += 2;
+		const char *bare = name + (name[0] == '!');
+		char *one = NULL;
+
+		if (e.n + 64 >= cap) { /* room for the ports of one inline list */
+			char **v;
+
+			while (e.n + 64 >= cap)
+				cap *= 2;
+			if (!(v = realloc(e.v, cap * sizeof(char *))))
+				break;
+			e.v = v;
+		}
+		if (kind == C_ADDR && find_named(p->sets, p->nsets, sizeof(*p->sets), bare))
+			one = dupf("%.1sset:%s", name, bare);
+		else if (kind == C_IFACE && find_named(p->groups, p->ngroups, sizeof(*p->groups), bare))
+			one = dupf("%.1sgroup:%s", name, bare);
+		else if (kind == C_PORT && find_named(p->services, p->nservices, sizeof(*p->services), bare))
+			one = dupf("service:%s", bare);
+		else if (kind == C_PORT && strchr(bare, '/')) {
+			struct port_range v[64];
+			size_t n = 0, bad;
+			const char *why;
+
+			if (parse_ports(bare, v, 64, &n, &bad, &why) == 0) {
+				struct strs ps = port_strs(v, (uint32_t)n);
+
+				for (size_t i = 0; i < ps.n; i++)
+					e.v[e.n++] = ps.v[i];
+				free(ps.v);
+				continue;
+			}
+			one = strdup(bare);
+		} else {
+			struct prefix pf;
+			bool host;
+			const char *why;
+			char buf[64];
+
+			if (kind == C_ADDR && parse_prefix(bare, &pf, &host, &why) == 0 && !host) {
+				policy_prefix_format(&pf, buf, sizeof(buf));
+				one = dupf("%s%s", name[0] == '!' ? "!" : "", buf);
+			} else {
+				one = strdup(name);
+			}
+		}
+		if (one)
+			e.v[e.n++] = one;
+	}
+	free(list);
+	strs_sort(&e);
+	return joined(e, "");
+}
+
+static void rkeys_of(const struct policy *p, const struct rule *r, struct rkeys *k)
+{
+	const char *pn = r->proto >= 0 ? policy_proto_name(r->proto) : NULL;
+	const struct iface_match *ifm[2] = { &r->in, &r->out };
+	const struct addr_match *am[2] = { &r->from, &r->to };
+	const struct port_match *pm[2] = { &r->service, &r->sport };
+	char buf[1200] = "";
+
+	for (int i = 0; i < 2; i++) {
+		k->written[K_IN + i] = strdup(ifm[i]->any ? "" : ifm[i]->what ? ifm[i]->what : "?");
+		k->meant[K_IN + i] = ifm[i]->any ? strdup("") : canon(p, ifm[i]->what, C_IFACE);
+		k->written[K_FROM + i] = strdup(am[i]->any ? "" : am[i]->what ? am[i]->what : "?");
+		k->meant[K_FROM + i] = am[i]->any ? strdup("") : canon(p, am[i]->what, C_ADDR);
+		k->written[K_SERVICE + i] = strdup(pm[i]->any ? "" : pm[i]->what ? pm[i]->what : "?");
+		k->meant[K_SERVICE + i] = pm[i]->any ? strdup("") : canon(p, pm[i]->what, C_PORT);
+	}
+	k->written[K_PROTO] = pn ? strdup(pn) : r->proto >= 0 ? dupf("%d", r->proto) : strdup("");
+	for (uint16_t i = 0; i < r->nicmp; i++) {
+		const char *tn = policy_icmp_type_name(r->icmp_types[i], r->proto == IPPROTO_ICMPV6);
+		size_t len = strlen(buf);
+
+		if (tn)
+			snprintf(buf + len, sizeof(buf) - len, "%s%s", i ? "," : "", tn);
+		else
+			snprintf(buf + len, sizeof(buf) - len, "%s%u", i ? "," : "", r->icmp_types[i]);
+	}
+	k->written[K_ICMP] = strdup(buf);
+	buf[0] = '\0';
+	for (int st = 0; r->state != POLICY_CT_ALL && st < 5; st++) {
+		size_t len = strlen(buf);
+
+		if (r->state & (1u << st))
+			snprintf(buf + len, sizeof(buf) - len, "%s%s", len ? "," : "", state_names[st]);
+	}
+	k->written[K_STATE] = strdup(buf);
+	k->written[K_ACTION] = r->action == POLICY_REJECT ? dupf("reject (%s)", policy_reject_names[r->reject_with])
+							   : strdup(policy_action_name(r->action));
+	k->written[K_LOG] = strdup(r->log ? "true" : "false");
+	for (int i = K_PROTO; i < K_MAX; i++)
+		if (i != K_SERVICE && i != K_SPORT)
+			k->meant[i] = k->written[i] ? strdup(k->written[i]) : NULL;
+}
+
+static void rkeys_free(struct rkeys *k)
+{
+	for (int i = 0; i < K_MAX; i++) {
+		free(k->written[i]);
+		free(k->meant[i]);
+	}
+}
+
+static void rule_text(const struct policy *p, const struct rule *r, FILE *f)
+{
+	struct rkeys k;
+
+	rkeys_of(p, r, &k);
+	fputs(k.written[K_ACTION] ? k.written[K_ACTION] : "?", f);
+	for (int i = 0; i < K_ACTION; i++)
+		if (k.written[i] && k.written[i][0])
+			fprintf(f, " %s %s", rkey_names[i], k.written[i]);
+	if (r->log)
+		fputs(" log", f);
+	rkeys_free(&k);
 }
 
 /* The rules of hook h, in order. */
@@ -338,34 +518,6 @@ static const struct rule **hook_rules(const struct policy *p, int h, uint32_t *n
 		if (p->rules[i].hooks & (1u << h))
 			v[(*n)++] = &p->rules[i];
 	return v;
-}
-
-struct named {
-	const char *name;
-	uint32_t pos;
-};
-
-static int cmp_named(const void *a, const void *b)
-{
-	return strcmp(((const struct named *)a)->name, ((const struct named *)b)->name);
-}
-
-static struct named *by_name(const struct rule **v, uint32_t n)
-{
-	struct named *s = calloc(n ? n : 1, sizeof(*s));
-
-	for (uint32_t i = 0; s && i < n; i++)
-		s[i] = (struct named){ v[i]->name, i };
-	if (s && n)
-		qsort(s, n, sizeof(*s), cmp_named);
-	return s;
-}
-
-static int64_t lookup(const struct named *s, uint32_t n, const char *name)
-{
-	struct named key = { name, 0 }, *hit = n ? bsearch(&key, s, n, sizeof(*s), cmp_named) : NULL;
-
-	return hit ? (int64_t)hit->pos : -1;
 }
 
 /* Which of the common rules keep their order: a longest increasing run of
@@ -411,7 +563,6 @@ static void diff_hook_rules(struct out *o, const struct policy *a, const struct 
 	const struct rule **va = hook_rules(a, h, &na), **vb = hook_rules(b, h, &nb);
 	struct named *sa = by_name(va, na), *sb = by_name(vb, nb);
 	uint32_t *common = calloc(na ? na : 1, sizeof(*common)), *newpos = calloc(na ? na : 1, sizeof(*newpos));
-	char text[512];
 	bool *kept = NULL;
 
 	if (!va || !vb || !sa || !sb || !common || !newpos)
@@ -427,27 +578,38 @@ static void diff_hook_rules(struct out *o, const struct policy *a, const struct 
 		newpos[nc++] = (uint32_t)j;
 	}
 	for (uint32_t j = 0; j < nb; j++) {
-		if (lookup(sa, na, vb[j]->name) >= 0)
+		char *text = NULL;
+		size_t len = 0;
+		FILE *f;
+
+		if (lookup(sa, na, vb[j]->name) >= 0 || !(f = open_memstream(&text, &len)))
 			continue;
-		rule_text(vb[j], text, sizeof(text));
-		say(o, "rule %s %s: added as rule %u of %u: %s", hn, vb[j]->name, j + 1, nb, text);
+		rule_text(b, vb[j], f);
+		fclose(f);
+		say(o, "rule %s %s: added as rule %u of %u: %s", hn, vb[j]->name, j + 1, nb, text ? text : "?");
+		free(text);
 	}
 	kept = kept_order(newpos, nc);
 	for (uint32_t c = 0; c < nc; c++) {
 		const struct rule *x = va[common[c]], *y = vb[newpos[c]];
-		char kx[K_MAX][160], ky[K_MAX][160];
+		struct rkeys kx, ky;
 
 		if (kept && !kept[c])
 			say(o, "rule %s %s: moved from rule %u to rule %u of %u", hn, x->name, common[c] + 1,
 			    newpos[c] + 1, nb);
-		rule_keys(x, kx);
-		rule_keys(y, ky);
+		rkeys_of(a, x, &kx);
+		rkeys_of(b, y, &ky);
 		for (int k = 0; k < K_MAX; k++) {
-			if (str_eq(kx[k], ky[k]))
+			/* A change in meaning, said as written; other words for
+			 * the same meaning are no change (canon()). */
+			if (str_eq(kx.meant[k], ky.meant[k]))
 				continue;
-			say(o, "rule %s %s: %s %s -> %s", hn, x->name, rkey_names[k], kx[k][0] ? kx[k] : "(any)",
-			    ky[k][0] ? ky[k] : "(any)");
+			say(o, "rule %s %s: %s %s -> %s", hn, x->name, rkey_names[k],
+			    kx.written[k] && kx.written[k][0] ? kx.written[k] : "(any)",
+			    ky.written[k] && ky.written[k][0] ? ky.written[k] : "(any)");
 		}
+		rkeys_free(&kx);
+		rkeys_free(&ky);
 	}
 out:
 	free(kept);
@@ -544,7 +706,8 @@ static void diff_captures(struct out *o, const struct policy *a, const struct po
 		capture_text(old, t1, sizeof(t1));
 		if (strcmp(t1, t2) || !str_eq(old->match.from.what, c->match.from.what) ||
 		    !str_eq(old->match.to.what, c->match.to.what) || !str_eq(old->match.service.what, c->match.service.what) ||
-		    old->match.min_len != c->match.min_len || old->match.max_len != c->match.max_len)
+		    old->match.min_len != c->match.min_len || old->match.max_len != c->match.max_len ||
+		    old->match.non_ip != c->match.non_ip)
 			say(o, "capture %s: changed: %s -> %s", c->name, t1, t2);
 	}
 }
