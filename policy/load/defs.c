@@ -10,6 +10,8 @@
 
 static bool check_name(struct lx *x, const struct ynode *k, const char *what)
 {
+	if (k->broken) /* an unknown alias, reported where it stands */
+		return false;
 	if (parse_valid_name(k->str))
 		return true;
 	diag_error(x->d, k->loc,

@@ -86,7 +86,7 @@ void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *all
 	for (size_t i = 0; i < ynode_map_len(map); i++) {
 		const struct ynode *k = ynode_map_key(map, i);
 		const char *near;
-		bool ok = false;
+		bool ok = k->broken; /* an unknown alias, reported where it stands */
 
 		for (size_t j = 0; allowed[j]; j++)
 			ok |= strcmp(k->str, allowed[j]) == 0;
@@ -185,9 +185,11 @@ struct loc lx_loc_in(const struct ynode *n, size_t off)
 	struct loc l = n->loc;
 
 	/* Only where the text stands as written on one line: a plain scalar,
-	 * or a quoted one without escapes (its quote comes first). */
+	 * or a quoted one without escapes ("\x", or '' in single quotes; its
+	 * quote comes first). */
 	l.len = 0; /* one caret, at the character */
-	if (n->type != YNODE_SCALAR || off > n->len || strchr(n->str, '\\') || strchr(n->str, '\n'))
+	if (n->type != YNODE_SCALAR || off > n->len || strchr(n->str, '\\') || strchr(n->str, '\n') ||
+	    (n->quoted && strchr(n->str, '\'')))
 		return l;
 	l.col += (unsigned)off + (n->quoted ? 1 : 0);
 	return l;

@@ -203,20 +203,36 @@ int parse_ports(const char *s, struct port_range *out, size_t max, size_t *n, si
 			*why = "too many ports in one list";
 			return -E2BIG;
 		}
-		/* A name may hold a '-' (ms-sql-s): the whole element first. */
+		/* A name may hold a '-' (ms-sql-s): the whole element first,
+		 * then a range split at each '-' in turn (ftp-data-ssh). */
 		if (parse_port(p, len, num, &lo, why) == 0) {
 			hi = lo;
 		} else {
+			const char *first_why = NULL;
+			size_t first_bad = 0;
+			bool found = false;
+
 			dash = strcspn(p, "-,");
 			if (dash >= len)
 				return -EINVAL; /* no range: why says what is wrong */
-			if ((r = parse_port(p, dash, num, &lo, why)) < 0)
-				return r;
-			*bad = (size_t)(p + dash + 1 - s);
-			if ((r = parse_port(p + dash + 1, len - dash - 1, num, &hi, why)) < 0)
-				return r;
+			for (; dash < len && !found; dash += 1 + strcspn(p + dash + 1, "-,")) {
+				if ((r = parse_port(p, dash, num, &lo, why)) == 0 &&
+				    (r = parse_port(p + dash + 1, len - dash - 1, num, &hi, why)) == 0)
+					found = true;
+				else if (!first_why) {
+					/* the part at fault: the low end, or else the high one */
+					first_why = *why;
+					first_bad = (size_t)(p - s);
+					if (parse_port(p, dash, num, &lo, why) == 0)
+						first_bad = (size_t)(p + dash + 1 - s);
+				}
+			}
+			if (!found) {
+				*why = first_why;
+				*bad = first_bad;
+				return -EINVAL;
+			}
 			if (hi < lo) {
-				*bad = (size_t)(p - s);
 				*why = "inverted port range: the low port comes first (e.g. 1000-2000)";
 				return -ERANGE;
 			}

@@ -137,7 +137,7 @@ static int attach(struct builder *b, struct ynode *n)
 				   ynode_type_name(n));
 			b->failed = true;
 			return -EINVAL;
-		} else {
+		} else if (!n->broken) { /* an unknown alias as a key: said already */
 			const struct ynode *first = keyset_put(&b->keys[b->depth - 1], n);
 
 			if (first)

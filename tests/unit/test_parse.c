@@ -110,6 +110,8 @@ static void test_ports(void)
 		{ "tcp/ssh", "6 22-22" },
 		{ "udp/domain", "17 53-53" },
 		{ "tcp/ssh-telnet", "6 22-23" },
+		{ "tcp/ftp-data-ssh", "6 20-22" },    /* a name with '-' as the low end */
+		{ "tcp/ms-sql-s", "6 1433-1433" },
 		{ "sctp/0", "132 0-0" },
 		{ "tcp/80,99999", "error@7" },
 		{ "tcp/80,,443", "error@7" },
