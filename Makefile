@@ -59,7 +59,7 @@ ARCH ?= $(shell uname -m)
 BPF_ARCH_x86_64 := x86
 BPF_ARCH := $(BPF_ARCH_$(ARCH))
 VMLINUX_H := bpf/vmlinux/$(ARCH)/vmlinux.h
-BPF_CFLAGS := -g -O2 -target bpf -Wall -Werror -D__TARGET_ARCH_$(BPF_ARCH) -Ibpf/vmlinux/$(ARCH) -Ibpf
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Wall -Werror -D__TARGET_ARCH_$(BPF_ARCH) -Ibpf/vmlinux/$(ARCH) -Ibpf
 
 POLICY_SRCS := $(sort $(shell find policy -name '*.c'))
 APP_SRCS    := $(sort $(shell find appliance -name '*.c'))

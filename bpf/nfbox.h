@@ -168,8 +168,56 @@ enum nfb_reject_kind {
 struct nfb_rule {
 	__u8 action;
 	__u8 flags;
-	__u16 pad;
+	__u16 limit;   /* 1 + index in the generation's limits map; 0: no limit */
 	__u32 counter; /* slot in nfb_counters */
+};
+
+/*
+ * Rate limits (a rule's limit:). A rule with a limit matches a packet only
+ * while its bucket holds a token; a packet over the limit goes on to the
+ * rules after it, as if the rule did not match (nftables' limit is a match
+ * in the same way). The classifier searches again from the next rule, at
+ * most once per limited rule.
+ *
+ * Buckets are GCRA ("virtual scheduling"): one u64 per bucket, the
+ * theoretical arrival time `tat`, updated by compare-and-swap, so no lock
+ * (and a bucket can live in an LRU hash, which cannot hold a spin lock). A
+ * packet conforms if max(tat, now) + interval - now <= depth; then tat
+ * becomes max(tat, now) + interval. interval = period / rate, depth =
+ * burst * interval: up to burst packets at once after a quiet spell, rate
+ * per period in the long run. user space computes both in ns.
+ *
+ * Limits map: ARRAY per generation, NFB_MAX_LIMITS entries. State lives
+ * outside generations, keyed by the rule's counter slot, so a reload keeps a
+ * rule's bucket as it keeps its counters:
+ *   nfb_limit_state  HASH   slot -> struct nfb_limit_state (user space
+ *                    creates the entry of every limited rule before the flip)
+ *   nfb_meter        LRU_HASH struct nfb_meter_key -> u64 tat, one bucket per
+ *                    (rule, source address) for `per: source`; the longest
+ *                    unused are forgotten when it is full.
+ */
+#define NFB_MAX_LIMITS 4096 /* POLICY_MAX_LIMITS */
+#define NFB_LIMIT_STATES 16384
+#define NFB_METER_ENTRIES 65536
+#define NFB_LIMIT_PER_SOURCE 0x1
+
+struct nfb_limit_cfg {
+	__u64 interval_ns; /* period / rate */
+	__u64 depth_ns;    /* burst * interval_ns */
+	__u32 slot;        /* the rule's counter slot: its state's key */
+	__u32 flags;       /* NFB_LIMIT_* */
+};
+
+struct nfb_limit_state {
+	__u64 tat;  /* the rule's bucket (not used by per-source limits) */
+	__u64 over; /* packets over the limit, that went on to later rules */
+};
+
+struct nfb_meter_key {
+	__u32 slot;
+	__u8 family;  /* enum nfb_family */
+	__u8 pad[3];
+	__u8 addr[16]; /* the source address; IPv4 in the first 4 bytes */
 };
 
 struct nfb_hook_cfg {

@@ -114,6 +114,13 @@ struct nfb_rules_inner {
 	__uint(value_size, sizeof(struct nfb_rule));
 };
 
+struct nfb_limits_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NFB_MAX_LIMITS);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct nfb_limit_cfg));
+};
+
 struct nfb_blob_inner {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, NFB_BLOB_FLAGS);
@@ -136,7 +143,24 @@ NFB_OUTER(nfb_iface, nfb_iface_inner);
 NFB_OUTER(nfb_port, nfb_port_inner);
 NFB_OUTER(nfb_misc, nfb_misc_inner);
 NFB_OUTER(nfb_rules, nfb_rules_inner);
+NFB_OUTER(nfb_limits, nfb_limits_inner);
 NFB_OUTER(nfb_blob, nfb_blob_inner);
+
+/* Rate-limit state (bpf/nfbox.h, "Rate limits"): outside the generations. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, NFB_LIMIT_STATES);
+	__type(key, __u32);
+	__type(value, struct nfb_limit_state);
+} nfb_limit_state SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, NFB_METER_ENTRIES);
+	__type(key, struct nfb_meter_key);
+	__type(value, __u64);
+} nfb_meter SEC(".maps");
 
 /* Counters are per CPU and incremented without atomics, as is usual for
  * per-CPU BPF counters: a softirq interrupting a LOCAL_OUT run on the same
@@ -568,11 +592,12 @@ struct nfb_search_in {
 	__u32 locs[NFB_F_MAX]; /* one per field, every entry valid, repeats allowed */
 	__u32 nsum;
 	__u32 gen;
+	__u32 start;           /* rules below it are not candidates (past an over-limit rule) */
 };
 
 /*
- * First rule set in the AND of the vectors named by in->locs[]. Returns the
- * rule, or -1 if none: also when a vector cannot be resolved (missing chunk,
+ * First rule, from in->start on, set in the AND of the vectors named by
+ * in->locs[]. Returns the rule, or -1 if none: also when a vector cannot be resolved (missing chunk,
  * vector past the chunk), which is an empty vector. Cost: one chunk lookup
  * per distinct vector, one word per field for each of the nsum summary
  * words, then a few words per candidate the summaries leave.
@@ -623,13 +648,18 @@ __noinline int nfb_search(const struct nfb_search_in *in)
 	}
 
 	/* Summary word k of the AND, then its candidate words in ascending
-	 * order; the first nonzero AND wins. */
-	bpf_for(k, 0, nsum) {
+	 * order; the first nonzero AND wins. Words and bits below start are
+	 * masked off (rule start is in word start / 64, which is bit
+	 * start / 64 % 64 of summary word start / 4096). in->start is read
+	 * where it is used: held in a register, its spill would cost stack. */
+	bpf_for(k, in->start / 4096, nsum) {
 		__u64 a = ~0ull;
 
 #pragma clang loop unroll(full)
 		for (i = 0; i < NFB_F_MAX; i++)
 			a &= c[i]->w[(o[i] + k) & NFB_LOC_OFF_MASK];
+		if (k == in->start / 4096)
+			a &= ~0ull << (in->start / 64 % 64);
 		if (!a)
 			continue; /* no candidate: spare the inner iterator's calls */
 		bpf_for(j, 0, 64) {
@@ -653,6 +683,8 @@ __noinline int nfb_search(const struct nfb_search_in *in)
 				if (i == 0 || in->locs[i] != in->locs[i - 1])
 					word &= nfb_vec_word(c[i], o[i], ns, kk, below);
 			}
+			if (kk * 64 + nfb_popcount64(below) == in->start / 64)
+				word &= ~0ull << (in->start % 64);
 			if (word) {
 				rule = (int)(((k * 64 + nfb_popcount64(below)) * 64) + nfb_ctz64(word));
 				break;
@@ -701,28 +733,6 @@ static __noinline int nfb_locate(const struct nfb_hook_cfg *hc, const struct nfb
 			locs[f] = first;
 	}
 	return 0;
-}
-
-/* The first matching rule of the hook, or -1 for the default verdict. */
-static __always_inline int nfb_classify(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
-					__u32 gen)
-{
-	__u32 nrules = hc->nrules, nsum = hc->nsum, fields = hc->fields;
-	struct nfb_search_in in = { .nsum = nsum, .gen = gen };
-	int rule;
-
-	if (!nrules || nrules > NFB_MAX_RULES)
-		return -1;
-	if (!(fields & ((1u << NFB_F_MAX) - 1)))
-		return 0; /* no field restricted: every rule matches */
-	if (!nsum || nsum > NFB_MAX_SUM)
-		return -1;
-	if (nfb_locate(hc, p, gen, &in))
-		return -1; /* corrupt locator: empty vector */
-	rule = nfb_search(&in);
-	if (rule >= (int)nrules)
-		return -1; /* bit past the rules: corrupt vector */
-	return rule;
 }
 
 /* ---- verdict ---------------------------------------------------------- */
@@ -846,25 +856,144 @@ static __always_inline int nfb_default(const struct nfb_hook_cfg *hc, const stru
 }
 
 static __always_inline int nfb_rule_verdict(struct bpf_nf_ctx *ctx, const struct nfb_gen_cfg *cfg,
-					    const struct nfb_hook_cfg *hc,
-					    const struct nfb_pkt *p, __u32 gen, __u32 rule)
+					    const struct nfb_pkt *p, __u32 gen, __u32 rule,
+					    const struct nfb_rule *r)
 {
-	__u32 idx = p->hook * NFB_MAX_RULES + rule;
-	const struct nfb_rule *r;
-	void *rules;
-
-	rules = bpf_map_lookup_elem(&nfb_rules, &gen);
-	if (!rules)
-		return nfb_default(hc, p);
-	r = bpf_map_lookup_elem(rules, &idx);
-	if (!r)
-		return nfb_default(hc, p);
 	nfb_count(r->counter, p->len);
 	if (r->flags & NFB_RULE_LOG)
 		nfb_log(cfg, p, gen, rule, r);
 	if (r->action == NFB_ACT_REJECT)
 		nfb_reject(ctx, cfg, p, (r->flags >> NFB_RULE_REJECT_SHIFT) & 0xf);
 	return r->action == NFB_ACT_ACCEPT ? NF_ACCEPT : NF_DROP;
+}
+
+/* ---- rate limits (bpf/nfbox.h, "Rate limits") -------------------------- */
+
+/* A token from the GCRA bucket at *tat: true if the packet conforms. A tat
+ * further ahead than depth (left by a slower limit before a reload) counts
+ * as an empty bucket now: it is pulled back to now + depth, so a raised
+ * limit applies at once rather than after the old one's wait. */
+static __always_inline bool nfb_gcra(__u64 *tat, __u64 now, __u64 interval, __u64 depth)
+{
+	int i;
+
+#pragma clang loop unroll(full)
+	for (i = 0; i < 4; i++) {
+		__u64 old = *(volatile __u64 *)tat, next;
+
+		if (old > now + depth) {
+			__sync_val_compare_and_swap(tat, old, now + depth);
+			return false;
+		}
+		next = (old > now ? old : now) + interval;
+		if (next - now > depth)
+			return false;
+		if (__sync_val_compare_and_swap(tat, old, next) == old)
+			return true;
+		/* another CPU took a token meanwhile: look again */
+	}
+	return false; /* contended past all tries: over, the safe side */
+}
+
+/* Whether the packet is within the rule's limit (limit: 1 + index in the
+ * generation's limits). Over the limit is counted in the rule's state. A
+ * limit whose configuration or state is missing is over: the rule does not
+ * match (user space creates the state of every limited rule first). */
+static __noinline bool nfb_limit_pass(__u32 gen, __u32 limit, const struct nfb_pkt *p)
+{
+	__u32 idx = limit - 1, slot;
+	const struct nfb_limit_cfg *lc;
+	struct nfb_limit_state *st;
+	__u64 now, *tat;
+	void *limits;
+
+	limits = bpf_map_lookup_elem(&nfb_limits, &gen);
+	if (!limits)
+		return false;
+	lc = bpf_map_lookup_elem(limits, &idx);
+	if (!lc)
+		return false;
+	slot = lc->slot;
+	st = bpf_map_lookup_elem(&nfb_limit_state, &slot);
+	if (!st)
+		return false;
+	now = bpf_ktime_get_ns();
+	tat = &st->tat;
+	if (lc->flags & NFB_LIMIT_PER_SOURCE) {
+		struct nfb_meter_key key;
+		__u64 first = now + lc->interval_ns;
+
+		__builtin_memset(&key, 0, sizeof(key));
+		key.slot = slot;
+		key.family = p->family;
+		__builtin_memcpy(key.addr, p->saddr, sizeof(key.addr));
+		tat = bpf_map_lookup_elem(&nfb_meter, &key);
+		if (!tat) {
+			/* A new source: its first packet conforms (depth >= interval). */
+			if (bpf_map_update_elem(&nfb_meter, &key, &first, BPF_NOEXIST) == 0)
+				return true;
+			tat = bpf_map_lookup_elem(&nfb_meter, &key); /* another CPU added it */
+			if (!tat)
+				goto over;
+		}
+	}
+	if (nfb_gcra(tat, now, lc->interval_ns, lc->depth_ns))
+		return true;
+over:
+	__sync_fetch_and_add(&st->over, 1);
+	return false;
+}
+
+/* start, or -1 past the last rule: the search when no field is restricted
+ * (every rule matches). A global function, so the verifier sees an unknown
+ * value: a rule number it could follow as a constant would have it walk
+ * every round of nfb_judge()'s loop one by one. */
+__noinline int nfb_next_rule(__u32 start, __u32 nrules)
+{
+	return start < nrules ? (int)start : -1;
+}
+
+/*
+ * The verdict of the hook's rules: the first rule that matches and is within
+ * its limit, else the default. A rule over its limit sends the search on
+ * from the rule after it; each round passes one limited rule, so the rounds
+ * are bounded by the limits a generation can hold.
+ */
+static __always_inline int nfb_judge(struct bpf_nf_ctx *ctx, const struct nfb_gen_cfg *cfg,
+				     const struct nfb_hook_cfg *hc, const struct nfb_pkt *p, __u32 gen)
+{
+	__u32 nrules = hc->nrules, nsum = hc->nsum, start = 0, idx, n;
+	struct nfb_search_in in = { .nsum = nsum, .gen = gen };
+	bool all = !(hc->fields & ((1u << NFB_F_MAX) - 1)); /* no field restricted: every rule matches */
+	const struct nfb_rule *r;
+	void *rules;
+	int rule;
+
+	if (!nrules || nrules > NFB_MAX_RULES)
+		return nfb_default(hc, p);
+	if (!all && (!nsum || nsum > NFB_MAX_SUM || nfb_locate(hc, p, gen, &in)))
+		return nfb_default(hc, p); /* corrupt: an empty vector */
+	rules = bpf_map_lookup_elem(&nfb_rules, &gen);
+	if (!rules)
+		return nfb_default(hc, p);
+	bpf_for(n, 0, NFB_MAX_LIMITS + 1) {
+		if (all) {
+			rule = nfb_next_rule(start, nrules);
+		} else {
+			in.start = start;
+			rule = nfb_search(&in);
+		}
+		if (rule < 0 || rule >= (int)nrules)
+			break; /* none (or a bit past the rules: corrupt) */
+		idx = p->hook * NFB_MAX_RULES + rule;
+		r = bpf_map_lookup_elem(rules, &idx);
+		if (!r)
+			break;
+		if (!r->limit || nfb_limit_pass(gen, r->limit, p))
+			return nfb_rule_verdict(ctx, cfg, p, gen, (__u32)rule, r);
+		start = (__u32)rule + 1;
+	}
+	return nfb_default(hc, p);
 }
 
 static __always_inline bool nfb_any_hook(const struct nfb_gen_cfg *cfg)
@@ -881,7 +1010,7 @@ int nfbox_filter(struct bpf_nf_ctx *ctx)
 	struct nfb_pkt pkt = {};
 	struct nfb_ctl *ctl;
 	__u32 zero = 0, gen;
-	int hook, family, rule;
+	int hook, family;
 
 	hook = nfb_hook_of(state->hook);
 	family = nfb_family_of(state->pf);
@@ -928,8 +1057,5 @@ int nfbox_filter(struct bpf_nf_ctx *ctx)
 		return NF_ACCEPT;
 	}
 
-	rule = nfb_classify(hc, &pkt, gen);
-	if (rule < 0)
-		return nfb_default(hc, &pkt);
-	return nfb_rule_verdict(ctx, cfg, hc, &pkt, gen, rule);
+	return nfb_judge(ctx, cfg, hc, &pkt, gen);
 }

@@ -20,6 +20,7 @@
 #define POLICY_MAX_GROUP_IFACES 4096
 #define POLICY_MAX_IFACE_WILDCARDS 63   /* in one in: or out: */
 #define POLICY_MAX_SERVICE_ENTRIES 65536
+#define POLICY_MAX_LIMITS 4096          /* rules with limit:, counted once per hook */
 #define POLICY_MAX_NAME 64
 #define POLICY_IFNAMSIZ 16
 
@@ -133,6 +134,22 @@ struct port_match {
 	char *what;
 };
 
+/* N events per period: 100/second, 5/minute, 10/hour. */
+struct policy_rate {
+	uint32_t n;      /* 0: unlimited */
+	uint32_t per;    /* seconds: 1, 60 or 3600 */
+};
+
+/* A rule's rate limit (limit:): the rule matches a packet only while its
+ * token bucket (of the rule, or of the packet's source address) holds a
+ * token; over the limit the packet goes on to the next rules. */
+struct policy_limit {
+	struct policy_rate rate; /* n 0: no limit */
+	uint32_t burst;          /* packets that may pass at once (the bucket's depth) */
+	bool per_source;         /* one bucket per source address */
+	struct loc loc;
+};
+
 struct rule {
 	char *name;
 	bool unnamed;   /* no name: was given; name is a placeholder */
@@ -148,6 +165,7 @@ struct rule {
 	enum policy_action action;
 	enum policy_reject reject_with; /* action reject only */
 	bool log;
+	struct policy_limit limit;
 	char *comment;
 	uint8_t families; /* families the rule can match at all */
 };
@@ -197,12 +215,6 @@ struct capture_conf {
 	uint64_t rotate_size;     /* bytes, 0: no rotation */
 	uint32_t rotate_keep;
 	uint32_t snaplen;
-};
-
-/* N events per period: 100/second, 5/minute, 10/hour. */
-struct policy_rate {
-	uint32_t n;      /* 0: unlimited */
-	uint32_t per;    /* seconds: 1, 60 or 3600 */
 };
 
 struct policy_options {
@@ -268,6 +280,8 @@ extern const char *const policy_reject_names[POLICY_REJECT_MAX + 1];
 extern const char *const policy_nat_kind_names[];               /* by enum nat_kind, NULL-terminated */
 const char *policy_proto_name(int proto); /* "tcp", ..., or NULL */
 const char *policy_rate_unit(uint32_t per); /* "second", "minute", "hour" */
+/* "10/second burst 10", "5/minute burst 5 per source"; as snprintf. */
+int policy_limit_format(const struct policy_limit *l, char *buf, size_t len);
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
 /* Interface names: "eth0", or a wildcard "eth*" (every name that starts
  * with "eth", as nftables writes it). */

@@ -243,10 +243,21 @@ static void captures_stats_text(const struct report_capture *c, uint32_t n, FILE
 
 static void stats_text(const struct stats_report *r, FILE *f)
 {
-	fputs("hook     rule                             action         packets            bytes\n", f);
+	bool limits = false;
+
 	for (uint32_t i = 0; i < r->nrows; i++)
-		fprintf(f, "%-8s %-32s %-6s %16llu %16llu\n", r->rows[i].hook, r->rows[i].rule, r->rows[i].action,
+		limits |= r->rows[i].limit != NULL;
+	fprintf(f, "hook     rule                             action         packets            bytes%s\n",
+		limits ? "       over-limit" : "");
+	for (uint32_t i = 0; i < r->nrows; i++) {
+		fprintf(f, "%-8s %-32s %-6s %16llu %16llu", r->rows[i].hook, r->rows[i].rule, r->rows[i].action,
 			U(r->rows[i].c.packets), U(r->rows[i].c.bytes));
+		if (r->rows[i].limit)
+			fprintf(f, " %16llu", U(r->rows[i].over_limit));
+		else if (limits)
+			fprintf(f, " %16s", "-");
+		fputc('\n', f);
+	}
 	fprintf(f, "%-8s %-32s %-6s %16llu %16llu\n", "all", "(established/related, skip rules)", "accept",
 		U(r->established.packets), U(r->established.bytes));
 	fputc('\n', f);
@@ -309,6 +320,13 @@ static void stats_json(const struct stats_report *r, FILE *f)
 		json_kv_bool(&j, "default", r->rows[i].is_default);
 		json_kv_u64(&j, "packets", r->rows[i].c.packets);
 		json_kv_u64(&j, "bytes", r->rows[i].c.bytes);
+		if (r->rows[i].limit) {
+			char buf[64];
+
+			policy_limit_format(r->rows[i].limit, buf, sizeof(buf));
+			json_kv_str(&j, "limit", buf);
+			json_kv_u64(&j, "over_limit", r->rows[i].over_limit);
+		}
 		json_object_end(&j);
 	}
 	json_array_end(&j);

@@ -86,9 +86,12 @@ static void fill_rows(const struct counter_source *s, struct stats_report *out)
 			row->rule = def ? "(default)" : ph->rules[b]->name;
 			row->action = policy_action_name(def ? ph->def : ph->rules[b]->action);
 			row->is_default = def;
+			row->limit = !def && ph->rules[b]->limit.rate.n ? &ph->rules[b]->limit : NULL;
 			if (!s->nft) {
 				engine_counter_read(dm->e, def ? dm->cur.slots.default_slot[h] : dm->cur.slots.rule_slot[h][b],
 						    &row->c);
+				if (row->limit)
+					engine_limit_over(dm->e, dm->cur.slots.rule_slot[h][b], &row->over_limit);
 				continue;
 			}
 			if (def)
@@ -96,6 +99,13 @@ static void fill_rows(const struct counter_source *s, struct stats_report *out)
 			else
 				nft_rule_counter_name(name, sizeof(name), (enum policy_hook)h, row->rule);
 			read_named(s, name, &row->c);
+			if (row->limit) {
+				struct nfb_counter over;
+
+				nft_over_limit_counter_name(name, sizeof(name), (enum policy_hook)h, row->rule);
+				read_named(s, name, &over);
+				row->over_limit = over.packets;
+			}
 		}
 	}
 }

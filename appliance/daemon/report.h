@@ -49,6 +49,8 @@ struct stats_row {
 	const char *hook, *rule, *action;
 	bool is_default;
 	struct nfb_counter c;
+	const struct policy_limit *limit; /* the rule's limit:, NULL if none */
+	uint64_t over_limit;              /* packets over it, gone on to later rules */
 };
 
 struct stats_report {

@@ -20,9 +20,10 @@
 static const char *const map_names[EM_COUNT] = {
 	[EM_CTL] = "nfb_ctl",       [EM_GEN] = "nfb_gen",         [EM_LPM4] = "nfb_lpm4",
 	[EM_LPM6] = "nfb_lpm6",     [EM_IFACE] = "nfb_iface",     [EM_PORT] = "nfb_port",
-	[EM_MISC] = "nfb_misc",     [EM_RULES] = "nfb_rules",     [EM_BLOB] = "nfb_blob",
-	[EM_COUNTERS] = "nfb_counters", [EM_EVENTS] = "nfb_events", [EM_LOG_BUCKET] = "nfb_log_bucket",
-	[EM_REJECTS] = "nfb_rejects",
+	[EM_MISC] = "nfb_misc",     [EM_RULES] = "nfb_rules",     [EM_LIMITS] = "nfb_limits",
+	[EM_BLOB] = "nfb_blob",     [EM_COUNTERS] = "nfb_counters", [EM_EVENTS] = "nfb_events",
+	[EM_LOG_BUCKET] = "nfb_log_bucket", [EM_REJECTS] = "nfb_rejects", [EM_LIMIT_STATE] = "nfb_limit_state",
+	[EM_METER] = "nfb_meter",
 };
 
 /* nfbox's hook and family numbers are the policy's (names written once, in
@@ -115,15 +116,18 @@ static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 
 	if (path_fmt(path, sizeof(path), e, "", "prog") < 0 || (e->prog_fd = bpf_obj_get(path)) < 0)
 		return diag_errno(d, -errno, "cannot open the pinned program %s", path);
+	/* The control map first: its layout version says whether the other
+	 * maps are this version's (an older state lacks some). */
 	for (int i = 0; i < EM_COUNT; i++) {
 		if (path_fmt(path, sizeof(path), e, "maps", map_names[i]) < 0 ||
 		    (e->map_fd[i] = bpf_obj_get(path)) < 0)
 			return diag_fail(d, -ENOENT, "pinned state in %s is incomplete (map %s is missing); remove the pin directory or run 'nfbox run --fresh'",
 					 e->pin_dir, map_names[i]);
+		if (i == EM_CTL &&
+		    (bpf_map_lookup_elem(e->map_fd[EM_CTL], &zero, &ctl) < 0 || ctl.abi != NFB_ABI_VERSION))
+			return diag_fail(d, -EPROTO, "the state pinned in %s was made by another nfbox version; stop it ('nfbox run --fresh' replaces it)",
+					 e->pin_dir);
 	}
-	if (bpf_map_lookup_elem(e->map_fd[EM_CTL], &zero, &ctl) < 0 || ctl.abi != NFB_ABI_VERSION)
-		return diag_fail(d, -EPROTO, "the state pinned in %s was made by another nfbox version; stop it ('nfbox run --fresh' replaces it)",
-				 e->pin_dir);
 	if (ctl.netns_cookie != cookie)
 		return diag_fail(d, -EXDEV, "the state pinned in %s enforces another network namespace (cookie %llu, this one %llu): give each appliance its own --pin-dir, or replace the stale state with 'nfbox run --fresh'",
 				 e->pin_dir, (unsigned long long)ctl.netns_cookie, (unsigned long long)cookie);
@@ -457,7 +461,23 @@ int engine_counter_zero(struct engine *e, uint32_t slot)
 	if (bpf_map_update_elem(e->map_fd[EM_COUNTERS], &slot, v, BPF_ANY) < 0)
 		r = -errno;
 	free(v);
+	/* and the slot's limit state, if a rule before had one */
+	if (!r && bpf_map_delete_elem(e->map_fd[EM_LIMIT_STATE], &slot) < 0 && errno != ENOENT)
+		r = -errno;
 	return r;
+}
+
+int engine_limit_over(struct engine *e, uint32_t slot, uint64_t *over)
+{
+	struct nfb_limit_state st;
+
+	*over = 0;
+	if (!e)
+		return -ENODEV;
+	if (bpf_map_lookup_elem(e->map_fd[EM_LIMIT_STATE], &slot, &st) < 0)
+		return -errno;
+	*over = st.over;
+	return 0;
 }
 
 void engine_get_info(const struct engine *e, struct engine_info *out)

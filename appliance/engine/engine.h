@@ -93,5 +93,8 @@ int engine_prog_fd(const struct engine *e);
 /* -ENODEV for a NULL engine (*out zeroed). */
 int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out);
 int engine_counter_zero(struct engine *e, uint32_t slot);
+/* Packets over the limit of the rule with counter slot `slot` (a rule with
+ * limit:), that went on to later rules. */
+int engine_limit_over(struct engine *e, uint32_t slot, uint64_t *over);
 
 #endif

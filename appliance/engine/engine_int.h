@@ -8,8 +8,9 @@
 /* Written in nfb_ctl.abi: pinned state of another layout is not adopted.
  * 2: nfb_ctl carries the network namespace; one log-rate bucket for all CPUs.
  * 3: reject (nfb_rejects, the reject-rate bucket, reject_rate in nfb_gen_cfg).
- * 4: log_period and reject_period in nfb_gen_cfg (rates per minute, hour). */
-#define NFB_ABI_VERSION 4
+ * 4: log_period and reject_period in nfb_gen_cfg (rates per minute, hour).
+ * 5: rule limits (nfb_rule.limit, nfb_limits, nfb_limit_state, nfb_meter). */
+#define NFB_ABI_VERSION 5
 
 enum engine_map {
 	EM_CTL,
@@ -20,11 +21,14 @@ enum engine_map {
 	EM_PORT,
 	EM_MISC,
 	EM_RULES,
+	EM_LIMITS,
 	EM_BLOB,
 	EM_COUNTERS,
 	EM_EVENTS,
 	EM_LOG_BUCKET,
 	EM_REJECTS,
+	EM_LIMIT_STATE,
+	EM_METER,
 	EM_COUNT,
 };
 

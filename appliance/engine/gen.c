@@ -22,7 +22,7 @@
 #define ARRAY_STRIDE 2
 
 static const char *const inner_names[EM_NUM_OUTER] = { "nfb_g_lpm4", "nfb_g_lpm6", "nfb_g_iface", "nfb_g_port",
-							 "nfb_g_misc", "nfb_g_rules", "nfb_g_blob" };
+							 "nfb_g_misc", "nfb_g_rules", "nfb_g_limits", "nfb_g_blob" };
 
 struct gen_maps {
 	int fd[EM_NUM_OUTER];
@@ -64,8 +64,32 @@ static uint8_t nfb_action_of(enum policy_action a)
 	return a == POLICY_ACCEPT ? NFB_ACT_ACCEPT : a == POLICY_REJECT ? NFB_ACT_REJECT : NFB_ACT_DROP;
 }
 
+/* The limits of a generation, by index (1 + index in nfb_rule.limit). */
+struct limits {
+	struct nfb_limit_cfg v[NFB_MAX_LIMITS];
+	uint32_t n;
+};
+
+/* GCRA parameters of a limit (bpf/nfbox.h): the loader keeps rate within
+ * 1..1e6 per period and burst within 1..1e6, so interval >= 1000 ns and
+ * depth <= 1e6 * 3.6e12 ns fit in 64 bits. */
+static uint16_t limit_index(struct limits *lim, uint32_t slot, const struct policy_limit *l)
+{
+	uint64_t interval = (uint64_t)l->rate.per * 1000000000ull / l->rate.n;
+
+	if (lim->n >= NFB_MAX_LIMITS)
+		return 0; /* the loader refuses more; never reached */
+	lim->v[lim->n] = (struct nfb_limit_cfg){
+		.interval_ns = interval,
+		.depth_ns = interval * l->burst,
+		.slot = slot,
+		.flags = l->per_source ? NFB_LIMIT_PER_SOURCE : 0,
+	};
+	return (uint16_t)++lim->n;
+}
+
 static int fill_arrays(struct engine *e, struct gen_maps *g, const struct plan *pl, const struct plan_blob *b,
-		       const struct slot_map *slots)
+		       const struct slot_map *slots, struct limits *lim)
 {
 	/* Array maps store each value in 8-byte-aligned slots: a u32 locator
 	 * takes 8 bytes of the mmap()ed area (see ARRAY_STRIDE). */
@@ -103,6 +127,7 @@ static int fill_arrays(struct engine *e, struct gen_maps *g, const struct plan *
 			rules[hk * NFB_MAX_RULES + bit] = (struct nfb_rule){
 				.action = nfb_action_of(ru->action),
 				.flags = (uint8_t)((ru->log ? NFB_RULE_LOG : 0) | ru->reject_with << NFB_RULE_REJECT_SHIFT),
+				.limit = ru->limit.rate.n ? limit_index(lim, slots->rule_slot[hk][bit], &ru->limit) : 0,
 				.counter = slots->rule_slot[hk][bit],
 			};
 		}
@@ -290,6 +315,84 @@ static void gen_cfg(struct nfb_gen_cfg *c, const struct plan *pl, const struct p
 	}
 }
 
+/* The generation's limits, and a state for each limited rule that has none
+ * yet (the classifier treats a rule without state as over its limit). */
+static int fill_limits(struct engine *e, struct gen_maps *g, const struct limits *lim)
+{
+	const struct nfb_limit_state fresh = { 0 };
+
+	for (uint32_t i = 0; i < lim->n; i++) {
+		if (bpf_map_update_elem(g->fd[EM_LIMITS - EM_FIRST_OUTER], &i, &lim->v[i], BPF_ANY) < 0)
+			return -errno;
+		if (bpf_map_update_elem(e->map_fd[EM_LIMIT_STATE], &lim->v[i].slot, &fresh, BPF_NOEXIST) < 0 &&
+		    errno != EEXIST)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Every key of a hash map for which drop() says so is deleted: keys are
+ * collected in one walk, then deleted (deleting during a walk restarts it). */
+static void delete_keys(int fd, size_t key_size, bool (*drop)(const void *key, const uint8_t *keep),
+			const uint8_t *keep)
+{
+	size_t cap = 1024, n = 0;
+	uint8_t *keys = malloc(cap * key_size), cur[64], next[64];
+	bool first = true;
+
+	while (keys && bpf_map_get_next_key(fd, first ? NULL : cur, next) == 0) {
+		first = false;
+		memcpy(cur, next, key_size);
+		if (!drop(cur, keep))
+			continue;
+		if (n == cap) {
+			uint8_t *k = realloc(keys, 2 * cap * key_size);
+
+			if (!k)
+				break;
+			keys = k;
+			cap *= 2;
+		}
+		memcpy(keys + n++ * key_size, cur, key_size);
+	}
+	for (size_t i = 0; keys && i < n; i++)
+		bpf_map_delete_elem(fd, keys + i * key_size);
+	free(keys);
+}
+
+static bool state_unused(const void *key, const uint8_t *keep)
+{
+	uint32_t slot;
+
+	memcpy(&slot, key, sizeof(slot));
+	return slot >= NFB_MAX_COUNTERS || !keep[slot];
+}
+
+static bool meter_unused(const void *key, const uint8_t *keep)
+{
+	struct nfb_meter_key k;
+
+	memcpy(&k, key, sizeof(k));
+	return k.slot >= NFB_MAX_COUNTERS || keep[k.slot] != 2;
+}
+
+/* After a flip: the state of rules that no longer have a limit (or a
+ * per-source one) goes, so the maps hold what the policy in force uses. */
+static void prune_limits(struct engine *e, const struct plan *pl, const struct slot_map *slots)
+{
+	uint8_t *keep = calloc(NFB_MAX_COUNTERS, 1); /* 1: limited, 2: per source */
+
+	if (!keep)
+		return;
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
+		for (uint32_t bit = 0; bit < pl->hook[hk].nrules; bit++)
+			if (pl->hook[hk].rules[bit]->limit.rate.n)
+				keep[slots->rule_slot[hk][bit]] = pl->hook[hk].rules[bit]->limit.per_source ? 2 : 1;
+	delete_keys(e->map_fd[EM_LIMIT_STATE], sizeof(uint32_t), state_unused, keep);
+	delete_keys(e->map_fd[EM_METER], sizeof(struct nfb_meter_key), meter_unused, keep);
+	free(keep);
+}
+
 static uint32_t total_lpm(const struct plan *pl, int fi)
 {
 	uint32_t n = 0;
@@ -303,6 +406,7 @@ static int gen_build(struct engine *e, struct gen_maps *g, const struct plan *pl
 		     const struct slot_map *slots, struct diags *d)
 {
 	uint32_t sizes[EM_NUM_OUTER] = { 0 };
+	struct limits *lim;
 	int r;
 
 	sizes[EM_LPM4 - EM_FIRST_OUTER] = total_lpm(pl, 0) + 1;
@@ -313,8 +417,13 @@ static int gen_build(struct engine *e, struct gen_maps *g, const struct plan *pl
 		if (g->fd[i] < 0)
 			return diag_errno(d, g->fd[i], "cannot create map %s for the new policy", inner_names[i]);
 	}
-	if ((r = fill_arrays(e, g, pl, b, slots)) < 0)
+	if (!(lim = calloc(1, sizeof(*lim))))
+		return diag_errno(d, -ENOMEM, "the new policy's limits");
+	if ((r = fill_arrays(e, g, pl, b, slots, lim)) < 0 || (r = fill_limits(e, g, lim)) < 0) {
+		free(lim);
 		return diag_errno(d, r, "cannot fill the new policy's arrays");
+	}
+	free(lim);
 	if ((r = fill_lpm(g->fd[EM_LPM4 - EM_FIRST_OUTER], g->fd[EM_LPM6 - EM_FIRST_OUTER], pl, b)) < 0)
 		return diag_errno(d, r, "cannot fill the new policy's prefix tries");
 	if ((r = fill_ifaces(g->fd[EM_IFACE - EM_FIRST_OUTER], pl, b, d)) < 0)
@@ -363,6 +472,7 @@ int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob 
 		e->active_gen = old;
 		return r;
 	}
+	prune_limits(e, pl, slots);
 	e->generation++;
 	return r;
 }

@@ -34,6 +34,11 @@ void nft_rule_counter_name(char *buf, size_t len, enum policy_hook h, const char
 	snprintf(buf, len, "r_%s_%s", policy_hook_name(h), rule);
 }
 
+void nft_over_limit_counter_name(char *buf, size_t len, enum policy_hook h, const char *rule)
+{
+	snprintf(buf, len, "o_%s_%s", policy_hook_name(h), rule);
+}
+
 void nft_default_counter_name(char *buf, size_t len, enum policy_hook h)
 {
 	snprintf(buf, len, "x_%s_default", policy_hook_name(h));
@@ -74,6 +79,14 @@ static void counter(struct ctx *c, const char *name)
 static uint32_t nfproto_of(uint8_t fam)
 {
 	return fam == POLICY_FAM_IPV4 ? NFPROTO_IPV4 : NFPROTO_IPV6;
+}
+
+static bool has_match(const struct nfr_rule *r, enum nfr_match_kind k)
+{
+	for (uint32_t i = 0; i < r->nm; i++)
+		if (r->m[i].kind == k)
+			return true;
+	return false;
 }
 
 static void match_nfproto(struct nfr_rule *r, uint8_t fam)
@@ -380,6 +393,7 @@ struct emit {
 	struct ctx *c;
 	const struct rule *ru;
 	enum policy_hook h;
+	uint8_t fam;          /* the chain's family */
 	char counter[NFR_NAME];
 	char what[160];
 };
@@ -437,7 +451,95 @@ static int tcp_only(const struct nfr_rule *r, const struct rule *ru)
 	return ru->proto == IPPROTO_TCP ? 1 : -1;
 }
 
+/* The rule's limit as a match on r: its named limit, or (per source) its
+ * family's set of buckets, made on first use. */
+static void limit_match(struct emit *e, struct nfr_rule *r, uint8_t fam)
+{
+	const struct policy_limit *l = &e->ru->limit;
+	char name[NFR_NAME];
+	struct nfr_stmt *s;
+	const struct nfr_set *set;
+
+	if (!l->per_source) {
+		snprintf(name, sizeof(name), "l_%s_%s", policy_hook_name(e->h), e->ru->name);
+		if (!nfr_limit_find(e->c->t, name))
+			nfr_limit_add(e->c->t, name, l->rate.n, l->rate.per, l->burst);
+		s_add(r, NFR_S_LIMIT, name);
+		return;
+	}
+	snprintf(name, sizeof(name), "m%c_%s_%s", fam == POLICY_FAM_IPV4 ? '4' : '6', policy_hook_name(e->h),
+		 e->ru->name);
+	if (!(set = nfr_set_find(e->c->t, name))) {
+		struct nfr_set *ns = nfr_set_new(e->c->t, name, fam == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6, false);
+		/* An element that has not been updated for as long as its bucket
+		 * takes to fill is a full bucket: it may go. */
+		uint64_t fill = ((uint64_t)l->rate.per * l->burst + l->rate.n - 1) / l->rate.n;
+
+		if (!ns)
+			return;
+		ns->dynamic = true;
+		ns->size = NFT_METER_SIZE;
+		ns->timeout_s = (uint32_t)(fill < 1 ? 1 : fill > 86400 * 7 ? 86400 * 7 : fill);
+		set = ns;
+	}
+	/* The family first, as nft writes the dependency of `ip saddr` (the
+	 * ruleset then lists as the plan prints it). */
+	if (!has_match(r, NFR_M_NFPROTO) && r->nm < NFR_MAX_MATCH) {
+		memmove(&r->m[1], &r->m[0], r->nm * sizeof(r->m[0]));
+		r->nm++;
+		memset(&r->m[0], 0, sizeof(r->m[0]));
+		r->m[0].kind = NFR_M_NFPROTO;
+		r->m[0].value = nfproto_of(fam);
+	}
+	s = s_add(r, NFR_S_METER, NULL);
+	s->set = set;
+	s->family = fam;
+	s->rate = l->rate.n;
+	s->per = l->rate.per;
+	s->burst = l->burst;
+}
+
+static void emit_verdict_rules(struct emit *e, const struct nfr_rule *base);
+
+/* A rule with limit: the limit taken once, then the verdict; a rule after
+ * it with the same matches counts the packets over the limit, which go on
+ * to the rules after. A verdict of one rule (accept, drop) goes with the
+ * limit; log and reject, several rules, go in a chain of their own. */
+static void emit_limited(struct emit *e, const struct nfr_rule *base)
+{
+	struct nfr_rule r = *base, over = *base;
+	char name[NFR_NAME];
+
+	limit_match(e, &r, e->fam);
+	if (e->ru->log || e->ru->action == POLICY_REJECT) {
+		struct nfr_chain ch = { 0 };
+		struct nfr_rule in = *base;
+
+		snprintf(ch.name, sizeof(ch.name), "limited_%u", e->c->t->nchains);
+		in.chain = nfr_chain_add(e->c->t, &ch);
+		s_add(&r, NFR_S_JUMP, e->c->t->chains[in.chain].name);
+		nfr_rule_add(e->c->t, &r, e->what);
+		emit_verdict_rules(e, &in);
+	} else {
+		s_add(&r, NFR_S_COUNTER, e->counter);
+		s_add(&r, e->ru->action == POLICY_ACCEPT ? NFR_S_ACCEPT : NFR_S_DROP, NULL);
+		nfr_rule_add(e->c->t, &r, e->what);
+	}
+	nft_over_limit_counter_name(name, sizeof(name), e->h, e->ru->name);
+	counter(e->c, name);
+	s_add(&over, NFR_S_COUNTER, name);
+	nfr_rule_add(e->c->t, &over, e->what);
+}
+
 static void emit_verdict(struct emit *e, const struct nfr_rule *base)
+{
+	if (e->ru->limit.rate.n)
+		emit_limited(e, base);
+	else
+		emit_verdict_rules(e, base);
+}
+
+static void emit_verdict_rules(struct emit *e, const struct nfr_rule *base)
 {
 	struct nfr_rule r = *base;
 
@@ -536,7 +638,7 @@ static void rule_head(struct ctx *c, struct nfr_rule *r, const struct rule *ru, 
 static void filter_rule(struct ctx *c, const struct rule *ru, enum policy_hook h, uint32_t chain, uint8_t fam,
 			bool frag_chain)
 {
-	struct emit e = { .c = c, .ru = ru, .h = h };
+	struct emit e = { .c = c, .ru = ru, .h = h, .fam = fam };
 	struct nfr_rule r = { .chain = chain, .loc = ru->loc };
 
 	if (!applies(ru, fam))
@@ -620,7 +722,7 @@ static bool has_wildcard(const struct iface_match *m)
 
 static bool mergeable(const struct rule *r)
 {
-	return !has_wildcard(&r->in) && !has_wildcard(&r->out) && (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && !r->nicmp &&
+	return !r->limit.rate.n && !has_wildcard(&r->in) && !has_wildcard(&r->out) && (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && !r->nicmp &&
 	       !r->service.any && r->sport.any;
 }
 

@@ -10,12 +10,19 @@
  *  - With options.backend: nftables, the whole filter: one base chain per
  *    hook, rules in policy order with a named counter each (r_HOOK_RULE),
  *    the defaults as a last counted rule (x_HOOK_default), established and
- *    fragment handling first, as the BPF classifier does.
+ *    fragment handling first, as the BPF classifier does. A rule with
+ *    limit: has a named limit l_HOOK_RULE (per source: a dynamic set of
+ *    buckets m4_/m6_HOOK_RULE), and a rule after it with the same matches
+ *    counts what was over the limit (o_HOOK_RULE); with log or reject the
+ *    verdict is in a chain of its own, so the limit is taken once.
  */
 #ifndef NFBOX_NFT_BUILD_H
 #define NFBOX_NFT_BUILD_H
 
 #include "nft/ir.h"
+
+/* Buckets of one per-source limit, as the BPF classifier's nfb_meter. */
+#define NFT_METER_SIZE 65536
 
 /* The NFLOG group the nftables backend logs verdict events to. */
 #define NFT_NFLOG_GROUP 6770
@@ -33,6 +40,8 @@ int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr
 /* Counter names, as build uses them (buf at least NFR_NAME). */
 void nft_rule_counter_name(char *buf, size_t len, enum policy_hook h, const char *rule);
 void nft_default_counter_name(char *buf, size_t len, enum policy_hook h);
+/* The packets over a limited rule's limit (that went on to later rules). */
+void nft_over_limit_counter_name(char *buf, size_t len, enum policy_hook h, const char *rule);
 #define NFT_COUNTER_ESTABLISHED "x_established"
 #define NFT_COUNTER_UNREASSEMBLED "x_unreassembled"
 #define NFT_COUNTER_REJECT_LIMITED "x_reject_limited"

@@ -398,6 +398,26 @@ static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
 		nftnl_expr_set_str(e, NFTNL_EXPR_OBJREF_SET_NAME, "__set%d");
 		nftnl_expr_set_u32(e, NFTNL_EXPR_OBJREF_SET_ID, s->set->id);
 		break;
+	case NFR_S_METER:
+		e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, s->family == POLICY_FAM_IPV4 ? 12 : 8, addr_len(s->family));
+		e = expr(r, "dynset");
+		nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_SREG_KEY, REG1);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_OP, NFT_DYNSET_OP_UPDATE);
+		nftnl_expr_set_str(e, NFTNL_EXPR_DYNSET_SET_NAME, s->set->name);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_SET_ID, s->set->id);
+		{
+			struct nftnl_expr *l = nftnl_expr_alloc("limit");
+
+			if (l) {
+				nftnl_expr_set_u64(l, NFTNL_EXPR_LIMIT_RATE, s->rate);
+				nftnl_expr_set_u64(l, NFTNL_EXPR_LIMIT_UNIT, s->per ? s->per : 1);
+				nftnl_expr_set_u32(l, NFTNL_EXPR_LIMIT_BURST, s->burst);
+				nftnl_expr_set_u32(l, NFTNL_EXPR_LIMIT_TYPE, NFT_LIMIT_PKTS);
+				nftnl_expr_set_u32(l, NFTNL_EXPR_LIMIT_FLAGS, 0);
+				nftnl_expr_set(e, NFTNL_EXPR_DYNSET_EXPR, l, 0);
+			}
+		}
+		break;
 	case NFR_S_REDIRECT:
 		e_imm(r, REG1, &port, 2);
 		e = expr(r, "redir");
@@ -532,6 +552,11 @@ static struct nftnl_set *set_alloc(const struct nfr_set *s)
 	if (s->objmap)
 		nftnl_set_set_u32(ns, NFTNL_SET_OBJ_TYPE, NFT_OBJECT_COUNTER);
 	set_byteorder(ns, s->key == NFR_KEY_IFNAME || s->key == NFR_KEY_NFPROTO ? BYTEORDER_HOST : BYTEORDER_BIG);
+	if (s->dynamic) {
+		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, NFT_SET_TIMEOUT | NFT_SET_EVAL);
+		nftnl_set_set_u64(ns, NFTNL_SET_TIMEOUT, (uint64_t)s->timeout_s * 1000);
+		nftnl_set_set_u32(ns, NFTNL_SET_DESC_SIZE, s->size);
+	}
 	if (s->vmap) {
 		nftnl_set_set_u32(ns, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
 		nftnl_set_set_u32(ns, NFTNL_SET_DATA_LEN, 0);

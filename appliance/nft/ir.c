@@ -204,6 +204,14 @@ void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_
 	t->limits[t->nlimits++].burst = burst;
 }
 
+const struct nfr_limit *nfr_limit_find(const struct nfr_table *t, const char *name)
+{
+	for (uint32_t i = 0; i < t->nlimits; i++)
+		if (!strcmp(t->limits[i].name, name))
+			return &t->limits[i];
+	return NULL;
+}
+
 static const struct nfr_set *bind_anon(struct nfr_table *t, const struct nfr_set *s)
 {
 	struct nfr_set *copy;

@@ -41,6 +41,9 @@ struct nfr_set {
 	bool vmap;            /* a verdict map: each element jumps to its chain */
 	bool objmap;          /* a counter map: each element names its counter */
 	bool bound;           /* anonymous: used by a rule already (the kernel binds it to one) */
+	bool dynamic;         /* filled by the packet path (a meter): flags dynamic,timeout */
+	uint32_t timeout_s;   /* dynamic: an element not updated for this long goes */
+	uint32_t size;        /* dynamic: at most this many elements */
 	struct nfr_elem *v;
 	uint32_t n, cap;
 };
@@ -91,6 +94,8 @@ enum nfr_stmt_kind {
 	NFR_S_VMAP,      /* meta nfproto vmap SET */
 	NFR_S_COUNTER_MAP, /* counter name meta l4proto . th dport map SET: counts
 			      and matches (a key not in the map ends the rule) */
+	NFR_S_METER,     /* update @SET { ip/ip6 saddr limit rate R/PER burst B packets }:
+			    a bucket per source; over its limit the rule ends (a match) */
 };
 
 struct nfr_stmt {
@@ -100,7 +105,8 @@ struct nfr_stmt {
 	uint8_t family;
 	uint8_t addr_lo[16], addr_hi[16];
 	uint16_t port;
-	const struct nfr_set *set; /* NFR_S_VMAP, NFR_S_COUNTER_MAP */
+	const struct nfr_set *set; /* NFR_S_VMAP, NFR_S_COUNTER_MAP, NFR_S_METER */
+	uint32_t rate, per, burst; /* NFR_S_METER (family: the address's) */
 };
 
 struct nfr_chain {
@@ -174,6 +180,7 @@ void nfr_counter_add(struct nfr_table *t, const char *name, uint64_t packets, ui
 /* The index of the counter called name, or UINT32_MAX. */
 uint32_t nfr_counter_find(const struct nfr_table *t, const char *name);
 void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_t per, uint32_t burst);
+const struct nfr_limit *nfr_limit_find(const struct nfr_table *t, const char *name);
 /* A copy of r, appended; what (copied) names it in messages. An anonymous
  * set that an earlier rule uses already is copied for this one: the
  * kernel binds an anonymous set to one rule. */

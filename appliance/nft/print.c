@@ -285,6 +285,10 @@ static void print_stmt(const struct nfr_table *t, const struct nfr_stmt *s, FILE
 		fputs("counter name meta l4proto . th dport map ", f);
 		print_elems(t, s->set, f);
 		break;
+	case NFR_S_METER:
+		fprintf(f, "update @%s { %s saddr limit rate %u/%s burst %u packets }", s->set->name, ip, s->rate,
+			policy_rate_unit(s->per), s->burst);
+		break;
 	}
 }
 
@@ -347,6 +351,8 @@ void nfr_print(const struct nfr_table *t, FILE *f)
 		fprintf(f, "\tset %s {\n\t\ttype %s\n", s->name, set_type(s->key));
 		if (s->interval)
 			fputs("\t\tflags interval\n", f);
+		if (s->dynamic)
+			fprintf(f, "\t\tsize %u\n\t\tflags dynamic,timeout\n\t\ttimeout %us\n", s->size, s->timeout_s);
 		if (s->n) {
 			fputs("\t\telements = ", f);
 			print_elems(t, s, f);

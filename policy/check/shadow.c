@@ -119,9 +119,11 @@ static bool l4_covers(const struct rule *a, const struct rule *b)
 	return ports_cover(&a->service, &b->service) && ports_cover(&a->sport, &b->sport);
 }
 
+/* A rule with limit: lets what is over its limit go on to later rules, so
+ * it covers nothing. */
 static bool rule_covers(const struct rule *a, const struct rule *b)
 {
-	return (b->families & ~a->families) == 0 && (b->state & ~a->state) == 0 &&
+	return !a->limit.rate.n && (b->families & ~a->families) == 0 && (b->state & ~a->state) == 0 &&
 	       iface_covers(&a->in, &b->in) && iface_covers(&a->out, &b->out) &&
 	       addr_covers(&a->from, &b->from) && addr_covers(&a->to, &b->to) && l4_covers(a, b);
 }

@@ -319,9 +319,9 @@ static void diff_options(struct out *o, const struct policy *a, const struct pol
 static const char *const state_names[] = { "new", "established", "related", "invalid", "untracked" };
 
 /* Each key of a rule as text ("" for a key it does not have). */
-enum rkey { K_IN, K_OUT, K_FROM, K_TO, K_PROTO, K_ICMP, K_SERVICE, K_SPORT, K_STATE, K_ACTION, K_LOG, K_MAX };
+enum rkey { K_IN, K_OUT, K_FROM, K_TO, K_PROTO, K_ICMP, K_SERVICE, K_SPORT, K_STATE, K_ACTION, K_LOG, K_LIMIT, K_MAX };
 static const char *const rkey_names[K_MAX] = { "in", "out", "from", "to", "proto", "icmp-type", "service",
-					       "source-service", "state", "action", "log" };
+					       "source-service", "state", "action", "log", "limit" };
 
 /* Each key of a rule twice: as written (shown) and in its meaning (sets,
  * groups and services expanded, sorted; compared), "" where the rule does
@@ -481,6 +481,10 @@ static void rkeys_of(const struct policy *p, const struct rule *r, struct rkeys 
 	k->written[K_ACTION] = r->action == POLICY_REJECT ? dupf("reject (%s)", policy_reject_names[r->reject_with])
 							   : strdup(policy_action_name(r->action));
 	k->written[K_LOG] = strdup(r->log ? "true" : "false");
+	buf[0] = '\0';
+	if (r->limit.rate.n)
+		policy_limit_format(&r->limit, buf, sizeof(buf));
+	k->written[K_LIMIT] = strdup(buf);
 	for (int i = K_PROTO; i < K_MAX; i++)
 		if (i != K_SERVICE && i != K_SPORT)
 			k->meant[i] = k->written[i] ? strdup(k->written[i]) : NULL;
@@ -505,6 +509,8 @@ static void rule_text(const struct policy *p, const struct rule *r, FILE *f)
 			fprintf(f, " %s %s", rkey_names[i], k.written[i]);
 	if (r->log)
 		fputs(" log", f);
+	if (r->limit.rate.n)
+		fprintf(f, " limit %s", k.written[K_LIMIT]);
 	rkeys_free(&k);
 }
 
@@ -604,9 +610,12 @@ static void diff_hook_rules(struct out *o, const struct policy *a, const struct 
 			 * the same meaning are no change (canon()). */
 			if (str_eq(kx.meant[k], ky.meant[k]))
 				continue;
+			/* a key left out: any packet for a match, no limit */
+			const char *none = k == K_LIMIT ? "(none)" : "(any)";
+
 			say(o, "rule %s %s: %s %s -> %s", hn, x->name, rkey_names[k],
-			    kx.written[k] && kx.written[k][0] ? kx.written[k] : "(any)",
-			    ky.written[k] && ky.written[k][0] ? ky.written[k] : "(any)");
+			    kx.written[k] && kx.written[k][0] ? kx.written[k] : none,
+			    ky.written[k] && ky.written[k][0] ? ky.written[k] : none);
 		}
 		rkeys_free(&kx);
 		rkeys_free(&ky);

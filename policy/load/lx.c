@@ -83,6 +83,12 @@ bool lx_is(struct lx *x, const struct ynode *n, enum ynode_type type, const char
 void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *allowed,
 		   const char *where)
 {
+	lx_check_keys_hinted(x, map, allowed, where, NULL);
+}
+
+void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *const *allowed,
+			  const char *where, const struct lx_key_hint *hints)
+{
 	for (size_t i = 0; i < ynode_map_len(map); i++) {
 		const struct ynode *k = ynode_map_key(map, i);
 		const char *near;
@@ -90,6 +96,12 @@ void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *all
 
 		for (size_t j = 0; allowed[j]; j++)
 			ok |= strcmp(k->str, allowed[j]) == 0;
+		for (size_t j = 0; !ok && hints && hints[j].key; j++) {
+			if (strcmp(k->str, hints[j].key))
+				continue;
+			diag_error(x->d, k->loc, "%s", hints[j].hint);
+			ok = true;
+		}
 		if (ok)
 			continue;
 		near = diag_closest(k->str, allowed);

@@ -49,6 +49,13 @@ void *lx_grow(void *v, uint32_t n, size_t size);
 bool lx_is(struct lx *x, const struct ynode *n, enum ynode_type type, const char *what);
 void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *allowed,
 		   const char *where);
+/* The same; a key of hints (NULL-terminated) is an error with its own
+ * message (a key that belongs elsewhere says where). */
+struct lx_key_hint {
+	const char *key, *hint;
+};
+void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *const *allowed,
+			  const char *where, const struct lx_key_hint *hints);
 bool lx_bool(struct lx *x, const struct ynode *n, const char *what, bool *out);
 bool lx_uint(struct lx *x, const struct ynode *n, const char *what, uint64_t min, uint64_t max,
 	     uint64_t *out);

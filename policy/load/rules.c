@@ -134,7 +134,12 @@ static uint8_t rule_families(const struct rule *r)
 
 static const char *const rule_keys[] = { "name", "hook", "in", "out", "from", "to", "service",
 					 "source-service", "proto", "icmp-type", "state", "action",
-					 "reject-with", "log", "comment", NULL };
+					 "reject-with", "log", "limit", "comment", NULL };
+static const struct lx_key_hint rule_key_hints[] = {
+	{ "burst", "'burst' belongs inside limit:, e.g. 'limit: { rate: 10/second, burst: 20 }'" },
+	{ "rate", "a rule's rate is its limit:, e.g. 'limit: 10/second' or 'limit: { rate: 10/second, burst: 20 }'" },
+	{ NULL, NULL },
+};
 
 static void rule_hooks_and_sides(struct lx *x, struct rule *r, const struct ynode *n)
 {
@@ -187,6 +192,42 @@ static void rule_l4(struct lx *x, struct rule *r, const struct ynode *n)
 		diag_error(x->d, ynode_get(n, "service")->loc, "a rule cannot have both icmp-type and service");
 }
 
+/* limit: 10/second, or { rate: 10/second, burst: 20, per: source }. */
+static void rule_limit(struct lx *x, struct rule *r, const struct ynode *n)
+{
+	static const char *const keys[] = { "rate", "burst", "per", NULL };
+	static const char *const pers[] = { "rule", "source", NULL };
+	struct policy_limit *l = &r->limit;
+	const struct ynode *rate = n, *v;
+	const char *why;
+	uint64_t burst;
+
+	l->loc = n->loc;
+	if (n->type == YNODE_MAP) {
+		lx_check_keys(x, n, keys, "limit");
+		rate = ynode_get(n, "rate");
+		if (!rate) {
+			if (!ynode_has(n, "rate"))
+				diag_error(x->d, n->loc, "limit needs a 'rate:', e.g. 'limit: { rate: 10/second, burst: 20 }'");
+			return;
+		}
+	} else if (n->type != YNODE_SCALAR) {
+		diag_error(x->d, n->loc, "limit is a rate (limit: 10/second) or a mapping (limit: { rate: 5/minute, per: source })");
+		return;
+	}
+	if (lx_is(x, rate, YNODE_SCALAR, "limit rate") && parse_rate(rate->str, &l->rate, &why) < 0) {
+		diag_error(x->d, rate->loc, "limit '%s': %s", rate->str, why);
+		l->rate.n = 0;
+	}
+	l->burst = l->rate.n;
+	if (n->type != YNODE_MAP)
+		return;
+	if ((v = ynode_get(n, "burst")) && lx_uint(x, v, "limit burst", 1, 1000000, &burst))
+		l->burst = (uint32_t)burst;
+	if ((v = ynode_get(n, "per")) && lx_choice(x, v, "limit per", pers) == 1)
+		l->per_source = true;
+}
+
 static void load_rule(struct lx *x, const struct ynode *n)
 {
 	static const char *const actions[] = { "drop", "accept", "reject", NULL };
@@ -197,7 +238,7 @@ static void load_rule(struct lx *x, const struct ynode *n)
 	if (!lx_is(x, n, YNODE_MAP, "a rule"))
 		return;
 	x->rule_errors0 = x->d->errors;
-	lx_check_keys(x, n, rule_keys, "a rule");
+	lx_check_keys_hinted(x, n, rule_keys, "a rule", rule_key_hints);
 	r = LX_APPEND(x, x->p->rules, x->p->nrules);
 	if (!r)
 		return;
@@ -244,6 +285,8 @@ static void load_rule(struct lx *x, const struct ynode *n)
 	}
 	if ((v = ynode_get(n, "log")))
 		lx_bool(x, v, "log", &r->log);
+	if ((v = ynode_get(n, "limit")))
+		rule_limit(x, r, v);
 	if ((v = ynode_get(n, "comment")) && lx_is(x, v, YNODE_SCALAR, "comment"))
 		r->comment = strdup(v->str);
 	r->families = rule_families(r);
@@ -286,7 +329,7 @@ static void check_duplicate_names(struct lx *x)
 
 void load_rules(struct lx *x, const struct ynode *n)
 {
-	uint32_t per_hook[POLICY_HOOK_MAX] = { 0 };
+	uint32_t per_hook[POLICY_HOOK_MAX] = { 0 }, limits = 0;
 
 	if (!n)
 		return;
@@ -300,6 +343,10 @@ void load_rules(struct lx *x, const struct ynode *n)
 			if (++per_hook[h] == POLICY_MAX_RULES + 1)
 				diag_error(x->d, n->kids[i]->loc, "more than %d rules on the %s hook (the limit)",
 					   POLICY_MAX_RULES, policy_hook_names[h]);
+			if (x->p->rules[x->p->nrules - 1].limit.rate.n && ++limits == POLICY_MAX_LIMITS + 1)
+				diag_error(x->d, x->p->rules[x->p->nrules - 1].limit.loc,
+					   "more than %d rules with limit: (a rule on several hooks counts once per hook)",
+					   POLICY_MAX_LIMITS);
 		}
 	}
 	check_duplicate_names(x);

@@ -65,6 +65,12 @@ const char *policy_rate_unit(uint32_t per)
 	return per == 3600 ? "hour" : per == 60 ? "minute" : "second";
 }
 
+int policy_limit_format(const struct policy_limit *l, char *buf, size_t len)
+{
+	return snprintf(buf, len, "%u/%s burst %u%s", l->rate.n, policy_rate_unit(l->rate.per), l->burst,
+			l->per_source ? " per source" : "");
+}
+
 const char *const policy_proto_names[] = { "tcp", "udp", "icmp", "icmpv6", "sctp", "gre", "esp", "ah", "udplite", NULL };
 
 const char *policy_proto_name(int proto)

@@ -43,7 +43,7 @@ struct nf_state_in {
 /* What the packets exercised, printed at the end: a fuzzer that only ever
  * hits the default verdict proves little. */
 static struct {
-	uint64_t malformed, fragment_dropped, fragment_keyed, rule, deflt, chain_long;
+	uint64_t malformed, fragment_dropped, fragment_keyed, rule, deflt, chain_long, over_limit;
 } seen;
 
 struct world {
@@ -117,8 +117,8 @@ static uint64_t packets(struct world *w, uint32_t slot)
 }
 
 /* What the classifier must do: the counter slot and the verdict. */
-static void expect(const struct loaded *l, int hook, enum ref_verdict_kind kind, struct ref_pkt *k, uint32_t *slot,
-		   uint32_t *verdict, int *rule)
+static void expect(const struct loaded *l, int hook, enum ref_verdict_kind kind, struct ref_pkt *k,
+		   struct ref_limits *lim, uint32_t *slot, uint32_t *verdict, int *rule)
 {
 	const struct plan_hook *h = &l->pl->hook[hook];
 
@@ -137,7 +137,7 @@ static void expect(const struct loaded *l, int hook, enum ref_verdict_kind kind,
 	k->iif = NULL;
 	k->oif = "lo";
 	k->ct = NFB_CT_INVALID; /* no conntrack entry in a test run */
-	*rule = ref_first_match(h, k);
+	*rule = ref_first_match_limited(h, k, lim);
 	if (*rule < 0) {
 		*slot = l->m.default_slot[hook];
 		*verdict = h->def == POLICY_ACCEPT ? NF_ACCEPT : NF_DROP;
@@ -177,13 +177,19 @@ static void tally(const struct loaded *l, enum ref_verdict_kind kind, int rule, 
 /* One seed: a policy and npkts packets. Returns false after a disagreement. */
 static bool one_seed(struct world *w, uint64_t seed, uint32_t nrules, uint32_t npkts)
 {
-	struct ref_policy_opts po = { .nrules = nrules, .ifaces = ifaces, .random_defaults = true };
+	char prefix[32];
+	/* Names of their own per seed: a rule that keeps its name keeps its
+	 * limit's bucket across a reload, as it keeps its counters. */
+	struct ref_policy_opts po = { .nrules = nrules, .ifaces = ifaces, .random_defaults = true, .limits = true,
+				      .name_prefix = prefix };
+	struct ref_limits lim = { 0 };
 	struct loaded l = { 0 };
 	uint8_t ip[3000];
 	size_t len;
 	char *text, what[256];
 	bool ok = true;
 
+	snprintf(prefix, sizeof(prefix), "s%llu_", (unsigned long long)seed);
 	ref_seed(seed);
 	text = ref_random_policy(&po, &len);
 	if (load(w, text, len, &l) < 0) {
@@ -203,7 +209,7 @@ static bool one_seed(struct world *w, uint64_t seed, uint32_t nrules, uint32_t n
 
 		len = ref_random_bytes(fam, ip, sizeof(ip));
 		kind = ref_parse(ip, len, fam, &k);
-		expect(&l, hook, kind, &k, &slot, &want, &rule);
+		expect(&l, hook, kind, &k, &lim, &slot, &want, &rule);
 		tally(&l, kind, rule, fam, ip, len);
 		before = packets(w, slot);
 		if (run(w, hook, fam, ip, len, &got) < 0) {
@@ -221,6 +227,25 @@ static bool one_seed(struct world *w, uint64_t seed, uint32_t nrules, uint32_t n
 			ok = false;
 		}
 	}
+	/* Packets over each limit: the classifier's count is the reference's. */
+	for (int h = 0; ok && h < NFB_HOOK_MAX; h++) {
+		for (uint32_t b = 0; b < l.pl->hook[h].nrules && b < 64; b++) {
+			uint64_t over = 0;
+
+			if (!l.pl->hook[h].rules[b]->limit.rate.n)
+				continue;
+			engine_limit_over(w->e, l.m.rule_slot[h][b], &over);
+			seen.over_limit += over;
+			if (over != lim.over[h][b]) {
+				snprintf(what, sizeof(what), "rule %s (%s): %llu packets over its limit; expected %llu",
+					 l.pl->hook[h].rules[b]->name, policy_hook_name((enum policy_hook)h),
+					 (unsigned long long)over, (unsigned long long)lim.over[h][b]);
+				report(seed, text, h, POLICY_FAM_IPV4, NULL, 0, what);
+				ok = false;
+			}
+		}
+	}
+	ref_limits_free(&lim);
 	loaded_free(&l);
 	free(text);
 	return ok;
@@ -290,10 +315,10 @@ int main(void)
 					break;
 		}
 		check_end();
-		printf("# packets: %llu matched a rule, %llu the default, %llu malformed, %llu fragments dropped, %llu fragments keyed; %llu IPv6 with a long chain\n",
+		printf("# packets: %llu matched a rule, %llu the default, %llu malformed, %llu fragments dropped, %llu fragments keyed; %llu IPv6 with a long chain; %llu times over a limit\n",
 		       (unsigned long long)seen.rule, (unsigned long long)seen.deflt, (unsigned long long)seen.malformed,
 		       (unsigned long long)seen.fragment_dropped, (unsigned long long)seen.fragment_keyed,
-		       (unsigned long long)seen.chain_long);
+		       (unsigned long long)seen.chain_long, (unsigned long long)seen.over_limit);
 	}
 	teardown(&w);
 	CHECK_EXIT();

@@ -124,6 +124,10 @@ def gen_policy(r):
             rule["reject-with"] = r.choice(["port-unreachable", "admin-prohibited", "host-unreachable"])
         if r.random() < 0.2:
             rule["log"] = "true"
+        if r.random() < 0.15:
+            # 1/hour refills nothing during the test: exactly burst packets
+            # match, the rest go on to later rules, in both backends alike.
+            rule["limit"] = "{ rate: 1/hour, burst: %d, per: %s }" % (r.randint(1, 4), r.choice(["rule", "source"]))
         lines.append("  - { %s }" % ", ".join("%s: %s" % kv for kv in rule.items()))
     return "\n".join(lines) + "\n"
 

@@ -6,7 +6,8 @@ time and prints one result line; the exit status says success.
   udp-recv PORT TIMEOUT [MAX]      print "got N SHA intact|CORRUPT" per datagram until
                                    timeout, MAX datagrams or SIGTERM, then "total N"
   udp-send HOST PORT SIZE [COUNT]  send COUNT datagrams of SIZE bytes (pattern)
-  udp-blast HOST PORT COUNT        send COUNT small datagrams as fast as it can
+  udp-blast HOST PORT COUNT [SRC]  send COUNT small datagrams as fast as it can
+                                   (from address SRC)
   tcp-listen PORT TIMEOUT          accept one connection, echo until EOF
   tcp-connect HOST PORT TIMEOUT    exit 0 if the connection is established
   tcp-whoami PORT TIMEOUT [COUNT]  answer each connection (COUNT, default 1) with
@@ -86,8 +87,10 @@ def udp_send(host, port, size, count=1):
     print("sent %s x %s" % (count, size))
 
 
-def udp_blast(host, port, count):
+def udp_blast(host, port, count, src=None):
     s = socket.socket(family(host), socket.SOCK_DGRAM)
+    if src:
+        s.bind((src, 0))
     sent = 0
     for _ in range(int(count)):
         try:

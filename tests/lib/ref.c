@@ -119,6 +119,60 @@ int ref_first_match(const struct plan_hook *h, const struct ref_pkt *k)
 	return -1;
 }
 
+static struct ref_bucket *bucket(struct ref_limits *lim, int hook, const struct rule *r, const struct ref_pkt *k)
+{
+	struct ref_bucket want = { .hook = hook, .rule = r, .left = r->limit.burst };
+
+	if (r->limit.per_source) {
+		want.fam = k->fam;
+		memcpy(want.src, k->src, k->fam == POLICY_FAM_IPV4 ? 4 : 16);
+	}
+	for (uint32_t i = 0; i < lim->n; i++) {
+		struct ref_bucket *b = &lim->v[i];
+
+		if (b->hook == hook && b->rule == r && b->fam == want.fam && !memcmp(b->src, want.src, 16))
+			return b;
+	}
+	if (lim->n == lim->cap) {
+		uint32_t cap = lim->cap ? 2 * lim->cap : 64;
+		struct ref_bucket *v = realloc(lim->v, cap * sizeof(*v));
+
+		if (!v)
+			abort();
+		lim->v = v;
+		lim->cap = cap;
+	}
+	lim->v[lim->n] = want;
+	return &lim->v[lim->n++];
+}
+
+int ref_first_match_limited(const struct plan_hook *h, const struct ref_pkt *k, struct ref_limits *lim)
+{
+	for (uint32_t b = 0; b < h->nrules; b++) {
+		const struct rule *r = h->rules[b];
+		struct ref_bucket *bk;
+
+		if (!ref_rule_matches(r, k))
+			continue;
+		if (!r->limit.rate.n)
+			return (int)b;
+		bk = bucket(lim, k->hook, r, k);
+		if (bk->left) {
+			bk->left--;
+			return (int)b;
+		}
+		if (k->hook >= 0 && k->hook < 3 && b < 64)
+			lim->over[k->hook][b]++;
+	}
+	return -1;
+}
+
+void ref_limits_free(struct ref_limits *lim)
+{
+	free(lim->v);
+	memset(lim, 0, sizeof(*lim));
+}
+
 static const char *const v4_pool[] = { "192.0.2.0/24", "192.0.2.0/25", "192.0.2.128/26", "192.0.2.7",
 				       "198.51.100.0/24", "198.51.100.0/22", "203.0.113.9", "0.0.0.0/0",
 				       "192.0.2.5-192.0.2.130" };
@@ -184,8 +238,11 @@ char *ref_random_policy(const struct ref_policy_opts *o, size_t *len)
 		int proto = ref_rnd(3) ? -1 : (int)ref_rnd((uint32_t)N(proto_pool));
 		uint32_t icmp_kind = 2;
 
-		fprintf(f, "  - name: r%u\n    hook: %s\n    action: %s\n", i,
+		fprintf(f, "  - name: %sr%u\n    hook: %s\n    action: %s\n", o->name_prefix ? o->name_prefix : "", i,
 			hk == 0 ? "input" : hk == 1 ? "forward" : "[forward, output]", ref_rnd(2) ? "accept" : "drop");
+		if (o->limits && !ref_rnd(3))
+			fprintf(f, "    limit: { rate: 1/hour, burst: %u, per: %s }\n", 1 + ref_rnd(3),
+				ref_rnd(2) ? "source" : "rule");
 		if (!ref_rnd(3) && hk == 1)
 			emit_list(f, "in", iface_pool, N(iface_pool), 2);
 		if (!ref_rnd(3) && hk != 0)

@@ -41,11 +41,35 @@ bool ref_rule_matches(const struct rule *r, const struct ref_pkt *k);
 /* The first rule of the hook that matches, or -1 (the default). */
 int ref_first_match(const struct plan_hook *h, const struct ref_pkt *k);
 
+/*
+ * Rate limits as the reference models them: only rates of 1/hour, which
+ * refill nothing while a test runs, so a bucket is burst tokens and each
+ * packet within the limit takes one; over it, the rule does not match and
+ * the walk goes on (policy/README.md, "Rate limits"). A bucket per rule and
+ * hook, or per rule, hook and source address (per: source).
+ */
+struct ref_limits {
+	struct ref_bucket {
+		int hook;
+		const struct rule *rule;
+		uint8_t fam, src[16];  /* per source: the address; else zero */
+		uint32_t left;
+	} *v;
+	uint32_t n, cap;
+	uint64_t over[3][64];       /* by hook and rule bit (< 64): packets over a limit */
+};
+/* The first rule that matches and is within its limit, or -1; takes the
+ * token. */
+int ref_first_match_limited(const struct plan_hook *h, const struct ref_pkt *k, struct ref_limits *lim);
+void ref_limits_free(struct ref_limits *lim);
+
 /* A random valid policy of nrules rules (malloc'd YAML). */
 struct ref_policy_opts {
 	uint32_t nrules;
 	const char *const *ifaces;   /* interface names the groups list */
 	bool random_defaults;        /* default verdicts and options.defrag at random */
+	bool limits;                 /* limit: 1/hour with a small burst on some rules */
+	const char *name_prefix;     /* before each rule's name ("r0"); NULL: none */
 };
 char *ref_random_policy(const struct ref_policy_opts *o, size_t *len);
 /* A random key (the unit test's packets). */

@@ -1,7 +1,7 @@
 #!/bin/bash
 # The two backends against each other: for each seed, a generated policy
 # (sets, services, ports, protocols, states, interface groups, IPv4 and
-# IPv6, accept, drop and reject) and generated traffic (spoofed sources on
+# IPv6, accept, drop and reject, rate limits) and generated traffic (spoofed sources on
 # two client links, destinations behind two uplinks and the appliance's own
 # addresses, TCP flags, UDP, SCTP, ICMP, GRE, IPv6 extension headers) go
 # through the appliance once with backend: bpf and once with backend:

@@ -118,7 +118,9 @@ static void differential(uint32_t policies, uint32_t nrules, uint32_t packets)
 {
 	for (uint32_t it = 0; it < policies; it++) {
 		size_t len;
-		char *text = ref_random_policy(&(struct ref_policy_opts){ .nrules = nrules }, &len);
+		/* limits (every other policy) do not change what a rule matches:
+		 * the vectors are the same, the classifier takes the limit after */
+		char *text = ref_random_policy(&(struct ref_policy_opts){ .nrules = nrules, .limits = it % 2 }, &len);
 		struct policy *p = NULL;
 		struct plan *pl = NULL;
 		struct plan_blob blob;

@@ -1,0 +1,106 @@
+#!/bin/bash
+# Rate limits (limit:) under load, with real traffic through the appliance:
+# a rule's bucket lets burst datagrams through at once and then its rate,
+# the rest go on to the next rule (which counts them) and never reach the
+# server; `nfbox stats` counts them as over the limit. Per source: each
+# address (IPv4 and IPv6 alike) has a bucket of its own. With the BPF
+# backend a reload keeps the buckets, as it keeps the counters (the
+# nftables backend makes its table anew: buckets start full). Runs with
+# either backend (NFBOX_BACKEND).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/netns.sh
+NET=$PWD/tests/lib/net.py
+C4B=198.51.100.3 C6B=2001:db8:1::3
+
+ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
+ip -n "$NS_C" addr add $C4B/24 dev c0
+ip -n "$NS_C" addr add $C6B/64 dev c0 nodad
+cat >"$NS_TMP/policy.yaml" <<YAML
+version: 1
+interfaces:
+  lan: [lan0]
+hooks:
+  forward: { default: drop }
+rules:
+  - name: flood
+    in: lan
+    service: udp/7000
+    limit: { rate: 20/second, burst: 10 }
+    action: accept
+  - name: flood-over
+    in: lan
+    service: udp/7000
+    action: drop
+  - name: per-source
+    in: lan
+    service: udp/7001
+    limit: { rate: 1/minute, burst: 3, per: source }
+    action: accept
+  - name: per-source-over
+    in: lan
+    service: udp/7001
+    action: drop
+YAML
+nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+
+# stat RULE KEY: a value of the rule's row in `nfbox stats --json` (-1 if none)
+stat() {
+	nfbox_ctl stats --json | /usr/bin/python3 -c '
+import json, sys
+for r in json.load(sys.stdin)["rules"]:
+    if r["rule"] == sys.argv[1]:
+        print(r.get(sys.argv[2], -1)); break
+else:
+    print(-1)' "$1" "$2"
+}
+
+# The server counts what arrives on both ports.
+ip netns exec "$NS_S" "$NET" udp-count 30 7000 7001 >"$NS_TMP/count.out" 2>&1 &
+counter=$!
+for _ in $(seq 50); do grep -q listening "$NS_TMP/count.out" && break; sleep 0.1; done
+
+# A bucket per rule, under load: 3000 datagrams as fast as the client can.
+t0=$(date +%s.%N)
+in_c "$NET" udp-blast $S4 7000 3000 >"$NS_TMP/blast.out"
+t1=$(date +%s.%N)
+sleep 0.3
+ok=$(stat flood packets) over=$(stat flood over_limit) fell=$(stat flood-over packets)
+# burst at once, then 20 a second: at most 10 + 20 * elapsed (and one for
+# the rounding of the clock)
+max=$(/usr/bin/python3 -c "import math; print(10 + math.ceil(20 * ($t1 - $t0)) + 1)")
+if [ "$ok" -ge 10 ] && [ "$ok" -le "$max" ]; then
+	t_ok rule-bucket
+else
+	t_fail rule-bucket "$ok accepted of $(cat "$NS_TMP/blast.out") in $(/usr/bin/python3 -c "print(round($t1 - $t0, 3))") s; expected 10..$max"
+fi
+t_check all-seen [ "$((ok + over))" -eq 3000 ]
+t_check over-goes-on [ "$over" -eq "$fell" ]
+t_check stats-limit [ "$(stat flood limit)" = "20/second burst 10" ]
+
+# A bucket per source address: 3 each, whatever the others send.
+for src in $C4 $C4B; do in_c "$NET" udp-blast $S4 7001 20 $src >/dev/null; done
+for src in $C6 $C6B; do in_c "$NET" udp-blast $S6 7001 20 $src >/dev/null; done
+sleep 0.3
+t_check source-buckets [ "$(stat per-source packets)" -eq 12 ]
+t_check source-over [ "$(stat per-source over_limit)" -eq 68 ] && t_check source-over-goes-on [ "$(stat per-source-over packets)" -eq 68 ]
+
+# What the server got is what was accepted.
+kill -TERM $counter 2>/dev/null
+wait $counter 2>/dev/null
+got7000=$(awk '$1 == "got" && $2 == 7000 { print $3 }' "$NS_TMP/count.out")
+got7001=$(awk '$1 == "got" && $2 == 7001 { print $3 }' "$NS_TMP/count.out")
+t_check server-got-accepted [ "${got7000:-0}" -eq "$ok" ]
+t_check server-got-per-source [ "${got7001:-0}" -eq 12 ]
+
+# A reload keeps the buckets (BPF): the per-source ones are still empty.
+if bpf_backend; then
+	touch "$NS_TMP/policy.yaml"
+	nfbox_ctl reload >/dev/null 2>&1 || t_fail reload "$(nfbox_ctl reload 2>&1)"
+	in_c "$NET" udp-blast $S4 7001 5 $C4 >/dev/null
+	sleep 0.2
+	t_check reload-keeps-buckets [ "$(stat per-source packets)" -eq 12 ]
+	t_check reload-keeps-over [ "$(stat per-source over_limit)" -eq 73 ]
+fi
+t_done
