@@ -67,7 +67,8 @@ enum nfb_pclass {
 	NFB_PC_TCP = 0,
 	NFB_PC_UDP = 1,
 	NFB_PC_SCTP = 2,
-	NFB_PC_MAX = 3,
+	NFB_PC_UDPLITE = 3,
+	NFB_PC_MAX = 4,
 };
 
 /* Misc map classes: L4 keys of packets that have no port, 256 values each. */

@@ -105,10 +105,10 @@ static __always_inline int parse_l2(struct xdp_md *ctx, __u32 *off, __u16 *eth_p
 
 static __always_inline bool has_ports(__u8 proto)
 {
-	return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP;
+	return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP || proto == IPPROTO_UDPLITE;
 }
 
-/* TCP, UDP and SCTP all start with the source then the destination port. */
+/* TCP, UDP, SCTP and UDP-Lite all start with the source then the destination port. */
 static __always_inline void parse_ports(struct xdp_md *ctx, __u32 off, struct cap_pkt *p)
 {
 	__be16 ports[2];
@@ -211,8 +211,19 @@ static __always_inline bool port_in(struct cap_pkt *p)
 
 	if (!p->have_port)
 		return false;
-	class = p->proto == IPPROTO_TCP ? NFB_CAP_PC_TCP : p->proto == IPPROTO_UDP ? NFB_CAP_PC_UDP
-										  : NFB_CAP_PC_SCTP;
+	switch (p->proto) {
+	case IPPROTO_TCP:
+		class = NFB_CAP_PC_TCP;
+		break;
+	case IPPROTO_UDP:
+		class = NFB_CAP_PC_UDP;
+		break;
+	case IPPROTO_SCTP:
+		class = NFB_CAP_PC_SCTP;
+		break;
+	default:
+		class = NFB_CAP_PC_UDPLITE;
+	}
 	set = bpf_map_lookup_elem(&nfb_cap_ports, &class);
 	if (!set)
 		return false;

@@ -54,7 +54,8 @@ enum nfb_cap_pclass {
 	NFB_CAP_PC_TCP = 0,
 	NFB_CAP_PC_UDP = 1,
 	NFB_CAP_PC_SCTP = 2,
-	NFB_CAP_PC_MAX = 3,
+	NFB_CAP_PC_UDPLITE = 3,
+	NFB_CAP_PC_MAX = 4,
 };
 
 struct nfb_cap_portset {

@@ -31,7 +31,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  *
  * BPF_F_MMAPABLE on the inner arrays (port, misc, rules, blob): user space
  * mmap()s the spare generation's arrays and fills them with memcpy, which
- * for the 1.2M-entry port map is far cheaper than one syscall per entry;
+ * for the 1.6M-entry port map is far cheaper than one syscall per entry;
  * this program never sees the difference. Through mmap() each element sits
  * in an 8-byte slot (the kernel rounds array elements up to 8 bytes), so a
  * u32 locator is every other u32 there. The flag is part of the contract:
@@ -354,6 +354,9 @@ static __always_inline int nfb_parse_l4(struct bpf_dynptr *dp, struct nfb_pkt *p
 		goto ports;
 	case NFB_IPPROTO_SCTP:
 		p->pclass = NFB_PC_SCTP;
+		goto ports;
+	case NFB_IPPROTO_UDPLITE:
+		p->pclass = NFB_PC_UDPLITE;
 		goto ports;
 	}
 	if ((p->family == NFB_FAM_IPV4 && p->proto == NFB_IPPROTO_ICMP) ||

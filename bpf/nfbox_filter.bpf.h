@@ -64,11 +64,12 @@ enum {
 	NFB_IPPROTO_ICMPV6 = 58,
 	NFB_IPPROTO_DSTOPTS = 60,
 	NFB_IPPROTO_SCTP = 132,
+	NFB_IPPROTO_UDPLITE = 136,
 };
 
 /* How the L4 field is keyed. */
 enum nfb_l4kind {
-	NFB_L4_PORTS = 0, /* TCP/UDP/SCTP with both ports: port map */
+	NFB_L4_PORTS = 0, /* TCP/UDP/SCTP/UDP-Lite with both ports: port map */
 	NFB_L4_ICMP = 1,  /* ICMP or ICMPv6 with a type: misc map */
 	NFB_L4_PROTO = 2, /* any other protocol: misc map, NFB_MC_PROTO */
 	NFB_L4_FRAG = 3,  /* a fragment (defrag off): NFB_MC_FRAG */

@@ -66,6 +66,7 @@ enum policy_ct {
 	POLICY_CT_UNTRACKED = 1 << 4,
 	POLICY_CT_ALL = 0x1f,
 };
+#define POLICY_CT_STATES 5 /* bit s of a state mask is policy_ct_names[s] */
 
 struct prefix {
 	uint8_t family; /* POLICY_FAM_IPV4 or _IPV6 */
@@ -277,6 +278,7 @@ const char *policy_hook_name(enum policy_hook h);               /* "?" if out of
 const char *policy_family_name(enum policy_family f);           /* "ipv4", "ipv6", "any" */
 const char *policy_action_name(enum policy_action a);           /* "accept", "drop", "reject" */
 extern const char *const policy_reject_names[POLICY_REJECT_MAX + 1];
+extern const char *const policy_ct_names[POLICY_CT_STATES + 1];       /* by bit of enum policy_ct */
 extern const char *const policy_nat_kind_names[];               /* by enum nat_kind, NULL-terminated */
 const char *policy_proto_name(int proto); /* "tcp", ..., or NULL */
 const char *policy_rate_unit(uint32_t per); /* "second", "minute", "hour" */

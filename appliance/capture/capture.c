@@ -194,7 +194,8 @@ static void set_port_bits(struct nfb_cap_portset *sets, const struct port_match 
 		const struct port_range *pr = &m->v[i];
 		int pc = pr->proto == IPPROTO_TCP ? NFB_CAP_PC_TCP
 			 : pr->proto == IPPROTO_UDP ? NFB_CAP_PC_UDP
-						    : NFB_CAP_PC_SCTP;
+			 : pr->proto == IPPROTO_SCTP ? NFB_CAP_PC_SCTP
+						     : NFB_CAP_PC_UDPLITE;
 
 		for (uint32_t p = pr->lo; p <= pr->hi; p++)
 			sets[pc].bits[p / 64] |= 1ull << (p % 64);

@@ -181,7 +181,7 @@ static void l4_of(const uint8_t *p, size_t n, uint8_t proto, size_t off, bool fi
 	v->proto = proto;
 	if (!first || off + 4 > n)
 		return;
-	if (proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP) {
+	if (proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP || proto == IPPROTO_UDPLITE) {
 		v->sport = (uint16_t)(p[off] << 8 | p[off + 1]);
 		v->dport = (uint16_t)(p[off + 2] << 8 | p[off + 3]);
 	} else if (proto == IPPROTO_ICMP || proto == IPPROTO_ICMPV6) {

@@ -9,8 +9,9 @@
  * 2: nfb_ctl carries the network namespace; one log-rate bucket for all CPUs.
  * 3: reject (nfb_rejects, the reject-rate bucket, reject_rate in nfb_gen_cfg).
  * 4: log_period and reject_period in nfb_gen_cfg (rates per minute, hour).
- * 5: rule limits (nfb_rule.limit, nfb_limits, nfb_limit_state, nfb_meter). */
-#define NFB_ABI_VERSION 5
+ * 5: rule limits (nfb_rule.limit, nfb_limits, nfb_limit_state, nfb_meter).
+ * 6: a fourth port class, UDP-Lite (the port map's size). */
+#define NFB_ABI_VERSION 6
 
 enum engine_map {
 	EM_CTL,

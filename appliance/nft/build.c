@@ -333,7 +333,7 @@ static bool has_l4proto(const struct nfr_rule *r)
 /* The ports of the protocols in protos (a bit per protocol in port_protos)
  * as one match: a value or range compared; an interval set of ports of one
  * protocol; or, across protocols, an interval set of l4proto . port. */
-static const uint8_t port_protos[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP };
+static const uint8_t port_protos[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP, IPPROTO_UDPLITE };
 
 static void match_ports(struct ctx *c, struct nfr_rule *r, const struct port_match *pm, uint8_t dir, unsigned protos)
 {

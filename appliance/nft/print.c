@@ -21,6 +21,8 @@ static const char *proto_name(uint32_t p, char *buf, size_t len)
 		return "udp";
 	case IPPROTO_SCTP:
 		return "sctp";
+	case IPPROTO_UDPLITE:
+		return "udplite";
 	case IPPROTO_ICMP:
 		return "icmp";
 	case IPPROTO_ICMPV6:

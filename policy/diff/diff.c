@@ -316,8 +316,6 @@ static void diff_options(struct out *o, const struct policy *a, const struct pol
 
 /* ---- rules ------------------------------------------------------------------- */
 
-static const char *const state_names[] = { "new", "established", "related", "invalid", "untracked" };
-
 /* Each key of a rule as text ("" for a key it does not have). */
 enum rkey { K_IN, K_OUT, K_FROM, K_TO, K_PROTO, K_ICMP, K_SERVICE, K_SPORT, K_STATE, K_ACTION, K_LOG, K_LIMIT, K_MAX };
 static const char *const rkey_names[K_MAX] = { "in", "out", "from", "to", "proto", "icmp-type", "service",
@@ -471,11 +469,11 @@ static void rkeys_of(const struct policy *p, const struct rule *r, struct rkeys 
 	}
 	k->written[K_ICMP] = strdup(buf);
 	buf[0] = '\0';
-	for (int st = 0; r->state != POLICY_CT_ALL && st < 5; st++) {
+	for (int st = 0; r->state != POLICY_CT_ALL && st < POLICY_CT_STATES; st++) {
 		size_t len = strlen(buf);
 
 		if (r->state & (1u << st))
-			snprintf(buf + len, sizeof(buf) - len, "%s%s", len ? "," : "", state_names[st]);
+			snprintf(buf + len, sizeof(buf) - len, "%s%s", len ? "," : "", policy_ct_names[st]);
 	}
 	k->written[K_STATE] = strdup(buf);
 	k->written[K_ACTION] = r->action == POLICY_REJECT ? dupf("reject (%s)", policy_reject_names[r->reject_with])

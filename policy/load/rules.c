@@ -23,9 +23,8 @@ static void hook_item(struct lx *x, const struct ynode *n, void *arg)
 
 static void state_item(struct lx *x, const struct ynode *n, void *arg)
 {
-	static const char *const states[] = { "new", "established", "related", "invalid", "untracked", NULL };
 	struct rule *r = arg;
-	int s = lx_choice(x, n, "state", states);
+	int s = lx_choice(x, n, "state", policy_ct_names);
 
 	if (s >= 0)
 		r->state |= (uint8_t)(1u << s);

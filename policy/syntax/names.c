@@ -31,6 +31,9 @@ const char *policy_action_name(enum policy_action a)
 	}
 }
 
+const char *const policy_ct_names[POLICY_CT_STATES + 1] = { "new", "established", "related", "invalid", "untracked",
+							   NULL };
+
 const char *const policy_reject_names[POLICY_REJECT_MAX + 1] = {
 	[POLICY_REJECT_TCP_RESET] = "tcp-reset",
 	[POLICY_REJECT_PORT] = "port-unreachable",

@@ -188,8 +188,8 @@ int parse_ports(const char *s, struct port_range *out, size_t max, size_t *n, si
 	proto[slash - s] = '\0';
 	if (parse_proto(proto, &num, why) < 0)
 		return -EINVAL;
-	if (num != IPPROTO_TCP && num != IPPROTO_UDP && num != IPPROTO_SCTP) {
-		*why = "this protocol has no ports; ports exist for tcp, udp and sctp "
+	if (num != IPPROTO_TCP && num != IPPROTO_UDP && num != IPPROTO_SCTP && num != IPPROTO_UDPLITE) {
+		*why = "this protocol has no ports; ports exist for tcp, udp, sctp and udplite "
 		       "(for ICMP use proto: icmp with icmp-type)";
 		return -EINVAL;
 	}

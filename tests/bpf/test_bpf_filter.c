@@ -224,7 +224,7 @@ struct build {
 	struct tprefix *src, *dst; /* per rule */
 };
 
-static const int pclass_proto[NFB_PC_MAX] = { 6, 17, 132 };
+static const int pclass_proto[NFB_PC_MAX] = { 6, 17, 132, 136 };
 
 static void vzero(struct build *bd)
 {

@@ -35,6 +35,7 @@ time and prints one result line; the exit status says success.
                                    (N counts every attempt, failed sends included)
   udp-count SECONDS PORT...        count the datagrams udp-ticks sends, per port, until
                                    the time is up or SIGTERM; print "got PORT N"
+  udplite-blast, udplite-count     udp-blast and udp-count over UDP-Lite (IP protocol 136)
 """
 import hashlib
 import socket
@@ -87,8 +88,11 @@ def udp_send(host, port, size, count=1):
     print("sent %s x %s" % (count, size))
 
 
-def udp_blast(host, port, count, src=None):
-    s = socket.socket(family(host), socket.SOCK_DGRAM)
+UDPLITE = 136
+
+
+def udp_blast(host, port, count, src=None, proto=0):
+    s = socket.socket(family(host), socket.SOCK_DGRAM, proto)
     if src:
         s.bind((src, 0))
     sent = 0
@@ -469,7 +473,7 @@ def udp_ticks(host, seconds, *ports):
         print("sent %d %d %d" % (p, n, errors[p]), flush=True)
 
 
-def udp_count(seconds, *ports):
+def udp_count(seconds, *ports, proto=0):
     import select
     import signal
 
@@ -477,7 +481,7 @@ def udp_count(seconds, *ports):
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     socks = {}
     for p in ports:
-        s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+        s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM, proto)
         s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         s.bind(("::", int(p)))
@@ -508,7 +512,9 @@ def main():
           "tcp-whoami": tcp_whoami, "tcp-ask": tcp_ask, "tcp-probe": tcp_probe,
           "udp-whoami": udp_whoami, "udp-probe": udp_probe,
           "v6-chain": v6_chain, "v6-split-chain": v6_split_chain,
-          "udp-ticks": udp_ticks, "udp-count": udp_count}[cmd]
+          "udp-ticks": udp_ticks, "udp-count": udp_count,
+          "udplite-blast": lambda h, p, n, src=None: udp_blast(h, p, n, src, UDPLITE),
+          "udplite-count": lambda sec, *ports: udp_count(sec, *ports, proto=UDPLITE)}[cmd]
     sys.exit(fn(*args) or 0)
 
 

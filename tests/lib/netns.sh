@@ -42,6 +42,9 @@ ns_cleanup() {
 ns_setup() {
 	local mtu=${1:-1500}
 	trap ns_cleanup EXIT
+	# Killed (a timeout, ^C): leave through exit, so the EXIT trap cleans up.
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
 	NS_TMP=$(mktemp -d /tmp/nfbox-ns.XXXXXX)
 	for ns in "$NS_C" "$NS_A" "$NS_S"; do
 		ip netns add "$ns" || return 1

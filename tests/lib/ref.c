@@ -66,7 +66,7 @@ static bool ports_ok(const struct port_match *m, int proto, uint16_t port)
 
 bool ref_has_ports(int proto)
 {
-	return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP;
+	return proto == IPPROTO_TCP || proto == IPPROTO_UDP || proto == IPPROTO_SCTP || proto == IPPROTO_UDPLITE;
 }
 
 static bool icmp_listed(const struct rule *r, int type)
@@ -179,8 +179,8 @@ static const char *const v4_pool[] = { "192.0.2.0/24", "192.0.2.0/25", "192.0.2.
 static const char *const v6_pool[] = { "2001:db8::/32", "2001:db8:1::/48", "2001:db8:1::5", "2001:db8:2::/64",
 				       "::/0", "2001:db8:1::3-2001:db8:1::9" };
 static const char *const port_pool[] = { "tcp/80", "tcp/1-1000", "udp/53", "udp/50-60", "sctp/9",
-					 "tcp/443", "udp/1000-2000", "tcp/65535" };
-static const char *const proto_pool[] = { "tcp", "udp", "icmp", "icmpv6", "sctp", "47" };
+					 "tcp/443", "udp/1000-2000", "tcp/65535", "udplite/53" };
+static const char *const proto_pool[] = { "tcp", "udp", "icmp", "icmpv6", "sctp", "47", "udplite" };
 static const char *const state_pool[] = { "new", "established", "related", "invalid", "untracked" };
 
 /* A list of up to max entries of pool; addresses and interfaces one time
@@ -263,10 +263,10 @@ char *ref_random_policy(const struct ref_policy_opts *o, size_t *len)
 			fprintf(f, "    icmp-type: %u\n", ref_rnd(2) ? (proto == 2 ? 8 : 128) : ref_rnd(4));
 		else if ((proto == 2 || proto == 3) && icmp_kind == 1) /* a list (a repeat would warn) */
 			fprintf(f, "    icmp-type: [%u, %u]\n", proto == 2 ? 8 : 128, ref_rnd(4));
-		else if ((proto < 0 || proto == 0 || proto == 1 || proto == 4) && !ref_rnd(2)) {
+		else if ((proto < 0 || proto == 0 || proto == 1 || proto == 4 || proto == 6) && !ref_rnd(2)) {
 			const char *const *pool = port_pool;
 			const char *tcp[] = { "tcp/80", "tcp/1-1000", "tcp/443" }, *udp[] = { "udp/53", "udp/50-60", "udp/1000-2000" };
-			const char *sctp[] = { "sctp/9" };
+			const char *sctp[] = { "sctp/9" }, *udplite[] = { "udplite/53", "udplite/1-1000" };
 
 			if (proto == 0)
 				emit_list(f, "service", tcp, 3, 2);
@@ -274,6 +274,8 @@ char *ref_random_policy(const struct ref_policy_opts *o, size_t *len)
 				emit_list(f, "service", udp, 3, 2);
 			else if (proto == 4)
 				emit_list(f, "service", sctp, 1, 1);
+			else if (proto == 6)
+				emit_list(f, "service", udplite, 2, 2);
 			else
 				emit_list(f, "service", pool, N(port_pool), 3);
 		}
@@ -305,7 +307,8 @@ void ref_random_addr_bytes(uint8_t fam, uint8_t *a)
 void ref_random_pkt(struct ref_pkt *k)
 {
 	static const char *const ifs[] = { "lan0", "lan1", "wan0", "dmz0", "other0" };
-	static const int protos[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP, IPPROTO_ICMP, IPPROTO_ICMPV6, 47, 50 };
+	static const int protos[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP, IPPROTO_ICMP, IPPROTO_ICMPV6, 47, 50,
+				      IPPROTO_UDPLITE };
 	static const uint16_t ports[] = { 0, 1, 9, 53, 55, 80, 443, 999, 1000, 1001, 1500, 2000, 65535 };
 
 	memset(k, 0, sizeof(*k));
@@ -461,6 +464,8 @@ static int random_proto(uint8_t fam)
 		return IPPROTO_UDP;
 	if (r < 65)
 		return IPPROTO_SCTP;
+	if (r < 68)
+		return IPPROTO_UDPLITE;
 	if (r < 80)
 		return fam == POLICY_FAM_IPV4 ? IPPROTO_ICMP : IPPROTO_ICMPV6;
 	if (r < 83)

@@ -79,12 +79,15 @@ t_check all-seen [ "$((ok + over))" -eq 3000 ]
 t_check over-goes-on [ "$over" -eq "$fell" ]
 t_check stats-limit [ "$(stat flood limit)" = "20/second burst 10" ]
 
-# A bucket per source address: 3 each, whatever the others send.
-for src in $C4 $C4B; do in_c "$NET" udp-blast $S4 7001 20 $src >/dev/null; done
-for src in $C6 $C6B; do in_c "$NET" udp-blast $S6 7001 20 $src >/dev/null; done
+# A bucket per source address: 3 each, whatever the others send (four
+# sources at once, 500 datagrams each).
+blasts=
+for src in $C4 $C4B; do in_c "$NET" udp-blast $S4 7001 500 $src >/dev/null & blasts+=" $!"; done
+for src in $C6 $C6B; do in_c "$NET" udp-blast $S6 7001 500 $src >/dev/null & blasts+=" $!"; done
+wait $blasts
 sleep 0.3
 t_check source-buckets [ "$(stat per-source packets)" -eq 12 ]
-t_check source-over [ "$(stat per-source over_limit)" -eq 68 ] && t_check source-over-goes-on [ "$(stat per-source-over packets)" -eq 68 ]
+t_check source-over [ "$(stat per-source over_limit)" -eq 1988 ] && t_check source-over-goes-on [ "$(stat per-source-over packets)" -eq 1988 ]
 
 # What the server got is what was accepted.
 kill -TERM $counter 2>/dev/null
@@ -101,6 +104,6 @@ if bpf_backend; then
 	in_c "$NET" udp-blast $S4 7001 5 $C4 >/dev/null
 	sleep 0.2
 	t_check reload-keeps-buckets [ "$(stat per-source packets)" -eq 12 ]
-	t_check reload-keeps-over [ "$(stat per-source over_limit)" -eq 73 ]
+	t_check reload-keeps-over [ "$(stat per-source over_limit)" -eq 1993 ]
 fi
 t_done

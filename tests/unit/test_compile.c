@@ -57,7 +57,8 @@ static uint32_t lookup_seg(const struct plan_seg *s, uint32_t n, bool ports, uin
 
 static uint8_t pclass(int proto)
 {
-	return proto == IPPROTO_TCP ? NFB_PC_TCP : proto == IPPROTO_UDP ? NFB_PC_UDP : NFB_PC_SCTP;
+	return proto == IPPROTO_TCP ? NFB_PC_TCP : proto == IPPROTO_UDP ? NFB_PC_UDP
+		: proto == IPPROTO_SCTP ? NFB_PC_SCTP : NFB_PC_UDPLITE;
 }
 
 /* The plan's answer, computed as the BPF program does. */

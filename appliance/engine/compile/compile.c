@@ -552,7 +552,7 @@ static int ev_range(struct range_ev **ev, uint32_t *n, uint32_t bit, uint32_t lo
 	return 0;
 }
 
-static const uint8_t pclass_proto[NFB_PC_MAX] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP };
+static const uint8_t pclass_proto[NFB_PC_MAX] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP, IPPROTO_UDPLITE };
 
 /* Does rule r's L4 match allow every port of protocol `proto` (no port list)? */
 static bool l4_whole_proto(const struct rule *r, int proto)

@@ -8,8 +8,8 @@
 #include "lib/json.h"
 
 static const char *const field_names[NFB_F_MAX] = { "in", "out", "src", "dst", "l4", "sport", "ct" };
-static const char *const ct_names[NFB_CT_MAX] = { "new", "established", "related", "invalid", "untracked" };
-static const char *const pclass_names[NFB_PC_MAX] = { "tcp", "udp", "sctp" };
+_Static_assert(NFB_CT_MAX == POLICY_CT_STATES, "the classifier's states are the policy's");
+static const char *const pclass_names[NFB_PC_MAX] = { "tcp", "udp", "sctp", "udplite" };
 static const char *const mclass_names[NFB_MC_MAX] = { "icmp", "icmpv6", "proto", "fragment" };
 
 /*
@@ -118,7 +118,7 @@ static void rule_summary(const struct rule *r, FILE *f)
 		fputs(" state ", f);
 		for (int s = 0, first = 1; s < NFB_CT_MAX; s++)
 			if (r->state & (1u << s)) {
-				fprintf(f, "%s%s", first ? "" : ",", ct_names[s]);
+				fprintf(f, "%s%s", first ? "" : ",", policy_ct_names[s]);
 				first = 0;
 			}
 	}
@@ -236,7 +236,7 @@ static void print_hook_text(const struct plan_hook *h, int hk, FILE *f)
 		fprintf(f, "  conntrack states:\n");
 		print_wild(h, NFB_F_CT, "", f);
 		for (int s = 0; s < NFB_CT_MAX; s++) {
-			fprintf(f, "    %-20s -> ", ct_names[s]);
+			fprintf(f, "    %-20s -> ", policy_ct_names[s]);
 			print_vec(h, h->ct[s], f);
 			fputc('\n', f);
 		}
@@ -342,8 +342,6 @@ static void json_ports(struct json *j, const char *key, const struct port_match 
 
 static void json_match(const struct rule *r, struct json *j)
 {
-	static const char *const states[] = { "new", "established", "related", "invalid", "untracked" };
-
 	json_key(j, "match");
 	json_object_begin(j);
 	json_ifaces(j, "in", &r->in);
@@ -371,9 +369,9 @@ static void json_match(const struct rule *r, struct json *j)
 		json_null(j);
 	} else {
 		json_array_begin(j);
-		for (int s = 0; s < 5; s++)
+		for (int s = 0; s < POLICY_CT_STATES; s++)
 			if (r->state & (1u << s))
-				json_str(j, states[s]);
+				json_str(j, policy_ct_names[s]);
 		json_array_end(j);
 	}
 	json_object_end(j);
@@ -486,7 +484,7 @@ static void json_hook(const struct plan_hook *h, int hk, struct json *j)
 	json_key(j, "ct");
 	json_object_begin(j);
 	for (int s = 0; s < NFB_CT_MAX; s++) {
-		json_key(j, ct_names[s]);
+		json_key(j, policy_ct_names[s]);
 		json_vec(h, h->ct[s], j);
 	}
 	json_object_end(j);
