@@ -263,6 +263,9 @@ struct policy_files {
 	/* Called with every file open, before it is read: 0, or -errno and a
 	 * reason in why (len bytes) to refuse it. NULL: every file is read. */
 	int (*check)(int fd, const char *path, char *why, size_t len, void *arg);
+	/* Opens every file but the policy (set files) instead of open(2): an
+	 * fd, or -errno. NULL: open(2). (A saved copy of a policy, read back.) */
+	int (*open)(const char *path, void *arg);
 	void *arg;
 };
 int policy_load_files(const char *path, const struct policy_files *files, struct diags *d, struct policy **out);

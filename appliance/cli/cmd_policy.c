@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* `nfbox validate` and `nfbox plan`: the policy tools that need no privileges. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
+#include "control/client.h"
+#include "lib/cleanup.h"
+#include "system/netns.h"
 #include "engine/compile/plan.h"
 #include "nft/build.h"
 #include "nft/print.h"
@@ -162,6 +168,57 @@ const struct cli_cmd cli_cmd_plan = {
 	.run = run_plan,
 };
 
+struct diff_args {
+	const char *socket;
+};
+
+static const struct cli_opt diff_opts[] = {
+	CLI_OPT_STRING("socket", 's', struct diff_args, socket, "PATH",
+		       "with one file or none: the running daemon's control socket (default: that of this network namespace)"),
+	CLI_OPT_END,
+};
+
+/* `nfbox diff [FILE]`: FILE (or the daemon's configured policy) against the
+ * policy in force, compared by the daemon, which reads FILE as a reload
+ * would (this command opens it and passes it). */
+static int diff_running(const struct diff_args *a, const char *file)
+{
+	struct ctl_request req = { .verb = CTL_DIFF };
+	_cleanup_free_ char *abs = NULL, *out = NULL;
+	_cleanup_close_ int fd = -1;
+	char sock[PATH_MAX];
+	size_t len = 0;
+	struct diags d;
+	FILE *f;
+	int r = 0;
+
+	if (file && (!(abs = realpath(file, NULL)) || (fd = open(abs, O_RDONLY | O_CLOEXEC)) < 0)) {
+		fprintf(stderr, "nfbox diff: %s: %s\n", file, strerror(errno));
+		return EXIT_USAGE;
+	}
+	req.policy = abs;
+	diags_init(&d);
+	if (a->socket)
+		snprintf(sock, sizeof(sock), "%s", a->socket);
+	else
+		r = netns_default_socket(sock, sizeof(sock), &d);
+	if (r == 0 && !(f = open_memstream(&out, &len)))
+		r = -ENOMEM;
+	else if (r == 0) {
+		r = ctl_call(sock, &req, fd, f, stderr, &d);
+		fclose(f);
+	}
+	if (r < 0) {
+		fputs("nfbox: ", stderr);
+		diags_print(&d, stderr, false);
+	}
+	diags_free(&d);
+	if (r != 0)
+		return EXIT_USAGE;
+	fwrite(out, 1, len, stdout);
+	return len ? 1 : 0;
+}
+
 /* `nfbox diff OLD NEW`: what changes in meaning, by name. Exit status as
  * diff(1): 0 the same, 1 different, 2 trouble (an invalid policy). */
 static int run_diff(void *args, int argc, char **argv)
@@ -171,8 +228,8 @@ static int run_diff(void *args, int argc, char **argv)
 	unsigned long n = 0;
 	int r = 0;
 
-	(void)args;
-	(void)argc;
+	if (argc < 2)
+		return diff_running(args, argc ? argv[0] : NULL);
 	diags_init(&d);
 	for (int i = 0; i < 2 && r == 0; i++)
 		r = policy_load(argv[i], &d, &p[i]);
@@ -190,9 +247,11 @@ static int run_diff(void *args, int argc, char **argv)
 
 const struct cli_cmd cli_cmd_diff = {
 	.name = "diff",
-	.summary = "what changes in meaning from one policy to another, by name",
-	.operands = "OLD NEW",
-	.min_operands = 2,
+	.summary = "what changes in meaning from one policy to another (or to the one in force), by name",
+	.operands = "[[OLD] NEW]",
+	.min_operands = 0,
 	.max_operands = 2,
+	.opts = diff_opts,
+	.args_size = sizeof(struct diff_args),
 	.run = run_diff,
 };

@@ -25,6 +25,8 @@ static const struct cli_opt run_opts[] = {
 	CLI_OPT_STRING("pin-dir", 'd', struct run_args, o.pin_dir, "DIR",
 		       "where program, maps and links are pinned (default " NFBOX_BPFFS "/nfbox; nfbox-NETNS in NETNS)"),
 	CLI_OPT_FLAG("no-pin", 0, struct run_args, o.no_pin, "pin nothing: enforcement ends when nfbox does"),
+	CLI_OPT_STRING("state-dir", 0, struct run_args, o.state_dir, "DIR",
+		       "where the last confirmed policy and a pending change are kept (default " NFBOX_STATE_DIR "/state; state-NETNS in NETNS)"),
 	CLI_OPT_STRING("socket-group", 'g', struct run_args, o.socket_group, "GROUP",
 		       "members of GROUP may use status, stats and log (socket mode 0660)"),
 	CLI_OPT_FLAG("allow-unsafe-files", 0, struct run_args, o.allow_unsafe_files,
@@ -64,6 +66,7 @@ const struct cli_cmd cli_cmd_run = {
 struct ctl_args {
 	const char *socket;
 	const char *policy;
+	const char *confirm;
 	bool json;
 	bool keep;
 };
@@ -76,9 +79,12 @@ struct ctl_args {
 static const struct cli_opt report_opts[] = { JSON_OPT, SOCKET_OPT, CLI_OPT_END };
 static const struct cli_opt reload_opts[] = {
 	CLI_OPT_STRING("policy", 'p', struct ctl_args, policy, "FILE", "load FILE instead of the daemon's policy"),
+	CLI_OPT_STRING("confirm", 'c', struct ctl_args, confirm, "DURATION",
+		       "roll back by itself after DURATION (90s, 5m, 1h) unless 'nfbox confirm' comes first"),
 	SOCKET_OPT,
 	CLI_OPT_END,
 };
+static const struct cli_opt confirm_opts[] = { SOCKET_OPT, CLI_OPT_END };
 static const struct cli_opt log_opts[] = { SOCKET_OPT, CLI_OPT_END };
 static const struct cli_opt stop_opts[] = {
 	CLI_OPT_FLAG("keep", 'k', struct ctl_args, keep,
@@ -115,12 +121,29 @@ static int call(const struct ctl_args *a, struct ctl_request *req, int fd)
 
 /* reload --policy: this command opens the file and passes it, so the daemon
  * reads what the caller could open, not whatever a path names. */
+/* "90", "90s", "5m", "1h": seconds within the protocol's bound; 0 if not. */
+static unsigned parse_duration(const char *s)
+{
+	char *end;
+	unsigned long v = strtoul(s, &end, 10);
+	unsigned long mult = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : 0;
+
+	if (end == s || s[0] == '-' || !mult || v > CTL_MAX_CONFIRM || v * mult > CTL_MAX_CONFIRM)
+		return 0;
+	return (unsigned)(v * mult);
+}
+
 static int run_ctl(enum ctl_verb verb, const struct ctl_args *a)
 {
 	struct ctl_request req = { .verb = verb, .json = a->json };
 	_cleanup_free_ char *abs = NULL;
 	_cleanup_close_ int fd = -1;
 
+	if (a->confirm && !(req.confirm = parse_duration(a->confirm))) {
+		fprintf(stderr, "nfbox reload: --confirm %s: give a duration of 1 s to 7 days, e.g. 90s, 5m or 1h\n",
+			a->confirm);
+		return 2;
+	}
 	if (a->policy && (!(abs = realpath(a->policy, NULL)) || (fd = open(abs, O_RDONLY | O_CLOEXEC)) < 0)) {
 		fprintf(stderr, "nfbox reload: %s: %s\n", a->policy, strerror(errno));
 		return 1;
@@ -144,6 +167,11 @@ static int run_reload(void *args, int argc, char **argv)
 	return run_ctl(CTL_RELOAD, args);
 }
 
+static int run_confirm(void *args, int argc, char **argv)
+{
+	return run_ctl(CTL_CONFIRM, args);
+}
+
 static int run_log(void *args, int argc, char **argv)
 {
 	return run_ctl(CTL_LOG, args);
@@ -163,6 +191,8 @@ const struct cli_cmd cli_cmd_status = CTL_CMD("status", run_status, report_opts,
 const struct cli_cmd cli_cmd_stats = CTL_CMD("stats", run_stats, report_opts, "per-rule packets and bytes, defaults, drops");
 const struct cli_cmd cli_cmd_reload =
 	CTL_CMD("reload", run_reload, reload_opts, "load a new policy atomically; a bad one changes nothing");
+const struct cli_cmd cli_cmd_confirm =
+	CTL_CMD("confirm", run_confirm, confirm_opts, "keep the change a reload --confirm made (else it rolls back)");
 const struct cli_cmd cli_cmd_log = CTL_CMD("log", run_log, log_opts, "follow verdict events as JSON lines");
 const struct cli_cmd cli_cmd_stop =
 	CTL_CMD("stop", run_stop, stop_opts, "stop the daemon: detach everything, or --keep the policy enforced");

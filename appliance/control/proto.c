@@ -12,6 +12,7 @@ enum ctl_arg {
 	ARG_JSON = 1u << 0,
 	ARG_POLICY = 1u << 1,
 	ARG_KEEP = 1u << 2,
+	ARG_CONFIRM = 1u << 3,
 };
 
 static const struct {
@@ -20,9 +21,11 @@ static const struct {
 } verbs[CTL_NVERBS] = {
 	[CTL_STATUS] = { "status", ARG_JSON },
 	[CTL_STATS] = { "stats", ARG_JSON },
-	[CTL_RELOAD] = { "reload", ARG_POLICY },
+	[CTL_RELOAD] = { "reload", ARG_POLICY | ARG_CONFIRM },
 	[CTL_LOG] = { "log", 0 },
 	[CTL_STOP] = { "stop", ARG_KEEP },
+	[CTL_CONFIRM] = { "confirm", 0 },
+	[CTL_DIFF] = { "diff", ARG_POLICY },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)
@@ -98,6 +101,17 @@ static int parse_arg(struct ctl_request *r, const char *w, size_t n, struct diag
 		r->keep = true;
 		return 0;
 	}
+	if (n > 8 && !memcmp(w, "confirm=", 8) && (takes & ARG_CONFIRM) && !r->confirm) {
+		unsigned long v = 0;
+		size_t i = 8;
+
+		for (; i < n && w[i] >= '0' && w[i] <= '9' && v <= CTL_MAX_CONFIRM; i++)
+			v = v * 10 + (unsigned long)(w[i] - '0');
+		if (i != n || !v || v > CTL_MAX_CONFIRM)
+			return diag_fail(d, -EINVAL, "request: confirm= takes 1..%u seconds", CTL_MAX_CONFIRM);
+		r->confirm = (unsigned)v;
+		return 0;
+	}
 	if (n > 7 && !memcmp(w, "policy=", 7) && (takes & ARG_POLICY) && !r->policy) {
 		if (!(r->policy = pct_decode(w + 7, n - 7)))
 			return diag_fail(d, -EINVAL, "request: bad %%-escape in the policy path");
@@ -130,7 +144,7 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *out, str
 		}
 		if (p == line) {
 			if ((v = find_verb(p, n)) < 0)
-				return diag_fail(d, -EINVAL, "request: unknown '%.*s' (status, stats, reload, log, stop)",
+				return diag_fail(d, -EINVAL, "request: unknown '%.*s' (status, stats, reload, log, stop, confirm, diff)",
 						 (int)(n > 64 ? 64 : n), p);
 			r.verb = (enum ctl_verb)v;
 		} else if ((e = parse_arg(&r, p, n, d)) < 0) {
@@ -160,6 +174,8 @@ char *ctl_request_format(const struct ctl_request *r)
 		fputs(" policy=", f);
 		pct_encode(f, r->policy);
 	}
+	if (r->confirm)
+		fprintf(f, " confirm=%u", r->confirm);
 	fputc('\n', f);
 	if (fclose(f) != 0) {
 		free(out);

@@ -7,7 +7,8 @@
  *     request = verb *(" " arg) "\n"        at most CTL_MAX_REQUEST bytes
  *     arg     = name | name "=" value       value percent-encoded (%XX)
  * with the verbs and arguments of the table in proto.c (status [json],
- * stats [json], reload [policy=PATH], log, stop [keep]). Anything else is
+ * stats [json], reload [policy=PATH] [confirm=SECONDS], log, stop [keep],
+ * confirm, diff [policy=PATH]). Anything else is
  * refused with a message; nothing is guessed.
  *
  * The reply is a first line "ok" or "error", then text (or JSON), until the
@@ -33,6 +34,8 @@ enum ctl_verb {
 	CTL_RELOAD,
 	CTL_LOG,
 	CTL_STOP,
+	CTL_CONFIRM,
+	CTL_DIFF,
 	CTL_NVERBS,
 };
 
@@ -41,7 +44,10 @@ struct ctl_request {
 	bool json;    /* status, stats: JSON instead of text */
 	char *policy; /* reload: the policy file (absolute), NULL for the configured one */
 	bool keep;    /* stop: leave the policy pinned and enforced for the next daemon */
+	unsigned confirm; /* reload: roll back after this many seconds unless confirmed; 0: no */
 };
+
+#define CTL_MAX_CONFIRM (7u * 86400) /* a week */
 
 const char *ctl_verb_name(enum ctl_verb v);
 

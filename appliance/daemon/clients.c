@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon_int.h"
+#include "policy/diff/diff.h"
 #include "daemon/report.h"
 #include "lib/cleanup.h"
 #include "lib/log.h"
@@ -152,13 +153,60 @@ static void answer_reload(struct daemon *dm, struct client *c, const struct ctl_
 	int r;
 
 	diags_init(&d);
-	r = daemon_reload_notified(dm, path, req->policy ? c->fd_passed : -1, &d);
+	r = req->confirm ? confirm_begin(dm, req->confirm, &d) : 0;
+	if (r == 0)
+		r = daemon_reload_notified(dm, path, req->policy ? c->fd_passed : -1, &d);
+	if (req->confirm && r < 0)
+		confirm_begin_failed(dm);
+	else if (r == 0 && !req->confirm)
+		confirm_loaded(dm);
 	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
 	diags_print(&d, f, false);
 	daemon_reload_summary(dm, path, r, f);
+	if (r == 0 && req->confirm)
+		fprintf(f, "unless 'nfbox confirm' comes within %u s, the last confirmed policy comes back by itself\n",
+			req->confirm);
 	/* The daemon's log says what every reload did, whoever asked. */
 	text = diags_to_text(&d);
 	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload (control socket, uid %u): %s", (unsigned)c->uid, text ? text : "");
+	diags_free(&d);
+}
+
+/* What a reload of the file would change, against the policy in force:
+ * "ok", then one line per difference (policy/diff/diff.h). */
+static void answer_diff(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f)
+{
+	const char *path = req->policy ? req->policy : dm->opts->policy;
+	struct policy *p = NULL;
+	struct diags d;
+
+	diags_init(&d);
+	if (!dm->cur.pol)
+		diag_fail(&d, -ENOENT, "no policy is in force to compare with");
+	else
+		daemon_load_only(dm, path, req->policy ? c->fd_passed : -1, &d, &p); /* warnings are validate's */
+	fputs(p ? CTL_REPLY_OK : CTL_REPLY_ERROR, f);
+	if (p)
+		policy_diff(dm->cur.pol, p, f);
+	else
+		diags_print(&d, f, false);
+	policy_free(p);
+	diags_free(&d);
+}
+
+static void answer_confirm(struct daemon *dm, struct client *c, FILE *f)
+{
+	struct diags d;
+	int r;
+
+	diags_init(&d);
+	r = confirm_done(dm, &d);
+	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
+	diags_print(&d, f, false);
+	if (r == 0)
+		fprintf(f, "confirmed: %s stays in force\n", dm->cur.path);
+	log_msg(r < 0 ? LOG_WARN : LOG_INFO, "confirm (control socket, uid %u): %s", (unsigned)c->uid,
+		r < 0 ? "nothing was pending" : "done");
 	diags_free(&d);
 }
 
@@ -235,6 +283,10 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 	}
 	if (req->verb == CTL_RELOAD)
 		answer_reload(dm, c, req, f);
+	else if (req->verb == CTL_CONFIRM)
+		answer_confirm(dm, c, f);
+	else if (req->verb == CTL_DIFF)
+		answer_diff(dm, c, req, f);
 	else
 		r = answer_report(dm, req, f);
 	if (fclose(f) != 0 || r < 0)

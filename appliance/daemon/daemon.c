@@ -43,6 +43,8 @@ static void reload_on_sighup(struct daemon *dm)
 
 	diags_init(&d);
 	r = daemon_reload_notified(dm, dm->opts->policy, -1, &d);
+	if (r == 0)
+		confirm_loaded(dm);
 	text = diags_to_text(&d);
 	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload on SIGHUP: %s", text ? text : "");
 	diags_free(&d);
@@ -94,6 +96,7 @@ static void loop(struct daemon *dm)
 		clients_tick(dm);
 		events_tick(dm);
 		daemon_captures_tick(dm);
+		confirm_tick(dm);
 	}
 }
 
@@ -155,6 +158,10 @@ static int resolve_paths(struct daemon *dm, struct diags *d)
 		snprintf(dm->pin_dir, sizeof(dm->pin_dir), "%s", o->pin_dir);
 	else if ((r = netns_default_pin_dir(dm->pin_dir, sizeof(dm->pin_dir), d)) < 0)
 		return r;
+	if (o->state_dir)
+		snprintf(dm->state_dir, sizeof(dm->state_dir), "%s", o->state_dir);
+	else if ((r = netns_default_state_dir(dm->state_dir, sizeof(dm->state_dir), d)) < 0)
+		return r;
 	return 0;
 }
 
@@ -197,7 +204,7 @@ static int start(struct daemon *dm, struct diags *d)
 	dm->signals.fn = on_signal;
 	if ((dm->signals.fd = setup_signals()) < 0 || daemon_watch(dm, &dm->signals) < 0)
 		return diag_errno(d, -errno, "cannot set up signals");
-	if ((r = clients_listen(dm, d)) < 0)
+	if ((r = clients_listen(dm, d)) < 0 || (r = confirm_init(dm, d)) < 0)
 		return r;
 	if (!dm->opts->no_pin && (r = pins_make_lasting(dm->pin_dir, &dm->pins, d)) < 0)
 		return r;
@@ -213,9 +220,15 @@ static int start(struct daemon *dm, struct diags *d)
 	if ((r = links_open(dm, d)) < 0)
 		return r;
 	engine_get_info(dm->e, &info);
+	/* A change was waiting for its confirmation when the daemon before
+	 * this one stopped: the last confirmed policy comes back, not the
+	 * configured file (which may hold the unconfirmed change). */
+	if (dm->pending.active && confirm_rollback(dm, "a change was pending confirmation when the last daemon stopped", false) == 0)
+		return 0;
 	if ((r = daemon_reload(dm, dm->opts->policy, -1, d)) < 0)
 		return diag_fail(d, r, "%s: not loaded; %s", dm->opts->policy,
 				 info.adopted ? "the adopted policy stays in force" : "nothing is enforced");
+	confirm_loaded(dm);
 	return 0;
 }
 

@@ -11,6 +11,7 @@ struct daemon_opts {
 	const char *policy;
 	const char *socket;  /* NULL: the default of this network namespace (system/netns.h) */
 	const char *pin_dir; /* NULL: the default of this network namespace */
+	const char *state_dir; /* NULL: the default of this network namespace (system/netns.h) */
 	const char *log;     /* NULL: none; "-": stdout */
 	bool fresh;          /* drop pinned state instead of adopting it */
 	bool no_pin;         /* pin nothing: enforcement ends with the process */

@@ -65,11 +65,19 @@ struct dcap; /* captures.c */
 struct ring_buffer;
 struct nl_monitor;
 
+/* A change waiting for `nfbox confirm` (confirm.c). */
+struct confirm_pending {
+	bool active;
+	long long deadline, since; /* time(): rolls back at deadline; pending since */
+};
+
 struct daemon {
 	const struct daemon_opts *opts;
 	struct netns_id netns;
 	char socket_path[PATH_MAX];
 	char pin_dir[PATH_MAX];  /* "" with --no-pin */
+	char state_dir[PATH_MAX]; /* the confirmed policy's copy, the pending change */
+	struct confirm_pending pending, pending_before;
 	struct pin_place pins;
 	struct engine *e;
 	struct loaded cur;
@@ -106,6 +114,30 @@ struct daemon {
  * when it is not -1: a file a client opened); on failure the policy in force
  * stays. Every message for the operator goes to d. */
 int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d);
+/* The same, the files read through `files` (its policy_fd is fd). */
+int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struct policy_files *files,
+			struct diags *d);
+/* Load (not enforce) the policy at path as a reload reads it (fd as there). */
+int daemon_load_only(struct daemon *dm, const char *path, int fd, struct diags *d, struct policy **out);
+/* systemd: READY=1 and STATUS= after a reload that returned r. */
+void daemon_notify_ready(struct daemon *dm, int r);
+
+/* confirm.c: changes that roll back unless confirmed. confirm_init reads
+ * the state directory (a pending change found there is rolled back by
+ * start); confirm_save keeps the policy in force as the confirmed one;
+ * confirm_loaded after a plain reload (it is confirmed); confirm_begin
+ * before a reload --confirm (confirm_begin_failed if that reload fails);
+ * confirm_done for `nfbox confirm`; confirm_tick rolls back at the
+ * deadline. */
+int confirm_init(struct daemon *dm, struct diags *d);
+int confirm_save(struct daemon *dm);
+void confirm_loaded(struct daemon *dm);
+int confirm_begin(struct daemon *dm, unsigned seconds, struct diags *d);
+void confirm_begin_failed(struct daemon *dm);
+int confirm_done(struct daemon *dm, struct diags *d);
+/* running: a reload of the running daemon (systemd is told), not its start. */
+int confirm_rollback(struct daemon *dm, const char *why, bool running);
+void confirm_tick(struct daemon *dm);
 /* The same, a reload of the running daemon: systemd is told RELOADING=1
  * before and READY=1 with the new STATUS= after (system/sdnotify.h). */
 int daemon_reload_notified(struct daemon *dm, const char *path, int fd, struct diags *d);

@@ -2,6 +2,7 @@
 /* Status and stats reports as text (for people) and JSON (for programs). */
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/report.h"
 #include "lib/json.h"
@@ -82,6 +83,12 @@ static void status_text(const struct status_report *r, FILE *f)
 	else
 		fprintf(f, "pin dir:    none (--no-pin): enforcement ends with this process\n");
 	fprintf(f, "reloads:    %lu ok, %lu failed\n", r->reloads_ok, r->reloads_failed);
+	if (r->pending) {
+		long long left = r->pending_deadline - (long long)time(NULL);
+
+		fprintf(f, "pending:    this policy rolls back to the last confirmed one in %lld s unless 'nfbox confirm' (unconfirmed for %lld s)\n",
+			left < 0 ? 0 : left, (long long)time(NULL) - r->pending_since);
+	}
 	fprintf(f, "log events: %llu\n", r->events);
 	if (r->nmissing) {
 		fputs("missing:   ", f);
@@ -167,6 +174,17 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_kv_bool(&j, "nft_table", r->nft_table == 1);
 	json_kv_bool(&j, "nft_table_owned", r->nft_table == 1 && r->nft_owned);
 	json_kv_u64(&j, "reloads_ok", r->reloads_ok);
+	json_key(&j, "pending");
+	if (r->pending) {
+		json_object_begin(&j);
+		json_kv_i64(&j, "deadline", r->pending_deadline);
+		json_kv_i64(&j, "since", r->pending_since);
+		json_kv_i64(&j, "seconds_left", r->pending_deadline - (long long)time(NULL));
+		json_object_end(&j);
+	} else {
+		json_null(&j);
+	}
+	json_kv_str(&j, "state_dir", r->state_dir);
 	json_kv_u64(&j, "reloads_failed", r->reloads_failed);
 	json_kv_u64(&j, "events", r->events);
 	json_kv_str(&j, "pin_dir", e->pin_dir); /* null: nothing pinned */

@@ -143,12 +143,28 @@ static int check_file(int fd, const char *path, char *why, size_t len, void *arg
 	return files_check_trusted(fd, path, why, len);
 }
 
-int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d)
+int daemon_load_only(struct daemon *dm, const char *path, int fd, struct diags *d, struct policy **out)
 {
 	struct policy_files files = { .policy_fd = fd, .check = dm->opts->allow_unsafe_files ? NULL : check_file };
+
+	return policy_load_files(path, &files, d, out);
+}
+
+int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d)
+{
+	struct policy_files files = { .check = dm->opts->allow_unsafe_files ? NULL : check_file };
+
+	return daemon_reload_files(dm, path, fd, &files, d);
+}
+
+int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struct policy_files *via,
+			struct diags *d)
+{
+	struct policy_files files = *via;
 	struct loaded nl = { 0 };
 	int r;
 
+	files.policy_fd = fd;
 	diags_init(&nl.diags);
 	nl.path = fd >= 0 ? strdup(path) : realpath(path, NULL);
 	r = policy_load_files(path, &files, &nl.diags, &nl.pol);
@@ -177,15 +193,21 @@ int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d)
 	return 0;
 }
 
-int daemon_reload_notified(struct daemon *dm, const char *path, int fd, struct diags *d)
+void daemon_notify_ready(struct daemon *dm, int r)
 {
 	char status[256];
+
+	daemon_status_line(dm, status, sizeof(status));
+	sd_notifyf("READY=1\nSTATUS=%s%s", r < 0 ? "reload failed, unchanged: " : "", status);
+}
+
+int daemon_reload_notified(struct daemon *dm, const char *path, int fd, struct diags *d)
+{
 	int r;
 
 	sd_notify_reloading();
 	r = daemon_reload(dm, path, fd, d);
-	daemon_status_line(dm, status, sizeof(status));
-	sd_notifyf("READY=1\nSTATUS=%s%s", r < 0 ? "reload failed, unchanged: " : "", status);
+	daemon_notify_ready(dm, r);
 	return r;
 }
 

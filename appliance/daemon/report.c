@@ -28,6 +28,10 @@ int report_status(struct daemon *dm, struct status_report *out)
 		.nft_owned = nft_table_owned(),
 		.reloads_ok = dm->reloads_ok,
 		.reloads_failed = dm->reloads_failed,
+		.pending = dm->pending.active,
+		.pending_deadline = dm->pending.deadline,
+		.pending_since = dm->pending.since,
+		.state_dir = dm->state_dir,
 		.events = dm->events_seen,
 	};
 	engine_get_info(dm->e, &out->engine);

@@ -38,6 +38,9 @@ struct status_report {
 	bool nft_owned;             /* owned by the daemon (NFT_TABLE_F_OWNER, PERSIST) */
 	struct engine_info engine;
 	unsigned long reloads_ok, reloads_failed;
+	bool pending;               /* a reload --confirm waits for `nfbox confirm` */
+	long long pending_deadline, pending_since; /* time(): rolls back at the deadline */
+	const char *state_dir;
 	unsigned long long events;
 	const char *missing[64];    /* interfaces the policy names that do not exist */
 	uint32_t nmissing;

@@ -104,3 +104,8 @@ int netns_default_pin_dir(char *buf, size_t len, struct diags *d)
 {
 	return default_path(buf, len, NFBOX_BPFFS "/nfbox", "", d);
 }
+
+int netns_default_state_dir(char *buf, size_t len, struct diags *d)
+{
+	return default_path(buf, len, NFBOX_STATE_DIR "/state", "", d);
+}

@@ -19,6 +19,7 @@
 
 #define NFBOX_RUN_DIR "/run/nfbox"
 #define NFBOX_BPFFS "/sys/fs/bpf"
+#define NFBOX_STATE_DIR "/var/lib/nfbox"
 
 struct netns_id {
 	uint64_t cookie;
@@ -37,5 +38,7 @@ void netns_suffix(const struct netns_id *id, char *buf, size_t len);
 /* The defaults for this namespace (buf at least PATH_MAX). */
 int netns_default_socket(char *buf, size_t len, struct diags *d);
 int netns_default_pin_dir(char *buf, size_t len, struct diags *d);
+/* NFBOX_STATE_DIR "/state" SUFFIX: the confirmed policy's copy, a pending change. */
+int netns_default_state_dir(char *buf, size_t len, struct diags *d);
 
 #endif

@@ -123,7 +123,7 @@ nfbox_start() {
 	backend_policy "$policy"
 	: >"$NS_TMP/nfbox.out"
 	# ip netns exec execs nfbox: $! is the daemon itself, for signals.
-	ip netns exec "$NS_A" "$NFBOX" run --policy "$policy" --socket "$NFBOX_SOCK" --pin-dir "$NFBOX_PINS" "$@" \
+	ip netns exec "$NS_A" "$NFBOX" run --policy "$policy" --state-dir "$NS_TMP/state" --socket "$NFBOX_SOCK" --pin-dir "$NFBOX_PINS" "$@" \
 		>"$NS_TMP/nfbox.out" 2>"$NS_TMP/nfbox.err" &
 	NFBOX_PID=$!
 	for _ in $(seq 100); do

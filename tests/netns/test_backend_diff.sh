@@ -87,7 +87,7 @@ run_backend() {
 	topology || return 1
 	sed "s/^  BACKEND$/  backend: $b/" "$d/policy.yaml" >"$d/$b.yaml"
 	rm -rf "$TMP/bpf/pins"
-	ip netns exec $P-a "$NFBOX" run --policy "$d/$b.yaml" --socket "$TMP/s.sock" --pin-dir "$TMP/bpf/pins" \
+	ip netns exec $P-a "$NFBOX" run --policy "$d/$b.yaml" --state-dir "$TMP/state-$b" --socket "$TMP/s.sock" --pin-dir "$TMP/bpf/pins" \
 		>"$d/$b.out" 2>"$d/$b.err" &
 	PID=$!
 	for _ in $(seq 100); do grep -q '^ready$' "$d/$b.out" && break; sleep 0.1; done

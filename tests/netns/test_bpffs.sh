@@ -44,7 +44,7 @@ printf 'version: 1\nhooks: { forward: { default: drop } }\nrules:\n  - { name: w
 run_default() {
 	local ns=$1 out=$2
 	shift 2
-	ip netns exec "$ns" "$NFBOX" run --policy "$NS_TMP/p.yaml" "$@" >"$out.out" 2>"$out.err" &
+	ip netns exec "$ns" "$NFBOX" run --policy "$NS_TMP/p.yaml" --state-dir "$NS_TMP/state-$ns" "$@" >"$out.out" 2>"$out.err" &
 	DPID=$!
 	PIDS+=("$DPID")
 	for _ in $(seq 100); do
@@ -96,7 +96,7 @@ fi
 denied && t_ok first-still-enforces || t_fail first-still-enforces "tcp/8080 passed"
 
 # ---- 3. never adopt another namespace's state ----
-ip netns exec "$NS_B" "$NFBOX" run --policy "$NS_TMP/p.yaml" --socket "$NS_TMP/other.sock" --pin-dir "$PIN_A" \
+ip netns exec "$NS_B" "$NFBOX" run --policy "$NS_TMP/p.yaml" --state-dir "$NS_TMP/state-b" --socket "$NS_TMP/other.sock" --pin-dir "$PIN_A" \
 	>"$NS_TMP/x.out" 2>"$NS_TMP/x.err"
 rc=$?
 [ "$rc" = 1 ] && grep -q "enforces another network namespace" "$NS_TMP/x.err" && [ -e "$PIN_A/prog" ] &&
@@ -105,7 +105,7 @@ rc=$?
 
 # ---- 4. a bpffs that dies with nfbox, and --no-pin ----
 ip netns exec "$NS_B" sh -c 'mkdir -p "$1/priv" && mount -t bpf bpf "$1/priv" &&
-	exec "$2" run --policy "$1/p.yaml" --socket "$1/priv.sock" --pin-dir "$1/priv/nfbox"' \
+	exec "$2" run --policy "$1/p.yaml" --state-dir "$1/state" --socket "$1/priv.sock" --pin-dir "$1/priv/nfbox"' \
 	sh "$NS_TMP" "$NFBOX" >"$NS_TMP/priv.out" 2>"$NS_TMP/priv.err"
 rc=$?
 [ "$rc" = 1 ] && grep -q "only nfbox's own mount namespace has" "$NS_TMP/priv.err" && t_ok private-bpffs-refused ||

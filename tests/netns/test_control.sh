@@ -36,7 +36,7 @@ SOCK=$PUB/nfbox.sock
 	for i in $(seq 1 20000); do printf '  - { name: rule-number-%d, service: [tcp/%d], action: accept }\n' $i $((20000 + i)); done
 } >"$NS_TMP/big.yaml"
 start() { # extra run options...
-	ip netns exec "$NS_A" "$NFBOX" run --policy "$NS_TMP/big.yaml" --socket "$SOCK" --pin-dir "$NFBOX_PINS" "$@" \
+	ip netns exec "$NS_A" "$NFBOX" run --policy "$NS_TMP/big.yaml" --state-dir "$NS_TMP/state" --socket "$SOCK" --pin-dir "$NFBOX_PINS" "$@" \
 		>"$NS_TMP/nfbox.out" 2>"$NS_TMP/nfbox.err" &
 	NFBOX_PID=$!
 	for _ in $(seq 200); do
@@ -110,7 +110,7 @@ NFBOX_PID=
 # ---- a directory someone else controls ----
 EVIL=$(mktemp -d /tmp/nfbox-evil.XXXXXX)
 chown nobody:nogroup "$EVIL"
-ip netns exec "$NS_A" "$NFBOX" run --policy "$NS_TMP/big.yaml" --socket "$EVIL/nfbox.sock" --pin-dir "$NFBOX_PINS" \
+ip netns exec "$NS_A" "$NFBOX" run --policy "$NS_TMP/big.yaml" --state-dir "$NS_TMP/state" --socket "$EVIL/nfbox.sock" --pin-dir "$NFBOX_PINS" \
 	>/dev/null 2>"$NS_TMP/evil.err"
 rc=$?
 [ $rc = 1 ] && grep -q "belongs to uid 65534" "$NS_TMP/evil.err" && t_ok daemon-refuses-foreign-dir ||
@@ -130,7 +130,7 @@ rm -rf "$EVIL"
 # An untrusted policy file is the policy's fault: exit status 78, no restart.
 cp "$NS_TMP/big.yaml" "$NS_TMP/loose.yaml"
 chmod 666 "$NS_TMP/loose.yaml"
-ip netns exec "$NS_A" "$NFBOX" run --policy "$NS_TMP/loose.yaml" --socket "$SOCK" --pin-dir "$NFBOX_PINS" \
+ip netns exec "$NS_A" "$NFBOX" run --policy "$NS_TMP/loose.yaml" --state-dir "$NS_TMP/state" --socket "$SOCK" --pin-dir "$NFBOX_PINS" \
 	>/dev/null 2>"$NS_TMP/loose.err"
 rc=$?
 [ $rc = 78 ] && grep -q "is writable by everyone: chmod go-w" "$NS_TMP/loose.err" && t_ok start-refuses-writable-policy ||

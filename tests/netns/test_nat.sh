@@ -107,7 +107,7 @@ else
 fi
 # A second nfbox in the same namespace is refused by the kernel and the
 # table in force stays as it was.
-out=$(in_a timeout 20 "$NFBOX" run --policy "$NS_TMP/a.yaml" --socket "$NS_TMP/second.sock" --no-pin 2>&1)
+out=$(in_a timeout 20 "$NFBOX" run --policy "$NS_TMP/a.yaml" --state-dir "$NS_TMP/state2" --socket "$NS_TMP/second.sock" --no-pin 2>&1)
 rc=$?
 if [ $rc -ne 0 ] && echo "$out" | grep -q "another program owns it"; then t_ok second-daemon-refused; else
 	t_fail second-daemon-refused "rc $rc: $out"

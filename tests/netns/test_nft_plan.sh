@@ -55,7 +55,7 @@ check_policy() { # NAME FILE
 	out=$(ip netns exec $P-n nft -c -f "$TMP/$name.nft" 2>&1) && t_ok "$name-nft-check" || t_fail "$name-nft-check" "$out"
 	ip netns exec $P-n nft -f "$TMP/$name.nft" 2>/dev/null
 	ip netns exec $P-n nft list table inet nfbox | normal >"$TMP/$name.from-plan"
-	ip netns exec $P-d "$NFBOX" run --policy "$f" --socket "$TMP/s.sock" --no-pin --allow-unsafe-files \
+	ip netns exec $P-d "$NFBOX" run --policy "$f" --state-dir "$TMP/state" --socket "$TMP/s.sock" --no-pin --allow-unsafe-files \
 		>"$TMP/$name.out" 2>"$TMP/$name.run" &
 	PID=$!
 	for _ in $(seq 100); do grep -q '^ready$' "$TMP/$name.out" && break; sleep 0.1; done

@@ -74,7 +74,7 @@ fi
 # the test's goes into the host's journal).
 : >"$NS_TMP/j.err"
 in_a unshare -m /bin/sh -c 'mount -t tmpfs tmpfs /run || exit 99
-	JOURNAL_STREAM=$(stat -c %d:%i "$1/j.err") "$2" run --policy "$1/bad.yaml" --socket "$1/j.sock" --no-pin >/dev/null 2>>"$1/j.err"' \
+	JOURNAL_STREAM=$(stat -c %d:%i "$1/j.err") "$2" run --policy "$1/bad.yaml" --state-dir "$1/state" --socket "$1/j.sock" --no-pin >/dev/null 2>>"$1/j.err"' \
 	sh "$NS_TMP" "$NFBOX"
 rc=$?
 t_check bad-policy-exit-78 test "$rc" -eq 78
@@ -84,7 +84,7 @@ else
 	t_fail journal-priorities "$(head -c 600 "$NS_TMP/j.err")"
 fi
 # Without the journal: the same error as validate prints it, no prefixes.
-in_a "$NFBOX" run --policy "$NS_TMP/bad.yaml" --socket "$NS_TMP/j.sock" --no-pin >/dev/null 2>"$NS_TMP/plain.err"
+in_a "$NFBOX" run --policy "$NS_TMP/bad.yaml" --state-dir "$NS_TMP/state" --socket "$NS_TMP/j.sock" --no-pin >/dev/null 2>"$NS_TMP/plain.err"
 if grep -q '^.*bad.yaml:4:16: error: unknown key' "$NS_TMP/plain.err" && ! grep -q '^<[0-7]>' "$NS_TMP/plain.err"; then
 	t_ok plain-stderr
 else
@@ -120,7 +120,7 @@ while True:
 " >"$1/native.out" &
 	for i in $(seq 50); do [ -S /run/systemd/journal/socket ] && break; sleep 0.1; done
 	: >"$1/n.err"
-	JOURNAL_STREAM=$(stat -c %d:%i "$1/n.err") "$2" run --policy "$1/bad.yaml" --socket "$1/n.sock" --no-pin >/dev/null 2>>"$1/n.err"
+	JOURNAL_STREAM=$(stat -c %d:%i "$1/n.err") "$2" run --policy "$1/bad.yaml" --state-dir "$1/state" --socket "$1/n.sock" --no-pin >/dev/null 2>>"$1/n.err"
 	wait
 ' sh "$NS_TMP" "$NFBOX"
 if grep -Eq '^PRIORITY=3 IDENT=nfbox LINES=3$' "$NS_TMP/native.out"; then

@@ -38,6 +38,10 @@ static void test_accepts(void)
 	ctl_request_free(&r);
 	CHECK(parse("stop", &r) == 0 && r.verb == CTL_STOP && !r.keep);
 	CHECK(parse("stop keep", &r) == 0 && r.verb == CTL_STOP && r.keep);
+	CHECK(parse("confirm", &r) == 0 && r.verb == CTL_CONFIRM);
+	CHECK(parse("reload confirm=120", &r) == 0 && r.verb == CTL_RELOAD && r.confirm == 120 && !r.policy);
+	CHECK(parse("reload policy=/p.yaml confirm=604800", &r) == 0 && r.confirm == 604800 && r.policy);
+	ctl_request_free(&r);
 	check_end();
 }
 
@@ -63,6 +67,15 @@ static void test_refuses(void)
 		"stop keep keep",            /* an argument once */
 		"reload keep",               /* keep is stop's */
 		"stop json",                 /* not for stop */
+		"reload confirm=0",          /* 1 s at least */
+		"reload confirm=604801",     /* a week at most */
+		"reload confirm=99999999999999999999", /* no wrap-around */
+		"reload confirm=5s",         /* seconds only: units are the command's */
+		"reload confirm=-5",
+		"reload confirm=",
+		"reload confirm=5 confirm=6", /* an argument once */
+		"stop confirm=5",            /* confirm= is reload's */
+		"confirm json",              /* confirm takes nothing */
 	};
 	struct ctl_request r;
 
@@ -122,6 +135,18 @@ static void test_roundtrip(void)
 				}
 				free(line);
 			}
+	{
+		struct ctl_request in = { .verb = CTL_RELOAD, .policy = (char *)"/a b", .confirm = 90 }, out;
+		char *line = ctl_request_format(&in);
+
+		CHECK(line && !strcmp(line, "reload policy=/a%20b confirm=90\n"));
+		if (line) {
+			line[strlen(line) - 1] = '\0';
+			CHECK(parse(line, &out) == 0 && out.confirm == 90 && out.policy && !strcmp(out.policy, "/a b"));
+			ctl_request_free(&out);
+		}
+		free(line);
+	}
 	{
 		struct ctl_request in = { .verb = CTL_STOP, .keep = true }, out;
 		char *line = ctl_request_format(&in);

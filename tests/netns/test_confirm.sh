@@ -1,0 +1,106 @@
+#!/bin/bash
+# reload --confirm: a change that comes back by itself unless confirmed,
+# seen by real traffic. The new policy is enforced at once; without `nfbox
+# confirm` the last confirmed one returns at the deadline; confirmed, it
+# stays; two --confirm in a row roll back to the last confirmed policy, not
+# the one between; a daemon killed (SIGKILL) during the window, the
+# configured file edited in place, is followed by a daemon that rolls back
+# at its start. `nfbox diff [FILE]` compares with the policy in force. Runs
+# with either backend (NFBOX_BACKEND).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/netns.sh
+NET=$PWD/tests/lib/net.py
+
+ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
+open_policy() {
+	printf 'version: 1\nhooks: { forward: { default: drop } }\nrules:\n  - { name: web, service: tcp/80, action: accept }\n'
+}
+closed_policy() {
+	printf 'version: 1\nhooks: { forward: { default: drop } }\nrules:\n  - { name: %s, service: tcp/81, action: accept }\n' "$1"
+}
+open_policy >"$NS_TMP/policy.yaml"
+closed_policy closed >"$NS_TMP/closed.yaml"
+closed_policy between >"$NS_TMP/between.yaml"
+for f in policy closed between; do backend_policy "$NS_TMP/$f.yaml"; done
+
+# web: "open" if a connection to the server's port 80 gets through.
+ip netns exec "$NS_S" "$NET" tcp-whoami 80 300 1000 >/dev/null 2>&1 &
+wait_listen in_s 80
+web() { in_c "$NET" tcp-probe $S4 80 1 | awk '{ print $1 }'; }
+pending() {
+	nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; p = json.load(sys.stdin)["pending"]; print("none" if p is None else "yes")'
+}
+# wait_web WANT SECONDS: until web says WANT (polling), or the time is up.
+wait_web() {
+	local got
+	for _ in $(seq $((4 * $2))); do
+		got=$(web)
+		[ "$got" = "$1" ] && { echo "$got"; return; }
+		sleep 0.25
+	done
+	echo "$got"
+}
+
+nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+t_check open-at-start [ "$(web)" = open ]
+
+# nfbox diff [FILE]: what a reload would change against the policy in force.
+out=$("$NFBOX" diff --socket "$NFBOX_SOCK" 2>&1); rc=$?
+[ $rc -eq 0 ] && [ -z "$out" ] && t_ok diff-running-same || t_fail diff-running-same "exit $rc: $out"
+out=$("$NFBOX" diff --socket "$NFBOX_SOCK" "$NS_TMP/closed.yaml" 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "rule forward web: removed" <<<"$out" && grep -q "rule forward closed: added" <<<"$out" &&
+	t_ok diff-running-changes || t_fail diff-running-changes "exit $rc: $out"
+out=$("$NFBOX" diff --socket "$NFBOX_SOCK" "$NS_TMP/none.yaml" 2>&1); rc=$?
+[ $rc -eq 2 ] && t_ok diff-running-missing-file || t_fail diff-running-missing-file "exit $rc: $out"
+
+# Unconfirmed: enforced at once, back at the deadline.
+nfbox_ctl reload --policy "$NS_TMP/closed.yaml" --confirm 3s >"$NS_TMP/r1" 2>&1 || t_fail reload-confirm "$(cat "$NS_TMP/r1")"
+t_check new-policy-at-once [ "$(web)" = timeout ]
+t_check status-pending [ "$(pending)" = yes ]
+grep -q "pending:" <(nfbox_ctl status) && t_ok status-text-pending || t_fail status-text-pending "$(nfbox_ctl status)"
+t_check rolled-back [ "$(wait_web open 8)" = open ]
+t_check status-not-pending [ "$(pending)" = none ]
+grep -q "rolled back to the last confirmed policy" "$NS_TMP/nfbox.err" && t_ok rollback-logged ||
+	t_fail rollback-logged "$(tail -n 5 "$NS_TMP/nfbox.err")"
+
+# Confirmed: it stays past the deadline.
+nfbox_ctl reload --policy "$NS_TMP/closed.yaml" --confirm 2s >/dev/null 2>&1
+nfbox_ctl confirm >"$NS_TMP/c1" 2>&1 && t_ok confirm || t_fail confirm "$(cat "$NS_TMP/c1")"
+sleep 3.5
+t_check confirmed-stays [ "$(web)" = timeout ]
+t_check confirm-nothing-pending-fails [ "$(nfbox_ctl confirm >/dev/null 2>&1; echo $?)" -ne 0 ]
+
+# Back to open (a plain reload is confirmed), then two --confirm in a row:
+# the rollback goes to the last confirmed policy, not the one between.
+nfbox_ctl reload >/dev/null 2>&1
+t_check plain-reload [ "$(web)" = open ]
+nfbox_ctl reload --policy "$NS_TMP/between.yaml" --confirm 60s >/dev/null 2>&1
+nfbox_ctl reload --policy "$NS_TMP/closed.yaml" --confirm 2s >/dev/null 2>&1
+t_check second-pending [ "$(web)" = timeout ]
+t_check back-to-confirmed [ "$(wait_web open 8)" = open ]
+t_check status-clean [ "$(nfbox_ctl status | grep -c "^policy: .*policy.yaml")" -eq 1 ]
+
+# A bad reload with --confirm changes nothing and leaves nothing pending.
+printf 'version: 1\nrules: [\n' >"$NS_TMP/bad.yaml"
+t_check bad-confirm-fails [ "$(nfbox_ctl reload --policy "$NS_TMP/bad.yaml" --confirm 60s >/dev/null 2>&1; echo $?)" -ne 0 ]
+t_check bad-leaves-nothing-pending [ "$(pending)" = none ]
+t_check bad-duration [ "$(nfbox_ctl reload --confirm 0s >/dev/null 2>&1; echo $?)" -eq 2 ]
+
+# The configured file edited in place, reloaded with --confirm, the daemon
+# killed in the window: the next daemon rolls back at its start.
+closed_policy closed >"$NS_TMP/policy.yaml"
+backend_policy "$NS_TMP/policy.yaml"
+nfbox_ctl reload --confirm 600s >/dev/null 2>&1
+t_check edited-in-force [ "$(web)" = timeout ]
+kill -9 "$NFBOX_PID"
+wait "$NFBOX_PID" 2>/dev/null
+NFBOX_PID=
+t_check killed-still-enforced [ "$(web)" = timeout ]
+nfbox_start "$NS_TMP/policy.yaml" || t_fail restart "$(cat "$NS_TMP/nfbox.err")"
+t_check restart-rolls-back [ "$(web)" = open ]
+t_check restart-not-pending [ "$(pending)" = none ]
+grep -q "pending confirmation when the last daemon stopped" "$NS_TMP/nfbox.err" && t_ok restart-logged ||
+	t_fail restart-logged "$(tail -n 5 "$NS_TMP/nfbox.err")"
+t_done
