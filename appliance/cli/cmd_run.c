@@ -69,6 +69,7 @@ struct ctl_args {
 	const char *confirm;
 	bool json;
 	bool keep;
+	bool zero;
 };
 
 #define SOCKET_OPT                                                                     \
@@ -77,6 +78,12 @@ struct ctl_args {
 #define JSON_OPT CLI_OPT_FLAG("json", 'j', struct ctl_args, json, "JSON instead of text")
 
 static const struct cli_opt report_opts[] = { JSON_OPT, SOCKET_OPT, CLI_OPT_END };
+static const struct cli_opt stats_opts[] = {
+	JSON_OPT,
+	CLI_OPT_FLAG("zero", 'z', struct ctl_args, zero, "then set every counter to 0 (root)"),
+	SOCKET_OPT,
+	CLI_OPT_END,
+};
 static const struct cli_opt reload_opts[] = {
 	CLI_OPT_STRING("policy", 'p', struct ctl_args, policy, "FILE", "load FILE instead of the daemon's policy"),
 	CLI_OPT_STRING("confirm", 'c', struct ctl_args, confirm, "DURATION",
@@ -135,7 +142,7 @@ static unsigned parse_duration(const char *s)
 
 static int run_ctl(enum ctl_verb verb, const struct ctl_args *a)
 {
-	struct ctl_request req = { .verb = verb, .json = a->json };
+	struct ctl_request req = { .verb = verb, .json = a->json, .zero = a->zero };
 	_cleanup_free_ char *abs = NULL;
 	_cleanup_close_ int fd = -1;
 
@@ -188,7 +195,8 @@ static int run_stop(void *args, int argc, char **argv)
 #define CTL_CMD(n, fn, opt, sum) { .name = n, .summary = sum, .opts = opt, .args_size = sizeof(struct ctl_args), .run = fn }
 
 const struct cli_cmd cli_cmd_status = CTL_CMD("status", run_status, report_opts, "what the running daemon enforces");
-const struct cli_cmd cli_cmd_stats = CTL_CMD("stats", run_stats, report_opts, "per-rule packets and bytes, defaults, drops");
+const struct cli_cmd cli_cmd_stats =
+	CTL_CMD("stats", run_stats, stats_opts, "per-rule packets and bytes, defaults, drops; --zero resets them");
 const struct cli_cmd cli_cmd_reload =
 	CTL_CMD("reload", run_reload, reload_opts, "load a new policy atomically; a bad one changes nothing");
 const struct cli_cmd cli_cmd_confirm =

@@ -13,6 +13,7 @@ enum ctl_arg {
 	ARG_POLICY = 1u << 1,
 	ARG_KEEP = 1u << 2,
 	ARG_CONFIRM = 1u << 3,
+	ARG_ZERO = 1u << 4,
 };
 
 static const struct {
@@ -20,7 +21,7 @@ static const struct {
 	unsigned args; /* enum ctl_arg bits the verb takes */
 } verbs[CTL_NVERBS] = {
 	[CTL_STATUS] = { "status", ARG_JSON },
-	[CTL_STATS] = { "stats", ARG_JSON },
+	[CTL_STATS] = { "stats", ARG_JSON | ARG_ZERO },
 	[CTL_RELOAD] = { "reload", ARG_POLICY | ARG_CONFIRM },
 	[CTL_LOG] = { "log", 0 },
 	[CTL_STOP] = { "stop", ARG_KEEP },
@@ -97,6 +98,10 @@ static int parse_arg(struct ctl_request *r, const char *w, size_t n, struct diag
 		r->json = true;
 		return 0;
 	}
+	if (n == 4 && !memcmp(w, "zero", 4) && (takes & ARG_ZERO) && !r->zero) {
+		r->zero = true;
+		return 0;
+	}
 	if (n == 4 && !memcmp(w, "keep", 4) && (takes & ARG_KEEP) && !r->keep) {
 		r->keep = true;
 		return 0;
@@ -170,6 +175,8 @@ char *ctl_request_format(const struct ctl_request *r)
 		fputs(" json", f);
 	if (r->keep)
 		fputs(" keep", f);
+	if (r->zero)
+		fputs(" zero", f);
 	if (r->policy) {
 		fputs(" policy=", f);
 		pct_encode(f, r->policy);

@@ -7,7 +7,7 @@
  *     request = verb *(" " arg) "\n"        at most CTL_MAX_REQUEST bytes
  *     arg     = name | name "=" value       value percent-encoded (%XX)
  * with the verbs and arguments of the table in proto.c (status [json],
- * stats [json], reload [policy=PATH] [confirm=SECONDS], log, stop [keep],
+ * stats [json] [zero], reload [policy=PATH] [confirm=SECONDS], log, stop [keep],
  * confirm, diff [policy=PATH]). Anything else is
  * refused with a message; nothing is guessed.
  *
@@ -45,6 +45,7 @@ struct ctl_request {
 	char *policy; /* reload: the policy file (absolute), NULL for the configured one */
 	bool keep;    /* stop: leave the policy pinned and enforced for the next daemon */
 	unsigned confirm; /* reload: roll back after this many seconds unless confirmed; 0: no */
+	bool zero;    /* stats: the counters as they were, then set to 0 */
 };
 
 #define CTL_MAX_CONFIRM (7u * 86400) /* a week */

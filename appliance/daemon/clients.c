@@ -241,7 +241,7 @@ static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE 
 		report_status_free(&st);
 		return r;
 	}
-	if ((r = report_stats(dm, &sr)) == 0) {
+	if ((r = report_stats(dm, &sr, req->zero)) == 0) {
 		fputs(CTL_REPLY_OK, f);
 		format_stats(&sr, f, req->json);
 	}
@@ -249,10 +249,12 @@ static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE 
 	return r;
 }
 
-/* status, stats and log are for readers; the rest needs root. */
-static bool allowed(const struct client *c, enum ctl_verb v)
+/* status, stats and log are for readers; the rest (and stats zero) needs root. */
+static bool allowed(const struct client *c, const struct ctl_request *req)
 {
-	return c->root || v == CTL_STATUS || v == CTL_STATS || v == CTL_LOG;
+	enum ctl_verb v = req->verb;
+
+	return c->root || v == CTL_STATUS || (v == CTL_STATS && !req->zero) || v == CTL_LOG;
 }
 
 static void answer(struct daemon *dm, struct client *c, const struct ctl_request *req)
@@ -262,7 +264,7 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 	FILE *f;
 	int r = 0;
 
-	if (!allowed(c, req->verb)) {
+	if (!allowed(c, req)) {
 		reply_str(dm, c, CTL_REPLY_ERROR "permission denied: only root may do that; the socket group may use status, stats and log\n");
 		return;
 	}

@@ -131,6 +131,40 @@ int confirm_save(struct daemon *dm)
 	return r;
 }
 
+/* The counter slots' names (engine/slots.h), after every load: a daemon
+ * that adopts the pinned state gives each rule its counters back. */
+void state_save_slots(struct daemon *dm)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	int r;
+
+	if (!dm->state_dir[0] || !(f = open_memstream(&buf, &len)))
+		return;
+	slots_save(&dm->slots, f);
+	if (fclose(f) == 0 && (r = write_atomic(dm, "slots", buf, len)) < 0)
+		log_warn("cannot save the counters' names in %s (a restart would start them from 0): %s", dm->state_dir,
+			 strerror(-r));
+}
+
+void state_load_slots(struct daemon *dm)
+{
+	char path[PATH_MAX];
+	unsigned n = 0;
+	FILE *f;
+
+	if (!dm->state_dir[0] || state_path(dm, "slots", path, sizeof(path)) < 0 || !(f = fopen(path, "re")))
+		return;
+	if (slots_load(&dm->slots, f) < 0)
+		log_warn("%s is not readable as counter names; the counters of the adopted policy start from 0", path);
+	fclose(f);
+	for (uint32_t s = 0; s < NFB_MAX_COUNTERS; s++)
+		n += dm->slots.name[s] != NULL;
+	if (n)
+		log_info("the counters of %u rules go on from the adopted state", n);
+}
+
 static int write_pending(struct daemon *dm)
 {
 	char line[96];

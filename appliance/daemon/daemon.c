@@ -220,6 +220,8 @@ static int start(struct daemon *dm, struct diags *d)
 	if ((r = links_open(dm, d)) < 0)
 		return r;
 	engine_get_info(dm->e, &info);
+	if (info.adopted)
+		state_load_slots(dm);
 	/* A change was waiting for its confirmation when the daemon before
 	 * this one stopped: the last confirmed policy comes back, not the
 	 * configured file (which may hold the unconfirmed change). */

@@ -104,6 +104,7 @@ struct daemon {
 	bool keep;     /* ... leaving pins and table for the next daemon (stop keep) */
 	bool policy_fault; /* the last reload failed because of the policy file */
 	time_t started, loaded_at;
+	char fingerprint[65];  /* of the policy in force (fingerprint.c); "" if none */
 	unsigned long reloads_ok, reloads_failed;
 	unsigned long long events_seen;
 	struct dcap **caps; /* the policy's captures, in policy order */
@@ -122,6 +123,12 @@ int daemon_load_only(struct daemon *dm, const char *path, int fd, struct diags *
 /* systemd: READY=1 and STATUS= after a reload that returned r. */
 void daemon_notify_ready(struct daemon *dm, int r);
 
+/* fingerprint.c: SHA-256 of a policy's files as the loader read them
+ * (sources: the loader's, newest first), or as they are on disk now. 0 or
+ * -errno; out gets 64 hex digits. */
+int fingerprint_loaded(const struct source *sources, char out[65]);
+int fingerprint_on_disk(const struct source *sources, char out[65]);
+
 /* confirm.c: changes that roll back unless confirmed. confirm_init reads
  * the state directory (a pending change found there is rolled back by
  * start); confirm_save keeps the policy in force as the confirmed one;
@@ -130,6 +137,10 @@ void daemon_notify_ready(struct daemon *dm, int r);
  * confirm_done for `nfbox confirm`; confirm_tick rolls back at the
  * deadline. */
 int confirm_init(struct daemon *dm, struct diags *d);
+/* The counter slots' names in the state directory: saved after every load,
+ * loaded by a daemon that adopted pinned state. */
+void state_save_slots(struct daemon *dm);
+void state_load_slots(struct daemon *dm);
 int confirm_save(struct daemon *dm);
 void confirm_loaded(struct daemon *dm);
 int confirm_begin(struct daemon *dm, unsigned seconds, struct diags *d);

@@ -71,6 +71,16 @@ static void status_text(const struct status_report *r, FILE *f)
 	else
 		fprintf(f, "policy:     %s, %u rules (generation %llu, map set %u)\n", r->policy ? r->policy : "-",
 			r->rules, U(e->generation), e->active_gen);
+	if (r->fingerprint[0]) {
+		char when[32];
+		time_t t = (time_t)r->loaded_at;
+		struct tm tm;
+
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+		fprintf(f, "loaded:     %s, sha256 %s; the files on disk: %s\n", when, r->fingerprint,
+			!strcmp(r->on_disk, "same") ? "the same" : !strcmp(r->on_disk, "changed") ? "changed since" : r->on_disk);
+	}
+	fprintf(f, "version:    %s\n", r->version);
 	fprintf(f, "defrag:     %s\n", r->defrag ? "on (verdicts on reassembled datagrams)" : "off");
 	fprintf(f, "backend:    %s%s\n", r->backend,
 		r->nft_table != 1 ? "" : r->nft_owned ? " (table inet nfbox, owned by this process)" : " (table inet nfbox)");
@@ -165,6 +175,10 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_kv_i64(&j, "pid", r->pid);
 	json_kv_i64(&j, "uptime", r->uptime);
 	json_kv_str(&j, "policy", r->policy);
+	json_kv_str(&j, "version", r->version);
+	json_kv_str(&j, "fingerprint", r->fingerprint[0] ? r->fingerprint : NULL);
+	json_kv_i64(&j, "loaded_at", r->loaded_at);
+	json_kv_str(&j, "on_disk", r->on_disk[0] ? r->on_disk : NULL);
 	json_kv_u64(&j, "rules", r->rules);
 	json_kv_u64(&j, "generation", e->generation);
 	json_kv_u64(&j, "active_gen", e->active_gen);

@@ -184,10 +184,13 @@ int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struc
 		return r;
 	}
 	slots_commit(&dm->slots, &nl.slots, nl.plan);
+	state_save_slots(dm);
 	loaded_free(&dm->cur);
 	dm->cur = nl;
 	dm->reloads_ok++;
 	dm->loaded_at = time(NULL);
+	if (fingerprint_loaded(dm->cur.diags.sources, dm->fingerprint) < 0)
+		dm->fingerprint[0] = '\0';
 	links_after_reload(dm);
 	nflog_events_sync(dm);
 	return 0;

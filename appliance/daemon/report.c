@@ -2,10 +2,12 @@
 /* Collecting status and counters from the daemon and its engine. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "daemon/daemon_int.h"
 #include "daemon/report.h"
+#include "lib/log.h"
 #include "nft/build.h"
 #include "nft/counters.h"
 #include "nft/emit.h"
@@ -32,9 +34,20 @@ int report_status(struct daemon *dm, struct status_report *out)
 		.pending_deadline = dm->pending.deadline,
 		.pending_since = dm->pending.since,
 		.state_dir = dm->state_dir,
+		.version = NFBOX_VERSION,
+		.fingerprint = dm->fingerprint,
+		.loaded_at = dm->loaded_at,
 		.events = dm->events_seen,
 	};
 	engine_get_info(dm->e, &out->engine);
+	/* Whether the files on disk are still what runs: read and hashed again. */
+	if (!p || !dm->fingerprint[0]) {
+		out->on_disk = "";
+	} else {
+		int r = fingerprint_on_disk(dm->cur.diags.sources, out->disk_fp);
+
+		out->on_disk = r < 0 ? strerror(-r) : !strcmp(out->disk_fp, dm->fingerprint) ? "same" : "changed";
+	}
 	out->nmissing = links_missing(dm->cur.plan, out->missing, sizeof(out->missing) / sizeof(out->missing[0]));
 	return daemon_captures_report(dm, false, &out->caps, &out->ncaps);
 }
@@ -122,7 +135,24 @@ static uint64_t packets_of(struct daemon *dm, uint32_t slot)
 	return c.packets;
 }
 
-int report_stats(struct daemon *dm, struct stats_report *out)
+/* After the report: every counter it showed back to 0 (BPF: read, then
+ * zeroed, so what is counted in between is lost; nftables: read and reset
+ * by the kernel in one step, in report_stats). */
+static void zero_bpf(struct daemon *dm)
+{
+	const struct plan *pl = dm->cur.plan;
+
+	for (int h = 0; pl && h < NFB_HOOK_MAX; h++) {
+		for (uint32_t b = 0; b < pl->hook[h].nrules; b++)
+			engine_counter_reset(dm->e, dm->cur.slots.rule_slot[h][b]);
+		engine_counter_reset(dm->e, dm->cur.slots.default_slot[h]);
+	}
+	engine_counter_reset(dm->e, dm->cur.slots.established_slot);
+	for (uint32_t s = 0; s < NFB_CNT_FIRST_RULE; s++)
+		engine_counter_reset(dm->e, s);
+}
+
+int report_stats(struct daemon *dm, struct stats_report *out, bool zero)
 {
 	uint32_t n = count_rows(dm->cur.plan);
 	struct counter_source s = { .dm = dm, .nft = dm->cur.pol && dm->cur.pol->opt.backend == POLICY_BACKEND_NFTABLES };
@@ -130,7 +160,7 @@ int report_stats(struct daemon *dm, struct stats_report *out)
 	int r;
 
 	*out = (struct stats_report){ 0 };
-	if (s.nft && (r = nft_counters_read(&s.nc)) < 0)
+	if (s.nft && (r = nft_counters_read_reset(&s.nc, zero)) < 0)
 		return r;
 	if (!(out->rows = calloc(n ? n : 1, sizeof(*out->rows)))) {
 		nft_counters_free(&s.nc);
@@ -155,6 +185,12 @@ int report_stats(struct daemon *dm, struct stats_report *out)
 		out->reject_unanswerable = dm->rejects_unanswerable;
 		out->reject_send_failed = dm->reject_send_failed;
 		out->reject_replies = dm->rejects_sent;
+		if (zero && dm->e)
+			zero_bpf(dm);
+	}
+	if (zero) {
+		dm->rejects_unanswerable = dm->reject_send_failed = dm->rejects_sent = 0;
+		log_info("counters set to 0 (nfbox stats --zero)");
 	}
 	return daemon_captures_report(dm, true, &out->caps, &out->ncaps);
 }

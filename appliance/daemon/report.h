@@ -41,6 +41,11 @@ struct status_report {
 	bool pending;               /* a reload --confirm waits for `nfbox confirm` */
 	long long pending_deadline, pending_since; /* time(): rolls back at the deadline */
 	const char *state_dir;
+	const char *version;
+	const char *fingerprint;    /* of the policy in force, "" if none */
+	long long loaded_at;        /* time() of its load */
+	const char *on_disk;        /* "same", "changed" or why the files cannot be read */
+	char disk_fp[65];
 	unsigned long long events;
 	const char *missing[64];    /* interfaces the policy names that do not exist */
 	uint32_t nmissing;
@@ -75,7 +80,8 @@ struct stats_report {
 /* Collect; the reports point into the daemon's state (valid until the next
  * reload). 0 or -ENOMEM. */
 int report_status(struct daemon *dm, struct status_report *out);
-int report_stats(struct daemon *dm, struct stats_report *out);
+/* zero: then every counter shown (but the captures') back to 0. */
+int report_stats(struct daemon *dm, struct stats_report *out, bool zero);
 void report_status_free(struct status_report *r);
 void report_stats_free(struct stats_report *r);
 

@@ -451,16 +451,32 @@ int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out
 	return 0;
 }
 
-int engine_counter_zero(struct engine *e, uint32_t slot)
+int engine_counter_reset(struct engine *e, uint32_t slot)
 {
-	struct nfb_counter *v = calloc((size_t)e->ncpus, sizeof(*v));
+	struct nfb_counter *v;
+	struct nfb_limit_state st;
 	int r = 0;
 
-	if (!v)
+	if (!e)
+		return -ENODEV;
+	if (!(v = calloc((size_t)e->ncpus, sizeof(*v))))
 		return -ENOMEM;
 	if (bpf_map_update_elem(e->map_fd[EM_COUNTERS], &slot, v, BPF_ANY) < 0)
 		r = -errno;
 	free(v);
+	/* a limited rule's over-limit count too; its bucket stays */
+	if (!r && bpf_map_lookup_elem(e->map_fd[EM_LIMIT_STATE], &slot, &st) == 0) {
+		st.over = 0;
+		if (bpf_map_update_elem(e->map_fd[EM_LIMIT_STATE], &slot, &st, BPF_EXIST) < 0 && errno != ENOENT)
+			r = -errno;
+	}
+	return r;
+}
+
+int engine_counter_zero(struct engine *e, uint32_t slot)
+{
+	int r = engine_counter_reset(e, slot);
+
 	/* and the slot's limit state, if a rule before had one */
 	if (!r && bpf_map_delete_elem(e->map_fd[EM_LIMIT_STATE], &slot) < 0 && errno != ENOENT)
 		r = -errno;

@@ -92,7 +92,12 @@ int engine_prog_fd(const struct engine *e);
 
 /* -ENODEV for a NULL engine (*out zeroed). */
 int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out);
+/* A slot for a new rule: its counters and any limit state a rule before
+ * left there. */
 int engine_counter_zero(struct engine *e, uint32_t slot);
+/* `nfbox stats --zero`: the slot's counters and over-limit count to 0; a
+ * limit's bucket stays as it is. */
+int engine_counter_reset(struct engine *e, uint32_t slot);
 /* Packets over the limit of the rule with counter slot `slot` (a rule with
  * limit:), that went on to later rules. */
 int engine_limit_over(struct engine *e, uint32_t slot, uint64_t *over);

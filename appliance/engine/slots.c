@@ -146,6 +146,42 @@ void slots_abort(struct slot_table *t, const struct slot_map *prev, const struct
 			release(t, s);
 }
 
+void slots_save(const struct slot_table *t, FILE *f)
+{
+	for (uint32_t s = SLOT_FIRST_RULE; s < NFB_MAX_COUNTERS; s++)
+		if (t->name[s])
+			fprintf(f, "%u %s\n", s, t->name[s]);
+}
+
+int slots_load(struct slot_table *t, FILE *f)
+{
+	char line[POLICY_MAX_NAME + 32];
+
+	while (fgets(line, sizeof(line), f)) {
+		char *sp = strchr(line, ' '), *nl = strchr(line, '\n'), *end;
+		unsigned long s = strtoul(line, &end, 10);
+		uint32_t *h;
+
+		if (!sp || !nl || end != sp || s < SLOT_FIRST_RULE || s >= NFB_MAX_COUNTERS || t->name[s])
+			goto bad;
+		*nl = '\0';
+		if (sp[1] < '0' || sp[1] >= '0' + NFB_HOOK_MAX || sp[2] != ':' || !sp[3])
+			goto bad;
+		h = find(t, sp + 1);
+		if (*h && *h != UINT32_MAX)
+			goto bad; /* a name twice */
+		if (!(t->name[s] = strdup(sp + 1)))
+			goto bad;
+		*h = (uint32_t)s + 1;
+	}
+	t->next_free = SLOT_FIRST_RULE;
+	return 0;
+bad:
+	slots_abort(t, NULL, NULL);
+	t->next_free = SLOT_FIRST_RULE;
+	return -EINVAL;
+}
+
 const char *slots_rule_name(const struct slot_table *t, uint32_t slot, int *hook)
 {
 	const char *n;

@@ -4,6 +4,8 @@
 #ifndef NFBOX_SLOTS_H
 #define NFBOX_SLOTS_H
 
+#include <stdio.h>
+
 #include "engine/engine.h"
 
 struct slot_table {
@@ -28,6 +30,12 @@ int slots_assign(struct slot_table *t, struct engine *e, const struct plan *pl, 
 void slots_commit(struct slot_table *t, const struct slot_map *keep, const struct plan *pl);
 void slots_abort(struct slot_table *t, const struct slot_map *prev, const struct plan *prev_pl);
 void slot_map_free(struct slot_map *m);
+/* The table as text ("SLOT HOOK:RULE" lines) to f, and back: a daemon that
+ * adopts pinned state gives each rule the slot (and so the counters) it had.
+ * slots_load: 0, or -EINVAL for a malformed or clashing line (t is then as
+ * empty as after slots_init). */
+void slots_save(const struct slot_table *t, FILE *f);
+int slots_load(struct slot_table *t, FILE *f);
 /* "RULE" part of a slot's name, and its hook; NULL if the slot is unused. */
 const char *slots_rule_name(const struct slot_table *t, uint32_t slot, int *hook);
 

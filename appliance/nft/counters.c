@@ -60,6 +60,11 @@ static int by_name(const void *a, const void *b)
 
 int nft_counters_read(struct nft_counters *out)
 {
+	return nft_counters_read_reset(out, false);
+}
+
+int nft_counters_read_reset(struct nft_counters *out, bool reset)
+{
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct acc a = { .c = out };
 	struct mnl_socket *nl;
@@ -70,7 +75,8 @@ int nft_counters_read(struct nft_counters *out)
 	memset(out, 0, sizeof(*out));
 	if (!(o = nftnl_obj_alloc()))
 		return -ENOMEM;
-	nlh = nftnl_nlmsg_build_hdr(buf, NFT_MSG_GETOBJ, NFPROTO_INET, NLM_F_DUMP, (uint32_t)time(NULL));
+	nlh = nftnl_nlmsg_build_hdr(buf, reset ? NFT_MSG_GETOBJ_RESET : NFT_MSG_GETOBJ, NFPROTO_INET, NLM_F_DUMP,
+				    (uint32_t)time(NULL));
 	nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, NFT_TABLE_NAME);
 	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
 	nftnl_obj_nlmsg_build_payload(nlh, o);

@@ -16,6 +16,9 @@ struct nft_counters {
 
 /* Every counter object of the table (none if it does not exist). 0 or -errno. */
 int nft_counters_read(struct nft_counters *out);
+/* The same, and with reset each counter set to 0 as it is read (one
+ * atomic read-and-zero per counter, by the kernel). */
+int nft_counters_read_reset(struct nft_counters *out, bool reset);
 void nft_counters_free(struct nft_counters *c);
 /* The counter called name, or NULL. */
 const struct nfr_counter *nft_counters_find(const struct nft_counters *c, const char *name);

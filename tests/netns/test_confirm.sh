@@ -46,6 +46,28 @@ wait_web() {
 nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 t_check open-at-start [ "$(web)" = open ]
 
+# status: the fingerprint of the policy in force (sha256 over each file read:
+# its path, a NUL, its length as 8 bytes little endian, its bytes) and
+# whether the files on disk are still those.
+field() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+expect_fp() {
+	/usr/bin/python3 -c '
+import hashlib, struct, sys
+h = hashlib.sha256()
+for p in sys.argv[1:]:
+    b = open(p, "rb").read()
+    h.update(p.encode() + b"\0" + struct.pack("<Q", len(b)) + b)
+print(h.hexdigest())' "$@"
+}
+fp0=$(field fingerprint)
+t_check fingerprint-is-sha256-of-the-files [ "$fp0" = "$(expect_fp "$NS_TMP/policy.yaml")" ]
+t_check on-disk-same [ "$(field on_disk)" = same ]
+t_check version-shown [ "$(field version)" = "$("$NFBOX" --version | awk '{ print $2 }')" ]
+cp "$NS_TMP/policy.yaml" "$NS_TMP/policy.keep"
+echo "# an edit" >>"$NS_TMP/policy.yaml"
+t_check on-disk-changed [ "$(field on_disk)" = changed ]
+cp "$NS_TMP/policy.keep" "$NS_TMP/policy.yaml"
+
 # nfbox diff [FILE]: what a reload would change against the policy in force.
 out=$("$NFBOX" diff --socket "$NFBOX_SOCK" 2>&1); rc=$?
 [ $rc -eq 0 ] && [ -z "$out" ] && t_ok diff-running-same || t_fail diff-running-same "exit $rc: $out"
@@ -62,6 +84,7 @@ t_check status-pending [ "$(pending)" = yes ]
 grep -q "pending:" <(nfbox_ctl status) && t_ok status-text-pending || t_fail status-text-pending "$(nfbox_ctl status)"
 t_check rolled-back [ "$(wait_web open 8)" = open ]
 t_check status-not-pending [ "$(pending)" = none ]
+t_check rollback-same-fingerprint [ "$(field fingerprint)" = "$fp0" ]
 grep -q "rolled back to the last confirmed policy" "$NS_TMP/nfbox.err" && t_ok rollback-logged ||
 	t_fail rollback-logged "$(tail -n 5 "$NS_TMP/nfbox.err")"
 

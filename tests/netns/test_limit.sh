@@ -5,8 +5,9 @@
 # server; `nfbox stats` counts them as over the limit. Per source: each
 # address (IPv4 and IPv6 alike) has a bucket of its own. With the BPF
 # backend a reload keeps the buckets, as it keeps the counters (the
-# nftables backend makes its table anew: buckets start full). Runs with
-# either backend (NFBOX_BACKEND).
+# nftables backend makes its table anew: buckets start full). `stats --zero`
+# resets the counts, not the buckets. Runs with either backend
+# (NFBOX_BACKEND).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
@@ -97,13 +98,25 @@ got7001=$(awk '$1 == "got" && $2 == 7001 { print $3 }' "$NS_TMP/count.out")
 t_check server-got-accepted [ "${got7000:-0}" -eq "$ok" ]
 t_check server-got-per-source [ "${got7001:-0}" -eq 12 ]
 
+# stats --zero: the counters as they were, then 0; the buckets stay empty.
+zeroed=$(nfbox_ctl stats --zero --json | /usr/bin/python3 -c '
+import json, sys
+print(sum(r["packets"] for r in json.load(sys.stdin)["rules"] if r["rule"] == "per-source"))')
+t_check zero-prints-before [ "$zeroed" -eq 12 ]
+t_check zero-rule [ "$(stat per-source packets)" -eq 0 ]
+t_check zero-over [ "$(stat per-source over_limit)" -eq 0 ]
+t_check zero-default [ "$(stat flood-over packets)" -eq 0 ]
+in_c "$NET" udp-blast $S4 7001 5 $C4 >/dev/null
+sleep 0.2
+t_check zero-keeps-buckets [ "$(stat per-source packets)" -eq 0 ] && t_check zero-then-counts [ "$(stat per-source over_limit)" -eq 5 ]
+
 # A reload keeps the buckets (BPF): the per-source ones are still empty.
 if bpf_backend; then
 	touch "$NS_TMP/policy.yaml"
 	nfbox_ctl reload >/dev/null 2>&1 || t_fail reload "$(nfbox_ctl reload 2>&1)"
 	in_c "$NET" udp-blast $S4 7001 5 $C4 >/dev/null
 	sleep 0.2
-	t_check reload-keeps-buckets [ "$(stat per-source packets)" -eq 12 ]
-	t_check reload-keeps-over [ "$(stat per-source over_limit)" -eq 1993 ]
+	t_check reload-keeps-buckets [ "$(stat per-source packets)" -eq 0 ]
+	t_check reload-keeps-over [ "$(stat per-source over_limit)" -eq 10 ]
 fi
 t_done

@@ -2,7 +2,8 @@
 # Atomic reload and fail-closed operation: reloads under traffic, bad
 # reloads that change nothing, SIGHUP, counters kept across reloads, the
 # defrag flag switched by a reload, and SIGKILL then restart (the pinned
-# policy keeps enforcing and the new daemon adopts it without a gap).
+# policy keeps enforcing and the new daemon adopts it without a gap, and
+# the rules' counters go on).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
@@ -115,6 +116,7 @@ else
 fi
 
 # SIGKILL: the pinned program, maps and links go on enforcing policy b.
+web_before=$(nfbox_count forward web)
 kill -9 "$NFBOX_PID"
 wait "$NFBOX_PID" 2>/dev/null
 NFBOX_PID=
@@ -127,6 +129,11 @@ if nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; sys.exit(0 if
 else
 	t_fail restart-adopts "$(nfbox_ctl status)"
 fi
+# The rule keeps its counters across the restart (they went on counting
+# while no daemon ran: the connection to 81 above).
+web_after=$(nfbox_count forward web)
+[ "$web_before" -gt 0 ] && [ "$web_after" -gt "$web_before" ] && t_ok restart-keeps-counters ||
+	t_fail restart-keeps-counters "web counted $web_before before the SIGKILL, $web_after after the restart"
 t_check restart-enforces-new can 82
 t_check restart-enforces-new-deny cannot 81
 nfbox_stop

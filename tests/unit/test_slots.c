@@ -6,6 +6,8 @@
  * back on commit and reused; a failed reload (abort) gives back what it
  * took and leaves the running assignment as it was.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -117,9 +119,68 @@ static void test_hooks_apart(void)
 	check_end();
 }
 
+/* Saved by one daemon, loaded by the next (which adopted the pinned state):
+ * every rule gets its slot back; a malformed or clashing file gives nothing. */
+static void test_save_load(void)
+{
+	static const char *const bad[] = {
+		"7 1:a\n",            /* below the rule slots */
+		"100 9:a\n",          /* no such hook */
+		"100 1a\n",           /* no colon */
+		"100 1:\n",           /* no name */
+		"100 1:a\n100 1:b\n", /* a slot twice */
+		"100 1:a\n101 1:a\n", /* a name twice */
+		"x 1:a\n",
+		"100 1:a",             /* cut */
+	};
+	struct slot_table t, u;
+	struct loaded a, b;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	check_begin("slots-saved-and-loaded");
+	CHECK(slots_init(&t) == 0 && slots_init(&u) == 0);
+	CHECK(load(&a, HEAD "  - { name: a, service: [tcp/1], action: accept }\n"
+			    "  - { name: b, service: [tcp/2], action: accept }\n") == 0);
+	CHECK(slots_assign(&t, NULL, a.pl, &a.m) == 0);
+	slots_commit(&t, &a.m, a.pl);
+	f = open_memstream(&buf, &len);
+	slots_save(&t, f);
+	fclose(f);
+	f = fmemopen(buf, len, "r");
+	CHECK(f && slots_load(&u, f) == 0);
+	if (f)
+		fclose(f);
+	/* The same policy in the new table: the same slots. */
+	CHECK(load(&b, HEAD "  - { name: b, service: [tcp/2], action: accept }\n"
+			    "  - { name: a, service: [tcp/1], action: accept }\n") == 0);
+	CHECK(slots_assign(&u, NULL, b.pl, &b.m) == 0);
+	CHECK_EQ_INT(slot_of(&b, "a"), slot_of(&a, "a"));
+	CHECK_EQ_INT(slot_of(&b, "b"), slot_of(&a, "b"));
+	free(buf);
+	unload(&a);
+	unload(&b);
+	slots_free(&t);
+	slots_free(&u);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int hook;
+
+		CHECK(slots_init(&u) == 0);
+		f = fmemopen((void *)bad[i], strlen(bad[i]), "r");
+		CHECK(f && slots_load(&u, f) == -EINVAL);
+		if (f)
+			fclose(f);
+		CHECK(!slots_rule_name(&u, 100, &hook)); /* nothing kept */
+		slots_free(&u);
+	}
+	check_end();
+}
+
 int main(void)
 {
 	test_keep_and_reuse();
 	test_hooks_apart();
+	test_save_load();
 	CHECK_EXIT();
 }
