@@ -50,6 +50,25 @@ static void reload_on_sighup(struct daemon *dm)
 	diags_free(&d);
 }
 
+/* SIGUSR1: the --log file opened again by its name (after logrotate moved
+ * it). The new file is opened before the old is closed: no event is
+ * written to nowhere, and a failure keeps the old one. */
+static void reopen_log(struct daemon *dm)
+{
+	const char *path = dm->opts->log;
+	FILE *f;
+
+	if (!path || !strcmp(path, "-") || !dm->logf)
+		return;
+	if (!(f = fopen(path, "ae"))) {
+		log_err("SIGUSR1: cannot open the log file %s again (%s); writing on to the one open", path, strerror(errno));
+		return;
+	}
+	fclose(dm->logf);
+	dm->logf = f;
+	log_info("SIGUSR1: the log file %s opened again", path);
+}
+
 static void on_signal(struct daemon *dm, struct handler *h, uint32_t events)
 {
 	struct signalfd_siginfo si;
@@ -57,6 +76,10 @@ static void on_signal(struct daemon *dm, struct handler *h, uint32_t events)
 	while (read(h->fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
 			reload_on_sighup(dm);
+			continue;
+		}
+		if (si.ssi_signo == SIGUSR1) {
+			reopen_log(dm);
 			continue;
 		}
 		log_info("signal %d: detaching and stopping", si.ssi_signo);
@@ -71,6 +94,7 @@ static int setup_signals(void)
 
 	sigemptyset(&set);
 	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
 	sigprocmask(SIG_BLOCK, &set, NULL);

@@ -4,7 +4,8 @@
 # datagram draws the ICMP error reject-with asks for; the first-match order
 # holds (an earlier accept wins); rejects are counted and logged; the
 # replies are bounded by reject-rate, the rest dropped unanswered and
-# counted. Runs with either backend (NFBOX_BACKEND).
+# counted. The event log is opened again on SIGUSR1 (log rotation). Runs
+# with either backend (NFBOX_BACKEND).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
@@ -77,6 +78,18 @@ n=$(nfbox_count forward fwd-tcp)
 sleep 0.5
 grep -q '"rule":"fwd-tcp","action":"reject"' "$NS_TMP/events.jsonl" && t_ok logged-as-reject ||
 	t_fail logged-as-reject "$(head -c 600 "$NS_TMP/events.jsonl")"
+
+# Log rotation: the file moved away, SIGUSR1, and the next event goes to a
+# new file by the old name; the moved one gets nothing more.
+mv "$NS_TMP/events.jsonl" "$NS_TMP/events.1"
+before=$(wc -l <"$NS_TMP/events.1")
+kill -USR1 "$NFBOX_PID"
+sleep 0.3
+in_c "$NET" tcp-probe $S4 86 3 >/dev/null 2>&1
+sleep 0.5
+grep -q '"rule":"fwd-tcp"' "$NS_TMP/events.jsonl" 2>/dev/null && t_ok sigusr1-reopens-log ||
+	t_fail sigusr1-reopens-log "no event in the new file; $(tail -n 3 "$NS_TMP/nfbox.err")"
+t_check rotated-file-left-alone [ "$(wc -l <"$NS_TMP/events.1")" -eq "$before" ]
 
 # Bounded: 300 datagrams at once draw a few dozen replies at 20/second.
 sleep 1.2 # let the bucket refill from the probes above
