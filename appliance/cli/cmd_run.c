@@ -174,6 +174,11 @@ static int run_reload(void *args, int argc, char **argv)
 	return run_ctl(CTL_RELOAD, args);
 }
 
+static int run_metrics(void *args, int argc, char **argv)
+{
+	return run_ctl(CTL_METRICS, args);
+}
+
 static int run_confirm(void *args, int argc, char **argv)
 {
 	return run_ctl(CTL_CONFIRM, args);
@@ -199,6 +204,8 @@ const struct cli_cmd cli_cmd_stats =
 	CTL_CMD("stats", run_stats, stats_opts, "per-rule packets and bytes, defaults, drops; --zero resets them");
 const struct cli_cmd cli_cmd_reload =
 	CTL_CMD("reload", run_reload, reload_opts, "load a new policy atomically; a bad one changes nothing");
+const struct cli_cmd cli_cmd_metrics =
+	CTL_CMD("metrics", run_metrics, confirm_opts, "the counters and state in the Prometheus text format");
 const struct cli_cmd cli_cmd_confirm =
 	CTL_CMD("confirm", run_confirm, confirm_opts, "keep the change a reload --confirm made (else it rolls back)");
 const struct cli_cmd cli_cmd_log = CTL_CMD("log", run_log, log_opts, "follow verdict events as JSON lines");

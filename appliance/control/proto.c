@@ -27,6 +27,7 @@ static const struct {
 	[CTL_STOP] = { "stop", ARG_KEEP },
 	[CTL_CONFIRM] = { "confirm", 0 },
 	[CTL_DIFF] = { "diff", ARG_POLICY },
+	[CTL_METRICS] = { "metrics", 0 },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)
@@ -149,7 +150,7 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *out, str
 		}
 		if (p == line) {
 			if ((v = find_verb(p, n)) < 0)
-				return diag_fail(d, -EINVAL, "request: unknown '%.*s' (status, stats, reload, log, stop, confirm, diff)",
+				return diag_fail(d, -EINVAL, "request: unknown '%.*s' (status, stats, reload, log, stop, confirm, diff, metrics)",
 						 (int)(n > 64 ? 64 : n), p);
 			r.verb = (enum ctl_verb)v;
 		} else if ((e = parse_arg(&r, p, n, d)) < 0) {

@@ -8,7 +8,7 @@
  *     arg     = name | name "=" value       value percent-encoded (%XX)
  * with the verbs and arguments of the table in proto.c (status [json],
  * stats [json] [zero], reload [policy=PATH] [confirm=SECONDS], log, stop [keep],
- * confirm, diff [policy=PATH]). Anything else is
+ * confirm, diff [policy=PATH], metrics). Anything else is
  * refused with a message; nothing is guessed.
  *
  * The reply is a first line "ok" or "error", then text (or JSON), until the
@@ -36,6 +36,7 @@ enum ctl_verb {
 	CTL_STOP,
 	CTL_CONFIRM,
 	CTL_DIFF,
+	CTL_METRICS,
 	CTL_NVERBS,
 };
 

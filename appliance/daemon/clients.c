@@ -233,6 +233,17 @@ static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE 
 	struct stats_report sr;
 	int r;
 
+	if (req->verb == CTL_METRICS) {
+		if ((r = report_status(dm, &st)) == 0) {
+			if ((r = report_stats(dm, &sr, false)) == 0) {
+				fputs(CTL_REPLY_OK, f);
+				format_metrics(&st, &sr, f);
+			}
+			report_stats_free(&sr);
+		}
+		report_status_free(&st);
+		return r;
+	}
 	if (req->verb == CTL_STATUS) {
 		if ((r = report_status(dm, &st)) == 0) {
 			fputs(CTL_REPLY_OK, f);
@@ -249,12 +260,12 @@ static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE 
 	return r;
 }
 
-/* status, stats and log are for readers; the rest (and stats zero) needs root. */
+/* status, stats, metrics and log are for readers; the rest (and stats zero) needs root. */
 static bool allowed(const struct client *c, const struct ctl_request *req)
 {
 	enum ctl_verb v = req->verb;
 
-	return c->root || v == CTL_STATUS || (v == CTL_STATS && !req->zero) || v == CTL_LOG;
+	return c->root || v == CTL_STATUS || (v == CTL_STATS && !req->zero) || v == CTL_LOG || v == CTL_METRICS;
 }
 
 static void answer(struct daemon *dm, struct client *c, const struct ctl_request *req)

@@ -384,3 +384,110 @@ void format_stats(const struct stats_report *r, FILE *f, bool json)
 	else
 		stats_text(r, f);
 }
+
+/* ---- metrics (Prometheus text exposition format 0.0.4) ---- */
+
+/* A label value: backslash, double quote and newline escaped. */
+static void label(FILE *f, const char *name, const char *v, bool more)
+{
+	fprintf(f, "%s=\"", name);
+	for (; v && *v; v++) {
+		if (*v == '\\' || *v == '"')
+			fputc('\\', f);
+		if (*v == '\n')
+			fputs("\\n", f);
+		else
+			fputc(*v, f);
+	}
+	fputs(more ? "\"," : "\"", f);
+}
+
+static void family(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static void rule_series(FILE *f, const struct stats_report *sr, const char *name, bool bytes, bool deflt)
+{
+	for (uint32_t i = 0; i < sr->nrows; i++) {
+		const struct stats_row *r = &sr->rows[i];
+
+		if (r->is_default != deflt)
+			continue;
+		fprintf(f, "%s{", name);
+		label(f, "hook", r->hook, true);
+		if (!deflt)
+			label(f, "rule", r->rule, true);
+		label(f, "action", r->action, false);
+		fprintf(f, "} %llu\n", U(bytes ? r->c.bytes : r->c.packets));
+	}
+}
+
+void format_metrics(const struct status_report *st, const struct stats_report *sr, FILE *f)
+{
+	static const char *const capture_keys[] = { "packets", "bytes", "written", "kernel_dropped", "ring_full",
+						     "writer_dropped", "mirrored", "mirror_failed" };
+
+	family(f, "nfbox_info", "gauge", "The daemon: version, backend and the fingerprint of the policy in force.");
+	fputs("nfbox_info{", f);
+	label(f, "version", st->version, true);
+	label(f, "backend", st->backend, true);
+	label(f, "fingerprint", st->fingerprint, false);
+	fputs("} 1\n", f);
+	family(f, "nfbox_policy_rules", "gauge", "Rules of the policy in force.");
+	fprintf(f, "nfbox_policy_rules %u\n", st->rules);
+	family(f, "nfbox_policy_loaded_timestamp_seconds", "gauge", "When the policy in force was loaded.");
+	fprintf(f, "nfbox_policy_loaded_timestamp_seconds %lld\n", st->loaded_at);
+	family(f, "nfbox_generation", "gauge", "Policies this daemon has loaded into the BPF engine.");
+	fprintf(f, "nfbox_generation %llu\n", U(st->engine.generation));
+	family(f, "nfbox_reloads_total", "counter", "Reloads, by result.");
+	fprintf(f, "nfbox_reloads_total{result=\"ok\"} %lu\nnfbox_reloads_total{result=\"failed\"} %lu\n",
+		st->reloads_ok, st->reloads_failed);
+	family(f, "nfbox_pending_confirm", "gauge", "1 while a reload --confirm waits for nfbox confirm.");
+	fprintf(f, "nfbox_pending_confirm %d\n", st->pending ? 1 : 0);
+	if (st->pending) {
+		family(f, "nfbox_pending_confirm_deadline_timestamp_seconds", "gauge", "When the pending change rolls back.");
+		fprintf(f, "nfbox_pending_confirm_deadline_timestamp_seconds %lld\n", st->pending_deadline);
+	}
+	family(f, "nfbox_rule_packets_total", "counter", "Packets each rule matched.");
+	rule_series(f, sr, "nfbox_rule_packets_total", false, false);
+	family(f, "nfbox_rule_bytes_total", "counter", "Bytes of the packets each rule matched.");
+	rule_series(f, sr, "nfbox_rule_bytes_total", true, false);
+	family(f, "nfbox_rule_over_limit_total", "counter", "Packets over a rule's limit, gone on to later rules.");
+	for (uint32_t i = 0; i < sr->nrows; i++) {
+		if (!sr->rows[i].limit)
+			continue;
+		fputs("nfbox_rule_over_limit_total{", f);
+		label(f, "hook", sr->rows[i].hook, true);
+		label(f, "rule", sr->rows[i].rule, false);
+		fprintf(f, "} %llu\n", U(sr->rows[i].over_limit));
+	}
+	family(f, "nfbox_default_packets_total", "counter", "Packets no rule matched: the hook's default verdict.");
+	rule_series(f, sr, "nfbox_default_packets_total", false, true);
+	family(f, "nfbox_default_bytes_total", "counter", "Bytes of the packets that got the hook's default verdict.");
+	rule_series(f, sr, "nfbox_default_bytes_total", true, true);
+	family(f, "nfbox_established_packets_total", "counter", "Packets of established and related connections, accepted before the rules.");
+	fprintf(f, "nfbox_established_packets_total %llu\n", U(sr->established.packets));
+	family(f, "nfbox_established_bytes_total", "counter", "Bytes of those packets.");
+	fprintf(f, "nfbox_established_bytes_total %llu\n", U(sr->established.bytes));
+	family(f, "nfbox_drops_total", "counter", "Packets, events and replies lost or dropped, by reason (as nfbox stats names them).");
+	for (size_t i = 0; i < NDROPS; i++) {
+		fputs("nfbox_drops_total{", f);
+		label(f, "reason", drop_counters[i].name, false);
+		fprintf(f, "} %llu\n", U(drop_value(sr, i)));
+	}
+	family(f, "nfbox_capture_total", "counter", "Capture counters, by capture and what they count.");
+	for (uint32_t i = 0; i < sr->ncaps; i++) {
+		const struct capture_stats *s = &sr->caps[i].stats;
+		const uint64_t v[] = { s->packets, s->bytes, s->written, s->rx_dropped + s->rx_invalid_descs,
+				       s->rx_ring_full, s->writer_queue_drops + s->writer_write_drops + s->oversize,
+				       s->mirrored, s->mirror_failed };
+
+		for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
+			fputs("nfbox_capture_total{", f);
+			label(f, "capture", sr->caps[i].name, true);
+			label(f, "counter", capture_keys[k], false);
+			fprintf(f, "} %llu\n", U(v[k]));
+		}
+	}
+}

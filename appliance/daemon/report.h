@@ -87,6 +87,8 @@ void report_stats_free(struct stats_report *r);
 
 void format_status(const struct status_report *r, FILE *f, bool json);
 void format_stats(const struct stats_report *r, FILE *f, bool json);
+/* Both, as the Prometheus text exposition format (`nfbox metrics`). */
+void format_metrics(const struct status_report *st, const struct stats_report *sr, FILE *f);
 
 /* captures.c: one report_capture per policy capture (array malloc'd).
  * with_stats: read the counters too. */

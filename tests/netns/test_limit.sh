@@ -6,7 +6,8 @@
 # address (IPv4 and IPv6 alike) has a bucket of its own. With the BPF
 # backend a reload keeps the buckets, as it keeps the counters (the
 # nftables backend makes its table anew: buckets start full). `stats --zero`
-# resets the counts, not the buckets. Runs with either backend
+# resets the counts, not the buckets; `nfbox metrics` says the same as
+# stats. Runs with either backend
 # (NFBOX_BACKEND).
 set -u
 cd "$(dirname "$0")/../.."
@@ -97,6 +98,14 @@ got7000=$(awk '$1 == "got" && $2 == 7000 { print $3 }' "$NS_TMP/count.out")
 got7001=$(awk '$1 == "got" && $2 == 7001 { print $3 }' "$NS_TMP/count.out")
 t_check server-got-accepted [ "${got7000:-0}" -eq "$ok" ]
 t_check server-got-per-source [ "${got7001:-0}" -eq 12 ]
+
+# nfbox metrics: the same counters in the Prometheus text format, read by
+# the Prometheus client library's parser and compared with stats and status.
+nfbox_ctl metrics >"$NS_TMP/metrics" 2>&1
+nfbox_ctl stats --json >"$NS_TMP/stats.json"
+nfbox_ctl status --json >"$NS_TMP/status.json"
+out=$(/usr/bin/python3 tests/lib/metricscheck.py "$NS_TMP/metrics" "$NS_TMP/stats.json" "$NS_TMP/status.json" 2>&1) &&
+	t_ok metrics-match-stats || t_fail metrics-match-stats "$out"
 
 # stats --zero: the counters as they were, then 0; the buckets stay empty.
 zeroed=$(nfbox_ctl stats --zero --json | /usr/bin/python3 -c '

@@ -39,6 +39,7 @@ static void test_accepts(void)
 	CHECK(parse("stop", &r) == 0 && r.verb == CTL_STOP && !r.keep);
 	CHECK(parse("stop keep", &r) == 0 && r.verb == CTL_STOP && r.keep);
 	CHECK(parse("confirm", &r) == 0 && r.verb == CTL_CONFIRM);
+	CHECK(parse("metrics", &r) == 0 && r.verb == CTL_METRICS);
 	CHECK(parse("stats json zero", &r) == 0 && r.verb == CTL_STATS && r.zero && r.json);
 	CHECK(parse("reload confirm=120", &r) == 0 && r.verb == CTL_RELOAD && r.confirm == 120 && !r.policy);
 	CHECK(parse("reload policy=/p.yaml confirm=604800", &r) == 0 && r.confirm == 604800 && r.policy);
@@ -78,6 +79,7 @@ static void test_refuses(void)
 		"stop confirm=5",            /* confirm= is reload's */
 		"confirm json",              /* confirm takes nothing */
 		"status zero",               /* zero is stats' */
+		"metrics json",              /* metrics takes nothing */
 		"stats zero zero",
 	};
 	struct ctl_request r;
