@@ -171,6 +171,45 @@ struct nfb_rule {
 	__u8 flags;
 	__u16 limit;   /* 1 + index in the generation's limits map; 0: no limit */
 	__u32 counter; /* slot in nfb_counters */
+	__u16 dyn[2];  /* source, destination: a dynamic set's id, | NFB_DYN_NEG; 0: none */
+	__u32 pad;     /* array values are 8-byte aligned: keep the mmap()ed stride */
+};
+
+/*
+ * Dynamic sets (a set with `dynamic: true`): their entries change at run
+ * time without a new generation. A rule naming one in from/to does not
+ * restrict that field in the bit vectors; once the search finds the rule,
+ * the packet's address is looked up in the set, and a rule whose set does
+ * not take the packet is passed like a rule over its limit (the search goes
+ * on from the next rule). Rules with a limit or a dynamic set together are
+ * at most NFB_MAX_LIMITS per hook, which bounds the rounds.
+ *
+ * Entries of all dynamic sets live in two LPM tries outside the
+ * generations (one per family), keyed by set id then prefix; the set id
+ * is user space's, stable for a set name while the daemon runs and saved
+ * with the entries. An entry past its expiry is no member (user space
+ * deletes it soon after).
+ */
+#define NFB_MAX_DYNSETS 1023 /* ids 1..1022 */
+#define NFB_DYN_EMPTY 1023   /* an id no entry has: the set with no entries */
+#define NFB_DYN_NEG 0x8000   /* the rule takes addresses NOT in the set */
+#define NFB_DYN_ID_MASK 0x3ff
+#define NFB_DYN_ENTRIES (1u << 20) /* per family, all dynamic sets together */
+
+struct nfb_dyn4_key {
+	__u32 prefixlen; /* 16 + the prefix length */
+	__u8 set[2];     /* big-endian set id */
+	__u8 addr[4];
+};
+
+struct nfb_dyn6_key {
+	__u32 prefixlen;
+	__u8 set[2];
+	__u8 addr[16];
+};
+
+struct nfb_dyn_val {
+	__u64 expires_ns; /* bpf_ktime_get_boot_ns() time; 0: never */
 };
 
 /*
@@ -263,6 +302,7 @@ struct nfb_ctl {
 struct nfb_counter {
 	__u64 packets;
 	__u64 bytes;
+	__u64 last_ns; /* bpf_ktime_get_ns() of the last packet counted (CLOCK_MONOTONIC); 0: never */
 };
 
 enum nfb_cnt_fixed {

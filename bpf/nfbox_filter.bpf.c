@@ -162,6 +162,23 @@ struct {
 	__type(value, __u64);
 } nfb_meter SEC(".maps");
 
+/* Dynamic sets' entries (bpf/nfbox.h, "Dynamic sets"): outside the generations. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, NFB_DYN_ENTRIES);
+	__type(key, struct nfb_dyn4_key);
+	__type(value, struct nfb_dyn_val);
+} nfb_dyn4 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, NFB_DYN_ENTRIES);
+	__type(key, struct nfb_dyn6_key);
+	__type(value, struct nfb_dyn_val);
+} nfb_dyn6 SEC(".maps");
+
 /* Counters are per CPU and incremented without atomics, as is usual for
  * per-CPU BPF counters: a softirq interrupting a LOCAL_OUT run on the same
  * CPU between load and store could lose one increment. */
@@ -205,6 +222,7 @@ static __always_inline void nfb_count(__u32 slot, __u32 len)
 	if (c) {
 		c->packets++;
 		c->bytes += len;
+		c->last_ns = bpf_ktime_get_ns();
 	}
 }
 
@@ -947,6 +965,39 @@ over:
 	return false;
 }
 
+/* Whether dynamic set `set` (an id) holds addr, of family fam. Sets do not
+ * overlap within themselves (user space refuses it), so the longest match
+ * is the only one: expired, it is no member. */
+static __always_inline bool nfb_dyn_has(__u32 set, __u8 fam, const __u8 *addr, __u64 now)
+{
+	const struct nfb_dyn_val *v;
+
+	if (fam == NFB_FAM_IPV4) {
+		struct nfb_dyn4_key k = { .prefixlen = 16 + 32, .set = { set >> 8, set & 0xff } };
+
+		__builtin_memcpy(k.addr, addr, 4);
+		v = bpf_map_lookup_elem(&nfb_dyn4, &k);
+	} else {
+		struct nfb_dyn6_key k = { .prefixlen = 16 + 128, .set = { set >> 8, set & 0xff } };
+
+		__builtin_memcpy(k.addr, addr, 16);
+		v = bpf_map_lookup_elem(&nfb_dyn6, &k);
+	}
+	return v && (!v->expires_ns || v->expires_ns > now);
+}
+
+/* Whether the packet passes the rule's dynamic sets (nfb_rule.dyn). */
+static __noinline bool nfb_dyn_pass(__u16 dsrc, __u16 ddst, const struct nfb_pkt *p)
+{
+	__u64 now = bpf_ktime_get_boot_ns();
+
+	if (dsrc && nfb_dyn_has(dsrc & NFB_DYN_ID_MASK, p->family, p->saddr, now) == !!(dsrc & NFB_DYN_NEG))
+		return false;
+	if (ddst && nfb_dyn_has(ddst & NFB_DYN_ID_MASK, p->family, p->daddr, now) == !!(ddst & NFB_DYN_NEG))
+		return false;
+	return true;
+}
+
 /* start, or -1 past the last rule: the search when no field is restricted
  * (every rule matches). A global function, so the verifier sees an unknown
  * value: a rule number it could follow as a constant would have it walk
@@ -957,10 +1008,11 @@ __noinline int nfb_next_rule(__u32 start, __u32 nrules)
 }
 
 /*
- * The verdict of the hook's rules: the first rule that matches and is within
- * its limit, else the default. A rule over its limit sends the search on
- * from the rule after it; each round passes one limited rule, so the rounds
- * are bounded by the limits a generation can hold.
+ * The verdict of the hook's rules: the first rule that matches (its dynamic
+ * sets too) and is within its limit, else the default. A rule over its
+ * limit, or whose dynamic set does not take the packet, sends the search on
+ * from the rule after it; each round passes one such rule, so the rounds
+ * are bounded by the NFB_MAX_LIMITS of them a hook can hold.
  */
 static __always_inline int nfb_judge(struct bpf_nf_ctx *ctx, const struct nfb_gen_cfg *cfg,
 				     const struct nfb_hook_cfg *hc, const struct nfb_pkt *p, __u32 gen)
@@ -992,7 +1044,8 @@ static __always_inline int nfb_judge(struct bpf_nf_ctx *ctx, const struct nfb_ge
 		r = bpf_map_lookup_elem(rules, &idx);
 		if (!r)
 			break;
-		if (!r->limit || nfb_limit_pass(gen, r->limit, p))
+		if ((!(r->dyn[0] | r->dyn[1]) || nfb_dyn_pass(r->dyn[0], r->dyn[1], p)) &&
+		    (!r->limit || nfb_limit_pass(gen, r->limit, p)))
 			return nfb_rule_verdict(ctx, cfg, p, gen, (__u32)rule, r);
 		start = (__u32)rule + 1;
 	}

@@ -20,7 +20,8 @@
 #define POLICY_MAX_GROUP_IFACES 4096
 #define POLICY_MAX_IFACE_WILDCARDS 63   /* in one in: or out: */
 #define POLICY_MAX_SERVICE_ENTRIES 65536
-#define POLICY_MAX_LIMITS 4096          /* rules with limit:, counted once per hook */
+#define POLICY_MAX_LIMITS 4096          /* rules with limit: or a dynamic set, counted once per hook */
+#define POLICY_MAX_DYNSETS 1022         /* sets with dynamic: true */
 #define POLICY_MAX_NAME 64
 #define POLICY_IFNAMSIZ 16
 
@@ -82,6 +83,7 @@ struct addr_set {
 	uint32_t n;
 	uint8_t families; /* POLICY_FAM_* bits present */
 	bool used;
+	bool dynamic;     /* `dynamic: true`: no entries here; they come at run time (nfbox set) */
 };
 
 struct iface_group {
@@ -117,6 +119,8 @@ struct addr_match {
 	uint8_t families;
 	char *what;              /* as written, for display: "office", "[a, b]" */
 	int neg_state;           /* loading: 0 nothing seen, 1 negated entries, -1 plain ones */
+	uint32_t dyn;            /* 1 + index in policy.sets of a dynamic set, named alone (n is 0,
+				    any false; neg as written); 0: none. Only in rules' from/to. */
 };
 
 struct iface_match {

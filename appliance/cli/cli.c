@@ -107,11 +107,12 @@ static int set_value(const struct cli_cmd *cmd, const struct cli_opt *o, const c
 
 /* getopt_long's tables from ours: long options return their index + 256,
  * so short and long forms map to the same entry. */
-static int build_getopt(const struct cli_opt *opts, size_t n, struct option *lo, char *shorts)
+static int build_getopt(const struct cli_opt *opts, size_t n, struct option *lo, char *shorts, bool anywhere)
 {
 	size_t s = 0;
 
-	shorts[s++] = '+'; /* stop at the first operand */
+	if (!anywhere)
+		shorts[s++] = '+'; /* stop at the first operand */
 	shorts[s++] = ':'; /* a missing argument is ':' */
 	shorts[s++] = 'h';
 	for (size_t i = 0; i < n; i++) {
@@ -175,7 +176,7 @@ int cli_parse(const struct cli_cmd *cmd, int argc, char **argv, void *args, int 
 
 	if (!lo || !shorts)
 		return EXIT_USAGE;
-	build_getopt(cmd->opts, n, lo, shorts);
+	build_getopt(cmd->opts, n, lo, shorts, cmd->options_anywhere);
 	optind = 0; /* glibc: start afresh (cli_parse may run more than once) */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {

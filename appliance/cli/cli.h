@@ -56,6 +56,7 @@ struct cli_cmd {
 	const char *summary;          /* one line for `nfbox --help` */
 	const char *operands;         /* "FILE...", "FILE", or NULL: none */
 	unsigned min_operands, max_operands; /* max 0: no limit (with operands) */
+	bool options_anywhere;        /* options may follow operands (else they end the options) */
 	const struct cli_opt *opts;   /* ends with CLI_OPT_END */
 	const char *more_help;        /* printed after the options, or NULL */
 	size_t args_size;             /* the argument struct, zeroed before parsing */
@@ -79,6 +80,6 @@ void cli_synopsis(const struct cli_cmd *cmd, FILE *f);
 bool cli_color(FILE *f);
 
 extern const struct cli_cmd cli_cmd_validate, cli_cmd_plan, cli_cmd_diff, cli_cmd_run, cli_cmd_status, cli_cmd_stats,
-	cli_cmd_reload, cli_cmd_confirm, cli_cmd_metrics, cli_cmd_log, cli_cmd_stop, cli_cmd_capture;
+	cli_cmd_reload, cli_cmd_confirm, cli_cmd_metrics, cli_cmd_log, cli_cmd_stop, cli_cmd_set, cli_cmd_capture;
 
 #endif

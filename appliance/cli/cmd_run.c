@@ -5,6 +5,9 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "control/client.h"
@@ -26,7 +29,7 @@ static const struct cli_opt run_opts[] = {
 		       "where program, maps and links are pinned (default " NFBOX_BPFFS "/nfbox; nfbox-NETNS in NETNS)"),
 	CLI_OPT_FLAG("no-pin", 0, struct run_args, o.no_pin, "pin nothing: enforcement ends when nfbox does"),
 	CLI_OPT_STRING("state-dir", 0, struct run_args, o.state_dir, "DIR",
-		       "where the last confirmed policy and a pending change are kept (default " NFBOX_STATE_DIR "/state; state-NETNS in NETNS)"),
+		       "where the confirmed policy, a pending change, the counters' names and the dynamic sets are kept (default " NFBOX_STATE_DIR "/state; state-NETNS in NETNS)"),
 	CLI_OPT_STRING("socket-group", 'g', struct run_args, o.socket_group, "GROUP",
 		       "members of GROUP may use status, stats and log (socket mode 0660)"),
 	CLI_OPT_FLAG("allow-unsafe-files", 0, struct run_args, o.allow_unsafe_files,
@@ -129,15 +132,21 @@ static int call(const struct ctl_args *a, struct ctl_request *req, int fd)
 /* reload --policy: this command opens the file and passes it, so the daemon
  * reads what the caller could open, not whatever a path names. */
 /* "90", "90s", "5m", "1h": seconds within the protocol's bound; 0 if not. */
-static unsigned parse_duration(const char *s)
+static unsigned parse_duration_max(const char *s, unsigned max)
 {
 	char *end;
 	unsigned long v = strtoul(s, &end, 10);
-	unsigned long mult = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : 0;
+	unsigned long mult = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600
+			     : !strcmp(end, "d") ? 86400 : 0;
 
-	if (end == s || s[0] == '-' || !mult || v > CTL_MAX_CONFIRM || v * mult > CTL_MAX_CONFIRM)
+	if (end == s || s[0] == '-' || !mult || v > max || v * mult > max)
 		return 0;
 	return (unsigned)(v * mult);
+}
+
+static unsigned parse_duration(const char *s)
+{
+	return parse_duration_max(s, CTL_MAX_CONFIRM);
 }
 
 static int run_ctl(enum ctl_verb verb, const struct ctl_args *a)
@@ -211,3 +220,148 @@ const struct cli_cmd cli_cmd_confirm =
 const struct cli_cmd cli_cmd_log = CTL_CMD("log", run_log, log_opts, "follow verdict events as JSON lines");
 const struct cli_cmd cli_cmd_stop =
 	CTL_CMD("stop", run_stop, stop_opts, "stop the daemon: detach everything, or --keep the policy enforced");
+
+/* ---- nfbox set: dynamic sets ---- */
+
+struct set_args {
+	const char *socket;
+	const char *timeout;
+	const char *file;
+	bool json;
+};
+
+static const struct cli_opt set_opts[] = {
+	CLI_OPT_STRING("timeout", 't', struct set_args, timeout, "DURATION",
+		       "add: the entries go by themselves after DURATION (90s, 10m, 2h, 7d; at most 365d)"),
+	CLI_OPT_STRING("file", 'f', struct set_args, file, "FILE",
+		       "add, del: read the prefixes from FILE (- for standard input), one per line, '#' comments"),
+	CLI_OPT_FLAG("json", 'j', struct set_args, json, "list: JSON instead of text"),
+	CLI_OPT_STRING("socket", 's', struct set_args, socket, "PATH",
+		       "the daemon's control socket (default: that of this network namespace, as for nfbox run)"),
+	CLI_OPT_END,
+};
+
+/* The prefixes as the daemon reads them: a regular file given as is, or a
+ * memfd with the operands (one per line) or a copy of a stream. */
+static int prefixes_fd(const char *file, int argc, char **argv, const char **source)
+{
+	int fd, in = -1;
+	struct stat st;
+	char buf[65536];
+	ssize_t n;
+
+	if (file && strcmp(file, "-")) {
+		if ((in = open(file, O_RDONLY | O_CLOEXEC)) < 0) {
+			fprintf(stderr, "nfbox set: %s: %s\n", file, strerror(errno));
+			return -1;
+		}
+		*source = file;
+		if (fstat(in, &st) == 0 && S_ISREG(st.st_mode))
+			return in;
+	} else if (file) {
+		in = STDIN_FILENO;
+		*source = "stdin";
+	}
+	if ((fd = memfd_create("nfbox-set", MFD_CLOEXEC)) < 0) {
+		fprintf(stderr, "nfbox set: memfd: %s\n", strerror(errno));
+		goto fail;
+	}
+	if (in < 0) {
+		FILE *f = fdopen(dup(fd), "w");
+
+		for (int i = 0; f && i < argc; i++)
+			fprintf(f, "%s\n", argv[i]);
+		if (!f || fclose(f) != 0) {
+			fprintf(stderr, "nfbox set: cannot pass the prefixes\n");
+			goto fail;
+		}
+		return fd;
+	}
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(fd, buf, (size_t)n) != n) {
+			fprintf(stderr, "nfbox set: %s: %s\n", *source, strerror(errno));
+			goto fail;
+		}
+	}
+	if (in != STDIN_FILENO)
+		close(in);
+	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	if (in > STDIN_FILENO)
+		close(in);
+	return -1;
+}
+
+static int run_set(void *args, int argc, char **argv)
+{
+	static const char *const ops[] = { "add", "del", "list", "flush" };
+	static const enum ctl_verb verbs[] = { CTL_SET_ADD, CTL_SET_DEL, CTL_SET_LIST, CTL_SET_FLUSH };
+	const struct set_args *a = args;
+	struct ctl_args ca = { .socket = a->socket };
+	struct ctl_request req = { .json = a->json };
+	const char *source = NULL;
+	int op = -1, r;
+	_cleanup_close_ int fd = -1;
+
+	for (int i = 0; i < 4; i++)
+		if (!strcmp(argv[0], ops[i]))
+			op = i;
+	if (op < 0) {
+		fprintf(stderr, "nfbox set: '%s' is not add, del, list or flush\n", argv[0]);
+		return EXIT_USAGE;
+	}
+	req.verb = verbs[op];
+	if (op != 2 && argc < 2) {
+		fprintf(stderr, "nfbox set %s: name the set\n", ops[op]);
+		return EXIT_USAGE;
+	}
+	if (((op >= 2 && argc > 2) || (op < 2 && a->file && argc > 2)) ||
+	    (op < 2 && !a->file && argc < 3)) {
+		fprintf(stderr, "nfbox set %s: %s\n", ops[op],
+			op >= 2 ? "takes one set name, no prefixes"
+				: a->file ? "prefixes come from --file or the command line, not both"
+					  : "give the prefixes, or --file FILE (- for standard input)");
+		return EXIT_USAGE;
+	}
+	if ((a->timeout && op != 0) || (a->file && op >= 2) || (a->json && op != 2)) {
+		fprintf(stderr, "nfbox set %s: %s is not taken here\n", ops[op],
+			a->timeout && op != 0 ? "--timeout" : a->file && op >= 2 ? "--file" : "--json");
+		return EXIT_USAGE;
+	}
+	if (a->timeout && !(req.timeout = parse_duration_max(a->timeout, CTL_MAX_TIMEOUT))) {
+		fprintf(stderr, "nfbox set add: --timeout %s: give a duration of 1 s to 365 days, e.g. 90s, 10m, 2h or 7d\n",
+			a->timeout);
+		return EXIT_USAGE;
+	}
+	req.set = argc > 1 ? argv[1] : NULL;
+	if (op < 2) {
+		if ((fd = prefixes_fd(a->file, argc - 2, argv + 2, &source)) < 0)
+			return 1;
+		req.source = (char *)source;
+	}
+	r = call(&ca, &req, fd);
+	return r;
+}
+
+const struct cli_cmd cli_cmd_set = {
+	.name = "set",
+	.summary = "change a dynamic set at run time: add, del, list, flush",
+	.operands = "add|del|list|flush [NAME [PREFIX...]]",
+	.min_operands = 1,
+	.max_operands = 0,
+	.options_anywhere = true,
+	.opts = set_opts,
+	.more_help = "  nfbox set add NAME PREFIX... [--timeout DURATION]   (root)\n"
+		     "  nfbox set add NAME --file FILE|-  [--timeout DURATION]\n"
+		     "  nfbox set del NAME PREFIX...  |  --file FILE|-        (root)\n"
+		     "  nfbox set list [NAME] [--json]\n"
+		     "  nfbox set flush NAME                                  (root)\n"
+		     "Only sets marked 'dynamic: true' in the policy change this way; a change\n"
+		     "is enforced at once, without a reload, and kept across reloads and restarts.\n",
+	.args_size = sizeof(struct set_args),
+	.run = run_set,
+};

@@ -14,6 +14,9 @@ enum ctl_arg {
 	ARG_KEEP = 1u << 2,
 	ARG_CONFIRM = 1u << 3,
 	ARG_ZERO = 1u << 4,
+	ARG_SET = 1u << 5,
+	ARG_TIMEOUT = 1u << 6,
+	ARG_SOURCE = 1u << 7,
 };
 
 static const struct {
@@ -28,6 +31,10 @@ static const struct {
 	[CTL_CONFIRM] = { "confirm", 0 },
 	[CTL_DIFF] = { "diff", ARG_POLICY },
 	[CTL_METRICS] = { "metrics", 0 },
+	[CTL_SET_ADD] = { "set-add", ARG_SET | ARG_TIMEOUT | ARG_SOURCE },
+	[CTL_SET_DEL] = { "set-del", ARG_SET | ARG_SOURCE },
+	[CTL_SET_LIST] = { "set-list", ARG_SET | ARG_JSON },
+	[CTL_SET_FLUSH] = { "set-flush", ARG_SET },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)
@@ -90,6 +97,20 @@ static int find_verb(const char *w, size_t n)
 	return -1;
 }
 
+/* 1..max decimal seconds. */
+static int parse_seconds(const char *w, size_t n, unsigned max, const char *what, unsigned *out, struct diags *d)
+{
+	unsigned long v = 0;
+	size_t i = 0;
+
+	for (; i < n && w[i] >= '0' && w[i] <= '9' && v <= max; i++)
+		v = v * 10 + (unsigned long)(w[i] - '0');
+	if (i != n || !v || v > max)
+		return diag_fail(d, -EINVAL, "request: %s takes 1..%u seconds", what, max);
+	*out = (unsigned)v;
+	return 0;
+}
+
 /* One argument word w (n bytes) of verb v into r. */
 static int parse_arg(struct ctl_request *r, const char *w, size_t n, struct diags *d)
 {
@@ -107,15 +128,18 @@ static int parse_arg(struct ctl_request *r, const char *w, size_t n, struct diag
 		r->keep = true;
 		return 0;
 	}
-	if (n > 8 && !memcmp(w, "confirm=", 8) && (takes & ARG_CONFIRM) && !r->confirm) {
-		unsigned long v = 0;
-		size_t i = 8;
-
-		for (; i < n && w[i] >= '0' && w[i] <= '9' && v <= CTL_MAX_CONFIRM; i++)
-			v = v * 10 + (unsigned long)(w[i] - '0');
-		if (i != n || !v || v > CTL_MAX_CONFIRM)
-			return diag_fail(d, -EINVAL, "request: confirm= takes 1..%u seconds", CTL_MAX_CONFIRM);
-		r->confirm = (unsigned)v;
+	if (n > 8 && !memcmp(w, "confirm=", 8) && (takes & ARG_CONFIRM) && !r->confirm)
+		return parse_seconds(w + 8, n - 8, CTL_MAX_CONFIRM, "confirm=", &r->confirm, d);
+	if (n > 8 && !memcmp(w, "timeout=", 8) && (takes & ARG_TIMEOUT) && !r->timeout)
+		return parse_seconds(w + 8, n - 8, CTL_MAX_TIMEOUT, "timeout=", &r->timeout, d);
+	if (n > 4 && !memcmp(w, "set=", 4) && (takes & ARG_SET) && !r->set) {
+		if (!(r->set = pct_decode(w + 4, n - 4)) || !r->set[0] || strlen(r->set) > 64)
+			return diag_fail(d, -EINVAL, "request: set= takes a set name");
+		return 0;
+	}
+	if (n > 7 && !memcmp(w, "source=", 7) && (takes & ARG_SOURCE) && !r->source) {
+		if (!(r->source = pct_decode(w + 7, n - 7)) || strlen(r->source) > 1024)
+			return diag_fail(d, -EINVAL, "request: bad source=");
 		return 0;
 	}
 	if (n > 7 && !memcmp(w, "policy=", 7) && (takes & ARG_POLICY) && !r->policy) {
@@ -150,7 +174,7 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *out, str
 		}
 		if (p == line) {
 			if ((v = find_verb(p, n)) < 0)
-				return diag_fail(d, -EINVAL, "request: unknown '%.*s' (status, stats, reload, log, stop, confirm, diff, metrics)",
+				return diag_fail(d, -EINVAL, "request: unknown '%.*s' (status, stats, reload, log, stop, confirm, diff, metrics, set-add, set-del, set-list, set-flush)",
 						 (int)(n > 64 ? 64 : n), p);
 			r.verb = (enum ctl_verb)v;
 		} else if ((e = parse_arg(&r, p, n, d)) < 0) {
@@ -184,6 +208,16 @@ char *ctl_request_format(const struct ctl_request *r)
 	}
 	if (r->confirm)
 		fprintf(f, " confirm=%u", r->confirm);
+	if (r->set) {
+		fputs(" set=", f);
+		pct_encode(f, r->set);
+	}
+	if (r->timeout)
+		fprintf(f, " timeout=%u", r->timeout);
+	if (r->source) {
+		fputs(" source=", f);
+		pct_encode(f, r->source);
+	}
 	fputc('\n', f);
 	if (fclose(f) != 0) {
 		free(out);
@@ -195,5 +229,7 @@ char *ctl_request_format(const struct ctl_request *r)
 void ctl_request_free(struct ctl_request *r)
 {
 	free(r->policy);
-	r->policy = NULL;
+	free(r->set);
+	free(r->source);
+	r->policy = r->set = r->source = NULL;
 }

@@ -8,7 +8,11 @@
  *     arg     = name | name "=" value       value percent-encoded (%XX)
  * with the verbs and arguments of the table in proto.c (status [json],
  * stats [json] [zero], reload [policy=PATH] [confirm=SECONDS], log, stop [keep],
- * confirm, diff [policy=PATH], metrics). Anything else is
+ * confirm, diff [policy=PATH], metrics, set-add set=NAME [timeout=SECONDS]
+ * [source=NAME], set-del set=NAME [source=NAME], set-list [set=NAME] [json],
+ * set-flush set=NAME). set-add and set-del read their prefixes, one per
+ * line, from a file sent with the request (SCM_RIGHTS); source names it
+ * in messages. Anything else is
  * refused with a message; nothing is guessed.
  *
  * The reply is a first line "ok" or "error", then text (or JSON), until the
@@ -37,6 +41,10 @@ enum ctl_verb {
 	CTL_CONFIRM,
 	CTL_DIFF,
 	CTL_METRICS,
+	CTL_SET_ADD,
+	CTL_SET_DEL,
+	CTL_SET_LIST,
+	CTL_SET_FLUSH,
 	CTL_NVERBS,
 };
 
@@ -47,9 +55,13 @@ struct ctl_request {
 	bool keep;    /* stop: leave the policy pinned and enforced for the next daemon */
 	unsigned confirm; /* reload: roll back after this many seconds unless confirmed; 0: no */
 	bool zero;    /* stats: the counters as they were, then set to 0 */
+	char *set;    /* set-*: the dynamic set */
+	unsigned timeout; /* set-add: seconds the entries stay; 0: until deleted */
+	char *source; /* set-add, set-del: what the prefixes were read from ("stdin", a path) */
 };
 
 #define CTL_MAX_CONFIRM (7u * 86400) /* a week */
+#define CTL_MAX_TIMEOUT (365u * 86400) /* a year (DYNSET_MAX_TIMEOUT_S) */
 
 const char *ctl_verb_name(enum ctl_verb v);
 

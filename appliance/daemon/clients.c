@@ -260,12 +260,13 @@ static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE 
 	return r;
 }
 
-/* status, stats, metrics and log are for readers; the rest (and stats zero) needs root. */
+/* status, stats, metrics, log and set-list are for readers; the rest (and stats zero) needs root. */
 static bool allowed(const struct client *c, const struct ctl_request *req)
 {
 	enum ctl_verb v = req->verb;
 
-	return c->root || v == CTL_STATUS || (v == CTL_STATS && !req->zero) || v == CTL_LOG || v == CTL_METRICS;
+	return c->root || v == CTL_STATUS || (v == CTL_STATS && !req->zero) || v == CTL_LOG || v == CTL_METRICS ||
+	       v == CTL_SET_LIST;
 }
 
 static void answer(struct daemon *dm, struct client *c, const struct ctl_request *req)
@@ -276,7 +277,7 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 	int r = 0;
 
 	if (!allowed(c, req)) {
-		reply_str(dm, c, CTL_REPLY_ERROR "permission denied: only root may do that; the socket group may use status, stats and log\n");
+		reply_str(dm, c, CTL_REPLY_ERROR "permission denied: only root may do that; the socket group may use status, stats, metrics, log and set list\n");
 		return;
 	}
 	if (req->verb == CTL_STOP) {
@@ -300,6 +301,8 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 		answer_confirm(dm, c, f);
 	else if (req->verb == CTL_DIFF)
 		answer_diff(dm, c, req, f);
+	else if (req->verb >= CTL_SET_ADD && req->verb <= CTL_SET_FLUSH)
+		dyn_answer(dm, c, req, f);
 	else
 		r = answer_report(dm, req, f);
 	if (fclose(f) != 0 || r < 0)

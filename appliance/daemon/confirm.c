@@ -32,7 +32,7 @@
 #define SNAP_MAGIC "nfbox-snapshot 1\n"
 #define SNAP_MAX_BYTES (1ull << 31)
 
-static int state_path(const struct daemon *dm, const char *name, char *buf, size_t len)
+int state_path(const struct daemon *dm, const char *name, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "%s/%s", dm->state_dir, name);
 
@@ -54,8 +54,12 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-/* path written whole or not at all: a temporary file, synced, renamed. */
 static int write_atomic(const struct daemon *dm, const char *name, const char *data, size_t len)
+{
+	return state_write(dm, name, data, len, true);
+}
+
+int state_write(const struct daemon *dm, const char *name, const char *data, size_t len, bool sync)
 {
 	char path[PATH_MAX], tmp[PATH_MAX + 8];
 	int fd, r;
@@ -66,7 +70,7 @@ static int write_atomic(const struct daemon *dm, const char *name, const char *d
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
 		return -errno;
 	r = write_all(fd, data, len);
-	if (!r && fsync(fd) < 0)
+	if (!r && sync && fsync(fd) < 0)
 		r = -errno;
 	close(fd);
 	if (!r && rename(tmp, path) < 0)
@@ -133,17 +137,33 @@ int confirm_save(struct daemon *dm)
 
 /* The counter slots' names (engine/slots.h), after every load: a daemon
  * that adopts the pinned state gives each rule its counters back. */
-void state_save_slots(struct daemon *dm)
+int state_save(const struct daemon *dm, const char *name, void (*save)(const void *obj, FILE *f), const void *obj,
+	       bool sync)
 {
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
-	int r;
 
-	if (!dm->state_dir[0] || !(f = open_memstream(&buf, &len)))
-		return;
-	slots_save(&dm->slots, f);
-	if (fclose(f) == 0 && (r = write_atomic(dm, "slots", buf, len)) < 0)
+	if (!dm->state_dir[0])
+		return 0;
+	if (!(f = open_memstream(&buf, &len)))
+		return -ENOMEM;
+	save(obj, f);
+	if (fclose(f) != 0)
+		return -ENOMEM;
+	return state_write(dm, name, buf, len, sync);
+}
+
+static void save_slots(const void *obj, FILE *f)
+{
+	slots_save(obj, f);
+}
+
+void state_save_slots(struct daemon *dm)
+{
+	int r = state_save(dm, "slots", save_slots, &dm->slots, true);
+
+	if (r < 0)
 		log_warn("cannot save the counters' names in %s (a restart would start them from 0): %s", dm->state_dir,
 			 strerror(-r));
 }

@@ -121,6 +121,7 @@ static void loop(struct daemon *dm)
 		events_tick(dm);
 		daemon_captures_tick(dm);
 		confirm_tick(dm);
+		dyn_tick(dm);
 	}
 }
 
@@ -230,6 +231,7 @@ static int start(struct daemon *dm, struct diags *d)
 		return diag_errno(d, -errno, "cannot set up signals");
 	if ((r = clients_listen(dm, d)) < 0 || (r = confirm_init(dm, d)) < 0)
 		return r;
+	dyn_state_load(dm);
 	if (!dm->opts->no_pin && (r = pins_make_lasting(dm->pin_dir, &dm->pins, d)) < 0)
 		return r;
 	/* Without netfilter BPF (a kernel before 6.4) only the nftables
@@ -324,6 +326,7 @@ static void daemon_free(struct daemon *dm)
 	engine_close(dm->e);
 	loaded_free(&dm->cur);
 	slots_free(&dm->slots);
+	dynsets_free(&dm->dyn);
 	if (dm->logf && dm->logf != stdout)
 		fclose(dm->logf);
 }

@@ -17,6 +17,7 @@
 #include "control/proto.h"
 #include "daemon/daemon.h"
 #include "engine/engine.h"
+#include "dynset/dynset.h"
 #include "engine/slots.h"
 #include "system/netns.h"
 #include "system/pins.h"
@@ -107,6 +108,8 @@ struct daemon {
 	char fingerprint[65];  /* of the policy in force (fingerprint.c); "" if none */
 	unsigned long reloads_ok, reloads_failed;
 	unsigned long long events_seen;
+	struct dynsets dyn;   /* the dynamic sets' entries (dynsets.c) */
+	bool dyn_bpf_synced;  /* the classifier's tries hold them (BPF backend in force) */
 	struct dcap **caps; /* the policy's captures, in policy order */
 	uint32_t ncaps;
 };
@@ -137,6 +140,14 @@ int fingerprint_on_disk(const struct source *sources, char out[65]);
  * confirm_done for `nfbox confirm`; confirm_tick rolls back at the
  * deadline. */
 int confirm_init(struct daemon *dm, struct diags *d);
+/* A file of the state directory: its path; written whole or not at all (a
+ * temporary file, synced to disk when sync, renamed). 0 or -errno. */
+int state_path(const struct daemon *dm, const char *name, char *buf, size_t len);
+int state_write(const struct daemon *dm, const char *name, const char *data, size_t len, bool sync);
+/* The same, the data what save() writes of obj. 0 (also with no state
+ * directory) or -errno. */
+int state_save(const struct daemon *dm, const char *name, void (*save)(const void *obj, FILE *f), const void *obj,
+	       bool sync);
 /* The counter slots' names in the state directory: saved after every load,
  * loaded by a daemon that adopted pinned state. */
 void state_save_slots(struct daemon *dm);
@@ -164,6 +175,17 @@ int daemon_engine_open(struct daemon *dm, struct diags *d);
 /* reload.c: table inet nfbox for policy p, in one transaction (removed if
  * p needs nothing from nftables). 0 or -errno explained in d. */
 int daemon_nft_apply(struct daemon *dm, const struct policy *p, struct diags *d);
+
+/* dynsets.c: dynamic sets (`nfbox set`). dyn_state_load at start reads
+ * the saved entries; dyn_prepare gives a new policy's dynamic sets their
+ * ids (in m); dyn_after_reload after every load (r: its result); dyn_answer
+ * the set-* requests; dyn_tick expires entries. */
+void dyn_state_load(struct daemon *dm);
+int dyn_prepare(struct daemon *dm, const struct policy *p, struct slot_map *m, struct diags *d);
+void dyn_after_reload(struct daemon *dm, int r);
+struct client;
+void dyn_answer(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f);
+void dyn_tick(struct daemon *dm);
 
 /* clients.c: the control socket. */
 int clients_listen(struct daemon *dm, struct diags *d);

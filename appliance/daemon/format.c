@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "daemon/report.h"
+#include "dynset/dynset.h"
 #include "lib/json.h"
 
 #define U(x) ((unsigned long long)(x))
@@ -36,6 +37,21 @@ static void status_links_text(const struct engine_info *e, FILE *f)
 				fprintf(f, "  %-8s %-5s link %u, priority %d%s\n", policy_hook_name((enum policy_hook)h),
 					fam_name(fam), l->id, l->priority, l->defrag ? ", defrag" : "");
 		}
+}
+
+static void status_dynsets_text(const struct dynsets *dyn, FILE *f)
+{
+	bool first = true;
+
+	for (uint32_t i = 0; dyn && i < dyn->n; i++) {
+		if (!dyn->sets[i].in_policy)
+			continue;
+		fprintf(f, "%s%s %llu", first ? "dynamic:    " : ", ", dyn->sets[i].name,
+			U((uint64_t)dyn->sets[i].n[0] + dyn->sets[i].n[1]));
+		first = false;
+	}
+	if (!first)
+		fputs(" entries (nfbox set list NAME)\n", f);
 }
 
 static void status_captures_text(const struct report_capture *c, uint32_t n, FILE *f)
@@ -106,6 +122,7 @@ static void status_text(const struct status_report *r, FILE *f)
 			fprintf(f, "%s%s", i ? ", " : " ", r->missing[i]);
 		fputs(" (interfaces the policy names that do not exist: rules naming them match nothing until they appear)\n", f);
 	}
+	status_dynsets_text(r->dyn, f);
 	status_links_text(e, f);
 	status_captures_text(r->caps, r->ncaps, f);
 }
@@ -213,6 +230,17 @@ static void status_json(const struct status_report *r, FILE *f)
 	for (uint32_t i = 0; i < r->nmissing; i++)
 		json_str(&j, r->missing[i]);
 	json_array_end(&j);
+	json_key(&j, "dynamic_sets");
+	json_array_begin(&j);
+	for (uint32_t i = 0; r->dyn && i < r->dyn->n; i++) {
+		if (!r->dyn->sets[i].in_policy)
+			continue;
+		json_object_begin(&j);
+		json_kv_str(&j, "set", r->dyn->sets[i].name);
+		json_kv_u64(&j, "entries", (uint64_t)r->dyn->sets[i].n[0] + r->dyn->sets[i].n[1]);
+		json_object_end(&j);
+	}
+	json_array_end(&j);
 	status_links_json(e, &j);
 	status_captures_json(r->caps, r->ncaps, &j);
 	json_object_end(&j);
@@ -273,14 +301,37 @@ static void captures_stats_text(const struct report_capture *c, uint32_t n, FILE
 	}
 }
 
+/* "never", "now", "12s ago", "5m ago", "3h ago", "2d ago" */
+static const char *ago(long long ms, char *buf, size_t len)
+{
+	struct timespec ts;
+	long long s;
+
+	if (!ms)
+		return "never";
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s = ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - ms) / 1000;
+	if (s <= 0)
+		return "now";
+	if (s < 120)
+		snprintf(buf, len, "%llds ago", s);
+	else if (s < 7200)
+		snprintf(buf, len, "%lldm ago", s / 60);
+	else if (s < 172800)
+		snprintf(buf, len, "%lldh ago", s / 3600);
+	else
+		snprintf(buf, len, "%lldd ago", s / 86400);
+	return buf;
+}
+
 static void stats_text(const struct stats_report *r, FILE *f)
 {
 	bool limits = false;
 
 	for (uint32_t i = 0; i < r->nrows; i++)
 		limits |= r->rows[i].limit != NULL;
-	fprintf(f, "hook     rule                             action         packets            bytes%s\n",
-		limits ? "       over-limit" : "");
+	fprintf(f, "hook     rule                             action         packets            bytes%s%s\n",
+		limits ? "       over-limit" : "", r->last_hit_known ? "  last hit" : "");
 	for (uint32_t i = 0; i < r->nrows; i++) {
 		fprintf(f, "%-8s %-32s %-6s %16llu %16llu", r->rows[i].hook, r->rows[i].rule, r->rows[i].action,
 			U(r->rows[i].c.packets), U(r->rows[i].c.bytes));
@@ -288,6 +339,11 @@ static void stats_text(const struct stats_report *r, FILE *f)
 			fprintf(f, " %16llu", U(r->rows[i].over_limit));
 		else if (limits)
 			fprintf(f, " %16s", "-");
+		if (r->last_hit_known) {
+			char age[32];
+
+			fprintf(f, "  %s", ago(r->rows[i].last_hit_ms, age, sizeof(age)));
+		}
 		fputc('\n', f);
 	}
 	fprintf(f, "%-8s %-32s %-6s %16llu %16llu\n", "all", "(established/related, skip rules)", "accept",
@@ -358,6 +414,13 @@ static void stats_json(const struct stats_report *r, FILE *f)
 			policy_limit_format(r->rows[i].limit, buf, sizeof(buf));
 			json_kv_str(&j, "limit", buf);
 			json_kv_u64(&j, "over_limit", r->rows[i].over_limit);
+		}
+		if (r->last_hit_known) {
+			json_key(&j, "last_hit");
+			if (r->rows[i].last_hit_ms)
+				json_fixed(&j, (double)r->rows[i].last_hit_ms / 1000.0, 3);
+			else
+				json_null(&j);
 		}
 		json_object_end(&j);
 	}
@@ -461,6 +524,24 @@ void format_metrics(const struct status_report *st, const struct stats_report *s
 		label(f, "hook", sr->rows[i].hook, true);
 		label(f, "rule", sr->rows[i].rule, false);
 		fprintf(f, "} %llu\n", U(sr->rows[i].over_limit));
+	}
+	if (sr->last_hit_known) {
+		family(f, "nfbox_rule_last_hit_timestamp_seconds", "gauge",
+		       "When each rule (and hook default) last matched a packet; 0: not yet.");
+		for (uint32_t i = 0; i < sr->nrows; i++) {
+			fputs("nfbox_rule_last_hit_timestamp_seconds{", f);
+			label(f, "hook", sr->rows[i].hook, true);
+			label(f, "rule", sr->rows[i].rule, false);
+			fprintf(f, "} %lld.%03lld\n", sr->rows[i].last_hit_ms / 1000, sr->rows[i].last_hit_ms % 1000);
+		}
+	}
+	family(f, "nfbox_dynamic_set_entries", "gauge", "Entries of each dynamic set.");
+	for (uint32_t i = 0; st->dyn && i < st->dyn->n; i++) {
+		if (!st->dyn->sets[i].in_policy)
+			continue;
+		fputs("nfbox_dynamic_set_entries{", f);
+		label(f, "set", st->dyn->sets[i].name, false);
+		fprintf(f, "} %llu\n", U((uint64_t)st->dyn->sets[i].n[0] + st->dyn->sets[i].n[1]));
 	}
 	family(f, "nfbox_default_packets_total", "counter", "Packets no rule matched: the hook's default verdict.");
 	rule_series(f, sr, "nfbox_default_packets_total", false, true);

@@ -60,7 +60,8 @@ int daemon_nft_apply(struct daemon *dm, const struct policy *p, struct diags *d)
 	struct nft_counters old = { 0 };
 	struct nft_build_opts o = { .filter = p->opt.backend == POLICY_BACKEND_NFTABLES,
 				    .counter_value = carried,
-				    .arg = &old };
+				    .arg = &old,
+				    .dyn = &dm->dyn };
 	struct nfr_table t;
 	int r;
 
@@ -96,7 +97,7 @@ static int compile_all(struct daemon *dm, struct loaded *nl, struct diags *d)
 		return r;
 	if ((r = slots_assign(&dm->slots, dm->e, nl->plan, &nl->slots)) < 0)
 		return diag_errno(d, r, "cannot assign counters");
-	return 0;
+	return dyn_prepare(dm, nl->pol, &nl->slots, d);
 }
 
 static void restore_table(struct daemon *dm, const struct policy *old)
@@ -181,6 +182,7 @@ int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struc
 			slots_abort(&dm->slots, &dm->cur.slots, dm->cur.plan);
 		loaded_free(&nl);
 		dm->reloads_failed++;
+		dyn_after_reload(dm, r);
 		return r;
 	}
 	slots_commit(&dm->slots, &nl.slots, nl.plan);
@@ -193,6 +195,7 @@ int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struc
 		dm->fingerprint[0] = '\0';
 	links_after_reload(dm);
 	nflog_events_sync(dm);
+	dyn_after_reload(dm, 0);
 	return 0;
 }
 

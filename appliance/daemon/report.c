@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/daemon_int.h"
@@ -38,6 +39,7 @@ int report_status(struct daemon *dm, struct status_report *out)
 		.fingerprint = dm->fingerprint,
 		.loaded_at = dm->loaded_at,
 		.events = dm->events_seen,
+		.dyn = &dm->dyn,
 	};
 	engine_get_info(dm->e, &out->engine);
 	/* Whether the files on disk are still what runs: read and hashed again. */
@@ -76,6 +78,19 @@ struct counter_source {
 	struct nft_counters nc;
 };
 
+/* A CLOCK_MONOTONIC time in ns (bpf_ktime_get_ns) as wall-clock ms; 0 stays 0. */
+static long long wall_ms_of(uint64_t mono_ns)
+{
+	struct timespec m, w;
+
+	if (!mono_ns)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(CLOCK_REALTIME, &w);
+	return ((long long)w.tv_sec * 1000000000 + w.tv_nsec - ((long long)m.tv_sec * 1000000000 + m.tv_nsec) +
+		(long long)mono_ns) / 1000000;
+}
+
 static void read_named(const struct counter_source *s, const char *name, struct nfb_counter *out)
 {
 	const struct nfr_counter *c = nft_counters_find(&s->nc, name);
@@ -107,6 +122,7 @@ static void fill_rows(const struct counter_source *s, struct stats_report *out)
 			if (!s->nft) {
 				engine_counter_read(dm->e, def ? dm->cur.slots.default_slot[h] : dm->cur.slots.rule_slot[h][b],
 						    &row->c);
+				row->last_hit_ms = wall_ms_of(row->c.last_ns);
 				if (row->limit)
 					engine_limit_over(dm->e, dm->cur.slots.rule_slot[h][b], &row->over_limit);
 				continue;
@@ -167,6 +183,7 @@ int report_stats(struct daemon *dm, struct stats_report *out, bool zero)
 		return -ENOMEM;
 	}
 	fill_rows(&s, out);
+	out->last_hit_known = !s.nft;
 	if (s.nft) {
 		read_named(&s, NFT_COUNTER_ESTABLISHED, &out->established);
 		read_named(&s, NFT_COUNTER_UNREASSEMBLED, &c);

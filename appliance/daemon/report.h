@@ -51,6 +51,7 @@ struct status_report {
 	uint32_t nmissing;
 	struct report_capture *caps;
 	uint32_t ncaps;
+	const struct dynsets *dyn;  /* the dynamic sets (their names and sizes) */
 };
 
 struct stats_row {
@@ -59,11 +60,13 @@ struct stats_row {
 	struct nfb_counter c;
 	const struct policy_limit *limit; /* the rule's limit:, NULL if none */
 	uint64_t over_limit;              /* packets over it, gone on to later rules */
+	long long last_hit_ms;            /* wall-clock ms of its last packet, 0: none yet */
 };
 
 struct stats_report {
 	struct stats_row *rows;     /* rules and defaults, hook by hook */
 	uint32_t nrows;
+	bool last_hit_known;        /* the rows' last_hit_ms (the BPF backend keeps it) */
 	struct nfb_counter established;
 	uint64_t malformed;        /* dropped: headers or the L4 key cut short */
 	uint64_t unreassembled;    /* dropped: fragments the kernel did not reassemble (defrag on) */

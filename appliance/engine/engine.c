@@ -23,7 +23,7 @@ static const char *const map_names[EM_COUNT] = {
 	[EM_MISC] = "nfb_misc",     [EM_RULES] = "nfb_rules",     [EM_LIMITS] = "nfb_limits",
 	[EM_BLOB] = "nfb_blob",     [EM_COUNTERS] = "nfb_counters", [EM_EVENTS] = "nfb_events",
 	[EM_LOG_BUCKET] = "nfb_log_bucket", [EM_REJECTS] = "nfb_rejects", [EM_LIMIT_STATE] = "nfb_limit_state",
-	[EM_METER] = "nfb_meter",
+	[EM_METER] = "nfb_meter", [EM_DYN4] = "nfb_dyn4", [EM_DYN6] = "nfb_dyn6",
 };
 
 /* nfbox's hook and family numbers are the policy's (names written once, in
@@ -446,6 +446,8 @@ int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out
 	for (int i = 0; i < e->ncpus; i++) {
 		out->packets += v[i].packets;
 		out->bytes += v[i].bytes;
+		if (v[i].last_ns > out->last_ns)
+			out->last_ns = v[i].last_ns;
 	}
 	free(v);
 	return 0;

@@ -60,6 +60,8 @@ struct slot_map {
 	uint32_t *rule_slot[NFB_HOOK_MAX]; /* by rule bit */
 	uint32_t default_slot[NFB_HOOK_MAX];
 	uint32_t established_slot;
+	uint16_t *set_id; /* by index in the policy's sets: a dynamic set's id (nfb_rule.dyn), else 0 */
+	uint32_t nsets;
 };
 
 /* Write the plan into the spare generation and flip to it, then attach
@@ -101,5 +103,15 @@ int engine_counter_reset(struct engine *e, uint32_t slot);
 /* Packets over the limit of the rule with counter slot `slot` (a rule with
  * limit:), that went on to later rules. */
 int engine_limit_over(struct engine *e, uint32_t slot, uint64_t *over);
+
+/* Dynamic sets' entries (bpf/nfbox.h, "Dynamic sets"): fam 0 IPv4, 1 IPv6;
+ * expires: CLOCK_REALTIME ms, 0 never. 0 or -errno (delete: -ENOENT if it
+ * was not there). */
+int engine_dyn_put(struct engine *e, uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires);
+int engine_dyn_del(struct engine *e, uint16_t set, int fam, const uint8_t *addr, uint8_t plen);
+/* Delete every entry for which keep() says false (pinned entries a new
+ * daemon does not know). Returns how many went, or -errno. */
+int engine_dyn_prune(struct engine *e,
+		     bool (*keep)(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, void *arg), void *arg);
 
 #endif

@@ -10,8 +10,9 @@
  * 3: reject (nfb_rejects, the reject-rate bucket, reject_rate in nfb_gen_cfg).
  * 4: log_period and reject_period in nfb_gen_cfg (rates per minute, hour).
  * 5: rule limits (nfb_rule.limit, nfb_limits, nfb_limit_state, nfb_meter).
- * 6: a fourth port class, UDP-Lite (the port map's size). */
-#define NFB_ABI_VERSION 6
+ * 6: a fourth port class, UDP-Lite (the port map's size).
+ * 7: dynamic sets (nfb_rule.dyn, nfb_dyn4, nfb_dyn6); a counter's last hit. */
+#define NFB_ABI_VERSION 7
 
 enum engine_map {
 	EM_CTL,
@@ -30,6 +31,8 @@ enum engine_map {
 	EM_REJECTS,
 	EM_LIMIT_STATE,
 	EM_METER,
+	EM_DYN4,
+	EM_DYN6,
 	EM_COUNT,
 };
 

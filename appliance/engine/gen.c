@@ -88,6 +88,18 @@ static uint16_t limit_index(struct limits *lim, uint32_t slot, const struct poli
 	return (uint16_t)++lim->n;
 }
 
+/* nfb_rule.dyn of a rule's from or to. */
+static uint16_t dyn_of(const struct slot_map *slots, const struct addr_match *m)
+{
+	uint16_t id = NFB_DYN_EMPTY; /* no id given: a set with no entries */
+
+	if (!m->dyn)
+		return 0;
+	if (m->dyn <= slots->nsets && slots->set_id[m->dyn - 1])
+		id = slots->set_id[m->dyn - 1];
+	return (uint16_t)(id | (m->neg ? NFB_DYN_NEG : 0));
+}
+
 static int fill_arrays(struct engine *e, struct gen_maps *g, const struct plan *pl, const struct plan_blob *b,
 		       const struct slot_map *slots, struct limits *lim)
 {
@@ -129,6 +141,7 @@ static int fill_arrays(struct engine *e, struct gen_maps *g, const struct plan *
 				.flags = (uint8_t)((ru->log ? NFB_RULE_LOG : 0) | ru->reject_with << NFB_RULE_REJECT_SHIFT),
 				.limit = ru->limit.rate.n ? limit_index(lim, slots->rule_slot[hk][bit], &ru->limit) : 0,
 				.counter = slots->rule_slot[hk][bit],
+				.dyn = { dyn_of(slots, &ru->from), dyn_of(slots, &ru->to) },
 			};
 		}
 	}

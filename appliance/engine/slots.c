@@ -84,6 +84,9 @@ static void release(struct slot_table *t, uint32_t slot)
 
 void slot_map_free(struct slot_map *m)
 {
+	free(m->set_id);
+	m->set_id = NULL;
+	m->nsets = 0;
 	for (int h = 0; h < NFB_HOOK_MAX; h++)
 		free(m->rule_slot[h]);
 	memset(m, 0, sizeof(*m));

@@ -2,6 +2,8 @@
 /* A policy as table inet nfbox (build.h). */
 #include "nft/build.h"
 
+#include "dynset/dynset.h"
+
 /* glibc's <netinet/in.h> before the kernel's headers, so they step aside. */
 #include <netinet/in.h>
 
@@ -272,12 +274,58 @@ static const struct prefix *single_prefix(const struct addr_match *am, uint8_t f
 	return one;
 }
 
+void nft_dyn_set_name(char *buf, size_t len, const char *set, uint8_t fam)
+{
+	snprintf(buf, len, "d_%s_%s", set, fam == POLICY_FAM_IPV4 ? "4" : "6");
+}
+
+/* A dynamic set's nftables set of one family, with the entries it holds
+ * now and the time each has left. */
+static const struct nfr_set *dyn_set_for(struct ctx *c, const struct addr_set *ps, uint8_t fam)
+{
+	int f = fam == POLICY_FAM_IPV6;
+	const struct dyn_set *ds = c->o->dyn ? dynsets_find((struct dynsets *)c->o->dyn, ps->name) : NULL;
+	const struct nfr_set *old;
+	char name[NFR_NAME];
+	struct nfr_set *s;
+	int64_t now = dyn_now_ms();
+
+	nft_dyn_set_name(name, sizeof(name), ps->name, fam);
+	if ((old = nfr_set_find(c->t, name)))
+		return old;
+	if (!(s = nfr_set_new(c->t, name, f ? NFR_KEY_IPV6 : NFR_KEY_IPV4, true)))
+		return NULL;
+	s->timeout = true;
+	for (uint32_t i = 0; ds && i < ds->n[f]; i++) {
+		const struct dyn_entry *e = &ds->v[f][i];
+		struct prefix pf = { .family = fam, .plen = e->plen };
+		uint8_t lo[16], hi[16];
+
+		if (e->expires && e->expires <= now)
+			continue;
+		memcpy(pf.addr, e->addr, 16);
+		prefix_range(&pf, lo, hi);
+		nfr_set_add(c->t, s, lo, hi);
+		if (!c->t->err && e->expires)
+			s->v[s->n - 1].timeout_ms = (uint64_t)(e->expires - now);
+	}
+	return s; /* sorted and apart already: not normalized (each element keeps its timeout) */
+}
+
 static void match_addrs(struct ctx *c, struct nfr_rule *r, const struct addr_match *am, uint8_t dir, uint8_t fam)
 {
 	const struct prefix *host;
 	struct nfr_match *m;
 	bool listed = false;
 
+	if (am->dyn) {
+		m = m_add(r, NFR_M_ADDR);
+		m->dir = dir;
+		m->family = fam;
+		m->neg = am->neg;
+		m->set = dyn_set_for(c, &c->p->sets[am->dyn - 1], fam);
+		return;
+	}
 	if (am->any)
 		return;
 	for (uint32_t i = 0; i < am->n && !listed; i++)
@@ -1109,8 +1157,16 @@ int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr
 	if (p->opt.defrag)
 		conntrack_anchor(&c);
 	nat(&c);
-	if (o->filter)
+	if (o->filter) {
 		filter(&c);
+		/* every dynamic set has its sets, used by a rule or not:
+		 * `nfbox set` changes them all alike */
+		for (uint32_t i = 0; i < p->nsets; i++)
+			if (p->sets[i].dynamic) {
+				dyn_set_for(&c, &p->sets[i], POLICY_FAM_IPV4);
+				dyn_set_for(&c, &p->sets[i], POLICY_FAM_IPV6);
+			}
+	}
 	nfr_drop_unbound(t);
 	return t->err;
 }

@@ -21,6 +21,8 @@
 
 #include "nft/ir.h"
 
+struct dynsets;
+
 /* Buckets of one per-source limit, as the BPF classifier's nfb_meter. */
 #define NFT_METER_SIZE 65536
 
@@ -32,7 +34,14 @@ struct nft_build_opts {
 	/* The value a counter starts with (carried over a reload); NULL: 0. */
 	bool (*counter_value)(const char *name, uint64_t *packets, uint64_t *bytes, void *arg);
 	void *arg;
+	/* The dynamic sets' entries at run time (dynset/dynset.h); NULL: none
+	 * (`nfbox plan`). */
+	const struct dynsets *dyn;
 };
+
+/* The nftables set that holds dynamic set NAME's entries of a family
+ * (POLICY_FAM_IPV4 or _IPV6); buf at least NFR_NAME. */
+void nft_dyn_set_name(char *buf, size_t len, const char *set, uint8_t fam);
 
 /* 0 or -ENOMEM. t must be initialised (nfr_init) and is filled. */
 int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr_table *t);

@@ -552,6 +552,8 @@ static struct nftnl_set *set_alloc(const struct nfr_set *s)
 	if (s->objmap)
 		nftnl_set_set_u32(ns, NFTNL_SET_OBJ_TYPE, NFT_OBJECT_COUNTER);
 	set_byteorder(ns, s->key == NFR_KEY_IFNAME || s->key == NFR_KEY_NFPROTO ? BYTEORDER_HOST : BYTEORDER_BIG);
+	if (s->timeout)
+		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, NFT_SET_INTERVAL | NFT_SET_TIMEOUT);
 	if (s->dynamic) {
 		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, NFT_SET_TIMEOUT | NFT_SET_EVAL);
 		nftnl_set_set_u64(ns, NFTNL_SET_TIMEOUT, (uint64_t)s->timeout_s * 1000);
@@ -582,7 +584,8 @@ static void plus_one(uint8_t *v, uint32_t len)
  * range starts and where the next gap starts (the element after its last
  * address, flagged INTERVAL_END); a first range that does not start at 0
  * is preceded by an end at 0, as nft writes them. */
-static struct nftnl_set_elem *add_elem(struct nftnl_set *ns, const uint8_t *key, uint32_t len, bool end)
+static struct nftnl_set_elem *add_elem(struct nftnl_set *ns, const uint8_t *key, uint32_t len, bool end,
+				       uint64_t timeout_ms)
 {
 	struct nftnl_set_elem *e = nftnl_set_elem_alloc();
 
@@ -591,6 +594,8 @@ static struct nftnl_set_elem *add_elem(struct nftnl_set *ns, const uint8_t *key,
 	nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY, key, len);
 	if (end)
 		nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_FLAGS, NFT_SET_ELEM_INTERVAL_END);
+	else if (timeout_ms)
+		nftnl_set_elem_set_u64(e, NFTNL_SET_ELEM_TIMEOUT, timeout_ms);
 	nftnl_set_elem_add(ns, e);
 	return e;
 }
@@ -607,7 +612,7 @@ static int put_elem(struct nftnl_set *ns, const struct nfr_table *t, const struc
 	uint8_t next[16];
 
 	if (s->key == NFR_KEY_PROTO_PORT) {
-		if (!(e = add_elem(ns, v->lo, len, false)))
+		if (!(e = add_elem(ns, v->lo, len, false, v->timeout_ms)))
 			return -ENOMEM;
 		if (s->interval)
 			nftnl_set_elem_set(e, NFTNL_SET_ELEM_KEY_END, v->hi, len);
@@ -615,9 +620,9 @@ static int put_elem(struct nftnl_set *ns, const struct nfr_table *t, const struc
 			nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_OBJREF, t->counters[v->chain].name);
 		return 0;
 	}
-	if (s->interval && i == 0 && memcmp(v->lo, zero, len) && !add_elem(ns, zero, len, true))
+	if (s->interval && i == 0 && memcmp(v->lo, zero, len) && !add_elem(ns, zero, len, true, 0))
 		return -ENOMEM;
-	if (!(e = add_elem(ns, v->lo, len, false)))
+	if (!(e = add_elem(ns, v->lo, len, false, v->timeout_ms)))
 		return -ENOMEM;
 	if (s->vmap) {
 		nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_JUMP);
@@ -626,24 +631,84 @@ static int put_elem(struct nftnl_set *ns, const struct nfr_table *t, const struc
 	if (s->interval && !all_ones(v->hi, len)) {
 		memcpy(next, v->hi, len);
 		plus_one(next, len);
-		if (!add_elem(ns, next, len, true))
+		if (!add_elem(ns, next, len, true, 0))
 			return -ENOMEM;
 	}
 	return 0;
 }
 
-static int flush_elems(struct nft_batch *b, struct nftnl_set **ns, const struct nfr_set *s)
+static int flush_elems_as(struct nft_batch *b, struct nftnl_set **ns, uint16_t type)
 {
 	struct nlmsghdr *nlh;
 
 	if (!*ns)
 		return 0;
-	if (!(nlh = nft_batch_msg(b, NFT_MSG_NEWSETELEM, NFPROTO_INET, NLM_F_CREATE)))
+	if (!(nlh = nft_batch_msg(b, type, NFPROTO_INET, type == NFT_MSG_NEWSETELEM ? NLM_F_CREATE : 0)))
 		return -ENOMEM;
 	nftnl_set_elems_nlmsg_build_payload(nlh, *ns);
 	nftnl_set_free(*ns);
 	*ns = NULL;
 	return 0;
+}
+
+static int flush_elems(struct nft_batch *b, struct nftnl_set **ns, const struct nfr_set *s)
+{
+	return flush_elems_as(b, ns, NFT_MSG_NEWSETELEM);
+}
+
+/* The elements of s (an address interval set of the table) added with
+ * their timeouts, or deleted: each range's start, and the end of its
+ * range unless it runs to the last address. */
+static int change_elems(struct nft_batch *b, const struct nfr_set *s, uint16_t type)
+{
+	uint32_t len = nfr_key_len(s->key), in_msg = 0;
+	struct nftnl_set *ns = NULL;
+	int r = 0;
+
+	for (uint32_t i = 0; i < s->n && !r; i++) {
+		const struct nfr_elem *v = &s->v[i];
+		uint8_t next[16];
+
+		if (!ns && !(ns = set_alloc(s)))
+			return -ENOMEM;
+		if (!add_elem(ns, v->lo, len, false, type == NFT_MSG_NEWSETELEM ? v->timeout_ms : 0))
+			r = -ENOMEM;
+		if (!r && !all_ones(v->hi, len)) {
+			memcpy(next, v->hi, len);
+			plus_one(next, len);
+			if (!add_elem(ns, next, len, true, 0))
+				r = -ENOMEM;
+		}
+		if (!r && ++in_msg >= ELEMS_PER_MSG) {
+			r = flush_elems_as(b, &ns, type);
+			in_msg = 0;
+		}
+	}
+	if (!r)
+		r = flush_elems_as(b, &ns, type);
+	if (ns)
+		nftnl_set_free(ns);
+	return r;
+}
+
+int nft_set_change(const struct nfr_set *del, const struct nfr_set *add, struct diags *d)
+{
+	struct nft_batch *b;
+	int r;
+
+	if ((r = nft_batch_new(&b)) < 0)
+		return diag_errno(d, r, "building the nftables transaction");
+	if (del && del->n && (r = change_elems(b, del, NFT_MSG_DELSETELEM)) < 0)
+		goto out;
+	if (add && add->n && (r = change_elems(b, add, NFT_MSG_NEWSETELEM)) < 0)
+		goto out;
+	nft_batch_note(b, (struct loc){ 0 }, "a dynamic set's elements");
+	r = nft_batch_commit(b, d);
+	nft_batch_free(b);
+	return r;
+out:
+	nft_batch_free(b);
+	return diag_errno(d, r, "building the nftables transaction");
 }
 
 static int put_elems(struct nft_batch *b, const struct nfr_table *t, const struct nfr_set *s)

@@ -17,4 +17,10 @@ bool nft_table_owned(void);
 /* Delete table inet nfbox if it exists. */
 int nft_table_remove(struct diags *d);
 
+/* Elements of a named address interval set of table inet nfbox (a dynamic
+ * set's, with flags timeout): del's deleted, then add's added with their
+ * timeouts, in one transaction. Either may be NULL or empty. 0 or -errno
+ * explained in d. */
+int nft_set_change(const struct nfr_set *del, const struct nfr_set *add, struct diags *d);
+
 #endif

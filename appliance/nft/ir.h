@@ -31,6 +31,7 @@ struct nfr_elem {
 	uint8_t lo[16], hi[16];
 	uint32_t chain;       /* a verdict map's element: jump to this chain;
 				 an object map's: this counter (index in counters) */
+	uint64_t timeout_ms;  /* a timeout set's element: it goes after this long; 0 never */
 };
 
 struct nfr_set {
@@ -42,6 +43,8 @@ struct nfr_set {
 	bool objmap;          /* a counter map: each element names its counter */
 	bool bound;           /* anonymous: used by a rule already (the kernel binds it to one) */
 	bool dynamic;         /* filled by the packet path (a meter): flags dynamic,timeout */
+	bool timeout;         /* a dynamic set of the policy: flags interval,timeout, changed by
+				 nfbox set (elements added and deleted at run time, each with a timeout) */
 	uint32_t timeout_s;   /* dynamic: an element not updated for this long goes */
 	uint32_t size;        /* dynamic: at most this many elements */
 	struct nfr_elem *v;

@@ -351,7 +351,9 @@ void nfr_print(const struct nfr_table *t, FILE *f)
 		if (!s->name[0])
 			continue;
 		fprintf(f, "\tset %s {\n\t\ttype %s\n", s->name, set_type(s->key));
-		if (s->interval)
+		if (s->timeout)
+			fputs("\t\tflags interval,timeout\n", f);
+		else if (s->interval)
 			fputs("\t\tflags interval\n", f);
 		if (s->dynamic)
 			fprintf(f, "\t\tsize %u\n\t\tflags dynamic,timeout\n\t\ttimeout %us\n", s->size, s->timeout_s);

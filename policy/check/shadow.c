@@ -16,6 +16,8 @@ static bool addr_covers(const struct addr_match *a, const struct addr_match *b)
 {
 	if (a->any)
 		return true;
+	if (a->dyn || b->dyn) /* entries known at run time only: the same set, the same way */
+		return a->dyn == b->dyn && a->neg == b->neg;
 	if (b->any || (uint64_t)a->n * b->n > SHADOW_MAX_PAIR_WORK)
 		return false;
 	if (a->neg && b->neg) /* not in A covers not in B when A is inside B */

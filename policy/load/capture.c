@@ -17,8 +17,10 @@ static void load_capture_match(struct lx *x, struct capture_conf *c, const struc
 	c->match.proto = -1;
 	lx_addr_match(x, m ? ynode_get(m, "from") : NULL, "from", &c->match.from);
 	lx_no_negation(x, m ? ynode_get(m, "from") : NULL, c->match.from.neg, "a capture match");
+	lx_no_dynamic(x, m ? ynode_get(m, "from") : NULL, &c->match.from, "a capture match");
 	lx_addr_match(x, m ? ynode_get(m, "to") : NULL, "to", &c->match.to);
 	lx_no_negation(x, m ? ynode_get(m, "to") : NULL, c->match.to.neg, "a capture match");
+	lx_no_dynamic(x, m ? ynode_get(m, "to") : NULL, &c->match.to, "a capture match");
 	lx_port_match(x, m ? ynode_get(m, "service") : NULL, "service", &c->match.service);
 	if (!m || !lx_is(x, m, YNODE_MAP, "capture match"))
 		return;

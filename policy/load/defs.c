@@ -250,7 +250,8 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 
 void load_sets(struct lx *x, const struct ynode *n)
 {
-	static const char *const file_keys[] = { "file", NULL };
+	static const char *const file_keys[] = { "file", "dynamic", NULL };
+	uint32_t ndyn = 0;
 
 	if (!n || !lx_is(x, n, YNODE_MAP, "sets"))
 		return;
@@ -265,13 +266,24 @@ void load_sets(struct lx *x, const struct ynode *n)
 			return;
 		s->loc = k->loc;
 		if (v->type == YNODE_MAP) {
-			const struct ynode *fn = ynode_get(v, "file");
+			const struct ynode *fn = ynode_get(v, "file"), *dn = ynode_get(v, "dynamic");
 
 			lx_check_keys(x, v, file_keys, "a set");
-			if (!fn && !ynode_has(v, "file"))
-				diag_error(x->d, v->loc, "set '%s' must be a list of prefixes or { file: PATH }", s->name);
-			else if (fn)
+			bool ok = !dn || lx_bool(x, dn, "dynamic", &s->dynamic);
+
+			if (s->dynamic) {
+				s->families = POLICY_FAM_ANY;
+				if (++ndyn == POLICY_MAX_DYNSETS + 1)
+					diag_error(x->d, dn->loc, "more than %d dynamic sets", POLICY_MAX_DYNSETS);
+				if (fn || ynode_has(v, "file"))
+					diag_error(x->d, fn ? fn->loc : v->loc,
+						   "a dynamic set gets its entries at run time: drop 'file:' and load the file with 'nfbox set add %s --file PATH'",
+						   s->name);
+			} else if (ok && !dn && !fn && !ynode_has(v, "file")) {
+				diag_error(x->d, v->loc, "set '%s' must be a list of prefixes, { file: PATH } or { dynamic: true }", s->name);
+			} else if (fn) {
 				set_load_file(x, s, fn);
+			}
 		} else if (!ynode_is_null(v)) { /* "blocked:" with nothing: an empty set */
 			lx_each_scalar(x, v, "a set", set_add_node, s);
 		}

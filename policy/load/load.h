@@ -25,6 +25,8 @@ void lx_port_match(struct lx *x, const struct ynode *n, const char *what, struct
 void lx_port_list(struct lx *x, const struct ynode *n, void (*add)(struct lx *, const struct port_range *, void *),
 		  void *arg);
 /* An error where a negated match (neg) is not taken. */
+/* A dynamic set is for rules only: an error where m names one. */
+void lx_no_dynamic(struct lx *x, const struct ynode *n, struct addr_match *m, const char *where);
 void lx_no_negation(struct lx *x, const struct ynode *n, bool neg, const char *where);
 void lx_no_wildcard(struct lx *x, const struct ynode *n, const struct iface_match *m, const char *where);
 int lx_addresses(struct lx *x, const char *text, struct loc loc,

@@ -134,6 +134,11 @@ static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 
 	if (!name)
 		return;
+	if (m->dyn) {
+		diag_error(x->d, n->loc, "'%s' follows dynamic set '%s', which stands alone in %s: write another rule for it",
+			   n->str, x->p->sets[m->dyn - 1].name, m->what ? m->what : "the list");
+		return;
+	}
 	if (parse_looks_like_address(name)) {
 		lx_addresses(x, name, n->loc, addr_add, m);
 		return;
@@ -148,6 +153,16 @@ static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 		return;
 	}
 	s->used = true;
+	if (s->dynamic) {
+		if (m->n || m->any) {
+			diag_error(x->d, n->loc, "dynamic set '%s' stands alone in a from: or to: (its entries change at run time): write another rule for the other entries",
+				   name);
+			return;
+		}
+		m->dyn = (uint32_t)(s - x->p->sets) + 1;
+		m->families = POLICY_FAM_ANY;
+		return;
+	}
 	/* An empty set adds nothing: a rule with only empty sets never matches. */
 	for (uint32_t i = 0; i < s->n; i++)
 		addr_append(m, &s->v[i]);
@@ -171,7 +186,8 @@ void lx_addr_match(struct lx *x, const struct ynode *n, const char *what, struct
 		m->n = 0;
 		m->families = POLICY_FAM_ANY;
 		m->neg = false;
-	} else if (m->neg) {
+		m->dyn = 0;
+	} else if (m->neg || m->dyn) {
 		/* Every address not listed, of either family. */
 		m->families = POLICY_FAM_ANY;
 	}
@@ -346,6 +362,16 @@ void lx_no_negation(struct lx *x, const struct ynode *n, bool neg, const char *w
 	if (n && neg)
 		diag_error(x->d, n->loc,
 			   "negation ('!') is taken in rules only, not in %s yet; list what to match instead", where);
+}
+
+void lx_no_dynamic(struct lx *x, const struct ynode *n, struct addr_match *m, const char *where)
+{
+	if (n && m->dyn) {
+		diag_error(x->d, n->loc, "dynamic set '%s' is taken in rules' from: and to: only, not in %s; use a set without dynamic: here",
+			   x->p->sets[m->dyn - 1].name, where);
+		m->dyn = 0;
+		m->any = true; /* no further errors from it */
+	}
 }
 
 void lx_no_wildcard(struct lx *x, const struct ynode *n, const struct iface_match *m, const char *where)

@@ -127,6 +127,7 @@ static void load_nat_one(struct lx *x, const struct ynode *item)
 				   kind == NAT_FORWARD_PORT ? "forwarded" : "redirected");
 	lx_addr_match(x, ynode_get(v, "from"), "from", &nr->from);
 	lx_no_negation(x, ynode_get(v, "from"), nr->from.neg, "nat");
+	lx_no_dynamic(x, ynode_get(v, "from"), &nr->from, "nat");
 	if ((hp = ynode_get(v, "hairpin")))
 		lx_bool(x, hp, "hairpin", &nr->hairpin);
 	to = ynode_get(v, "to");

@@ -328,7 +328,7 @@ static void check_duplicate_names(struct lx *x)
 
 void load_rules(struct lx *x, const struct ynode *n)
 {
-	uint32_t per_hook[POLICY_HOOK_MAX] = { 0 }, limits = 0;
+	uint32_t per_hook[POLICY_HOOK_MAX] = { 0 }, limits = 0, rounds[POLICY_HOOK_MAX] = { 0 };
 
 	if (!n)
 		return;
@@ -346,6 +346,12 @@ void load_rules(struct lx *x, const struct ynode *n)
 				diag_error(x->d, x->p->rules[x->p->nrules - 1].limit.loc,
 					   "more than %d rules with limit: (a rule on several hooks counts once per hook)",
 					   POLICY_MAX_LIMITS);
+			if ((x->p->rules[x->p->nrules - 1].limit.rate.n || x->p->rules[x->p->nrules - 1].from.dyn ||
+			     x->p->rules[x->p->nrules - 1].to.dyn) &&
+			    ++rounds[h] == POLICY_MAX_LIMITS + 1)
+				diag_error(x->d, n->kids[i]->loc,
+					   "more than %d rules with limit: or a dynamic set on the %s hook (the limit)",
+					   POLICY_MAX_LIMITS, policy_hook_names[h]);
 		}
 	}
 	check_duplicate_names(x);

@@ -177,9 +177,9 @@ void policy_print_sides(FILE *f, const struct iface_match *in, const struct ifac
 	if (out && !out->any)
 		fprintf(f, " out %s", out->what);
 	if (from && !from->any)
-		fprintf(f, " from %s", from->what);
+		fprintf(f, " from %s%s", from->what, from->dyn ? " (dynamic)" : "");
 	if (to && !to->any)
-		fprintf(f, " to %s", to->what);
+		fprintf(f, " to %s%s", to->what, to->dyn ? " (dynamic)" : "");
 }
 
 bool policy_prefix_holds(const struct prefix *a, const struct prefix *b)
@@ -212,7 +212,7 @@ bool policy_addrs_equal(const struct addr_match *a, const struct addr_match *b)
 {
 	if (a->any || b->any)
 		return a->any == b->any;
-	if (a->n != b->n || a->neg != b->neg)
+	if (a->n != b->n || a->neg != b->neg || a->dyn != b->dyn)
 		return false;
 	for (uint32_t i = 0; i < a->n; i++)
 		if (a->v[i].family != b->v[i].family || a->v[i].plen != b->v[i].plen ||

@@ -35,6 +35,8 @@ time and prints one result line; the exit status says success.
                                    (N counts every attempt, failed sends included)
   udp-count SECONDS PORT...        count the datagrams udp-ticks sends, per port, until
                                    the time is up or SIGTERM; print "got PORT N"
+  udp-last SECONDS PORT            receive udp-ticks' datagrams; print "last PORT T N": the
+                                   send time (time.time()) of the latest that arrived
   udplite-blast, udplite-count     udp-blast and udp-count over UDP-Lite (IP protocol 136)
 """
 import hashlib
@@ -464,7 +466,7 @@ def udp_ticks(host, seconds, *ports):
             for p in sent:
                 sent[p] += 1
                 try:
-                    s.sendto(b"tick %d" % seq, (host, p))
+                    s.sendto(b"tick %d %.6f" % (seq, time.time()), (host, p))
                 except OSError:
                     errors[p] += 1  # sent but lost here: the receiver's count shows it
             seq += 1
@@ -505,6 +507,36 @@ def udp_count(seconds, *ports, proto=0):
         print("got %d %d" % (p, n), flush=True)
 
 
+def udp_last(seconds, port):
+    """The send time of the last tick that arrived: print "last PORT T N"
+    (T 0 if none came; N ticks in all). Stops at the timeout or SIGTERM."""
+    import select
+    import signal
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+    s.bind(("::", int(port)))
+    s.setblocking(False)
+    print("listening", flush=True)
+    last, n = 0.0, 0
+    end = time.time() + float(seconds)
+    while time.time() < end and not stop:
+        ready, _, _ = select.select([s], [], [], 0.1)
+        while ready:
+            try:
+                data = s.recv(2048)
+            except BlockingIOError:
+                break
+            n += 1
+            parts = data.split()
+            if len(parts) == 3:
+                last = max(last, float(parts[2]))
+    print("last %s %.6f %d" % (port, last, n), flush=True)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     fn = {"udp-recv": udp_recv, "udp-send": udp_send, "udp-blast": udp_blast, "tcp-listen": tcp_listen,
@@ -512,7 +544,7 @@ def main():
           "tcp-whoami": tcp_whoami, "tcp-ask": tcp_ask, "tcp-probe": tcp_probe,
           "udp-whoami": udp_whoami, "udp-probe": udp_probe,
           "v6-chain": v6_chain, "v6-split-chain": v6_split_chain,
-          "udp-ticks": udp_ticks, "udp-count": udp_count,
+          "udp-ticks": udp_ticks, "udp-count": udp_count, "udp-last": udp_last,
           "udplite-blast": lambda h, p, n, src=None: udp_blast(h, p, n, src, UDPLITE),
           "udplite-count": lambda sec, *ports: udp_count(sec, *ports, proto=UDPLITE)}[cmd]
     sys.exit(fn(*args) or 0)

@@ -153,6 +153,33 @@ static void test_roundtrip(void)
 		free(line);
 	}
 	{
+		struct ctl_request in = { .verb = CTL_SET_ADD, .set = (char *)"block-list.v2", .timeout = 600,
+					  .source = (char *)"/tmp/a b.txt" },
+				   out;
+		char *line = ctl_request_format(&in);
+
+		CHECK(line && !strcmp(line, "set-add set=block-list.v2 timeout=600 source=/tmp/a%20b.txt\n"));
+		if (line) {
+			line[strlen(line) - 1] = '\0';
+			CHECK(parse(line, &out) == 0 && out.verb == CTL_SET_ADD && out.timeout == 600 && out.set &&
+			      !strcmp(out.set, "block-list.v2") && out.source && !strcmp(out.source, "/tmp/a b.txt"));
+			ctl_request_free(&out);
+		}
+		free(line);
+	}
+	{
+		struct ctl_request out;
+
+		CHECK(parse("set-list", &out) == 0 && out.verb == CTL_SET_LIST && !out.set);
+		CHECK(parse("set-list set=x json", &out) == 0 && out.json && out.set);
+		ctl_request_free(&out);
+		CHECK(parse("set-add set=x timeout=0", &out) < 0);
+		CHECK(parse("set-add set=x timeout=31536001", &out) < 0); /* over a year */
+		CHECK(parse("set-del set=x timeout=5", &out) < 0);        /* del takes no timeout */
+		CHECK(parse("set-flush source=x", &out) < 0);
+		CHECK(parse("set-add set=", &out) < 0);
+	}
+	{
 		struct ctl_request in = { .verb = CTL_STOP, .keep = true }, out;
 		char *line = ctl_request_format(&in);
 

@@ -130,6 +130,13 @@ static bool rule_restricts_l4(const struct rule *r)
 	return r->proto >= 0 || !r->service.any || !r->sport.any;
 }
 
+/* A dynamic set is matched after the search (bpf/nfbox.h, "Dynamic
+ * sets"): in the vectors its rule takes every address. */
+static bool addr_restricts(const struct addr_match *m)
+{
+	return !m->any && !m->dyn;
+}
+
 static int compile_wildcards(struct plan_hook *h)
 {
 	for (int f = 0; f < NFB_F_MAX; f++)
@@ -139,7 +146,7 @@ static int compile_wildcards(struct plan_hook *h)
 		const struct rule *r = h->rules[b];
 		bool restricts[NFB_F_MAX] = {
 			[NFB_F_IIF] = !r->in.any,         [NFB_F_OIF] = !r->out.any,
-			[NFB_F_SRC] = !r->from.any,       [NFB_F_DST] = !r->to.any,
+			[NFB_F_SRC] = addr_restricts(&r->from), [NFB_F_DST] = addr_restricts(&r->to),
 			[NFB_F_L4] = rule_restricts_l4(r), [NFB_F_SPORT] = !r->sport.any,
 			[NFB_F_CT] = r->state != POLICY_CT_ALL,
 		};
@@ -423,7 +430,9 @@ static int collect_prefixes(const struct plan_hook *h, uint8_t fam, uint8_t dir,
 		const struct addr_match *m = dir ? &h->rules[b]->to : &h->rules[b]->from;
 		struct lpm_item *it;
 
-		if (!m->any && m->neg && (h->rules[b]->families & fam)) {
+		if (!addr_restricts(m))
+			continue;
+		if (m->neg && (h->rules[b]->families & fam)) {
 			/* every address of the family, less the listed ones */
 			if (!(it = APPEND(*items, *n)))
 				return -ENOMEM;
@@ -453,7 +462,7 @@ static int add_family_prefixes(struct plan_hook *h, struct lpm_item **items, uin
 		const struct rule *r = h->rules[b];
 		struct lpm_item *it;
 
-		if (!r->from.any || r->families == POLICY_FAM_ANY || !(r->families & fam))
+		if (addr_restricts(&r->from) || r->families == POLICY_FAM_ANY || !(r->families & fam))
 			continue;
 		if (!(it = APPEND(*items, *n)))
 			return -ENOMEM;

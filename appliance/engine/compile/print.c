@@ -308,6 +308,15 @@ static void json_addrs(struct json *j, const char *key, const struct addr_match 
 {
 	char buf[64];
 
+	if (m->dyn) { /* a dynamic set: its entries come at run time (nfbox set) */
+		json_key(j, key);
+		json_object_begin(j);
+		json_kv_str(j, "as_written", m->what);
+		json_kv_bool(j, "negated", m->neg);
+		json_kv_bool(j, "dynamic", true);
+		json_object_end(j);
+		return;
+	}
 	if (!json_match_begin(j, key, m->any, m->what, &m->neg, "prefixes"))
 		return;
 	for (uint32_t i = 0; i < m->n; i++) {

@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Dynamic sets in the daemon: `nfbox set add|del|list|flush` over the
+ * control socket, the entries put into the backend in force, saved in the
+ * state directory (STATE/dynsets) after every change, read back at start,
+ * and expired once a second.
+ *
+ * The store (dynset/dynset.h) is the daemon's copy and the authority:
+ *   - BPF backend: each change goes to the tries at once (no new
+ *     generation). When the BPF backend comes into force (the first load
+ *     of a daemon, adopting or not, or a switch from nftables) the tries
+ *     are made to hold exactly the store's entries.
+ *   - nftables backend: each change is one transaction on the sets
+ *     d_NAME_4 / d_NAME_6; a reload rebuilds the table with the store's
+ *     entries and the time each has left.
+ * A reload keeps the entries of every dynamic set the new policy still
+ * has (by name); the entries of a set it drops are deleted.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/daemon_int.h"
+#include "lib/cleanup.h"
+#include "lib/json.h"
+#include "lib/log.h"
+#include "nft/build.h"
+#include "nft/emit.h"
+#include "policy/syntax/parse.h"
+#include "system/files.h"
+
+#define DYN_STATE "dynsets"
+#define DYN_MAX_INPUT (256u << 20) /* bytes of prefixes in one request */
+
+static bool bpf_in_force(const struct daemon *dm)
+{
+	return dm->cur.pol && dm->cur.pol->opt.backend == POLICY_BACKEND_BPF && dm->e;
+}
+
+static bool nft_in_force(const struct daemon *dm)
+{
+	return dm->cur.pol && dm->cur.pol->opt.backend == POLICY_BACKEND_NFTABLES;
+}
+
+static void save_dyn(const void *obj, FILE *f)
+{
+	dynsets_save(obj, f);
+}
+
+static void dyn_save(struct daemon *dm)
+{
+	/* Not synced to disk: a change's answer waits for no disk flush. A
+	 * crash of the daemon loses nothing (the file is written); a power
+	 * loss may lose the last changes. */
+	int r = state_save(dm, DYN_STATE, save_dyn, &dm->dyn, false);
+
+	if (r < 0)
+		log_warn("cannot save the dynamic sets in %s (a restart would lose their changes): %s", dm->state_dir,
+			 strerror(-r));
+}
+
+void dyn_state_load(struct daemon *dm)
+{
+	char path[PATH_MAX], why[256];
+	unsigned bad = 0;
+	uint64_t n = 0;
+	FILE *f;
+	int fd;
+
+	if (!dm->state_dir[0] || state_path(dm, DYN_STATE, path, sizeof(path)) < 0)
+		return;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		if (errno != ENOENT)
+			log_warn("cannot read %s (%s): the dynamic sets start empty", path, strerror(errno));
+		return;
+	}
+	if (files_check_trusted(fd, path, why, sizeof(why)) < 0) {
+		log_warn("%s is not used: %s; the dynamic sets start empty", path, why);
+		close(fd);
+		return;
+	}
+	if (!(f = fdopen(fd, "re"))) {
+		close(fd);
+		return;
+	}
+	if (dynsets_load(&dm->dyn, f, dyn_now_ms(), &bad) < 0)
+		log_warn("%s:%u: not a dynamic-set entry; the dynamic sets start empty", path, bad);
+	fclose(f);
+	for (uint32_t i = 0; i < dm->dyn.n; i++)
+		n += dm->dyn.sets[i].n[0] + dm->dyn.sets[i].n[1];
+	if (n)
+		log_info("dynamic sets: %llu entries read back from %s", (unsigned long long)n, path);
+}
+
+int dyn_prepare(struct daemon *dm, const struct policy *p, struct slot_map *m, struct diags *d)
+{
+	int r;
+
+	if ((r = dynsets_sync_policy(&dm->dyn, p)) < 0)
+		return diag_errno(d, r, "dynamic sets");
+	if (!p->nsets)
+		return 0;
+	if (!(m->set_id = calloc(p->nsets, sizeof(*m->set_id))))
+		return diag_errno(d, -ENOMEM, "dynamic sets");
+	m->nsets = p->nsets;
+	for (uint32_t i = 0; i < p->nsets; i++) {
+		const struct dyn_set *s = p->sets[i].dynamic ? dynsets_find(&dm->dyn, p->sets[i].name) : NULL;
+
+		m->set_id[i] = s ? s->id : 0;
+	}
+	return 0;
+}
+
+/* ---- the BPF tries made to hold the store ---------------------------------- */
+
+static bool in_store(uint16_t id, int fam, const uint8_t *addr, uint8_t plen, void *arg)
+{
+	const struct dynsets *s = arg;
+
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct dyn_set *set = &s->sets[i];
+		uint32_t lo = 0, hi = set->n[fam];
+		size_t len = fam ? 16 : 4;
+
+		if (set->id != id)
+			continue;
+		while (lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+			int c = memcmp(set->v[fam][mid].addr, addr, len);
+
+			if (!c)
+				return set->v[fam][mid].plen == plen;
+			if (c < 0)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		return false;
+	}
+	return false;
+}
+
+static int bpf_put_all(struct daemon *dm)
+{
+	int r;
+
+	for (uint32_t i = 0; i < dm->dyn.n; i++) {
+		const struct dyn_set *set = &dm->dyn.sets[i];
+
+		for (int f = 0; f < 2; f++)
+			for (uint32_t j = 0; j < set->n[f]; j++)
+				if ((r = engine_dyn_put(dm->e, set->id, f, set->v[f][j].addr, set->v[f][j].plen,
+							set->v[f][j].expires)) < 0)
+					return r;
+	}
+	return 0;
+}
+
+static void bpf_sync(struct daemon *dm)
+{
+	int r = engine_dyn_prune(dm->e, in_store, &dm->dyn);
+
+	if (r >= 0)
+		r = bpf_put_all(dm);
+	if (r < 0)
+		log_err("dynamic sets: cannot put the entries into the classifier: %s", strerror(-r));
+	else
+		dm->dyn_bpf_synced = true;
+}
+
+void dyn_after_reload(struct daemon *dm, int r)
+{
+	bool gone = false;
+
+	if (r < 0) { /* the policy in force keeps its sets */
+		if (dm->cur.pol)
+			dynsets_sync_policy(&dm->dyn, dm->cur.pol);
+		return;
+	}
+	for (uint32_t i = 0; i < dm->dyn.n; i++)
+		gone |= !dm->dyn.sets[i].in_policy && (dm->dyn.sets[i].n[0] || dm->dyn.sets[i].n[1]);
+	dynsets_drop_gone(&dm->dyn);
+	if (!bpf_in_force(dm))
+		dm->dyn_bpf_synced = false; /* the tries are not kept up to date meanwhile */
+	else if (!dm->dyn_bpf_synced || gone)
+		bpf_sync(dm);
+	dyn_save(dm);
+}
+
+/* ---- changes ------------------------------------------------------------------- */
+
+/* The changes as the backend in force takes them. */
+static int apply_bpf(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n,
+		     bool del, struct diags *d)
+{
+	int r;
+
+	for (uint32_t i = 0; i < n; i++) {
+		int f = c[i].pfx.family == POLICY_FAM_IPV6;
+
+		if (del) {
+			if ((r = engine_dyn_del(dm->e, set->id, f, c[i].pfx.addr, c[i].pfx.plen)) < 0 && r != -ENOENT)
+				return diag_errno(d, r, "set '%s': the classifier refused a delete", set->name);
+			continue;
+		}
+		if ((r = engine_dyn_put(dm->e, set->id, f, c[i].pfx.addr, c[i].pfx.plen, c[i].expires)) < 0)
+			return diag_errno(d, r, "set '%s': the classifier refused an entry", set->name);
+	}
+	return 0;
+}
+
+static int apply_nft(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
+		     struct diags *d)
+{
+	int64_t now = dyn_now_ms();
+	int r = 0;
+
+	for (int f = 0; f < 2 && !r; f++) {
+		uint8_t fam = f ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4;
+		struct nfr_set *ds, *as;
+		char name[NFR_NAME];
+		struct nfr_table t;
+		bool any = false;
+
+		for (uint32_t i = 0; i < n && !any; i++)
+			any = c[i].pfx.family == fam;
+		if (!any)
+			continue;
+		nfr_init(&t);
+		nft_dyn_set_name(name, sizeof(name), set->name, fam);
+		ds = nfr_set_new(&t, name, f ? NFR_KEY_IPV6 : NFR_KEY_IPV4, true);
+		as = nfr_set_new(&t, name, f ? NFR_KEY_IPV6 : NFR_KEY_IPV4, true);
+		for (uint32_t i = 0; ds && as && i < n; i++) {
+			uint8_t lo[16], hi[16];
+
+			if (c[i].pfx.family != fam)
+				continue;
+			memcpy(lo, c[i].pfx.addr, 16);
+			memcpy(hi, c[i].pfx.addr, 16);
+			for (unsigned b = c[i].pfx.plen; b < (f ? 128u : 32u); b++)
+				hi[b / 8] |= (uint8_t)(0x80 >> (b % 8));
+			/* an add deletes first: a renewal's new timeout, on any kernel */
+			if (del || c[i].renew)
+				nfr_set_add(&t, ds, lo, hi);
+			if (!del) {
+				nfr_set_add(&t, as, lo, hi);
+				if (!t.err && c[i].expires)
+					as->v[as->n - 1].timeout_ms = (uint64_t)(c[i].expires > now ? c[i].expires - now : 1);
+			}
+		}
+		if (t.err || !ds || !as)
+			r = diag_errno(d, -ENOMEM, "set '%s'", set->name);
+		else
+			r = nft_set_change(ds, del ? NULL : as, d);
+		nfr_free(&t);
+	}
+	return r;
+}
+
+static int apply(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
+		 struct diags *d)
+{
+	if (bpf_in_force(dm))
+		return apply_bpf(dm, set, c, n, del, d);
+	if (nft_in_force(dm))
+		return apply_nft(dm, set, c, n, del, d);
+	return 0;
+}
+
+/* The prefixes of the file the client sent: one per line, blank lines and
+ * comments ('#', ';') as in set files. */
+static int read_changes(int fd, const char *source, int64_t expires, struct dyn_change **out, uint32_t *nout,
+			struct diags *d)
+{
+	_cleanup_free_ char *text = NULL;
+	struct dyn_change *v = NULL;
+	uint32_t n = 0, cap = 0, lineno = 0;
+	size_t len = 0;
+	struct stat st;
+	char *line;
+
+	if (fd < 0)
+		return diag_fail(d, -EINVAL, "no prefixes were sent with the request");
+	/* a regular file (or memfd): never wait on a pipe a client holds open */
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return diag_fail(d, -EINVAL, "the prefixes must come as a regular file");
+	if (st.st_size > (off_t)DYN_MAX_INPUT)
+		return diag_fail(d, -EFBIG, "%s: more than %u MiB of prefixes in one request", source, DYN_MAX_INPUT >> 20);
+	if (!(text = malloc((size_t)st.st_size + 1)))
+		return diag_errno(d, -ENOMEM, "%s", source);
+	while (len < (size_t)st.st_size) {
+		ssize_t k = pread(fd, text + len, (size_t)st.st_size - len, (off_t)len);
+
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			break;
+		len += (size_t)k;
+	}
+	text[len] = '\0';
+	if (memchr(text, '\0', len))
+		return diag_fail(d, -EINVAL, "%s: not text", source);
+	for (char *next = text; next && *next;) {
+		char *w, *end;
+		struct dyn_change *c;
+		const char *why;
+		bool host_bits;
+
+		line = next;
+		if ((next = strchr(line, '\n')))
+			*next++ = '\0';
+		lineno++;
+		w = line + strspn(line, " \t\r");
+		end = w + strcspn(w, " \t\r#;");
+		if (end == w) /* blank or a comment */
+			continue;
+		if (*end && !strchr("#;", *(end + strspn(end, " \t\r")))) {
+			diag_fail(d, -EINVAL, "%s:%u: one prefix per line: '%s' follows '%.*s'", source, lineno,
+				  end + strspn(end, " \t\r"), (int)(end - w), w);
+			goto bad;
+		}
+		*end = '\0';
+		if (n == cap) {
+			struct dyn_change *nv = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof(*v));
+
+			if (!nv) {
+				diag_errno(d, -ENOMEM, "%s", source);
+				goto bad;
+			}
+			v = nv;
+		}
+		c = &v[n];
+		memset(c, 0, sizeof(*c));
+		if (parse_prefix(w, &c->pfx, &host_bits, &why) < 0) {
+			diag_fail(d, -EINVAL, "%s:%u: '%s': %s (a dynamic set takes addresses and prefixes)", source, lineno, w,
+				  why);
+			goto bad;
+		}
+		if (host_bits) {
+			char net[64];
+
+			policy_prefix_format(&c->pfx, net, sizeof(net));
+			diag_fail(d, -EINVAL, "%s:%u: '%s' has host bits set: write the network, %s", source, lineno, w, net);
+			goto bad;
+		}
+		c->expires = expires;
+		c->src = source;
+		c->line = lineno;
+		n++;
+	}
+	*out = v;
+	*nout = n;
+	return 0;
+bad:
+	free(v);
+	return -EINVAL;
+}
+
+static bool policy_has_set(const struct policy *p, const char *name)
+{
+	for (uint32_t i = 0; i < p->nsets; i++)
+		if (!strcmp(p->sets[i].name, name))
+			return true;
+	return false;
+}
+
+static struct dyn_set *find_set(struct daemon *dm, const char *name, struct diags *d)
+{
+	struct dyn_set *s = dynsets_find(&dm->dyn, name ? name : "");
+
+	if (s && s->in_policy)
+		return s;
+	if (!dm->cur.pol)
+		diag_fail(d, -ENOENT, "no policy is in force");
+	else if (policy_has_set(dm->cur.pol, name ? name : ""))
+		diag_fail(d, -EINVAL, "set '%s' is not dynamic: its entries are in the policy (mark it 'dynamic: true' to change it at run time)",
+			  name);
+	else
+		diag_fail(d, -ENOENT, "the policy in force has no set '%s'", name ? name : "");
+	return NULL;
+}
+
+static uint64_t set_size(const struct dyn_set *s)
+{
+	return (uint64_t)s->n[0] + s->n[1];
+}
+
+static int change(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f, struct diags *d)
+{
+	bool del = req->verb == CTL_SET_DEL;
+	const char *source = req->source ? req->source : "argument";
+	struct dyn_change *v = NULL;
+	uint32_t n = 0, added = 0, renewed = 0;
+	struct dyn_set *set;
+	int64_t expires = req->timeout ? dyn_now_ms() + (int64_t)req->timeout * 1000 : 0;
+	int r;
+
+	if (!(set = find_set(dm, req->set, d)))
+		return -ENOENT;
+	if ((r = read_changes(c->fd_passed, source, expires, &v, &n, d)) < 0)
+		return r;
+	if (del)
+		r = dynset_del(&dm->dyn, set, v, n, d);
+	else
+		r = dynset_add(&dm->dyn, set, v, n, d, &added, &renewed);
+	if (r == 0 && (r = apply(dm, set, v, n, del, d)) < 0) {
+		/* the kernel refused: the store goes back to what is enforced */
+		struct diags tmp;
+
+		diags_init(&tmp);
+		if (del) {
+			dynset_add(&dm->dyn, set, v, n, &tmp, NULL, NULL);
+		} else { /* the new ones go; renewed ones keep their new expiry */
+			uint32_t k = 0;
+
+			for (uint32_t i = 0; i < n; i++)
+				if (!v[i].renew)
+					v[k++] = v[i];
+			dynset_del(&dm->dyn, set, v, k, &tmp);
+		}
+		diags_free(&tmp);
+		if (bpf_in_force(dm))
+			bpf_sync(dm);
+	}
+	free(v);
+	if (r < 0)
+		return r;
+	dyn_save(dm);
+	if (del)
+		fprintf(f, "set %s: %u deleted; %llu entries\n", set->name, n, (unsigned long long)set_size(set));
+	else
+		fprintf(f, "set %s: %u added, %u renewed%s; %llu entries\n", set->name, added, renewed,
+			req->timeout ? "" : " (no timeout)", (unsigned long long)set_size(set));
+	log_info("set %s (control socket, uid %u): %u %s from %s; %llu entries", set->name, (unsigned)c->uid, n,
+		 del ? "deleted" : "added or renewed", source, (unsigned long long)set_size(set));
+	return 0;
+}
+
+static int flush_set(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f, struct diags *d)
+{
+	struct dyn_change *v = NULL;
+	struct dyn_set *set;
+	uint32_t n = 0;
+	int r;
+
+	if (!(set = find_set(dm, req->set, d)))
+		return -ENOENT;
+	if (!(v = calloc(set_size(set) + 1, sizeof(*v))))
+		return diag_errno(d, -ENOMEM, "set '%s'", set->name);
+	for (int fam = 0; fam < 2; fam++)
+		for (uint32_t j = 0; j < set->n[fam]; j++, n++) {
+			v[n].pfx.family = fam ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4;
+			v[n].pfx.plen = set->v[fam][j].plen;
+			memcpy(v[n].pfx.addr, set->v[fam][j].addr, 16);
+		}
+	r = apply(dm, set, v, n, true, d);
+	free(v);
+	if (r < 0)
+		return r;
+	dynset_flush(&dm->dyn, set);
+	dyn_save(dm);
+	fprintf(f, "set %s: %u deleted; 0 entries\n", set->name, n);
+	log_info("set %s flushed (control socket, uid %u): %u entries deleted", set->name, (unsigned)c->uid, n);
+	return 0;
+}
+
+static void list_one(const struct dyn_set *set, int64_t now, FILE *f, struct json *j)
+{
+	char a[64];
+
+	if (j) {
+		json_object_begin(j);
+		json_kv_str(j, "set", set->name);
+		json_kv_u64(j, "entries", set_size(set));
+		json_key(j, "elements");
+		json_array_begin(j);
+	} else {
+		fprintf(f, "set %s: %llu entries\n", set->name, (unsigned long long)set_size(set));
+	}
+	for (int fam = 0; fam < 2; fam++)
+		for (uint32_t i = 0; i < set->n[fam]; i++) {
+			const struct dyn_entry *e = &set->v[fam][i];
+			int64_t left = e->expires ? (e->expires - now + 999) / 1000 : 0;
+
+			dyn_entry_format(fam, e, a, sizeof(a));
+			if (left < 0)
+				left = 0;
+			if (j) {
+				json_object_begin(j);
+				json_kv_str(j, "prefix", a);
+				json_key(j, "expires");
+				if (e->expires)
+					json_i64(j, e->expires / 1000);
+				else
+					json_null(j);
+				json_key(j, "seconds_left");
+				if (e->expires)
+					json_i64(j, left);
+				else
+					json_null(j);
+				json_object_end(j);
+			} else if (e->expires) {
+				fprintf(f, "%s\texpires in %llds\n", a, (long long)left);
+			} else {
+				fprintf(f, "%s\n", a);
+			}
+		}
+	if (j) {
+		json_array_end(j);
+		json_object_end(j);
+	}
+}
+
+static int list(struct daemon *dm, const struct ctl_request *req, FILE *f, struct diags *d)
+{
+	int64_t now = dyn_now_ms();
+	struct json j;
+	struct dyn_set *set = NULL;
+
+	if (req->set && !(set = find_set(dm, req->set, d)))
+		return -ENOENT;
+	fputs(CTL_REPLY_OK, f);
+	if (req->json)
+		json_init(&j, f);
+	if (set) {
+		list_one(set, now, f, req->json ? &j : NULL);
+	} else {
+		if (req->json)
+			json_array_begin(&j);
+		for (uint32_t i = 0; i < dm->dyn.n; i++) {
+			if (!dm->dyn.sets[i].in_policy)
+				continue;
+			if (req->json) {
+				json_object_begin(&j);
+				json_kv_str(&j, "set", dm->dyn.sets[i].name);
+				json_kv_u64(&j, "entries", set_size(&dm->dyn.sets[i]));
+				json_object_end(&j);
+			} else {
+				fprintf(f, "%s\t%llu entries\n", dm->dyn.sets[i].name,
+					(unsigned long long)set_size(&dm->dyn.sets[i]));
+			}
+		}
+		if (req->json)
+			json_array_end(&j);
+	}
+	if (req->json)
+		fputc('\n', f);
+	return 0;
+}
+
+void dyn_answer(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f)
+{
+	_cleanup_free_ char *out = NULL;
+	size_t len = 0;
+	FILE *body;
+	struct diags d;
+	int r;
+
+	diags_init(&d);
+	if (req->verb == CTL_SET_LIST) {
+		if ((r = list(dm, req, f, &d)) < 0) {
+			fputs(CTL_REPLY_ERROR, f);
+			diags_print(&d, f, false);
+		}
+		diags_free(&d);
+		return;
+	}
+	if (!req->set) {
+		diag_fail(&d, -EINVAL, "%s needs set=NAME", ctl_verb_name(req->verb));
+		r = -EINVAL;
+	} else if (!(body = open_memstream(&out, &len))) {
+		r = diag_errno(&d, -ENOMEM, "reply");
+	} else {
+		r = req->verb == CTL_SET_FLUSH ? flush_set(dm, c, req, body, &d) : change(dm, c, req, body, &d);
+		fclose(body);
+	}
+	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
+	diags_print(&d, f, false);
+	if (r == 0 && out)
+		fwrite(out, 1, len, f);
+	diags_free(&d);
+}
+
+/* ---- expiry ---------------------------------------------------------------- */
+
+static void expired(const struct dyn_set *set, int fam, const struct dyn_entry *e, void *arg)
+{
+	struct daemon *dm = arg;
+
+	/* the classifier already treats it as gone; the nftables kernel
+	 * removes its own */
+	if (bpf_in_force(dm))
+		engine_dyn_del(dm->e, set->id, fam, e->addr, e->plen);
+}
+
+void dyn_tick(struct daemon *dm)
+{
+	uint32_t n = dynsets_expire(&dm->dyn, dyn_now_ms(), expired, dm);
+
+	if (n) {
+		log_info("dynamic sets: %u entries expired", n);
+		dyn_save(dm);
+	}
+}

@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include "dynset/dynset.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/compile/plan.h"
+#include "policy/syntax/parse.h"
+
+#define MAX_REASONS 8 /* refusals explained per change; the rest are counted */
+
+static const uint32_t alen[2] = { 4, 16 };
+
+int64_t dyn_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void dynsets_init(struct dynsets *s)
+{
+	memset(s, 0, sizeof(*s));
+}
+
+static void set_free(struct dyn_set *set)
+{
+	free(set->name);
+	free(set->v[0]);
+	free(set->v[1]);
+}
+
+void dynsets_free(struct dynsets *s)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		set_free(&s->sets[i]);
+	free(s->sets);
+	memset(s, 0, sizeof(*s));
+}
+
+struct dyn_set *dynsets_find(struct dynsets *s, const char *name)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		if (!strcmp(s->sets[i].name, name))
+			return &s->sets[i];
+	return NULL;
+}
+
+static struct dyn_set *set_new(struct dynsets *s, const char *name, uint16_t id)
+{
+	struct dyn_set *v = realloc(s->sets, (s->n + 1) * sizeof(*v)), *set;
+
+	if (!v)
+		return NULL;
+	s->sets = v;
+	set = &s->sets[s->n];
+	memset(set, 0, sizeof(*set));
+	if (!(set->name = strdup(name)))
+		return NULL;
+	set->id = id;
+	s->n++;
+	return set;
+}
+
+static uint16_t free_id(const struct dynsets *s)
+{
+	for (uint16_t id = 1; id < NFB_MAX_DYNSETS; id++) {
+		bool used = false;
+
+		for (uint32_t i = 0; i < s->n && !used; i++)
+			used = s->sets[i].id == id;
+		if (!used)
+			return id;
+	}
+	return 0;
+}
+
+int dynsets_sync_policy(struct dynsets *s, const struct policy *p)
+{
+	for (uint32_t i = 0; i < s->n; i++)
+		s->sets[i].in_policy = false;
+	for (uint32_t i = 0; i < p->nsets; i++) {
+		struct dyn_set *set;
+		uint16_t id;
+
+		if (!p->sets[i].dynamic)
+			continue;
+		if (!(set = dynsets_find(s, p->sets[i].name))) {
+			if (!(id = free_id(s)))
+				return -ENOSPC;
+			if (!(set = set_new(s, p->sets[i].name, id)))
+				return -ENOMEM;
+		}
+		set->in_policy = true;
+	}
+	return 0;
+}
+
+static void recount(struct dynsets *s)
+{
+	s->total[0] = s->total[1] = 0;
+	s->next_expiry = 0;
+	for (uint32_t i = 0; i < s->n; i++) {
+		for (int f = 0; f < 2; f++) {
+			s->total[f] += s->sets[i].n[f];
+			for (uint32_t j = 0; j < s->sets[i].n[f]; j++) {
+				int64_t x = s->sets[i].v[f][j].expires;
+
+				if (x && (!s->next_expiry || x < s->next_expiry))
+					s->next_expiry = x;
+			}
+		}
+	}
+}
+
+void dynsets_drop_gone(struct dynsets *s)
+{
+	uint32_t kept = 0;
+
+	for (uint32_t i = 0; i < s->n; i++) {
+		if (s->sets[i].in_policy)
+			s->sets[kept++] = s->sets[i];
+		else
+			set_free(&s->sets[i]);
+	}
+	s->n = kept;
+	recount(s);
+}
+
+/* ---- addresses as big-endian numbers ------------------------------------ */
+
+static void last_addr(int fam, const uint8_t *first, uint8_t plen, uint8_t *out)
+{
+	memcpy(out, first, 16);
+	for (uint32_t b = plen; b < alen[fam] * 8; b++)
+		out[b / 8] |= (uint8_t)(0x80 >> (b % 8));
+}
+
+static int addr_cmp(int fam, const uint8_t *a, const uint8_t *b)
+{
+	return memcmp(a, b, alen[fam]);
+}
+
+/* Index of the first entry whose address is > addr (upper bound). */
+static uint32_t upper(const struct dyn_set *set, int fam, const uint8_t *addr)
+{
+	uint32_t lo = 0, hi = set->n[fam];
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (addr_cmp(fam, set->v[fam][mid].addr, addr) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void dyn_entry_format(int fam, const struct dyn_entry *e, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	inet_ntop(fam ? AF_INET6 : AF_INET, e->addr, a, sizeof(a));
+	if (e->plen == alen[fam] * 8)
+		snprintf(buf, len, "%s", a);
+	else
+		snprintf(buf, len, "%s/%u", a, e->plen);
+}
+
+static int fam_of(const struct prefix *p)
+{
+	return p->family == POLICY_FAM_IPV6;
+}
+
+/* An entry of the set that overlaps [first, last], or NULL; *exact if it
+ * is the same prefix. */
+static const struct dyn_entry *overlap(const struct dyn_set *set, int fam, const uint8_t *first, const uint8_t *last,
+				       uint8_t plen, bool *exact)
+{
+	uint32_t i = upper(set, fam, first);
+	uint8_t end[16];
+
+	*exact = false;
+	if (i > 0) { /* the entry starting at or below first: covers it? */
+		const struct dyn_entry *e = &set->v[fam][i - 1];
+
+		last_addr(fam, e->addr, e->plen, end);
+		if (addr_cmp(fam, end, first) >= 0) {
+			*exact = !addr_cmp(fam, e->addr, first) && e->plen == plen;
+			return e;
+		}
+	}
+	if (i < set->n[fam] && addr_cmp(fam, set->v[fam][i].addr, last) <= 0)
+		return &set->v[fam][i]; /* starts inside */
+	return NULL;
+}
+
+struct pending {
+	struct dyn_entry e;
+	struct dyn_change *c;
+	const struct dyn_entry *renew; /* the entry it renews, or NULL: new */
+};
+
+static int pending_cmp(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+	int c = memcmp(x->e.addr, y->e.addr, 16);
+
+	return c ? c : (int)x->e.plen - (int)y->e.plen;
+}
+
+static int grow(struct dyn_set *set, int fam, uint32_t need)
+{
+	struct dyn_entry *v;
+	uint32_t cap = set->cap[fam] ? set->cap[fam] : 64;
+
+	if (need <= set->cap[fam])
+		return 0;
+	while (cap < need)
+		cap *= 2;
+	if (!(v = realloc(set->v[fam], (size_t)cap * sizeof(*v))))
+		return -ENOMEM;
+	set->v[fam] = v;
+	set->cap[fam] = cap;
+	return 0;
+}
+
+__attribute__((format(printf, 3, 4))) static void refuse(struct diags *d, unsigned *nref, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+
+	if (++*nref > MAX_REASONS)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	diag_fail(d, -EINVAL, "%s", buf);
+}
+
+int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uint32_t n, struct diags *d,
+	       uint32_t *added, uint32_t *renewed)
+{
+	struct pending *pv[2] = { NULL, NULL };
+	uint32_t pn[2] = { 0, 0 }, fresh[2] = { 0, 0 }, nren = 0;
+	unsigned nref = 0;
+	int r = 0;
+
+	for (int f = 0; f < 2; f++)
+		if (!(pv[f] = calloc(n ? n : 1, sizeof(*pv[f])))) {
+			r = -ENOMEM;
+			goto out;
+		}
+	for (uint32_t i = 0; i < n; i++) {
+		int f = fam_of(&c[i].pfx);
+		struct pending *p = &pv[f][pn[f]++];
+
+		memcpy(p->e.addr, c[i].pfx.addr, 16);
+		p->e.plen = c[i].pfx.plen;
+		p->e.expires = c[i].expires;
+		p->c = &c[i];
+		c[i].renew = false;
+	}
+	for (int f = 0; f < 2; f++) {
+		uint32_t kept = 0;
+
+		qsort(pv[f], pn[f], sizeof(pv[f][0]), pending_cmp);
+		for (uint32_t i = 0; i < pn[f]; i++) {
+			struct pending *p = &pv[f][i];
+			uint8_t last[16];
+			char a[64], b[64];
+			const struct dyn_entry *o;
+			bool exact;
+
+			if (kept) { /* against the change's own entries before it */
+				struct pending *q = &pv[f][kept - 1];
+
+				last_addr(f, q->e.addr, q->e.plen, last);
+				if (!pending_cmp(q, p)) {
+					q->e.expires = p->e.expires; /* the same twice: the last says */
+					continue;
+				}
+				if (addr_cmp(f, last, p->e.addr) >= 0) {
+					dyn_entry_format(f, &p->e, a, sizeof(a));
+					dyn_entry_format(f, &q->e, b, sizeof(b));
+					refuse(d, &nref, "%s:%u: %s overlaps %s, also added (set '%s' holds no overlapping entries)",
+					       p->c->src, p->c->line, a, b, set->name);
+					continue;
+				}
+			}
+			last_addr(f, p->e.addr, p->e.plen, last);
+			if ((o = overlap(set, f, p->e.addr, last, p->e.plen, &exact)) && !exact) {
+				dyn_entry_format(f, &p->e, a, sizeof(a));
+				dyn_entry_format(f, o, b, sizeof(b));
+				refuse(d, &nref, "%s:%u: %s overlaps %s, already in set '%s' (delete it first)", p->c->src,
+				       p->c->line, a, b, set->name);
+				continue;
+			}
+			p->renew = o;
+			pv[f][kept++] = *p;
+		}
+		pn[f] = kept;
+		for (uint32_t i = 0; i < pn[f]; i++)
+			fresh[f] += !pv[f][i].renew;
+		if (!nref && s->total[f] + fresh[f] > DYNSET_MAX_ENTRIES) {
+			diag_fail(d, -ENOSPC, "set '%s': %u more %s entries would pass the limit of %u for all dynamic sets together",
+				  set->name, fresh[f], f ? "IPv6" : "IPv4", DYNSET_MAX_ENTRIES);
+			r = -ENOSPC;
+			goto out;
+		}
+	}
+	if (nref) {
+		if (nref > MAX_REASONS)
+			diag_fail(d, -EINVAL, "... and %u more refused", nref - MAX_REASONS);
+		diag_fail(d, -EEXIST, "set '%s': nothing added", set->name);
+		r = -EEXIST;
+		goto out;
+	}
+	for (int f = 0; f < 2; f++) {
+		struct dyn_entry *old;
+		uint32_t i, j, k, nold = set->n[f];
+
+		for (i = 0; i < pn[f]; i++)
+			if (pv[f][i].renew) {
+				pv[f][i].c->renew = true;
+				((struct dyn_entry *)pv[f][i].renew)->expires = pv[f][i].e.expires;
+				nren++;
+			}
+		if (!fresh[f])
+			continue;
+		/* merge the fresh entries (sorted) into the sorted array */
+		if ((r = grow(set, f, nold + fresh[f])) < 0)
+			goto out;
+		old = set->v[f];
+		k = nold + fresh[f];
+		i = nold;
+		j = pn[f];
+		while (j > 0) {
+			if (pv[f][j - 1].renew) {
+				j--;
+				continue;
+			}
+			if (i > 0 && addr_cmp(f, old[i - 1].addr, pv[f][j - 1].e.addr) > 0)
+				old[--k] = old[--i];
+			else
+				old[--k] = pv[f][--j].e;
+		}
+		set->n[f] = nold + fresh[f];
+	}
+	if (added)
+		*added = fresh[0] + fresh[1];
+	if (renewed)
+		*renewed = nren;
+	for (int f = 0; f < 2; f++) {
+		s->total[f] += fresh[f];
+		for (uint32_t i = 0; i < pn[f]; i++) {
+			int64_t x = pv[f][i].e.expires;
+
+			if (x && (!s->next_expiry || x < s->next_expiry))
+				s->next_expiry = x; /* only ever early: expiry then counts again */
+		}
+	}
+out:
+	free(pv[0]);
+	free(pv[1]);
+	return r;
+}
+
+static int del_cmp(const void *a, const void *b)
+{
+	return (int)(*(const uint32_t *)a > *(const uint32_t *)b) - (int)(*(const uint32_t *)a < *(const uint32_t *)b);
+}
+
+int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *c, uint32_t n, struct diags *d)
+{
+	uint32_t *idx[2] = { calloc(n ? n : 1, sizeof(uint32_t)), calloc(n ? n : 1, sizeof(uint32_t)) }, ni[2] = { 0, 0 };
+	unsigned nref = 0;
+	int r = 0;
+
+	if (!idx[0] || !idx[1]) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		int f = fam_of(&c[i].pfx);
+		uint32_t at = upper(set, f, c[i].pfx.addr);
+		char a[64];
+
+		if (at > 0 && !addr_cmp(f, set->v[f][at - 1].addr, c[i].pfx.addr) &&
+		    set->v[f][at - 1].plen == c[i].pfx.plen) {
+			idx[f][ni[f]++] = at - 1;
+			continue;
+		}
+		policy_prefix_format(&c[i].pfx, a, sizeof(a));
+		refuse(d, &nref, "%s:%u: %s is not in set '%s'", c[i].src, c[i].line, a, set->name);
+	}
+	if (nref) {
+		if (nref > MAX_REASONS)
+			diag_fail(d, -EINVAL, "... and %u more not found", nref - MAX_REASONS);
+		diag_fail(d, -ENOENT, "set '%s': nothing deleted", set->name);
+		r = -ENOENT;
+		goto out;
+	}
+	for (int f = 0; f < 2; f++) {
+		uint32_t kept = 0, k = 0;
+
+		qsort(idx[f], ni[f], sizeof(uint32_t), del_cmp);
+		for (uint32_t i = 0; i < set->n[f]; i++) {
+			if (k < ni[f] && idx[f][k] == i) {
+				while (k < ni[f] && idx[f][k] == i)
+					k++; /* the same entry named twice */
+				continue;
+			}
+			set->v[f][kept++] = set->v[f][i];
+		}
+		s->total[f] -= set->n[f] - kept;
+		set->n[f] = kept;
+	}
+out:
+	free(idx[0]);
+	free(idx[1]);
+	return r;
+}
+
+void dynset_flush(struct dynsets *s, struct dyn_set *set)
+{
+	set->n[0] = set->n[1] = 0;
+	recount(s);
+}
+
+uint32_t dynsets_expire(struct dynsets *s, int64_t now,
+			void (*gone)(const struct dyn_set *set, int fam, const struct dyn_entry *e, void *arg),
+			void *arg)
+{
+	uint32_t went = 0;
+
+	if (!s->next_expiry || s->next_expiry > now)
+		return 0;
+	for (uint32_t i = 0; i < s->n; i++) {
+		struct dyn_set *set = &s->sets[i];
+
+		for (int f = 0; f < 2; f++) {
+			uint32_t kept = 0;
+
+			for (uint32_t j = 0; j < set->n[f]; j++) {
+				const struct dyn_entry *e = &set->v[f][j];
+
+				if (e->expires && e->expires <= now) {
+					if (gone)
+						gone(set, f, e, arg);
+					went++;
+					continue;
+				}
+				set->v[f][kept++] = *e;
+			}
+			set->n[f] = kept;
+		}
+	}
+	recount(s);
+	return went;
+}
+
+/* ---- saved form ----------------------------------------------------------
+ *   nfbox-dynsets 1
+ *   set NAME ID
+ *   NAME PREFIX EXPIRES      (ms since the epoch, 0: never)
+ */
+void dynsets_save(const struct dynsets *s, FILE *f)
+{
+	char a[64];
+
+	fputs("nfbox-dynsets 1\n", f);
+	for (uint32_t i = 0; i < s->n; i++)
+		fprintf(f, "set %s %u\n", s->sets[i].name, s->sets[i].id);
+	for (uint32_t i = 0; i < s->n; i++)
+		for (int fam = 0; fam < 2; fam++)
+			for (uint32_t j = 0; j < s->sets[i].n[fam]; j++) {
+				dyn_entry_format(fam, &s->sets[i].v[fam][j], a, sizeof(a));
+				fprintf(f, "%s %s %" PRId64 "\n", s->sets[i].name, a, s->sets[i].v[fam][j].expires);
+			}
+}
+
+/* The entries read for one set, added in one go. */
+static int flush_batch(struct dynsets *s, struct dyn_set *set, struct dyn_change **batch, uint32_t *nb,
+		       struct diags *d)
+{
+	int r = set && *nb ? dynset_add(s, set, *batch, *nb, d, NULL, NULL) : 0;
+
+	*nb = 0;
+	return r;
+}
+
+int dynsets_load(struct dynsets *s, FILE *f, int64_t now, unsigned *bad_line)
+{
+	char line[512], name[POLICY_MAX_NAME + 2], what[80];
+	struct dyn_change *batch = NULL;
+	struct dyn_set *cur = NULL;
+	uint32_t nb = 0, cap = 0;
+	unsigned lineno = 0;
+	struct diags tmp;
+	int r = 0;
+
+	dynsets_init(s);
+	diags_init(&tmp);
+	while (fgets(line, sizeof(line), f)) {
+		struct dyn_change c = { 0 };
+		struct dyn_set *set;
+		const char *why;
+		bool host_bits;
+		unsigned id;
+		long long exp;
+
+		lineno++;
+		if (lineno == 1) {
+			if (strcmp(line, "nfbox-dynsets 1\n"))
+				goto bad;
+			continue;
+		}
+		if (sscanf(line, "set %65s %u", name, &id) == 2) {
+			if (!parse_valid_name(name) || !id || id >= NFB_MAX_DYNSETS || dynsets_find(s, name))
+				goto bad;
+			for (uint32_t i = 0; i < s->n; i++)
+				if (s->sets[i].id == id)
+					goto bad;
+			if (flush_batch(s, cur, &batch, &nb, &tmp) < 0) /* before set_new moves the sets */
+				goto bad;
+			cur = NULL;
+			if (!set_new(s, name, (uint16_t)id)) {
+				r = -ENOMEM;
+				goto out;
+			}
+			continue;
+		}
+		if (sscanf(line, "%65s %79s %lld", name, what, &exp) != 3 || exp < 0 || !(set = dynsets_find(s, name)) ||
+		    parse_prefix(what, &c.pfx, &host_bits, &why) < 0 || host_bits)
+			goto bad;
+		if (exp && exp <= now)
+			continue;
+		c.expires = exp;
+		c.src = "saved";
+		c.line = lineno;
+		if (set != cur && (r = flush_batch(s, cur, &batch, &nb, &tmp)) < 0)
+			goto bad;
+		cur = set;
+		if (nb == cap) {
+			struct dyn_change *v = realloc(batch, (cap = cap ? 2 * cap : 1024) * sizeof(*v));
+
+			if (!v) {
+				r = -ENOMEM;
+				goto out;
+			}
+			batch = v;
+		}
+		batch[nb++] = c;
+	}
+	if ((r = flush_batch(s, cur, &batch, &nb, &tmp)) < 0)
+		goto bad;
+	goto out;
+bad:
+	*bad_line = lineno;
+	r = -EINVAL;
+out:
+	free(batch);
+	diags_free(&tmp);
+	if (r < 0)
+		dynsets_free(s);
+	return r;
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Engine: the dynamic sets' tries (bpf/nfbox.h, "Dynamic sets"). */
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/engine_int.h"
+
+union dyn_key {
+	struct nfb_dyn4_key k4;
+	struct nfb_dyn6_key k6;
+};
+
+static void make_key(union dyn_key *k, uint16_t set, int fam, const uint8_t *addr, uint8_t plen)
+{
+	memset(k, 0, sizeof(*k));
+	if (fam == 0) {
+		k->k4.prefixlen = 16u + plen;
+		k->k4.set[0] = (uint8_t)(set >> 8);
+		k->k4.set[1] = (uint8_t)set;
+		memcpy(k->k4.addr, addr, 4);
+	} else {
+		k->k6.prefixlen = 16u + plen;
+		k->k6.set[0] = (uint8_t)(set >> 8);
+		k->k6.set[1] = (uint8_t)set;
+		memcpy(k->k6.addr, addr, 16);
+	}
+}
+
+static int64_t ns_of(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int engine_dyn_put(struct engine *e, uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires)
+{
+	struct nfb_dyn_val v = { 0 };
+	union dyn_key k;
+
+	if (!e)
+		return -ENODEV;
+	if (expires) {
+		/* the classifier's clock is CLOCK_BOOTTIME (bpf_ktime_get_boot_ns) */
+		int64_t left = expires * 1000000 - ns_of(CLOCK_REALTIME);
+
+		v.expires_ns = (uint64_t)(ns_of(CLOCK_BOOTTIME) + (left > 0 ? left : 0));
+		if (!v.expires_ns)
+			v.expires_ns = 1;
+	}
+	make_key(&k, set, fam, addr, plen);
+	return bpf_map_update_elem(e->map_fd[fam ? EM_DYN6 : EM_DYN4], &k, &v, BPF_ANY) < 0 ? -errno : 0;
+}
+
+int engine_dyn_del(struct engine *e, uint16_t set, int fam, const uint8_t *addr, uint8_t plen)
+{
+	union dyn_key k;
+
+	if (!e)
+		return -ENODEV;
+	make_key(&k, set, fam, addr, plen);
+	return bpf_map_delete_elem(e->map_fd[fam ? EM_DYN6 : EM_DYN4], &k) < 0 ? -errno : 0;
+}
+
+int engine_dyn_prune(struct engine *e,
+		     bool (*keep)(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, void *arg), void *arg)
+{
+	int went = 0;
+
+	if (!e)
+		return -ENODEV;
+	for (int fam = 0; fam < 2; fam++) {
+		int fd = e->map_fd[fam ? EM_DYN6 : EM_DYN4];
+		union dyn_key k, *gone = NULL;
+		size_t n = 0, cap = 0;
+		bool first = true;
+
+		/* Collect first, then delete: the walk is not disturbed. */
+		while (bpf_map_get_next_key(fd, first ? NULL : &k, &k) == 0) {
+			const uint8_t *kb = fam ? k.k6.set : k.k4.set;
+			uint16_t set = (uint16_t)(kb[0] << 8 | kb[1]);
+			const uint8_t *addr = fam ? k.k6.addr : k.k4.addr;
+			uint8_t plen = (uint8_t)((fam ? k.k6.prefixlen : k.k4.prefixlen) - 16);
+
+			first = false;
+			if (keep(set, fam, addr, plen, arg))
+				continue;
+			if (n == cap) {
+				union dyn_key *v = realloc(gone, (cap = cap ? 2 * cap : 256) * sizeof(*v));
+
+				if (!v) {
+					free(gone);
+					return -ENOMEM;
+				}
+				gone = v;
+			}
+			gone[n++] = k;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (bpf_map_delete_elem(fd, &gone[i]) == 0)
+				went++;
+		free(gone);
+	}
+	return went;
+}

@@ -1,0 +1,203 @@
+#!/bin/bash
+# Dynamic sets (`dynamic: true`, `nfbox set`) under real traffic through the
+# appliance: a deny-list (`default: accept` plus a drop from a dynamic set)
+# and an allow-list (a negated dynamic set), IPv4 and IPv6. An added prefix
+# is blocked within 100 ms with no new generation; a deleted one passes
+# again; entries with a timeout go by themselves; entries survive a reload
+# of a policy that keeps the set, a restart and (SIGKILL) an adoption, and
+# go with a policy that drops the set. Mistakes are refused with the place
+# (line) and nothing changes. Runs with either backend (NFBOX_BACKEND).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/netns.sh
+NET=$PWD/tests/lib/net.py
+C4B=198.51.100.3 C6B=2001:db8:1::3
+
+ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
+ip -n "$NS_C" addr add $C4B/24 dev c0
+ip -n "$NS_C" addr add $C6B/64 dev c0 nodad
+cat >"$NS_TMP/policy.yaml" <<YAML
+version: 1
+interfaces:
+  lan: [lan0]
+sets:
+  blocked: { dynamic: true }
+  vip: { dynamic: true }
+  fixed: [192.0.2.99]
+hooks:
+  forward: { default: accept }
+rules:
+  - name: drop-blocked
+    from: blocked
+    action: drop
+  - name: only-vip
+    to: "!vip"
+    service: udp/7100
+    action: drop
+  - name: never
+    service: udp/9
+    action: drop
+YAML
+sed '/blocked: { dynamic: true }/d; s/from: blocked/from: fixed/' "$NS_TMP/policy.yaml" >"$NS_TMP/noset.yaml"
+nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+
+# probe_from SRC DST PORT: the same from a chosen source address (udp-blast
+# of one datagram, counted at the server)
+probe_from() {
+	in_s timeout 5 "$NET" udp-count 1.5 "$3" >"$NS_TMP/count" 2>&1 &
+	local w=$!
+	wait_listen in_s "$3"
+	in_c "$NET" udp-blast "$2" "$3" 1 "$1" >/dev/null 2>&1
+	wait $w 2>/dev/null
+	awk '/^got/ {print ($3 > 0) ? "pass" : "drop"}' "$NS_TMP/count"
+}
+generation() {
+	nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("generation", 0))'
+}
+set_count() {
+	nfbox_ctl set list "$1" --json 2>/dev/null | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["entries"])' 2>/dev/null || echo -1
+}
+
+t_check empty-set-passes-v4 [ "$(probe_from $C4 $S4 7000)" = pass ]
+t_check empty-set-passes-v6 [ "$(probe_from $C6 $S6 7000)" = pass ]
+t_check empty-vip-drops [ "$(probe_from $C4 $S4 7100)" = drop ]
+
+# ---- an add is enforced within 100 ms, without a new generation ----
+gen0=$(generation)
+in_s timeout 10 "$NET" udp-last 3 7001 >"$NS_TMP/last" 2>&1 &
+wl=$!
+wait_listen in_s 7001
+in_c timeout 10 "$NET" udp-ticks $S4 2 7001 >/dev/null 2>&1 &
+wt=$!
+sleep 0.7
+t0=$(date +%s.%N)
+nfbox_ctl set add blocked $C4 >"$NS_TMP/add.out" 2>&1
+rc=$?
+t1=$(date +%s.%N)
+wait $wt
+wait $wl # udp-last ends by itself
+t_check add-ok [ $rc -eq 0 ]
+t_check add-says grep -q 'set blocked: 1 added, 0 renewed (no timeout); 1 entries' "$NS_TMP/add.out"
+last=$(awk '/^last/ {print $3}' "$NS_TMP/last")
+lag=$(/usr/bin/python3 -c "print(round(($last - $t0) * 1000, 1))")
+echo "# set add: command $(/usr/bin/python3 -c "print(round(($t1 - $t0) * 1000, 1))") ms; last datagram through sent ${lag} ms after the command started"
+t_check blocked-within-100ms /usr/bin/python3 -c "import sys; sys.exit(0 if 0 < $last and $last - $t0 < 0.1 else 1)"
+t_check no-new-generation [ "$(generation)" = "$gen0" ]
+t_check added-blocked [ "$(probe_from $C4 $S4 7000)" = drop ]
+t_check other-source-passes [ "$(probe_from $C4B $S4 7000)" = pass ]
+t_check v6-not-blocked [ "$(probe_from $C6 $S6 7000)" = pass ]
+nfbox_ctl set add blocked $C6/128 >/dev/null 2>&1
+t_check v6-added-blocked [ "$(probe_from $C6 $S6 7000)" = drop ]
+t_check v6-other-passes [ "$(probe_from $C6B $S6 7000)" = pass ]
+nfbox_ctl set add vip $S4 "2001:db8:2::/64" >/dev/null 2>&1
+t_check vip-allows [ "$(probe_from $C4B $S4 7100)" = pass ]
+t_check vip-allows-v6 [ "$(probe_from $C6B $S6 7100)" = pass ]
+t_check list-text grep -qx "$C4" <(nfbox_ctl set list blocked)
+t_check list-all grep -q '^blocked	2 entries' <(nfbox_ctl set list)
+
+# ---- mistakes: refused, named, nothing changed ----
+out=$(nfbox_ctl set add blocked 198.51.100.0/24 2>&1); rc=$?
+t_check overlap-refused [ $rc -ne 0 ]
+t_check overlap-named grep -q "198.51.100.0/24 overlaps $C4, already in set 'blocked'" <<<"$out"
+printf '192.0.2.1\n# a comment\n\n192.0.2.300\n' >"$NS_TMP/bad.txt"
+out=$(nfbox_ctl set add blocked --file "$NS_TMP/bad.txt" 2>&1); rc=$?
+t_check bad-line-refused [ $rc -ne 0 ]
+t_check bad-line-located grep -q "$NS_TMP/bad.txt:4: '192.0.2.300'" <<<"$out"
+t_check bad-file-adds-nothing [ "$(set_count blocked)" = 2 ]
+out=$(nfbox_ctl set add blocked 192.0.2.5/24 2>&1)
+t_check host-bits-refused grep -q "host bits set: write the network, 192.0.2.0/24" <<<"$out"
+out=$(nfbox_ctl set add fixed 192.0.2.7 2>&1)
+t_check static-set-refused grep -q "set 'fixed' is not dynamic" <<<"$out"
+out=$(nfbox_ctl set add nosuch 192.0.2.7 2>&1)
+t_check unknown-set-refused grep -q "the policy in force has no set 'nosuch'" <<<"$out"
+out=$(nfbox_ctl set del blocked 192.0.2.77 2>&1); rc=$?
+t_check del-missing-refused [ $rc -ne 0 ] && grep -q "192.0.2.77 is not in set 'blocked'" <<<"$out"
+out=$(nfbox_ctl set add blocked --timeout 0s 192.0.2.7 2>&1); rc=$?
+t_check bad-timeout-usage [ $rc -eq 2 ]
+t_check still-two [ "$(set_count blocked)" = 2 ]
+
+# ---- delete, timeout ----
+nfbox_ctl set del blocked $C4 >/dev/null 2>&1
+t_check deleted-passes [ "$(probe_from $C4 $S4 7000)" = pass ]
+nfbox_ctl set add blocked --timeout 2s $C4B >/dev/null 2>&1
+t_check timeout-blocked [ "$(probe_from $C4B $S4 7000)" = drop ]
+t_check timeout-listed grep -q "^$C4B	expires in [12]s" <(nfbox_ctl set list blocked)
+sleep 2.5
+t_check timeout-expired-passes [ "$(probe_from $C4B $S4 7000)" = pass ]
+t_check timeout-gone-from-list [ "$(set_count blocked)" = 1 ]
+# renewing keeps one entry and takes the new timeout
+nfbox_ctl set add blocked --timeout 1h $C4B >/dev/null 2>&1
+nfbox_ctl set add blocked $C4B >"$NS_TMP/renew.out" 2>&1
+t_check renew-counted grep -q '0 added, 1 renewed' "$NS_TMP/renew.out"
+t_check renew-permanent grep -qx "$C4B" <(nfbox_ctl set list blocked)
+
+# ---- survives a reload that keeps the set; goes with one that drops it ----
+nfbox_ctl reload >/dev/null 2>&1
+t_check reload-keeps [ "$(set_count blocked)" = 2 ]
+t_check reload-still-blocked [ "$(probe_from $C4B $S4 7000)" = drop ]
+nfbox_ctl reload --policy "$NS_TMP/noset.yaml" >/dev/null 2>&1
+t_check dropped-set-gone grep -q "no set 'blocked'" <(nfbox_ctl set list blocked 2>&1)
+t_check dropped-set-passes [ "$(probe_from $C4B $S4 7000)" = pass ]
+nfbox_ctl reload --policy "$NS_TMP/policy.yaml" >/dev/null 2>&1
+t_check readded-set-empty [ "$(set_count blocked)" = 0 ]
+t_check vip-kept [ "$(set_count vip)" = 2 ]
+
+# ---- bulk: 100,000 prefixes from standard input ----
+/usr/bin/python3 -c '
+for i in range(100000):
+    print("2001:db8:%x:%x::/64" % (0x100 + i // 65536, i % 65536))' >"$NS_TMP/bulk.txt"
+echo "$C4B" >>"$NS_TMP/bulk.txt"
+s0=$(date +%s.%N)
+nfbox_ctl set add blocked --file - <"$NS_TMP/bulk.txt" >"$NS_TMP/bulk.out" 2>&1
+rc=$?
+s1=$(date +%s.%N)
+echo "# set add of 100,001 prefixes from stdin: $(/usr/bin/python3 -c "print(round($s1 - $s0, 3))") s"
+t_check bulk-ok [ $rc -eq 0 ]
+t_check bulk-count [ "$(set_count blocked)" = 100001 ]
+t_check bulk-enforced [ "$(probe_from $C4B $S4 7000)" = drop ]
+
+# ---- a restart, then a SIGKILL and an adoption, keep the entries ----
+nfbox_stop
+nfbox_start "$NS_TMP/policy.yaml" || t_fail restart "$(cat "$NS_TMP/nfbox.err")"
+t_check restart-keeps [ "$(set_count blocked)" = 100001 ]
+t_check restart-blocked [ "$(probe_from $C4B $S4 7000)" = drop ]
+t_check restart-vip [ "$(probe_from $C4 $S4 7100)" = pass ]
+nfbox_ctl set add blocked $C4 >/dev/null 2>&1
+kill -9 "$NFBOX_PID"
+wait "$NFBOX_PID" 2>/dev/null
+NFBOX_PID=
+t_check killed-still-blocked [ "$(probe_from $C4 $S4 7000)" = drop ]
+nfbox_start "$NS_TMP/policy.yaml" || t_fail adopt "$(cat "$NS_TMP/nfbox.err")"
+if bpf_backend; then
+	t_check adopted grep -q 'adopted the enforcing state' "$NS_TMP/nfbox.err"
+fi
+t_check adopt-keeps [ "$(set_count blocked)" = 100002 ]
+t_check adopt-blocked [ "$(probe_from $C4 $S4 7000)" = drop ]
+nfbox_ctl set del blocked $C4 >/dev/null 2>&1
+t_check adopt-del-passes [ "$(probe_from $C4 $S4 7000)" = pass ]
+nfbox_ctl set flush blocked >/dev/null 2>&1
+t_check flush-empties [ "$(set_count blocked)" = 0 ]
+t_check flush-passes [ "$(probe_from $C4B $S4 7000)" = pass ]
+
+# ---- each rule's last hit (BPF backend) ----
+last_hit() {
+	nfbox_ctl stats --json | /usr/bin/python3 -c '
+import json, sys
+for r in json.load(sys.stdin)["rules"]:
+    if r["rule"] == sys.argv[1]:
+        print(r.get("last_hit", "absent")); break' "$1"
+}
+if bpf_backend; then
+	lh=$(last_hit drop-blocked)
+	t_check last-hit-recent /usr/bin/python3 -c "import sys, time; sys.exit(0 if 0 < time.time() - float('$lh') < 120 else 1)"
+	t_check last-hit-never [ "$(last_hit never)" = None ]
+	t_check last-hit-text grep -Eq '^forward +never .* never$' <(nfbox_ctl stats)
+	t_check last-hit-metric grep -q '^nfbox_rule_last_hit_timestamp_seconds{hook="forward",rule="drop-blocked"} [1-9]' <(nfbox_ctl metrics)
+else
+	t_check no-last-hit-nftables [ "$(last_hit drop-blocked)" = absent ]
+fi
+
+# ---- metrics carry each set's size ----
+t_check metrics-size grep -q '^nfbox_dynamic_set_entries{set="vip"} 2$' <(nfbox_ctl metrics)
+t_done

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The dynamic sets' store (appliance/dynset/dynset.c): entries stay sorted
+ * and apart, an overlapping add is refused whole and named, a repeated add
+ * renews, deletes are exact, expiry removes what is due, ids follow set
+ * names across policies, and the saved form loads back. The array is
+ * checked against a brute-force model on random changes.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dynset/dynset.h"
+#include "policy/syntax/parse.h"
+#include "tests/lib/check.h"
+
+static struct dyn_change ch(const char *text, int64_t expires)
+{
+	struct dyn_change c = { .expires = expires, .src = "t", .line = 1 };
+	const char *why;
+	bool host;
+
+	if (parse_prefix(text, &c.pfx, &host, &why) < 0 || host)
+		check_fail_at(__FILE__, __LINE__, "bad test prefix %s", text);
+	return c;
+}
+
+static int add(struct dynsets *s, struct dyn_set *set, const char *const *texts, size_t n, int64_t exp,
+	       struct diags *d)
+{
+	struct dyn_change c[16];
+
+	for (size_t i = 0; i < n; i++)
+		c[i] = ch(texts[i], exp);
+	return dynset_add(s, set, c, (uint32_t)n, d, NULL, NULL);
+}
+
+static struct policy *policy_with(const char *const *names, size_t n)
+{
+	struct policy *p = calloc(1, sizeof(*p));
+
+	p->sets = calloc(n, sizeof(*p->sets));
+	p->nsets = (uint32_t)n;
+	for (size_t i = 0; i < n; i++) {
+		p->sets[i].name = (char *)names[i];
+		p->sets[i].dynamic = true;
+	}
+	return p;
+}
+
+static void free_policy(struct policy *p)
+{
+	free(p->sets);
+	free(p);
+}
+
+static bool sorted_apart(const struct dyn_set *set)
+{
+	for (int f = 0; f < 2; f++)
+		for (uint32_t i = 1; i < set->n[f]; i++)
+			if (memcmp(set->v[f][i - 1].addr, set->v[f][i].addr, f ? 16 : 4) >= 0)
+				return false;
+	return true;
+}
+
+static void test_overlap_and_renew(void)
+{
+	static const char *const names[] = { "b" };
+	struct policy *p = policy_with(names, 1);
+	struct dynsets s;
+	struct dyn_set *b;
+	struct diags d;
+	uint32_t added = 9, renewed = 9;
+	struct dyn_change c;
+
+	check_begin("dynset-overlap-refused-whole-renew-counted");
+	dynsets_init(&s);
+	CHECK(dynsets_sync_policy(&s, p) == 0);
+	b = dynsets_find(&s, "b");
+	CHECK(b && b->id == 1);
+	diags_init(&d);
+	CHECK(add(&s, b, (const char *const[]){ "192.0.2.0/25", "2001:db8::/48", "198.51.100.7" }, 3, 0, &d) == 0);
+	CHECK(b->n[0] == 2 && b->n[1] == 1 && s.total[0] == 2 && s.total[1] == 1 && sorted_apart(b));
+	/* inside an entry, around one, and within the change itself: all refused, nothing added */
+	CHECK(add(&s, b, (const char *const[]){ "203.0.113.1", "192.0.2.64/26" }, 2, 0, &d) == -EEXIST);
+	CHECK(add(&s, b, (const char *const[]){ "192.0.2.0/24" }, 1, 0, &d) == -EEXIST);
+	CHECK(add(&s, b, (const char *const[]){ "203.0.113.0/24", "203.0.113.9" }, 2, 0, &d) == -EEXIST);
+	CHECK(b->n[0] == 2 && b->n[1] == 1);
+	CHECK(d.n >= 3 && strstr(d.v[0].msg, "192.0.2.64/26 overlaps 192.0.2.0/25, already in set 'b'"));
+	diags_free(&d);
+	/* adjacent is not overlapping; the same again renews */
+	diags_init(&d);
+	c = ch("192.0.2.128/25", 0);
+	CHECK(dynset_add(&s, b, &c, 1, &d, &added, &renewed) == 0 && added == 1 && renewed == 0);
+	c = ch("192.0.2.128/25", 5000);
+	CHECK(dynset_add(&s, b, &c, 1, &d, &added, &renewed) == 0 && added == 0 && renewed == 1 && c.renew);
+	CHECK(b->n[0] == 3 && b->v[0][1].expires == 5000 && s.next_expiry == 5000 && sorted_apart(b));
+	/* expiry */
+	CHECK(dynsets_expire(&s, 4999, NULL, NULL) == 0);
+	CHECK(dynsets_expire(&s, 5000, NULL, NULL) == 1 && b->n[0] == 2 && s.total[0] == 2 && !s.next_expiry);
+	/* delete: exact only, all or nothing */
+	CHECK(add(&s, b, (const char *const[]){ "10.0.0.0/8" }, 1, 0, &d) == 0);
+	{
+		struct dyn_change del[2] = { ch("10.0.0.0/8", 0), ch("192.0.2.0/26", 0) };
+
+		CHECK(dynset_del(&s, b, del, 2, &d) == -ENOENT && b->n[0] == 3);
+		del[1] = ch("198.51.100.7", 0);
+		CHECK(dynset_del(&s, b, del, 2, &d) == 0 && b->n[0] == 1 && s.total[0] == 1);
+	}
+	diags_free(&d);
+	dynsets_free(&s);
+	free_policy(p);
+	check_end();
+}
+
+static void test_ids_follow_names(void)
+{
+	static const char *const one[] = { "a", "b" }, *const two[] = { "b", "c" };
+	struct policy *p1 = policy_with(one, 2), *p2 = policy_with(two, 2);
+	struct dynsets s;
+	struct diags d;
+
+	check_begin("dynset-ids-follow-names");
+	dynsets_init(&s);
+	diags_init(&d);
+	CHECK(dynsets_sync_policy(&s, p1) == 0);
+	CHECK(add(&s, dynsets_find(&s, "b"), (const char *const[]){ "192.0.2.1" }, 1, 0, &d) == 0);
+	CHECK(dynsets_sync_policy(&s, p2) == 0);
+	CHECK(dynsets_find(&s, "b")->id == 2 && dynsets_find(&s, "c")->id == 3 && !dynsets_find(&s, "a")->in_policy);
+	dynsets_drop_gone(&s);
+	CHECK(!dynsets_find(&s, "a") && dynsets_find(&s, "b")->n[0] == 1);
+	CHECK(dynsets_sync_policy(&s, p1) == 0 && dynsets_find(&s, "a")->id == 1); /* the free id again */
+	diags_free(&d);
+	dynsets_free(&s);
+	free_policy(p1);
+	free_policy(p2);
+	check_end();
+}
+
+static void test_save_load(void)
+{
+	static const char *const names[] = { "x", "y" };
+	struct policy *p = policy_with(names, 2);
+	struct dynsets s, t;
+	char *buf = NULL;
+	size_t len = 0;
+	unsigned bad = 0;
+	struct diags d;
+	FILE *f;
+
+	check_begin("dynset-save-load");
+	dynsets_init(&s);
+	diags_init(&d);
+	CHECK(dynsets_sync_policy(&s, p) == 0);
+	CHECK(add(&s, dynsets_find(&s, "x"), (const char *const[]){ "192.0.2.1", "2001:db8::/32" }, 2, 0, &d) == 0);
+	CHECK(add(&s, dynsets_find(&s, "y"), (const char *const[]){ "198.51.100.0/24" }, 1, 100, &d) == 0);
+	CHECK(add(&s, dynsets_find(&s, "y"), (const char *const[]){ "203.0.113.0/24" }, 1, 10000, &d) == 0);
+	f = open_memstream(&buf, &len);
+	dynsets_save(&s, f);
+	fclose(f);
+	f = fmemopen(buf, len, "r");
+	CHECK(dynsets_load(&t, f, 200, &bad) == 0); /* the one that expired at 100 is not read */
+	fclose(f);
+	CHECK(t.n == 2 && dynsets_find(&t, "x")->n[0] == 1 && dynsets_find(&t, "x")->n[1] == 1);
+	CHECK(dynsets_find(&t, "y")->n[0] == 1 && dynsets_find(&t, "y")->v[0][0].expires == 10000);
+	CHECK(dynsets_find(&t, "y")->id == dynsets_find(&s, "y")->id);
+	dynsets_free(&t);
+	/* a damaged file: refused, with the line */
+	f = fmemopen((char *)"nfbox-dynsets 1\nset x 1\nx 192.0.2.5/24 0\n", 39, "r");
+	CHECK(dynsets_load(&t, f, 0, &bad) == -EINVAL && bad == 3 && t.n == 0);
+	fclose(f);
+	f = fmemopen((char *)"nfbox-dynsets 1\nset x 1\nset y 1\n", 32, "r");
+	CHECK(dynsets_load(&t, f, 0, &bad) == -EINVAL && bad == 3);
+	fclose(f);
+	free(buf);
+	diags_free(&d);
+	dynsets_free(&s);
+	free_policy(p);
+	check_end();
+}
+
+/* Random adds and deletes of small IPv4 prefixes against a bitmap model of
+ * 192.0.2.0/24: the store accepts an add exactly when no address of it is
+ * taken by another entry, and stays sorted. */
+static void test_model(void)
+{
+	static const char *const names[] = { "m" };
+	struct policy *p = policy_with(names, 1);
+	struct dynsets s;
+	struct dyn_set *m;
+	uint8_t owner[256]; /* plen + 1 of the entry holding the address, 0 free; start in start[] */
+	uint8_t start[256];
+	struct diags d;
+	unsigned seed = 7;
+
+	check_begin("dynset-model");
+	memset(owner, 0, sizeof(owner));
+	dynsets_init(&s);
+	dynsets_sync_policy(&s, p);
+	m = dynsets_find(&s, "m");
+	for (int i = 0; i < 20000; i++) {
+		uint8_t plen = (uint8_t)(26 + rand_r(&seed) % 7), base;
+		unsigned size = 1u << (32 - plen);
+		char text[32];
+		bool free_all = true, exact;
+		struct dyn_change c;
+		int r;
+
+		base = (uint8_t)((rand_r(&seed) % 256) & ~(size - 1));
+		snprintf(text, sizeof(text), "192.0.2.%u/%u", base, plen);
+		c = ch(text, 0);
+		exact = owner[base] == plen + 1 && start[base] == base;
+		for (unsigned a = base; a < base + size; a++)
+			free_all &= !owner[a];
+		diags_init(&d);
+		if (rand_r(&seed) % 3 == 0) {
+			r = dynset_del(&s, m, &c, 1, &d);
+			CHECK((r == 0) == exact);
+			if (r == 0)
+				memset(owner + base, 0, size);
+		} else {
+			r = dynset_add(&s, m, &c, 1, &d, NULL, NULL);
+			CHECK((r == 0) == (free_all || exact));
+			if (r == 0 && free_all) {
+				memset(owner + base, plen + 1, size);
+				memset(start + base, base, size);
+			}
+		}
+		diags_free(&d);
+		if (!sorted_apart(m))
+			check_fail_at(__FILE__, __LINE__, "not sorted after step %d", i);
+	}
+	{
+		unsigned held = 0, n = 0;
+
+		for (unsigned a = 0; a < 256; a++)
+			held += owner[a] != 0;
+		for (uint32_t i = 0; i < m->n[0]; i++)
+			n += 1u << (32 - m->v[0][i].plen);
+		CHECK(held == n && s.total[0] == m->n[0]);
+	}
+	dynsets_free(&s);
+	free_policy(p);
+	check_end();
+}
+
+int main(void)
+{
+	test_overlap_and_renew();
+	test_ids_follow_names();
+	test_save_load();
+	test_model();
+	CHECK_EXIT();
+}
