@@ -34,7 +34,7 @@ Q := @
 msg = @printf '  %-8s %s\n' $(1) $(2);
 endif
 
-PKGS := libbpf libxdp libnftnl libmnl yaml-0.1 libcrypto
+PKGS := libbpf libxdp libnftnl libmnl yaml-0.1 libcrypto libmicrohttpd
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
@@ -194,6 +194,8 @@ install: $(B)/nfbox
 	sed 's|/usr/sbin/nfbox|$(SBINDIR)/nfbox|g' packaging/systemd/nfbox-stop >$(DESTDIR)$(LIBEXECDIR)/nfbox-stop
 	chmod 0755 $(DESTDIR)$(LIBEXECDIR)/nfbox-stop
 	install -D -m 0644 config/host/policy.yaml $(DESTDIR)/etc/nfbox/policy.yaml
+	install -D -m 0644 packaging/systemd/nfbox.default $(DESTDIR)/etc/default/nfbox
+	install -D -m 0644 packaging/logrotate/nfbox $(DESTDIR)/etc/logrotate.d/nfbox
 	install -D -m 0644 packaging/completion/nfbox $(DESTDIR)$(COMPLETIONDIR)/nfbox
 	install -D -m 0644 config/schema/policy.schema.json $(DESTDIR)$(PREFIX)/share/nfbox/policy.schema.json
 	if [ -n "$(UNITDIR)" ]; then \

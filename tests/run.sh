@@ -91,7 +91,7 @@ done
 # Real traffic in network namespaces (root). The engine suites run once
 # per backend: the same cases against the BPF classifier and against the
 # nftables backend (NFBOX_BACKEND, tests/lib/netns.sh).
-BOTH_BACKENDS=" test_confirm test_dynset test_enforce test_frag test_l4key test_limit test_reload test_nat test_reject test_service test_udplite "
+BOTH_BACKENDS=" test_confirm test_dynset test_events test_metrics test_enforce test_frag test_l4key test_limit test_reload test_nat test_reject test_service test_udplite "
 for t in tests/netns/test_*.sh; do
 	[ -x "$t" ] || continue
 	n=$(basename "$t" .sh)

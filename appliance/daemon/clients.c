@@ -227,6 +227,21 @@ static void answer_stop(struct daemon *dm, struct client *c, const struct ctl_re
 	dm->keep = keep;
 }
 
+int daemon_metrics(struct daemon *dm, FILE *f)
+{
+	struct status_report st;
+	struct stats_report sr;
+	int r;
+
+	if ((r = report_status(dm, &st)) == 0) {
+		if ((r = report_stats(dm, &sr, false)) == 0)
+			format_metrics(&st, &sr, f);
+		report_stats_free(&sr);
+	}
+	report_status_free(&st);
+	return r;
+}
+
 static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE *f)
 {
 	struct status_report st;
@@ -234,15 +249,8 @@ static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE 
 	int r;
 
 	if (req->verb == CTL_METRICS) {
-		if ((r = report_status(dm, &st)) == 0) {
-			if ((r = report_stats(dm, &sr, false)) == 0) {
-				fputs(CTL_REPLY_OK, f);
-				format_metrics(&st, &sr, f);
-			}
-			report_stats_free(&sr);
-		}
-		report_status_free(&st);
-		return r;
+		fputs(CTL_REPLY_OK, f);
+		return daemon_metrics(dm, f);
 	}
 	if (req->verb == CTL_STATUS) {
 		if ((r = report_status(dm, &st)) == 0) {

@@ -122,6 +122,7 @@ static void loop(struct daemon *dm)
 		daemon_captures_tick(dm);
 		confirm_tick(dm);
 		dyn_tick(dm);
+		httpd_tick(dm);
 	}
 }
 
@@ -243,8 +244,11 @@ static int start(struct daemon *dm, struct diags *d)
 		log_warn("the BPF engine is not available, only 'backend: nftables' can be enforced: %s", why ? why : "");
 	}
 	diags_free(&ed);
-	if ((r = links_open(dm, d)) < 0)
+	if ((r = links_open(dm, d)) < 0 || (r = httpd_open(dm, d)) < 0)
 		return r;
+	dm->journal_events = log_to_journal() && !dm->opts->no_journal_events;
+	if (dm->journal_events)
+		log_info("verdict events go to the journal too (journalctl NFBOX_EVENT=verdict; --no-journal-events: not)");
 	engine_get_info(dm->e, &info);
 	if (info.adopted)
 		state_load_slots(dm);
@@ -319,6 +323,7 @@ static void daemon_free(struct daemon *dm)
 	rejects_close(dm);
 	nflog_events_close(dm);
 	links_close(dm);
+	httpd_close(dm);
 	if (dm->signals.fd >= 0)
 		close(dm->signals.fd);
 	if (dm->epfd >= 0)

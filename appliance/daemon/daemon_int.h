@@ -110,6 +110,9 @@ struct daemon {
 	unsigned long long events_seen;
 	struct dynsets dyn;   /* the dynamic sets' entries (dynsets.c) */
 	bool dyn_bpf_synced;  /* the classifier's tries hold them (BPF backend in force) */
+	struct httpd *httpd;  /* --metrics-listen (httpd.c), NULL if not */
+	bool journal_events;  /* verdict events to the journal (under systemd) */
+	unsigned long long journal_failed; /* ... that could not be sent */
 	struct dcap **caps; /* the policy's captures, in policy order */
 	uint32_t ncaps;
 };
@@ -186,6 +189,13 @@ void dyn_after_reload(struct daemon *dm, int r);
 struct client;
 void dyn_answer(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f);
 void dyn_tick(struct daemon *dm);
+
+/* httpd.c: --metrics-listen. httpd_tick once a round of the loop. */
+int httpd_open(struct daemon *dm, struct diags *d);
+void httpd_tick(struct daemon *dm);
+void httpd_close(struct daemon *dm);
+/* The metrics (`nfbox metrics`, GET /metrics) to f. 0 or -errno. */
+int daemon_metrics(struct daemon *dm, FILE *f);
 
 /* clients.c: the control socket. */
 int clients_listen(struct daemon *dm, struct diags *d);

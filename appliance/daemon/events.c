@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Verdict events: the classifier's ring buffer, as JSON lines to the log
- * file (--log) and to every `nfbox log` follower. */
+/* Verdict events: the classifier's ring buffer (or NFLOG), as JSON lines
+ * to the log file (--log) and to every `nfbox log` follower, and under
+ * systemd as structured journal entries (unless --no-journal-events). */
 #include <arpa/inet.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -34,12 +35,19 @@ static void kv_addr(struct json *j, const char *key, int af, const uint8_t *addr
 	json_kv_str(j, key, inet_ntop(af, addr, buf, sizeof(buf)) ? buf : "?");
 }
 
+/* An interface's name ("" for none, "ifN" for one gone), buf IF_NAMESIZE. */
+static void ifname_of(uint32_t ifindex, char *buf)
+{
+	buf[0] = '\0';
+	if (ifindex && !if_indextoname(ifindex, buf))
+		snprintf(buf, IF_NAMESIZE, "if%u", ifindex);
+}
+
 static void kv_ifname(struct json *j, const char *key, uint32_t ifindex)
 {
-	char buf[IF_NAMESIZE] = "";
+	char buf[IF_NAMESIZE];
 
-	if (ifindex && !if_indextoname(ifindex, buf))
-		snprintf(buf, sizeof(buf), "if%u", ifindex);
+	ifname_of(ifindex, buf);
 	json_kv_str(j, key, buf);
 }
 
@@ -78,7 +86,45 @@ static void vevent_json(const struct vevent *v, FILE *f)
 	fputc('\n', f);
 }
 
-/* One line to the log file and to every follower. */
+/* The event as a journal entry with fields of its own (journalctl
+ * NFBOX_EVENT=verdict RULE=ssh ACTION=drop). */
+static void vevent_journal(struct daemon *dm, const struct vevent *v)
+{
+	char msg[320], rule[96], action[32], hook[32], fam[16], proto[16], src[64], dst[64], sport[16], dport[16],
+		len[24], in[IF_NAMESIZE + 8], out[IF_NAMESIZE + 8], a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN],
+		ifi[IF_NAMESIZE], ifo[IF_NAMESIZE];
+	const char *fields[] = { msg, "NFBOX_EVENT=verdict", rule, action, hook, fam, proto, src, dst, sport, dport, len, in, out };
+	int r;
+
+	inet_ntop(v->af, v->src, a, sizeof(a));
+	inet_ntop(v->af, v->dst, b, sizeof(b));
+	ifname_of(v->ifin, ifi);
+	ifname_of(v->ifout, ifo);
+	snprintf(msg, sizeof(msg), "MESSAGE=%s %s: rule %s, %s %s -> %s proto %u sport %u dport %u len %u%s%s%s%s",
+		 v->hook, v->action, v->rule, policy_family_name(v->af == AF_INET ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6), a,
+		 b, v->proto, v->sport, v->dport, v->len, ifi[0] ? " in " : "", ifi, ifo[0] ? " out " : "", ifo);
+	snprintf(rule, sizeof(rule), "RULE=%s", v->rule);
+	snprintf(action, sizeof(action), "ACTION=%s", v->action);
+	snprintf(hook, sizeof(hook), "HOOK=%s", v->hook);
+	snprintf(fam, sizeof(fam), "FAMILY=%s", v->af == AF_INET ? "ipv4" : "ipv6");
+	snprintf(proto, sizeof(proto), "PROTO=%u", v->proto);
+	snprintf(src, sizeof(src), "SRC=%s", a);
+	snprintf(dst, sizeof(dst), "DST=%s", b);
+	snprintf(sport, sizeof(sport), "SPORT=%u", v->sport);
+	snprintf(dport, sizeof(dport), "DPORT=%u", v->dport);
+	snprintf(len, sizeof(len), "LEN=%u", v->len);
+	snprintf(in, sizeof(in), "IN=%s", ifi);
+	snprintf(out, sizeof(out), "OUT=%s", ifo);
+	if ((r = log_journal_fields(6, fields, sizeof(fields) / sizeof(fields[0]))) == 0)
+		return;
+	/* journald gone or its socket full: counted, said now and then */
+	if (dm->journal_failed++ % 1000 == 0)
+		log_warn("verdict events: %llu could not be sent to the journal (%s)",
+			 (unsigned long long)dm->journal_failed, strerror(-r));
+}
+
+/* One line to the log file and to every follower, and an entry to the
+ * journal under systemd. */
 static void vevent_emit(struct daemon *dm, const struct vevent *v)
 {
 	char *line = NULL;
@@ -96,6 +142,8 @@ static void vevent_emit(struct daemon *dm, const struct vevent *v)
 	}
 	clients_broadcast(dm, line, len);
 	free(line);
+	if (dm->journal_events)
+		vevent_journal(dm, v);
 }
 
 static const char *action_name(uint8_t a)

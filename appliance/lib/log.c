@@ -50,14 +50,42 @@ bool log_to_journal(void)
  * little-endian length, the bytes, newline) keeps the newlines inside the
  * entry. 0, or -errno (the caller then writes it line by line).
  */
+static int journal_fd = -1;
+
+static int journal_sendmsg(struct iovec *iov, size_t n)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = JOURNAL_SOCKET };
+	struct msghdr mh = { .msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = iov, .msg_iovlen = n };
+
+	if (journal_fd < 0 && (journal_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	return sendmsg(journal_fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+int log_journal_fields(int priority, const char *const *fields, size_t n)
+{
+	struct iovec iov[LOG_JOURNAL_MAX_FIELDS * 2 + 1];
+	char head[64];
+	size_t k = 0;
+
+	if (n > LOG_JOURNAL_MAX_FIELDS)
+		return -E2BIG;
+	iov[k++] = (struct iovec){ head, (size_t)snprintf(head, sizeof(head), "PRIORITY=%d\nSYSLOG_IDENTIFIER=nfbox\n",
+							  priority) };
+	for (size_t i = 0; i < n; i++) {
+		if (strchr(fields[i], '\n') || !strchr(fields[i], '='))
+			return -EINVAL; /* the simple form only: KEY=VALUE on one line */
+		iov[k++] = (struct iovec){ (void *)fields[i], strlen(fields[i]) };
+		iov[k++] = (struct iovec){ "\n", 1 };
+	}
+	return journal_sendmsg(iov, k);
+}
+
 static int journal_send(int priority, const char *msg, size_t len)
 {
-	static int fd = -1;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = JOURNAL_SOCKET };
 	char head[96];
 	uint8_t le[8];
 	struct iovec iov[4];
-	struct msghdr mh = { .msg_name = &sa, .msg_namelen = sizeof(sa), .msg_iov = iov, .msg_iovlen = 4 };
 	int n = snprintf(head, sizeof(head), "PRIORITY=%d\nSYSLOG_IDENTIFIER=nfbox\nMESSAGE\n", priority);
 
 	for (int i = 0; i < 8; i++)
@@ -66,9 +94,7 @@ static int journal_send(int priority, const char *msg, size_t len)
 	iov[1] = (struct iovec){ le, sizeof(le) };
 	iov[2] = (struct iovec){ (void *)msg, len };
 	iov[3] = (struct iovec){ "\n", 1 };
-	if (fd < 0 && (fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
-		return -errno;
-	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	return journal_sendmsg(iov, 4);
 }
 
 /* buf (malloc'd, taken) at level; word: the level's word or "". */

@@ -9,6 +9,7 @@
 #define NFBOX_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_level {
 	LOG_ERR = 0,
@@ -27,6 +28,11 @@ __attribute__((format(printf, 2, 3))) void log_msg(enum log_level level, const c
 void log_text(enum log_level level, const char *text);
 /* Is stderr the journal (set by log_init)? */
 bool log_to_journal(void);
+/* One structured journal entry (journald's native protocol): fields are
+ * "KEY=VALUE" strings on one line each; PRIORITY and SYSLOG_IDENTIFIER=nfbox
+ * are added. 0 or -errno. */
+#define LOG_JOURNAL_MAX_FIELDS 24
+int log_journal_fields(int priority, const char *const *fields, size_t n);
 
 #define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)

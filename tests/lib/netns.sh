@@ -126,6 +126,12 @@ nfbox_start() {
 	ip netns exec "$NS_A" "$NFBOX" run --policy "$policy" --state-dir "$NS_TMP/state" --socket "$NFBOX_SOCK" --pin-dir "$NFBOX_PINS" "$@" \
 		>"$NS_TMP/nfbox.out" 2>"$NS_TMP/nfbox.err" &
 	NFBOX_PID=$!
+	nfbox_wait_ready
+}
+
+# Wait for the "ready" line of the daemon $NFBOX_PID (10 s at most); its
+# errors on stderr if it does not come.
+nfbox_wait_ready() {
 	for _ in $(seq 100); do
 		grep -q '^ready$' "$NS_TMP/nfbox.out" && return 0
 		kill -0 "$NFBOX_PID" 2>/dev/null || break

@@ -152,7 +152,7 @@ else
 	if [ -n "$deb" ]; then
 		dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./||' >"$tmp/contents"
 		missing=
-		for f in usr/sbin/nfbox usr/lib/nfbox/nfbox-stop etc/nfbox/policy.yaml \
+		for f in usr/sbin/nfbox usr/lib/nfbox/nfbox-stop etc/nfbox/policy.yaml etc/default/nfbox etc/logrotate.d/nfbox \
 			'(usr/)?lib/systemd/system/nfbox.service' usr/share/bash-completion/completions/nfbox \
 			usr/share/doc/nfbox/README.Debian usr/share/doc/nfbox/examples/home-router.yaml \
 			usr/share/man/man8/nfbox.8 usr/share/man/man5/nfbox-policy.5; do
@@ -176,10 +176,15 @@ else
 		*) fail deb-depends "Depends: $depends" ;;
 		esac
 
-		if dpkg-deb -I "$deb" conffiles 2>/dev/null | grep -qx /etc/nfbox/policy.yaml; then
+		dpkg-deb -I "$deb" conffiles >"$tmp/conffiles" 2>/dev/null
+		missing=
+		for f in /etc/nfbox/policy.yaml /etc/default/nfbox /etc/logrotate.d/nfbox; do
+			grep -qx "$f" "$tmp/conffiles" || missing="$missing $f"
+		done
+		if [ -z "$missing" ]; then
 			ok deb-conffiles
 		else
-			fail deb-conffiles "/etc/nfbox/policy.yaml is not a conffile"
+			fail deb-conffiles "not conffiles:$missing"
 		fi
 
 		maint=$(dpkg-deb -f "$deb" Maintainer)
@@ -189,10 +194,28 @@ else
 		*) fail deb-maintainer "not 'Name <address>': $maint" ;;
 		esac
 
-		# The distribution's hardening (dpkg-buildflags hardening=+all):
-		# PIE, bind-now, RELRO, stack protector, fortified calls.
+		# The logrotate file reads as logrotate reads it (debug: nothing
+		# rotated), and the unit passes the default file's options.
 		mkdir -p "$tmp/x"
 		dpkg-deb -x "$deb" "$tmp/x"
+		if ! command -v logrotate >/dev/null 2>&1; then
+			fail deb-logrotate "logrotate is not installed (packaging/install-deps.sh)"
+		elif logrotate -d -s "$tmp/lr.state" "$tmp/x/etc/logrotate.d/nfbox" >"$tmp/lr.out" 2>&1 &&
+			! grep -qi 'error' "$tmp/lr.out" && grep -q '/var/log/nfbox/\*.jsonl' "$tmp/lr.out"; then
+			ok deb-logrotate
+		else
+			fail deb-logrotate "$(cat "$tmp/lr.out")"
+		fi
+		unit=$(ls "$tmp"/x/usr/lib/systemd/system/nfbox.service "$tmp"/x/lib/systemd/system/nfbox.service 2>/dev/null | head -1)
+		if grep -q '^EnvironmentFile=-/etc/default/nfbox$' "$unit" && grep -q '^ExecStart=.* \$NFBOX_OPTS$' "$unit" &&
+			grep -q '^NFBOX_OPTS=""$' "$tmp/x/etc/default/nfbox"; then
+			ok deb-default-options
+		else
+			fail deb-default-options "the unit does not take NFBOX_OPTS from /etc/default/nfbox"
+		fi
+
+		# The distribution's hardening (dpkg-buildflags hardening=+all):
+		# PIE, bind-now, RELRO, stack protector, fortified calls.
 		bin=$tmp/x/usr/sbin/nfbox
 		why=
 		readelf -h "$bin" | grep -q 'DYN (Position-Independent' || why="$why no-PIE"
@@ -276,11 +299,15 @@ else
 		c cmds "$2" st
 		c stop "$2" stop --k
 		c xdp "$2" capture --xdp-mode n
-		c runopts "$2" run --no' _ "$comp" "$NFBOX_BIN" 2>&1)
+		c runopts "$2" run --no
+		c setop "$2" set f
+		c settimeout "$2" set add --t' _ "$comp" "$NFBOX_BIN" 2>&1)
 	want='cmds: status stats stop
 stop: --keep
 xdp: native
-runopts: --no-pin'
+runopts: --no-pin --no-journal-events
+setop: flush
+settimeout: --timeout'
 	if [ "$(printf '%s\n' "$got" | sed 's/ *$//')" = "$want" ]; then
 		ok completion
 	else

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * `nfbox run --metrics-listen ADDRESS:PORT`: the metrics of `nfbox metrics`
+ * served over HTTP, for Prometheus to scrape, by libmicrohttpd. It runs in
+ * the daemon's own loop (no thread): its epoll fd is one more source, and
+ * each request is answered from the daemon's state as the control socket
+ * answers. GET or HEAD /metrics only; anything else is 404 or 405. A few
+ * connections at once, each closed after 10 s idle: a client that holds
+ * connections open cannot starve the control socket.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/daemon_int.h"
+#include "lib/log.h"
+
+#define HTTPD_MAX_CONNECTIONS 16
+#define HTTPD_IDLE_TIMEOUT_S 10
+#define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+
+struct httpd {
+	struct MHD_Daemon *mhd;
+	struct handler h;
+	unsigned long served, refused;
+};
+
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *text, const char *allow)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **state)
+{
+	struct daemon *dm = cls;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)version;
+	(void)upload;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
+		dm->httpd->refused++;
+		*upload_size = 0; /* a body is not read */
+		return respond(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics\n", "GET, HEAD");
+	}
+	if (strcmp(url, "/metrics")) {
+		dm->httpd->refused++;
+		return respond(c, MHD_HTTP_NOT_FOUND, "nfbox serves /metrics only\n", NULL);
+	}
+	(void)state;
+	if (!(f = open_memstream(&buf, &len)))
+		return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
+	if (daemon_metrics(dm, f) < 0) {
+		fclose(f);
+		free(buf);
+		return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the counters\n", NULL);
+	}
+	if (fclose(f) != 0 || !(r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE))) {
+		free(buf);
+		return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, METRICS_TYPE);
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	dm->httpd->served++;
+	return ret;
+}
+
+static void on_ready(struct daemon *dm, struct handler *h, uint32_t events)
+{
+	(void)h;
+	(void)events;
+	MHD_run(dm->httpd->mhd);
+}
+
+/* "192.0.2.1:9470", "[2001:db8::1]:9470", ":9470" (every IPv4 and IPv6 address). */
+static int parse_listen(const char *s, struct sockaddr_storage *ss, bool *v6)
+{
+	const char *colon = strrchr(s, ':');
+	char host[INET6_ADDRSTRLEN + 2];
+	unsigned long port;
+	char *end;
+	size_t n;
+
+	if (!colon)
+		return -EINVAL;
+	port = strtoul(colon + 1, &end, 10);
+	if (!colon[1] || *end || !port || port > 65535)
+		return -EINVAL;
+	n = (size_t)(colon - s);
+	if (n >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, s, n);
+	host[n] = '\0';
+	memset(ss, 0, sizeof(*ss));
+	if (!n || (host[0] == '[' && host[n - 1] == ']')) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+		if (n) {
+			host[n - 1] = '\0';
+			if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+				return -EINVAL;
+		} else {
+			a->sin6_addr = in6addr_any;
+		}
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		*v6 = true;
+		return 0;
+	}
+	{
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			return -EINVAL;
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		*v6 = false;
+	}
+	return 0;
+}
+
+int httpd_open(struct daemon *dm, struct diags *d)
+{
+	const char *listen = dm->opts->metrics_listen;
+	const union MHD_DaemonInfo *info;
+	struct sockaddr_storage ss;
+	struct httpd *h;
+	bool v6 = false;
+
+	if (!listen)
+		return 0;
+	if (parse_listen(listen, &ss, &v6) < 0)
+		return diag_fail(d, -EINVAL, "--metrics-listen %s: give ADDRESS:PORT (127.0.0.1:9470, [::1]:9470, or :9470 for every address)",
+				 listen);
+	if (!(h = calloc(1, sizeof(*h))))
+		return diag_errno(d, -ENOMEM, "--metrics-listen");
+	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | (v6 ? MHD_USE_IPv6 | MHD_USE_DUAL_STACK : 0), 0, NULL, NULL,
+				  on_request, dm, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTPD_MAX_CONNECTIONS,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTPD_IDLE_TIMEOUT_S,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_END);
+	if (!h->mhd || !(info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD))) {
+		int e = errno ? errno : EADDRINUSE;
+
+		if (h->mhd)
+			MHD_stop_daemon(h->mhd);
+		free(h);
+		return diag_errno(d, -e, "--metrics-listen %s: cannot listen", listen);
+	}
+	h->h = (struct handler){ .fd = info->epoll_fd, .fn = on_ready };
+	dm->httpd = h;
+	if (daemon_watch(dm, &h->h) < 0) {
+		httpd_close(dm);
+		return diag_errno(d, -errno, "--metrics-listen");
+	}
+	log_info("serving metrics on http://%s/metrics", listen);
+	return 0;
+}
+
+void httpd_tick(struct daemon *dm)
+{
+	if (dm->httpd)
+		MHD_run(dm->httpd->mhd); /* idle connections time out */
+}
+
+void httpd_close(struct daemon *dm)
+{
+	if (!dm->httpd)
+		return;
+	daemon_unwatch(dm, &dm->httpd->h);
+	MHD_stop_daemon(dm->httpd->mhd);
+	free(dm->httpd);
+	dm->httpd = NULL;
+}

@@ -1,0 +1,92 @@
+#!/bin/bash
+# Where verdict events go: under systemd (stderr is the journal stream) to
+# the journal as entries with fields of their own (NFBOX_EVENT=verdict,
+# RULE=, ACTION=, SRC=, DST=, ...), unless --no-journal-events; to the
+# --log file as JSON lines; and to `nfbox log` followers, all at once. The
+# daemon runs in a private mount namespace whose /run holds a stand-in for
+# journald's socket (tests/lib/journal.py), so the host's journal is not
+# touched. Runs with either backend (NFBOX_BACKEND).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/netns.sh
+NET=$PWD/tests/lib/net.py
+
+ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
+cat >"$NS_TMP/policy.yaml" <<YAML
+version: 1
+interfaces:
+  lan: [lan0]
+hooks:
+  forward: { default: accept }
+rules:
+  - { name: drop-7000, in: lan, service: udp/7000, action: drop, log: true }
+YAML
+backend_policy "$NS_TMP/policy.yaml"
+
+# journaled_start [run options]: nfbox run as systemd would run it (stderr
+# the journal stream), with journal.py on /run/systemd/journal/socket.
+journaled_start() {
+	: >"$NS_TMP/nfbox.out"
+	: >"$NS_TMP/nfbox.err"
+	unshare -m --propagation private /bin/bash -c '
+		set -e
+		tmp=$1; shift
+		mkdir -p "$tmp/keep"
+		mount --rbind /run/netns "$tmp/keep"   # ip netns exec needs /run/netns
+		mount -t tmpfs tmpfs /run
+		mkdir -p /run/netns /run/systemd/journal
+		mount --move "$tmp/keep" /run/netns
+		/usr/bin/python3 tests/lib/journal.py /run/systemd/journal/socket "$tmp/journal.jsonl" 60 >/dev/null &
+		for _ in $(seq 50); do [ -S /run/systemd/journal/socket ] && break; sleep 0.1; done
+		export JOURNAL_STREAM=$(stat -c %d:%i "$tmp/nfbox.err")
+		exec ip netns exec "$@" 2>>"$tmp/nfbox.err"
+	' _ "$NS_TMP" "$NS_A" "$NFBOX" run --policy "$NS_TMP/policy.yaml" --state-dir "$NS_TMP/state" \
+		--socket "$NFBOX_SOCK" --pin-dir "$NFBOX_PINS" --log "$NS_TMP/events.jsonl" "$@" >"$NS_TMP/nfbox.out" &
+	NFBOX_PID=$!
+	nfbox_wait_ready
+}
+
+# journal_count FIELD=VALUE...: entries of the stand-in journal with all of them
+journal_count() {
+	/usr/bin/python3 - "$NS_TMP/journal.jsonl" "$@" <<'PY'
+import json, sys
+want = dict(a.split("=", 1) for a in sys.argv[2:])
+n = 0
+try:
+    for line in open(sys.argv[1]):
+        e = json.loads(line)
+        n += all(e.get(k) == v for k, v in want.items())
+except FileNotFoundError:
+    pass
+print(n)
+PY
+}
+
+send() {
+	in_c "$NET" udp-blast $S4 7000 1 >/dev/null 2>&1
+	sleep 0.5
+}
+
+journaled_start || { t_fail start "cannot start under the stand-in journal"; t_done; }
+t_check says-journal grep -q 'verdict events go to the journal' <(cat "$NS_TMP/nfbox.err" "$NS_TMP/journal.jsonl" 2>/dev/null)
+nfbox_ctl log >"$NS_TMP/follow" 2>&1 &
+follower=$!
+sleep 0.5
+send
+kill $follower 2>/dev/null
+wait $follower 2>/dev/null
+t_check journal-entry [ "$(journal_count NFBOX_EVENT=verdict RULE=drop-7000 ACTION=drop HOOK=forward FAMILY=ipv4 \
+	PROTO=17 SRC=$C4 DST=$S4 DPORT=7000 IN=lan0 OUT=wan0 PRIORITY=6 SYSLOG_IDENTIFIER=nfbox)" = 1 ]
+t_check journal-message grep -q "forward drop: rule drop-7000, ipv4 $C4 -> $S4 proto 17" "$NS_TMP/journal.jsonl"
+t_check file-line grep -q "\"rule\":\"drop-7000\",\"action\":\"drop\"" "$NS_TMP/events.jsonl"
+t_check follower-line grep -q "\"rule\":\"drop-7000\"" "$NS_TMP/follow"
+nfbox_stop
+
+journaled_start --no-journal-events || { t_fail start-quiet "cannot start"; t_done; }
+before=$(journal_count NFBOX_EVENT=verdict)
+send
+t_check no-journal-events [ "$(journal_count NFBOX_EVENT=verdict)" = "$before" ]
+t_check file-still [ "$(grep -c '"rule":"drop-7000"' "$NS_TMP/events.jsonl")" = 2 ]
+nfbox_stop
+t_done
