@@ -13,6 +13,8 @@
 # The N rules: rule 0 accepts tcp/5201 (iperf3), rules 1..N-1 udp/10000+i;
 # the UDP load goes to the LAST rule's port (the worst case for linear nft).
 #
+# Then policy tooling at scale (tests/bench/policy.sh) and dynamic-set
+# changes (tests/bench/dynset.sh).
 # Loads: new-flow UDP (hping3 --udp --flood: the source port changes every
 # packet) counted as packets/s received at the server; one established TCP
 # stream (iperf3), Mbit/s. Variants are interleaved: each round samples every
@@ -75,6 +77,7 @@ fi
 
 # ---- 1b. policy tooling at scale --------------------------------------------
 tests/bench/policy.sh "$BIN/nfbox" || fail "policy tooling benchmark (tests/bench/policy.sh)"
+tests/bench/dynset.sh "$BIN/nfbox" || fail "dynamic set benchmark (tests/bench/dynset.sh)"
 echo
 
 # ---- 2. forwarding --------------------------------------------------------

@@ -5,7 +5,8 @@ through the BPF backend and the nftables backend must give the same verdict
 for every packet and the same count for every rule.
 
   gen SEED DIR            write DIR/policy.yaml (BACKEND is replaced by the
-                          test) and DIR/packets.json for SEED
+                          test), DIR/dyn-d1.txt and dyn-d2.txt (the dynamic
+                          sets' entries) and DIR/packets.json for SEED
   send PACKETS MAC0 MAC1  (client namespace) send every packet as an Ethernet
                           frame on c0 or c1 to the appliance's MAC there
   sniff OUT SECONDS       (server namespace) record the tags of the frames
@@ -46,6 +47,21 @@ STATES = ["new", "established", "related", "invalid", "untracked"]
 GROUPS = {"lan": ["lan0"], "dmz": ["lan1"], "wan": ["wan0", "wan1"], "up1": ["wan1"]}
 
 
+def gen_dynamic(r):
+    """Entries for the dynamic sets d1 and d2 (filled with `nfbox set add`
+    once the daemon runs): pool prefixes that do not overlap within a set."""
+    import ipaddress
+    out = {}
+    for name in ("d1", "d2"):
+        picked = []
+        for a in r.sample(V4_POOL + V6_POOL, r.randint(0, 6)):
+            net = ipaddress.ip_network(a, strict=False)
+            if all(net.version != p.version or not net.overlaps(p) for p in picked):
+                picked.append(net)
+        out[name] = [str(p.network_address) if p.prefixlen == p.max_prefixlen else str(p) for p in picked]
+    return out
+
+
 def gen_policy(r):
     sets = {}
     for name in ("s1", "s2", "s3"):
@@ -56,6 +72,7 @@ def gen_policy(r):
     lines += ["  %s: [%s]" % (g, ", ".join(v)) for g, v in GROUPS.items()]
     lines.append("sets:")
     lines += ['  %s: [%s]' % (n, ", ".join('"%s"' % a for a in v)) for n, v in sets.items()]
+    lines += ["  d1: { dynamic: true }", "  d2: { dynamic: true }"]
     lines.append("services:")
     lines += ["  %s: [%s]" % (n, ", ".join(v)) for n, v in services.items()]
     lines.append("hooks:")
@@ -75,7 +92,9 @@ def gen_policy(r):
         for key in ("from", "to"):
             if r.random() < 0.45:
                 neg = "!" if r.random() < 0.25 else ""
-                if r.random() < 0.5:
+                if r.random() < 0.4:  # a dynamic set stands alone
+                    rule[key] = '"%s%s"' % (neg, r.choice(["d1", "d2"]))
+                elif r.random() < 0.5:
                     rule[key] = '"%s%s"' % (neg, r.choice(list(sets)))
                 else:
                     rule[key] = "[%s]" % ", ".join('"%s%s"' % (neg, a) for a in r.sample(V4_POOL + V6_POOL, r.randint(1, 3)))
@@ -190,6 +209,9 @@ def cmd_gen(seed, out):
     r = random.Random(int(seed))
     with open(os.path.join(out, "policy.yaml"), "w") as f:
         f.write(gen_policy(r))
+    for name, entries in gen_dynamic(r).items():
+        with open(os.path.join(out, "dyn-%s.txt" % name), "w") as f:
+            f.write("".join(e + "\n" for e in entries))
     with open(os.path.join(out, "packets.json"), "w") as f:
         json.dump(gen_packets(r, int(os.environ.get("NFBOX_DIFF_PACKETS", "150"))), f)
 

@@ -1,7 +1,8 @@
 #!/bin/bash
 # The two backends against each other: for each seed, a generated policy
 # (sets, services, ports, protocols, states, interface groups, IPv4 and
-# IPv6, accept, drop and reject, rate limits) and generated traffic (spoofed sources on
+# IPv6, accept, drop and reject, rate limits, dynamic sets filled at run
+# time) and generated traffic (spoofed sources on
 # two client links, destinations behind two uplinks and the appliance's own
 # addresses, TCP flags, UDP, SCTP, ICMP, GRE, IPv6 extension headers) go
 # through the appliance once with backend: bpf and once with backend:
@@ -86,12 +87,16 @@ run_backend() {
 	local d=$1 b=$2 sniff
 	topology || return 1
 	sed "s/^  BACKEND$/  backend: $b/" "$d/policy.yaml" >"$d/$b.yaml"
-	rm -rf "$TMP/bpf/pins"
+	rm -rf "$TMP/bpf/pins" "$TMP/state-$b" # a fresh start: no dynamic-set entries of the seed before
 	ip netns exec $P-a "$NFBOX" run --policy "$d/$b.yaml" --state-dir "$TMP/state-$b" --socket "$TMP/s.sock" --pin-dir "$TMP/bpf/pins" \
 		>"$d/$b.out" 2>"$d/$b.err" &
 	PID=$!
 	for _ in $(seq 100); do grep -q '^ready$' "$d/$b.out" && break; sleep 0.1; done
 	grep -q '^ready$' "$d/$b.out" || { cat "$d/$b.err"; return 1; }
+	for set in d1 d2; do # the dynamic sets' entries, at run time
+		[ -s "$d/dyn-$set.txt" ] || continue
+		"$NFBOX" set add "$set" --file "$d/dyn-$set.txt" --socket "$TMP/s.sock" >/dev/null || return 1
+	done
 	rm -f "$d/$b.arrived.ready"
 	ip netns exec $P-s /usr/bin/python3 "$GEN" sniff "$d/$b.arrived" 60 &
 	sniff=$!
@@ -124,6 +129,7 @@ for i in $(seq 0 $((seeds - 1))); do
 		echo "${out:-}" | head -40 | sed 's/^/    /'
 		echo "    policy:"
 		sed 's/^/      /' "$d/check.yaml"
+		for set in d1 d2; do echo "    $set (nfbox set add): $(tr '\n' ' ' <"$d/dyn-$set.txt")"; done
 	fi
 done
 t_done

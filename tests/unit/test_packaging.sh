@@ -153,6 +153,7 @@ else
 		dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./||' >"$tmp/contents"
 		missing=
 		for f in usr/sbin/nfbox usr/lib/nfbox/nfbox-stop etc/nfbox/policy.yaml etc/default/nfbox etc/logrotate.d/nfbox \
+			etc/fail2ban/action.d/nfbox.conf usr/lib/nfbox/nfbox-crowdsec usr/share/doc/nfbox/crowdsec.md \
 			'(usr/)?lib/systemd/system/nfbox.service' usr/share/bash-completion/completions/nfbox \
 			usr/share/doc/nfbox/README.Debian usr/share/doc/nfbox/examples/home-router.yaml \
 			usr/share/man/man8/nfbox.8 usr/share/man/man5/nfbox-policy.5; do

@@ -1,0 +1,131 @@
+#!/bin/bash
+# The shipped fail2ban action (packaging/fail2ban/action.d/nfbox.conf),
+# driven by fail2ban itself: Debian's fail2ban package, unpacked into the
+# test's directory (not installed: nothing runs on the host), runs a jail
+# in the appliance namespace that watches a log file. Failure lines for the
+# client make fail2ban ban it: the action puts it into the policy's dynamic
+# set with the ban time as its timeout, and its traffic is dropped; an
+# unban deletes it and traffic passes; a ban whose entry expired already
+# unbans cleanly. Also the CrowdSec custom bouncer's script
+# (packaging/crowdsec/nfbox-crowdsec), called as the bouncer calls it.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/netns.sh
+NET=$PWD/tests/lib/net.py
+REPO=$PWD
+C4B=198.51.100.3
+
+ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
+ip -n "$NS_C" addr add $C4B/24 dev c0
+
+# fail2ban from the distribution's archive, cached under build/cache.
+cache=$REPO/build/cache/fail2ban
+mkdir -p "$cache"
+deb=$(ls "$cache"/fail2ban_*.deb 2>/dev/null | head -1)
+if [ -z "$deb" ]; then
+	(cd "$cache" && apt-get download fail2ban >"$cache/download.log" 2>&1)
+	deb=$(ls "$cache"/fail2ban_*.deb 2>/dev/null | head -1)
+fi
+if [ -z "$deb" ]; then
+	t_fail fail2ban-download "apt-get download fail2ban failed: $(tail -2 "$cache/download.log")"
+	t_done
+fi
+f2b=$NS_TMP/f2b
+dpkg-deb -x "$deb" "$f2b" || { t_fail fail2ban-unpack "$deb"; t_done; }
+pylib=$(ls -d "$f2b"/usr/lib/python3/dist-packages 2>/dev/null)
+echo "# $(basename "$deb")"
+
+cat >"$NS_TMP/policy.yaml" <<YAML
+version: 1
+sets:
+  fail2ban: { dynamic: true }
+  crowdsec: { dynamic: true }
+hooks:
+  forward: { default: accept }
+rules:
+  - { name: drop-fail2ban, from: fail2ban, action: drop }
+  - { name: drop-crowdsec, from: crowdsec, action: drop }
+YAML
+nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+
+probe_from() {
+	in_s timeout 5 "$NET" udp-count 1.5 7000 >"$NS_TMP/count" 2>&1 &
+	local w=$!
+	wait_listen in_s 7000
+	in_c "$NET" udp-blast $S4 7000 1 "$1" >/dev/null 2>&1
+	wait $w 2>/dev/null
+	awk '/^got/ {print ($3 > 0) ? "pass" : "drop"}' "$NS_TMP/count"
+}
+listed() { nfbox_ctl set list "$1" 2>/dev/null | grep -q "^$2\b"; }
+not_listed() { ! listed "$@"; }
+
+# The jail's configuration: only what the test needs, the action as shipped.
+conf=$NS_TMP/f2b-conf
+mkdir -p "$conf/action.d" "$conf/filter.d" "$conf/jail.d"
+cp packaging/fail2ban/action.d/nfbox.conf "$conf/action.d/"
+cat >"$conf/fail2ban.conf" <<CONF
+[Definition]
+loglevel = INFO
+logtarget = $NS_TMP/f2b.log
+socket = $NS_TMP/f2b.sock
+pidfile = $NS_TMP/f2b.pid
+dbfile = :memory:
+CONF
+cat >"$conf/filter.d/nfbox-test.conf" <<'CONF'
+[Definition]
+failregex = auth failure from <HOST>$
+CONF
+cat >"$conf/jail.conf" <<CONF
+[DEFAULT]
+backend = polling
+[nfbox-test]
+enabled = true
+filter = nfbox-test
+logpath = $NS_TMP/auth.log
+maxretry = 2
+findtime = 600
+bantime = 600
+action = nfbox[nfbox="$NFBOX", nfbox_opts="--socket $NFBOX_SOCK"]
+CONF
+: >"$NS_TMP/auth.log"
+f2b() {
+	in_a env PYTHONPATH="$pylib" /usr/bin/python3 "$f2b/usr/bin/fail2ban-client" -c "$conf" "$@"
+}
+f2b start >"$NS_TMP/f2b-start.out" 2>&1
+t_check fail2ban-started f2b ping
+for _ in $(seq 50); do f2b status nfbox-test >/dev/null 2>&1 && break; sleep 0.1; done
+t_check passes-before [ "$(probe_from $C4)" = pass ]
+
+for _ in 1 2; do echo "$(date '+%Y-%m-%d %H:%M:%S') auth failure from $C4"; done >>"$NS_TMP/auth.log"
+for _ in $(seq 100); do listed fail2ban $C4 && break; sleep 0.1; done
+t_check banned-into-set listed fail2ban $C4
+t_check ban-has-timeout grep -Eq "^$C4	expires in (59[0-9]|600)s" <(nfbox_ctl set list fail2ban)
+t_check banned-dropped [ "$(probe_from $C4)" = drop ]
+t_check other-passes [ "$(probe_from $C4B)" = pass ]
+
+f2b set nfbox-test unbanip $C4 >/dev/null 2>&1
+for _ in $(seq 50); do listed fail2ban $C4 || break; sleep 0.1; done
+t_check unbanned-from-set not_listed fail2ban $C4
+t_check unbanned-passes [ "$(probe_from $C4)" = pass ]
+# A ban whose entry nfbox already let go (deleted here): the unban is clean.
+f2b set nfbox-test banip 192.0.2.77 >/dev/null 2>&1
+for _ in $(seq 50); do listed fail2ban 192.0.2.77 && break; sleep 0.1; done
+nfbox_ctl set del fail2ban 192.0.2.77 >/dev/null 2>&1
+f2b set nfbox-test unbanip 192.0.2.77 >/dev/null 2>&1
+sleep 0.5
+t_check gone-entry-unban-clean bash -c "! grep -E 'nfbox-test.*(Failed|Error).*unban|returned [1-9]' '$NS_TMP/f2b.log' | grep -q 192.0.2.77"
+f2b stop >/dev/null 2>&1
+
+# CrowdSec's custom bouncer calls: add IP DURATION REASON JSON, del ...
+cs() { NFBOX="$NFBOX" NFBOX_OPTS="--socket $NFBOX_SOCK" packaging/crowdsec/nfbox-crowdsec "$@"; }
+cs add $C4 3600 "ssh-bf" '{}'
+t_check crowdsec-add grep -Eq "^$C4	expires in (359[0-9]|3600)s" <(nfbox_ctl set list crowdsec)
+t_check crowdsec-dropped [ "$(probe_from $C4)" = drop ]
+cs add 203.0.113.0/24 0 "range" '{}'
+t_check crowdsec-range-permanent grep -qx "203.0.113.0/24" <(nfbox_ctl set list crowdsec)
+cs del $C4 3600 "ssh-bf" '{}'
+t_check crowdsec-del [ "$(probe_from $C4)" = pass ]
+cs del $C4 3600 "ssh-bf" '{}'
+t_check crowdsec-del-again-clean [ $? -eq 0 ]
+t_done
