@@ -123,6 +123,7 @@ static void loop(struct daemon *dm)
 		confirm_tick(dm);
 		dyn_tick(dm);
 		httpd_tick(dm);
+		lasthit_tick(dm);
 	}
 }
 
@@ -324,6 +325,7 @@ static void daemon_free(struct daemon *dm)
 	nflog_events_close(dm);
 	links_close(dm);
 	httpd_close(dm);
+	lasthit_free(dm);
 	if (dm->signals.fd >= 0)
 		close(dm->signals.fd);
 	if (dm->epfd >= 0)

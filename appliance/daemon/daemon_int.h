@@ -112,6 +112,7 @@ struct daemon {
 	bool dyn_bpf_synced;  /* the classifier's tries hold them (BPF backend in force) */
 	struct httpd *httpd;  /* --metrics-listen (httpd.c), NULL if not */
 	bool journal_events;  /* verdict events to the journal (under systemd) */
+	struct lasthit *lasthit; /* the nftables backend's last hits (lasthit.c) */
 	unsigned long long journal_failed; /* ... that could not be sent */
 	struct dcap **caps; /* the policy's captures, in policy order */
 	uint32_t ncaps;
@@ -196,6 +197,14 @@ void httpd_tick(struct daemon *dm);
 void httpd_close(struct daemon *dm);
 /* The metrics (`nfbox metrics`, GET /metrics) to f. 0 or -errno. */
 int daemon_metrics(struct daemon *dm, FILE *f);
+
+/* lasthit.c: each rule's last hit with the nftables backend, from its
+ * named counter (0: none seen). lasthit_tick reads the counters when due;
+ * lasthit_zero after stats --zero. */
+void lasthit_tick(struct daemon *dm);
+long long lasthit_of(const struct daemon *dm, const char *counter);
+void lasthit_zero(struct daemon *dm);
+void lasthit_free(struct daemon *dm);
 
 /* clients.c: the control socket. */
 int clients_listen(struct daemon *dm, struct diags *d);

@@ -330,8 +330,8 @@ static void stats_text(const struct stats_report *r, FILE *f)
 
 	for (uint32_t i = 0; i < r->nrows; i++)
 		limits |= r->rows[i].limit != NULL;
-	fprintf(f, "hook     rule                             action         packets            bytes%s%s\n",
-		limits ? "       over-limit" : "", r->last_hit_known ? "  last hit" : "");
+	fprintf(f, "hook     rule                             action         packets            bytes%s  last hit\n",
+		limits ? "       over-limit" : "");
 	for (uint32_t i = 0; i < r->nrows; i++) {
 		fprintf(f, "%-8s %-32s %-6s %16llu %16llu", r->rows[i].hook, r->rows[i].rule, r->rows[i].action,
 			U(r->rows[i].c.packets), U(r->rows[i].c.bytes));
@@ -339,7 +339,7 @@ static void stats_text(const struct stats_report *r, FILE *f)
 			fprintf(f, " %16llu", U(r->rows[i].over_limit));
 		else if (limits)
 			fprintf(f, " %16s", "-");
-		if (r->last_hit_known) {
+		{
 			char age[32];
 
 			fprintf(f, "  %s", ago(r->rows[i].last_hit_ms, age, sizeof(age)));
@@ -415,13 +415,11 @@ static void stats_json(const struct stats_report *r, FILE *f)
 			json_kv_str(&j, "limit", buf);
 			json_kv_u64(&j, "over_limit", r->rows[i].over_limit);
 		}
-		if (r->last_hit_known) {
-			json_key(&j, "last_hit");
-			if (r->rows[i].last_hit_ms)
-				json_fixed(&j, (double)r->rows[i].last_hit_ms / 1000.0, 3);
-			else
-				json_null(&j);
-		}
+		json_key(&j, "last_hit");
+		if (r->rows[i].last_hit_ms)
+			json_fixed(&j, (double)r->rows[i].last_hit_ms / 1000.0, 3);
+		else
+			json_null(&j);
 		json_object_end(&j);
 	}
 	json_array_end(&j);
@@ -525,15 +523,13 @@ void format_metrics(const struct status_report *st, const struct stats_report *s
 		label(f, "rule", sr->rows[i].rule, false);
 		fprintf(f, "} %llu\n", U(sr->rows[i].over_limit));
 	}
-	if (sr->last_hit_known) {
-		family(f, "nfbox_rule_last_hit_timestamp_seconds", "gauge",
-		       "When each rule (and hook default) last matched a packet; 0: not yet.");
-		for (uint32_t i = 0; i < sr->nrows; i++) {
-			fputs("nfbox_rule_last_hit_timestamp_seconds{", f);
-			label(f, "hook", sr->rows[i].hook, true);
-			label(f, "rule", sr->rows[i].rule, false);
-			fprintf(f, "} %lld.%03lld\n", sr->rows[i].last_hit_ms / 1000, sr->rows[i].last_hit_ms % 1000);
-		}
+	family(f, "nfbox_rule_last_hit_timestamp_seconds", "gauge",
+	       "When each rule (and hook default) last matched a packet; 0: not yet.");
+	for (uint32_t i = 0; i < sr->nrows; i++) {
+		fputs("nfbox_rule_last_hit_timestamp_seconds{", f);
+		label(f, "hook", sr->rows[i].hook, true);
+		label(f, "rule", sr->rows[i].rule, false);
+		fprintf(f, "} %lld.%03lld\n", sr->rows[i].last_hit_ms / 1000, sr->rows[i].last_hit_ms % 1000);
 	}
 	family(f, "nfbox_dynamic_set_entries", "gauge", "Entries of each dynamic set.");
 	for (uint32_t i = 0; st->dyn && i < st->dyn->n; i++) {

@@ -132,6 +132,7 @@ static void fill_rows(const struct counter_source *s, struct stats_report *out)
 			else
 				nft_rule_counter_name(name, sizeof(name), (enum policy_hook)h, row->rule);
 			read_named(s, name, &row->c);
+			row->last_hit_ms = lasthit_of(s->dm, name);
 			if (row->limit) {
 				struct nfb_counter over;
 
@@ -182,8 +183,11 @@ int report_stats(struct daemon *dm, struct stats_report *out, bool zero)
 		nft_counters_free(&s.nc);
 		return -ENOMEM;
 	}
+	if (s.nft && !zero)
+		lasthit_tick(dm); /* up to date for this answer, if a read is due */
 	fill_rows(&s, out);
-	out->last_hit_known = !s.nft;
+	if (s.nft && zero)
+		lasthit_zero(dm);
 	if (s.nft) {
 		read_named(&s, NFT_COUNTER_ESTABLISHED, &out->established);
 		read_named(&s, NFT_COUNTER_UNREASSEMBLED, &c);

@@ -66,7 +66,6 @@ struct stats_row {
 struct stats_report {
 	struct stats_row *rows;     /* rules and defaults, hook by hook */
 	uint32_t nrows;
-	bool last_hit_known;        /* the rows' last_hit_ms (the BPF backend keeps it) */
 	struct nfb_counter established;
 	uint64_t malformed;        /* dropped: headers or the L4 key cut short */
 	uint64_t unreassembled;    /* dropped: fragments the kernel did not reassemble (defrag on) */

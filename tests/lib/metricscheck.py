@@ -6,7 +6,7 @@
 The metrics are parsed with the Prometheus project's own parser
 (python3-prometheus-client), so a line it cannot read fails here. Every rule
 and default row of stats must be there with the same packets and bytes (and
-a limited rule's over-limit count, and with the BPF backend its last hit),
+a limited rule's over-limit count, and its last hit),
 every drop counter with its value, the reloads, each dynamic set's size and
 the policy's fingerprint as status says. Prints each mismatch;
 exit 0 when there is none.
@@ -45,7 +45,7 @@ def main():
         want("nfbox_rule_bytes_total", labels, r["bytes"])
         if "over_limit" in r:
             want("nfbox_rule_over_limit_total", {"hook": r["hook"], "rule": r["rule"]}, r["over_limit"])
-        if "last_hit" in r:  # the BPF backend: when the rule last matched, 0 for never
+        if "last_hit" in r:  # when the rule last matched, 0 for never
             want("nfbox_rule_last_hit_timestamp_seconds", {"hook": r["hook"], "rule": r["rule"]},
                  round(r["last_hit"] or 0, 3))
     for reason, value in stats["drops"].items():
