@@ -76,6 +76,13 @@ void cli_usage(const struct cli_cmd *cmd, FILE *f);
 /* "nfbox NAME [--opt ARG]... OPERANDS" */
 void cli_synopsis(const struct cli_cmd *cmd, FILE *f);
 
+struct ctl_request;
+struct diags;
+/* One request to the daemon on socket (NULL: this network namespace's,
+ * its path in sock, PATH_MAX bytes), with fd passed if not -1; the answer
+ * to out, the daemon's error text to stderr. 0 or -errno explained in d. */
+int cli_ctl(const char *socket, struct ctl_request *req, int fd, FILE *out, struct diags *d, char *sock);
+
 /* Print diagnostics in color when f is a terminal and NO_COLOR is unset. */
 bool cli_color(FILE *f);
 

@@ -10,7 +10,6 @@
 #include "cli/cli.h"
 #include "control/client.h"
 #include "lib/cleanup.h"
-#include "system/netns.h"
 #include "engine/compile/plan.h"
 #include "nft/build.h"
 #include "nft/print.h"
@@ -190,7 +189,7 @@ static int diff_running(const struct diff_args *a, const char *file)
 	size_t len = 0;
 	struct diags d;
 	FILE *f;
-	int r = 0;
+	int r;
 
 	if (file && (!(abs = realpath(file, NULL)) || (fd = open(abs, O_RDONLY | O_CLOEXEC)) < 0)) {
 		fprintf(stderr, "nfbox diff: %s: %s\n", file, strerror(errno));
@@ -198,14 +197,10 @@ static int diff_running(const struct diff_args *a, const char *file)
 	}
 	req.policy = abs;
 	diags_init(&d);
-	if (a->socket)
-		snprintf(sock, sizeof(sock), "%s", a->socket);
-	else
-		r = netns_default_socket(sock, sizeof(sock), &d);
-	if (r == 0 && !(f = open_memstream(&out, &len)))
-		r = -ENOMEM;
-	else if (r == 0) {
-		r = ctl_call(sock, &req, fd, f, stderr, &d);
+	if (!(f = open_memstream(&out, &len))) {
+		r = diag_errno(&d, -ENOMEM, "nfbox diff");
+	} else {
+		r = cli_ctl(a->socket, &req, fd, f, &d, sock);
 		fclose(f);
 	}
 	if (r < 0) {

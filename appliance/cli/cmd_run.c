@@ -107,19 +107,25 @@ static const struct cli_opt stop_opts[] = {
 	CLI_OPT_END,
 };
 
+int cli_ctl(const char *socket, struct ctl_request *req, int fd, FILE *out, struct diags *d, char *sock)
+{
+	int r = 0;
+
+	if (socket)
+		snprintf(sock, PATH_MAX, "%s", socket);
+	else
+		r = netns_default_socket(sock, PATH_MAX, d);
+	return r < 0 ? r : ctl_call(sock, req, fd, out, stderr, d);
+}
+
 static int call(const struct ctl_args *a, struct ctl_request *req, int fd)
 {
 	char sock[PATH_MAX];
 	struct diags d;
-	int r = 0;
+	int r;
 
 	diags_init(&d);
-	if (a->socket)
-		snprintf(sock, sizeof(sock), "%s", a->socket);
-	else
-		r = netns_default_socket(sock, sizeof(sock), &d);
-	if (r == 0)
-		r = ctl_call(sock, req, fd, stdout, stderr, &d);
+	r = cli_ctl(a->socket, req, fd, stdout, &d, sock);
 	if (req->verb == CTL_STOP && (r == -ECONNREFUSED || r == -ENOENT)) {
 		/* Nothing to stop; what a dead daemon left pinned stays enforced. */
 		fprintf(stderr, "nfbox stop: no daemon answers on %s; nothing to stop\n", sock);

@@ -2,7 +2,6 @@
 /* Engine: the dynamic sets' tries (bpf/nfbox.h, "Dynamic sets"). */
 #include <bpf/bpf.h>
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -66,44 +65,38 @@ int engine_dyn_del(struct engine *e, uint16_t set, int fam, const uint8_t *addr,
 	return bpf_map_delete_elem(e->map_fd[fam ? EM_DYN6 : EM_DYN4], &k) < 0 ? -errno : 0;
 }
 
+struct prune {
+	int fam;
+	bool (*keep)(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, void *arg);
+	void *arg;
+};
+
+static bool unkept(const void *key, void *arg)
+{
+	const struct prune *p = arg;
+	union dyn_key k;
+	const uint8_t *kb;
+
+	memcpy(&k, key, p->fam ? sizeof(k.k6) : sizeof(k.k4));
+	kb = p->fam ? k.k6.set : k.k4.set;
+	return !p->keep((uint16_t)(kb[0] << 8 | kb[1]), p->fam, p->fam ? k.k6.addr : k.k4.addr,
+			(uint8_t)((p->fam ? k.k6.prefixlen : k.k4.prefixlen) - 16), p->arg);
+}
+
 int engine_dyn_prune(struct engine *e,
 		     bool (*keep)(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, void *arg), void *arg)
 {
-	int went = 0;
+	int went = 0, r;
 
 	if (!e)
 		return -ENODEV;
 	for (int fam = 0; fam < 2; fam++) {
-		int fd = e->map_fd[fam ? EM_DYN6 : EM_DYN4];
-		union dyn_key k, *gone = NULL;
-		size_t n = 0, cap = 0;
-		bool first = true;
+		struct prune p = { fam, keep, arg };
 
-		/* Collect first, then delete: the walk is not disturbed. */
-		while (bpf_map_get_next_key(fd, first ? NULL : &k, &k) == 0) {
-			const uint8_t *kb = fam ? k.k6.set : k.k4.set;
-			uint16_t set = (uint16_t)(kb[0] << 8 | kb[1]);
-			const uint8_t *addr = fam ? k.k6.addr : k.k4.addr;
-			uint8_t plen = (uint8_t)((fam ? k.k6.prefixlen : k.k4.prefixlen) - 16);
-
-			first = false;
-			if (keep(set, fam, addr, plen, arg))
-				continue;
-			if (n == cap) {
-				union dyn_key *v = realloc(gone, (cap = cap ? 2 * cap : 256) * sizeof(*v));
-
-				if (!v) {
-					free(gone);
-					return -ENOMEM;
-				}
-				gone = v;
-			}
-			gone[n++] = k;
-		}
-		for (size_t i = 0; i < n; i++)
-			if (bpf_map_delete_elem(fd, &gone[i]) == 0)
-				went++;
-		free(gone);
+		if ((r = engine_delete_keys(e->map_fd[fam ? EM_DYN6 : EM_DYN4],
+					    fam ? sizeof(struct nfb_dyn6_key) : sizeof(struct nfb_dyn4_key), unkept, &p)) < 0)
+			return r;
+		went += r;
 	}
 	return went;
 }

@@ -57,6 +57,11 @@ struct engine {
 	int ncpus;
 };
 
+/* Delete every key of map fd (keys of key_size <= 64 bytes) for which
+ * drop(key, arg) says so: keys collected first, then deleted. How many
+ * went, or -ENOMEM. (gen.c) */
+int engine_delete_keys(int fd, size_t key_size, bool (*drop)(const void *key, void *arg), void *arg);
+
 /* Make links match the plan (engine.c; engine_load calls it). */
 int engine_links_sync(struct engine *e, const struct plan *pl, struct diags *d);
 

@@ -346,43 +346,53 @@ static int fill_limits(struct engine *e, struct gen_maps *g, const struct limits
 
 /* Every key of a hash map for which drop() says so is deleted: keys are
  * collected in one walk, then deleted (deleting during a walk restarts it). */
-static void delete_keys(int fd, size_t key_size, bool (*drop)(const void *key, const uint8_t *keep),
-			const uint8_t *keep)
+int engine_delete_keys(int fd, size_t key_size, bool (*drop)(const void *key, void *arg), void *arg)
 {
 	size_t cap = 1024, n = 0;
 	uint8_t *keys = malloc(cap * key_size), cur[64], next[64];
 	bool first = true;
+	int went = 0;
 
-	while (keys && bpf_map_get_next_key(fd, first ? NULL : cur, next) == 0) {
+	if (!keys || key_size > sizeof(cur)) {
+		free(keys);
+		return -ENOMEM;
+	}
+	/* collect first, then delete: the walk is not disturbed */
+	while (bpf_map_get_next_key(fd, first ? NULL : cur, next) == 0) {
 		first = false;
 		memcpy(cur, next, key_size);
-		if (!drop(cur, keep))
+		if (!drop(cur, arg))
 			continue;
 		if (n == cap) {
 			uint8_t *k = realloc(keys, 2 * cap * key_size);
 
-			if (!k)
-				break;
+			if (!k) {
+				free(keys);
+				return -ENOMEM;
+			}
 			keys = k;
 			cap *= 2;
 		}
 		memcpy(keys + n++ * key_size, cur, key_size);
 	}
-	for (size_t i = 0; keys && i < n; i++)
-		bpf_map_delete_elem(fd, keys + i * key_size);
+	for (size_t i = 0; i < n; i++)
+		went += bpf_map_delete_elem(fd, keys + i * key_size) == 0;
 	free(keys);
+	return went;
 }
 
-static bool state_unused(const void *key, const uint8_t *keep)
+static bool state_unused(const void *key, void *arg)
 {
+	const uint8_t *keep = arg;
 	uint32_t slot;
 
 	memcpy(&slot, key, sizeof(slot));
 	return slot >= NFB_MAX_COUNTERS || !keep[slot];
 }
 
-static bool meter_unused(const void *key, const uint8_t *keep)
+static bool meter_unused(const void *key, void *arg)
 {
+	const uint8_t *keep = arg;
 	struct nfb_meter_key k;
 
 	memcpy(&k, key, sizeof(k));
@@ -401,8 +411,8 @@ static void prune_limits(struct engine *e, const struct plan *pl, const struct s
 		for (uint32_t bit = 0; bit < pl->hook[hk].nrules; bit++)
 			if (pl->hook[hk].rules[bit]->limit.rate.n)
 				keep[slots->rule_slot[hk][bit]] = pl->hook[hk].rules[bit]->limit.per_source ? 2 : 1;
-	delete_keys(e->map_fd[EM_LIMIT_STATE], sizeof(uint32_t), state_unused, keep);
-	delete_keys(e->map_fd[EM_METER], sizeof(struct nfb_meter_key), meter_unused, keep);
+	engine_delete_keys(e->map_fd[EM_LIMIT_STATE], sizeof(uint32_t), state_unused, keep);
+	engine_delete_keys(e->map_fd[EM_METER], sizeof(struct nfb_meter_key), meter_unused, keep);
 	free(keep);
 }
 
@@ -504,27 +514,21 @@ static int active_iface_map(struct engine *e)
 	return fd < 0 ? -errno : fd;
 }
 
-static bool key_wanted(const struct nfb_iface_key *k, const struct nfb_iface_key *want, uint32_t n)
-{
-	for (uint32_t i = 0; i < n; i++)
-		if (want[i].ifindex == k->ifindex && want[i].hook == k->hook && want[i].dir == k->dir)
-			return true;
-	return false;
-}
+struct wanted {
+	const struct nfb_iface_key *v;
+	uint32_t n;
+};
 
-/* Entries of the map that no interface of the plan has any more. */
-static int drop_stale(int fd, const struct nfb_iface_key *want, uint32_t n)
+static bool iface_unwanted(const void *key, void *arg)
 {
-	struct nfb_iface_key k, next;
-	bool first = true;
+	const struct wanted *w = arg;
+	struct nfb_iface_key k;
 
-	while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
-		first = false;
-		k = next;
-		if (!key_wanted(&k, want, n) && bpf_map_delete_elem(fd, &k) == 0)
-			first = true; /* the walk restarts after a delete */
-	}
-	return 0;
+	memcpy(&k, key, sizeof(k));
+	for (uint32_t i = 0; i < w->n; i++)
+		if (w->v[i].ifindex == k.ifindex && w->v[i].hook == k.hook && w->v[i].dir == k.dir)
+			return false;
+	return true;
 }
 
 int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct plan_blob *b)
@@ -538,8 +542,12 @@ int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct 
 	for (uint32_t i = 0; !r && i < w.n; i++)
 		if (bpf_map_update_elem(fd, &w.k[i], &w.loc[i], BPF_ANY) < 0)
 			r = -errno;
-	if (!r)
-		r = drop_stale(fd, w.k, w.n);
+	if (!r) {
+		struct wanted keep = { w.k, w.n };
+
+		r = engine_delete_keys(fd, sizeof(struct nfb_iface_key), iface_unwanted, &keep);
+		r = r < 0 ? r : 0;
+	}
 	iface_want_free(&w);
 	close(fd);
 	return r;

@@ -31,7 +31,9 @@ trap 'ns_cleanup; rm -rf "$PUB"' EXIT
 SOCK=$PUB/nfbox.sock
 
 {
-	printf 'version: 1\nhooks: { forward: { default: drop } }\noptions: { log-rate: 100000/second, log-burst: 100000 }\nrules:\n'
+	printf 'version: 1\nhooks: { forward: { default: drop } }\noptions: { log-rate: 100000/second, log-burst: 100000 }\n'
+	printf 'sets: { x: { dynamic: true } }\nrules:\n'
+	printf '  - { name: from-x, from: x, action: drop }\n'
 	printf '  - { name: logged, service: [udp/7000], action: accept, log: true }\n'
 	for i in $(seq 1 20000); do printf '  - { name: rule-number-%d, service: [tcp/%d], action: accept }\n' $i $((20000 + i)); done
 } >"$NS_TMP/big.yaml"
@@ -86,6 +88,22 @@ out=$(as_nobody "$PUB/nfbox" reload --socket "$SOCK" 2>&1)
 out=$(as_nobody "$PUB/nfbox" stop --keep --socket "$SOCK" 2>&1)
 [ $? = 1 ] && echo "$out" | grep -q "permission denied" && kill -0 "$NFBOX_PID" 2>/dev/null &&
 	t_ok group-may-not-stop || t_fail group-may-not-stop "$out"
+as_nobody "$PUB/nfbox" set list --socket "$SOCK" >/dev/null 2>&1 && t_ok group-may-list-sets ||
+	t_fail group-may-list-sets "$(as_nobody "$PUB/nfbox" set list --socket "$SOCK" 2>&1)"
+out=$(as_nobody "$PUB/nfbox" set add banned 192.0.2.1 --socket "$SOCK" 2>&1)
+[ $? = 1 ] && echo "$out" | grep -q "permission denied" && t_ok group-may-not-change-sets || t_fail group-may-not-change-sets "$out"
+# set-add reads its prefixes from a regular file sent with it: none, or a
+# pipe the client could hold open forever, is refused at once.
+out=$(/usr/bin/python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"set-add set=x\n"); print(s.recv(200).decode())' "$SOCK" 2>&1)
+echo "$out" | grep -q "no prefixes were sent" && t_ok set-add-without-file || t_fail set-add-without-file "$out"
+out=$(/usr/bin/python3 -c '
+import os, socket, sys, time
+r, w = os.pipe()
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+socket.send_fds(s, [b"set-add set=x\n"], [r])
+s.settimeout(3)
+print(s.recv(200).decode())' "$SOCK" 2>&1)
+echo "$out" | grep -q "must come as a regular file" && t_ok set-add-pipe-refused || t_fail set-add-pipe-refused "$out"
 out=$(as_stranger "$PUB/nfbox" status --socket "$SOCK" 2>&1)
 [ $? = 1 ] && echo "$out" | grep -qi "permission denied" && t_ok stranger-refused || t_fail stranger-refused "$out"
 setpriv --reuid=65533 --regid=65533 --groups=65534 "$PUB/nfbox" status --socket "$SOCK" >/dev/null 2>&1 &&
@@ -150,7 +168,7 @@ out=$(ctl reload --policy "$NS_TMP/withset.yaml" 2>&1)
 out=$(unshare --mount --propagation private sh -c 'mkdir -p "$1/hidden" && mount -t tmpfs none "$1/hidden" &&
 	cp "$1/big.yaml" "$1/hidden/p.yaml" && "$2" reload --socket "$3" --policy "$1/hidden/p.yaml"' \
 	sh "$NS_TMP" "$NFBOX" "$SOCK" 2>&1)
-[ $? = 0 ] && echo "$out" | grep -q "hidden/p.yaml: 20001 rules enforced" && t_ok reload-reads-passed-file ||
+[ $? = 0 ] && echo "$out" | grep -q "hidden/p.yaml: 20002 rules enforced" && t_ok reload-reads-passed-file ||
 	t_fail reload-reads-passed-file "$out"
 nfbox_stop
 start --allow-unsafe-files || { t_fail unsafe-start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
