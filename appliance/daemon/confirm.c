@@ -200,6 +200,7 @@ static void remove_pending(struct daemon *dm)
 	dm->pending.active = false;
 	if (state_path(dm, "pending", path, sizeof(path)) == 0 && unlink(path) < 0 && errno != ENOENT)
 		log_err("cannot remove %s: %s", path, strerror(errno));
+	dyn_settle(dm); /* dynamic sets the policy now in force dropped: their entries go */
 }
 
 /* ---- the saved policy, read back ---- */

@@ -187,6 +187,9 @@ int daemon_nft_apply(struct daemon *dm, const struct policy *p, struct diags *d)
 void dyn_state_load(struct daemon *dm);
 int dyn_prepare(struct daemon *dm, const struct policy *p, struct slot_map *m, struct diags *d);
 void dyn_after_reload(struct daemon *dm, int r);
+/* Once no change waits for `nfbox confirm`: the entries of sets the policy
+ * in force dropped go (kept until then, for a rollback). */
+void dyn_settle(struct daemon *dm);
 struct client;
 void dyn_answer(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f);
 void dyn_tick(struct daemon *dm);

@@ -171,21 +171,43 @@ static void bpf_sync(struct daemon *dm)
 		dm->dyn_bpf_synced = true;
 }
 
-void dyn_after_reload(struct daemon *dm, int r)
+/* The entries of sets the policy in force no longer has are deleted, with
+ * the tries' (not while a change waits for `nfbox confirm`: a rollback
+ * brings the set back with its entries). */
+static bool drop_gone(struct daemon *dm)
 {
 	bool gone = false;
+
+	if (dm->pending.active)
+		return false;
+	for (uint32_t i = 0; i < dm->dyn.n; i++)
+		gone |= !dm->dyn.sets[i].in_policy;
+	dynsets_drop_gone(&dm->dyn);
+	return gone;
+}
+
+void dyn_after_reload(struct daemon *dm, int r)
+{
+	bool gone;
 
 	if (r < 0) { /* the policy in force keeps its sets */
 		if (dm->cur.pol)
 			dynsets_sync_policy(&dm->dyn, dm->cur.pol);
 		return;
 	}
-	for (uint32_t i = 0; i < dm->dyn.n; i++)
-		gone |= !dm->dyn.sets[i].in_policy && (dm->dyn.sets[i].n[0] || dm->dyn.sets[i].n[1]);
-	dynsets_drop_gone(&dm->dyn);
+	gone = drop_gone(dm);
 	if (!bpf_in_force(dm))
 		dm->dyn_bpf_synced = false; /* the tries are not kept up to date meanwhile */
 	else if (!dm->dyn_bpf_synced || gone)
+		bpf_sync(dm);
+	dyn_save(dm);
+}
+
+void dyn_settle(struct daemon *dm)
+{
+	if (!drop_gone(dm))
+		return;
+	if (bpf_in_force(dm))
 		bpf_sync(dm);
 	dyn_save(dm);
 }
@@ -212,51 +234,55 @@ static int apply_bpf(struct daemon *dm, const struct dyn_set *set, const struct 
 	return 0;
 }
 
+/* The kernel's timeout is a second longer than the store's expiry: the
+ * store lets an entry go first, so a delete or renewal never meets an
+ * element the kernel already dropped. */
+#define NFT_TIMEOUT_MARGIN_MS 1000
+
 static int apply_nft(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
 		     struct diags *d)
 {
 	int64_t now = dyn_now_ms();
-	int r = 0;
+	struct nfr_set *ds[2] = { NULL, NULL }, *as[2] = { NULL, NULL };
+	const struct nfr_set *dl[2], *al[2];
+	uint32_t nd = 0, na = 0;
+	struct nfr_table t;
+	int r;
 
-	for (int f = 0; f < 2 && !r; f++) {
-		uint8_t fam = f ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4;
-		struct nfr_set *ds, *as;
+	nfr_init(&t);
+	for (int f = 0; f < 2; f++) {
 		char name[NFR_NAME];
-		struct nfr_table t;
-		bool any = false;
 
-		for (uint32_t i = 0; i < n && !any; i++)
-			any = c[i].pfx.family == fam;
-		if (!any)
-			continue;
-		nfr_init(&t);
-		nft_dyn_set_name(name, sizeof(name), set->name, fam);
-		ds = nfr_set_new(&t, name, f ? NFR_KEY_IPV6 : NFR_KEY_IPV4, true);
-		as = nfr_set_new(&t, name, f ? NFR_KEY_IPV6 : NFR_KEY_IPV4, true);
-		for (uint32_t i = 0; ds && as && i < n; i++) {
-			uint8_t lo[16], hi[16];
-
-			if (c[i].pfx.family != fam)
-				continue;
-			memcpy(lo, c[i].pfx.addr, 16);
-			memcpy(hi, c[i].pfx.addr, 16);
-			for (unsigned b = c[i].pfx.plen; b < (f ? 128u : 32u); b++)
-				hi[b / 8] |= (uint8_t)(0x80 >> (b % 8));
-			/* an add deletes first: a renewal's new timeout, on any kernel */
-			if (del || c[i].renew)
-				nfr_set_add(&t, ds, lo, hi);
-			if (!del) {
-				nfr_set_add(&t, as, lo, hi);
-				if (!t.err && c[i].expires)
-					as->v[as->n - 1].timeout_ms = (uint64_t)(c[i].expires > now ? c[i].expires - now : 1);
-			}
-		}
-		if (t.err || !ds || !as)
-			r = diag_errno(d, -ENOMEM, "set '%s'", set->name);
-		else
-			r = nft_set_change(ds, del ? NULL : as, d);
-		nfr_free(&t);
+		nft_dyn_set_name(name, sizeof(name), set->name, f ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4);
+		ds[f] = nfr_set_new(&t, name, f ? NFR_KEY_IPV6 : NFR_KEY_IPV4, true);
+		as[f] = nfr_set_new(&t, name, f ? NFR_KEY_IPV6 : NFR_KEY_IPV4, true);
 	}
+	for (uint32_t i = 0; !t.err && i < n; i++) {
+		int f = c[i].pfx.family == POLICY_FAM_IPV6;
+		uint8_t lo[16], hi[16];
+
+		memcpy(lo, c[i].pfx.addr, 16);
+		memcpy(hi, c[i].pfx.addr, 16);
+		for (unsigned b = c[i].pfx.plen; b < (f ? 128u : 32u); b++)
+			hi[b / 8] |= (uint8_t)(0x80 >> (b % 8));
+		/* an add of an entry there deletes it first: a renewal's new timeout, on any kernel */
+		if (del || c[i].renew)
+			nfr_set_add(&t, ds[f], lo, hi);
+		if (!del) {
+			nfr_set_add(&t, as[f], lo, hi);
+			if (!t.err && c[i].expires)
+				as[f]->v[as[f]->n - 1].timeout_ms =
+					(uint64_t)(c[i].expires > now ? c[i].expires - now : 1) + NFT_TIMEOUT_MARGIN_MS;
+		}
+	}
+	for (int f = 0; f < 2 && !t.err; f++) {
+		if (ds[f]->n)
+			dl[nd++] = ds[f];
+		if (as[f]->n)
+			al[na++] = as[f];
+	}
+	r = t.err ? diag_errno(d, t.err, "set '%s'", set->name) : nft_set_change(dl, nd, al, na, d);
+	nfr_free(&t);
 	return r;
 }
 
@@ -323,6 +349,11 @@ static int read_changes(int fd, const char *source, int64_t expires, struct dyn_
 			goto bad;
 		}
 		*end = '\0';
+		if (n == 2 * DYNSET_MAX_ENTRIES) {
+			diag_fail(d, -E2BIG, "%s:%u: more entries than all dynamic sets may hold (%u of each family)", source,
+				  lineno, DYNSET_MAX_ENTRIES);
+			goto bad;
+		}
 		if (n == cap) {
 			struct dyn_change *nv = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof(*v));
 
@@ -394,6 +425,7 @@ static int change(struct daemon *dm, struct client *c, const struct ctl_request 
 	const char *source = req->source ? req->source : "argument";
 	struct dyn_change *v = NULL;
 	uint32_t n = 0, added = 0, renewed = 0;
+	struct dyn_undo undo = { 0 };
 	struct dyn_set *set;
 	int64_t expires = req->timeout ? dyn_now_ms() + (int64_t)req->timeout * 1000 : 0;
 	int r;
@@ -403,28 +435,16 @@ static int change(struct daemon *dm, struct client *c, const struct ctl_request 
 	if ((r = read_changes(c->fd_passed, source, expires, &v, &n, d)) < 0)
 		return r;
 	if (del)
-		r = dynset_del(&dm->dyn, set, v, n, d);
+		r = dynset_del(&dm->dyn, set, v, n, d, &undo);
 	else
-		r = dynset_add(&dm->dyn, set, v, n, d, &added, &renewed);
+		r = dynset_add(&dm->dyn, set, v, n, d, &added, &renewed, &undo);
 	if (r == 0 && (r = apply(dm, set, v, n, del, d)) < 0) {
-		/* the kernel refused: the store goes back to what is enforced */
-		struct diags tmp;
-
-		diags_init(&tmp);
-		if (del) {
-			dynset_add(&dm->dyn, set, v, n, &tmp, NULL, NULL);
-		} else { /* the new ones go; renewed ones keep their new expiry */
-			uint32_t k = 0;
-
-			for (uint32_t i = 0; i < n; i++)
-				if (!v[i].renew)
-					v[k++] = v[i];
-			dynset_del(&dm->dyn, set, v, k, &tmp);
-		}
-		diags_free(&tmp);
+		/* the kernel refused: the store goes back to what it was */
+		dynset_undo(&dm->dyn, set, &undo);
 		if (bpf_in_force(dm))
 			bpf_sync(dm);
 	}
+	dyn_undo_free(&undo);
 	free(v);
 	if (r < 0)
 		return r;

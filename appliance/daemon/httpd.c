@@ -4,7 +4,8 @@
  * served over HTTP, for Prometheus to scrape, by libmicrohttpd. It runs in
  * the daemon's own loop (no thread): its epoll fd is one more source, and
  * each request is answered from the daemon's state as the control socket
- * answers. GET or HEAD /metrics only; anything else is 404 or 405. A few
+ * answers (the text kept for a second: a client asking in a loop costs one
+ * read of the counters a second). GET or HEAD /metrics only; anything else is 404 or 405. A few
  * connections at once, each closed after 10 s idle: a client that holds
  * connections open cannot starve the control socket.
  */
@@ -14,6 +15,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "daemon/daemon_int.h"
 #include "lib/log.h"
@@ -26,7 +28,22 @@ struct httpd {
 	struct MHD_Daemon *mhd;
 	struct handler h;
 	unsigned long served, refused;
+	char *body;      /* the last metrics text, served again within HTTPD_CACHE_MS */
+	size_t len;
+	long long made;  /* CLOCK_MONOTONIC ms */
 };
+
+/* Scrapes come every 15 s or so; a client asking in a loop gets the same
+ * text for this long instead of a read of every counter each time. */
+#define HTTPD_CACHE_MS 1000
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *text, const char *allow)
 {
@@ -47,6 +64,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 				  const char *version, const char *upload, size_t *upload_size, void **state)
 {
 	struct daemon *dm = cls;
+	struct httpd *h = dm->httpd;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 	char *buf = NULL;
@@ -65,17 +83,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return respond(c, MHD_HTTP_NOT_FOUND, "nfbox serves /metrics only\n", NULL);
 	}
 	(void)state;
-	if (!(f = open_memstream(&buf, &len)))
-		return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
-	if (daemon_metrics(dm, f) < 0) {
-		fclose(f);
-		free(buf);
-		return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the counters\n", NULL);
+	if (!h->body || mono_ms() - h->made >= HTTPD_CACHE_MS) {
+		if (!(f = open_memstream(&buf, &len)))
+			return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
+		if (daemon_metrics(dm, f) < 0 || fclose(f) != 0) {
+			free(buf);
+			return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the counters\n", NULL);
+		}
+		free(h->body);
+		h->body = buf;
+		h->len = len;
+		h->made = mono_ms();
 	}
-	if (fclose(f) != 0 || !(r = MHD_create_response_from_buffer(len, buf, MHD_RESPMEM_MUST_FREE))) {
-		free(buf);
+	/* copied: the cache may be replaced while MHD still sends this one */
+	if (!(r = MHD_create_response_from_buffer(h->len, h->body, MHD_RESPMEM_MUST_COPY)))
 		return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
-	}
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, METRICS_TYPE);
 	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
 	MHD_destroy_response(r);
@@ -187,6 +209,7 @@ void httpd_close(struct daemon *dm)
 		return;
 	daemon_unwatch(dm, &dm->httpd->h);
 	MHD_stop_daemon(dm->httpd->mhd);
+	free(dm->httpd->body);
 	free(dm->httpd);
 	dm->httpd = NULL;
 }

@@ -205,7 +205,7 @@ static const struct dyn_entry *overlap(const struct dyn_set *set, int fam, const
 struct pending {
 	struct dyn_entry e;
 	struct dyn_change *c;
-	const struct dyn_entry *renew; /* the entry it renews, or NULL: new */
+	int64_t ri; /* index in the set of the entry it renews, -1: new */
 };
 
 static int pending_cmp(const void *a, const void *b)
@@ -245,8 +245,45 @@ __attribute__((format(printf, 3, 4))) static void refuse(struct diags *d, unsign
 	diag_fail(d, -EINVAL, "%s", buf);
 }
 
+static struct dyn_change undo_entry(int fam, const struct dyn_entry *e, bool renew)
+{
+	struct dyn_change c = { .expires = e->expires, .renew = renew, .src = "undo" };
+
+	c.pfx.family = fam ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4;
+	c.pfx.plen = e->plen;
+	memcpy(c.pfx.addr, e->addr, 16);
+	return c;
+}
+
+void dyn_undo_free(struct dyn_undo *u)
+{
+	free(u->added);
+	free(u->changed);
+	memset(u, 0, sizeof(*u));
+}
+
+void dynset_undo(struct dynsets *s, struct dyn_set *set, const struct dyn_undo *u)
+{
+	struct dyn_change *gone = calloc(u->nadded + u->nchanged + 1, sizeof(*gone));
+	struct diags tmp;
+	uint32_t n = 0;
+
+	if (!gone)
+		return;
+	diags_init(&tmp);
+	for (uint32_t i = 0; i < u->nadded; i++)
+		gone[n++] = u->added[i];
+	for (uint32_t i = 0; i < u->nchanged; i++)
+		if (u->changed[i].renew)
+			gone[n++] = u->changed[i]; /* renewed: out, then back with its expiry */
+	dynset_del(s, set, gone, n, &tmp, NULL);
+	dynset_add(s, set, u->changed, u->nchanged, &tmp, NULL, NULL, NULL);
+	diags_free(&tmp);
+	free(gone);
+}
+
 int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uint32_t n, struct diags *d,
-	       uint32_t *added, uint32_t *renewed)
+	       uint32_t *added, uint32_t *renewed, struct dyn_undo *undo)
 {
 	struct pending *pv[2] = { NULL, NULL };
 	uint32_t pn[2] = { 0, 0 }, fresh[2] = { 0, 0 }, nren = 0;
@@ -266,6 +303,7 @@ int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uin
 		p->e.plen = c[i].pfx.plen;
 		p->e.expires = c[i].expires;
 		p->c = &c[i];
+		p->ri = -1;
 		c[i].renew = false;
 	}
 	for (int f = 0; f < 2; f++) {
@@ -303,12 +341,12 @@ int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uin
 				       p->c->line, a, b, set->name);
 				continue;
 			}
-			p->renew = o;
+			p->ri = o ? o - set->v[f] : -1;
 			pv[f][kept++] = *p;
 		}
 		pn[f] = kept;
 		for (uint32_t i = 0; i < pn[f]; i++)
-			fresh[f] += !pv[f][i].renew;
+			fresh[f] += pv[f][i].ri < 0;
 		if (!nref && s->total[f] + fresh[f] > DYNSET_MAX_ENTRIES) {
 			diag_fail(d, -ENOSPC, "set '%s': %u more %s entries would pass the limit of %u for all dynamic sets together",
 				  set->name, fresh[f], f ? "IPv6" : "IPv4", DYNSET_MAX_ENTRIES);
@@ -323,27 +361,49 @@ int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uin
 		r = -EEXIST;
 		goto out;
 	}
+	/* everything that can fail first: nothing changes on -ENOMEM */
+	if (undo) {
+		memset(undo, 0, sizeof(*undo));
+		if (!(undo->added = calloc(fresh[0] + fresh[1] + 1, sizeof(*undo->added))) ||
+		    !(undo->changed = calloc(pn[0] + pn[1] - fresh[0] - fresh[1] + 1, sizeof(*undo->changed)))) {
+			dyn_undo_free(undo);
+			r = -ENOMEM;
+			goto out;
+		}
+	}
+	for (int f = 0; f < 2; f++)
+		if (fresh[f] && (r = grow(set, f, set->n[f] + fresh[f])) < 0) {
+			if (undo)
+				dyn_undo_free(undo);
+			goto out;
+		}
 	for (int f = 0; f < 2; f++) {
 		struct dyn_entry *old;
 		uint32_t i, j, k, nold = set->n[f];
 
+		for (i = 0; i < pn[f]; i++) {
+			if (!undo)
+				continue;
+			if (pv[f][i].ri >= 0)
+				undo->changed[undo->nchanged++] = undo_entry(f, &set->v[f][pv[f][i].ri], true);
+			else
+				undo->added[undo->nadded++] = undo_entry(f, &pv[f][i].e, false);
+		}
 		for (i = 0; i < pn[f]; i++)
-			if (pv[f][i].renew) {
+			if (pv[f][i].ri >= 0) {
 				pv[f][i].c->renew = true;
-				((struct dyn_entry *)pv[f][i].renew)->expires = pv[f][i].e.expires;
+				set->v[f][pv[f][i].ri].expires = pv[f][i].e.expires;
 				nren++;
 			}
 		if (!fresh[f])
 			continue;
 		/* merge the fresh entries (sorted) into the sorted array */
-		if ((r = grow(set, f, nold + fresh[f])) < 0)
-			goto out;
 		old = set->v[f];
 		k = nold + fresh[f];
 		i = nold;
 		j = pn[f];
 		while (j > 0) {
-			if (pv[f][j - 1].renew) {
+			if (pv[f][j - 1].ri >= 0) {
 				j--;
 				continue;
 			}
@@ -378,7 +438,8 @@ static int del_cmp(const void *a, const void *b)
 	return (int)(*(const uint32_t *)a > *(const uint32_t *)b) - (int)(*(const uint32_t *)a < *(const uint32_t *)b);
 }
 
-int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *c, uint32_t n, struct diags *d)
+int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *c, uint32_t n, struct diags *d,
+	       struct dyn_undo *undo)
 {
 	uint32_t *idx[2] = { calloc(n ? n : 1, sizeof(uint32_t)), calloc(n ? n : 1, sizeof(uint32_t)) }, ni[2] = { 0, 0 };
 	unsigned nref = 0;
@@ -408,6 +469,13 @@ int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *
 		r = -ENOENT;
 		goto out;
 	}
+	if (undo) {
+		memset(undo, 0, sizeof(*undo));
+		if (!(undo->changed = calloc(n + 1, sizeof(*undo->changed)))) {
+			r = -ENOMEM;
+			goto out;
+		}
+	}
 	for (int f = 0; f < 2; f++) {
 		uint32_t kept = 0, k = 0;
 
@@ -416,6 +484,8 @@ int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *
 			if (k < ni[f] && idx[f][k] == i) {
 				while (k < ni[f] && idx[f][k] == i)
 					k++; /* the same entry named twice */
+				if (undo)
+					undo->changed[undo->nchanged++] = undo_entry(f, &set->v[f][i], false);
 				continue;
 			}
 			set->v[f][kept++] = set->v[f][i];
@@ -470,7 +540,7 @@ uint32_t dynsets_expire(struct dynsets *s, int64_t now,
 /* ---- saved form ----------------------------------------------------------
  *   nfbox-dynsets 1
  *   set NAME ID
- *   NAME PREFIX EXPIRES      (ms since the epoch, 0: never)
+ *   e NAME PREFIX EXPIRES    (ms since the epoch, 0: never)
  */
 void dynsets_save(const struct dynsets *s, FILE *f)
 {
@@ -483,7 +553,7 @@ void dynsets_save(const struct dynsets *s, FILE *f)
 		for (int fam = 0; fam < 2; fam++)
 			for (uint32_t j = 0; j < s->sets[i].n[fam]; j++) {
 				dyn_entry_format(fam, &s->sets[i].v[fam][j], a, sizeof(a));
-				fprintf(f, "%s %s %" PRId64 "\n", s->sets[i].name, a, s->sets[i].v[fam][j].expires);
+				fprintf(f, "e %s %s %" PRId64 "\n", s->sets[i].name, a, s->sets[i].v[fam][j].expires);
 			}
 }
 
@@ -491,7 +561,7 @@ void dynsets_save(const struct dynsets *s, FILE *f)
 static int flush_batch(struct dynsets *s, struct dyn_set *set, struct dyn_change **batch, uint32_t *nb,
 		       struct diags *d)
 {
-	int r = set && *nb ? dynset_add(s, set, *batch, *nb, d, NULL, NULL) : 0;
+	int r = set && *nb ? dynset_add(s, set, *batch, *nb, d, NULL, NULL, NULL) : 0;
 
 	*nb = 0;
 	return r;
@@ -538,7 +608,7 @@ int dynsets_load(struct dynsets *s, FILE *f, int64_t now, unsigned *bad_line)
 			}
 			continue;
 		}
-		if (sscanf(line, "%65s %79s %lld", name, what, &exp) != 3 || exp < 0 || !(set = dynsets_find(s, name)) ||
+		if (sscanf(line, "e %65s %79s %lld", name, what, &exp) != 3 || exp < 0 || !(set = dynsets_find(s, name)) ||
 		    parse_prefix(what, &c.pfx, &host_bits, &why) < 0 || host_bits)
 			goto bad;
 		if (exp && exp <= now)

@@ -70,16 +70,28 @@ struct dyn_set *dynsets_find(struct dynsets *s, const char *name);
 int dynsets_sync_policy(struct dynsets *s, const struct policy *p);
 void dynsets_drop_gone(struct dynsets *s);
 
+/* What a change did, to take it back (dynset_undo) when the kernel refuses
+ * it: the entries it added, and those it renewed or deleted as they were
+ * (renew set for a renewal). */
+struct dyn_undo {
+	struct dyn_change *added, *changed;
+	uint32_t nadded, nchanged;
+};
+void dynset_undo(struct dynsets *s, struct dyn_set *set, const struct dyn_undo *u);
+void dyn_undo_free(struct dyn_undo *u);
+
 /* Add the entries of c (n of them) to set: all or nothing. An entry equal
  * to one there renews its expiry; one that overlaps another entry (of the
  * set or of c) or would pass DYNSET_MAX_ENTRIES is refused: -EEXIST,
  * -ENOSPC, each explained in d at its src:line (at most a few reasons).
- * added/renewed: how many of each, when not NULL. */
+ * added/renewed: how many of each, when not NULL; undo (if not NULL,
+ * zeroed): what to take back. -ENOMEM changes nothing. */
 int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uint32_t n, struct diags *d,
-	       uint32_t *added, uint32_t *renewed);
+	       uint32_t *added, uint32_t *renewed, struct dyn_undo *undo);
 /* Delete the entries of c: each must be in the set exactly (-ENOENT
  * explained otherwise; then nothing is deleted). */
-int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *c, uint32_t n, struct diags *d);
+int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *c, uint32_t n, struct diags *d,
+	       struct dyn_undo *undo);
 /* Every entry of the set. */
 void dynset_flush(struct dynsets *s, struct dyn_set *set);
 

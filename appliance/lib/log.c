@@ -59,7 +59,8 @@ static int journal_sendmsg(struct iovec *iov, size_t n)
 
 	if (journal_fd < 0 && (journal_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
 		return -errno;
-	return sendmsg(journal_fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	/* never wait: a stalled journald must not stall the daemon's loop */
+	return sendmsg(journal_fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 ? -errno : 0;
 }
 
 int log_journal_fields(int priority, const char *const *fields, size_t n)

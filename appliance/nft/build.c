@@ -306,8 +306,8 @@ static const struct nfr_set *dyn_set_for(struct ctx *c, const struct addr_set *p
 		memcpy(pf.addr, e->addr, 16);
 		prefix_range(&pf, lo, hi);
 		nfr_set_add(c->t, s, lo, hi);
-		if (!c->t->err && e->expires)
-			s->v[s->n - 1].timeout_ms = (uint64_t)(e->expires - now);
+		if (!c->t->err && e->expires) /* a second after the store lets it go (daemon/dynsets.c) */
+			s->v[s->n - 1].timeout_ms = (uint64_t)(e->expires - now) + 1000;
 	}
 	return s; /* sorted and apart already: not normalized (each element keeps its timeout) */
 }

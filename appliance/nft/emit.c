@@ -691,16 +691,19 @@ static int change_elems(struct nft_batch *b, const struct nfr_set *s, uint16_t t
 	return r;
 }
 
-int nft_set_change(const struct nfr_set *del, const struct nfr_set *add, struct diags *d)
+int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct nfr_set *const *add, uint32_t nadd,
+		   struct diags *d)
 {
 	struct nft_batch *b;
-	int r;
+	int r = 0;
 
 	if ((r = nft_batch_new(&b)) < 0)
 		return diag_errno(d, r, "building the nftables transaction");
-	if (del && del->n && (r = change_elems(b, del, NFT_MSG_DELSETELEM)) < 0)
-		goto out;
-	if (add && add->n && (r = change_elems(b, add, NFT_MSG_NEWSETELEM)) < 0)
+	for (uint32_t i = 0; i < ndel && !r; i++)
+		r = change_elems(b, del[i], NFT_MSG_DELSETELEM);
+	for (uint32_t i = 0; i < nadd && !r; i++)
+		r = change_elems(b, add[i], NFT_MSG_NEWSETELEM);
+	if (r < 0)
 		goto out;
 	nft_batch_note(b, (struct loc){ 0 }, "a dynamic set's elements");
 	r = nft_batch_commit(b, d);

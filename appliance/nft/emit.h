@@ -17,10 +17,11 @@ bool nft_table_owned(void);
 /* Delete table inet nfbox if it exists. */
 int nft_table_remove(struct diags *d);
 
-/* Elements of a named address interval set of table inet nfbox (a dynamic
- * set's, with flags timeout): del's deleted, then add's added with their
- * timeouts, in one transaction. Either may be NULL or empty. 0 or -errno
- * explained in d. */
-int nft_set_change(const struct nfr_set *del, const struct nfr_set *add, struct diags *d);
+/* Elements of named address interval sets of table inet nfbox (dynamic
+ * sets', with flags timeout): the elements of each set of del deleted, then
+ * those of each of add added with their timeouts, all in one transaction.
+ * 0 or -errno explained in d. */
+int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct nfr_set *const *add, uint32_t nadd,
+		   struct diags *d);
 
 #endif

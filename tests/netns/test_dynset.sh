@@ -141,6 +141,15 @@ t_check dropped-set-gone grep -q "no set 'blocked'" <(nfbox_ctl set list blocked
 t_check dropped-set-passes [ "$(probe_from $C4B $S4 7000)" = pass ]
 nfbox_ctl reload --policy "$NS_TMP/policy.yaml" >/dev/null 2>&1
 t_check readded-set-empty [ "$(set_count blocked)" = 0 ]
+# A change with --confirm that drops a set, rolled back: the set comes back
+# with its entries (kept while the change waited).
+nfbox_ctl set add blocked $C4B >/dev/null 2>&1
+nfbox_ctl reload --policy "$NS_TMP/noset.yaml" --confirm 2s >/dev/null 2>&1
+t_check confirm-drop-passes [ "$(probe_from $C4B $S4 7000)" = pass ]
+sleep 2.5
+t_check rollback-keeps-entries [ "$(set_count blocked)" = 1 ]
+t_check rollback-blocked-again [ "$(probe_from $C4B $S4 7000)" = drop ]
+nfbox_ctl set del blocked $C4B >/dev/null 2>&1
 t_check vip-kept [ "$(set_count vip)" = 2 ]
 
 # ---- bulk: 100,000 prefixes from standard input ----
@@ -170,7 +179,7 @@ NFBOX_PID=
 t_check killed-still-blocked [ "$(probe_from $C4 $S4 7000)" = drop ]
 # The saved entries are the authority: one taken out of the file while no
 # daemon ran is gone from the kernel too once the next one starts.
-grep -q "^blocked $C4 " "$NS_TMP/state/dynsets" && sed -i "/^blocked $C4 /d" "$NS_TMP/state/dynsets"
+grep -q "^e blocked $C4 " "$NS_TMP/state/dynsets" && sed -i "/^e blocked $C4 /d" "$NS_TMP/state/dynsets"
 nfbox_start "$NS_TMP/policy.yaml" || t_fail adopt "$(cat "$NS_TMP/nfbox.err")"
 if bpf_backend; then
 	t_check adopted grep -q 'adopted the enforcing state' "$NS_TMP/nfbox.err"

@@ -122,8 +122,11 @@ cs() { NFBOX="$NFBOX" NFBOX_OPTS="--socket $NFBOX_SOCK" packaging/crowdsec/nfbox
 cs add $C4 3600 "ssh-bf" '{}'
 t_check crowdsec-add grep -Eq "^$C4	expires in (359[0-9]|3600)s" <(nfbox_ctl set list crowdsec)
 t_check crowdsec-dropped [ "$(probe_from $C4)" = drop ]
-cs add 203.0.113.0/24 0 "range" '{}'
-t_check crowdsec-range-permanent grep -qx "203.0.113.0/24" <(nfbox_ctl set list crowdsec)
+cs add 203.0.113.0/24 86400 "range" '{}'
+t_check crowdsec-range grep -Eq "^203.0.113.0/24	expires in 86[34][0-9][0-9]s" <(nfbox_ctl set list crowdsec)
+cs add 192.0.2.50 0 "ends now" '{}'
+cs add 192.0.2.51 -3 "ended" '{}'
+t_check crowdsec-no-endless-ban [ "$(nfbox_ctl set list crowdsec --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["entries"])')" = 2 ]
 cs del $C4 3600 "ssh-bf" '{}'
 t_check crowdsec-del [ "$(probe_from $C4)" = pass ]
 cs del $C4 3600 "ssh-bf" '{}'

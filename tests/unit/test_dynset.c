@@ -33,7 +33,7 @@ static int add(struct dynsets *s, struct dyn_set *set, const char *const *texts,
 
 	for (size_t i = 0; i < n; i++)
 		c[i] = ch(texts[i], exp);
-	return dynset_add(s, set, c, (uint32_t)n, d, NULL, NULL);
+	return dynset_add(s, set, c, (uint32_t)n, d, NULL, NULL, NULL);
 }
 
 static struct policy *policy_with(const char *const *names, size_t n)
@@ -92,9 +92,9 @@ static void test_overlap_and_renew(void)
 	/* adjacent is not overlapping; the same again renews */
 	diags_init(&d);
 	c = ch("192.0.2.128/25", 0);
-	CHECK(dynset_add(&s, b, &c, 1, &d, &added, &renewed) == 0 && added == 1 && renewed == 0);
+	CHECK(dynset_add(&s, b, &c, 1, &d, &added, &renewed, NULL) == 0 && added == 1 && renewed == 0);
 	c = ch("192.0.2.128/25", 5000);
-	CHECK(dynset_add(&s, b, &c, 1, &d, &added, &renewed) == 0 && added == 0 && renewed == 1 && c.renew);
+	CHECK(dynset_add(&s, b, &c, 1, &d, &added, &renewed, NULL) == 0 && added == 0 && renewed == 1 && c.renew);
 	CHECK(b->n[0] == 3 && b->v[0][1].expires == 5000 && s.next_expiry == 5000 && sorted_apart(b));
 	/* expiry */
 	CHECK(dynsets_expire(&s, 4999, NULL, NULL) == 0);
@@ -104,9 +104,9 @@ static void test_overlap_and_renew(void)
 	{
 		struct dyn_change del[2] = { ch("10.0.0.0/8", 0), ch("192.0.2.0/26", 0) };
 
-		CHECK(dynset_del(&s, b, del, 2, &d) == -ENOENT && b->n[0] == 3);
+		CHECK(dynset_del(&s, b, del, 2, &d, NULL) == -ENOENT && b->n[0] == 3);
 		del[1] = ch("198.51.100.7", 0);
-		CHECK(dynset_del(&s, b, del, 2, &d) == 0 && b->n[0] == 1 && s.total[0] == 1);
+		CHECK(dynset_del(&s, b, del, 2, &d, NULL) == 0 && b->n[0] == 1 && s.total[0] == 1);
 	}
 	diags_free(&d);
 	dynsets_free(&s);
@@ -140,7 +140,7 @@ static void test_ids_follow_names(void)
 
 static void test_save_load(void)
 {
-	static const char *const names[] = { "x", "y" };
+	static const char *const names[] = { "x", "set" };
 	struct policy *p = policy_with(names, 2);
 	struct dynsets s, t;
 	char *buf = NULL;
@@ -154,8 +154,8 @@ static void test_save_load(void)
 	diags_init(&d);
 	CHECK(dynsets_sync_policy(&s, p) == 0);
 	CHECK(add(&s, dynsets_find(&s, "x"), (const char *const[]){ "192.0.2.1", "2001:db8::/32" }, 2, 0, &d) == 0);
-	CHECK(add(&s, dynsets_find(&s, "y"), (const char *const[]){ "198.51.100.0/24" }, 1, 100, &d) == 0);
-	CHECK(add(&s, dynsets_find(&s, "y"), (const char *const[]){ "203.0.113.0/24" }, 1, 10000, &d) == 0);
+	CHECK(add(&s, dynsets_find(&s, "set"), (const char *const[]){ "198.51.100.0/24" }, 1, 100, &d) == 0);
+	CHECK(add(&s, dynsets_find(&s, "set"), (const char *const[]){ "203.0.113.0/24" }, 1, 10000, &d) == 0);
 	f = open_memstream(&buf, &len);
 	dynsets_save(&s, f);
 	fclose(f);
@@ -163,11 +163,15 @@ static void test_save_load(void)
 	CHECK(dynsets_load(&t, f, 200, &bad) == 0); /* the one that expired at 100 is not read */
 	fclose(f);
 	CHECK(t.n == 2 && dynsets_find(&t, "x")->n[0] == 1 && dynsets_find(&t, "x")->n[1] == 1);
-	CHECK(dynsets_find(&t, "y")->n[0] == 1 && dynsets_find(&t, "y")->v[0][0].expires == 10000);
-	CHECK(dynsets_find(&t, "y")->id == dynsets_find(&s, "y")->id);
+	CHECK(dynsets_find(&t, "set")->n[0] == 1 && dynsets_find(&t, "set")->v[0][0].expires == 10000);
+	CHECK(dynsets_find(&t, "set")->id == dynsets_find(&s, "set")->id);
 	dynsets_free(&t);
 	/* a damaged file: refused, with the line */
-	f = fmemopen((char *)"nfbox-dynsets 1\nset x 1\nx 192.0.2.5/24 0\n", 39, "r");
+	{
+		static const char broken[] = "nfbox-dynsets 1\nset x 1\ne x 192.0.2.5/24 0\n";
+
+		f = fmemopen((char *)broken, sizeof(broken) - 1, "r");
+	}
 	CHECK(dynsets_load(&t, f, 0, &bad) == -EINVAL && bad == 3 && t.n == 0);
 	fclose(f);
 	f = fmemopen((char *)"nfbox-dynsets 1\nset x 1\nset y 1\n", 32, "r");
@@ -215,12 +219,12 @@ static void test_model(void)
 			free_all &= !owner[a];
 		diags_init(&d);
 		if (rand_r(&seed) % 3 == 0) {
-			r = dynset_del(&s, m, &c, 1, &d);
+			r = dynset_del(&s, m, &c, 1, &d, NULL);
 			CHECK((r == 0) == exact);
 			if (r == 0)
 				memset(owner + base, 0, size);
 		} else {
-			r = dynset_add(&s, m, &c, 1, &d, NULL, NULL);
+			r = dynset_add(&s, m, &c, 1, &d, NULL, NULL, NULL);
 			CHECK((r == 0) == (free_all || exact));
 			if (r == 0 && free_all) {
 				memset(owner + base, plen + 1, size);
@@ -245,8 +249,46 @@ static void test_model(void)
 	check_end();
 }
 
+/* A change taken back (the kernel refused it) leaves the set as it was:
+ * added entries gone, renewed ones with their old expiry, deleted ones back
+ * with theirs, the same prefix twice in one change included. */
+static void test_undo(void)
+{
+	static const char *const names[] = { "u" };
+	struct policy *p = policy_with(names, 1);
+	struct dyn_change c[3];
+	struct dyn_undo undo;
+	struct dynsets s;
+	struct dyn_set *u;
+	struct diags d;
+
+	check_begin("dynset-undo");
+	dynsets_init(&s);
+	diags_init(&d);
+	dynsets_sync_policy(&s, p);
+	u = dynsets_find(&s, "u");
+	CHECK(add(&s, u, (const char *const[]){ "192.0.2.1", "192.0.2.9" }, 2, 600000, &d) == 0);
+	c[0] = ch("192.0.2.1", 0);
+	c[1] = ch("192.0.2.1", 0);
+	c[2] = ch("198.51.100.0/24", 0);
+	CHECK(dynset_add(&s, u, c, 3, &d, NULL, NULL, &undo) == 0 && u->n[0] == 3 && !u->v[0][0].expires);
+	dynset_undo(&s, u, &undo);
+	dyn_undo_free(&undo);
+	CHECK(u->n[0] == 2 && u->v[0][0].expires == 600000 && u->v[0][1].expires == 600000 && s.total[0] == 2);
+	c[0] = ch("192.0.2.9", 0);
+	CHECK(dynset_del(&s, u, c, 1, &d, &undo) == 0 && u->n[0] == 1);
+	dynset_undo(&s, u, &undo);
+	dyn_undo_free(&undo);
+	CHECK(u->n[0] == 2 && u->v[0][1].expires == 600000); /* back with its timeout, not forever */
+	diags_free(&d);
+	dynsets_free(&s);
+	free_policy(p);
+	check_end();
+}
+
 int main(void)
 {
+	test_undo();
 	test_overlap_and_renew();
 	test_ids_follow_names();
 	test_save_load();
