@@ -120,26 +120,9 @@ static bool in_store(uint16_t id, int fam, const uint8_t *addr, uint8_t plen, vo
 {
 	const struct dynsets *s = arg;
 
-	for (uint32_t i = 0; i < s->n; i++) {
-		const struct dyn_set *set = &s->sets[i];
-		uint32_t lo = 0, hi = set->n[fam];
-		size_t len = fam ? 16 : 4;
-
-		if (set->id != id)
-			continue;
-		while (lo < hi) {
-			uint32_t mid = lo + (hi - lo) / 2;
-			int c = memcmp(set->v[fam][mid].addr, addr, len);
-
-			if (!c)
-				return set->v[fam][mid].plen == plen;
-			if (c < 0)
-				lo = mid + 1;
-			else
-				hi = mid;
-		}
-		return false;
-	}
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->sets[i].id == id)
+			return dynset_index(&s->sets[i], fam, addr, plen) >= 0;
 	return false;
 }
 
@@ -261,10 +244,7 @@ static int apply_nft(struct daemon *dm, const struct dyn_set *set, const struct 
 		int f = c[i].pfx.family == POLICY_FAM_IPV6;
 		uint8_t lo[16], hi[16];
 
-		memcpy(lo, c[i].pfx.addr, 16);
-		memcpy(hi, c[i].pfx.addr, 16);
-		for (unsigned b = c[i].pfx.plen; b < (f ? 128u : 32u); b++)
-			hi[b / 8] |= (uint8_t)(0x80 >> (b % 8));
+		nft_prefix_range(&c[i].pfx, lo, hi);
 		/* an add of an entry there deletes it first: a renewal's new timeout, on any kernel */
 		if (del || c[i].renew)
 			nfr_set_add(&t, ds[f], lo, hi);

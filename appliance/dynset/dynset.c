@@ -163,6 +163,15 @@ static uint32_t upper(const struct dyn_set *set, int fam, const uint8_t *addr)
 	return lo;
 }
 
+int64_t dynset_index(const struct dyn_set *set, int fam, const uint8_t *addr, uint8_t plen)
+{
+	uint32_t at = upper(set, fam, addr);
+
+	if (at > 0 && !addr_cmp(fam, set->v[fam][at - 1].addr, addr) && set->v[fam][at - 1].plen == plen)
+		return at - 1;
+	return -1;
+}
+
 void dyn_entry_format(int fam, const struct dyn_entry *e, char *buf, size_t len)
 {
 	char a[INET6_ADDRSTRLEN];
@@ -451,12 +460,11 @@ int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		int f = fam_of(&c[i].pfx);
-		uint32_t at = upper(set, f, c[i].pfx.addr);
+		int64_t at = dynset_index(set, f, c[i].pfx.addr, c[i].pfx.plen);
 		char a[64];
 
-		if (at > 0 && !addr_cmp(f, set->v[f][at - 1].addr, c[i].pfx.addr) &&
-		    set->v[f][at - 1].plen == c[i].pfx.plen) {
-			idx[f][ni[f]++] = at - 1;
+		if (at >= 0) {
+			idx[f][ni[f]++] = (uint32_t)at;
 			continue;
 		}
 		policy_prefix_format(&c[i].pfx, a, sizeof(a));

@@ -107,6 +107,9 @@ uint32_t dynsets_expire(struct dynsets *s, int64_t now,
 void dynsets_save(const struct dynsets *s, FILE *f);
 int dynsets_load(struct dynsets *s, FILE *f, int64_t now, unsigned *bad_line);
 
+/* Index in set->v[fam] of the entry addr/plen exactly, or -1. */
+int64_t dynset_index(const struct dyn_set *set, int fam, const uint8_t *addr, uint8_t plen);
+
 /* The prefix as text, "192.0.2.0/24", "2001:db8::1" (a whole address
  * without its length). */
 void dyn_entry_format(int fam, const struct dyn_entry *e, char *buf, size_t len);

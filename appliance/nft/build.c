@@ -199,7 +199,7 @@ static void iface_alts_free(struct iface_match *alts, uint32_t max)
 }
 
 /* The last address of a prefix (every host bit set). */
-static void prefix_range(const struct prefix *pf, uint8_t *lo, uint8_t *hi)
+void nft_prefix_range(const struct prefix *pf, uint8_t *lo, uint8_t *hi)
 {
 	unsigned bits = pf->family == POLICY_FAM_IPV4 ? 32 : 128;
 
@@ -216,7 +216,7 @@ static void fill_addr_set(struct nfr_table *t, struct nfr_set *s, const struct p
 
 		if (v[i].family != fam)
 			continue;
-		prefix_range(&v[i], lo, hi);
+		nft_prefix_range(&v[i], lo, hi);
 		nfr_set_add(t, s, lo, hi);
 	}
 	nfr_set_normalize(s);
@@ -304,7 +304,7 @@ static const struct nfr_set *dyn_set_for(struct ctx *c, const struct addr_set *p
 		if (e->expires && e->expires <= now)
 			continue;
 		memcpy(pf.addr, e->addr, 16);
-		prefix_range(&pf, lo, hi);
+		nft_prefix_range(&pf, lo, hi);
 		nfr_set_add(c->t, s, lo, hi);
 		if (!c->t->err && e->expires) /* a second after the store lets it go (daemon/dynsets.c) */
 			s->v[s->n - 1].timeout_ms = (uint64_t)(e->expires - now) + 1000;

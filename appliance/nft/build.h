@@ -42,6 +42,8 @@ struct nft_build_opts {
 /* The nftables set that holds dynamic set NAME's entries of a family
  * (POLICY_FAM_IPV4 or _IPV6); buf at least NFR_NAME. */
 void nft_dyn_set_name(char *buf, size_t len, const char *set, uint8_t fam);
+/* A prefix as an interval set's range: its first and last address. */
+void nft_prefix_range(const struct prefix *pf, uint8_t *lo, uint8_t *hi);
 
 /* 0 or -ENOMEM. t must be initialised (nfr_init) and is filled. */
 int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr_table *t);
