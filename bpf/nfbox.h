@@ -132,11 +132,21 @@ struct nfb_iface_key {
 	__u8 pad[2];
 };
 
-/* Port map: ARRAY of u32 locators, index nfb_port_index(). */
-#define NFB_PORT_ENTRIES (NFB_HOOK_MAX * 2 * NFB_PC_MAX * 65536)
-static inline __u32 nfb_port_index(__u32 hook, __u32 dir, __u32 pclass, __u32 port)
+/*
+ * Port map: ARRAY of u32, sized to the policy, in two parts.
+ *   [0, NFB_PORT_TOP)   the top: for each hook, dir, port class and high
+ *                       byte of the port, the number of a 256-entry page
+ *   [NFB_PORT_TOP, ...) the pages: page n at NFB_PORT_TOP + 256 n, entry
+ *                       port & 255 the locator (NFB_LOC_UNSET: the miss)
+ * Identical pages are stored once (page 0: all unset), so a range of ports
+ * with one vector costs one page, and a policy without ports one page.
+ */
+#define NFB_PORT_TOP (NFB_HOOK_MAX * 2 * NFB_PC_MAX * 256)
+#define NFB_PORT_MAX_PAGES (NFB_PORT_TOP + 1)
+#define NFB_PORT_MAX_ENTRIES (NFB_PORT_TOP + NFB_PORT_MAX_PAGES * 256)
+static inline __u32 nfb_port_top(__u32 hook, __u32 dir, __u32 pclass, __u32 port)
 {
-	return ((hook * 2 + dir) * NFB_PC_MAX + pclass) * 65536 + port;
+	return ((hook * 2 + dir) * NFB_PC_MAX + pclass) * 256 + (port >> 8);
 }
 
 /* Misc map: ARRAY of u32 locators, index nfb_misc_index(). */
@@ -164,7 +174,7 @@ enum nfb_reject_kind {
 #define NFB_RULE_LOG 0x1
 #define NFB_RULE_REJECT_SHIFT 4 /* flags bits 4..7: enum nfb_reject_kind */
 
-/* Rules map: ARRAY, index hook * NFB_MAX_RULES + rule bit. */
+/* Rules map: ARRAY sized to the policy, index hook_cfg.rule_base + rule bit. */
 #define NFB_RULE_ENTRIES (NFB_HOOK_MAX * NFB_MAX_RULES)
 struct nfb_rule {
 	__u8 action;
@@ -227,17 +237,18 @@ struct nfb_dyn_val {
  * burst * interval: up to burst packets at once after a quiet spell, rate
  * per period in the long run. user space computes both in ns.
  *
- * Limits map: ARRAY per generation, NFB_MAX_LIMITS entries. State lives
- * outside generations, keyed by the rule's counter slot, so a reload keeps a
- * rule's bucket as it keeps its counters:
- *   nfb_limit_state  HASH   slot -> struct nfb_limit_state (user space
- *                    creates the entry of every limited rule before the flip)
+ * Limits map: ARRAY per generation, one entry per limit. State is keyed by
+ * the rule's counter slot, so a reload keeps a rule's bucket as it keeps its
+ * counters:
+ *   the counters map's limit row (see "Counters"): struct nfb_limit_state
+ *                    of each slot, zero for a rule that never met its limit
  *   nfb_meter        LRU_HASH struct nfb_meter_key -> u64 tat, one bucket per
  *                    (rule, source address) for `per: source`; the longest
- *                    unused are forgotten when it is full.
+ *                    unused are forgotten when it is full. A generation
+ *                    whose policy has no per-source limit has none; one map
+ *                    passes from generation to generation while they do.
  */
 #define NFB_MAX_LIMITS 4096 /* POLICY_MAX_LIMITS */
-#define NFB_LIMIT_STATES 16384
 #define NFB_METER_ENTRIES 65536
 #define NFB_LIMIT_PER_SOURCE 0x1
 
@@ -270,6 +281,8 @@ struct nfb_hook_cfg {
 	__u32 miss[NFB_F_MAX];  /* locator used when a field's lookup misses */
 	__u32 ct[NFB_CT_MAX];   /* locator per conntrack state */
 	__u32 sport_none;       /* SPORT vector for packets without ports */
+	__u32 rule_base;        /* index of the hook's rule 0 in the rules map */
+	__u32 pad;
 };
 
 /* Options of a generation. */
@@ -286,6 +299,8 @@ struct nfb_gen_cfg {
 	__u32 established_counter;
 	__u32 log_period;     /* seconds (1, 60, 3600); 0 counts as 1 */
 	__u32 reject_period;
+	__u32 cnt_cap;        /* slots per row of the counters map */
+	__u32 cnt_cpus;       /* CPU rows of the counters map (possible CPUs) */
 	struct nfb_hook_cfg hook[NFB_HOOK_MAX];
 };
 
@@ -296,14 +311,32 @@ struct nfb_ctl {
 	__u64 netns_cookie; /* the network namespace the state enforces (SO_NETNS_COOKIE) */
 };
 
-/* Per-CPU counters: PERCPU_ARRAY indexed by slot. Slots below
- * NFB_CNT_FIRST_RULE are fixed; rule and default slots are assigned by user
- * space and kept for a rule (hook + name) across reloads. */
+/*
+ * Counters. Slots below NFB_CNT_FIRST_RULE are fixed and live in nfb_fixed
+ * (PERCPU_ARRAY); rule and default slots are assigned by user space, kept
+ * for a rule (hook + name) across reloads, and live in the generation's
+ * counters map: an ARRAY of struct nfb_counter (mmap()able, sized to the
+ * policy: a per-CPU array cannot be an inner map of another size) in rows
+ * of gen_cfg.cnt_cap slots:
+ *   row c < cnt_cpus   CPU c's counts (written only on CPU c, no atomics)
+ *   row cnt_cpus       carried counts (user space only: counts of an
+ *                      earlier, smaller or larger, map)
+ *   row cnt_cpus + 1   limit state (struct nfb_limit_state in the value)
+ * index = row * cnt_cap + slot. A slot's count is the sum of rows 0 ..
+ * cnt_cpus. Generations of the same capacity share one map, so counts go
+ * on across a reload without a copy.
+ */
 struct nfb_counter {
 	__u64 packets;
 	__u64 bytes;
 	__u64 last_ns; /* bpf_ktime_get_ns() of the last packet counted (CLOCK_MONOTONIC); 0: never */
 };
+_Static_assert(sizeof(struct nfb_limit_state) <= sizeof(struct nfb_counter), "a limit state fits a counter's value");
+#define NFB_CNT_ROWS(cpus) ((cpus) + 2)
+static inline __u32 nfb_cnt_index(__u32 cap, __u32 row, __u32 slot)
+{
+	return row * cap + slot;
+}
 
 enum nfb_cnt_fixed {
 	NFB_CNT_MALFORMED = 0,   /* dropped: IP header, extension-header chain or L4 key
@@ -318,6 +351,7 @@ enum nfb_cnt_fixed {
 	NFB_CNT_FIRST_RULE = 8,
 };
 #define NFB_MAX_COUNTERS (NFB_CNT_FIRST_RULE + 2 * (NFB_HOOK_MAX * (NFB_MAX_RULES + 1) + 1))
+#define NFB_CNT_MIN_CAP 64
 
 /* Verdict event, in the ring buffer, for rules with log: true. */
 struct nfb_event {

@@ -51,7 +51,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #define NFB_LPM_MAX_ENTRIES 2000000 /* POLICY_MAX_PREFIXES */
 #define NFB_IFACE_MAX_ENTRIES 16384
 #define NFB_ARRAY_FLAGS BPF_F_MMAPABLE
-#define NFB_BLOB_FLAGS (BPF_F_MMAPABLE | BPF_F_INNER_MAP)
+#define NFB_SIZED_FLAGS (BPF_F_MMAPABLE | BPF_F_INNER_MAP)
+#define NFB_BLOB_FLAGS NFB_SIZED_FLAGS
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -85,6 +86,7 @@ struct nfb_lpm6_inner {
 
 struct nfb_iface_inner {
 	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, NFB_IFACE_MAX_ENTRIES);
 	__uint(key_size, sizeof(struct nfb_iface_key));
 	__uint(value_size, sizeof(__u32));
@@ -92,8 +94,8 @@ struct nfb_iface_inner {
 
 struct nfb_port_inner {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, NFB_ARRAY_FLAGS);
-	__uint(max_entries, NFB_PORT_ENTRIES);
+	__uint(map_flags, NFB_SIZED_FLAGS);
+	__uint(max_entries, NFB_PORT_MAX_ENTRIES); /* template: sized per generation */
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(__u32));
 };
@@ -108,7 +110,7 @@ struct nfb_misc_inner {
 
 struct nfb_rules_inner {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, NFB_ARRAY_FLAGS);
+	__uint(map_flags, NFB_SIZED_FLAGS);
 	__uint(max_entries, NFB_RULE_ENTRIES);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(struct nfb_rule));
@@ -116,9 +118,27 @@ struct nfb_rules_inner {
 
 struct nfb_limits_inner {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, NFB_SIZED_FLAGS);
 	__uint(max_entries, NFB_MAX_LIMITS);
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(struct nfb_limit_cfg));
+};
+
+/* Counters and limit state of a generation (bpf/nfbox.h, "Counters"). */
+struct nfb_counters_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, NFB_SIZED_FLAGS);
+	__uint(max_entries, NFB_CNT_MIN_CAP * 3);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct nfb_counter));
+};
+
+/* Per-source buckets (bpf/nfbox.h, "Rate limits"). */
+struct nfb_meter_inner {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, NFB_METER_ENTRIES);
+	__uint(key_size, sizeof(struct nfb_meter_key));
+	__uint(value_size, sizeof(__u64));
 };
 
 struct nfb_blob_inner {
@@ -145,22 +165,8 @@ NFB_OUTER(nfb_misc, nfb_misc_inner);
 NFB_OUTER(nfb_rules, nfb_rules_inner);
 NFB_OUTER(nfb_limits, nfb_limits_inner);
 NFB_OUTER(nfb_blob, nfb_blob_inner);
-
-/* Rate-limit state (bpf/nfbox.h, "Rate limits"): outside the generations. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, NFB_LIMIT_STATES);
-	__type(key, __u32);
-	__type(value, struct nfb_limit_state);
-} nfb_limit_state SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, NFB_METER_ENTRIES);
-	__type(key, struct nfb_meter_key);
-	__type(value, __u64);
-} nfb_meter SEC(".maps");
+NFB_OUTER(nfb_counters, nfb_counters_inner);
+NFB_OUTER(nfb_meter, nfb_meter_inner);
 
 /* Dynamic sets' entries (bpf/nfbox.h, "Dynamic sets"): outside the generations. */
 struct {
@@ -179,15 +185,16 @@ struct {
 	__type(value, struct nfb_dyn_val);
 } nfb_dyn6 SEC(".maps");
 
-/* Counters are per CPU and incremented without atomics, as is usual for
- * per-CPU BPF counters: a softirq interrupting a LOCAL_OUT run on the same
- * CPU between load and store could lose one increment. */
+/* The fixed counters (slots below NFB_CNT_FIRST_RULE): outside the
+ * generations. Counters are per CPU and incremented without atomics, as is
+ * usual for per-CPU BPF counters: a softirq interrupting a LOCAL_OUT run on
+ * the same CPU between load and store could lose one increment. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, NFB_MAX_COUNTERS);
+	__uint(max_entries, NFB_CNT_FIRST_RULE);
 	__type(key, __u32);
 	__type(value, struct nfb_counter);
-} nfb_counters SEC(".maps");
+} nfb_fixed SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -215,15 +222,34 @@ struct {
  * part of a valid one is below NFB_MAX_CHUNKS). */
 #define NFB_LOC_UNSET 0xffffffffu
 
-static __always_inline void nfb_count(__u32 slot, __u32 len)
+static __always_inline void nfb_count_add(struct nfb_counter *c, __u32 len)
 {
-	struct nfb_counter *c = bpf_map_lookup_elem(&nfb_counters, &slot);
-
 	if (c) {
 		c->packets++;
 		c->bytes += len;
 		c->last_ns = bpf_ktime_get_ns();
 	}
+}
+
+/* A fixed counter (enum nfb_cnt_fixed). */
+static __always_inline void nfb_count_fixed(__u32 slot, __u32 len)
+{
+	nfb_count_add(bpf_map_lookup_elem(&nfb_fixed, &slot), len);
+}
+
+/* A rule's or a default's counter in the generation's map, this CPU's row. */
+static __noinline void nfb_count(const struct nfb_gen_cfg *cfg, __u32 gen, __u32 slot, __u32 len)
+{
+	__u32 cpu = bpf_get_smp_processor_id(), idx;
+	void *cnt;
+
+	if (!cfg || cpu >= cfg->cnt_cpus || slot >= cfg->cnt_cap)
+		return;
+	cnt = bpf_map_lookup_elem(&nfb_counters, &gen);
+	if (!cnt)
+		return;
+	idx = nfb_cnt_index(cfg->cnt_cap, cpu, slot);
+	nfb_count_add(bpf_map_lookup_elem(cnt, &idx), len);
 }
 
 static __always_inline int nfb_hook_of(__u8 nf_hook)
@@ -508,9 +534,20 @@ static __noinline __u32 nfb_get_lpm6(__u32 gen, __u32 hook, __u32 dir, const str
 	return nfb_loc_in(&nfb_lpm6, gen, &key);
 }
 
-static __noinline __u32 nfb_get_port(__u32 gen, __u32 idx)
+/* The port map's top gives the page, the page the locator. */
+static __noinline __u32 nfb_get_port(__u32 gen, __u32 top, __u32 port)
 {
-	return nfb_loc_in(&nfb_port, gen, &idx);
+	void *map = bpf_map_lookup_elem(&nfb_port, &gen);
+	__u32 *v, idx;
+
+	if (!map)
+		return NFB_LOC_UNSET;
+	v = bpf_map_lookup_elem(map, &top);
+	if (!v || *v >= NFB_PORT_MAX_PAGES)
+		return NFB_LOC_UNSET;
+	idx = NFB_PORT_TOP + *v * 256 + (port & 255);
+	v = bpf_map_lookup_elem(map, &idx);
+	return v ? *v : NFB_LOC_UNSET;
 }
 
 static __noinline __u32 nfb_get_misc(__u32 gen, __u32 idx)
@@ -551,7 +588,7 @@ static __always_inline __u32 nfb_loc_l4(const struct nfb_hook_cfg *hc, const str
 	__u32 loc;
 
 	if (p->l4kind == NFB_L4_PORTS)
-		loc = nfb_get_port(gen, nfb_port_index(p->hook, 1, p->pclass, p->dport));
+		loc = nfb_get_port(gen, nfb_port_top(p->hook, 1, p->pclass, p->dport), p->dport);
 	else
 		loc = nfb_get_misc(gen, nfb_misc_index(p->hook, p->mclass,
 						       p->l4kind == NFB_L4_ICMP ? p->icmp_type : p->proto));
@@ -563,7 +600,7 @@ static __always_inline __u32 nfb_loc_sport(const struct nfb_hook_cfg *hc, const 
 {
 	if (p->l4kind != NFB_L4_PORTS)
 		return hc->sport_none;
-	return nfb_loc_or_miss(nfb_get_port(gen, nfb_port_index(p->hook, 0, p->pclass, p->sport)), hc,
+	return nfb_loc_or_miss(nfb_get_port(gen, nfb_port_top(p->hook, 0, p->pclass, p->sport), p->sport), hc,
 			       NFB_F_SPORT);
 }
 
@@ -815,17 +852,17 @@ static __noinline void nfb_reject(struct bpf_nf_ctx *ctx, const struct nfb_gen_c
 
 	if (!nfb_bucket_take(NFB_BUCKET_REJECT, cfg->reject_rate, cfg->reject_period, cfg->reject_burst,
 			     bpf_ktime_get_ns())) {
-		nfb_count(NFB_CNT_REJECT_LIMITED, p->len);
+		nfb_count_fixed(NFB_CNT_REJECT_LIMITED, p->len);
 		return;
 	}
 	e = bpf_ringbuf_reserve(&nfb_rejects, sizeof(*e), 0);
 	if (!e) {
-		nfb_count(NFB_CNT_REJECT_LOST, p->len);
+		nfb_count_fixed(NFB_CNT_REJECT_LOST, p->len);
 		return;
 	}
 	if (bpf_dynptr_from_skb((struct __sk_buff *)ctx->skb, 0, &dp) || bpf_dynptr_read(e->data, n, &dp, 0, 0)) {
 		bpf_ringbuf_discard(e, 0);
-		nfb_count(NFB_CNT_REJECT_LOST, p->len);
+		nfb_count_fixed(NFB_CNT_REJECT_LOST, p->len);
 		return;
 	}
 	e->len = n;
@@ -844,12 +881,12 @@ static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_p
 	struct nfb_event *e;
 
 	if (!nfb_log_allowed(cfg, now)) {
-		nfb_count(NFB_CNT_LOG_LIMITED, p->len);
+		nfb_count_fixed(NFB_CNT_LOG_LIMITED, p->len);
 		return;
 	}
 	e = bpf_ringbuf_reserve(&nfb_events, sizeof(*e), 0);
 	if (!e) {
-		nfb_count(NFB_CNT_LOG_DROPPED, p->len);
+		nfb_count_fixed(NFB_CNT_LOG_DROPPED, p->len);
 		return;
 	}
 	e->ts_ns = now;
@@ -870,9 +907,10 @@ static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_p
 	bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline int nfb_default(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p)
+static __always_inline int nfb_default(const struct nfb_gen_cfg *cfg, __u32 gen, const struct nfb_hook_cfg *hc,
+				       const struct nfb_pkt *p)
 {
-	nfb_count(hc->default_counter, p->len);
+	nfb_count(cfg, gen, hc->default_counter, p->len);
 	return hc->default_action == NFB_ACT_ACCEPT ? NF_ACCEPT : NF_DROP;
 }
 
@@ -880,7 +918,7 @@ static __always_inline int nfb_rule_verdict(struct bpf_nf_ctx *ctx, const struct
 					    const struct nfb_pkt *p, __u32 gen, __u32 rule,
 					    const struct nfb_rule *r)
 {
-	nfb_count(r->counter, p->len);
+	nfb_count(cfg, gen, r->counter, p->len);
 	if (r->flags & NFB_RULE_LOG)
 		nfb_log(cfg, p, gen, rule, r);
 	if (r->action == NFB_ACT_REJECT)
@@ -920,22 +958,29 @@ static __always_inline bool nfb_gcra(__u64 *tat, __u64 now, __u64 interval, __u6
  * generation's limits). Over the limit is counted in the rule's state. A
  * limit whose configuration or state is missing is over: the rule does not
  * match (user space creates the state of every limited rule first). */
-static __noinline bool nfb_limit_pass(__u32 gen, __u32 limit, const struct nfb_pkt *p)
+static __noinline bool nfb_limit_pass(const struct nfb_gen_cfg *cfg, __u32 gen, __u32 limit,
+					const struct nfb_pkt *p)
 {
 	__u32 idx = limit - 1, slot;
 	const struct nfb_limit_cfg *lc;
 	struct nfb_limit_state *st;
+	void *limits, *cnt, *meter;
 	__u64 now, *tat;
-	void *limits;
 
+	if (!cfg)
+		return false;
 	limits = bpf_map_lookup_elem(&nfb_limits, &gen);
 	if (!limits)
 		return false;
 	lc = bpf_map_lookup_elem(limits, &idx);
-	if (!lc)
+	if (!lc || lc->slot >= cfg->cnt_cap)
 		return false;
 	slot = lc->slot;
-	st = bpf_map_lookup_elem(&nfb_limit_state, &slot);
+	cnt = bpf_map_lookup_elem(&nfb_counters, &gen);
+	if (!cnt)
+		return false;
+	idx = nfb_cnt_index(cfg->cnt_cap, cfg->cnt_cpus + 1, slot);
+	st = bpf_map_lookup_elem(cnt, &idx); /* struct nfb_counter: the limit row holds a state */
 	if (!st)
 		return false;
 	now = bpf_ktime_get_ns();
@@ -948,12 +993,15 @@ static __noinline bool nfb_limit_pass(__u32 gen, __u32 limit, const struct nfb_p
 		key.slot = slot;
 		key.family = p->family;
 		__builtin_memcpy(key.addr, p->saddr, sizeof(key.addr));
-		tat = bpf_map_lookup_elem(&nfb_meter, &key);
+		meter = bpf_map_lookup_elem(&nfb_meter, &gen);
+		if (!meter)
+			goto over;
+		tat = bpf_map_lookup_elem(meter, &key);
 		if (!tat) {
 			/* A new source: its first packet conforms (depth >= interval). */
-			if (bpf_map_update_elem(&nfb_meter, &key, &first, BPF_NOEXIST) == 0)
+			if (bpf_map_update_elem(meter, &key, &first, BPF_NOEXIST) == 0)
 				return true;
-			tat = bpf_map_lookup_elem(&nfb_meter, &key); /* another CPU added it */
+			tat = bpf_map_lookup_elem(meter, &key); /* another CPU added it */
 			if (!tat)
 				goto over;
 		}
@@ -1025,12 +1073,12 @@ static __always_inline int nfb_judge(struct bpf_nf_ctx *ctx, const struct nfb_ge
 	int rule;
 
 	if (!nrules || nrules > NFB_MAX_RULES)
-		return nfb_default(hc, p);
+		return nfb_default(cfg, gen, hc, p);
 	if (!all && (!nsum || nsum > NFB_MAX_SUM || nfb_locate(hc, p, gen, &in)))
-		return nfb_default(hc, p); /* corrupt: an empty vector */
+		return nfb_default(cfg, gen, hc, p); /* corrupt: an empty vector */
 	rules = bpf_map_lookup_elem(&nfb_rules, &gen);
 	if (!rules)
-		return nfb_default(hc, p);
+		return nfb_default(cfg, gen, hc, p);
 	bpf_for(n, 0, NFB_MAX_LIMITS + 1) {
 		if (all) {
 			rule = nfb_next_rule(start, nrules);
@@ -1040,16 +1088,16 @@ static __always_inline int nfb_judge(struct bpf_nf_ctx *ctx, const struct nfb_ge
 		}
 		if (rule < 0 || rule >= (int)nrules)
 			break; /* none (or a bit past the rules: corrupt) */
-		idx = p->hook * NFB_MAX_RULES + rule;
+		idx = hc->rule_base + rule;
 		r = bpf_map_lookup_elem(rules, &idx);
 		if (!r)
 			break;
 		if ((!(r->dyn[0] | r->dyn[1]) || nfb_dyn_pass(r->dyn[0], r->dyn[1], p)) &&
-		    (!r->limit || nfb_limit_pass(gen, r->limit, p)))
+		    (!r->limit || nfb_limit_pass(cfg, gen, r->limit, p)))
 			return nfb_rule_verdict(ctx, cfg, p, gen, (__u32)rule, r);
 		start = (__u32)rule + 1;
 	}
-	return nfb_default(hc, p);
+	return nfb_default(cfg, gen, hc, p);
 }
 
 static __always_inline bool nfb_any_hook(const struct nfb_gen_cfg *cfg)
@@ -1078,14 +1126,14 @@ int nfbox_filter(struct bpf_nf_ctx *ctx)
 	gen = ctl ? ctl->active_gen : NFB_GENS;
 	cfg = gen < NFB_GENS ? bpf_map_lookup_elem(&nfb_gen, &gen) : NULL;
 	if (!cfg || !nfb_any_hook(cfg)) {
-		nfb_count(NFB_CNT_NO_GEN, pkt.len);
+		nfb_count_fixed(NFB_CNT_NO_GEN, pkt.len);
 		return NF_ACCEPT;
 	}
 	hc = &cfg->hook[hook];
 	if (!hc->enabled)
 		return NF_ACCEPT;
 	if (hook == NFB_HOOK_OUTPUT && ctx->skb->mark == NFB_REPLY_MARK) {
-		nfb_count(NFB_CNT_REPLIES, pkt.len);
+		nfb_count_fixed(NFB_CNT_REPLIES, pkt.len);
 		return NF_ACCEPT;
 	}
 
@@ -1099,17 +1147,17 @@ int nfbox_filter(struct bpf_nf_ctx *ctx)
 	case NFB_PARSED:
 		break;
 	case NFB_FRAGMENT:
-		nfb_count(NFB_CNT_FRAGMENT, pkt.len);
+		nfb_count_fixed(NFB_CNT_FRAGMENT, pkt.len);
 		return NF_DROP;
 	default:
-		nfb_count(NFB_CNT_MALFORMED, pkt.len);
+		nfb_count_fixed(NFB_CNT_MALFORMED, pkt.len);
 		return NF_DROP;
 	}
 
 	pkt.ct = nfb_ct_state(ctx->skb);
 	if ((cfg->options & NFB_OPT_ESTABLISHED_ACCEPT) &&
 	    (pkt.ct == NFB_CT_ESTABLISHED || pkt.ct == NFB_CT_RELATED)) {
-		nfb_count(cfg->established_counter, pkt.len);
+		nfb_count(cfg, gen, cfg->established_counter, pkt.len);
 		return NF_ACCEPT;
 	}
 

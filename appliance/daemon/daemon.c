@@ -124,6 +124,7 @@ static void loop(struct daemon *dm)
 		dyn_tick(dm);
 		httpd_tick(dm);
 		lasthit_tick(dm);
+		engine_settle(dm->e); /* a reload is answered: free the policy it replaced */
 	}
 }
 

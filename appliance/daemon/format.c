@@ -97,6 +97,8 @@ static void status_text(const struct status_report *r, FILE *f)
 			!strcmp(r->on_disk, "same") ? "the same" : !strcmp(r->on_disk, "changed") ? "changed since" : r->on_disk);
 	}
 	fprintf(f, "version:    %s\n", r->version);
+	if (r->bpf_memory)
+		fprintf(f, "bpf memory: %.1f MiB (the classifier's maps)\n", (double)r->bpf_memory / 1048576);
 	fprintf(f, "defrag:     %s\n", r->defrag ? "on (verdicts on reassembled datagrams)" : "off");
 	fprintf(f, "backend:    %s%s\n", r->backend,
 		r->nft_table != 1 ? "" : r->nft_owned ? " (table inet nfbox, owned by this process)" : " (table inet nfbox)");
@@ -199,6 +201,7 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_kv_u64(&j, "rules", r->rules);
 	json_kv_u64(&j, "generation", e->generation);
 	json_kv_u64(&j, "active_gen", e->active_gen);
+	json_kv_u64(&j, "bpf_memory_bytes", r->bpf_memory);
 	json_kv_bool(&j, "adopted", e->adopted);
 	json_kv_bool(&j, "defrag", r->defrag);
 	json_kv_str(&j, "backend", r->backend);
@@ -501,6 +504,8 @@ void format_metrics(const struct status_report *st, const struct stats_report *s
 	fprintf(f, "nfbox_policy_loaded_timestamp_seconds %lld\n", st->loaded_at);
 	family(f, "nfbox_generation", "gauge", "Policies this daemon has loaded into the BPF engine.");
 	fprintf(f, "nfbox_generation %llu\n", U(st->engine.generation));
+	family(f, "nfbox_bpf_memory_bytes", "gauge", "Kernel memory the classifier's BPF maps hold.");
+	fprintf(f, "nfbox_bpf_memory_bytes %llu\n", U(st->bpf_memory));
 	family(f, "nfbox_reloads_total", "counter", "Reloads, by result.");
 	fprintf(f, "nfbox_reloads_total{result=\"ok\"} %lu\nnfbox_reloads_total{result=\"failed\"} %lu\n",
 		st->reloads_ok, st->reloads_failed);

@@ -42,6 +42,8 @@ int report_status(struct daemon *dm, struct status_report *out)
 		.dyn = &dm->dyn,
 	};
 	engine_get_info(dm->e, &out->engine);
+	if (dm->e)
+		engine_memory(dm->e, &out->bpf_memory);
 	/* Whether the files on disk are still what runs: read and hashed again. */
 	if (!p || !dm->fingerprint[0]) {
 		out->on_disk = "";

@@ -37,6 +37,7 @@ struct status_report {
 	int nft_table;              /* table inet nfbox: 1 present, 0 absent, -1 unknown */
 	bool nft_owned;             /* owned by the daemon (NFT_TABLE_F_OWNER, PERSIST) */
 	struct engine_info engine;
+	uint64_t bpf_memory;        /* bytes the engine's maps hold (0: no engine) */
 	unsigned long reloads_ok, reloads_failed;
 	bool pending;               /* a reload --confirm waits for `nfbox confirm` */
 	long long pending_deadline, pending_since; /* time(): rolls back at the deadline */

@@ -3,6 +3,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <linux/netfilter.h>
 #include <stdio.h>
@@ -21,9 +22,9 @@ static const char *const map_names[EM_COUNT] = {
 	[EM_CTL] = "nfb_ctl",       [EM_GEN] = "nfb_gen",         [EM_LPM4] = "nfb_lpm4",
 	[EM_LPM6] = "nfb_lpm6",     [EM_IFACE] = "nfb_iface",     [EM_PORT] = "nfb_port",
 	[EM_MISC] = "nfb_misc",     [EM_RULES] = "nfb_rules",     [EM_LIMITS] = "nfb_limits",
-	[EM_BLOB] = "nfb_blob",     [EM_COUNTERS] = "nfb_counters", [EM_EVENTS] = "nfb_events",
-	[EM_LOG_BUCKET] = "nfb_log_bucket", [EM_REJECTS] = "nfb_rejects", [EM_LIMIT_STATE] = "nfb_limit_state",
-	[EM_METER] = "nfb_meter", [EM_DYN4] = "nfb_dyn4", [EM_DYN6] = "nfb_dyn6",
+	[EM_BLOB] = "nfb_blob",     [EM_COUNTERS] = "nfb_counters", [EM_METER] = "nfb_meter",
+	[EM_FIXED] = "nfb_fixed",   [EM_EVENTS] = "nfb_events",   [EM_LOG_BUCKET] = "nfb_log_bucket",
+	[EM_REJECTS] = "nfb_rejects", [EM_DYN4] = "nfb_dyn4",     [EM_DYN6] = "nfb_dyn6",
 };
 
 /* nfbox's hook and family numbers are the policy's (names written once, in
@@ -108,6 +109,33 @@ static int link_read_info(struct engine_link *l)
 	return 0;
 }
 
+/* The active generation's counters map; a spare generation still there (a
+ * daemon that stopped before freeing it) is freed by engine_settle(). */
+static int adopt_counters(struct engine *e)
+{
+	struct nfb_gen_cfg cfg;
+	uint32_t id, spare = e->active_gen ^ 1;
+	int fd;
+
+	for (int i = EM_FIRST_OUTER; i < EM_FIRST_OUTER + EM_NUM_OUTER; i++)
+		if (bpf_map_lookup_elem(e->map_fd[i], &spare, &id) == 0)
+			e->retired = true;
+	if (bpf_map_lookup_elem(e->map_fd[EM_GEN], &e->active_gen, &cfg) < 0 ||
+	    bpf_map_lookup_elem(e->map_fd[EM_COUNTERS], &e->active_gen, &id) < 0)
+		return 0; /* no policy loaded yet */
+	if (cfg.cnt_cpus != (uint32_t)e->ncpus) {
+		errno = EPROTO;
+		return -1;
+	}
+	if ((fd = bpf_map_get_fd_by_id(id)) < 0)
+		return -1;
+	if (cnt_map_open(e, fd, cfg.cnt_cap, &e->cnt) < 0) {
+		close(fd);
+		return -1;
+	}
+	return 0;
+}
+
 static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 {
 	char path[512];
@@ -133,6 +161,8 @@ static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 				 e->pin_dir, (unsigned long long)ctl.netns_cookie, (unsigned long long)cookie);
 	e->netns_cookie = cookie;
 	e->active_gen = ctl.active_gen & 1;
+	if (adopt_counters(e) < 0)
+		return diag_errno(d, -errno, "cannot map the counters pinned in %s", e->pin_dir);
 	for (int h = 0; h < NFB_HOOK_MAX; h++) {
 		for (int f = 0; f < NFB_FAM_MAX; f++) {
 			struct engine_link *l = &e->link[h][f];
@@ -228,6 +258,7 @@ static struct engine *engine_alloc(const char *pin_dir)
 		for (int f = 0; f < NFB_FAM_MAX; f++)
 			e->link[h][f].fd = -1;
 	e->ncpus = libbpf_num_possible_cpus();
+	e->cnt.fd = e->old_cnt.fd = -1;
 	return e;
 }
 
@@ -267,6 +298,9 @@ void engine_close(struct engine *e)
 {
 	if (!e)
 		return;
+	if (e->map_fd[EM_CTL] >= 0)
+		engine_settle(e);
+	cnt_map_close(e, &e->cnt);
 	for (int i = 0; i < EM_COUNT; i++)
 		if (e->map_fd[i] >= 0)
 			close(e->map_fd[i]);
@@ -428,18 +462,15 @@ bool engine_hooked(const struct engine *e)
 	return false;
 }
 
-/* ---- counters --------------------------------------------------------- */
+/* ---- counters (bpf/nfbox.h, "Counters") -------------------------------- */
 
-int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out)
+static int fixed_read(struct engine *e, uint32_t slot, struct nfb_counter *out)
 {
-	struct nfb_counter *v;
+	struct nfb_counter *v = calloc((size_t)e->ncpus, sizeof(*v));
 
-	memset(out, 0, sizeof(*out));
-	if (!e)
-		return -ENODEV;
-	if (!(v = calloc((size_t)e->ncpus, sizeof(*v))))
+	if (!v)
 		return -ENOMEM;
-	if (bpf_map_lookup_elem(e->map_fd[EM_COUNTERS], &slot, v) < 0) {
+	if (bpf_map_lookup_elem(e->map_fd[EM_FIXED], &slot, v) < 0) {
 		free(v);
 		return -errno;
 	}
@@ -453,48 +484,136 @@ int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out
 	return 0;
 }
 
-int engine_counter_reset(struct engine *e, uint32_t slot)
+int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out)
 {
-	struct nfb_counter *v;
-	struct nfb_limit_state st;
-	int r = 0;
+	struct nfb_counter old;
+
+	memset(out, 0, sizeof(*out));
+	if (!e)
+		return -ENODEV;
+	if (slot < NFB_CNT_FIRST_RULE)
+		return fixed_read(e, slot, out);
+	if (!e->cnt.v || slot >= e->cnt.cap)
+		return 0; /* no policy has had this slot */
+	cnt_map_total(e, &e->cnt, slot, out);
+	if (e->retired && e->old_cnt.v && e->snap && slot < e->old_cnt.cap) {
+		/* what the replaced map counted since the new one took its counts */
+		cnt_map_total(e, &e->old_cnt, slot, &old);
+		if (old.packets > e->snap[slot].packets)
+			out->packets += old.packets - e->snap[slot].packets;
+		if (old.bytes > e->snap[slot].bytes)
+			out->bytes += old.bytes - e->snap[slot].bytes;
+		if (old.last_ns > out->last_ns)
+			out->last_ns = old.last_ns;
+	}
+	return 0;
+}
+
+static struct nfb_limit_state *limit_state(struct engine *e, uint32_t slot)
+{
+	if (!e->cnt.v || slot >= e->cnt.cap)
+		return NULL;
+	return (struct nfb_limit_state *)&e->cnt.v[nfb_cnt_index(e->cnt.cap, (uint32_t)e->ncpus + 1, slot)];
+}
+
+/* Zero a slot's counts (and with `state` its limit state too). Counts of a
+ * rule in force race with the classifier's increments: one may be lost. */
+static int counter_clear(struct engine *e, uint32_t slot, bool state)
+{
+	struct nfb_limit_state *st;
 
 	if (!e)
 		return -ENODEV;
-	if (!(v = calloc((size_t)e->ncpus, sizeof(*v))))
-		return -ENOMEM;
-	if (bpf_map_update_elem(e->map_fd[EM_COUNTERS], &slot, v, BPF_ANY) < 0)
-		r = -errno;
-	free(v);
-	/* a limited rule's over-limit count too; its bucket stays */
-	if (!r && bpf_map_lookup_elem(e->map_fd[EM_LIMIT_STATE], &slot, &st) == 0) {
-		st.over = 0;
-		if (bpf_map_update_elem(e->map_fd[EM_LIMIT_STATE], &slot, &st, BPF_EXIST) < 0 && errno != ENOENT)
+	if (slot < NFB_CNT_FIRST_RULE) {
+		struct nfb_counter *v = calloc((size_t)e->ncpus, sizeof(*v));
+		int r = 0;
+
+		if (!v)
+			return -ENOMEM;
+		if (bpf_map_update_elem(e->map_fd[EM_FIXED], &slot, v, BPF_ANY) < 0)
 			r = -errno;
+		free(v);
+		return r;
 	}
-	return r;
+	engine_settle(e); /* no count of the replaced map is still to come in */
+	if (!e->cnt.v || slot >= e->cnt.cap)
+		return 0;
+	for (uint32_t row = 0; row <= (uint32_t)e->ncpus; row++)
+		memset(&e->cnt.v[nfb_cnt_index(e->cnt.cap, row, slot)], 0, sizeof(struct nfb_counter));
+	st = limit_state(e, slot);
+	if (state)
+		memset(st, 0, sizeof(struct nfb_counter));
+	else
+		st->over = 0; /* a limit's bucket stays */
+	return 0;
+}
+
+int engine_counter_reset(struct engine *e, uint32_t slot)
+{
+	return counter_clear(e, slot, false);
 }
 
 int engine_counter_zero(struct engine *e, uint32_t slot)
 {
-	int r = engine_counter_reset(e, slot);
-
-	/* and the slot's limit state, if a rule before had one */
-	if (!r && bpf_map_delete_elem(e->map_fd[EM_LIMIT_STATE], &slot) < 0 && errno != ENOENT)
-		r = -errno;
-	return r;
+	return counter_clear(e, slot, true);
 }
 
 int engine_limit_over(struct engine *e, uint32_t slot, uint64_t *over)
 {
-	struct nfb_limit_state st;
+	const struct nfb_limit_state *st;
 
 	*over = 0;
 	if (!e)
 		return -ENODEV;
-	if (bpf_map_lookup_elem(e->map_fd[EM_LIMIT_STATE], &slot, &st) < 0)
-		return -errno;
-	*over = st.over;
+	if (!(st = limit_state(e, slot)))
+		return -ENOENT;
+	*over = st->over;
+	return 0;
+}
+
+/* memlock of a map, as the kernel accounts it (fdinfo). */
+static uint64_t map_memlock(int fd)
+{
+	char path[64], line[128];
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	if (!(f = fopen(path, "re")))
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "memlock: %" SCNu64, &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+int engine_memory(struct engine *e, uint64_t *bytes)
+{
+	uint32_t seen[2 * EM_NUM_OUTER], nseen = 0;
+
+	*bytes = 0;
+	if (!e)
+		return -ENODEV;
+	for (int i = 0; i < EM_COUNT; i++)
+		if (e->map_fd[i] >= 0)
+			*bytes += map_memlock(e->map_fd[i]);
+	for (int i = EM_FIRST_OUTER; i < EM_FIRST_OUTER + EM_NUM_OUTER; i++) {
+		for (uint32_t gen = 0; gen < 2; gen++) {
+			uint32_t id, k;
+			int fd;
+
+			if (bpf_map_lookup_elem(e->map_fd[i], &gen, &id) < 0)
+				continue;
+			for (k = 0; k < nseen && seen[k] != id; k++)
+				;
+			if (k < nseen || (fd = bpf_map_get_fd_by_id(id)) < 0)
+				continue; /* shared by both generations: once */
+			seen[nseen++] = id;
+			*bytes += map_memlock(fd);
+			close(fd);
+		}
+	}
 	return 0;
 }
 

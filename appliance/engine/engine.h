@@ -71,6 +71,16 @@ struct slot_map {
 int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob *blob,
 		const struct slot_map *slots, struct diags *d);
 
+/* Free the generation the last engine_load() flipped away from: its maps
+ * leave the outer maps (the kernel waits for one RCU grace period first,
+ * about 12 ms here) and what it counted during the flip is carried over.
+ * engine_load() and engine_close() call it; the daemon calls it once a
+ * reload is answered. Nothing to do: returns at once. */
+void engine_settle(struct engine *e);
+/* Bytes of kernel memory the engine's maps hold (as the kernel accounts
+ * them: memlock), both generations. */
+int engine_memory(struct engine *e, uint64_t *bytes);
+
 /* Detach every link (the nftables backend filters instead): the program and
  * maps stay, pinned. NULL is fine. */
 void engine_unhook(struct engine *e);
@@ -95,7 +105,7 @@ int engine_prog_fd(const struct engine *e);
 /* -ENODEV for a NULL engine (*out zeroed). */
 int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out);
 /* A slot for a new rule: its counters and any limit state a rule before
- * left there. */
+ * left there. (engine_counter_zero and _reset first engine_settle().) */
 int engine_counter_zero(struct engine *e, uint32_t slot);
 /* `nfbox stats --zero`: the slot's counters and over-limit count to 0; a
  * limit's bucket stays as it is. */

@@ -11,8 +11,10 @@
  * 4: log_period and reject_period in nfb_gen_cfg (rates per minute, hour).
  * 5: rule limits (nfb_rule.limit, nfb_limits, nfb_limit_state, nfb_meter).
  * 6: a fourth port class, UDP-Lite (the port map's size).
- * 7: dynamic sets (nfb_rule.dyn, nfb_dyn4, nfb_dyn6); a counter's last hit. */
-#define NFB_ABI_VERSION 7
+ * 7: dynamic sets (nfb_rule.dyn, nfb_dyn4, nfb_dyn6); a counter's last hit.
+ * 8: maps sized to the policy: counters and limit state per generation
+ *    (nfb_counters, nfb_fixed), port pages, rule_base, nfb_meter an outer. */
+#define NFB_ABI_VERSION 8
 
 enum engine_map {
 	EM_CTL,
@@ -26,11 +28,11 @@ enum engine_map {
 	EM_LIMITS,
 	EM_BLOB,
 	EM_COUNTERS,
+	EM_METER,
+	EM_FIXED,
 	EM_EVENTS,
 	EM_LOG_BUCKET,
 	EM_REJECTS,
-	EM_LIMIT_STATE,
-	EM_METER,
 	EM_DYN4,
 	EM_DYN6,
 	EM_COUNT,
@@ -38,10 +40,17 @@ enum engine_map {
 
 /* First outer (per-generation) map and how many there are. */
 #define EM_FIRST_OUTER EM_LPM4
-#define EM_NUM_OUTER (EM_BLOB - EM_LPM4 + 1)
+#define EM_NUM_OUTER (EM_METER - EM_LPM4 + 1)
 
 struct inner_shape {
 	uint32_t type, key_size, value_size, max_entries, flags;
+};
+
+/* A generation's counters map (bpf/nfbox.h, "Counters"), mmap()ed. */
+struct cnt_map {
+	int fd; /* -1: none */
+	struct nfb_counter *v;
+	uint32_t cap;
 };
 
 struct engine {
@@ -54,7 +63,14 @@ struct engine {
 	uint32_t active_gen;
 	uint64_t generation;
 	uint64_t netns_cookie;
-	int ncpus;
+	int ncpus; /* possible CPUs: the counters map's CPU rows */
+	struct cnt_map cnt; /* the active generation's counters */
+	/* The generation flipped away from, until engine_settle() frees it;
+	 * when its counters map is another, what the active map's carry row
+	 * took of it (snap, by slot): reads add what it counted since. */
+	bool retired;
+	struct cnt_map old_cnt;
+	struct nfb_counter *snap;
 };
 
 /* Delete every key of map fd (keys of key_size <= 64 bytes) for which
@@ -64,5 +80,11 @@ int engine_delete_keys(int fd, size_t key_size, bool (*drop)(const void *key, vo
 
 /* Make links match the plan (engine.c; engine_load calls it). */
 int engine_links_sync(struct engine *e, const struct plan *pl, struct diags *d);
+
+/* mmap() of a counters map of cap slots per row, and its undoing (gen.c). */
+int cnt_map_open(struct engine *e, int fd, uint32_t cap, struct cnt_map *out);
+void cnt_map_close(struct engine *e, struct cnt_map *m);
+/* A slot's total in m: its CPU rows and its carry row. */
+void cnt_map_total(const struct engine *e, const struct cnt_map *m, uint32_t slot, struct nfb_counter *out);
 
 #endif

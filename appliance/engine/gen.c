@@ -1,13 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Writing a plan into the spare generation of maps, then flipping to it.
- * New inner maps are made for every reload (sized for the plan), filled
- * while the running generation keeps enforcing, and swapped in by one
- * write of nfb_ctl.active_gen.
+ * New inner maps are made for every reload, sized for the plan, put into
+ * the spare slots of the outer maps and filled while the running
+ * generation keeps enforcing, then swapped in by one write of
+ * nfb_ctl.active_gen. The generation flipped away from is freed by
+ * engine_settle().
+ *
+ * Each write to an outer map (ARRAY_OF_MAPS) waits in the kernel for an RCU
+ * grace period (about 12 ms here); one after the other, ten outer maps cost
+ * a tenth of a second per load. They are written from threads of their own
+ * at once, so they share one grace period, and while the maps are filled.
  */
 #include <bpf/bpf.h>
 #include <errno.h>
 #include <net/if.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,11 +29,17 @@
  * rounds array element sizes up to 8 bytes. */
 #define ARRAY_STRIDE 2
 
-static const char *const inner_names[EM_NUM_OUTER] = { "nfb_g_lpm4", "nfb_g_lpm6", "nfb_g_iface", "nfb_g_port",
-							 "nfb_g_misc", "nfb_g_rules", "nfb_g_limits", "nfb_g_blob" };
+static const char *const inner_names[EM_NUM_OUTER] = {
+	"nfb_g_lpm4", "nfb_g_lpm6",   "nfb_g_iface", "nfb_g_port",     "nfb_g_misc",
+	"nfb_g_rules", "nfb_g_limits", "nfb_g_blob",  "nfb_g_counters", "nfb_g_meter",
+};
+
+#define GM(em) ((em) - EM_FIRST_OUTER)
 
 struct gen_maps {
-	int fd[EM_NUM_OUTER];
+	int fd[EM_NUM_OUTER]; /* -1: none (the meter of a policy without per-source limits) */
+	uint32_t size[EM_NUM_OUTER];
+	bool own_counters;    /* a new counters map (else the active one, shared) */
 };
 
 static int inner_create(struct engine *e, int idx, uint32_t max_entries)
@@ -38,21 +52,205 @@ static int inner_create(struct engine *e, int idx, uint32_t max_entries)
 	return fd < 0 ? -errno : fd;
 }
 
+static size_t page_round(size_t bytes)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (bytes + page - 1) / page * page;
+}
+
 static void *map_mmap(int fd, size_t bytes)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	size_t len = (bytes + (size_t)page - 1) / (size_t)page * (size_t)page;
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	void *p = mmap(NULL, page_round(bytes), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 
 	return p == MAP_FAILED ? NULL : p;
 }
 
 static void map_munmap(void *p, size_t bytes)
 {
-	long page = sysconf(_SC_PAGESIZE);
-
-	munmap(p, (bytes + (size_t)page - 1) / (size_t)page * (size_t)page);
+	if (p)
+		munmap(p, page_round(bytes));
 }
+
+/* ---- outer maps, written from threads (one grace period for all) ---- */
+
+struct outer_op {
+	int outer_fd;
+	uint32_t key;
+	int inner_fd; /* -1: delete the entry */
+	int err;
+	pthread_t th;
+	bool started;
+};
+
+static void *outer_op_run(void *arg)
+{
+	struct outer_op *op = arg;
+	int r = op->inner_fd >= 0 ? bpf_map_update_elem(op->outer_fd, &op->key, &op->inner_fd, BPF_ANY)
+				  : bpf_map_delete_elem(op->outer_fd, &op->key);
+
+	op->err = r < 0 && !(op->inner_fd < 0 && errno == ENOENT) ? -errno : 0;
+	return NULL;
+}
+
+static void outer_ops_start(struct outer_op *ops, int n)
+{
+	for (int i = 0; i < n; i++) {
+		ops[i].started = pthread_create(&ops[i].th, NULL, outer_op_run, &ops[i]) == 0;
+		if (!ops[i].started)
+			outer_op_run(&ops[i]); /* no thread: in turn */
+	}
+}
+
+/* 0, or the first error (*failed: which op). */
+static int outer_ops_join(struct outer_op *ops, int n, int *failed)
+{
+	int r = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (ops[i].started)
+			pthread_join(ops[i].th, NULL);
+		ops[i].started = false;
+		if (ops[i].err && !r) {
+			r = ops[i].err;
+			if (failed)
+				*failed = i;
+		}
+	}
+	return r;
+}
+
+/* Empty every outer map's slot `gen`: the maps there are freed once no
+ * program can still see them (the kernel waits for that). */
+static int gen_clear(struct engine *e, uint32_t gen)
+{
+	struct outer_op ops[EM_NUM_OUTER];
+
+	for (int i = 0; i < EM_NUM_OUTER; i++)
+		ops[i] = (struct outer_op){ .outer_fd = e->map_fd[EM_FIRST_OUTER + i], .key = gen, .inner_fd = -1 };
+	outer_ops_start(ops, EM_NUM_OUTER);
+	return outer_ops_join(ops, EM_NUM_OUTER, NULL);
+}
+
+/* ---- counters (bpf/nfbox.h, "Counters") ---- */
+
+static size_t cnt_bytes(const struct engine *e, uint32_t cap)
+{
+	return (size_t)NFB_CNT_ROWS((uint32_t)e->ncpus) * cap * sizeof(struct nfb_counter);
+}
+
+int cnt_map_open(struct engine *e, int fd, uint32_t cap, struct cnt_map *out)
+{
+	*out = (struct cnt_map){ .fd = -1 };
+	if (!(out->v = map_mmap(fd, cnt_bytes(e, cap))))
+		return -errno;
+	out->fd = fd;
+	out->cap = cap;
+	return 0;
+}
+
+void cnt_map_close(struct engine *e, struct cnt_map *m)
+{
+	map_munmap(m->v, cnt_bytes(e, m->cap));
+	if (m->fd >= 0)
+		close(m->fd);
+	*m = (struct cnt_map){ .fd = -1 };
+}
+
+void cnt_map_total(const struct engine *e, const struct cnt_map *m, uint32_t slot, struct nfb_counter *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (uint32_t row = 0; row <= (uint32_t)e->ncpus; row++) { /* the CPU rows and the carry row */
+		const struct nfb_counter *c = &m->v[nfb_cnt_index(m->cap, row, slot)];
+
+		out->packets += c->packets;
+		out->bytes += c->bytes;
+		if (c->last_ns > out->last_ns)
+			out->last_ns = c->last_ns;
+	}
+}
+
+/* Slots per row for a slot map: a power of two, so that a policy that
+ * grows or shrinks a little keeps its map (and its counts, uncopied). */
+static uint32_t cnt_cap_for(const struct plan *pl, const struct slot_map *slots)
+{
+	uint32_t top = slots->established_slot, cap = NFB_CNT_MIN_CAP;
+
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
+		if (slots->default_slot[hk] > top)
+			top = slots->default_slot[hk];
+		for (uint32_t bit = 0; bit < pl->hook[hk].nrules; bit++)
+			if (slots->rule_slot[hk][bit] > top)
+				top = slots->rule_slot[hk][bit];
+	}
+	while (cap <= top)
+		cap <<= 1;
+	return cap;
+}
+
+/* A new counters map takes the active one's counts into its carry row
+ * (snap keeps what it took, for engine_settle) and its limit states. */
+static int cnt_fill(struct engine *e, int fd, uint32_t cap, struct cnt_map *out, struct nfb_counter **snap)
+{
+	const struct cnt_map *old = &e->cnt;
+	uint32_t n = old->v ? (old->cap < cap ? old->cap : cap) : 0, cpus = (uint32_t)e->ncpus;
+	int own = dup(fd), r = own < 0 ? -errno : cnt_map_open(e, own, cap, out);
+
+	*snap = NULL;
+	if (r < 0) {
+		if (own >= 0)
+			close(own);
+		return r;
+	}
+	if (!old->v)
+		return 0;
+	if (!(*snap = calloc(old->cap, sizeof(**snap))))
+		return -ENOMEM;
+	for (uint32_t s = 0; s < n; s++) {
+		cnt_map_total(e, old, s, &(*snap)[s]);
+		out->v[nfb_cnt_index(cap, cpus, s)] = (*snap)[s];
+		out->v[nfb_cnt_index(cap, cpus + 1, s)] = old->v[nfb_cnt_index(old->cap, cpus + 1, s)];
+	}
+	return 0;
+}
+
+/* What the retired counters map counted since its snapshot, into the
+ * active map's carry row: the retired generation is out of every
+ * program's sight by now (engine_settle). */
+static void cnt_fold(struct engine *e)
+{
+	uint32_t n = e->old_cnt.cap < e->cnt.cap ? e->old_cnt.cap : e->cnt.cap, cpus = (uint32_t)e->ncpus;
+
+	for (uint32_t s = 0; s < n && e->snap && e->cnt.v; s++) {
+		struct nfb_counter now, *carry = &e->cnt.v[nfb_cnt_index(e->cnt.cap, cpus, s)];
+
+		cnt_map_total(e, &e->old_cnt, s, &now);
+		if (now.packets > e->snap[s].packets)
+			carry->packets += now.packets - e->snap[s].packets;
+		if (now.bytes > e->snap[s].bytes)
+			carry->bytes += now.bytes - e->snap[s].bytes;
+		if (now.last_ns > carry->last_ns)
+			carry->last_ns = now.last_ns;
+	}
+}
+
+void engine_settle(struct engine *e)
+{
+	if (!e || !e->retired)
+		return;
+	if (gen_clear(e, e->active_gen ^ 1) < 0)
+		log_warn("cannot free the maps of the policy replaced: %s (the next reload tries again)",
+			 strerror(errno));
+	if (e->old_cnt.fd >= 0) {
+		cnt_fold(e);
+		cnt_map_close(e, &e->old_cnt);
+	}
+	free(e->snap);
+	e->snap = NULL;
+	e->retired = false;
+}
+
+/* ---- the plan into maps ---- */
 
 _Static_assert(NFB_REJECT_TCP_RESET == (int)POLICY_REJECT_TCP_RESET && NFB_REJECT_PORT == (int)POLICY_REJECT_PORT &&
 		       NFB_REJECT_ADMIN == (int)POLICY_REJECT_ADMIN && NFB_REJECT_HOST == (int)POLICY_REJECT_HOST &&
@@ -100,33 +298,151 @@ static uint16_t dyn_of(const struct slot_map *slots, const struct addr_match *m)
 	return (uint16_t)(id | (m->neg ? NFB_DYN_NEG : 0));
 }
 
-static int fill_arrays(struct engine *e, struct gen_maps *g, const struct plan *pl, const struct plan_blob *b,
-		       const struct slot_map *slots, struct limits *lim)
+/* The port map's pages (bpf/nfbox.h, "Port map"), identical ones once. */
+struct port_pages {
+	uint32_t top[NFB_PORT_TOP];
+	uint32_t *page; /* npages x 256 locators */
+	uint32_t npages;
+	uint32_t *index; /* open addressing over pages: page + 1 */
+	uint32_t index_cap;
+};
+
+static uint32_t page_hash(const uint32_t *p)
 {
-	/* Array maps store each value in 8-byte-aligned slots: a u32 locator
-	 * takes 8 bytes of the mmap()ed area (see ARRAY_STRIDE). */
-	size_t port_bytes = (size_t)NFB_PORT_ENTRIES * ARRAY_STRIDE * 4, misc_bytes = (size_t)NFB_MISC_ENTRIES * ARRAY_STRIDE * 4;
-	size_t rule_bytes = (size_t)NFB_RULE_ENTRIES * sizeof(struct nfb_rule);
-	size_t blob_bytes = (size_t)b->nchunks * sizeof(struct nfb_chunk);
-	uint32_t *port = map_mmap(g->fd[EM_PORT - EM_FIRST_OUTER], port_bytes);
-	uint32_t *misc = map_mmap(g->fd[EM_MISC - EM_FIRST_OUTER], misc_bytes);
-	struct nfb_rule *rules = map_mmap(g->fd[EM_RULES - EM_FIRST_OUTER], rule_bytes);
-	void *blob = map_mmap(g->fd[EM_BLOB - EM_FIRST_OUTER], blob_bytes);
+	uint64_t h = 1469598103934665603ull;
+
+	for (int i = 0; i < 256; i++)
+		h = (h ^ p[i]) * 1099511628211ull;
+	return (uint32_t)(h ^ h >> 32);
+}
+
+/* The number of a page with these locators, added if new; -ENOMEM. */
+static int64_t page_find_add(struct port_pages *pp, const uint32_t *p)
+{
+	uint32_t i = page_hash(p) & (pp->index_cap - 1);
+
+	for (; pp->index[i]; i = (i + 1) & (pp->index_cap - 1))
+		if (!memcmp(&pp->page[(size_t)(pp->index[i] - 1) * 256], p, 256 * sizeof(*p)))
+			return pp->index[i] - 1;
+	if (pp->npages >= NFB_PORT_MAX_PAGES)
+		return -ENOMEM; /* cannot happen: pages <= top entries + 1 */
+	memcpy(&pp->page[(size_t)pp->npages * 256], p, 256 * sizeof(*p));
+	pp->index[i] = ++pp->npages;
+	return pp->npages - 1;
+}
+
+static void port_pages_free(struct port_pages *pp)
+{
+	free(pp->page);
+	free(pp->index);
+	pp->page = pp->index = NULL;
+}
+
+static int port_pages_build(const struct plan *pl, const struct plan_blob *b, struct port_pages *pp)
+{
+	uint32_t *full = malloc(65536 * sizeof(*full));
 	int r = 0;
 
-	if (!port || !misc || !rules || !blob) {
-		r = -errno;
+	memset(pp->top, 0, sizeof(pp->top));
+	pp->npages = 0;
+	pp->index_cap = 16384; /* > 2 x NFB_PORT_MAX_PAGES */
+	pp->page = malloc((size_t)NFB_PORT_MAX_PAGES * 256 * sizeof(*pp->page));
+	pp->index = calloc(pp->index_cap, sizeof(*pp->index));
+	if (!full || !pp->page || !pp->index) {
+		r = -ENOMEM;
 		goto out;
 	}
+	memset(full, 0xff, 256 * sizeof(*full)); /* page 0: every port unset */
+	page_find_add(pp, full);
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
+		const struct plan_hook *h = &pl->hook[hk];
+		bool used[2][NFB_PC_MAX] = { { false } };
+
+		for (uint32_t i = 0; i < h->nports; i++)
+			used[h->ports[i].dir & 1][h->ports[i].cls % NFB_PC_MAX] = true;
+		for (uint32_t dir = 0; dir < 2; dir++) {
+			for (uint32_t cls = 0; cls < NFB_PC_MAX; cls++) {
+				if (!used[dir][cls])
+					continue;
+				memset(full, 0xff, 65536 * sizeof(*full));
+				for (uint32_t i = 0; i < h->nports; i++) {
+					const struct plan_seg *s = &h->ports[i];
+
+					if (s->dir == dir && s->cls == cls)
+						for (uint32_t v = s->lo; v <= s->hi; v++)
+							full[v] = b->loc[hk][s->vec];
+				}
+				for (uint32_t pg = 0; pg < 256; pg++) {
+					int64_t n = page_find_add(pp, &full[pg * 256]);
+
+					if (n < 0) {
+						r = (int)n;
+						goto out;
+					}
+					pp->top[nfb_port_top((uint32_t)hk, dir, cls, pg << 8)] = (uint32_t)n;
+				}
+			}
+		}
+	}
+out:
+	free(full);
+	return r;
+}
+
+/* Sizes and contents worked out before any map is made. */
+struct gen_plan {
+	struct port_pages pp;
+	uint32_t rule_base[NFB_HOOK_MAX], nrules, nlimits, cnt_cap;
+	bool meter;
+};
+
+static int gen_plan_make(struct engine *e, const struct plan *pl, const struct plan_blob *b,
+			 const struct slot_map *slots, struct gen_plan *gp)
+{
+	(void)e;
+	memset(gp, 0, sizeof(*gp));
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
 		const struct plan_hook *h = &pl->hook[hk];
 
-		for (uint32_t i = 0; i < h->nports; i++) {
-			const struct plan_seg *s = &h->ports[i];
-
-			for (uint32_t v = s->lo; v <= s->hi; v++)
-				port[ARRAY_STRIDE * nfb_port_index((uint32_t)hk, s->dir, s->cls, v)] = b->loc[hk][s->vec];
+		gp->rule_base[hk] = gp->nrules;
+		gp->nrules += h->nrules;
+		for (uint32_t bit = 0; bit < h->nrules; bit++) {
+			if (!h->rules[bit]->limit.rate.n)
+				continue;
+			gp->nlimits++;
+			gp->meter |= h->rules[bit]->limit.per_source;
 		}
+	}
+	gp->cnt_cap = cnt_cap_for(pl, slots);
+	return port_pages_build(pl, b, &gp->pp);
+}
+
+static int fill_arrays(struct gen_maps *g, const struct gen_plan *gp, const struct plan *pl,
+		       const struct plan_blob *b, const struct slot_map *slots, struct limits *lim)
+{
+	/* Array maps store each value in 8-byte-aligned slots: a u32 locator
+	 * takes 8 bytes of the mmap()ed area (see ARRAY_STRIDE). */
+	size_t port_bytes = (size_t)g->size[GM(EM_PORT)] * ARRAY_STRIDE * 4;
+	size_t misc_bytes = (size_t)NFB_MISC_ENTRIES * ARRAY_STRIDE * 4;
+	size_t rule_bytes = (size_t)g->size[GM(EM_RULES)] * sizeof(struct nfb_rule);
+	size_t blob_bytes = (size_t)b->nchunks * sizeof(struct nfb_chunk);
+	uint32_t *port = map_mmap(g->fd[GM(EM_PORT)], port_bytes);
+	uint32_t *misc = map_mmap(g->fd[GM(EM_MISC)], misc_bytes);
+	struct nfb_rule *rules = map_mmap(g->fd[GM(EM_RULES)], rule_bytes);
+	void *blob = blob_bytes ? map_mmap(g->fd[GM(EM_BLOB)], blob_bytes) : NULL;
+	int r = 0;
+
+	if (!port || !misc || !rules || (blob_bytes && !blob)) {
+		r = -errno;
+		goto out;
+	}
+	for (uint32_t i = 0; i < NFB_PORT_TOP; i++)
+		port[ARRAY_STRIDE * i] = gp->pp.top[i];
+	for (size_t i = 0; i < (size_t)gp->pp.npages * 256; i++)
+		port[ARRAY_STRIDE * (NFB_PORT_TOP + i)] = gp->pp.page[i];
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
+		const struct plan_hook *h = &pl->hook[hk];
+
 		for (uint32_t i = 0; i < h->nmisc; i++) {
 			const struct plan_seg *s = &h->misc[i];
 
@@ -136,7 +452,7 @@ static int fill_arrays(struct engine *e, struct gen_maps *g, const struct plan *
 		for (uint32_t bit = 0; bit < h->nrules; bit++) {
 			const struct rule *ru = h->rules[bit];
 
-			rules[hk * NFB_MAX_RULES + bit] = (struct nfb_rule){
+			rules[gp->rule_base[hk] + bit] = (struct nfb_rule){
 				.action = nfb_action_of(ru->action),
 				.flags = (uint8_t)((ru->log ? NFB_RULE_LOG : 0) | ru->reject_with << NFB_RULE_REJECT_SHIFT),
 				.limit = ru->limit.rate.n ? limit_index(lim, slots->rule_slot[hk][bit], &ru->limit) : 0,
@@ -145,16 +461,13 @@ static int fill_arrays(struct engine *e, struct gen_maps *g, const struct plan *
 			};
 		}
 	}
-	memcpy(blob, b->words, blob_bytes);
+	if (blob_bytes)
+		memcpy(blob, b->words, blob_bytes);
 out:
-	if (port)
-		map_munmap(port, port_bytes);
-	if (misc)
-		map_munmap(misc, misc_bytes);
-	if (rules)
-		map_munmap(rules, rule_bytes);
-	if (blob)
-		map_munmap(blob, blob_bytes);
+	map_munmap(port, port_bytes);
+	map_munmap(misc, misc_bytes);
+	map_munmap(rules, rule_bytes);
+	map_munmap(blob, blob_bytes);
 	return r;
 }
 
@@ -296,8 +609,8 @@ static int fill_ifaces(int fd, const struct plan *pl, const struct plan_blob *b,
 	return r;
 }
 
-static void gen_cfg(struct nfb_gen_cfg *c, const struct plan *pl, const struct plan_blob *b,
-		    const struct slot_map *slots)
+static void gen_cfg(struct engine *e, struct nfb_gen_cfg *c, const struct gen_plan *gp, const struct plan *pl,
+		    const struct plan_blob *b, const struct slot_map *slots)
 {
 	const struct policy_options *o = &pl->pol->opt;
 
@@ -310,6 +623,8 @@ static void gen_cfg(struct nfb_gen_cfg *c, const struct plan *pl, const struct p
 	c->reject_period = o->reject_rate.per;
 	c->reject_burst = o->reject_rate.n; /* a period's worth */
 	c->established_counter = slots->established_slot;
+	c->cnt_cap = gp->cnt_cap;
+	c->cnt_cpus = (uint32_t)e->ncpus;
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
 		const struct plan_hook *h = &pl->hook[hk];
 		struct nfb_hook_cfg *hc = &c->hook[hk];
@@ -325,23 +640,8 @@ static void gen_cfg(struct nfb_gen_cfg *c, const struct plan *pl, const struct p
 		for (int s = 0; s < NFB_CT_MAX; s++)
 			hc->ct[s] = b->loc[hk][h->ct[s]];
 		hc->sport_none = b->loc[hk][h->sport_none];
+		hc->rule_base = gp->rule_base[hk];
 	}
-}
-
-/* The generation's limits, and a state for each limited rule that has none
- * yet (the classifier treats a rule without state as over its limit). */
-static int fill_limits(struct engine *e, struct gen_maps *g, const struct limits *lim)
-{
-	const struct nfb_limit_state fresh = { 0 };
-
-	for (uint32_t i = 0; i < lim->n; i++) {
-		if (bpf_map_update_elem(g->fd[EM_LIMITS - EM_FIRST_OUTER], &i, &lim->v[i], BPF_ANY) < 0)
-			return -errno;
-		if (bpf_map_update_elem(e->map_fd[EM_LIMIT_STATE], &lim->v[i].slot, &fresh, BPF_NOEXIST) < 0 &&
-		    errno != EEXIST)
-			return -errno;
-	}
-	return 0;
 }
 
 /* Every key of a hash map for which drop() says so is deleted: keys are
@@ -381,14 +681,6 @@ int engine_delete_keys(int fd, size_t key_size, bool (*drop)(const void *key, vo
 	return went;
 }
 
-static bool state_unused(const void *key, void *arg)
-{
-	const uint8_t *keep = arg;
-	uint32_t slot;
-
-	memcpy(&slot, key, sizeof(slot));
-	return slot >= NFB_MAX_COUNTERS || !keep[slot];
-}
 
 static bool meter_unused(const void *key, void *arg)
 {
@@ -396,23 +688,22 @@ static bool meter_unused(const void *key, void *arg)
 	struct nfb_meter_key k;
 
 	memcpy(&k, key, sizeof(k));
-	return k.slot >= NFB_MAX_COUNTERS || keep[k.slot] != 2;
+	return k.slot >= NFB_MAX_COUNTERS || !keep[k.slot];
 }
 
-/* After a flip: the state of rules that no longer have a limit (or a
- * per-source one) goes, so the maps hold what the policy in force uses. */
-static void prune_limits(struct engine *e, const struct plan *pl, const struct slot_map *slots)
+/* After a flip: per-source buckets of rules that no longer have a
+ * per-source limit go (the meter passes from generation to generation). */
+static void prune_meter(int meter_fd, const struct plan *pl, const struct slot_map *slots)
 {
-	uint8_t *keep = calloc(NFB_MAX_COUNTERS, 1); /* 1: limited, 2: per source */
+	uint8_t *keep = calloc(NFB_MAX_COUNTERS, 1);
 
 	if (!keep)
 		return;
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
 		for (uint32_t bit = 0; bit < pl->hook[hk].nrules; bit++)
-			if (pl->hook[hk].rules[bit]->limit.rate.n)
-				keep[slots->rule_slot[hk][bit]] = pl->hook[hk].rules[bit]->limit.per_source ? 2 : 1;
-	engine_delete_keys(e->map_fd[EM_LIMIT_STATE], sizeof(uint32_t), state_unused, keep);
-	engine_delete_keys(e->map_fd[EM_METER], sizeof(struct nfb_meter_key), meter_unused, keep);
+			if (pl->hook[hk].rules[bit]->limit.per_source)
+				keep[slots->rule_slot[hk][bit]] = 1;
+	engine_delete_keys(meter_fd, sizeof(struct nfb_meter_key), meter_unused, keep);
 	free(keep);
 }
 
@@ -425,31 +716,65 @@ static uint32_t total_lpm(const struct plan *pl, int fi)
 	return n;
 }
 
-static int gen_build(struct engine *e, struct gen_maps *g, const struct plan *pl, const struct plan_blob *b,
-		     const struct slot_map *slots, struct diags *d)
+/* The inner map in slot gen of an outer, as our own fd; -1 if none. */
+static int inner_fd(struct engine *e, int em, uint32_t gen)
 {
-	uint32_t sizes[EM_NUM_OUTER] = { 0 };
-	struct limits *lim;
-	int r;
+	uint32_t id;
 
-	sizes[EM_LPM4 - EM_FIRST_OUTER] = total_lpm(pl, 0) + 1;
-	sizes[EM_LPM6 - EM_FIRST_OUTER] = total_lpm(pl, 1) + 1;
-	sizes[EM_BLOB - EM_FIRST_OUTER] = b->nchunks ? b->nchunks : 1;
+	if (bpf_map_lookup_elem(e->map_fd[em], &gen, &id) < 0)
+		return -1;
+	return bpf_map_get_fd_by_id(id);
+}
+
+/* Make (or, for the counters and the meter, share) the generation's maps. */
+static int gen_create(struct engine *e, struct gen_maps *g, const struct gen_plan *gp, const struct plan *pl,
+		      const struct plan_blob *b, struct diags *d)
+{
+	g->size[GM(EM_LPM4)] = total_lpm(pl, 0) + 1;
+	g->size[GM(EM_LPM6)] = total_lpm(pl, 1) + 1;
+	g->size[GM(EM_PORT)] = NFB_PORT_TOP + gp->pp.npages * 256;
+	g->size[GM(EM_RULES)] = gp->nrules ? gp->nrules : 1;
+	g->size[GM(EM_LIMITS)] = gp->nlimits ? gp->nlimits : 1;
+	g->size[GM(EM_BLOB)] = b->nchunks ? b->nchunks : 1;
+	g->size[GM(EM_COUNTERS)] = NFB_CNT_ROWS((uint32_t)e->ncpus) * gp->cnt_cap;
 	for (int i = 0; i < EM_NUM_OUTER; i++) {
-		g->fd[i] = inner_create(e, i, sizes[i]);
+		if (i == GM(EM_COUNTERS) && e->cnt.fd >= 0 && e->cnt.cap == gp->cnt_cap) {
+			g->fd[i] = dup(e->cnt.fd);
+			continue;
+		}
+		if (i == GM(EM_METER)) {
+			if (gp->meter && (g->fd[i] = inner_fd(e, EM_METER, e->active_gen)) >= 0)
+				continue;
+			if (!gp->meter)
+				continue;
+		}
+		g->fd[i] = inner_create(e, i, g->size[i]);
 		if (g->fd[i] < 0)
 			return diag_errno(d, g->fd[i], "cannot create map %s for the new policy", inner_names[i]);
+		if (i == GM(EM_COUNTERS))
+			g->own_counters = true;
 	}
-	if (!(lim = calloc(1, sizeof(*lim))))
+	return 0;
+}
+
+static int gen_fill(struct engine *e, struct gen_maps *g, const struct gen_plan *gp, const struct plan *pl,
+		    const struct plan_blob *b, const struct slot_map *slots, struct diags *d)
+{
+	struct limits *lim = calloc(1, sizeof(*lim));
+	int r;
+
+	if (!lim)
 		return diag_errno(d, -ENOMEM, "the new policy's limits");
-	if ((r = fill_arrays(e, g, pl, b, slots, lim)) < 0 || (r = fill_limits(e, g, lim)) < 0) {
-		free(lim);
-		return diag_errno(d, r, "cannot fill the new policy's arrays");
-	}
+	r = fill_arrays(g, gp, pl, b, slots, lim);
+	for (uint32_t i = 0; r >= 0 && i < lim->n; i++)
+		if (bpf_map_update_elem(g->fd[GM(EM_LIMITS)], &i, &lim->v[i], BPF_ANY) < 0)
+			r = -errno;
 	free(lim);
-	if ((r = fill_lpm(g->fd[EM_LPM4 - EM_FIRST_OUTER], g->fd[EM_LPM6 - EM_FIRST_OUTER], pl, b)) < 0)
+	if (r < 0)
+		return diag_errno(d, r, "cannot fill the new policy's arrays");
+	if ((r = fill_lpm(g->fd[GM(EM_LPM4)], g->fd[GM(EM_LPM6)], pl, b)) < 0)
 		return diag_errno(d, r, "cannot fill the new policy's prefix tries");
-	if ((r = fill_ifaces(g->fd[EM_IFACE - EM_FIRST_OUTER], pl, b, d)) < 0)
+	if ((r = fill_ifaces(g->fd[GM(EM_IFACE)], pl, b, d)) < 0)
 		return diag_errno(d, r, "cannot fill the new policy's interface map");
 	return 0;
 }
@@ -466,37 +791,93 @@ int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob 
 		struct diags *d)
 {
 	uint32_t spare = e->active_gen ^ 1, old = e->active_gen;
-	struct gen_maps g;
+	struct outer_op ops[EM_NUM_OUTER];
+	int op_map[EM_NUM_OUTER], failed = 0;
+	struct cnt_map cnt = { .fd = -1 };
+	struct nfb_counter *snap = NULL;
 	struct nfb_gen_cfg cfg;
-	int r;
+	struct gen_plan *gp;
+	struct gen_maps g;
+	int r, nops = 0, meter_fd;
 
+	engine_settle(e); /* the slots of the spare generation are empty */
+	memset(&g, 0, sizeof(g));
 	for (int i = 0; i < EM_NUM_OUTER; i++)
 		g.fd[i] = -1;
-	r = gen_build(e, &g, pl, b, slots, d);
-	for (int i = 0; i < EM_NUM_OUTER && r >= 0; i++)
-		if (bpf_map_update_elem(e->map_fd[EM_FIRST_OUTER + i], &spare, &g.fd[i], BPF_ANY) < 0)
-			r = diag_errno(d, -errno, "cannot install the new policy's maps");
-	gen_cfg(&cfg, pl, b, slots);
+	if (!(gp = calloc(1, sizeof(*gp))))
+		return diag_errno(d, -ENOMEM, "the new policy's maps");
+	if ((r = gen_plan_make(e, pl, b, slots, gp)) < 0) {
+		r = diag_errno(d, r, "the new policy's port map");
+		goto out;
+	}
+	if ((r = gen_create(e, &g, gp, pl, b, d)) < 0)
+		goto out;
+	/* Into the spare slots now (threads: one grace period for all), filled
+	 * meanwhile: no program reads the spare generation. */
+	for (int i = 0; i < EM_NUM_OUTER; i++) {
+		if (g.fd[i] < 0)
+			continue;
+		op_map[nops] = i;
+		ops[nops++] = (struct outer_op){ .outer_fd = e->map_fd[EM_FIRST_OUTER + i], .key = spare, .inner_fd = g.fd[i] };
+	}
+	outer_ops_start(ops, nops);
+	r = gen_fill(e, &g, gp, pl, b, slots, d);
+	if (r >= 0 && g.own_counters && (r = cnt_fill(e, g.fd[GM(EM_COUNTERS)], gp->cnt_cap, &cnt, &snap)) < 0)
+		r = diag_errno(d, r, "cannot fill the new policy's counters");
+	gen_cfg(e, &cfg, gp, pl, b, slots);
 	if (r >= 0 && bpf_map_update_elem(e->map_fd[EM_GEN], &spare, &cfg, BPF_ANY) < 0)
 		r = diag_errno(d, -errno, "cannot write the new policy's configuration");
+	{
+		int j = outer_ops_join(ops, nops, &failed);
+
+		if (r >= 0 && j < 0)
+			r = diag_errno(d, j, "cannot install the new policy's map %s", inner_names[op_map[failed]]);
+	}
+	if (r < 0) {
+		gen_clear(e, spare); /* the running generation was not touched */
+		goto out;
+	}
+	/* The flip: one write; each packet reads the generation once. */
+	if ((r = ctl_write(e, spare)) < 0) {
+		r = diag_errno(d, r, "cannot switch to the new policy");
+		gen_clear(e, spare);
+		goto out;
+	}
+	e->active_gen = spare;
+	e->retired = true;
+	if (g.own_counters) {
+		e->old_cnt = e->cnt;
+		e->cnt = cnt;
+		e->snap = snap;
+		cnt = (struct cnt_map){ .fd = -1 };
+		snap = NULL;
+	}
+	r = engine_links_sync(e, pl, d);
+	if (r < 0 && (e->generation || e->adopted)) {
+		/* Back to the policy that was in force; the new one is retired. */
+		ctl_write(e, old);
+		e->active_gen = old;
+		if (e->old_cnt.fd >= 0) {
+			struct cnt_map t = e->cnt;
+
+			e->cnt = e->old_cnt;
+			e->old_cnt = t;
+		}
+		goto out;
+	}
+	meter_fd = g.fd[GM(EM_METER)];
+	if (meter_fd >= 0)
+		prune_meter(meter_fd, pl, slots);
+	e->generation++;
+out:
 	for (int i = 0; i < EM_NUM_OUTER; i++)
 		if (g.fd[i] >= 0)
 			close(g.fd[i]); /* the outer maps hold them now */
-	if (r < 0)
-		return r; /* the running generation was not touched */
-	/* The flip: one write; each packet reads the generation once. */
-	if ((r = ctl_write(e, spare)) < 0)
-		return diag_errno(d, r, "cannot switch to the new policy");
-	e->active_gen = spare;
-	r = engine_links_sync(e, pl, d);
-	if (r < 0 && (e->generation || e->adopted)) {
-		/* Back to the policy that was in force. */
-		ctl_write(e, old);
-		e->active_gen = old;
-		return r;
-	}
-	prune_limits(e, pl, slots);
-	e->generation++;
+	if (cnt.v || cnt.fd >= 0)
+		cnt_map_close(e, &cnt);
+	free(snap);
+	port_pages_free(&gp->pp);
+	free(gp);
 	return r;
 }
 

@@ -13,8 +13,10 @@
 # The N rules: rule 0 accepts tcp/5201 (iperf3), rules 1..N-1 udp/10000+i;
 # the UDP load goes to the LAST rule's port (the worst case for linear nft).
 #
-# Then policy tooling at scale (tests/bench/policy.sh) and dynamic-set
-# changes (tests/bench/dynset.sh).
+# Then policy tooling at scale (tests/bench/policy.sh), dynamic-set
+# changes (tests/bench/dynset.sh) and the engine at scale (memory, reloads
+# of 1,000,000 prefixes and 65,536 rules, status during a reload:
+# tests/bench/scale.sh).
 # Loads: new-flow UDP (hping3 --udp --flood: the source port changes every
 # packet) counted as packets/s received at the server; one established TCP
 # stream (iperf3), Mbit/s. Variants are interleaved: each round samples every
@@ -78,6 +80,7 @@ fi
 # ---- 1b. policy tooling at scale --------------------------------------------
 tests/bench/policy.sh "$BIN/nfbox" || fail "policy tooling benchmark (tests/bench/policy.sh)"
 tests/bench/dynset.sh "$BIN/nfbox" || fail "dynamic set benchmark (tests/bench/dynset.sh)"
+tests/bench/scale.sh "$BIN/nfbox" || fail "engine scale benchmark (tests/bench/scale.sh)"
 echo
 
 # ---- 2. forwarding --------------------------------------------------------

@@ -193,12 +193,23 @@ static bool prefix_contains(const struct tprefix *q, const struct tprefix *p)
 #define U32_ARRAY_BYTES(n) ((size_t)(n) * U32_STRIDE * sizeof(uint32_t))
 
 struct gen_maps {
-	int fd[7]; /* lpm4, lpm6, iface, port, misc, rules, blob */
+	int fd[8]; /* lpm4, lpm6, iface, port, misc, rules, blob, counters */
 	uint32_t *port, *misc;
 	struct nfb_rule *rules;
 };
 
-enum { GM_LPM4, GM_LPM6, GM_IFACE, GM_PORT, GM_MISC, GM_RULES, GM_BLOB, GM_N };
+enum { GM_LPM4, GM_LPM6, GM_IFACE, GM_PORT, GM_MISC, GM_RULES, GM_BLOB, GM_COUNTERS, GM_N };
+
+/* This harness's port map: every page stored, none shared (the engine
+ * shares identical ones: the classifier must not care). Page 0 is all
+ * unset; group g (hook, dir, class) page hi is 1 + g * 256 + hi. */
+static uint32_t port_entry(int h, int dir, int pc, uint32_t port)
+{
+	return NFB_PORT_TOP + (1 + nfb_port_top(h, dir, pc, port)) * 256 + (port & 255);
+}
+
+/* Counter slots go up to SLOT_ESTABLISHED: slots per counters row. */
+#define CNT_CAP 262144
 
 /* An inner map's shape, read from the skeleton's template before load
  * (libbpf frees the templates once the outers exist). */
@@ -213,6 +224,8 @@ struct env {
 	int outer_fd[GM_N];
 	struct shape shape[GM_N];
 	int ncpus;
+	int cnt_fd; /* one counters map for every generation, as the engine shares one */
+	struct nfb_counter *cnt;
 	int lo_ifindex;
 };
 
@@ -320,7 +333,7 @@ static int compile_ports(struct build *bd, int h, const struct thook *th, int di
 			}
 			if (changed && (err = vput(bd, &loc)))
 				break;
-			bd->m.port[U32_STRIDE * nfb_port_index(h, dir, pc, p)] = loc;
+			bd->m.port[U32_STRIDE * port_entry(h, dir, pc, p)] = loc;
 		}
 		free(sorted);
 		free(start);
@@ -438,6 +451,7 @@ static int compile_hook(struct build *bd, int h, const struct thook *th, struct 
 	hc->nsum = bitvec_nsum(bd->nwords);
 	hc->default_action = th->default_action;
 	hc->default_counter = slot_default(h);
+	hc->rule_base = (uint32_t)h * NFB_MAX_RULES;
 	bd->src = calloc(th->nrules + 1, sizeof(*bd->src));
 	bd->dst = calloc(th->nrules + 1, sizeof(*bd->dst));
 	if (!bd->src || !bd->dst)
@@ -451,7 +465,7 @@ static int compile_hook(struct build *bd, int h, const struct thook *th, struct 
 			      (r->src ? 1u << NFB_F_SRC : 0) | (r->dst ? 1u << NFB_F_DST : 0) |
 			      (!l4_any(r) ? 1u << NFB_F_L4 : 0) |
 			      (r->sport_hi ? 1u << NFB_F_SPORT : 0) | (r->ct ? 1u << NFB_F_CT : 0);
-		bd->m.rules[h * NFB_MAX_RULES + i] = (struct nfb_rule){
+		bd->m.rules[hc->rule_base + i] = (struct nfb_rule){
 			.action = r->action,
 			.flags = r->log ? NFB_RULE_LOG : 0,
 			.counter = slot_rule(h, i),
@@ -527,6 +541,8 @@ static int install(struct env *e, const struct tpolicy *pol, uint32_t gen)
 		.log_burst = pol->log_burst,
 		.log_period = pol->log_period,
 		.established_counter = SLOT_ESTABLISHED,
+		.cnt_cap = CNT_CAP,
+		.cnt_cpus = (uint32_t)e->ncpus,
 	};
 	uint32_t nprefix = 64;
 	int err = 0;
@@ -542,21 +558,26 @@ static int install(struct env *e, const struct tpolicy *pol, uint32_t gen)
 	bd.m.fd[GM_LPM4] = inner_create(e, GM_LPM4, nprefix);
 	bd.m.fd[GM_LPM6] = inner_create(e, GM_LPM6, nprefix);
 	bd.m.fd[GM_IFACE] = inner_create(e, GM_IFACE, 256);
-	bd.m.fd[GM_PORT] = inner_create(e, GM_PORT, 0);
+	bd.m.fd[GM_PORT] = inner_create(e, GM_PORT, NFB_PORT_MAX_ENTRIES);
 	bd.m.fd[GM_MISC] = inner_create(e, GM_MISC, 0);
-	bd.m.fd[GM_RULES] = inner_create(e, GM_RULES, 0);
+	bd.m.fd[GM_RULES] = inner_create(e, GM_RULES, NFB_RULE_ENTRIES);
+	bd.m.fd[GM_COUNTERS] = dup(e->cnt_fd);
 	for (int i = 0; i < GM_BLOB; i++)
 		if (bd.m.fd[i] < 0) {
 			err = bd.m.fd[i];
 			goto out;
 		}
-	bd.m.port = map_mmap(bd.m.fd[GM_PORT], U32_ARRAY_BYTES(NFB_PORT_ENTRIES));
+	bd.m.port = map_mmap(bd.m.fd[GM_PORT], U32_ARRAY_BYTES(NFB_PORT_MAX_ENTRIES));
 	bd.m.misc = map_mmap(bd.m.fd[GM_MISC], U32_ARRAY_BYTES(NFB_MISC_ENTRIES));
 	bd.m.rules = map_mmap(bd.m.fd[GM_RULES], NFB_RULE_ENTRIES * sizeof(struct nfb_rule));
-	if (!bd.v || !bd.blob.tab || !bd.m.port || !bd.m.misc || !bd.m.rules) {
+	if (!bd.v || !bd.blob.tab || !bd.m.port || !bd.m.misc || !bd.m.rules || bd.m.fd[GM_COUNTERS] < 0) {
 		err = -ENOMEM;
 		goto out;
 	}
+	for (uint32_t i = 0; i < NFB_PORT_TOP; i++) /* every port unset until compile_ports */
+		bd.m.port[U32_STRIDE * i] = 1 + i;
+	for (uint32_t i = NFB_PORT_TOP; i < NFB_PORT_MAX_ENTRIES; i++)
+		bd.m.port[U32_STRIDE * i] = UINT32_MAX;
 	for (int h = 0; h < NFB_HOOK_MAX; h++)
 		if ((err = compile_hook(&bd, h, &pol->hook[h], &cfg.hook[h])))
 			goto out;
@@ -592,7 +613,7 @@ static int install(struct env *e, const struct tpolicy *pol, uint32_t gen)
 	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.nfb_gen), &gen, &cfg, BPF_ANY))
 		err = -errno;
 out:
-	map_munmap(bd.m.port, U32_ARRAY_BYTES(NFB_PORT_ENTRIES));
+	map_munmap(bd.m.port, U32_ARRAY_BYTES(NFB_PORT_MAX_ENTRIES));
 	map_munmap(bd.m.misc, U32_ARRAY_BYTES(NFB_MISC_ENTRIES));
 	map_munmap(bd.m.rules, NFB_RULE_ENTRIES * sizeof(struct nfb_rule));
 	for (int i = 0; i < GM_N; i++)
@@ -781,7 +802,14 @@ static int read_counter(struct env *e, uint32_t slot, struct nfb_counter *sum)
 	struct nfb_counter v[e->ncpus];
 
 	memset(sum, 0, sizeof(*sum));
-	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.nfb_counters), &slot, v))
+	if (slot >= NFB_CNT_FIRST_RULE) { /* the generations' map: CPU rows and the carry row */
+		for (uint32_t row = 0; row <= (uint32_t)e->ncpus; row++) {
+			sum->packets += e->cnt[nfb_cnt_index(CNT_CAP, row, slot)].packets;
+			sum->bytes += e->cnt[nfb_cnt_index(CNT_CAP, row, slot)].bytes;
+		}
+		return 0;
+	}
+	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.nfb_fixed), &slot, v))
 		return -errno;
 	for (int i = 0; i < e->ncpus; i++) {
 		sum->packets += v[i].packets;
@@ -1741,7 +1769,7 @@ static void check_stack(const char *log)
 int main(void)
 {
 	static const char *outer_names[GM_N] = { "nfb_lpm4", "nfb_lpm6", "nfb_iface", "nfb_port",
-						 "nfb_misc", "nfb_rules", "nfb_blob" };
+						 "nfb_misc", "nfb_rules", "nfb_blob", "nfb_counters" };
 	struct env e = { 0 };
 	cpu_set_t cpus;
 	int err;
@@ -1781,6 +1809,12 @@ int main(void)
 		e.prog_fd = bpf_program__fd(e.skel->progs.nfbox_filter);
 		for (int i = 0; i < GM_N; i++)
 			e.outer_fd[i] = bpf_map__fd(bpf_object__find_map_by_name(e.skel->obj, outer_names[i]));
+		e.cnt_fd = inner_create(&e, GM_COUNTERS, NFB_CNT_ROWS((uint32_t)e.ncpus) * CNT_CAP);
+		e.cnt = e.cnt_fd < 0 ? NULL
+				     : map_mmap(e.cnt_fd, (size_t)NFB_CNT_ROWS((uint32_t)e.ncpus) * CNT_CAP *
+								  sizeof(struct nfb_counter));
+		CHECK(e.cnt != NULL);
+		err = e.cnt ? 0 : -ENOMEM;
 	}
 	check_end();
 	if (!err)
