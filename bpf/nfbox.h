@@ -103,25 +103,42 @@ enum nfb_mclass {
 #define NFB_MAX_CHUNKS 4096
 #define NFB_VEC_MAX_WORDS (2 * NFB_MAX_SUM + NFB_MAX_WORDS)
 
+/* No vector (a field's miss; no valid locator has this value: the chunk
+ * part of a valid one is below NFB_MAX_CHUNKS). */
+#define NFB_LOC_UNSET 0xffffffffu
+
 struct nfb_chunk {
 	__u64 w[NFB_CHUNK_WORDS];
 };
 
-/* LPM keys: data = hook, dir (0 src, 1 dst), address; prefixlen counts the
- * 16 bits of hook and dir plus the prefix length. Value: u32 locator. */
-struct nfb_lpm4_key {
-	__u32 prefixlen;
-	__u8 hook;
-	__u8 dir;
-	__u8 addr[4];
+/*
+ * Address maps (nfb_addr4, nfb_addr6): for each hook, direction (0 source,
+ * 1 destination) and family, the address space cut into ranges, each with
+ * the locator of the vector its addresses get (NFB_LOC_UNSET: the field's
+ * miss vector). A sorted ARRAY of range starts, in host order, searched by
+ * bisection: range k holds the addresses from its start up to the next
+ * range's start; the first starts at 0. The ranges of a hook and direction
+ * are entries [base, base + count) of the family's map (nfb_hook_cfg.range).
+ * User space cuts nested prefixes into ranges (the longest prefix wins, as
+ * in an LPM trie), so a million prefixes are written as memory rather than
+ * inserted one at a time.
+ */
+struct nfb_range4 {
+	__u32 start;
+	__u32 loc;
 };
 
-struct nfb_lpm6_key {
-	__u32 prefixlen;
-	__u8 hook;
-	__u8 dir;
-	__u8 addr[16];
+struct nfb_range6 {
+	__u64 hi; /* the first 8 bytes of the address, host order */
+	__u64 lo;
+	__u32 loc;
+	__u32 pad;
 };
+
+/* POLICY_MAX_PREFIXES prefixes make at most two range starts each, and each
+ * hook and direction one more. */
+#define NFB_RANGE_MAX_ENTRIES (2 * 2000000 + 2 * NFB_HOOK_MAX)
+#define NFB_RANGE_STEPS 24 /* bisection steps: 2^24 > NFB_RANGE_MAX_ENTRIES */
 
 /* Interface map key; value: u32 locator. Interfaces not in the map use the
  * hook's miss vector for the field. */
@@ -283,6 +300,7 @@ struct nfb_hook_cfg {
 	__u32 sport_none;       /* SPORT vector for packets without ports */
 	__u32 rule_base;        /* index of the hook's rule 0 in the rules map */
 	__u32 pad;
+	__u32 range[NFB_FAM_MAX][2][2]; /* [family][dir]: base and count in the address map */
 };
 
 /* Options of a generation. */

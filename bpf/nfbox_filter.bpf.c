@@ -29,26 +29,24 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * it only if type, key size, value size and map_flags equal the template's
  * below (and, for arrays without BPF_F_INNER_MAP, max_entries).
  *
- * BPF_F_MMAPABLE on the inner arrays (port, misc, rules, blob): user space
- * mmap()s the spare generation's arrays and fills them with memcpy, which
- * for the 1.6M-entry port map is far cheaper than one syscall per entry;
- * this program never sees the difference. Through mmap() each element sits
- * in an 8-byte slot (the kernel rounds array elements up to 8 bytes), so a
- * u32 locator is every other u32 there. The flag is part of the contract:
- * inner maps without it are refused. Lookups stay inlined for the fixed-size
- * arrays; nfb_blob carries BPF_F_INNER_MAP so each generation sizes it to
- * the chunks it uses (its lookups are then helper calls).
+ * BPF_F_MMAPABLE on the inner arrays (address, port, misc, rules, blob,
+ * counters): user space mmap()s the spare generation's arrays and fills them
+ * with memcpy, far cheaper than one syscall per entry; this program never
+ * sees the difference. Through mmap() each element sits in an 8-byte slot
+ * (the kernel rounds array elements up to 8 bytes), so a u32 locator is
+ * every other u32 there. The flag is part of the contract: inner maps
+ * without it are refused. Arrays with BPF_F_INNER_MAP are sized by each
+ * generation to what its policy uses (their lookups are then helper calls,
+ * not inlined); the misc array keeps the template's size (24 KiB).
  *
  * Inner templates give key_size/value_size, not BTF types: clang emits the
  * key structs of a map nested in an outer only as forward declarations, and
  * libbpf cannot size those. The inner maps carry no BTF either way.
  *
- * The LPM tries are BPF_F_NO_PREALLOC (required for LPM): max_entries is a
- * ceiling, memory follows the prefixes stored; inner tries may use another
- * max_entries than the template.
+ * The interface hash is BPF_F_NO_PREALLOC: memory follows the entries (but
+ * for its buckets), and a hash inner map must have the template's size.
  */
 #define NFB_GENS 2
-#define NFB_LPM_MAX_ENTRIES 2000000 /* POLICY_MAX_PREFIXES */
 #define NFB_IFACE_MAX_ENTRIES 16384
 #define NFB_ARRAY_FLAGS BPF_F_MMAPABLE
 #define NFB_SIZED_FLAGS (BPF_F_MMAPABLE | BPF_F_INNER_MAP)
@@ -68,20 +66,20 @@ struct {
 	__type(value, struct nfb_gen_cfg);
 } nfb_gen SEC(".maps");
 
-struct nfb_lpm4_inner {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, NFB_LPM_MAX_ENTRIES);
-	__uint(key_size, sizeof(struct nfb_lpm4_key));
-	__uint(value_size, sizeof(__u32));
+struct nfb_addr4_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, NFB_SIZED_FLAGS);
+	__uint(max_entries, NFB_RANGE_MAX_ENTRIES); /* template: sized per generation */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct nfb_range4));
 };
 
-struct nfb_lpm6_inner {
-	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, NFB_LPM_MAX_ENTRIES);
-	__uint(key_size, sizeof(struct nfb_lpm6_key));
-	__uint(value_size, sizeof(__u32));
+struct nfb_addr6_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, NFB_SIZED_FLAGS);
+	__uint(max_entries, NFB_RANGE_MAX_ENTRIES);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(struct nfb_range6));
 };
 
 struct nfb_iface_inner {
@@ -157,8 +155,8 @@ struct nfb_blob_inner {
 		__array(values, struct inner);          \
 	} name SEC(".maps")
 
-NFB_OUTER(nfb_lpm4, nfb_lpm4_inner);
-NFB_OUTER(nfb_lpm6, nfb_lpm6_inner);
+NFB_OUTER(nfb_addr4, nfb_addr4_inner);
+NFB_OUTER(nfb_addr6, nfb_addr6_inner);
 NFB_OUTER(nfb_iface, nfb_iface_inner);
 NFB_OUTER(nfb_port, nfb_port_inner);
 NFB_OUTER(nfb_misc, nfb_misc_inner);
@@ -218,9 +216,6 @@ struct {
 	__uint(max_entries, NFB_REJECTS_SIZE);
 } nfb_rejects SEC(".maps");
 
-/* No field has a locator yet (no valid locator has this value: the chunk
- * part of a valid one is below NFB_MAX_CHUNKS). */
-#define NFB_LOC_UNSET 0xffffffffu
 
 static __always_inline void nfb_count_add(struct nfb_counter *c, __u32 len)
 {
@@ -480,7 +475,7 @@ static __noinline int nfb_parse(struct bpf_nf_ctx *ctx, struct nfb_pkt *p, bool 
  * key in its own frame from values passed in registers.
  *
  * Not inlined: inlined, clang sinks the lookups of two maps (port and misc,
- * lpm4 and lpm6) into one call instruction; the verifier then sees two maps
+ * addr4 and addr6) into one call instruction; the verifier then sees two maps
  * at one call site and keeps the generic bpf_map_lookup_elem, an indirect
  * call (retpolines here) that cannot be inlined.
  *
@@ -510,28 +505,58 @@ static __noinline __u32 nfb_get_iface(__u32 gen, __u32 ifindex, __u32 hook, __u3
 	return nfb_loc_in(&nfb_iface, gen, &key);
 }
 
-static __noinline __u32 nfb_get_lpm4(__u32 gen, __u32 hook, __u32 dir, __u32 addr)
+/* The locator of the range holding an IPv4 address (host order) among the
+ * n ranges from base (bpf/nfbox.h, "Address maps"). */
+static __noinline __u32 nfb_get_range4(__u32 gen, __u32 base, __u32 n, __u32 addr)
 {
-	struct nfb_lpm4_key key;
+	void *map = bpf_map_lookup_elem(&nfb_addr4, &gen);
+	const struct nfb_range4 *r;
+	__u32 lo = 0, hi = n, mid, idx, i;
 
-	__builtin_memset(&key, 0, sizeof(key));
-	key.prefixlen = 16 + 32;
-	key.hook = hook;
-	key.dir = dir;
-	__builtin_memcpy(key.addr, &addr, 4);
-	return nfb_loc_in(&nfb_lpm4, gen, &key);
+	if (!map || !n)
+		return NFB_LOC_UNSET;
+	bpf_for(i, 0, NFB_RANGE_STEPS) {
+		if (hi - lo <= 1)
+			break;
+		mid = lo + (hi - lo) / 2;
+		idx = base + mid;
+		r = bpf_map_lookup_elem(map, &idx);
+		if (!r)
+			return NFB_LOC_UNSET;
+		if (r->start <= addr)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	idx = base + lo;
+	r = bpf_map_lookup_elem(map, &idx);
+	return r ? r->loc : NFB_LOC_UNSET;
 }
 
-static __noinline __u32 nfb_get_lpm6(__u32 gen, __u32 hook, __u32 dir, const struct nfb_pkt *p)
+static __noinline __u32 nfb_get_range6(__u32 gen, __u32 base, __u32 n, __u64 ahi, __u64 alo)
 {
-	struct nfb_lpm6_key key;
+	void *map = bpf_map_lookup_elem(&nfb_addr6, &gen);
+	const struct nfb_range6 *r;
+	__u32 lo = 0, hi = n, mid, idx, i;
 
-	__builtin_memset(&key, 0, sizeof(key));
-	key.prefixlen = 16 + 128;
-	key.hook = hook;
-	key.dir = dir;
-	__builtin_memcpy(key.addr, dir ? p->daddr : p->saddr, 16);
-	return nfb_loc_in(&nfb_lpm6, gen, &key);
+	if (!map || !n)
+		return NFB_LOC_UNSET;
+	bpf_for(i, 0, NFB_RANGE_STEPS) {
+		if (hi - lo <= 1)
+			break;
+		mid = lo + (hi - lo) / 2;
+		idx = base + mid;
+		r = bpf_map_lookup_elem(map, &idx);
+		if (!r)
+			return NFB_LOC_UNSET;
+		if (r->hi < ahi || (r->hi == ahi && r->lo <= alo))
+			lo = mid;
+		else
+			hi = mid;
+	}
+	idx = base + lo;
+	r = bpf_map_lookup_elem(map, &idx);
+	return r ? r->loc : NFB_LOC_UNSET;
 }
 
 /* The port map's top gives the page, the page the locator. */
@@ -572,12 +597,16 @@ static __always_inline __u32 nfb_loc_addr(const struct nfb_hook_cfg *hc, const s
 					  __u32 gen, __u32 field)
 {
 	__u32 dir = field == NFB_F_SRC ? 0 : 1, a4, loc;
+	const __u8 *a = dir ? p->daddr : p->saddr;
+	__u64 a6[2];
 
 	if (p->family == NFB_FAM_IPV4) {
-		__builtin_memcpy(&a4, dir ? p->daddr : p->saddr, 4);
-		loc = nfb_get_lpm4(gen, p->hook, dir, a4);
+		__builtin_memcpy(&a4, a, 4);
+		loc = nfb_get_range4(gen, hc->range[0][dir][0], hc->range[0][dir][1], bpf_ntohl(a4));
 	} else {
-		loc = nfb_get_lpm6(gen, p->hook, dir, p);
+		__builtin_memcpy(a6, a, 16);
+		loc = nfb_get_range6(gen, hc->range[1][dir][0], hc->range[1][dir][1], bpf_be64_to_cpu(a6[0]),
+				     bpf_be64_to_cpu(a6[1]));
 	}
 	return nfb_loc_or_miss(loc, hc, field);
 }

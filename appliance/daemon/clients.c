@@ -145,31 +145,94 @@ void clients_broadcast_missed(struct daemon *dm, uint64_t n, const char *reason)
 
 /* ---- the requests ---- */
 
-static void answer_reload(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f)
+/* A client whose reload runs: who it is, what it asked. */
+struct reload_wait {
+	struct client *c;
+	uint64_t serial;
+	unsigned confirm;
+	uid_t uid;
+	char path[];
+};
+
+static struct client *client_alive(struct daemon *dm, struct client *c, uint64_t serial)
+{
+	for (int i = 0; i < dm->nclients; i++)
+		if (dm->clients[i] == c && c->serial == serial && !c->dead)
+			return c;
+	return NULL; /* it went away meanwhile */
+}
+
+static void reload_answered(struct daemon *dm, void *arg, int r, struct diags *d)
+{
+	struct reload_wait *w = arg;
+	struct client *c = client_alive(dm, w->c, w->serial);
+	_cleanup_free_ char *text = diags_to_text(d), *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	if (w->confirm && r < 0)
+		confirm_begin_failed(dm);
+	else if (r == 0 && !w->confirm)
+		confirm_loaded(dm);
+	if (f) {
+		fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
+		diags_print(d, f, false);
+		daemon_reload_summary(dm, w->path, r, f);
+		if (r == 0 && w->confirm)
+			fprintf(f, "unless 'nfbox confirm' comes within %u s, the last confirmed policy comes back by itself\n",
+				w->confirm);
+	}
+	if (c) {
+		c->waiting = false;
+		if (!f || fclose(f) != 0)
+			reply_str(dm, c, CTL_REPLY_ERROR "out of memory\n");
+		else
+			reply(dm, c, out, len);
+		f = NULL;
+	}
+	if (f)
+		fclose(f);
+	/* The daemon's log says what every reload did, whoever asked. */
+	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload (control socket, uid %u): %s", (unsigned)w->uid, text ? text : "");
+	free(w);
+}
+
+/* Starts the reload (answered by reload_answered once it is done): true;
+ * false when the answer is in f already (refused, or it could not start). */
+static bool answer_reload(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f)
 {
 	const char *path = req->policy ? req->policy : dm->opts->policy;
-	_cleanup_free_ char *text = NULL;
+	struct reload_wait *w;
 	struct diags d;
 	int r;
 
+	if (dm->reload_job) {
+		fputs(CTL_REPLY_ERROR "another reload is in progress; try again once it is done (nfbox status shows the policy in force)\n", f);
+		return false;
+	}
+	if (!(w = calloc(1, sizeof(*w) + strlen(path) + 1))) {
+		fputs(CTL_REPLY_ERROR "out of memory\n", f);
+		return false;
+	}
+	*w = (struct reload_wait){ .c = c, .serial = c->serial, .confirm = req->confirm, .uid = c->uid };
+	strcpy(w->path, path);
 	diags_init(&d);
 	r = req->confirm ? confirm_begin(dm, req->confirm, &d) : 0;
-	if (r == 0)
-		r = daemon_reload_notified(dm, path, req->policy ? c->fd_passed : -1, &d);
-	if (req->confirm && r < 0)
-		confirm_begin_failed(dm);
-	else if (r == 0 && !req->confirm)
-		confirm_loaded(dm);
-	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
-	diags_print(&d, f, false);
-	daemon_reload_summary(dm, path, r, f);
-	if (r == 0 && req->confirm)
-		fprintf(f, "unless 'nfbox confirm' comes within %u s, the last confirmed policy comes back by itself\n",
-			req->confirm);
-	/* The daemon's log says what every reload did, whoever asked. */
-	text = diags_to_text(&d);
-	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload (control socket, uid %u): %s", (unsigned)c->uid, text ? text : "");
+	if (r == 0 && (r = daemon_reload_start(dm, path, req->policy ? c->fd_passed : -1, reload_answered, w)) < 0)
+		diag_errno(&d, r, "cannot start the reload");
+	if (r < 0) {
+		if (req->confirm)
+			confirm_begin_failed(dm);
+		fputs(CTL_REPLY_ERROR, f);
+		diags_print(&d, f, false);
+		daemon_reload_summary(dm, path, r, f);
+		diags_free(&d);
+		free(w);
+		return false;
+	}
 	diags_free(&d);
+	c->waiting = true;
+	return true;
 }
 
 /* What a reload of the file would change, against the policy in force:
@@ -199,6 +262,10 @@ static void answer_confirm(struct daemon *dm, struct client *c, FILE *f)
 	struct diags d;
 	int r;
 
+	if (dm->reload_job) {
+		fputs(CTL_REPLY_ERROR "a reload is in progress; confirm once it is done\n", f);
+		return;
+	}
 	diags_init(&d);
 	r = confirm_done(dm, &d);
 	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
@@ -303,8 +370,12 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 		reply_str(dm, c, CTL_REPLY_ERROR "out of memory\n");
 		return;
 	}
+	if (req->verb == CTL_RELOAD && answer_reload(dm, c, req, f)) {
+		fclose(f); /* answered when the reload is done */
+		return;
+	}
 	if (req->verb == CTL_RELOAD)
-		answer_reload(dm, c, req, f);
+		;
 	else if (req->verb == CTL_CONFIRM)
 		answer_confirm(dm, c, f);
 	else if (req->verb == CTL_DIFF)
@@ -447,7 +518,9 @@ static void on_listener(struct daemon *dm, struct handler *h, uint32_t events)
 		close(fd);
 		return;
 	}
-	*c = (struct client){ .h = { .fd = fd, .fn = on_client }, .fd_passed = -1, .since = time(NULL) };
+	static uint64_t serial;
+
+	*c = (struct client){ .h = { .fd = fd, .fn = on_client }, .fd_passed = -1, .since = time(NULL), .serial = ++serial };
 	if (!credentials(dm, c)) {
 		turn_away(fd, CTL_REPLY_ERROR "permission denied: only root and the socket group may use the control socket\n");
 		free(c);
@@ -492,7 +565,7 @@ void clients_tick(struct daemon *dm)
 	for (int i = 0; i < dm->nclients; i++) {
 		struct client *c = dm->clients[i];
 
-		if (!c->follow && !c->closing && now - c->since >= CLIENT_REQUEST_SECS)
+		if (!c->follow && !c->closing && !c->waiting && now - c->since >= CLIENT_REQUEST_SECS)
 			reply_str(dm, c, CTL_REPLY_ERROR "request timed out: send one line within 5 seconds\n");
 		else if (pending(c) && now - c->since >= CLIENT_WRITE_SECS)
 			c->dead = true;

@@ -430,6 +430,8 @@ int confirm_rollback(struct daemon *dm, const char *why, bool running)
 
 void confirm_tick(struct daemon *dm)
 {
+	if (dm->reload_job)
+		return; /* once the reload running is done (it may be a confirm's own) */
 	if (dm->pending.active && time(NULL) >= dm->pending.deadline)
 		confirm_rollback(dm, "no 'nfbox confirm' before the deadline", true);
 }

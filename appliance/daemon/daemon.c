@@ -35,21 +35,6 @@ void daemon_unwatch(struct daemon *dm, struct handler *h)
 
 /* ---- signals ---- */
 
-static void reload_on_sighup(struct daemon *dm)
-{
-	_cleanup_free_ char *text = NULL;
-	struct diags d;
-	int r;
-
-	diags_init(&d);
-	r = daemon_reload_notified(dm, dm->opts->policy, -1, &d);
-	if (r == 0)
-		confirm_loaded(dm);
-	text = diags_to_text(&d);
-	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload on SIGHUP: %s", text ? text : "");
-	diags_free(&d);
-}
-
 /* SIGUSR1: the --log file opened again by its name (after logrotate moved
  * it). The new file is opened before the old is closed: no event is
  * written to nowhere, and a failure keeps the old one. */
@@ -75,7 +60,7 @@ static void on_signal(struct daemon *dm, struct handler *h, uint32_t events)
 
 	while (read(h->fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			reload_on_sighup(dm);
+			daemon_reload_sighup(dm);
 			continue;
 		}
 		if (si.ssi_signo == SIGUSR1) {
@@ -136,6 +121,7 @@ static void shutdown_all(struct daemon *dm)
 	struct diags d;
 
 	diags_init(&d);
+	daemon_reload_wait(dm); /* a reload still reading: it ends, unenforced */
 	daemon_captures_stop_all(dm); /* files closed complete */
 	if (dm->keep) {
 		/* The pins hold the links and maps; table inet nfbox persists

@@ -42,6 +42,8 @@ struct client {
 	bool dead;
 	bool root;       /* may do anything; else status, stats and log */
 	bool want_write; /* EPOLLOUT is watched */
+	bool waiting;    /* its reload runs in a thread: answered when it is done */
+	uint64_t serial; /* which connection this is (a freed client's memory is reused) */
 	uid_t uid;
 	int fd_passed;   /* a file sent with the request (SCM_RIGHTS), or -1 */
 	time_t since;    /* accepted, or the last progress writing */
@@ -63,6 +65,7 @@ struct loaded {
 };
 
 struct dcap; /* captures.c */
+struct reload_job; /* reload.c */
 struct ring_buffer;
 struct nl_monitor;
 
@@ -114,6 +117,8 @@ struct daemon {
 	bool journal_events;  /* verdict events to the journal (under systemd) */
 	struct lasthit *lasthit; /* the nftables backend's last hits (lasthit.c) */
 	unsigned long long journal_failed; /* ... that could not be sent */
+	struct reload_job *reload_job; /* a reload whose thread runs (reload.c), NULL if none */
+	bool reload_again;  /* SIGHUP came while it ran: once more after it */
 	struct dcap **caps; /* the policy's captures, in policy order */
 	uint32_t ncaps;
 };
@@ -125,6 +130,19 @@ int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d);
 /* The same, the files read through `files` (its policy_fd is fd). */
 int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struct policy_files *files,
 			struct diags *d);
+/* A reload of the running daemon in a thread (reload.c): it reads, checks,
+ * compiles and encodes there while the loop goes on; the loop then puts it
+ * in force and calls done(dm, arg, r, d) with its result and messages
+ * (systemd is told RELOADING=1 at the start, READY=1 at the end). 0 once
+ * started; -EBUSY while another runs; -errno. daemon_reload_wait (at stop)
+ * lets a running one finish without enforcing it (done gets -ECANCELED). */
+typedef void (*reload_done_fn)(struct daemon *dm, void *arg, int r, struct diags *d);
+int daemon_reload_start(struct daemon *dm, const char *path, int fd, reload_done_fn done, void *arg);
+void daemon_reload_wait(struct daemon *dm);
+/* SIGHUP: the policy file reloaded that way; one that comes while a reload
+ * runs makes another once it is done. */
+void daemon_reload_sighup(struct daemon *dm);
+
 /* Load (not enforce) the policy at path as a reload reads it (fd as there). */
 int daemon_load_only(struct daemon *dm, const char *path, int fd, struct diags *d, struct policy **out);
 /* systemd: READY=1 and STATUS= after a reload that returned r. */
@@ -164,9 +182,6 @@ int confirm_done(struct daemon *dm, struct diags *d);
 /* running: a reload of the running daemon (systemd is told), not its start. */
 int confirm_rollback(struct daemon *dm, const char *why, bool running);
 void confirm_tick(struct daemon *dm);
-/* The same, a reload of the running daemon: systemd is told RELOADING=1
- * before and READY=1 with the new STATUS= after (system/sdnotify.h). */
-int daemon_reload_notified(struct daemon *dm, const char *path, int fd, struct diags *d);
 /* What is enforced, in one line ("enforcing generation 3: 12 rules"). */
 void daemon_status_line(const struct daemon *dm, char *buf, size_t len);
 /* Written after d: what a reload did ("generation N: PATH: M rules

@@ -20,11 +20,24 @@
  *      table is put back, in a second transaction.
  * Switching backend, the new filter is always in place before the old one
  * goes: for an instant both judge (stricter, never looser).
+ *
+ * A reload asked for while the daemon runs (the control socket, SIGHUP)
+ * reads, checks, compiles and encodes the policy in a thread of its own
+ * (reload_prepare: it touches nothing of the daemon's), while the loop
+ * goes on answering status, stats, metrics and set changes; the rest, from
+ * the counter slots on, runs in the loop once the thread is done
+ * (reload_finish). One such reload at a time.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include "daemon/daemon_int.h"
+#include "lib/cleanup.h"
 #include "lib/log.h"
 #include "nft/batch.h"
 #include "nft/build.h"
@@ -89,15 +102,22 @@ static int need_engine(struct daemon *dm, struct diags *d)
 	return dm->e ? 0 : daemon_engine_open(dm, d);
 }
 
-static int compile_all(struct daemon *dm, struct loaded *nl, struct diags *d)
+/* Read, check, compile and encode: nothing of the daemon is touched, so
+ * any thread may run it. */
+static int reload_prepare(const char *path, int fd, const struct policy_files *via, struct loaded *nl,
+			  struct diags *d)
 {
+	struct policy_files files = *via;
 	int r;
 
-	if ((r = plan_make(nl->pol, &nl->plan, &nl->blob, d)) < 0)
-		return r;
-	if ((r = slots_assign(&dm->slots, dm->e, nl->plan, &nl->slots)) < 0)
-		return diag_errno(d, r, "cannot assign counters");
-	return dyn_prepare(dm, nl->pol, &nl->slots, d);
+	files.policy_fd = fd;
+	diags_init(&nl->diags);
+	nl->path = fd >= 0 ? strdup(path) : realpath(path, NULL);
+	r = policy_load_files(path, &files, &nl->diags, &nl->pol);
+	diags_append(d, &nl->diags); /* nl keeps its own: the policy points into them */
+	if (r == 0)
+		r = plan_make(nl->pol, &nl->plan, &nl->blob, d);
+	return r;
 }
 
 static void restore_table(struct daemon *dm, const struct policy *old)
@@ -141,6 +161,7 @@ static int enforce(struct daemon *dm, struct loaded *nl, struct diags *d)
 
 static int check_file(int fd, const char *path, char *why, size_t len, void *arg)
 {
+	(void)arg;
 	return files_check_trusted(fd, path, why, len);
 }
 
@@ -158,37 +179,33 @@ int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d)
 	return daemon_reload_files(dm, path, fd, &files, d);
 }
 
-int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struct policy_files *via,
-			struct diags *d)
+/* The rest of a reload, in the loop: r is what reload_prepare returned. */
+static int reload_finish(struct daemon *dm, struct loaded *nl, int r, struct diags *d)
 {
-	struct policy_files files = *via;
-	struct loaded nl = { 0 };
-	int r;
-
-	files.policy_fd = fd;
-	diags_init(&nl.diags);
-	nl.path = fd >= 0 ? strdup(path) : realpath(path, NULL);
-	r = policy_load_files(path, &files, &nl.diags, &nl.pol);
-	diags_append(d, &nl.diags); /* nl keeps its own: the policy points into them */
-	if (r == 0 && (r = compile_all(dm, &nl, d)) == 0) {
+	if (r == 0 && (r = slots_assign(&dm->slots, dm->e, nl->plan, &nl->slots)) < 0)
+		r = diag_errno(d, r, "cannot assign counters");
+	if (r == 0)
+		r = dyn_prepare(dm, nl->pol, &nl->slots, d);
+	if (r == 0) {
 		dm->policy_fault = false; /* from here on, a failure is the system's */
-		if ((r = enforce(dm, &nl, d)) == 0)
-			daemon_captures_apply(dm, nl.pol, d); /* while the old policy is alive */
+		if ((r = enforce(dm, nl, d)) == 0)
+			daemon_captures_apply(dm, nl->pol, d); /* while the old policy is alive */
 	} else {
 		dm->policy_fault = true; /* the file: unreadable, invalid, beyond a limit */
 	}
 	if (r < 0) {
-		if (nl.plan)
+		if (nl->plan)
 			slots_abort(&dm->slots, &dm->cur.slots, dm->cur.plan);
-		loaded_free(&nl);
+		loaded_free(nl);
 		dm->reloads_failed++;
 		dyn_after_reload(dm, r);
 		return r;
 	}
-	slots_commit(&dm->slots, &nl.slots, nl.plan);
+	slots_commit(&dm->slots, &nl->slots, nl->plan);
 	state_save_slots(dm);
 	loaded_free(&dm->cur);
-	dm->cur = nl;
+	dm->cur = *nl;
+	memset(nl, 0, sizeof(*nl));
 	dm->reloads_ok++;
 	dm->loaded_at = time(NULL);
 	if (fingerprint_loaded(dm->cur.diags.sources, dm->fingerprint) < 0)
@@ -199,22 +216,156 @@ int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struc
 	return 0;
 }
 
+int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struct policy_files *via,
+			struct diags *d)
+{
+	struct loaded nl = { 0 };
+
+	return reload_finish(dm, &nl, reload_prepare(path, fd, via, &nl, d), d);
+}
+
+/* ---- a reload in a thread ---- */
+
+struct reload_job {
+	struct handler h; /* an eventfd: the thread is done */
+	pthread_t th;
+	char *path;
+	int fd;           /* the policy file a client sent, or -1 */
+	struct policy_files files;
+	struct loaded nl;
+	struct diags d;
+	int r;
+	reload_done_fn done;
+	void *arg;
+};
+
+static void *reload_thread(void *arg)
+{
+	struct reload_job *j = arg;
+	uint64_t one = 1;
+
+	j->r = reload_prepare(j->path, j->fd, &j->files, &j->nl, &j->d);
+	if (write(j->h.fd, &one, sizeof(one)) < 0) {
+		/* cannot happen (an eventfd takes 2^64 - 2); the loop would wait */
+	}
+	return NULL;
+}
+
+static void job_free(struct reload_job *j)
+{
+	if (j->h.fd >= 0)
+		close(j->h.fd);
+	if (j->fd >= 0)
+		close(j->fd);
+	loaded_free(&j->nl);
+	diags_free(&j->d);
+	free(j->path);
+	free(j);
+}
+
+static void reload_thread_done(struct daemon *dm, struct handler *h, uint32_t events)
+{
+	struct reload_job *j = (struct reload_job *)h;
+	int r;
+
+	(void)events;
+	daemon_unwatch(dm, &j->h);
+	pthread_join(j->th, NULL);
+	dm->reload_job = NULL;
+	r = reload_finish(dm, &j->nl, j->r, &j->d);
+	daemon_notify_ready(dm, r);
+	j->done(dm, j->arg, r, &j->d);
+	job_free(j);
+	if (dm->reload_again && !dm->stop) {
+		dm->reload_again = false;
+		daemon_reload_sighup(dm); /* the file may have changed since this one began */
+	}
+}
+
+static int check_file(int fd, const char *path, char *why, size_t len, void *arg);
+
+int daemon_reload_start(struct daemon *dm, const char *path, int fd, reload_done_fn done, void *arg)
+{
+	struct reload_job *j;
+	int r;
+
+	if (dm->reload_job)
+		return -EBUSY;
+	if (!(j = calloc(1, sizeof(*j))))
+		return -ENOMEM;
+	j->fd = -1;
+	j->h.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	j->h.fn = reload_thread_done;
+	j->path = strdup(path);
+	j->files.check = dm->opts->allow_unsafe_files ? NULL : check_file;
+	j->done = done;
+	j->arg = arg;
+	diags_init(&j->d);
+	if (fd >= 0 && (j->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (j->h.fd < 0 || !j->path) {
+		r = j->path ? -errno : -ENOMEM;
+		goto fail;
+	}
+	if ((r = daemon_watch(dm, &j->h)) < 0)
+		goto fail;
+	if ((r = -pthread_create(&j->th, NULL, reload_thread, j)) < 0) {
+		daemon_unwatch(dm, &j->h);
+		goto fail;
+	}
+	sd_notify_reloading();
+	dm->reload_job = j;
+	return 0;
+fail:
+	job_free(j);
+	return r;
+}
+
+static void sighup_done(struct daemon *dm, void *arg, int r, struct diags *d)
+{
+	_cleanup_free_ char *text = diags_to_text(d);
+
+	(void)arg;
+	if (r == 0)
+		confirm_loaded(dm);
+	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload on SIGHUP: %s", text ? text : "");
+}
+
+void daemon_reload_sighup(struct daemon *dm)
+{
+	int r;
+
+	if (dm->reload_job) {
+		dm->reload_again = true; /* after the one running */
+		return;
+	}
+	if ((r = daemon_reload_start(dm, dm->opts->policy, -1, sighup_done, NULL)) < 0)
+		log_err("reload on SIGHUP: cannot start it: %s", strerror(-r));
+}
+
+void daemon_reload_wait(struct daemon *dm)
+{
+	struct reload_job *j = dm->reload_job;
+
+	if (!j)
+		return;
+	/* a stop while the thread reads: it finishes, nothing is enforced */
+	daemon_unwatch(dm, &j->h);
+	pthread_join(j->th, NULL);
+	dm->reload_job = NULL;
+	diag_fail(&j->d, -ECANCELED, "nfbox stopped before the policy was loaded");
+	j->done(dm, j->arg, -ECANCELED, &j->d);
+	job_free(j);
+}
+
 void daemon_notify_ready(struct daemon *dm, int r)
 {
 	char status[256];
 
 	daemon_status_line(dm, status, sizeof(status));
 	sd_notifyf("READY=1\nSTATUS=%s%s", r < 0 ? "reload failed, unchanged: " : "", status);
-}
-
-int daemon_reload_notified(struct daemon *dm, const char *path, int fd, struct diags *d)
-{
-	int r;
-
-	sd_notify_reloading();
-	r = daemon_reload(dm, path, fd, d);
-	daemon_notify_ready(dm, r);
-	return r;
 }
 
 void daemon_status_line(const struct daemon *dm, char *buf, size_t len)

@@ -19,8 +19,8 @@
 enum engine_map {
 	EM_CTL,
 	EM_GEN,
-	EM_LPM4,
-	EM_LPM6,
+	EM_ADDR4,
+	EM_ADDR6,
 	EM_IFACE,
 	EM_PORT,
 	EM_MISC,
@@ -39,8 +39,8 @@ enum engine_map {
 };
 
 /* First outer (per-generation) map and how many there are. */
-#define EM_FIRST_OUTER EM_LPM4
-#define EM_NUM_OUTER (EM_METER - EM_LPM4 + 1)
+#define EM_FIRST_OUTER EM_ADDR4
+#define EM_NUM_OUTER (EM_METER - EM_ADDR4 + 1)
 
 struct inner_shape {
 	uint32_t type, key_size, value_size, max_entries, flags;

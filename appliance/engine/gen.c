@@ -30,7 +30,7 @@
 #define ARRAY_STRIDE 2
 
 static const char *const inner_names[EM_NUM_OUTER] = {
-	"nfb_g_lpm4", "nfb_g_lpm6",   "nfb_g_iface", "nfb_g_port",     "nfb_g_misc",
+	"nfb_g_addr4", "nfb_g_addr6",   "nfb_g_iface", "nfb_g_port",     "nfb_g_misc",
 	"nfb_g_rules", "nfb_g_limits", "nfb_g_blob",  "nfb_g_counters", "nfb_g_meter",
 };
 
@@ -298,6 +298,193 @@ static uint16_t dyn_of(const struct slot_map *slots, const struct addr_match *m)
 	return (uint16_t)(id | (m->neg ? NFB_DYN_NEG : 0));
 }
 
+/* ---- address ranges (bpf/nfbox.h, "Address maps") ---- */
+
+typedef unsigned __int128 u128;
+
+struct pfx_span {
+	u128 first, last; /* the prefix's first and last address */
+	uint32_t loc;
+};
+
+static int span_cmp(const void *a, const void *b)
+{
+	const struct pfx_span *x = a, *y = b;
+
+	if (x->first != y->first)
+		return x->first < y->first ? -1 : 1;
+	return x->last > y->last ? -1 : x->last < y->last; /* the enclosing one first */
+}
+
+/* The host part of a prefix of length plen among bits address bits. */
+static u128 host_bits(int plen, int bits)
+{
+	if (plen >= bits)
+		return 0;
+	return plen ? ((u128)1 << (bits - plen)) - 1 : bits == 128 ? ~(u128)0 : ((u128)1 << bits) - 1;
+}
+
+static u128 addr_value(const uint8_t *a, int fi)
+{
+	u128 v = 0;
+
+	for (int i = 0; i < (fi ? 16 : 4); i++)
+		v = v << 8 | a[i];
+	return v;
+}
+
+/* Range starts of one hook, direction and family, appended to out. */
+struct ranges {
+	u128 *start;
+	uint32_t *loc;
+	uint32_t n, cap;
+	uint32_t seg; /* where the hook and direction being cut began */
+};
+
+static int range_emit(struct ranges *r, u128 pos, uint32_t loc)
+{
+	if (r->n > r->seg && r->start[r->n - 1] == pos) { /* the range had no address: replaced */
+		r->loc[r->n - 1] = loc;
+		if (r->n > r->seg + 1 && r->loc[r->n - 2] == loc)
+			r->n--;
+		return 0;
+	}
+	if (r->n > r->seg && r->loc[r->n - 1] == loc)
+		return 0; /* the same vector goes on */
+	if (r->n == r->cap) {
+		uint32_t cap = r->cap ? 2 * r->cap : 64;
+		u128 *s = realloc(r->start, cap * sizeof(*s));
+		uint32_t *l = s ? realloc(r->loc, cap * sizeof(*l)) : NULL;
+
+		if (s)
+			r->start = s;
+		if (!s || !l)
+			return -ENOMEM;
+		r->loc = l;
+		r->cap = cap;
+	}
+	r->start[r->n] = pos;
+	r->loc[r->n++] = loc;
+	return 0;
+}
+
+/* Nested prefixes (sorted by span_cmp) to ranges: an address takes the
+ * locator of the longest prefix holding it, NFB_LOC_UNSET outside all. */
+static int ranges_cut(struct ranges *r, const struct pfx_span *v, uint32_t n, u128 max)
+{
+	struct pfx_span stack[130];
+	uint32_t depth = 0, first = r->seg = r->n;
+	int rc = range_emit(r, 0, NFB_LOC_UNSET);
+
+	for (uint32_t i = 0; !rc && i <= n; i++) {
+		/* close the prefixes that end before this one starts (or all) */
+		while (!rc && depth && (i == n || stack[depth - 1].last < v[i].first)) {
+			u128 end = stack[--depth].last;
+
+			if (end != max)
+				rc = range_emit(r, end + 1, depth ? stack[depth - 1].loc : NFB_LOC_UNSET);
+		}
+		if (rc || i == n)
+			break;
+		if (depth == sizeof(stack) / sizeof(stack[0]))
+			return -EINVAL; /* nested deeper than the address has bits: not prefixes */
+		stack[depth++] = v[i];
+		rc = range_emit(r, v[i].first, v[i].loc);
+	}
+	if (!rc && r->n == first) /* cannot happen: the first emit appends */
+		rc = -EINVAL;
+	return rc;
+}
+
+/* The address ranges of a plan, both families. */
+struct addr_plan {
+	struct ranges fam[2];
+	uint32_t base[NFB_HOOK_MAX][2][2], count[NFB_HOOK_MAX][2][2]; /* [hook][family][dir] */
+};
+
+static void addr_plan_free(struct addr_plan *ap)
+{
+	for (int fi = 0; fi < 2; fi++) {
+		free(ap->fam[fi].start);
+		free(ap->fam[fi].loc);
+	}
+	memset(ap, 0, sizeof(*ap));
+}
+
+static int addr_plan_make(const struct plan *pl, const struct plan_blob *b, struct addr_plan *ap)
+{
+	struct pfx_span *v = NULL;
+	uint32_t cap = 0;
+	int r = 0;
+
+	memset(ap, 0, sizeof(*ap));
+	for (int hk = 0; hk < NFB_HOOK_MAX && !r; hk++) {
+		const struct plan_hook *h = &pl->hook[hk];
+
+		for (int fi = 0; fi < 2 && !r; fi++) {
+			u128 max = fi ? ~(u128)0 : 0xffffffffu;
+			int bits = fi ? 128 : 32;
+
+			if (h->nlpm[fi] > cap) {
+				struct pfx_span *nv = realloc(v, h->nlpm[fi] * sizeof(*v));
+
+				if (!nv) {
+					r = -ENOMEM;
+					break;
+				}
+				v = nv;
+				cap = h->nlpm[fi];
+			}
+			for (uint8_t dir = 0; dir < 2 && !r; dir++) {
+				uint32_t n = 0;
+				bool sorted = true;
+
+				for (uint32_t i = 0; i < h->nlpm[fi]; i++) {
+					const struct plan_lpm *l = &h->lpm[fi][i];
+					u128 host = host_bits(l->pfx.plen, bits);
+
+					if (l->dir != dir)
+						continue;
+					v[n].first = addr_value(l->pfx.addr, fi) & ~host & max;
+					v[n].last = v[n].first | host;
+					v[n].loc = b->loc[hk][l->vec];
+					if (n && span_cmp(&v[n - 1], &v[n]) > 0)
+						sorted = false;
+					n++;
+				}
+				if (!n)
+					continue; /* count 0: every address misses */
+				if (!sorted)
+					qsort(v, n, sizeof(*v), span_cmp);
+				ap->base[hk][fi][dir] = ap->fam[fi].n;
+				r = ranges_cut(&ap->fam[fi], v, n, max);
+				ap->count[hk][fi][dir] = ap->fam[fi].n - ap->base[hk][fi][dir];
+			}
+		}
+	}
+	free(v);
+	return r;
+}
+
+static int fill_addrs(const struct gen_maps *g, const struct addr_plan *ap)
+{
+	size_t b4 = (size_t)g->size[GM(EM_ADDR4)] * sizeof(struct nfb_range4);
+	size_t b6 = (size_t)g->size[GM(EM_ADDR6)] * sizeof(struct nfb_range6);
+	struct nfb_range4 *r4 = map_mmap(g->fd[GM(EM_ADDR4)], b4);
+	struct nfb_range6 *r6 = map_mmap(g->fd[GM(EM_ADDR6)], b6);
+	int r = r4 && r6 ? 0 : -errno;
+
+	for (uint32_t i = 0; !r && i < ap->fam[0].n; i++)
+		r4[i] = (struct nfb_range4){ .start = (uint32_t)ap->fam[0].start[i], .loc = ap->fam[0].loc[i] };
+	for (uint32_t i = 0; !r && i < ap->fam[1].n; i++)
+		r6[i] = (struct nfb_range6){ .hi = (uint64_t)(ap->fam[1].start[i] >> 64),
+					     .lo = (uint64_t)ap->fam[1].start[i],
+					     .loc = ap->fam[1].loc[i] };
+	map_munmap(r4, b4);
+	map_munmap(r6, b6);
+	return r;
+}
+
 /* The port map's pages (bpf/nfbox.h, "Port map"), identical ones once. */
 struct port_pages {
 	uint32_t top[NFB_PORT_TOP];
@@ -392,6 +579,7 @@ out:
 /* Sizes and contents worked out before any map is made. */
 struct gen_plan {
 	struct port_pages pp;
+	struct addr_plan ap;
 	uint32_t rule_base[NFB_HOOK_MAX], nrules, nlimits, cnt_cap;
 	bool meter;
 };
@@ -414,7 +602,7 @@ static int gen_plan_make(struct engine *e, const struct plan *pl, const struct p
 		}
 	}
 	gp->cnt_cap = cnt_cap_for(pl, slots);
-	return port_pages_build(pl, b, &gp->pp);
+	return port_pages_build(pl, b, &gp->pp) < 0 ? -ENOMEM : addr_plan_make(pl, b, &gp->ap);
 }
 
 static int fill_arrays(struct gen_maps *g, const struct gen_plan *gp, const struct plan *pl,
@@ -468,74 +656,6 @@ out:
 	map_munmap(misc, misc_bytes);
 	map_munmap(rules, rule_bytes);
 	map_munmap(blob, blob_bytes);
-	return r;
-}
-
-/* Keys and values of one trie, written with one batch call where the
- * kernel supports it (one syscall per prefix otherwise). */
-static int lpm_write(int fd, const void *keys, const uint32_t *vals, uint32_t n, size_t key_size)
-{
-	LIBBPF_OPTS(bpf_map_batch_opts, opts, .elem_flags = BPF_ANY);
-	uint32_t count = n;
-
-	if (!n)
-		return 0;
-	if (bpf_map_update_batch(fd, keys, vals, &count, &opts) == 0)
-		return 0;
-	if (errno != EINVAL && errno != 524 /* ENOTSUPP */ && errno != EOPNOTSUPP)
-		return -errno;
-	for (uint32_t i = 0; i < n; i++)
-		if (bpf_map_update_elem(fd, (const char *)keys + i * key_size, &vals[i], BPF_ANY) < 0)
-			return -errno;
-	return 0;
-}
-
-static int fill_lpm(int fd4, int fd6, const struct plan *pl, const struct plan_blob *b)
-{
-	uint32_t n4 = 0, n6 = 0, i4 = 0, i6 = 0;
-	struct nfb_lpm4_key *k4;
-	struct nfb_lpm6_key *k6;
-	uint32_t *v4, *v6;
-	int r;
-
-	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
-		n4 += pl->hook[hk].nlpm[0];
-		n6 += pl->hook[hk].nlpm[1];
-	}
-	k4 = calloc(n4 + 1, sizeof(*k4));
-	k6 = calloc(n6 + 1, sizeof(*k6));
-	v4 = calloc(n4 + 1, sizeof(*v4));
-	v6 = calloc(n6 + 1, sizeof(*v6));
-	if (!k4 || !k6 || !v4 || !v6) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
-		const struct plan_hook *h = &pl->hook[hk];
-
-		for (uint32_t i = 0; i < h->nlpm[0]; i++, i4++) {
-			const struct plan_lpm *l = &h->lpm[0][i];
-
-			k4[i4] = (struct nfb_lpm4_key){ .prefixlen = 16u + l->pfx.plen, .hook = (uint8_t)hk, .dir = l->dir };
-			memcpy(k4[i4].addr, l->pfx.addr, 4);
-			v4[i4] = b->loc[hk][l->vec];
-		}
-		for (uint32_t i = 0; i < h->nlpm[1]; i++, i6++) {
-			const struct plan_lpm *l = &h->lpm[1][i];
-
-			k6[i6] = (struct nfb_lpm6_key){ .prefixlen = 16u + l->pfx.plen, .hook = (uint8_t)hk, .dir = l->dir };
-			memcpy(k6[i6].addr, l->pfx.addr, 16);
-			v6[i6] = b->loc[hk][l->vec];
-		}
-	}
-	r = lpm_write(fd4, k4, v4, n4, sizeof(*k4));
-	if (!r)
-		r = lpm_write(fd6, k6, v6, n6, sizeof(*k6));
-out:
-	free(k4);
-	free(k6);
-	free(v4);
-	free(v6);
 	return r;
 }
 
@@ -641,6 +761,11 @@ static void gen_cfg(struct engine *e, struct nfb_gen_cfg *c, const struct gen_pl
 			hc->ct[s] = b->loc[hk][h->ct[s]];
 		hc->sport_none = b->loc[hk][h->sport_none];
 		hc->rule_base = gp->rule_base[hk];
+		for (int fi = 0; fi < 2; fi++)
+			for (int dir = 0; dir < 2; dir++) {
+				hc->range[fi][dir][0] = gp->ap.base[hk][fi][dir];
+				hc->range[fi][dir][1] = gp->ap.count[hk][fi][dir];
+			}
 	}
 }
 
@@ -707,15 +832,6 @@ static void prune_meter(int meter_fd, const struct plan *pl, const struct slot_m
 	free(keep);
 }
 
-static uint32_t total_lpm(const struct plan *pl, int fi)
-{
-	uint32_t n = 0;
-
-	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
-		n += pl->hook[hk].nlpm[fi];
-	return n;
-}
-
 /* The inner map in slot gen of an outer, as our own fd; -1 if none. */
 static int inner_fd(struct engine *e, int em, uint32_t gen)
 {
@@ -730,8 +846,8 @@ static int inner_fd(struct engine *e, int em, uint32_t gen)
 static int gen_create(struct engine *e, struct gen_maps *g, const struct gen_plan *gp, const struct plan *pl,
 		      const struct plan_blob *b, struct diags *d)
 {
-	g->size[GM(EM_LPM4)] = total_lpm(pl, 0) + 1;
-	g->size[GM(EM_LPM6)] = total_lpm(pl, 1) + 1;
+	g->size[GM(EM_ADDR4)] = gp->ap.fam[0].n ? gp->ap.fam[0].n : 1;
+	g->size[GM(EM_ADDR6)] = gp->ap.fam[1].n ? gp->ap.fam[1].n : 1;
 	g->size[GM(EM_PORT)] = NFB_PORT_TOP + gp->pp.npages * 256;
 	g->size[GM(EM_RULES)] = gp->nrules ? gp->nrules : 1;
 	g->size[GM(EM_LIMITS)] = gp->nlimits ? gp->nlimits : 1;
@@ -772,8 +888,8 @@ static int gen_fill(struct engine *e, struct gen_maps *g, const struct gen_plan 
 	free(lim);
 	if (r < 0)
 		return diag_errno(d, r, "cannot fill the new policy's arrays");
-	if ((r = fill_lpm(g->fd[GM(EM_LPM4)], g->fd[GM(EM_LPM6)], pl, b)) < 0)
-		return diag_errno(d, r, "cannot fill the new policy's prefix tries");
+	if ((r = fill_addrs(g, &gp->ap)) < 0)
+		return diag_errno(d, r, "cannot fill the new policy's address maps");
 	if ((r = fill_ifaces(g->fd[GM(EM_IFACE)], pl, b, d)) < 0)
 		return diag_errno(d, r, "cannot fill the new policy's interface map");
 	return 0;
@@ -807,7 +923,7 @@ int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob 
 	if (!(gp = calloc(1, sizeof(*gp))))
 		return diag_errno(d, -ENOMEM, "the new policy's maps");
 	if ((r = gen_plan_make(e, pl, b, slots, gp)) < 0) {
-		r = diag_errno(d, r, "the new policy's port map");
+		r = diag_errno(d, r, "the new policy's port and address maps");
 		goto out;
 	}
 	if ((r = gen_create(e, &g, gp, pl, b, d)) < 0)
@@ -877,6 +993,7 @@ out:
 		cnt_map_close(e, &cnt);
 	free(snap);
 	port_pages_free(&gp->pp);
+	addr_plan_free(&gp->ap);
 	free(gp);
 	return r;
 }

@@ -91,7 +91,7 @@ if start "$tmp/two.yaml"; then
 fi
 
 # ---- 1,000,000 prefixes ---------------------------------------------------------
-awk 'BEGIN { for (i = 0; i < 1000000; i++) printf "%d.%d.%d.0/24\n", 11 + int(i / 65536), int(i / 256) % 256, i % 256 }' >"$tmp/prefixes.txt"
+awk 'BEGIN { for (i = 0; i < 1000000; i++) printf "%d.%d.%d.0/24\n", 11 + int(i / 32768), int(i / 128) % 256, (i % 128) * 2 }' >"$tmp/prefixes.txt"
 printf 'version: 1\nsets:\n  big: { file: prefixes.txt }\nhooks:\n  forward: { default: accept }\nrules:\n  - { name: drop-big, from: big, action: drop }\n' >"$tmp/prefixes.yaml"
 {
 	printf 'table inet nfbscale {\n set big { type ipv4_addr; flags interval; elements = {\n'

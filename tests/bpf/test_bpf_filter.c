@@ -177,28 +177,21 @@ static int parse_prefix(const char *s, struct tprefix *p)
 	return 0;
 }
 
-/* Does prefix q contain prefix p? */
-static bool prefix_contains(const struct tprefix *q, const struct tprefix *p)
-{
-	int full = q->len / 8, rest = q->len % 8;
-
-	if (q->fam != p->fam || q->len > p->len || memcmp(q->a, p->a, full))
-		return false;
-	return !rest || !((q->a[full] ^ p->a[full]) & (0xff00 >> rest));
-}
-
 /* Array maps keep each element in an 8-byte slot (elem_size is value_size
  * rounded up to 8): through mmap() a u32 locator is every other u32. */
 #define U32_STRIDE 2
 #define U32_ARRAY_BYTES(n) ((size_t)(n) * U32_STRIDE * sizeof(uint32_t))
 
 struct gen_maps {
-	int fd[8]; /* lpm4, lpm6, iface, port, misc, rules, blob, counters */
+	int fd[8]; /* addr4, addr6, iface, port, misc, rules, blob, counters */
 	uint32_t *port, *misc;
 	struct nfb_rule *rules;
+	struct nfb_range4 *r4;
+	struct nfb_range6 *r6;
+	uint32_t n4, n6, cap4, cap6; /* ranges written, room */
 };
 
-enum { GM_LPM4, GM_LPM6, GM_IFACE, GM_PORT, GM_MISC, GM_RULES, GM_BLOB, GM_COUNTERS, GM_N };
+enum { GM_ADDR4, GM_ADDR6, GM_IFACE, GM_PORT, GM_MISC, GM_RULES, GM_BLOB, GM_COUNTERS, GM_N };
 
 /* This harness's port map: every page stored, none shared (the engine
  * shares identical ones: the classifier must not care). Page 0 is all
@@ -404,38 +397,105 @@ static int compile_iface(struct build *bd, int h, const struct thook *th, int di
 	return 0;
 }
 
-static int compile_addr(struct build *bd, int h, const struct thook *th, int dir)
+typedef unsigned __int128 u128;
+
+static u128 tprefix_value(const struct tprefix *p)
 {
-	struct tprefix *pfx = dir ? bd->dst : bd->src;
+	u128 v = 0;
 
-	for (uint32_t i = 0; i < th->nrules; i++) {
-		const struct tprefix *p = &pfx[i];
-		uint32_t loc;
-		int err;
+	for (int i = 0; i < (p->fam == 4 ? 4 : 16); i++)
+		v = v << 8 | p->a[i];
+	return v;
+}
 
-		if (!p->fam)
-			continue;
-		vzero(bd);
-		for (uint32_t j = 0; j < th->nrules; j++)
-			if (!pfx[j].fam || prefix_contains(&pfx[j], p))
-				bd->v[j / 64] |= UINT64_C(1) << (j % 64);
-		if ((err = vput(bd, &loc)))
-			return err;
-		if (p->fam == 4) {
-			struct nfb_lpm4_key k = { .prefixlen = 16 + p->len, .hook = h, .dir = dir };
+static u128 host_of(int len, int bits)
+{
+	u128 all = bits == 128 ? ~(u128)0 : (((u128)1 << bits) - 1);
 
-			memcpy(k.addr, p->a, 4);
-			err = bpf_map_update_elem(bd->m.fd[GM_LPM4], &k, &loc, BPF_ANY);
-		} else {
-			struct nfb_lpm6_key k = { .prefixlen = 16 + p->len, .hook = h, .dir = dir };
+	return len >= bits ? 0 : len == 0 ? all : (((u128)1 << (bits - len)) - 1);
+}
 
-			memcpy(k.addr, p->a, 16);
-			err = bpf_map_update_elem(bd->m.fd[GM_LPM6], &k, &loc, BPF_ANY);
+static int u128_cmp(const void *a, const void *b)
+{
+	u128 x = *(const u128 *)a, y = *(const u128 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* This harness's address ranges (bpf/nfbox.h, "Address maps"), made
+ * another way than the engine's: every prefix's first address and the one
+ * after its last cut the space; each piece gets, by brute force, the rules
+ * whose prefix holds its first address (and the rules without one), or
+ * NFB_LOC_UNSET when no prefix holds it. */
+static int compile_addr(struct build *bd, int h, const struct thook *th, int dir, struct nfb_hook_cfg *hc)
+{
+	const struct tprefix *pfx = dir ? bd->dst : bd->src;
+	int err = 0;
+
+	(void)h;
+	for (int fi = 0; fi < 2 && !err; fi++) {
+		int fam = fi ? 6 : 4, bits = fi ? 128 : 32;
+		u128 max = fi ? ~(u128)0 : 0xffffffffu;
+		u128 *pt = calloc(2 * th->nrules + 1, sizeof(*pt));
+		uint32_t npt = 0, base = fi ? bd->m.n6 : bd->m.n4, k = 0;
+
+		if (!pt)
+			return -ENOMEM;
+		pt[npt++] = 0;
+		for (uint32_t j = 0; j < th->nrules; j++) {
+			u128 host, first;
+
+			if (pfx[j].fam != fam)
+				continue;
+			host = host_of(pfx[j].len, bits);
+			first = tprefix_value(&pfx[j]) & ~host & max;
+			pt[npt++] = first;
+			if ((first | host) != max)
+				pt[npt++] = (first | host) + 1;
 		}
-		if (err)
-			return -errno;
+		qsort(pt, npt, sizeof(*pt), u128_cmp);
+		for (uint32_t i = 0; i < npt && !err; i++) {
+			bool covered = false;
+			uint32_t loc = NFB_LOC_UNSET;
+
+			if (i && pt[i] == pt[i - 1])
+				continue;
+			vzero(bd);
+			for (uint32_t j = 0; j < th->nrules; j++) {
+				u128 host;
+
+				if (!pfx[j].fam) {
+					bd->v[j / 64] |= UINT64_C(1) << (j % 64);
+					continue;
+				}
+				if (pfx[j].fam != fam)
+					continue;
+				host = host_of(pfx[j].len, bits);
+				if ((pt[i] & ~host) == (tprefix_value(&pfx[j]) & ~host & max)) {
+					bd->v[j / 64] |= UINT64_C(1) << (j % 64);
+					covered = true;
+				}
+			}
+			if (covered && (err = vput(bd, &loc)))
+				break;
+			if (fi && base + k < bd->m.cap6)
+				bd->m.r6[base + k] = (struct nfb_range6){ .hi = (uint64_t)(pt[i] >> 64),
+									 .lo = (uint64_t)pt[i], .loc = loc };
+			else if (!fi && base + k < bd->m.cap4)
+				bd->m.r4[base + k] = (struct nfb_range4){ .start = (uint32_t)pt[i], .loc = loc };
+			else
+				err = -ENOSPC;
+			k++;
+		}
+		free(pt);
+		hc->range[fi][dir][0] = base;
+		hc->range[fi][dir][1] = k;
+		if (fi)
+			bd->m.n6 += k;
+		else
+			bd->m.n4 += k;
 	}
-	return 0;
+	return err;
 }
 
 static int compile_hook(struct build *bd, int h, const struct thook *th, struct nfb_hook_cfg *hc)
@@ -487,7 +547,7 @@ static int compile_hook(struct build *bd, int h, const struct thook *th, struct 
 		for (int pc = 0; pc < NFB_PC_MAX; pc++)
 			if ((err = compile_ports(bd, h, th, dir, pc)))
 				return err;
-		if ((err = compile_iface(bd, h, th, dir)) || (err = compile_addr(bd, h, th, dir)))
+		if ((err = compile_iface(bd, h, th, dir)) || (err = compile_addr(bd, h, th, dir, hc)))
 			return err;
 	}
 	err = compile_misc(bd, h, th);
@@ -550,13 +610,14 @@ static int install(struct env *e, const struct tpolicy *pol, uint32_t gen)
 	for (int i = 0; i < GM_N; i++)
 		bd.m.fd[i] = -1;
 	for (int h = 0; h < NFB_HOOK_MAX; h++)
-		nprefix += pol->hook[h].enabled ? 2 * pol->hook[h].nrules : 0;
+		nprefix += pol->hook[h].enabled ? 2 * (2 * pol->hook[h].nrules + 1) : 0;
 	bd.v = calloc(NFB_MAX_WORDS, sizeof(uint64_t));
 	bd.blob.tab = calloc(1u << DEDUP_BITS, sizeof(struct dedup_ent));
 	/* LPM tries and the iface hash sized per generation, smaller than the
 	 * templates: the outer must accept them. */
-	bd.m.fd[GM_LPM4] = inner_create(e, GM_LPM4, nprefix);
-	bd.m.fd[GM_LPM6] = inner_create(e, GM_LPM6, nprefix);
+	bd.m.cap4 = bd.m.cap6 = nprefix;
+	bd.m.fd[GM_ADDR4] = inner_create(e, GM_ADDR4, nprefix);
+	bd.m.fd[GM_ADDR6] = inner_create(e, GM_ADDR6, nprefix);
 	bd.m.fd[GM_IFACE] = inner_create(e, GM_IFACE, 256);
 	bd.m.fd[GM_PORT] = inner_create(e, GM_PORT, NFB_PORT_MAX_ENTRIES);
 	bd.m.fd[GM_MISC] = inner_create(e, GM_MISC, 0);
@@ -568,9 +629,12 @@ static int install(struct env *e, const struct tpolicy *pol, uint32_t gen)
 			goto out;
 		}
 	bd.m.port = map_mmap(bd.m.fd[GM_PORT], U32_ARRAY_BYTES(NFB_PORT_MAX_ENTRIES));
+	bd.m.r4 = map_mmap(bd.m.fd[GM_ADDR4], (size_t)nprefix * sizeof(struct nfb_range4));
+	bd.m.r6 = map_mmap(bd.m.fd[GM_ADDR6], (size_t)nprefix * sizeof(struct nfb_range6));
 	bd.m.misc = map_mmap(bd.m.fd[GM_MISC], U32_ARRAY_BYTES(NFB_MISC_ENTRIES));
 	bd.m.rules = map_mmap(bd.m.fd[GM_RULES], NFB_RULE_ENTRIES * sizeof(struct nfb_rule));
-	if (!bd.v || !bd.blob.tab || !bd.m.port || !bd.m.misc || !bd.m.rules || bd.m.fd[GM_COUNTERS] < 0) {
+	if (!bd.v || !bd.blob.tab || !bd.m.port || !bd.m.misc || !bd.m.rules || bd.m.fd[GM_COUNTERS] < 0 || !bd.m.r4 ||
+	    !bd.m.r6) {
 		err = -ENOMEM;
 		goto out;
 	}
@@ -614,6 +678,8 @@ static int install(struct env *e, const struct tpolicy *pol, uint32_t gen)
 		err = -errno;
 out:
 	map_munmap(bd.m.port, U32_ARRAY_BYTES(NFB_PORT_MAX_ENTRIES));
+	map_munmap(bd.m.r4, (size_t)nprefix * sizeof(struct nfb_range4));
+	map_munmap(bd.m.r6, (size_t)nprefix * sizeof(struct nfb_range6));
 	map_munmap(bd.m.misc, U32_ARRAY_BYTES(NFB_MISC_ENTRIES));
 	map_munmap(bd.m.rules, NFB_RULE_ENTRIES * sizeof(struct nfb_rule));
 	for (int i = 0; i < GM_N; i++)
@@ -1768,7 +1834,7 @@ static void check_stack(const char *log)
 
 int main(void)
 {
-	static const char *outer_names[GM_N] = { "nfb_lpm4", "nfb_lpm6", "nfb_iface", "nfb_port",
+	static const char *outer_names[GM_N] = { "nfb_addr4", "nfb_addr6", "nfb_iface", "nfb_port",
 						 "nfb_misc", "nfb_rules", "nfb_blob", "nfb_counters" };
 	struct env e = { 0 };
 	cpu_set_t cpus;

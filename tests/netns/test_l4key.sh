@@ -31,20 +31,49 @@ rules:
   - { name: tcp, service: [tcp/$PORT], action: accept }
 YAML
 
+# The server's own stack refuses long chains: 8,100 headers on every
+# kernel, and more than a handful on newer ones (6.18 stable discards 20).
+# It counts them as Ip6InDiscards, and such a packet did reach the server:
+# nfbox forwarded it.
+srv_discards() { in_s nstat -asz Ip6InDiscards | awk '$1 == "Ip6InDiscards" { print $2 }'; }
+
 # udp_arrives N: a UDP datagram to PORT behind N headers; prints what the
-# server got ("intact", or "none").
+# server got: "intact", "discarded" (by the server's stack) or "none".
 udp_arrives() {
+	local d0 d1
+	d0=$(srv_discards)
 	ip netns exec "$NS_S" "$NET" udp-recv $PORT 2 1 >"$NS_TMP/recv" 2>&1 &
 	local rpid=$!
 	wait_listen in_s $PORT
 	in_c "$NET" v6-chain $S6 $PORT udp "$1" >"$NS_TMP/send" 2>&1 || { echo "send failed: $(cat "$NS_TMP/send")"; }
 	wait $rpid
-	if grep -q '^got .* intact$' "$NS_TMP/recv"; then echo intact; else echo none; fi
+	d1=$(srv_discards)
+	if grep -q '^got .* intact$' "$NS_TMP/recv"; then
+		echo intact
+	elif [ "${d1:-0}" -gt "${d0:-0}" ]; then
+		echo discarded
+	else
+		echo none
+	fi
 }
 
-# syn_answered N: a TCP SYN to PORT behind N headers; "synack" or "no answer".
+# syn_answered N: a TCP SYN to PORT behind N headers; "synack", "discarded"
+# (by the server's stack) or "no answer".
 syn_answered() {
-	in_c "$NET" v6-chain $S6 $PORT tcp "$1" 2>&1 | tail -n 1
+	local d0 d1 got
+	d0=$(srv_discards)
+	got=$(in_c "$NET" v6-chain $S6 $PORT tcp "$1" 2>&1 | tail -n 1)
+	d1=$(srv_discards)
+	[ "$got" = "no answer" ] && [ "${d1:-0}" -gt "${d0:-0}" ] && got=discarded
+	echo "$got"
+}
+
+# arrived WANT GOT N: the server got what the policy lets through. Short
+# chains (0, 9) must arrive intact; a longer one the server's stack
+# discarded arrived too.
+arrived() {
+	[ "$2" = "$1" ] && return 0
+	[ "$3" -gt 9 ] && [ "$2" = discarded ] && [ "$1" != none ] && [ "$1" != "no answer" ]
 }
 
 unreassembled() {
@@ -63,15 +92,12 @@ for pol in deny allow; do
 		c0=$(nfbox_count forward $rule)
 		got=$(udp_arrives $n)
 		c1=$(nfbox_count forward $rule)
-		# The receiver's own stack discards a datagram behind 8,100 headers
-		# (Ip6InDiscards): there the rule's counter says what nfbox did.
-		[ $n = 8100 ] && [ $pol = allow ] && got=$([ $((c1 - c0)) = 1 ] && echo intact || echo none)
-		[ "$got" = "$want_udp" ] && [ $((c1 - c0)) = 1 ] && t_ok "$pol-udp-behind-$n-headers" ||
+		arrived "$want_udp" "$got" $n && [ $((c1 - c0)) = 1 ] && t_ok "$pol-udp-behind-$n-headers" ||
 			t_fail "$pol-udp-behind-$n-headers" "server got: $got, expected $want_udp; rule $rule counted $((c1 - c0)) ($(cat "$NS_TMP/send"))"
 	done
 	for n in 0 9 150; do
 		got=$(syn_answered $n)
-		[ "$got" = "$want_syn" ] && t_ok "$pol-syn-behind-$n-headers" ||
+		arrived "$want_syn" "$got" $n && t_ok "$pol-syn-behind-$n-headers" ||
 			t_fail "$pol-syn-behind-$n-headers" "got '$got', expected '$want_syn'"
 	done
 	nfbox_stop

@@ -507,26 +507,36 @@ static int sweep(struct plan_hook *h, uint8_t field, struct range_ev *ev, uint32
 		 uint8_t dir, uint8_t cls, struct plan_seg **segs, uint32_t *nsegs)
 {
 	uint32_t *count = calloc(h->nrules ? h->nrules : 1, sizeof(*count));
+	uint32_t nwords = (h->nrules + 63) / 64;
+	uint64_t *on = calloc(nwords ? nwords : 1, sizeof(*on)); /* rules whose count is not 0 */
 	struct bitlist active = { 0 };
 	uint32_t pos = 0, e = 0, prev_vec = UINT32_MAX;
 	int r = -ENOMEM;
 
-	if (!count)
-		return -ENOMEM;
+	if (!count || !on)
+		goto out;
 	if (nev)
 		qsort(ev, nev, sizeof(*ev), ev_cmp);
 	while (pos <= limit) {
 		uint32_t next = limit + 1, vec;
 		struct plan_seg *s;
 
-		for (; e < nev && ev[e].at <= pos; e++)
-			count[ev[e].bit] += (uint32_t)ev[e].delta;
+		for (; e < nev && ev[e].at <= pos; e++) {
+			uint32_t b = ev[e].bit;
+
+			count[b] += (uint32_t)ev[e].delta;
+			if (count[b])
+				on[b / 64] |= UINT64_C(1) << (b % 64);
+			else
+				on[b / 64] &= ~(UINT64_C(1) << (b % 64));
+		}
 		if (e < nev && ev[e].at < next)
 			next = ev[e].at;
 		active.n = 0;
-		for (uint32_t b = 0; b < h->nrules; b++)
-			if (count[b] && bitlist_push(&active, b) < 0)
-				goto out;
+		for (uint32_t w = 0; w < nwords; w++)
+			for (uint64_t x = on[w]; x; x &= x - 1)
+				if (bitlist_push(&active, w * 64 + (uint32_t)__builtin_ctzll(x)) < 0)
+					goto out;
 		vec = vec_intern(h, field, active.v, active.n);
 		if (vec == UINT32_MAX)
 			goto out;
@@ -544,6 +554,7 @@ static int sweep(struct plan_hook *h, uint8_t field, struct range_ev *ev, uint32
 	r = 0;
 out:
 	free(active.v);
+	free(on);
 	free(count);
 	return r;
 }
