@@ -44,8 +44,8 @@ enum nfb_family {
 enum nfb_field {
 	NFB_F_IIF = 0,   /* input interface: iface map, dir 0 */
 	NFB_F_OIF = 1,   /* output interface: iface map, dir 1 */
-	NFB_F_SRC = 2,   /* source prefix: lpm4/lpm6, dir 0 */
-	NFB_F_DST = 3,   /* destination prefix: lpm4/lpm6, dir 1 */
+	NFB_F_SRC = 2,   /* source prefix: address ranges, dir 0 */
+	NFB_F_DST = 3,   /* destination prefix: address ranges, dir 1 */
 	NFB_F_L4 = 4,    /* dport (port map dir 1) or misc key (ICMP type, proto, fragment) */
 	NFB_F_SPORT = 5, /* source port (port map dir 0), or sport_none vector */
 	NFB_F_CT = 6,    /* conntrack state: gen cfg ct[] */
