@@ -6,13 +6,18 @@
  * Frames and their owners. Every queue has its own UMEM of frames_per_queue
  * 4096-byte frames; each frame is at any time in exactly one place: the
  * free stack, the fill ring, the kernel (being filled, or described on the
- * rx ring), or the pending packet. A packet is a run of rx descriptors ending
- * at one without XDP_PKT_CONTD; a batch may end inside that run, so the
- * pending packet (frame addresses and an iovec over them) lives in the queue
- * and continues with the next batch. When the last descriptor arrives the
- * iovec goes to pcapng_write() (which copies it), and all the packet's frames
- * go back to the free stack; the fill ring is refilled from the stack once
- * per batch.
+ * rx ring), the pending packet, or the writer. A packet is a run of rx
+ * descriptors ending at one without XDP_PKT_CONTD; a batch may end inside
+ * that run, so the pending packet (frame addresses and an iovec over them)
+ * lives in the queue and continues with the next batch. When the last
+ * descriptor arrives the packet goes to the writer by reference
+ * (pcapng_write_ref): its frames are written to the file from the UMEM
+ * itself, and come back to the free stack through the writer's release
+ * callback once written. While the writer holds more than a quarter of a
+ * queue's frames (a slow disk), packets are copied into the writer's queue
+ * instead (pcapng_write) and their frames freed at once, so the fill ring
+ * never runs dry because of the disk. The fill ring is refilled from the
+ * stack once per batch.
  *
  * One receive thread polls every queue's socket: the writer takes exactly one
  * producer, and one thread keeps --count exact.
@@ -89,6 +94,7 @@ struct capture_queue {
 	int fd;
 	uint64_t *free_frames; /* stack of frame base addresses */
 	uint32_t nfree;
+	uint32_t held; /* frames the writer has by reference */
 	/* The packet being assembled (descriptors so far). */
 	uint64_t pend_addr[MAX_PKT_DESCS];
 	struct iovec pend_iov[MAX_PKT_DESCS];
@@ -360,11 +366,12 @@ static void queue_audit(struct capture *c, struct capture_queue *q)
 		return;
 	fill_out = q->fill.size - xsk_prod_nb_free(&q->fill, q->fill.size);
 	rx_out = xsk_cons_nb_avail(&q->rx, UINT32_MAX);
-	total = q->nfree + q->npend + fill_out + rx_out;
+	total = q->nfree + q->npend + q->held + fill_out + rx_out;
 	if (total != c->info.frames_per_queue)
 		log_err("capture: BUG: frame accounting on %s queue %u: %u frames of %u (free %u, pending %u, "
-			"fill ring %u, rx ring %u)",
-			c->info.ifname, q->id, total, c->info.frames_per_queue, q->nfree, q->npend, fill_out, rx_out);
+			"writer %u, fill ring %u, rx ring %u)",
+			c->info.ifname, q->id, total, c->info.frames_per_queue, q->nfree, q->npend, q->held, fill_out,
+			rx_out);
 }
 
 static void queue_close(struct capture_queue *q)
@@ -534,9 +541,36 @@ static void pend_add(struct capture_queue *q, const struct xdp_desc *d)
 	q->npend++;
 }
 
+/* Cookie of a frame given to the writer: its queue and its address. */
+#define COOKIE_QUEUE_SHIFT 48
+
+static void frame_released(uint64_t cookie, void *arg)
+{
+	struct capture *c = arg;
+	struct capture_queue *q = &c->q[cookie >> COOKIE_QUEUE_SHIFT];
+
+	q->free_frames[q->nfree++] = cookie & ((1ull << COOKIE_QUEUE_SHIFT) - 1);
+	q->held--;
+}
+
+/* By reference while the writer keeps up; a copy (frames freed now) while
+ * it holds a quarter of the queue's frames. */
 static void write_packet(struct capture *c, struct capture_queue *q, uint64_t ts)
 {
-	int r = pcapng_write(c->writer, ts, q->pend_iov, (int)q->npend, (uint32_t)q->pend_len);
+	uint64_t cookies[MAX_PKT_DESCS];
+	int r;
+
+	if (q->held + q->npend <= c->info.frames_per_queue / 4) {
+		for (uint32_t i = 0; i < q->npend; i++)
+			cookies[i] = (uint64_t)(q - c->q) << COOKIE_QUEUE_SHIFT | q->pend_addr[i];
+		r = pcapng_write_ref(c->writer, ts, q->pend_iov, cookies, (int)q->npend, (uint32_t)q->pend_len);
+		if (!r) {
+			q->held += q->npend;
+			q->npend = 0; /* the writer's now */
+		}
+	} else {
+		r = pcapng_write(c->writer, ts, q->pend_iov, (int)q->npend, (uint32_t)q->pend_len);
+	}
 
 	/* -ENOBUFS is counted by the writer (queue_drops); anything else is a
 	 * bug worth one message per kind. */
@@ -615,7 +649,7 @@ static void end_by_itself(struct capture *c, int err)
  * and the look at SO_ERROR when nothing happened. */
 static int rx_wait(struct capture *c, struct pollfd *pfd)
 {
-	int n = poll(pfd, c->nq + 1, RX_CHECK_MS);
+	int n = poll(pfd, c->nq + 2, RX_CHECK_MS);
 
 	if (n < 0)
 		return errno == EINTR ? 1 : -errno;
@@ -637,7 +671,7 @@ static void *rx_thread(void *arg)
 {
 	static const struct timespec nap = { .tv_nsec = RX_NAP_NS };
 	struct capture *c = arg;
-	struct pollfd *pfd = calloc(c->nq + 1, sizeof(*pfd));
+	struct pollfd *pfd = calloc(c->nq + 2, sizeof(*pfd));
 	bool woke = false;
 	int r = 1;
 
@@ -648,8 +682,12 @@ static void *rx_thread(void *arg)
 	for (uint32_t i = 0; i < c->nq; i++)
 		pfd[i] = (struct pollfd){ .fd = c->q[i].fd, .events = POLLIN };
 	pfd[c->nq] = (struct pollfd){ .fd = c->stop_fd, .events = POLLIN };
+	pfd[c->nq + 1] = (struct pollfd){ .fd = pcapng_release_fd(c->writer), .events = POLLIN };
 	while (!c->stopping && r > 0) {
-		uint32_t n = rx_all(c);
+		uint32_t n;
+
+		pcapng_reclaim(c->writer); /* written frames back to the free stacks */
+		n = rx_all(c);
 
 		if (!n) {
 			r = rx_wait(c, pfd);
@@ -718,6 +756,8 @@ static int open_writer(struct capture *c, const struct capture_conf *conf, const
 		.rotate_keep = conf->rotate_keep ? conf->rotate_keep : 1,
 		.queue_bytes = o->queue_bytes ? o->queue_bytes : DEFAULT_QUEUE_BYTES,
 		.keep_existing = o->keep_existing,
+		.release = frame_released,
+		.release_arg = c,
 	};
 	int r = pcapng_open(&po, &c->writer);
 
@@ -871,6 +911,7 @@ int capture_stats(struct capture *c, struct capture_stats *out)
 	if (c->writer)
 		pcapng_stats(c->writer, &ws);
 	out->written = ws.packets;
+	out->by_ref = ws.by_ref;
 	out->writer_queue_drops = ws.queue_drops;
 	out->writer_write_drops = ws.write_drops;
 	out->files = ws.files;
@@ -915,17 +956,19 @@ int capture_stop(struct capture *c, struct capture_stats *final)
 	c->link_fd = -1;
 	if (final)
 		capture_stats(c, final);
+	/* close flushes the queue, after the snapshot above: the writer's
+	 * counters are final only once it is done. It writes from the UMEM,
+	 * which stays mapped until then, and hands every frame back. */
+	r = pcapng_close_stats(c->writer, final ? &ws : NULL);
 	for (uint32_t i = 0; c->q && i < c->nq; i++) {
 		queue_audit(c, &c->q[i]);
 		queue_close(&c->q[i]);
 	}
 	nfbox_capture_bpf__destroy(c->skel);
 	mirror_destroy(c->mirror);
-	/* close flushes the queue, after the snapshot above: the writer's
-	 * counters are final only once it is done. */
-	r = pcapng_close_stats(c->writer, final ? &ws : NULL);
 	if (final && c->writer) {
 		final->written = ws.packets;
+		final->by_ref = ws.by_ref;
 		final->writer_queue_drops = ws.queue_drops;
 		final->writer_write_drops = ws.write_drops;
 		final->files = ws.files;

@@ -69,6 +69,7 @@ struct capture_stats {
 	 * ones are not yet counted; after capture_stop every packet captured
 	 * is written, a queue drop or a write drop. */
 	uint64_t written, writer_queue_drops, writer_write_drops, files;
+	uint64_t by_ref;      /* packets handed to the writer as UMEM frames (not copied) */
 	int writer_errno;     /* positive errno, 0 if none */
 	/* Why the capture ended by itself: 0 (still running, stopped, or the
 	 * packet limit was reached) or a negative errno (e.g. -ENETDOWN). */

@@ -1,21 +1,33 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * pcapng writer: a single-producer, single-consumer byte ring between the
- * receive thread and a disk-writer thread.
+ * pcapng writer: a single-producer, single-consumer queue of records between
+ * the receive thread and a disk-writer thread.
  *
- * The producer formats each packet as a complete enhanced packet block (EPB)
- * directly in the ring, so the packet bytes are copied once, and the writer
- * hands ring bytes to pwritev() without copying them again. The ring holds
- * only whole blocks between tail and head; positions grow without wrapping
- * (64 bits) and index the ring modulo its size. Ring space is released only
- * after the bytes are on disk (or dropped), so queue_bytes bounds all memory
- * in flight.
+ * A record is one enhanced packet block (EPB). Its packet bytes are either
+ * inline (copied once into the queue: pcapng_write) or referenced
+ * (pcapng_write_ref: the record holds the EPB header and trailer and points
+ * at the caller's buffers, the AF_XDP frames themselves, which the caller
+ * keeps until the writer hands them back). Either way the writer gives the
+ * bytes to pwritev() without copying them: the kernel's copy into the page
+ * cache is the only one for a referenced packet. Records never wrap (a skip
+ * record fills the end of the ring instead) and are 8-byte aligned;
+ * positions grow without wrapping (64 bits) and index the ring modulo its
+ * size.
  *
- * The writer sleeps on a futex. It is woken only when a chunk's worth
- * (1 MiB, or half the ring if smaller) is queued or on close; otherwise it
- * polls every FLUSH_NS and writes whatever has waited that long, so at low
- * rates packets reach the disk within about 2 * FLUSH_NS and at high rates
- * every write is a full chunk.
+ * Three cursors: head (the producer has published up to here), tail (the
+ * writer is done with everything before: written or dropped) and reclaimed
+ * (the producer has handed the referenced buffers before it back to their
+ * owner, through the release callback, and may reuse the space). Ring space
+ * is reused only after reclaim, so queue_bytes bounds the queue's memory and
+ * the caller's own pool bounds what is held by reference.
+ *
+ * The writer sleeps on a futex. It is woken only when a chunk's worth of
+ * file bytes (1 MiB, or half the ring if smaller) is queued or on close;
+ * otherwise it polls every FLUSH_NS and writes whatever has waited that
+ * long, so at low rates packets reach the disk within about 2 * FLUSH_NS and
+ * at high rates every write is a full chunk. After a chunk that held
+ * references it signals release_fd, so a producer asleep in poll() takes
+ * its buffers back.
  *
  * The file always ends at a block boundary: a short write is truncated back
  * to the last complete block, and the packets after it are counted as
@@ -32,10 +44,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -56,6 +70,7 @@
 #define FILE_MODE 0640
 #define DEFAULT_QUEUE_BYTES (64u << 20)
 #define CHUNK_BYTES (1u << 20)
+#define CHUNK_IOV 1024 /* UIO_MAXIOV: most iovecs one pwritev() takes */
 #define FLUSH_NS 100000000ll       /* 100 ms */
 #define BACKOFF_MIN_NS 100000000ll /* 100 ms */
 #define BACKOFF_MAX_NS 2000000000ll
@@ -84,6 +99,26 @@ struct epb_head {
 /* ISB: type, len, ifid, ts (12 + 8), four 64-bit options (4 * 12), end (4), len (4). */
 #define ISB_LEN 76u
 
+/* A record: this head, the EPB header, then either the rest of the block
+ * (inline: data, padding, length) or, for nref > 0, the trailer (up to 3
+ * bytes of padding and the length, in tr[4 - pad .. 8)) and nref refs. */
+struct rec {
+	uint32_t len;  /* ring bytes of the whole record, a multiple of 8 */
+	uint32_t nref; /* 0: inline; REC_SKIP: filler to the end of the ring */
+	struct epb_head h;
+	uint8_t tr[8];
+} __attribute__((aligned(8)));
+#define REC_SKIP UINT32_MAX
+#define REC_INLINE_HEAD offsetof(struct rec, tr)
+
+struct ref {
+	const void *base;
+	uint64_t len;
+	uint64_t cookie;
+};
+
+_Static_assert(sizeof(struct rec) % 8 == 0 && REC_INLINE_HEAD == 36, "record layout");
+
 struct pcapng_writer {
 	/* Set by pcapng_open, read-only afterwards. */
 	int dirfd;
@@ -95,13 +130,18 @@ struct pcapng_writer {
 	uint64_t rotate_size;
 	uint32_t rotate_keep;
 	uint64_t start_ts; /* CLOCK_REALTIME ns at open: isb_starttime */
+	void (*release)(uint64_t cookie, void *arg);
+	void *release_arg;
+	int release_fd;    /* eventfd, -1 without a release callback */
 
 	/* The queue. */
 	uint8_t *ring;
 	uint64_t cap;
-	uint64_t wake_level;
+	uint64_t wake_level;  /* file bytes */
 	_Atomic uint64_t head; /* written by the producer */
 	_Atomic uint64_t tail; /* written by the writer */
+	_Atomic uint64_t queued_file, done_file; /* file bytes published / written or dropped */
+	uint64_t reclaimed;    /* producer only */
 	_Atomic uint32_t wake_seq; /* futex word */
 	_Atomic int sleeping;
 	_Atomic int stop;
@@ -115,9 +155,10 @@ struct pcapng_writer {
 	bool file_dirty;   /* bytes past file_off that a failed ftruncate left */
 	int64_t backoff_ns, backoff_until;
 	int first_err;
+	struct iovec iov[CHUNK_IOV];
 
 	/* Counters: each has one writing thread (relaxed load + store). */
-	_Atomic uint64_t accepted, queue_drops; /* producer */
+	_Atomic uint64_t accepted, queue_drops, by_ref; /* producer */
 	_Atomic uint64_t packets, bytes, write_drops, files; /* writer */
 	_Atomic int last_errno;
 };
@@ -138,6 +179,11 @@ static inline uint32_t pad4(uint32_t n)
 	return (n + 3) & ~3u;
 }
 
+static inline uint64_t pad8(uint64_t n)
+{
+	return (n + 7) & ~7ull;
+}
+
 static int64_t clock_ns(clockid_t id)
 {
 	struct timespec ts;
@@ -148,43 +194,21 @@ static int64_t clock_ns(clockid_t id)
 
 /* ---- ring ---- */
 
-static void ring_put(const struct pcapng_writer *w, uint64_t *pos, const void *src, size_t len)
+static struct rec *rec_at(const struct pcapng_writer *w, uint64_t pos)
 {
-	size_t off = *pos % w->cap, first = len < w->cap - off ? len : w->cap - off;
-
-	memcpy(w->ring + off, src, first);
-	memcpy(w->ring, (const uint8_t *)src + first, len - first);
-	*pos += len;
+	return (struct rec *)(w->ring + pos % w->cap);
 }
 
-static void ring_get(const struct pcapng_writer *w, uint64_t pos, void *dst, size_t len)
+static struct ref *rec_refs(struct rec *r)
 {
-	size_t off = pos % w->cap, first = len < w->cap - off ? len : w->cap - off;
-
-	memcpy(dst, w->ring + off, first);
-	memcpy((uint8_t *)dst + first, w->ring, len - first);
+	return (struct ref *)(r + 1);
 }
 
-/* The ring bytes [pos, pos + len) as one or two iovecs. */
-static int ring_iov(const struct pcapng_writer *w, uint64_t pos, size_t len, struct iovec *iov)
-{
-	size_t off = pos % w->cap;
-
-	iov[0].iov_base = w->ring + off;
-	if (len <= w->cap - off) {
-		iov[0].iov_len = len;
-		return 1;
-	}
-	iov[0].iov_len = w->cap - off;
-	iov[1].iov_base = w->ring;
-	iov[1].iov_len = len - iov[0].iov_len;
-	return 2;
-}
-
+/* File bytes not yet written (writer's view). */
 static uint64_t queued_bytes(struct pcapng_writer *w)
 {
-	return atomic_load_explicit(&w->head, memory_order_acquire) -
-	       atomic_load_explicit(&w->tail, memory_order_relaxed);
+	return atomic_load_explicit(&w->queued_file, memory_order_acquire) -
+	       atomic_load_explicit(&w->done_file, memory_order_relaxed);
 }
 
 static void writer_wake(struct pcapng_writer *w)
@@ -195,23 +219,81 @@ static void writer_wake(struct pcapng_writer *w)
 
 /* ---- producer ---- */
 
-int pcapng_write(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, int iovcnt,
-		 uint32_t orig_len)
+/* Hands back what the writer is done with: the space, and the referenced
+ * buffers through the release callback. */
+static void reclaim(struct pcapng_writer *w)
 {
-	static const uint8_t zeros[4];
-	size_t total = 0;
-	uint32_t caplen, left;
-	uint64_t head, tail, pos;
+	uint64_t tail = atomic_load_explicit(&w->tail, memory_order_acquire);
 
-	if (iovcnt < 0)
+	while (w->reclaimed < tail) {
+		struct rec *r = rec_at(w, w->reclaimed);
+
+		if (r->nref != REC_SKIP && w->release)
+			for (uint32_t i = 0; i < r->nref; i++)
+				w->release(rec_refs(r)[i].cookie, w->release_arg);
+		w->reclaimed += r->len;
+	}
+}
+
+void pcapng_reclaim(struct pcapng_writer *w)
+{
+	uint64_t n;
+
+	if (w->release_fd >= 0 && read(w->release_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		log_debug("pcapng: release_fd: %s", strerror(errno));
+	reclaim(w);
+}
+
+int pcapng_release_fd(const struct pcapng_writer *w)
+{
+	return w->release_fd;
+}
+
+/* Room for a record of len bytes after head, contiguous: NULL if the queue
+ * is full. *skip: bytes of filler to put first (the rest of the ring). */
+static struct rec *reserve(struct pcapng_writer *w, uint64_t len, uint64_t *skip)
+{
+	uint64_t head = atomic_load_explicit(&w->head, memory_order_relaxed);
+	uint64_t off = head % w->cap;
+
+	reclaim(w);
+	*skip = w->cap - off < len ? w->cap - off : 0;
+	if (w->cap - (head - w->reclaimed) < *skip + len)
+		return NULL;
+	if (*skip) { /* as little as 8 bytes: only the two words */
+		rec_at(w, head)->len = (uint32_t)*skip;
+		rec_at(w, head)->nref = REC_SKIP;
+	}
+	return rec_at(w, head + *skip);
+}
+
+static void publish(struct pcapng_writer *w, const struct rec *r, uint64_t skip)
+{
+	uint64_t head = atomic_load_explicit(&w->head, memory_order_relaxed) + skip + r->len;
+	uint64_t queued = atomic_load_explicit(&w->queued_file, memory_order_relaxed) + r->h.len;
+
+	atomic_store_explicit(&w->queued_file, queued, memory_order_relaxed);
+	/* seq_cst store, then the load of sleeping: pairs with writer_sleep(). */
+	atomic_store(&w->head, head);
+	counter_add(&w->accepted, 1);
+	if (atomic_load(&w->sleeping) && queued - atomic_load(&w->done_file) >= w->wake_level)
+		writer_wake(w);
+}
+
+static int epb_init(struct pcapng_writer *w, struct epb_head *h, uint64_t ts_ns, const struct iovec *iov,
+		    int iovcnt, uint32_t orig_len)
+{
+	size_t total = 0;
+	uint32_t caplen;
+
+	if (iovcnt < 0 || iovcnt > PCAPNG_MAX_REFS)
 		return -EINVAL;
 	for (int i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
 	caplen = total < w->snaplen ? (uint32_t)total : w->snaplen;
 	if (orig_len < caplen)
 		return -EINVAL;
-
-	struct epb_head h = {
+	*h = (struct epb_head){
 		.type = BT_EPB,
 		.len = (uint32_t)EPB_OVERHEAD + pad4(caplen),
 		.ts_hi = (uint32_t)(ts_ns >> 32),
@@ -219,29 +301,77 @@ int pcapng_write(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *io
 		.caplen = caplen,
 		.origlen = orig_len,
 	};
-	head = atomic_load_explicit(&w->head, memory_order_relaxed);
-	tail = atomic_load_explicit(&w->tail, memory_order_acquire);
-	if (w->cap - (head - tail) < h.len) {
-		counter_add(&w->queue_drops, 1);
-		return -ENOBUFS;
-	}
-	pos = head;
-	ring_put(w, &pos, &h, sizeof(h));
-	left = caplen;
+	return 0;
+}
+
+static int queue_full(struct pcapng_writer *w)
+{
+	counter_add(&w->queue_drops, 1);
+	return -ENOBUFS;
+}
+
+int pcapng_write(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, int iovcnt,
+		 uint32_t orig_len)
+{
+	struct epb_head h;
+	uint64_t skip, len;
+	uint32_t left;
+	uint8_t *p;
+	struct rec *r;
+	int err = epb_init(w, &h, ts_ns, iov, iovcnt, orig_len);
+
+	if (err)
+		return err;
+	len = pad8(offsetof(struct rec, h) + h.len);
+	if (len > w->cap || !(r = reserve(w, len, &skip)))
+		return queue_full(w);
+	r->len = (uint32_t)len;
+	r->nref = 0;
+	r->h = h;
+	p = r->tr;
+	left = h.caplen;
 	for (int i = 0; i < iovcnt && left; i++) {
 		size_t n = iov[i].iov_len < left ? iov[i].iov_len : left;
 
-		if (n)
-			ring_put(w, &pos, iov[i].iov_base, n);
+		memcpy(p, iov[i].iov_base, n);
+		p += n;
 		left -= (uint32_t)n;
 	}
-	ring_put(w, &pos, zeros, pad4(caplen) - caplen);
-	ring_put(w, &pos, &h.len, sizeof(h.len));
-	/* seq_cst store, then the load of sleeping: pairs with writer_sleep(). */
-	atomic_store(&w->head, pos);
-	counter_add(&w->accepted, 1);
-	if (atomic_load(&w->sleeping) && pos - tail >= w->wake_level)
-		writer_wake(w);
+	memset(p, 0, pad4(h.caplen) - h.caplen);
+	p += pad4(h.caplen) - h.caplen;
+	memcpy(p, &h.len, sizeof(h.len));
+	publish(w, r, skip);
+	return 0;
+}
+
+int pcapng_write_ref(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, const uint64_t *cookies,
+		     int n, uint32_t orig_len)
+{
+	struct epb_head h;
+	uint64_t skip, len;
+	uint32_t left;
+	struct rec *r;
+	int err = epb_init(w, &h, ts_ns, iov, n, orig_len);
+
+	if (err)
+		return err;
+	len = sizeof(struct rec) + (uint64_t)n * sizeof(struct ref);
+	if (len > w->cap || !(r = reserve(w, len, &skip)))
+		return queue_full(w);
+	r->len = (uint32_t)len;
+	r->nref = (uint32_t)n;
+	r->h = h;
+	memset(r->tr, 0, 4);
+	memcpy(r->tr + 4, &h.len, 4);
+	left = h.caplen;
+	for (int i = 0; i < n; i++) {
+		size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
+
+		rec_refs(r)[i] = (struct ref){ .base = iov[i].iov_base, .len = k, .cookie = cookies[i] };
+		left -= (uint32_t)k;
+	}
+	counter_add(&w->by_ref, 1);
+	publish(w, r, skip);
 	return 0;
 }
 
@@ -379,24 +509,6 @@ static void write_worked(struct pcapng_writer *w)
 	if (w->backoff_ns)
 		log_info("pcapng: writing %s works again", w->name);
 	w->backoff_ns = 0;
-}
-
-/* 0, or a positive errno with *done set to the bytes written before it. */
-static int pwrite_ring(struct pcapng_writer *w, uint64_t pos, size_t len, size_t *done)
-{
-	struct iovec iov[2];
-
-	for (*done = 0; *done < len;) {
-		int cnt = ring_iov(w, pos + *done, len - *done, iov);
-		ssize_t n = pwritev(w->fd, iov, cnt, (off_t)(w->file_off + *done));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? errno : EIO;
-		*done += (size_t)n;
-	}
-	return 0;
 }
 
 static int pwrite_all(int fd, const uint8_t *p, size_t len, uint64_t off)
@@ -572,54 +684,86 @@ static void rotate(struct pcapng_writer *w)
 
 /* ---- writer thread ---- */
 
+/* Records from tail: ring bytes, file bytes, blocks, packet bytes, and the
+ * iovecs that write them (w->iov). */
 struct chunk {
-	uint64_t len, n, bytes;
+	uint64_t ring_len, len, n, bytes;
+	int iovcnt;
+	bool refs;
 	bool rotate; /* nothing fits in the current file: rotate first */
 };
 
-static void chunk_collect(struct pcapng_writer *w, struct chunk *c)
+static void iov_add(struct pcapng_writer *w, struct chunk *c, const void *p, size_t len)
+{
+	w->iov[c->iovcnt++] = (struct iovec){ .iov_base = (void *)p, .iov_len = len };
+}
+
+/* The iovecs of one block. */
+static void rec_iov(struct pcapng_writer *w, struct chunk *c, struct rec *r)
+{
+	uint32_t padn = pad4(r->h.caplen) - r->h.caplen;
+
+	if (!r->nref) {
+		iov_add(w, c, &r->h, r->h.len);
+		return;
+	}
+	iov_add(w, c, &r->h, sizeof(r->h));
+	for (uint32_t i = 0; i < r->nref; i++)
+		if (rec_refs(r)[i].len)
+			iov_add(w, c, rec_refs(r)[i].base, rec_refs(r)[i].len);
+	iov_add(w, c, r->tr + 4 - padn, padn + 4);
+}
+
+/* Up to a chunk of blocks (bytes, iovecs) that fit the current file. With
+ * want_iov false only counts, up to limit file bytes (a short write's
+ * complete blocks). */
+static void chunk_collect(struct pcapng_writer *w, struct chunk *c, bool want_iov, uint64_t limit)
 {
 	uint64_t pos = atomic_load_explicit(&w->tail, memory_order_relaxed);
 	uint64_t head = atomic_load_explicit(&w->head, memory_order_acquire);
-	struct epb_head h;
 
 	memset(c, 0, sizeof(*c));
-	for (; pos < head; pos += h.len) {
-		ring_get(w, pos, &h, sizeof(h));
-		if (w->rotate_size && (w->file_packets || c->n) &&
-		    w->file_off + c->len + h.len + ISB_LEN > w->rotate_at) {
-			c->rotate = !c->n;
-			break;
+	while (pos < head) {
+		struct rec *r = rec_at(w, pos);
+		uint64_t need = r->nref == REC_SKIP ? 0 : r->nref + 2;
+
+		if (r->nref == REC_SKIP) {
+			pos += r->len;
+			c->ring_len += r->len;
+			continue;
 		}
-		if (c->len + h.len > CHUNK_BYTES)
+		if (c->len + r->h.len > limit)
 			break;
-		c->len += h.len;
+		if (want_iov) {
+			if (w->rotate_size && (w->file_packets || c->n) &&
+			    w->file_off + c->len + r->h.len + ISB_LEN > w->rotate_at) {
+				c->rotate = !c->n;
+				break;
+			}
+			if (c->n && (c->len + r->h.len > CHUNK_BYTES || c->iovcnt + need > CHUNK_IOV))
+				break;
+			rec_iov(w, c, r);
+		}
+		c->refs |= r->nref != 0;
+		c->ring_len += r->len;
+		c->len += r->h.len;
 		c->n++;
-		c->bytes += h.caplen;
+		c->bytes += r->h.caplen;
+		pos += r->len;
 	}
 }
 
-static void chunk_release(struct pcapng_writer *w, uint64_t len)
+/* The writer is done with ring_len bytes at tail (file bytes len). */
+static void chunk_release(struct pcapng_writer *w, const struct chunk *c)
 {
-	atomic_store_explicit(&w->tail, atomic_load_explicit(&w->tail, memory_order_relaxed) + len,
+	uint64_t one = 1;
+
+	atomic_store_explicit(&w->done_file, atomic_load_explicit(&w->done_file, memory_order_relaxed) + c->len,
+			      memory_order_relaxed);
+	atomic_store_explicit(&w->tail, atomic_load_explicit(&w->tail, memory_order_relaxed) + c->ring_len,
 			      memory_order_release);
-}
-
-/* Of the chunk at tail, the complete blocks within its first `done` bytes. */
-static void chunk_prefix(struct pcapng_writer *w, uint64_t done, struct chunk *c)
-{
-	uint64_t pos = atomic_load_explicit(&w->tail, memory_order_relaxed);
-	struct epb_head h;
-
-	memset(c, 0, sizeof(*c));
-	for (;; pos += h.len) {
-		ring_get(w, pos, &h, sizeof(h));
-		if (c->len + h.len > done)
-			break;
-		c->len += h.len;
-		c->n++;
-		c->bytes += h.caplen;
-	}
+	if (c->refs && w->release_fd >= 0 && write(w->release_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		record_err(w, errno);
 }
 
 static void account(struct pcapng_writer *w, const struct chunk *c)
@@ -630,36 +774,55 @@ static void account(struct pcapng_writer *w, const struct chunk *c)
 	counter_add(&w->bytes, c->bytes);
 }
 
+/* 0, or a positive errno with *done set to the bytes written before it;
+ * advances iov over what was written. */
+static int pwritev_all(int fd, struct iovec *iov, int cnt, uint64_t off, size_t *done)
+{
+	for (*done = 0; cnt > 0;) {
+		ssize_t n = pwritev(fd, iov, cnt, (off_t)(off + *done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? errno : EIO;
+		*done += (size_t)n;
+		for (; cnt && (size_t)n >= iov->iov_len; iov++, cnt--)
+			n -= (ssize_t)iov->iov_len;
+		if (cnt) {
+			iov->iov_base = (uint8_t *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
 static void chunk_write(struct pcapng_writer *w, const struct chunk *c)
 {
 	struct chunk ok;
 	size_t done;
-	int err = pwrite_ring(w, atomic_load_explicit(&w->tail, memory_order_relaxed), c->len, &done);
+	int err = pwritev_all(w->fd, w->iov, c->iovcnt, w->file_off, &done);
 
 	if (!err) {
 		account(w, c);
 		write_worked(w);
 	} else {
-		chunk_prefix(w, done, &ok);
+		chunk_collect(w, &ok, false, done);
 		account(w, &ok);
 		counter_add(&w->write_drops, c->n - ok.n);
 		if (done > ok.len && ftruncate(w->fd, (off_t)w->file_off))
 			w->file_dirty = true; /* overwritten by the next write, cut at close */
 		write_failed(w, "writing", err);
 	}
-	chunk_release(w, c->len);
+	chunk_release(w, c);
 }
 
 static void drop_queued(struct pcapng_writer *w)
 {
-	uint64_t pos = atomic_load_explicit(&w->tail, memory_order_relaxed);
-	uint64_t head = atomic_load_explicit(&w->head, memory_order_acquire), n = 0;
-	struct epb_head h;
+	struct chunk c;
 
-	for (; pos < head; pos += h.len, n++)
-		ring_get(w, pos, &h, sizeof(h));
-	counter_add(&w->write_drops, n);
-	chunk_release(w, head - atomic_load_explicit(&w->tail, memory_order_relaxed));
+	chunk_collect(w, &c, false, UINT64_MAX);
+	counter_add(&w->write_drops, c.n);
+	chunk_release(w, &c);
 }
 
 /* One step: write up to a chunk, or rotate, or drop while backing off.
@@ -678,7 +841,7 @@ static void drain_step(struct pcapng_writer *w, bool final)
 		drop_queued(w);
 		return;
 	}
-	chunk_collect(w, &c);
+	chunk_collect(w, &c, true, UINT64_MAX);
 	if (c.rotate)
 		rotate(w);
 	else
@@ -738,6 +901,8 @@ static void writer_free(struct pcapng_writer *w)
 		close(w->fd);
 	if (w->dirfd >= 0)
 		close(w->dirfd);
+	if (w->release_fd >= 0)
+		close(w->release_fd);
 	if (w->ring)
 		munmap(w->ring, w->cap);
 	free(w->hdr);
@@ -786,14 +951,20 @@ int pcapng_open(const struct pcapng_opts *o, struct pcapng_writer **out)
 		return -ENOMEM;
 	w->fd = -1;
 	w->dirfd = -1;
+	w->release_fd = -1;
 	w->snaplen = o->snaplen && o->snaplen < PCAPNG_MAX_SNAPLEN ? o->snaplen : PCAPNG_MAX_SNAPLEN;
 	w->rotate_size = o->rotate_size;
 	w->rotate_keep = o->rotate_keep;
 	w->start_ts = (uint64_t)clock_ns(CLOCK_REALTIME);
-	w->cap = o->queue_bytes ? o->queue_bytes : DEFAULT_QUEUE_BYTES;
+	/* Whole pages: records are 8-byte aligned and never wrap. */
+	w->cap = ((o->queue_bytes ? o->queue_bytes : DEFAULT_QUEUE_BYTES) + 4095) & ~(uint64_t)4095;
 	w->wake_level = w->cap / 2 < CHUNK_BYTES ? w->cap / 2 : CHUNK_BYTES;
+	w->release = o->release;
+	w->release_arg = o->release_arg;
 
 	err = open_dir(w, o->path);
+	if (!err && w->release && (w->release_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+		err = -errno;
 	if (!err)
 		err = build_header(w, o->ifname);
 	/* Touched now, not while capturing: faulting the queue in page by page
@@ -834,6 +1005,7 @@ void pcapng_stats(struct pcapng_writer *w, struct pcapng_stats *out)
 		.queue_drops = counter(&w->queue_drops),
 		.write_drops = counter(&w->write_drops),
 		.files = counter(&w->files),
+		.by_ref = counter(&w->by_ref),
 		.last_errno = atomic_load_explicit(&w->last_errno, memory_order_relaxed),
 	};
 }
@@ -847,6 +1019,7 @@ int pcapng_close_stats(struct pcapng_writer *w, struct pcapng_stats *final)
 	atomic_store(&w->stop, 1);
 	writer_wake(w);
 	pthread_join(w->thread, NULL);
+	reclaim(w); /* every referenced buffer goes back before close returns */
 	if (final)
 		pcapng_stats(w, final);
 	err = w->first_err;

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * pcapng writer for the AF_XDP capture. The receive thread hands packets to
- * pcapng_write(), which formats each one as an enhanced packet block straight
- * into a bounded lock-free queue (one copy, never blocks); a disk-writer
- * thread writes the queue out in chunks of up to 1 MiB, rotates by size and
- * survives write errors such as ENOSPC with every file left readable.
+ * pcapng_write_ref() (by reference: the writer writes them from the caller's
+ * buffers and hands those back when done) or pcapng_write() (copied once
+ * into a bounded lock-free queue); neither blocks. A disk-writer thread
+ * writes the queue out with pwritev() in chunks of up to 1 MiB, rotates by
+ * size and survives write errors such as ENOSPC with every file left
+ * readable.
  *
  * Files: one section, one interface (Ethernet, nanosecond timestamps),
  * host byte order. A file at PATH is created fresh (O_EXCL, O_NOFOLLOW, mode
@@ -25,6 +27,8 @@
 
 /* Largest snaplen kept (libpcap's maximum); snaplen 0 means this. */
 #define PCAPNG_MAX_SNAPLEN 262144u
+/* Most pieces of one packet. */
+#define PCAPNG_MAX_REFS 256
 
 struct pcapng_opts {
 	const char *path;        /* file to create; with rotation, older files are PATH.1 .. PATH.(keep-1) */
@@ -33,6 +37,12 @@ struct pcapng_opts {
 	uint64_t rotate_size;    /* 0: none; else start a new file when the current one would exceed it */
 	uint32_t rotate_keep;    /* files kept in all, >= 1 */
 	size_t queue_bytes;      /* bound of the queue between the receive thread and the disk writer (default 64 MiB if 0) */
+	/* Packets given by reference (pcapng_write_ref): each piece's cookie
+	 * is passed to release once the writer is done with it (written or
+	 * dropped), always on the producer's thread: in pcapng_write*(),
+	 * pcapng_reclaim() or pcapng_close*(). */
+	void (*release)(uint64_t cookie, void *arg);
+	void *release_arg;
 	bool keep_existing;      /* a file already at PATH is kept as PATH.1 (older ones shifted, as in
 				    rotation) when rotate_keep > 1, instead of being replaced */
 };
@@ -42,6 +52,7 @@ struct pcapng_stats {
 	uint64_t queue_drops;            /* packets refused because the queue was full */
 	uint64_t write_drops;            /* packets lost to write errors (e.g. ENOSPC) */
 	uint64_t files;                  /* files opened (1 + rotations) */
+	uint64_t by_ref;                 /* packets queued by reference (not copied) */
 	int last_errno;                  /* last write/open error, 0 if none */
 };
 
@@ -59,6 +70,22 @@ int pcapng_open(const struct pcapng_opts *o, struct pcapng_writer **out);
  * producer. */
 int pcapng_write(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, int iovcnt,
 		 uint32_t orig_len);
+
+/* Queue one packet of n pieces by reference: nothing is copied, the
+ * writer writes the pieces from where they are. The caller must leave
+ * piece i untouched until release(cookies[i]) (opts.release, required).
+ * Returns as pcapng_write(); on failure nothing is held. */
+int pcapng_write_ref(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, const uint64_t *cookies,
+		     int n, uint32_t orig_len);
+
+/* Producer: hands back what the writer is done with (release callbacks)
+ * and clears release_fd. */
+void pcapng_reclaim(struct pcapng_writer *w);
+
+/* An eventfd that becomes readable when the writer has finished with
+ * referenced pieces (poll it, then pcapng_reclaim()); -1 without
+ * opts.release. */
+int pcapng_release_fd(const struct pcapng_writer *w);
 
 /* Counters so far; callable from any thread. */
 void pcapng_stats(struct pcapng_writer *w, struct pcapng_stats *out);

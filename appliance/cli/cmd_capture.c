@@ -34,6 +34,7 @@ struct capture_args {
 	uint64_t snaplen;        /* 0: the policy default */
 	uint64_t rotate_size;    /* 0: none */
 	uint64_t rotate_keep;    /* 0: the policy default */
+	uint64_t frames;         /* UMEM frames per rx queue; 0: the default */
 	int xdp_mode;            /* index of xdp_modes: enum capture_xdp_mode */
 	bool copy;
 };
@@ -57,6 +58,8 @@ static const struct cli_opt capture_opts[] = {
 		       "capture a copy of what IF2 receives and sends; IF is then a veth pair nfbox creates and deletes"),
 	CLI_OPT_CHOICE("xdp-mode", A, xdp_mode, "auto|native|skb", xdp_modes, "native (driver) or skb (generic) XDP; auto tries native first"),
 	CLI_OPT_FLAG("copy", 0, A, copy, "never use AF_XDP zero-copy"),
+	CLI_OPT_UINT("frames", A, frames, "N", 64, 1u << 20,
+		     "UMEM frames of 4096 bytes per receive queue, a power of two (default 16384)"),
 	CLI_OPT_END,
 };
 #undef A
@@ -73,6 +76,11 @@ static int check_args(const struct capture_args *a)
 {
 	if (a->rotate_keep && !a->rotate_size) {
 		fprintf(stderr, "nfbox capture: --rotate-keep needs --rotate-size\n");
+		return -EINVAL;
+	}
+	if (a->frames & (a->frames - 1)) {
+		fprintf(stderr, "nfbox capture: --frames %llu: not a power of two (64, 128, ... 1048576)\n",
+			(unsigned long long)a->frames);
 		return -EINVAL;
 	}
 	if (strlen(a->ifname) >= POLICY_IFNAMSIZ)
@@ -239,9 +247,10 @@ static void print_stats(const struct capture_stats *s, const char *why)
 	       "rx_invalid_descs %llu\n",
 	       (unsigned long long)s->rx_dropped, (unsigned long long)s->rx_ring_full,
 	       (unsigned long long)s->rx_fill_ring_empty_descs, (unsigned long long)s->rx_invalid_descs);
-	printf("  writer: written %llu packets in %llu file%s, queue drops %llu, write drops %llu, "
-	       "oversize %llu%s%s\n",
+	printf("  writer: written %llu packets in %llu file%s, by reference %llu, queue drops %llu, "
+	       "write drops %llu, oversize %llu%s%s\n",
 	       (unsigned long long)s->written, (unsigned long long)s->files, s->files == 1 ? "" : "s",
+	       (unsigned long long)s->by_ref,
 	       (unsigned long long)s->writer_queue_drops, (unsigned long long)s->writer_write_drops,
 	       (unsigned long long)s->oversize, s->writer_errno ? ", error: " : "",
 	       s->writer_errno ? strerror(s->writer_errno) : "");
@@ -254,7 +263,7 @@ static void print_stats(const struct capture_stats *s, const char *why)
 static int run_capture(const struct capture_conf *conf, const struct capture_args *a)
 {
 	struct capture_opts opts = { .xdp_mode = (enum capture_xdp_mode)a->xdp_mode, .force_copy = a->copy,
-				     .max_packets = a->count };
+				     .max_packets = a->count, .frames_per_queue = (uint32_t)a->frames };
 	struct capture_stats st;
 	struct capture *c;
 	const char *why;

@@ -386,6 +386,7 @@ static void capture_stats_json(const struct report_capture *c, struct json *j)
 	json_kv_u64(j, "rx_fill_ring_empty_descs", s->rx_fill_ring_empty_descs);
 	json_kv_u64(j, "rx_invalid_descs", s->rx_invalid_descs);
 	json_kv_u64(j, "written", s->written);
+	json_kv_u64(j, "written_by_ref", s->by_ref);
 	json_kv_u64(j, "writer_queue_drops", s->writer_queue_drops);
 	json_kv_u64(j, "writer_write_drops", s->writer_write_drops);
 	json_kv_u64(j, "files", s->files);

@@ -426,6 +426,10 @@ if [ -n "$J" ] && [ -n "${TOP[$J]:-}" ]; then
 	[ "${r:0:1}" = ">" ] && [ "$v" = MISSED ] && v="MISSED (a lower bound: tcpdump lost at every rate tried)"
 	[ "$(flat_field nfbox "$J" 2)" = 0 ] && [ "$v" != met ] && v+=" (nfbox lost nothing flat out: the sender caps its figure)"
 	echo "$J-byte frames: nfbox's loss-free rate ${r}x tcpdump's (target >= 3x) $v"
+	rb=$(ratio_txt nfbox tcpdump-B "$J")
+	v=$(awk -v r="${rb#>}" 'BEGIN {if (r == "n/a") print "MISSED"; else if (r + 0 >= 1.5) print "MET"; else print "MISSED"}')
+	[ "$(flat_field nfbox "$J" 2)" = 0 ] && [ "$v" != MET ] && v+=" (nfbox lost nothing flat out: the sender caps its figure)"
+	echo "$J-byte frames: nfbox's loss-free rate ${rb}x tcpdump -B's (target >= 1.5x, issue 14) $v"
 	fp=$(flat_field nfbox "$J" 1) fl=$(flat_field nfbox "$J" 2)
 	if [ -n "$fp" ] && [ "${fl:--1}" -ge 0 ]; then
 		v=$([ "$fl" = 0 ] && echo met || echo MISSED)
