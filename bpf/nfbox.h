@@ -89,10 +89,14 @@ enum nfb_mclass {
 /*
  * Vector format, in u64 words, nsum = gen_cfg.hook[h].nsum (1..16):
  *   [0, nsum)          S: summary; bit j of S[k] set <=> word 64k+j nonzero
- *   [nsum, 2 nsum)     R: R[k] = number of set bits in S[0..k-1]
+ *   [nsum, 2 nsum)     R: R[k] = number of set bits in S[0..k-1] for k >= 1;
+ *                      R[0] (a rank that is always 0) holds the top summary
+ *                      T: bit k of T set <=> S[k] nonzero
  *   [2 nsum, ...)      the nonzero words, in ascending word index
  * Word w of the vector: k = w / 64, b = w % 64; zero unless S[k] bit b; else
- * packed[R[k] + popcount(S[k] & ((1 << b) - 1))]. Rule r is bit r % 64 of word
+ * packed[(k ? R[k] : 0) + popcount(S[k] & ((1 << b) - 1))]. The search ANDs
+ * the T words first and visits only the summary words left, so a packet
+ * pays per candidate, not per 4,096 rules. Rule r is bit r % 64 of word
  * r / 64. A vector never straddles a chunk.
  *
  * A locator (u32) names a vector: chunk index << NFB_LOC_SHIFT | word offset.

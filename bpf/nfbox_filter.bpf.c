@@ -665,7 +665,7 @@ static __always_inline __u64 nfb_vec_word(const struct nfb_chunk *c, __u32 o, __
 					  __u64 below)
 {
 	__u64 s = c->w[(o + k) & NFB_LOC_OFF_MASK];
-	__u64 r = c->w[(o + nsum + k) & NFB_LOC_OFF_MASK];
+	__u64 r = k ? c->w[(o + nsum + k) & NFB_LOC_OFF_MASK] : 0; /* R[0] holds T */
 	__u64 idx = (__u64)o + 2 * nsum + r + nfb_popcount64(s & below);
 
 	if (idx >= NFB_CHUNK_WORDS)
@@ -701,7 +701,8 @@ struct nfb_search_in {
 __noinline int nfb_search(const struct nfb_search_in *in)
 {
 	const struct nfb_chunk *c[NFB_F_MAX];
-	__u32 o[NFB_F_MAX], nsum, gen, k, j;
+	__u32 o[NFB_F_MAX], nsum, gen, k, j, t;
+	__u64 top = ~0ull;
 	int rule = -1, i;
 	void *blob;
 
@@ -734,14 +735,25 @@ __noinline int nfb_search(const struct nfb_search_in *in)
 			return -1;
 	}
 
-	/* Summary word k of the AND, then its candidate words in ascending
-	 * order; the first nonzero AND wins. Words and bits below start are
-	 * masked off (rule start is in word start / 64, which is bit
+	/* The AND of the top summaries names the summary words worth a look;
+	 * for each, in ascending order, summary word k of the AND, then its
+	 * candidate words; the first nonzero AND wins. Words and bits below
+	 * start are masked off (rule start is in word start / 64, which is bit
 	 * start / 64 % 64 of summary word start / 4096). in->start is read
 	 * where it is used: held in a register, its spill would cost stack. */
-	bpf_for(k, in->start / 4096, nsum) {
+#pragma clang loop unroll(full)
+	for (i = 0; i < NFB_F_MAX; i++)
+		top &= c[i]->w[(o[i] + nsum) & NFB_LOC_OFF_MASK];
+	if (in->start / 4096 >= 64)
+		return -1;
+	top &= ~0ull << (in->start / 4096);
+	bpf_for(t, 0, NFB_MAX_SUM) {
 		__u64 a = ~0ull;
 
+		if (!top)
+			break;
+		k = nfb_ctz64(top);
+		top &= top - 1;
 #pragma clang loop unroll(full)
 		for (i = 0; i < NFB_F_MAX; i++)
 			a &= c[i]->w[(o[i] + k) & NFB_LOC_OFF_MASK];

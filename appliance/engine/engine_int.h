@@ -14,7 +14,7 @@
  * 7: dynamic sets (nfb_rule.dyn, nfb_dyn4, nfb_dyn6); a counter's last hit.
  * 8: maps sized to the policy: counters and limit state per generation
  *    (nfb_counters, nfb_fixed), port pages, rule_base, nfb_meter an outer. */
-#define NFB_ABI_VERSION 8
+#define NFB_ABI_VERSION 9
 
 enum engine_map {
 	EM_CTL,

@@ -38,7 +38,10 @@ mem() { ctl status --json | /usr/bin/python3 -c 'import json, sys; print(json.lo
 FAILS=0
 
 start() { # POLICY: run the daemon on it, wait until it answers
-	in_ns "$NFBOX" run --no-pin --policy "$1" --socket "$tmp/sock" --state-dir "$tmp/state" >"$tmp/run.out" 2>&1 &
+	# ip netns exec execs nfbox: $! is the daemon itself (a shell function
+	# here would leave it running after stop's kill).
+	ip netns exec "$NS" "$NFBOX" run --no-pin --policy "$1" --socket "$tmp/sock" --state-dir "$tmp/state" \
+		>"$tmp/run.out" 2>&1 &
 	PID=$!
 	for _ in $(seq 600); do
 		grep -q '^ready$' "$tmp/run.out" && return 0
@@ -96,7 +99,7 @@ printf 'version: 1\nsets:\n  big: { file: prefixes.txt }\nhooks:\n  forward: { d
 {
 	printf 'table inet nfbscale {\n set big { type ipv4_addr; flags interval; elements = {\n'
 	sed 's/$/,/' "$tmp/prefixes.txt"
-	printf ' } }\n chain fwd { type filter hook forward priority 0; policy accept; ip saddr @big drop; }\n}\n'
+	printf ' } }\n chain nfb_fwd { type filter hook forward priority 0; policy accept; ip saddr @big drop; }\n}\n'
 } >"$tmp/prefixes.nft"
 nft_big=$(nft_secs "$tmp/prefixes.nft")
 if start "$tmp/prefixes.yaml"; then
@@ -127,7 +130,7 @@ fi
 	awk 'BEGIN { for (i = 0; i < 65536; i++) printf "  - { name: r%d, service: %s/%d, action: accept }\n", i, i < 32768 ? "tcp" : "udp", 1000 + i % 32768 }'
 } >"$tmp/rules.yaml"
 {
-	printf 'table inet nfbscale {\n chain fwd { type filter hook forward priority 0; policy drop;\n'
+	printf 'table inet nfbscale {\n chain nfb_fwd { type filter hook forward priority 0; policy drop;\n'
 	awk 'BEGIN { for (i = 0; i < 65536; i++) printf "  %s dport %d accept\n", i < 32768 ? "tcp" : "udp", 1000 + i % 32768 }'
 	printf ' }\n}\n'
 } >"$tmp/rules.nft"

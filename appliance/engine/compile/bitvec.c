@@ -54,6 +54,9 @@ int bitvec_encode(const uint64_t *w, uint32_t nwords, uint64_t *out, uint32_t ou
 	}
 	for (uint32_t k = 1; k < nsum; k++)
 		out[nsum + k] = out[nsum + k - 1] + (uint64_t)__builtin_popcountll(out[k - 1]);
+	/* R[0] (always 0 as a rank) holds the top summary T. */
+	for (uint32_t k = 0; k < nsum; k++)
+		out[nsum] |= (uint64_t)(out[k] != 0) << k;
 	return (int)need;
 }
 
@@ -67,5 +70,5 @@ uint64_t bitvec_encoded_word(const uint64_t *enc, uint32_t nsum, uint32_t word)
 	s = enc[k];
 	if (!(s >> b & 1))
 		return 0;
-	return enc[2 * nsum + enc[nsum + k] + (uint64_t)__builtin_popcountll(s & ((UINT64_C(1) << b) - 1))];
+	return enc[2 * nsum + (k ? enc[nsum + k] : 0) + (uint64_t)__builtin_popcountll(s & ((UINT64_C(1) << b) - 1))];
 }
