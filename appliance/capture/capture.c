@@ -655,6 +655,8 @@ static int rx_wait(struct capture *c, struct pollfd *pfd)
 		return errno == EINTR ? 1 : -errno;
 	if (pfd[c->nq].revents)
 		return 0;
+	if (pfd[c->nq + 1].revents)
+		pcapng_release_ack(c->writer); /* the loop reclaims next */
 	for (uint32_t i = 0; i < c->nq; i++) {
 		socklen_t len = sizeof(int);
 		int err = 0;

@@ -237,11 +237,15 @@ static void reclaim(struct pcapng_writer *w)
 
 void pcapng_reclaim(struct pcapng_writer *w)
 {
+	reclaim(w);
+}
+
+void pcapng_release_ack(struct pcapng_writer *w)
+{
 	uint64_t n;
 
 	if (w->release_fd >= 0 && read(w->release_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		log_debug("pcapng: release_fd: %s", strerror(errno));
-	reclaim(w);
 }
 
 int pcapng_release_fd(const struct pcapng_writer *w)

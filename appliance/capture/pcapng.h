@@ -78,14 +78,16 @@ int pcapng_write(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *io
 int pcapng_write_ref(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, const uint64_t *cookies,
 		     int n, uint32_t orig_len);
 
-/* Producer: hands back what the writer is done with (release callbacks)
- * and clears release_fd. */
+/* Producer: hands back what the writer is done with (release callbacks).
+ * No system call: cheap enough for every turn of a receive loop. */
 void pcapng_reclaim(struct pcapng_writer *w);
 
 /* An eventfd that becomes readable when the writer has finished with
- * referenced pieces (poll it, then pcapng_reclaim()); -1 without
- * opts.release. */
+ * referenced pieces; -1 without opts.release. A producer about to sleep
+ * polls it; once it is readable, pcapng_release_ack() clears it and
+ * pcapng_reclaim() takes the pieces back. */
 int pcapng_release_fd(const struct pcapng_writer *w);
+void pcapng_release_ack(struct pcapng_writer *w);
 
 /* Counters so far; callable from any thread. */
 void pcapng_stats(struct pcapng_writer *w, struct pcapng_stats *out);

@@ -332,10 +332,12 @@ fi
 
 # With --frames 64 the writer may hold only 16 frames (about 5 jumbo
 # packets) by reference; beyond that it must copy, and both kinds end up in
-# the file in order, byte for byte, every frame back in its place.
+# the file in order, byte for byte, every frame back in its place. One
+# packet per 5 ms: the writer's 100 ms flush holds ~60 frames' worth, and
+# the fill ring's ~40 spare frames outlast a 60 ms stall of the receiver.
 F1f=$TMP/fewframes.pcapng
 if cap_start fewframes "$F1f" --frames 64 &&
-	for _ in $(seq 60); do echo "udp4 9014"; done | send fewframes --prefix 4000 --burst 2 --gap 0.002; then
+	for _ in $(seq 60); do echo "udp4 9014"; done | send fewframes --prefix 4000 --burst 1 --gap 0.005; then
 	sleep 0.3
 	cap_stop INT
 	M=$TMP/fewframes.sent

@@ -3,8 +3,9 @@
 # while it reads and compiles, the daemon answers status, stats and set
 # changes at once, refuses a second reload and a confirm with a clear
 # message, and keeps enforcing the old policy; a SIGHUP during it makes one
-# more reload after it; a stop during it ends the daemon cleanly, the reload
-# unenforced and its client told so.
+# more reload after it; a client that goes away during its reload gets no
+# answer and the next client gets its own; a stop during it ends the daemon
+# cleanly, the reload unenforced and its client told so.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
@@ -90,6 +91,40 @@ back
 if during confirm nfbox_ctl confirm; then
 	t_check confirm-refused grep -q "a reload is in progress" "$NS_TMP/confirm.out"
 fi
+
+# The reload's client goes away mid-reload (killed): the reload completes,
+# and the next client, which may get the same descriptor number in the
+# daemon, gets its own answer, not the gone client's.
+g2=$(gen)
+nfbox_ctl reload --policy "$NS_TMP/big.yaml" >/dev/null 2>&1 &
+rl=$!
+sleep 0.05
+kill -KILL $rl 2>/dev/null
+wait $rl 2>/dev/null
+# A silent client holds the socket until after the reload ends: the
+# descriptor the gone client had is the lowest free one, so likely its.
+/usr/bin/python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(0.2)
+got, end = b"", time.time() + 3
+while time.time() < end:
+    try:
+        d = s.recv(4096)
+    except socket.timeout:
+        continue
+    if not d:
+        break
+    got += d
+print(len(got), got[:200])' "$NFBOX_SOCK" >"$NS_TMP/silent.out" 2>&1
+if [ "$(cut -d' ' -f1 "$NS_TMP/silent.out")" = 0 ]; then
+	t_ok gone-client-answer-not-misdelivered
+else
+	t_fail gone-client-answer-not-misdelivered "a client that asked nothing got: $(cat "$NS_TMP/silent.out")"
+fi
+for _ in $(seq 100); do [ "$(gen)" -ge $((g2 + 1)) ] && break; sleep 0.1; done
+t_check gone-client-reload-completes [ "$(gen)" -eq $((g2 + 1)) ]
+t_check gone-client-daemon-alive kill -0 "$NFBOX_PID"
+back
 
 # SIGHUP while a client's reload runs: one more reload after it
 g1=$(gen)

@@ -499,9 +499,10 @@ static void test_release_fd(void)
 	CHECK_EQ_INT(pcapng_write_ref(w, 1, &iov, &cookie, 1, 100), 0);
 	CHECK_EQ_INT(poll(&pfd, 1, 3000), 1);
 	CHECK_EQ_INT(released, 0); /* only on the producer's thread */
+	pcapng_release_ack(w);
+	CHECK_EQ_INT(poll(&pfd, 1, 0), 0); /* cleared */
 	pcapng_reclaim(w);
 	CHECK_EQ_INT(released, 1);
-	CHECK_EQ_INT(poll(&pfd, 1, 0), 0); /* cleared */
 	CHECK_EQ_INT(pcapng_close(w), 0);
 	CHECK_EQ_INT(bad_release, 0);
 	check_end();
