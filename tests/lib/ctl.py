@@ -11,6 +11,8 @@ prints one result line; every wait is bounded.
                                "ok" and "generation 99"
   follow-slow SOCK DELAY SECS  `log`, then read nothing for DELAY seconds,
                                then read for SECS: "events N missed M"
+  silent SOCK SECONDS          connect, ask nothing, read for SECONDS (or
+                               until closed): "got N" and what came
 """
 import os
 import socket
@@ -107,9 +109,25 @@ def follow_slow(path, delay, secs):
     print("events %d missed %d" % (events, missed))
 
 
+def silent(path, seconds):
+    s = connect(path)
+    s.settimeout(0.2)
+    got, end = b"", time.time() + float(seconds)
+    while time.time() < end:
+        try:
+            d = s.recv(4096)
+        except socket.timeout:
+            continue
+        if not d:
+            break
+        got += d
+    print("got %d %r" % (len(got), got[:200]))
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    {"hold": hold, "stuck": stuck, "fake": fake, "follow-slow": follow_slow}[cmd](*args)
+    {"hold": hold, "stuck": stuck, "fake": fake, "follow-slow": follow_slow,
+     "silent": silent}[cmd](*args)
 
 
 if __name__ == "__main__":

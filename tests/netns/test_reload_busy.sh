@@ -103,20 +103,8 @@ kill -KILL $rl 2>/dev/null
 wait $rl 2>/dev/null
 # A silent client holds the socket until after the reload ends: the
 # descriptor the gone client had is the lowest free one, so likely its.
-/usr/bin/python3 -c '
-import socket, sys, time
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(0.2)
-got, end = b"", time.time() + 3
-while time.time() < end:
-    try:
-        d = s.recv(4096)
-    except socket.timeout:
-        continue
-    if not d:
-        break
-    got += d
-print(len(got), got[:200])' "$NFBOX_SOCK" >"$NS_TMP/silent.out" 2>&1
-if [ "$(cut -d' ' -f1 "$NS_TMP/silent.out")" = 0 ]; then
+/usr/bin/python3 tests/lib/ctl.py silent "$NFBOX_SOCK" 3 >"$NS_TMP/silent.out" 2>&1
+if [ "$(cut -d' ' -f2 "$NS_TMP/silent.out")" = 0 ]; then
 	t_ok gone-client-answer-not-misdelivered
 else
 	t_fail gone-client-answer-not-misdelivered "a client that asked nothing got: $(cat "$NS_TMP/silent.out")"
