@@ -505,13 +505,35 @@ static __noinline __u32 nfb_get_iface(__u32 gen, __u32 ifindex, __u32 hook, __u3
 	return nfb_loc_in(&nfb_iface, gen, &key);
 }
 
-/* The locator of the range holding an IPv4 address (host order) among the
- * n ranges from base (bpf/nfbox.h, "Address maps"). */
-static __noinline __u32 nfb_get_range4(__u32 gen, __u32 base, __u32 n, __u32 addr)
+/* Whether range idx of an inner address map starts at or below the address
+ * (ahi:alo; IPv4 in alo), its locator in *loc; -1 if idx is past the map. */
+static __always_inline int nfb_range_le(void *map, bool v6, __u32 idx, __u64 ahi, __u64 alo, __u32 *loc)
 {
-	void *map = bpf_map_lookup_elem(&nfb_addr4, &gen);
-	const struct nfb_range4 *r;
-	__u32 lo = 0, hi = n, mid, idx, i;
+	if (v6) {
+		const struct nfb_range6 *r = bpf_map_lookup_elem(map, &idx);
+
+		if (!r)
+			return -1;
+		*loc = r->loc;
+		return r->hi < ahi || (r->hi == ahi && r->lo <= alo);
+	} else {
+		const struct nfb_range4 *r = bpf_map_lookup_elem(map, &idx);
+
+		if (!r)
+			return -1;
+		*loc = r->loc;
+		return r->start <= alo;
+	}
+}
+
+/* The locator of the range holding an address (host order) among the n
+ * ranges from base of map (bpf/nfbox.h, "Address maps"): the last range
+ * that starts at or below it. v6 is a constant at each call, so each family
+ * gets its own copy with its own value layout. */
+static __always_inline __u32 nfb_range_find(void *map, bool v6, __u32 base, __u32 n, __u64 ahi, __u64 alo)
+{
+	__u32 lo = 0, hi = n, mid, i, loc = NFB_LOC_UNSET;
+	int le;
 
 	if (!map || !n)
 		return NFB_LOC_UNSET;
@@ -519,44 +541,27 @@ static __noinline __u32 nfb_get_range4(__u32 gen, __u32 base, __u32 n, __u32 add
 		if (hi - lo <= 1)
 			break;
 		mid = lo + (hi - lo) / 2;
-		idx = base + mid;
-		r = bpf_map_lookup_elem(map, &idx);
-		if (!r)
+		le = nfb_range_le(map, v6, base + mid, ahi, alo, &loc);
+		if (le < 0)
 			return NFB_LOC_UNSET;
-		if (r->start <= addr)
+		if (le)
 			lo = mid;
 		else
 			hi = mid;
 	}
-	idx = base + lo;
-	r = bpf_map_lookup_elem(map, &idx);
-	return r ? r->loc : NFB_LOC_UNSET;
+	return nfb_range_le(map, v6, base + lo, ahi, alo, &loc) < 0 ? NFB_LOC_UNSET : loc;
+}
+
+/* One function per family: each looks up its own outer map at a call site
+ * of its own, which keeps that lookup inlined (see above). */
+static __noinline __u32 nfb_get_range4(__u32 gen, __u32 base, __u32 n, __u32 addr)
+{
+	return nfb_range_find(bpf_map_lookup_elem(&nfb_addr4, &gen), false, base, n, 0, addr);
 }
 
 static __noinline __u32 nfb_get_range6(__u32 gen, __u32 base, __u32 n, __u64 ahi, __u64 alo)
 {
-	void *map = bpf_map_lookup_elem(&nfb_addr6, &gen);
-	const struct nfb_range6 *r;
-	__u32 lo = 0, hi = n, mid, idx, i;
-
-	if (!map || !n)
-		return NFB_LOC_UNSET;
-	bpf_for(i, 0, NFB_RANGE_STEPS) {
-		if (hi - lo <= 1)
-			break;
-		mid = lo + (hi - lo) / 2;
-		idx = base + mid;
-		r = bpf_map_lookup_elem(map, &idx);
-		if (!r)
-			return NFB_LOC_UNSET;
-		if (r->hi < ahi || (r->hi == ahi && r->lo <= alo))
-			lo = mid;
-		else
-			hi = mid;
-	}
-	idx = base + lo;
-	r = bpf_map_lookup_elem(map, &idx);
-	return r ? r->loc : NFB_LOC_UNSET;
+	return nfb_range_find(bpf_map_lookup_elem(&nfb_addr6, &gen), true, base, n, ahi, alo);
 }
 
 /* The port map's top gives the page, the page the locator. */
