@@ -162,6 +162,18 @@ static struct client *client_alive(struct daemon *dm, struct client *c, uint64_t
 	return NULL; /* it went away meanwhile */
 }
 
+/* The reply to a reload of path that ended with r (its messages in d). */
+static void reload_reply(struct daemon *dm, FILE *f, const struct diags *d, const char *path, int r,
+			 unsigned confirm)
+{
+	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
+	diags_print(d, f, false);
+	daemon_reload_summary(dm, path, r, f);
+	if (r == 0 && confirm)
+		fprintf(f, "unless 'nfbox confirm' comes within %u s, the last confirmed policy comes back by itself\n",
+			confirm);
+}
+
 static void reload_answered(struct daemon *dm, void *arg, int r, struct diags *d)
 {
 	struct reload_wait *w = arg;
@@ -174,14 +186,8 @@ static void reload_answered(struct daemon *dm, void *arg, int r, struct diags *d
 		confirm_begin_failed(dm);
 	else if (r == 0 && !w->confirm)
 		confirm_loaded(dm);
-	if (f) {
-		fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
-		diags_print(d, f, false);
-		daemon_reload_summary(dm, w->path, r, f);
-		if (r == 0 && w->confirm)
-			fprintf(f, "unless 'nfbox confirm' comes within %u s, the last confirmed policy comes back by itself\n",
-				w->confirm);
-	}
+	if (f)
+		reload_reply(dm, f, d, w->path, r, w->confirm);
 	if (c) {
 		c->waiting = false;
 		if (!f || fclose(f) != 0)
@@ -223,9 +229,7 @@ static bool answer_reload(struct daemon *dm, struct client *c, const struct ctl_
 	if (r < 0) {
 		if (req->confirm)
 			confirm_begin_failed(dm);
-		fputs(CTL_REPLY_ERROR, f);
-		diags_print(&d, f, false);
-		daemon_reload_summary(dm, path, r, f);
+		reload_reply(dm, f, &d, path, r, req->confirm);
 		diags_free(&d);
 		free(w);
 		return false;
@@ -370,13 +374,12 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 		reply_str(dm, c, CTL_REPLY_ERROR "out of memory\n");
 		return;
 	}
-	if (req->verb == CTL_RELOAD && answer_reload(dm, c, req, f)) {
-		fclose(f); /* answered when the reload is done */
-		return;
-	}
-	if (req->verb == CTL_RELOAD)
-		;
-	else if (req->verb == CTL_CONFIRM)
+	if (req->verb == CTL_RELOAD) {
+		if (answer_reload(dm, c, req, f)) {
+			fclose(f); /* answered when the reload is done */
+			return;
+		}
+	} else if (req->verb == CTL_CONFIRM)
 		answer_confirm(dm, c, f);
 	else if (req->verb == CTL_DIFF)
 		answer_diff(dm, c, req, f);
