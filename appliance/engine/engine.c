@@ -20,7 +20,7 @@
 
 static const char *const map_names[EM_COUNT] = {
 	[EM_CTL] = "nfb_ctl",       [EM_GEN] = "nfb_gen",         [EM_ADDR4] = "nfb_addr4",
-	[EM_ADDR6] = "nfb_addr6",     [EM_IFACE] = "nfb_iface",     [EM_PORT] = "nfb_port",
+	[EM_ADDR6] = "nfb_addr6",   [EM_IFACE] = "nfb_iface",     [EM_PORT] = "nfb_port",
 	[EM_MISC] = "nfb_misc",     [EM_RULES] = "nfb_rules",     [EM_LIMITS] = "nfb_limits",
 	[EM_BLOB] = "nfb_blob",     [EM_COUNTERS] = "nfb_counters", [EM_METER] = "nfb_meter",
 	[EM_FIXED] = "nfb_fixed",   [EM_EVENTS] = "nfb_events",   [EM_LOG_BUCKET] = "nfb_log_bucket",

@@ -13,7 +13,9 @@
  * 6: a fourth port class, UDP-Lite (the port map's size).
  * 7: dynamic sets (nfb_rule.dyn, nfb_dyn4, nfb_dyn6); a counter's last hit.
  * 8: maps sized to the policy: counters and limit state per generation
- *    (nfb_counters, nfb_fixed), port pages, rule_base, nfb_meter an outer. */
+ *    (nfb_counters, nfb_fixed), port pages, rule_base, nfb_meter an outer.
+ * 9: address ranges (nfb_addr4, nfb_addr6 arrays, nfb_hook_cfg.range)
+ *    instead of LPM tries; a vector's R[0] holds its top summary. */
 #define NFB_ABI_VERSION 9
 
 enum engine_map {

@@ -30,7 +30,7 @@
 #define ARRAY_STRIDE 2
 
 static const char *const inner_names[EM_NUM_OUTER] = {
-	"nfb_g_addr4", "nfb_g_addr6",   "nfb_g_iface", "nfb_g_port",     "nfb_g_misc",
+	"nfb_g_addr4", "nfb_g_addr6", "nfb_g_iface", "nfb_g_port",     "nfb_g_misc",
 	"nfb_g_rules", "nfb_g_limits", "nfb_g_blob",  "nfb_g_counters", "nfb_g_meter",
 };
 
@@ -373,8 +373,11 @@ static int range_emit(struct ranges *r, u128 pos, uint32_t loc)
 static int ranges_cut(struct ranges *r, const struct pfx_span *v, uint32_t n, u128 max)
 {
 	struct pfx_span stack[130];
-	uint32_t depth = 0, first = r->seg = r->n;
-	int rc = range_emit(r, 0, NFB_LOC_UNSET);
+	uint32_t depth = 0;
+	int rc;
+
+	r->seg = r->n;
+	rc = range_emit(r, 0, NFB_LOC_UNSET);
 
 	for (uint32_t i = 0; !rc && i <= n; i++) {
 		/* close the prefixes that end before this one starts (or all) */
@@ -391,8 +394,6 @@ static int ranges_cut(struct ranges *r, const struct pfx_span *v, uint32_t n, u1
 		stack[depth++] = v[i];
 		rc = range_emit(r, v[i].first, v[i].loc);
 	}
-	if (!rc && r->n == first) /* cannot happen: the first emit appends */
-		rc = -EINVAL;
 	return rc;
 }
 

@@ -427,12 +427,11 @@ static int u128_cmp(const void *a, const void *b)
  * after its last cut the space; each piece gets, by brute force, the rules
  * whose prefix holds its first address (and the rules without one), or
  * NFB_LOC_UNSET when no prefix holds it. */
-static int compile_addr(struct build *bd, int h, const struct thook *th, int dir, struct nfb_hook_cfg *hc)
+static int compile_addr(struct build *bd, const struct thook *th, int dir, struct nfb_hook_cfg *hc)
 {
 	const struct tprefix *pfx = dir ? bd->dst : bd->src;
 	int err = 0;
 
-	(void)h;
 	for (int fi = 0; fi < 2 && !err; fi++) {
 		int fam = fi ? 6 : 4, bits = fi ? 128 : 32;
 		u128 max = fi ? ~(u128)0 : 0xffffffffu;
@@ -547,7 +546,7 @@ static int compile_hook(struct build *bd, int h, const struct thook *th, struct 
 		for (int pc = 0; pc < NFB_PC_MAX; pc++)
 			if ((err = compile_ports(bd, h, th, dir, pc)))
 				return err;
-		if ((err = compile_iface(bd, h, th, dir)) || (err = compile_addr(bd, h, th, dir, hc)))
+		if ((err = compile_iface(bd, h, th, dir)) || (err = compile_addr(bd, th, dir, hc)))
 			return err;
 	}
 	err = compile_misc(bd, h, th);
@@ -613,8 +612,8 @@ static int install(struct env *e, const struct tpolicy *pol, uint32_t gen)
 		nprefix += pol->hook[h].enabled ? 2 * (2 * pol->hook[h].nrules + 1) : 0;
 	bd.v = calloc(NFB_MAX_WORDS, sizeof(uint64_t));
 	bd.blob.tab = calloc(1u << DEDUP_BITS, sizeof(struct dedup_ent));
-	/* LPM tries and the iface hash sized per generation, smaller than the
-	 * templates: the outer must accept them. */
+	/* Address arrays and the iface hash sized per generation, smaller than
+	 * the templates: the outer must accept them. */
 	bd.m.cap4 = bd.m.cap6 = nprefix;
 	bd.m.fd[GM_ADDR4] = inner_create(e, GM_ADDR4, nprefix);
 	bd.m.fd[GM_ADDR6] = inner_create(e, GM_ADDR6, nprefix);
