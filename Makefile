@@ -199,6 +199,7 @@ install: $(B)/nfbox
 	install -D -m 0644 packaging/fail2ban/action.d/nfbox.conf $(DESTDIR)/etc/fail2ban/action.d/nfbox.conf
 	install -D -m 0755 packaging/crowdsec/nfbox-crowdsec $(DESTDIR)$(LIBEXECDIR)/nfbox-crowdsec
 	install -D -m 0644 packaging/crowdsec/crowdsec.md $(DESTDIR)$(PREFIX)/share/doc/nfbox/crowdsec.md
+	install -D -m 0644 packaging/ha/runbook.md $(DESTDIR)$(PREFIX)/share/doc/nfbox/ha-runbook.md
 	install -D -m 0644 packaging/completion/nfbox $(DESTDIR)$(COMPLETIONDIR)/nfbox
 	install -D -m 0644 config/schema/policy.schema.json $(DESTDIR)$(PREFIX)/share/nfbox/policy.schema.json
 	if [ -n "$(UNITDIR)" ]; then \

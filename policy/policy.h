@@ -173,6 +173,7 @@ struct rule {
 	struct policy_limit limit;
 	char *comment;
 	uint8_t families; /* families the rule can match at all */
+	bool implicit;    /* added by ha: (the pair's own traffic), not written by the operator */
 };
 
 struct hook_conf {
@@ -200,6 +201,15 @@ struct nat_rule {
 	bool hairpin;              /* forward-port: inside clients reaching the outside address too */
 	uint8_t families;          /* the traffic it translates (POLICY_FAM_*) */
 	struct loc to_loc;
+	/* masquerade out of an interface with a virtual address (ha:): that
+	 * interface's flows of that family take the virtual address (snat),
+	 * as the kernel's masquerade forgets its flows when an address or a
+	 * link goes away, and conntrackd then makes the peer forget them too */
+	struct nat_vip {
+		char ifname[POLICY_IFNAMSIZ];
+		struct prefix addr;  /* the address alone (full length) */
+	} *vips;
+	uint32_t nvips;
 };
 
 struct capture_match {
@@ -220,6 +230,31 @@ struct capture_conf {
 	uint64_t rotate_size;     /* bytes, 0: no rotation */
 	uint32_t rotate_keep;
 	uint32_t snaplen;
+};
+
+/* ha: one node of an active/backup pair. keepalived moves the virtual
+ * addresses (VRRP, all in one sync group), conntrackd copies the connection
+ * state over the sync link (FTFW). */
+#define HA_SYNC_PORT 3780 /* conntrackd's UDP port, both ways */
+#define HA_VRRP_PROTO 112
+
+struct ha_virtual {
+	char ifname[POLICY_IFNAMSIZ];
+	struct prefix addr;   /* the address (all its bits) and, in plen, its prefix length */
+	uint8_t id;           /* VRRP virtual router id, 1..255 */
+	struct loc loc;
+};
+
+struct ha_conf {
+	bool present;
+	struct loc loc;
+	uint8_t priority;            /* 1..254: the higher node is master */
+	uint32_t preempt_delay;      /* seconds a node that returns waits before taking over */
+	char sync_ifname[POLICY_IFNAMSIZ];
+	struct prefix sync_peer;     /* the other node's address on the sync link */
+	struct prefix sync_addr;     /* this node's; family 0: found on the interface at start */
+	struct ha_virtual *virt;
+	uint32_t nvirt;
 };
 
 struct policy_options {
@@ -251,6 +286,7 @@ struct policy {
 	uint32_t nnat;
 	struct capture_conf *captures;
 	uint32_t ncaptures;
+	struct ha_conf ha;
 	uint64_t nprefixes; /* total, for the limit */
 };
 

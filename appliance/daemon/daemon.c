@@ -109,6 +109,7 @@ static void loop(struct daemon *dm)
 		dyn_tick(dm);
 		httpd_tick(dm);
 		lasthit_tick(dm);
+		ha_tick(dm);
 		engine_settle(dm->e); /* a reload is answered: free the policy it replaced */
 	}
 }
@@ -122,6 +123,7 @@ static void shutdown_all(struct daemon *dm)
 
 	diags_init(&d);
 	daemon_reload_wait(dm); /* a reload still reading: it ends, unenforced */
+	ha_stop_all(dm); /* keepalived first: the peer takes the addresses while this node still filters */
 	daemon_captures_stop_all(dm); /* files closed complete */
 	if (dm->keep) {
 		/* The pins hold the links and maps; table inet nfbox persists
@@ -305,6 +307,7 @@ static int open_log(struct daemon *dm, const char *path)
 
 static void daemon_free(struct daemon *dm)
 {
+	ha_free(dm);
 	daemon_captures_stop_all(dm);
 	clients_close_all(dm);
 	events_close(dm);

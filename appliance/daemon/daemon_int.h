@@ -65,6 +65,7 @@ struct loaded {
 };
 
 struct dcap; /* captures.c */
+struct dha; /* ha.c */
 struct reload_job; /* reload.c */
 struct ring_buffer;
 struct nl_monitor;
@@ -121,6 +122,7 @@ struct daemon {
 	bool reload_again;  /* SIGHUP came while it ran: once more after it */
 	struct dcap **caps; /* the policy's captures, in policy order */
 	uint32_t ncaps;
+	struct dha *ha;     /* the pair's daemons (ha.c), NULL until a policy has ha: */
 };
 
 /* reload.c: load, compile and enforce the policy at path (read from fd
@@ -269,5 +271,19 @@ void daemon_captures_apply(struct daemon *dm, const struct policy *p, struct dia
 void daemon_captures_stop_all(struct daemon *dm);
 /* Once a second or so: a log warning when a capture keeps losing frames. */
 void daemon_captures_tick(struct daemon *dm);
+
+/* ha.c: keepalived and conntrackd follow the policy in force. prepare
+ * (before a policy is enforced; source names it in the files written)
+ * fails a load whose pair cannot run (a program missing, a configuration
+ * keepalived refuses); commit (once enforced) starts, reconfigures or
+ * stops them; abort forgets what prepare wrote. tick restarts what
+ * exited and reads conntrackd's statistics; stop_all at a stop (keepalived
+ * first: the peer takes the addresses over). */
+int ha_prepare(struct daemon *dm, const struct policy *p, const char *source, struct diags *d);
+void ha_commit(struct daemon *dm, const struct policy *p, const char *source);
+void ha_abort(struct daemon *dm);
+void ha_tick(struct daemon *dm);
+void ha_stop_all(struct daemon *dm);
+void ha_free(struct daemon *dm);
 
 #endif

@@ -77,6 +77,45 @@ static void status_captures_text(const struct report_capture *c, uint32_t n, FIL
 	}
 }
 
+static void status_ha_text(const struct report_ha *h, FILE *f)
+{
+	const struct ha_sync_stats *s = &h->stats;
+	char when[32];
+
+	if (!h->present)
+		return;
+	fprintf(f, "ha:         %s", h->role);
+	if (h->since) {
+		time_t t = (time_t)h->since;
+		struct tm tm;
+
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+		fprintf(f, " since %s (%lld s; was %s)", when, (long long)time(NULL) - h->since, h->prev_role);
+	}
+	fprintf(f, ", priority %d, %lu transition%s\n", h->priority, h->transitions, h->transitions == 1 ? "" : "s");
+	if (h->error[0])
+		fprintf(f, "            %s\n", h->error);
+	fprintf(f, "            peer %s over %s%s%s\n", h->peer, h->sync_ifname, h->sync_addr[0] ? " from " : "", h->sync_addr);
+	for (int i = 0; i < 2; i++) {
+		fprintf(f, "            %-10s ", h->daemons[i].name);
+		if (h->daemons[i].pid)
+			fprintf(f, "pid %d", h->daemons[i].pid);
+		else
+			fprintf(f, "not running");
+		fprintf(f, ", %lu restart%s", h->daemons[i].restarts, h->daemons[i].restarts == 1 ? "" : "s");
+		if (h->daemons[i].last_exit[0])
+			fprintf(f, ", last exit: %s", h->daemons[i].last_exit);
+		fputc('\n', f);
+	}
+	if (h->stats_at)
+		fprintf(f, "            sync: %llu connections held, %llu from the peer; messages %llu sent, %llu received; %llu send errors, %llu receive errors, %llu lost, %llu malformed (%lld s ago)\n",
+			U(s->internal), U(s->external), U(s->msgs_sent), U(s->msgs_recv), U(s->send_errors), U(s->recv_errors),
+			U(s->lost), U(s->malformed), (long long)time(NULL) - h->stats_at);
+	for (uint32_t i = 0; i < h->nvirt; i++)
+		fprintf(f, "            %-16s %s on %s, id %u: %s\n", h->virt[i].instance, h->virt[i].address, h->virt[i].ifname,
+			h->virt[i].id, h->virt[i].state);
+}
+
 static void status_text(const struct status_report *r, FILE *f)
 {
 	const struct engine_info *e = &r->engine;
@@ -124,6 +163,7 @@ static void status_text(const struct status_report *r, FILE *f)
 			fprintf(f, "%s%s", i ? ", " : " ", r->missing[i]);
 		fputs(" (interfaces the policy names that do not exist: rules naming them match nothing until they appear)\n", f);
 	}
+	status_ha_text(&r->ha, f);
 	status_dynsets_text(r->dyn, f);
 	status_links_text(e, f);
 	status_captures_text(r->caps, r->ncaps, f);
@@ -182,6 +222,63 @@ static void status_captures_json(const struct report_capture *c, uint32_t n, str
 		json_object_end(j);
 	}
 	json_array_end(j);
+}
+
+static void status_ha_json(const struct report_ha *h, struct json *j)
+{
+	const struct ha_sync_stats *s = &h->stats;
+
+	json_key(j, "ha");
+	if (!h->present) {
+		json_null(j);
+		return;
+	}
+	json_object_begin(j);
+	json_kv_str(j, "role", h->role);
+	json_kv_str(j, "previous_role", h->prev_role);
+	json_kv_i64(j, "since", h->since);
+	json_kv_u64(j, "transitions", h->transitions);
+	json_kv_i64(j, "priority", h->priority);
+	json_kv_str(j, "peer", h->peer);
+	json_kv_str(j, "sync_interface", h->sync_ifname);
+	json_kv_str(j, "sync_address", h->sync_addr[0] ? h->sync_addr : NULL);
+	json_kv_str(j, "error", h->error[0] ? h->error : NULL);
+	json_kv_str(j, "directory", h->dirname);
+	for (int i = 0; i < 2; i++) {
+		json_key(j, h->daemons[i].name);
+		json_object_begin(j);
+		json_kv_i64(j, "pid", h->daemons[i].pid);
+		json_kv_u64(j, "restarts", h->daemons[i].restarts);
+		json_kv_str(j, "last_exit", h->daemons[i].last_exit[0] ? h->daemons[i].last_exit : NULL);
+		json_object_end(j);
+	}
+	json_key(j, "sync");
+	json_object_begin(j);
+	json_kv_i64(j, "at", h->stats_at);
+	json_kv_u64(j, "connections", s->internal);
+	json_kv_u64(j, "from_peer", s->external);
+	json_kv_u64(j, "messages_sent", s->msgs_sent);
+	json_kv_u64(j, "messages_received", s->msgs_recv);
+	json_kv_u64(j, "bytes_sent", s->bytes_sent);
+	json_kv_u64(j, "bytes_received", s->bytes_recv);
+	json_kv_u64(j, "send_errors", s->send_errors);
+	json_kv_u64(j, "receive_errors", s->recv_errors);
+	json_kv_u64(j, "lost", s->lost);
+	json_kv_u64(j, "malformed", s->malformed);
+	json_object_end(j);
+	json_key(j, "virtual");
+	json_array_begin(j);
+	for (uint32_t i = 0; i < h->nvirt; i++) {
+		json_object_begin(j);
+		json_kv_str(j, "instance", h->virt[i].instance);
+		json_kv_str(j, "interface", h->virt[i].ifname);
+		json_kv_str(j, "address", h->virt[i].address);
+		json_kv_u64(j, "id", h->virt[i].id);
+		json_kv_str(j, "state", h->virt[i].state);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	json_object_end(j);
 }
 
 static void status_json(const struct status_report *r, FILE *f)
@@ -244,6 +341,7 @@ static void status_json(const struct status_report *r, FILE *f)
 		json_object_end(&j);
 	}
 	json_array_end(&j);
+	status_ha_json(&r->ha, &j);
 	status_links_json(e, &j);
 	status_captures_json(r->caps, r->ncaps, &j);
 	json_object_end(&j);
@@ -488,6 +586,39 @@ static void rule_series(FILE *f, const struct stats_report *sr, const char *name
 	}
 }
 
+static void ha_metrics(const struct report_ha *h, FILE *f)
+{
+	static const char *const roles[] = { "master", "backup", "fault", "starting", "stopped" };
+	const struct ha_sync_stats *s = &h->stats;
+
+	family(f, "nfbox_ha_role", "gauge", "The node's role in its pair: 1 for the role it has.");
+	for (size_t i = 0; i < sizeof(roles) / sizeof(roles[0]); i++)
+		fprintf(f, "nfbox_ha_role{role=\"%s\"} %d\n", roles[i], !strcmp(h->role, roles[i]));
+	family(f, "nfbox_ha_transitions_total", "counter", "Changes of role since the daemon started.");
+	fprintf(f, "nfbox_ha_transitions_total %lu\n", h->transitions);
+	family(f, "nfbox_ha_last_transition_timestamp_seconds", "gauge", "When the role last changed; 0: never.");
+	fprintf(f, "nfbox_ha_last_transition_timestamp_seconds %lld\n", h->since);
+	family(f, "nfbox_ha_daemon_up", "gauge", "1 while keepalived or conntrackd runs.");
+	for (int i = 0; i < 2; i++)
+		fprintf(f, "nfbox_ha_daemon_up{daemon=\"%s\"} %d\n", h->daemons[i].name, h->daemons[i].pid != 0);
+	family(f, "nfbox_ha_daemon_restarts_total", "counter", "Times nfbox started keepalived or conntrackd again after it exited.");
+	for (int i = 0; i < 2; i++)
+		fprintf(f, "nfbox_ha_daemon_restarts_total{daemon=\"%s\"} %lu\n", h->daemons[i].name, h->daemons[i].restarts);
+	family(f, "nfbox_ha_sync_connections", "gauge", "Connections in conntrackd's caches: this node's (internal) and the peer's (external).");
+	fprintf(f, "nfbox_ha_sync_connections{cache=\"internal\"} %llu\nnfbox_ha_sync_connections{cache=\"external\"} %llu\n",
+		U(s->internal), U(s->external));
+	family(f, "nfbox_ha_sync_messages_total", "counter", "conntrackd's sync messages, by direction.");
+	fprintf(f, "nfbox_ha_sync_messages_total{direction=\"sent\"} %llu\nnfbox_ha_sync_messages_total{direction=\"received\"} %llu\n",
+		U(s->msgs_sent), U(s->msgs_recv));
+	family(f, "nfbox_ha_sync_bytes_total", "counter", "Bytes of conntrackd's sync messages, by direction.");
+	fprintf(f, "nfbox_ha_sync_bytes_total{direction=\"sent\"} %llu\nnfbox_ha_sync_bytes_total{direction=\"received\"} %llu\n",
+		U(s->bytes_sent), U(s->bytes_recv));
+	family(f, "nfbox_ha_sync_errors_total", "counter", "Sync messages conntrackd could not send or receive, lost on the way, or malformed.");
+	fprintf(f, "nfbox_ha_sync_errors_total{error=\"send\"} %llu\nnfbox_ha_sync_errors_total{error=\"receive\"} %llu\n"
+		   "nfbox_ha_sync_errors_total{error=\"lost\"} %llu\nnfbox_ha_sync_errors_total{error=\"malformed\"} %llu\n",
+		U(s->send_errors), U(s->recv_errors), U(s->lost), U(s->malformed));
+}
+
 void format_metrics(const struct status_report *st, const struct stats_report *sr, FILE *f)
 {
 	static const char *const capture_keys[] = { "packets", "bytes", "written", "kernel_dropped", "ring_full",
@@ -559,6 +690,8 @@ void format_metrics(const struct status_report *st, const struct stats_report *s
 		label(f, "reason", drop_counters[i].name, false);
 		fprintf(f, "} %llu\n", U(drop_value(sr, i)));
 	}
+	if (st->ha.present)
+		ha_metrics(&st->ha, f);
 	family(f, "nfbox_capture_total", "counter", "Capture counters, by capture and what they count.");
 	for (uint32_t i = 0; i < sr->ncaps; i++) {
 		const struct capture_stats *s = &sr->caps[i].stats;

@@ -187,9 +187,15 @@ static int reload_finish(struct daemon *dm, struct loaded *nl, int r, struct dia
 	if (r == 0)
 		r = dyn_prepare(dm, nl->pol, &nl->slots, d);
 	if (r == 0) {
+		const char *source = nl->path ? nl->path : "the policy";
+
 		dm->policy_fault = false; /* from here on, a failure is the system's */
-		if ((r = enforce(dm, nl, d)) == 0)
+		if ((r = ha_prepare(dm, nl->pol, source, d)) == 0 && (r = enforce(dm, nl, d)) == 0) {
 			daemon_captures_apply(dm, nl->pol, d); /* while the old policy is alive */
+			ha_commit(dm, nl->pol, source);
+		} else {
+			ha_abort(dm);
+		}
 	} else {
 		dm->policy_fault = true; /* the file: unreadable, invalid, beyond a limit */
 	}

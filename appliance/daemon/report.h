@@ -13,6 +13,7 @@
 
 #include "capture/capture.h"
 #include "engine/engine.h"
+#include "ha/parse.h"
 
 struct daemon;
 
@@ -22,6 +23,30 @@ struct report_capture {
 	struct capture_info info;   /* when running */
 	struct capture_stats stats;
 	const char *error;          /* why it is not running ("" if it is) */
+};
+
+/* The pair (ha:), when the policy in force has one. */
+struct report_ha {
+	bool present;
+	const char *role, *prev_role;  /* ha_role_name() */
+	long long since;               /* time() of the last change of role, 0: none */
+	unsigned long transitions;
+	int priority;
+	const char *sync_ifname, *error, *dirname;
+	char peer[64], sync_addr[64];  /* sync_addr "" until found */
+	struct {
+		const char *name, *last_exit; /* last_exit "" if it never exited */
+		int pid;                      /* 0: not running */
+		unsigned long restarts;
+	} daemons[2];                  /* keepalived, conntrackd */
+	struct ha_sync_stats stats;
+	long long stats_at;            /* time() of the last conntrackd -s, 0: none yet */
+	struct report_ha_virtual {
+		char instance[64], address[64];
+		const char *ifname, *state;
+		unsigned id;
+	} *virt;                       /* malloc'd */
+	uint32_t nvirt;
 };
 
 struct status_report {
@@ -53,6 +78,7 @@ struct status_report {
 	struct report_capture *caps;
 	uint32_t ncaps;
 	const struct dynsets *dyn;  /* the dynamic sets (their names and sizes) */
+	struct report_ha ha;
 };
 
 struct stats_row {
@@ -96,5 +122,8 @@ void format_metrics(const struct status_report *st, const struct stats_report *s
 /* captures.c: one report_capture per policy capture (array malloc'd).
  * with_stats: read the counters too. */
 int daemon_captures_report(struct daemon *dm, bool with_stats, struct report_capture **out, uint32_t *n);
+
+/* ha.c: the pair's report (out->virt malloc'd). 0 or -ENOMEM. */
+int ha_report(struct daemon *dm, struct report_ha *out);
 
 #endif

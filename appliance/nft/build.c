@@ -1027,6 +1027,18 @@ static void nat_source(struct ctx *c, const struct nat_rule *n)
 	char what[64];
 
 	nat_what(n, what, sizeof(what));
+	for (uint32_t i = 0; i < n->nvips; i++) { /* ha: before the masquerade (policy.h) */
+		struct nfr_rule v = { .chain = r.chain, .loc = n->loc };
+		struct iface_match one = { .ifnames = &n->vips[i].ifname, .n = 1 };
+
+		match_ifaces(c, &v, &one, true, false);
+		match_nfproto(&v, n->vips[i].addr.family);
+		s = s_add(&v, NFR_S_SNAT, NULL);
+		s->family = n->vips[i].addr.family;
+		memcpy(s->addr_lo, n->vips[i].addr.addr, 16);
+		memcpy(s->addr_hi, n->vips[i].addr.addr, 16);
+		nfr_rule_add(c->t, &v, what);
+	}
 	match_ifaces(c, &r, &n->out, true, false);
 	if (n->kind == NAT_MASQUERADE) {
 		s_add(&r, NFR_S_MASQ, NULL);

@@ -518,8 +518,9 @@ static const struct rule **hook_rules(const struct policy *p, int h, uint32_t *n
 	const struct rule **v = calloc(p->nrules ? p->nrules : 1, sizeof(*v));
 
 	*n = 0;
+	/* The rules ha: adds follow from its section, told by diff_ha. */
 	for (uint32_t i = 0; v && i < p->nrules; i++)
-		if (p->rules[i].hooks & (1u << h))
+		if (p->rules[i].hooks & (1u << h) && !p->rules[i].implicit)
 			v[(*n)++] = &p->rules[i];
 	return v;
 }
@@ -719,6 +720,78 @@ static void diff_captures(struct out *o, const struct policy *a, const struct po
 	}
 }
 
+/* ---- ha ------------------------------------------------------------------------ */
+
+static void sync_text(const struct ha_conf *h, char *buf, size_t len)
+{
+	char peer[64], addr[64] = "";
+
+	policy_prefix_format(&h->sync_peer, peer, sizeof(peer));
+	if (h->sync_addr.family)
+		policy_prefix_format(&h->sync_addr, addr, sizeof(addr));
+	snprintf(buf, len, "%s, peer %s%s%s", h->sync_ifname, peer, addr[0] ? ", address " : "", addr);
+}
+
+static void virtual_text(const struct ha_virtual *v, char *buf, size_t len)
+{
+	char addr[64];
+
+	policy_prefix_format(&v->addr, addr, sizeof(addr));
+	snprintf(buf, len, "%s on %s", addr, v->ifname);
+}
+
+static const struct ha_virtual *find_virtual(const struct ha_conf *h, const struct ha_virtual *v)
+{
+	for (uint32_t i = 0; i < h->nvirt; i++)
+		if (h->virt[i].id == v->id && h->virt[i].addr.family == v->addr.family)
+			return &h->virt[i];
+	return NULL;
+}
+
+static void diff_ha(struct out *o, const struct policy *a, const struct policy *b)
+{
+	const struct ha_conf *x = &a->ha, *y = &b->ha;
+	char t1[256], t2[256];
+
+	if (!x->present && !y->present)
+		return;
+	if (!y->present) {
+		say(o, "ha: removed (keepalived and conntrackd stop; the addresses go to the peer)");
+		return;
+	}
+	if (!x->present) {
+		sync_text(y, t2, sizeof(t2));
+		say(o, "ha: added: priority %u, sync %s, %u virtual address%s", y->priority, t2, y->nvirt,
+		    y->nvirt == 1 ? "" : "es");
+		return;
+	}
+	if (x->priority != y->priority)
+		say(o, "ha priority: %u -> %u", x->priority, y->priority);
+	if (x->preempt_delay != y->preempt_delay)
+		say(o, "ha preempt-delay: %u -> %u", x->preempt_delay, y->preempt_delay);
+	sync_text(x, t1, sizeof(t1));
+	sync_text(y, t2, sizeof(t2));
+	if (strcmp(t1, t2))
+		say(o, "ha sync: %s -> %s", t1, t2);
+	for (uint32_t i = 0; i < x->nvirt; i++)
+		if (!find_virtual(y, &x->virt[i])) {
+			virtual_text(&x->virt[i], t1, sizeof(t1));
+			say(o, "ha virtual id %u: removed (%s)", x->virt[i].id, t1);
+		}
+	for (uint32_t i = 0; i < y->nvirt; i++) {
+		const struct ha_virtual *old = find_virtual(x, &y->virt[i]);
+
+		virtual_text(&y->virt[i], t2, sizeof(t2));
+		if (!old) {
+			say(o, "ha virtual id %u: added (%s)", y->virt[i].id, t2);
+			continue;
+		}
+		virtual_text(old, t1, sizeof(t1));
+		if (strcmp(t1, t2))
+			say(o, "ha virtual id %u: %s -> %s", y->virt[i].id, t1, t2);
+	}
+}
+
 unsigned long policy_diff(const struct policy *a, const struct policy *b, FILE *f)
 {
 	struct out o = { f, 0 };
@@ -729,5 +802,6 @@ unsigned long policy_diff(const struct policy *a, const struct policy *b, FILE *
 		diff_hook_rules(&o, a, b, h);
 	diff_nat(&o, a, b);
 	diff_captures(&o, a, b);
+	diff_ha(&o, a, b);
 	return o.n;
 }

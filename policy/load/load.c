@@ -21,7 +21,7 @@
 #include "policy/yaml/ytree.h"
 
 static const char *const top_keys[] = { "version", "interfaces", "sets", "services", "hooks",
-					"options", "rules", "nat", "capture", NULL };
+					"options", "rules", "nat", "capture", "ha", NULL };
 
 static void load_version(struct lx *x, const struct ynode *root)
 {
@@ -52,6 +52,15 @@ static const struct ynode *section(const struct ynode *root, const char *key)
 	return v && ynode_is_null(v) ? NULL : v;
 }
 
+/* The key of a section, for messages about the section as a whole. */
+static const struct ynode *key_of(const struct ynode *root, const char *key)
+{
+	for (size_t i = 0; i < ynode_map_len(root); i++)
+		if (!strcmp(ynode_map_key(root, i)->str, key))
+			return ynode_map_key(root, i);
+	return root;
+}
+
 static void load_all(struct lx *x, const struct ynode *root)
 {
 	if (!lx_is(x, root, YNODE_MAP, "the policy"))
@@ -67,6 +76,7 @@ static void load_all(struct lx *x, const struct ynode *root)
 	load_rules(x, section(root, "rules"));
 	load_nat(x, section(root, "nat"));
 	load_captures(x, section(root, "capture"));
+	load_ha(x, section(root, "ha"), key_of(root, "ha"));
 	check_defrag_off(x->p, x->d);
 	if (!x->p->hooks[0].present && !x->p->hooks[1].present && !x->p->hooks[2].present &&
 	    x->p->nrules)
@@ -241,6 +251,7 @@ void policy_free(struct policy *p)
 		free_iface_match(&p->nat[i].out);
 		free_port_match(&p->nat[i].service);
 		free_addr_match(&p->nat[i].from);
+		free(p->nat[i].vips);
 	}
 	for (uint32_t i = 0; i < p->ncaptures; i++) {
 		struct capture_conf *c = &p->captures[i];
@@ -257,5 +268,6 @@ void policy_free(struct policy *p)
 	free(p->rules);
 	free(p->nat);
 	free(p->captures);
+	free(p->ha.virt);
 	free(p);
 }

@@ -36,5 +36,7 @@ int lx_addresses(struct lx *x, const char *text, struct loc loc,
 void load_rules(struct lx *x, const struct ynode *n);
 void load_nat(struct lx *x, const struct ynode *n);
 void load_captures(struct lx *x, const struct ynode *n);
+/* ha: after the rules and NAT it checks against; adds the pair's own rules (ha.c). */
+void load_ha(struct lx *x, const struct ynode *n, const struct ynode *key);
 
 #endif

@@ -38,6 +38,12 @@ time and prints one result line; the exit status says success.
   udp-last SECONDS PORT            receive udp-ticks' datagrams; print "last PORT T N": the
                                    send time (time.time()) of the latest that arrived
   udplite-blast, udplite-count     udp-blast and udp-count over UDP-Lite (IP protocol 136)
+  push-serve PORT SECONDS          a server that talks unasked: a TCP connection and a
+                                   UDP datagram to PORT each get a numbered line every
+                                   50 ms until SECONDS are up; prints "peer tcp|udp ADDR"
+  push-watch HOST PORT SECONDS FILE
+                                   open both (one TCP "go", one UDP datagram), then only
+                                   listen: "tcp|udp TIME N" per line received, to FILE
 """
 import hashlib
 import socket
@@ -537,6 +543,92 @@ def udp_last(seconds, port):
     print("last %s %.6f %d" % (port, last, n), flush=True)
 
 
+def push_serve(port, seconds):
+    """After the client's first word, only the server sends: a firewall that
+    lost the flow's state drops every packet, and the client, which sends
+    nothing more (TCP acknowledges only what arrives), never recreates it."""
+    import threading
+    port, end = int(port), time.time() + float(seconds)
+    out = threading.Lock()
+
+    def say(text):
+        with out:
+            print(text, flush=True)
+
+    def tcp():
+        ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        ls.bind(("0.0.0.0", port))
+        ls.listen(1)
+        ls.settimeout(max(end - time.time(), 0.1))
+        try:
+            c, peer = ls.accept()
+        except OSError:
+            return
+        say("peer tcp %s" % peer[0])
+        c.recv(16)
+        n = 0
+        while time.time() < end:
+            n += 1
+            try:
+                c.sendall(b"%d\n" % n)
+            except OSError:
+                break
+            time.sleep(0.05)
+        say("sent tcp %d" % n)
+
+    def udp():
+        us = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        us.bind(("0.0.0.0", port))
+        us.settimeout(max(end - time.time(), 0.1))
+        try:
+            _, peer = us.recvfrom(64)
+        except OSError:
+            return
+        say("peer udp %s" % peer[0])
+        n = 0
+        while time.time() < end:
+            n += 1
+            try:
+                us.sendto(b"%d\n" % n, peer)
+            except OSError:
+                pass
+            time.sleep(0.05)
+        say("sent udp %d" % n)
+
+    ts = [threading.Thread(target=f) for f in (tcp, udp)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+
+
+def push_watch(host, port, seconds, path):
+    import select
+    port, end = int(port), time.time() + float(seconds)
+    f = open(path, "a", buffering=1)
+    t = socket.create_connection((host, port), timeout=5)
+    t.sendall(b"go\n")
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.sendto(b"hello\n", (host, port))
+    buf = b""
+    while time.time() < end:
+        r, _, _ = select.select([t, u], [], [], max(end - time.time(), 0))
+        now = time.time()
+        if u in r:
+            data = u.recv(64)
+            f.write("udp %.3f %s\n" % (now, data.decode().strip()))
+        if t in r:
+            data = t.recv(4096)
+            if not data:
+                break
+            buf += data
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                f.write("tcp %.3f %s\n" % (now, line.decode()))
+    f.close()
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     fn = {"udp-recv": udp_recv, "udp-send": udp_send, "udp-blast": udp_blast, "tcp-listen": tcp_listen,
@@ -544,6 +636,7 @@ def main():
           "tcp-whoami": tcp_whoami, "tcp-ask": tcp_ask, "tcp-probe": tcp_probe,
           "udp-whoami": udp_whoami, "udp-probe": udp_probe,
           "v6-chain": v6_chain, "v6-split-chain": v6_split_chain,
+          "push-serve": push_serve, "push-watch": push_watch,
           "udp-ticks": udp_ticks, "udp-count": udp_count, "udp-last": udp_last,
           "udplite-blast": lambda h, p, n, src=None: udp_blast(h, p, n, src, UDPLITE),
           "udplite-count": lambda sec, *ports: udp_count(sec, *ports, proto=UDPLITE)}[cmd]

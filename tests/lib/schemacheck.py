@@ -3,7 +3,7 @@
 with the loader:
   - the keys the schema allows in each mapping are exactly the loader's key
     lists, read from the C sources (top_keys, rule_keys, the option, hook,
-    set-file, NAT-kind, capture, capture-match and rotate keys);
+    set-file, NAT-kind, capture, capture-match, rotate and ha keys);
   - every policy nfbox accepts here (golden valid files, shipped policies)
     passes the schema, and the golden files refused for a key or a type
     fail it.
@@ -60,6 +60,10 @@ pairs = [
      set(obj(P["capture"])["items"]["properties"]["match"]["properties"])),
     ("capture-rotate", c_list("policy/load/capture.c", "rkeys"),
      set(obj(P["capture"])["items"]["properties"]["rotate"]["properties"])),
+    ("ha", c_list("policy/load/ha.c", "keys", 2), set(obj(P["ha"])["properties"])),
+    ("ha-sync", c_list("policy/load/ha.c", "keys", 0), set(obj(P["ha"])["properties"]["sync"]["properties"])),
+    ("ha-virtual", c_list("policy/load/ha.c", "keys", 1),
+     set(obj(P["ha"])["properties"]["virtual"]["items"]["properties"])),
 ]
 nat = obj(P["nat"])["items"]["properties"]
 for kind, var in (("masquerade", "masq_keys"), ("snat", "snat_keys"), ("forward-port", "fwd_keys"),

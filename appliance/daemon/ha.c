@@ -1,0 +1,850 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The policy's ha: section in the daemon: keepalived and conntrackd,
+ * configured from the policy in force and supervised from the event loop.
+ *
+ * A load with ha: first prepares (ha_prepare: both programs installed,
+ * the configurations written beside the ones in force and keepalived's
+ * checked by `keepalived -t`); a failure there fails the load, so the
+ * policy in force and its pair stay as they are. Once the policy is
+ * enforced, ha_commit puts the new files in place and starts the daemons,
+ * tells keepalived to read its file again (SIGHUP) or restarts conntrackd
+ * (then asks the peer for the whole state, -n). Every file lives in one
+ * directory beside the control socket, so two appliances of one host never
+ * share one. The firewall is in force before the pair starts, and
+ * keepalived stops before conntrackd: a node hands its addresses over only
+ * with its state synchronised up to then.
+ *
+ * keepalived tells each change of state through a FIFO; on becoming master
+ * the node commits what the peer sent (conntrackd -c), flushes its caches,
+ * takes the kernel's table as its own and sends it to the peer in bulk; on
+ * becoming backup it shortens the kernel's timers of what it held and asks
+ * the new master for its state. Those commands run one at a time, in order,
+ * never blocking the loop. A daemon that exits is started again (1 s, then
+ * doubling up to 30 s; back to 1 s once it ran a minute); its output is
+ * nfbox's log, a line at a time.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <libgen.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/daemon_int.h"
+#include "daemon/report.h"
+#include "ha/config.h"
+#include "ha/parse.h"
+#include "ha/proc.h"
+#include "lib/log.h"
+
+#define STATS_EVERY 5   /* seconds between conntrackd -s */
+#define RETRY_MAX 30    /* seconds: the longest wait before a restart */
+#define STOP_MS 5000    /* a daemon's time to stop before SIGKILL */
+#define QUEUE_MAX 16
+
+#define OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+struct dha_proc {
+	const char *name;
+	struct proc p;
+	struct handler exit_h, out_h;
+	unsigned long restarts;
+	time_t started, retry_at;
+	unsigned backoff;
+	char last_exit[128]; /* "exit status 1" when it last ended, "" if never */
+	pid_t lingering;     /* the process group it left behind, until it is gone */
+	time_t exited;
+};
+
+/* A conntrackd client command: its output collected, done() called with
+ * its wait status once it exited. */
+struct dha_job {
+	struct proc p;
+	struct handler exit_h, out_h;
+	char text[4096];
+	struct proc_text out;
+	void (*done)(struct daemon *dm, int status);
+};
+
+/* conntrackd's client commands, run in order. */
+enum ha_cmd { CMD_COMMIT, CMD_FLUSH, CMD_RESYNC_KERNEL, CMD_BULK, CMD_SHORTEN, CMD_REQUEST };
+static const char *const cmd_args[][2] = {
+	[CMD_COMMIT] = { "-c", "commit the peer's state to the kernel" },
+	[CMD_FLUSH] = { "-f", "flush the caches" },
+	[CMD_RESYNC_KERNEL] = { "-R", "take the kernel's table as this node's" },
+	[CMD_BULK] = { "-B", "send it to the peer" },
+	[CMD_SHORTEN] = { "-t", "shorten the kernel's timers of the state it held" },
+	[CMD_REQUEST] = { "-n", "ask the peer for its whole state" },
+};
+
+struct dha {
+	struct ha_paths paths;
+	char keepalived_bin[PATH_MAX], conntrackd_bin[PATH_MAX];
+	const struct ha_conf *conf;  /* in force (in dm->cur.pol); NULL: no pair */
+	char source[PATH_MAX];       /* the policy it came from, for the files' heads */
+	struct prefix sync_addr;     /* family 0: not found yet */
+	char *kconf, *cconf;         /* the texts in force */
+	char *next_kconf;            /* prepared by ha_prepare */
+	char error[320];             /* why the pair does not run ("" if it does) */
+	struct dha_proc kd, cd;
+	struct handler fifo;
+	char fifo_buf[1024];
+	size_t fifo_len;
+	enum ha_role role, prev_role;
+	time_t role_since;
+	unsigned long transitions;
+	enum ha_role *inst;          /* per virtual address, as keepalived last told */
+	uint32_t ninst;
+	struct dha_job cmd;          /* the conntrackd command running */
+	enum ha_cmd running;
+	enum ha_cmd queue[QUEUE_MAX];
+	unsigned qn;
+	struct dha_job st;           /* conntrackd -s */
+	struct ha_sync_stats stats;
+	time_t stats_at, stats_next;
+};
+
+static struct dha *get(struct daemon *dm)
+{
+	if (!dm->ha && (dm->ha = calloc(1, sizeof(*dm->ha)))) {
+		struct dha *h = dm->ha;
+
+		h->kd.name = "keepalived";
+		h->cd.name = "conntrackd";
+		proc_init(&h->kd.p);
+		proc_init(&h->cd.p);
+		proc_init(&h->cmd.p);
+		proc_init(&h->st.p);
+		h->fifo.fd = -1;
+	}
+	return dm->ha;
+}
+
+/* ---- output of the daemons, into the log ---- */
+
+/* keepalived -l: "Fri Dec  4 15:25:42 2026: TEXT"; conntrackd:
+ * "[Fri Dec  4 15:25:56 2026] (pid=27541) [notice] TEXT". */
+static void log_line(const char *line, void *arg)
+{
+	const struct dha_proc *dp = arg;
+	enum log_level level = LOG_INFO;
+	const char *t = line, *e;
+
+	if (!*line)
+		return;
+	if (strlen(line) > 26 && line[24] == ':' && line[25] == ' ')
+		t = line + 26;
+	if (line[0] == '[' && (e = strstr(line, ") [")) && strchr(e + 3, ']')) {
+		const char *lvl = e + 3;
+
+		level = !strncmp(lvl, "ERROR", 5) ? LOG_ERR : !strncmp(lvl, "WARNING", 7) ? LOG_WARN : LOG_INFO;
+		t = strchr(lvl, ']') + 1;
+		t += *t == ' ';
+	} else if (strstr(t, "rror") || strstr(t, "WARNING")) {
+		level = LOG_WARN;
+	}
+	log_msg(level, "%s: %s", dp->name, t);
+}
+
+static void on_out(struct daemon *dm, struct handler *h, uint32_t events)
+{
+	struct dha_proc *dp = OF(h, struct dha_proc, out_h);
+
+	if (proc_read(&dp->p, log_line, dp))
+		daemon_unwatch(dm, h); /* closed by proc_read */
+}
+
+/* ---- starting and stopping ---- */
+
+static void on_exit_proc(struct daemon *dm, struct handler *h, uint32_t events);
+static void queue_cmds(struct daemon *dm, const enum ha_cmd *v, unsigned n);
+
+static int start_proc(struct daemon *dm, struct dha_proc *dp)
+{
+	struct dha *ha = dm->ha;
+	char *kd_argv[] = { ha->keepalived_bin, "-n", "-l", "-G", "-P", "-f", ha->paths.keepalived_conf, "-p",
+			    ha->paths.pid, "-r", ha->paths.vrrp_pid, NULL };
+	char *cd_argv[] = { ha->conntrackd_bin, "-C", ha->paths.conntrackd_conf, NULL };
+	bool is_kd = dp == &ha->kd;
+	int r;
+
+	if (!is_kd) {
+		/* A conntrackd killed by SIGKILL leaves its lock behind, and
+		 * would then refuse to start; this one is known to be gone. */
+		unlink(ha->paths.lock);
+		unlink(ha->paths.ctl);
+	}
+	if ((r = proc_start(&dp->p, is_kd ? kd_argv : cd_argv)) < 0) {
+		log_err("ha: cannot start %s: %s", dp->name, strerror(-r));
+		return r;
+	}
+	dp->started = time(NULL);
+	dp->exit_h = (struct handler){ .fd = dp->p.pidfd, .fn = on_exit_proc };
+	dp->out_h = (struct handler){ .fd = dp->p.out, .fn = on_out };
+	daemon_watch(dm, &dp->exit_h);
+	daemon_watch(dm, &dp->out_h);
+	if (is_kd) {
+		ha->role = HA_ROLE_STARTING;
+		for (uint32_t i = 0; i < ha->ninst; i++)
+			ha->inst[i] = HA_ROLE_STARTING;
+	} else {
+		/* keepalived's first notice runs conntrackd commands: wait
+		 * (briefly) for its control socket. */
+		for (int i = 0; i < 200 && access(ha->paths.ctl, F_OK) < 0 && dp->p.pid; i++)
+			usleep(10000);
+	}
+	log_info("ha: %s started, pid %d", dp->name, (int)dp->p.pid);
+	return 0;
+}
+
+static void unwatch_proc(struct daemon *dm, struct dha_proc *dp)
+{
+	if (dp->p.pidfd >= 0)
+		daemon_unwatch(dm, &dp->exit_h);
+	if (dp->p.out >= 0)
+		daemon_unwatch(dm, &dp->out_h);
+}
+
+static void stop_proc(struct daemon *dm, struct dha_proc *dp)
+{
+	if (!dp->p.pid)
+		return;
+	unwatch_proc(dm, dp);
+	proc_stop(&dp->p, STOP_MS, log_line, dp);
+	log_info("ha: %s stopped", dp->name);
+}
+
+static void set_role(struct daemon *dm, enum ha_role role, const char *why)
+{
+	struct dha *ha = dm->ha;
+	static const enum ha_cmd to_master[] = { CMD_COMMIT, CMD_FLUSH, CMD_RESYNC_KERNEL, CMD_BULK };
+	static const enum ha_cmd to_backup[] = { CMD_SHORTEN, CMD_REQUEST };
+
+	if (role == ha->role)
+		return;
+	ha->prev_role = ha->role;
+	ha->role = role;
+	ha->role_since = time(NULL);
+	ha->transitions++;
+	log_info("ha: %s -> %s (%s)", ha_role_name(ha->prev_role), ha_role_name(role), why);
+	if (role == HA_ROLE_MASTER)
+		queue_cmds(dm, to_master, 4);
+	else if (role == HA_ROLE_BACKUP)
+		queue_cmds(dm, to_backup, 2);
+	else if (role == HA_ROLE_FAULT)
+		queue_cmds(dm, to_backup, 1);
+}
+
+static void on_exit_proc(struct daemon *dm, struct handler *h, uint32_t events)
+{
+	struct dha_proc *dp = OF(h, struct dha_proc, exit_h);
+	struct dha *ha = dm->ha;
+	time_t now = time(NULL);
+	pid_t pgid;
+	int status;
+
+	daemon_unwatch(dm, h);
+	pgid = dp->p.pid;
+	status = proc_reap(&dp->p);
+	/* keepalived's VRRP process outlives a parent killed by SIGKILL: it
+	 * must go (its addresses with it) before another keepalived starts. */
+	if (pgid > 0 && kill(-pgid, SIGTERM) == 0)
+		dp->lingering = pgid;
+	dp->exited = now;
+	if (dp->p.out >= 0) {
+		daemon_unwatch(dm, &dp->out_h);
+		proc_drain(&dp->p, 200, log_line, dp);
+	}
+	proc_close(&dp->p);
+	proc_status_text(status, dp->last_exit, sizeof(dp->last_exit));
+	dp->backoff = now - dp->started >= 60 || !dp->backoff ? 1 : dp->backoff * 2 > RETRY_MAX ? RETRY_MAX : dp->backoff * 2;
+	dp->retry_at = now + dp->backoff;
+	log_err("ha: %s exited (%s); starting it again in %u s", dp->name, dp->last_exit, dp->backoff);
+	if (dp == &ha->kd)
+		set_role(dm, HA_ROLE_STOPPED, "keepalived exited");
+}
+
+/* ---- keepalived's notices ---- */
+
+static void notice(struct daemon *dm, const char *line)
+{
+	struct dha *ha = dm->ha;
+	struct ha_notice n;
+	char name[64];
+
+	if (!ha->conf || ha_parse_notice(line, &n) < 0)
+		return;
+	if (n.group) {
+		if (ha->conf->nvirt > 1)
+			set_role(dm, n.state, "keepalived: sync group");
+		return;
+	}
+	for (uint32_t i = 0; i < ha->ninst && i < ha->conf->nvirt; i++) {
+		ha_instance_name(&ha->conf->virt[i], name, sizeof(name));
+		if (strcmp(name, n.name))
+			continue;
+		ha->inst[i] = n.state;
+		if (ha->conf->nvirt == 1)
+			set_role(dm, n.state, "keepalived");
+	}
+}
+
+static void on_fifo(struct daemon *dm, struct handler *h, uint32_t events)
+{
+	struct dha *ha = dm->ha;
+	ssize_t n;
+
+	while ((n = read(h->fd, ha->fifo_buf + ha->fifo_len, sizeof(ha->fifo_buf) - 1 - ha->fifo_len)) > 0) {
+		char *s = ha->fifo_buf, *nl;
+
+		ha->fifo_len += (size_t)n;
+		ha->fifo_buf[ha->fifo_len] = '\0';
+		while ((nl = strchr(s, '\n'))) {
+			*nl = '\0';
+			notice(dm, s);
+			s = nl + 1;
+		}
+		ha->fifo_len -= (size_t)(s - ha->fifo_buf);
+		memmove(ha->fifo_buf, s, ha->fifo_len);
+		if (ha->fifo_len == sizeof(ha->fifo_buf) - 1)
+			ha->fifo_len = 0; /* no line is that long: drop it */
+	}
+}
+
+/* The FIFO is held open for reading and writing: it never reads an end
+ * when keepalived restarts. */
+static int open_fifo(struct daemon *dm)
+{
+	struct dha *ha = dm->ha;
+	struct stat st;
+
+	if (ha->fifo.fd >= 0)
+		return 0;
+	if (lstat(ha->paths.fifo, &st) == 0 && !S_ISFIFO(st.st_mode))
+		unlink(ha->paths.fifo);
+	if (mkfifo(ha->paths.fifo, 0600) < 0 && errno != EEXIST)
+		return -errno;
+	if ((ha->fifo.fd = open(ha->paths.fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0)
+		return -errno;
+	ha->fifo.fn = on_fifo;
+	return daemon_watch(dm, &ha->fifo);
+}
+
+static void close_fifo(struct daemon *dm)
+{
+	struct dha *ha = dm->ha;
+
+	if (ha->fifo.fd < 0)
+		return;
+	daemon_unwatch(dm, &ha->fifo);
+	close(ha->fifo.fd);
+	ha->fifo.fd = -1;
+	ha->fifo_len = 0;
+}
+
+/* ---- conntrackd's client commands ---- */
+
+static void on_job_out(struct daemon *dm, struct handler *h, uint32_t events)
+{
+	struct dha_job *j = OF(h, struct dha_job, out_h);
+
+	if (proc_read(&j->p, proc_text_line, &j->out))
+		daemon_unwatch(dm, h);
+}
+
+static void on_job_exit(struct daemon *dm, struct handler *h, uint32_t events)
+{
+	struct dha_job *j = OF(h, struct dha_job, exit_h);
+	int status;
+
+	daemon_unwatch(dm, h);
+	status = proc_reap(&j->p);
+	if (j->p.out >= 0) {
+		daemon_unwatch(dm, &j->out_h);
+		proc_drain(&j->p, 200, proc_text_line, &j->out);
+	}
+	proc_close(&j->p);
+	j->done(dm, status);
+}
+
+/* conntrackd -C CONF ARG; its separator of output lines sep. */
+static int job_start(struct daemon *dm, struct dha_job *j, const char *arg, const char *sep,
+		     void (*done)(struct daemon *, int))
+{
+	struct dha *ha = dm->ha;
+	char *argv[] = { ha->conntrackd_bin, "-C", ha->paths.conntrackd_conf, (char *)arg, NULL };
+	int r;
+
+	j->out = (struct proc_text){ .buf = j->text, .len = sizeof(j->text), .sep = sep };
+	j->text[0] = '\0';
+	j->done = done;
+	if ((r = proc_start(&j->p, argv)) < 0)
+		return r;
+	j->exit_h = (struct handler){ .fd = j->p.pidfd, .fn = on_job_exit };
+	j->out_h = (struct handler){ .fd = j->p.out, .fn = on_job_out };
+	daemon_watch(dm, &j->exit_h);
+	daemon_watch(dm, &j->out_h);
+	return 0;
+}
+
+static void job_stop(struct daemon *dm, struct dha_job *j)
+{
+	if (!j->p.pid)
+		return;
+	if (j->p.pidfd >= 0)
+		daemon_unwatch(dm, &j->exit_h);
+	if (j->p.out >= 0)
+		daemon_unwatch(dm, &j->out_h);
+	proc_stop(&j->p, 1000, NULL, NULL);
+}
+
+/* The commands of a change of role, one at a time, in order. */
+static void run_next_cmd(struct daemon *dm);
+
+static void cmd_done(struct daemon *dm, int status)
+{
+	struct dha *ha = dm->ha;
+	char how[128];
+
+	if (status) {
+		proc_status_text(status, how, sizeof(how));
+		log_warn("ha: conntrackd %s (%s) failed: %s%s%s", cmd_args[ha->running][0], cmd_args[ha->running][1], how,
+			 ha->cmd.text[0] ? ": " : "", ha->cmd.text);
+	} else {
+		log_info("ha: conntrackd %s: %s", cmd_args[ha->running][0], cmd_args[ha->running][1]);
+	}
+	run_next_cmd(dm);
+}
+
+static void run_next_cmd(struct daemon *dm)
+{
+	struct dha *ha = dm->ha;
+
+	while (ha->qn && !ha->cmd.p.pid) {
+		int r;
+
+		ha->running = ha->queue[0];
+		memmove(ha->queue, ha->queue + 1, --ha->qn * sizeof(ha->queue[0]));
+		if (!ha->cd.p.pid)
+			log_warn("ha: conntrackd is not running: cannot %s", cmd_args[ha->running][1]);
+		else if ((r = job_start(dm, &ha->cmd, cmd_args[ha->running][0], "; ", cmd_done)) < 0)
+			log_err("ha: cannot run conntrackd %s: %s", cmd_args[ha->running][0], strerror(-r));
+	}
+}
+
+/* A new change of role replaces what the last one still had to do. */
+static void queue_cmds(struct daemon *dm, const enum ha_cmd *v, unsigned n)
+{
+	struct dha *ha = dm->ha;
+
+	ha->qn = 0;
+	for (unsigned i = 0; i < n && ha->qn < QUEUE_MAX; i++)
+		ha->queue[ha->qn++] = v[i];
+	run_next_cmd(dm);
+}
+
+static void stop_cmds(struct daemon *dm)
+{
+	dm->ha->qn = 0;
+	job_stop(dm, &dm->ha->cmd);
+}
+
+/* conntrackd -s, every STATS_EVERY seconds. */
+static void stats_done(struct daemon *dm, int status)
+{
+	struct dha *ha = dm->ha;
+	struct ha_sync_stats s;
+
+	if (status == 0 && ha_parse_stats(ha->st.text, &s) == 0) {
+		ha->stats = s;
+		ha->stats_at = time(NULL);
+	}
+}
+
+static void stats_start(struct daemon *dm)
+{
+	struct dha *ha = dm->ha;
+
+	if (!ha->st.p.pid && ha->cd.p.pid && access(ha->paths.ctl, F_OK) == 0)
+		job_start(dm, &ha->st, "-s", "\n", stats_done);
+}
+
+/* ---- preparing a load ---- */
+
+/* Beside the control socket: /run/nfbox/nfbox-NAME.sock -> /run/nfbox/nfbox-NAME.ha */
+static int ha_dir(const struct daemon *dm, char *buf, size_t len)
+{
+	const char *s = dm->socket_path, *dot = strrchr(s, '.'), *slash = strrchr(s, '/');
+	size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - s) : strlen(s);
+
+	return snprintf(buf, len, "%.*s.ha", (int)stem, s) >= (int)len ? -ENAMETOOLONG : 0;
+}
+
+static bool same_prefix(const struct prefix *net, const struct prefix *a)
+{
+	struct prefix n = *net;
+
+	return n.family == a->family && policy_prefix_holds(&n, a);
+}
+
+/* This node's address on the sync link: the interface's address of the
+ * peer's family, one whose prefix holds the peer first. */
+static int find_sync_addr(const struct ha_conf *c, struct prefix *out, char *why, size_t len)
+{
+	struct ifaddrs *all, *i;
+	bool found = false, iface = false;
+
+	if (c->sync_addr.family) {
+		*out = c->sync_addr;
+		return 0;
+	}
+	if (getifaddrs(&all) < 0) {
+		snprintf(why, len, "cannot list the addresses: %s", strerror(errno));
+		return -errno;
+	}
+	for (i = all; i; i = i->ifa_next) {
+		struct prefix a = { 0 }, net = { 0 };
+		int fam = c->sync_peer.family == POLICY_FAM_IPV4 ? AF_INET : AF_INET6;
+
+		if (strcmp(i->ifa_name, c->sync_ifname))
+			continue;
+		iface = true;
+		if (!i->ifa_addr || i->ifa_addr->sa_family != fam || !i->ifa_netmask)
+			continue;
+		a.family = c->sync_peer.family;
+		if (fam == AF_INET) {
+			a.plen = 32;
+			memcpy(a.addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		} else {
+			a.plen = 128;
+			memcpy(a.addr, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+			if (a.addr[0] == 0xfe && (a.addr[1] & 0xc0) == 0x80)
+				continue; /* link-local: conntrackd binds a global one */
+		}
+		net = a;
+		net.plen = 0;
+		for (int b = 0; b < (fam == AF_INET ? 4 : 16); b++) {
+			uint8_t m = fam == AF_INET ? ((uint8_t *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr)[b]
+						   : ((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr.s6_addr[b];
+
+			net.plen = (uint8_t)(net.plen + __builtin_popcount(m));
+		}
+		if (!found || same_prefix(&net, &c->sync_peer)) {
+			*out = a;
+			found = true;
+			if (same_prefix(&net, &c->sync_peer))
+				break;
+		}
+	}
+	freeifaddrs(all);
+	if (!found) {
+		snprintf(why, len, iface ? "the sync interface %s has no %s address (the peer is %s): give it one, or set ha.sync.address"
+					 : "the sync interface %s is not there",
+			 c->sync_ifname, policy_family_name((enum policy_family)c->sync_peer.family),
+			 c->sync_peer.family == POLICY_FAM_IPV4 ? "IPv4" : "IPv6");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int write_file(const char *path, const char *text, char *why, size_t len)
+{
+	char tmp[PATH_MAX + 8];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if (!(f = fopen(tmp, "we")) || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) < 0) {
+		int r = -errno;
+
+		snprintf(why, len, "cannot write %s: %s", path, strerror(errno));
+		unlink(tmp);
+		return r ? r : -EIO;
+	}
+	return 0;
+}
+
+static int need_program(const char *name, char *out, struct diags *d)
+{
+	if (proc_find(name, out, PATH_MAX) == 0)
+		return 0;
+	return diag_fail(d, -ENOENT, "ha: needs %s, which is not installed (not on PATH): install the Debian package %s ('apt install %s'); the nfbox package recommends it",
+			 name, name, name);
+}
+
+int ha_prepare(struct daemon *dm, const struct policy *p, const char *source, struct diags *d)
+{
+	char dir[PATH_MAX], out[2048], next[PATH_MAX + 8];
+	struct dha *ha;
+	int r;
+
+	if (!p->ha.present)
+		return 0;
+	if (!(ha = get(dm)))
+		return diag_errno(d, -ENOMEM, "ha");
+	if ((r = need_program("keepalived", ha->keepalived_bin, d)) < 0 ||
+	    (r = need_program("conntrackd", ha->conntrackd_bin, d)) < 0)
+		return r;
+	if ((r = ha_dir(dm, dir, sizeof(dir))) < 0 || (r = ha_paths_init(&ha->paths, dir)) < 0)
+		return diag_errno(d, r, "ha: the directory beside %s", dm->socket_path);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return diag_errno(d, -errno, "ha: cannot make %s", dir);
+	free(ha->next_kconf);
+	if (!(ha->next_kconf = ha_keepalived_conf(&p->ha, &ha->paths, source)))
+		return diag_errno(d, -ENOMEM, "ha");
+	snprintf(next, sizeof(next), "%s.new", ha->paths.keepalived_conf);
+	if ((r = write_file(next, ha->next_kconf, out, sizeof(out))) < 0)
+		return diag_fail(d, r, "ha: %s", out);
+	{
+		char *argv[] = { ha->keepalived_bin, "-t", "-f", next, NULL };
+
+		r = proc_run(argv, 5000, out, sizeof(out));
+	}
+	if (r != 0) {
+		unlink(next);
+		if (r < 0)
+			return diag_errno(d, r, "ha: keepalived -t (the check of the configuration nfbox wrote)");
+		return diag_fail(d, -EINVAL, "ha: keepalived refuses the configuration nfbox wrote (keepalived -t, exit status %d): %s",
+				 r >> 8, out);
+	}
+	return 0;
+}
+
+void ha_abort(struct daemon *dm)
+{
+	char next[PATH_MAX + 8];
+
+	if (!dm->ha || !dm->ha->next_kconf)
+		return;
+	snprintf(next, sizeof(next), "%s.new", dm->ha->paths.keepalived_conf);
+	unlink(next);
+	free(dm->ha->next_kconf);
+	dm->ha->next_kconf = NULL;
+}
+
+/* ---- the policy in force ---- */
+
+static void stop_pair(struct daemon *dm)
+{
+	struct dha *ha = dm->ha;
+
+	if (!ha)
+		return;
+	stop_cmds(dm);
+	job_stop(dm, &ha->st);
+	stop_proc(dm, &ha->kd); /* first: the addresses go to the peer */
+	set_role(dm, HA_ROLE_STOPPED, "stopped");
+	stop_proc(dm, &ha->cd);
+	close_fifo(dm);
+}
+
+/* Whether what dp left behind is gone (after 5 s it is killed). */
+static bool gone(struct dha_proc *dp, time_t now)
+{
+	if (!dp->lingering)
+		return true;
+	if (kill(-dp->lingering, 0) < 0) {
+		dp->lingering = 0;
+		return true;
+	}
+	if (now - dp->exited >= 5)
+		kill(-dp->lingering, SIGKILL);
+	return false;
+}
+
+/* Start what is not running (and due): conntrackd, then keepalived. */
+static void ensure_running(struct daemon *dm)
+{
+	struct dha *ha = dm->ha;
+	time_t now = time(NULL);
+	char why[256];
+
+	if (!ha->conf)
+		return;
+	if (!ha->cconf) {
+		if (find_sync_addr(ha->conf, &ha->sync_addr, why, sizeof(why)) < 0) {
+			if (strcmp(ha->error, why))
+				log_err("ha: not started: %s; nfbox tries again every few seconds", why);
+			snprintf(ha->error, sizeof(ha->error), "not started: %s", why);
+			return;
+		}
+		if (!(ha->cconf = ha_conntrackd_conf(ha->conf, &ha->sync_addr, &ha->paths, ha->source)))
+			return;
+		if (write_file(ha->paths.conntrackd_conf, ha->cconf, why, sizeof(why)) < 0) {
+			log_err("ha: %s", why);
+			snprintf(ha->error, sizeof(ha->error), "%s", why);
+			free(ha->cconf);
+			ha->cconf = NULL;
+			return;
+		}
+	}
+	ha->error[0] = '\0';
+	if (!ha->cd.p.pid && now >= ha->cd.retry_at && gone(&ha->cd, now)) {
+		if (ha->cd.started)
+			ha->cd.restarts++;
+		if (start_proc(dm, &ha->cd) == 0 && ha->cd.restarts)
+			queue_cmds(dm, (const enum ha_cmd[]){ CMD_REQUEST }, 1);
+	}
+	if (!ha->kd.p.pid && now >= ha->kd.retry_at && ha->cd.p.pid && gone(&ha->kd, now)) {
+		if (ha->kd.started)
+			ha->kd.restarts++;
+		start_proc(dm, &ha->kd);
+	}
+}
+
+void ha_commit(struct daemon *dm, const struct policy *p, const char *source)
+{
+	struct dha *ha = dm->ha;
+	char next[PATH_MAX + 8], why[256];
+	bool k_changed, was;
+
+	if (!p->ha.present) {
+		if (ha && ha->conf) {
+			log_info("ha: the policy has no ha: section any more; stopping keepalived and conntrackd");
+			stop_pair(dm);
+			ha->conf = NULL;
+		}
+		return;
+	}
+	if (!ha)
+		return; /* ha_prepare failed, and the load with it */
+	was = ha->conf != NULL;
+	ha->conf = &p->ha;
+	snprintf(ha->source, sizeof(ha->source), "%s", source);
+	free(ha->inst);
+	ha->ninst = p->ha.nvirt;
+	ha->inst = calloc(ha->ninst ? ha->ninst : 1, sizeof(*ha->inst));
+	for (uint32_t i = 0; ha->inst && i < ha->ninst; i++)
+		ha->inst[i] = ha->kd.p.pid ? HA_ROLE_STARTING : HA_ROLE_STOPPED;
+	if (!ha->inst)
+		ha->ninst = 0;
+	snprintf(next, sizeof(next), "%s.new", ha->paths.keepalived_conf);
+	k_changed = !ha->kconf || strcmp(ha->kconf, ha->next_kconf);
+	if (rename(next, ha->paths.keepalived_conf) < 0)
+		log_err("ha: cannot put %s in place: %s", ha->paths.keepalived_conf, strerror(errno));
+	free(ha->kconf);
+	ha->kconf = ha->next_kconf;
+	ha->next_kconf = NULL;
+	/* conntrackd's file: written again from the (new) section; a change
+	 * restarts it, and it then asks the peer for the whole state. */
+	if (ha->cconf) {
+		struct prefix addr;
+		char *text = NULL;
+
+		if (find_sync_addr(&p->ha, &addr, why, sizeof(why)) == 0 &&
+		    (text = ha_conntrackd_conf(&p->ha, &addr, &ha->paths, source)) && strcmp(text, ha->cconf)) {
+			log_info("ha: conntrackd's configuration changed: restarting it");
+			stop_cmds(dm);
+			job_stop(dm, &ha->st);
+			stop_proc(dm, &ha->cd);
+			ha->cd.retry_at = 0;
+			free(ha->cconf);
+			ha->cconf = NULL;
+		}
+		free(text);
+	}
+	if (open_fifo(dm) < 0)
+		log_err("ha: cannot open keepalived's FIFO %s: %s", ha->paths.fifo, strerror(errno));
+	if (was && ha->kd.p.pid && k_changed) {
+		log_info("ha: keepalived's configuration changed: it reads it again (SIGHUP)");
+		kill(ha->kd.p.pid, SIGHUP);
+	}
+	ensure_running(dm);
+}
+
+void ha_tick(struct daemon *dm)
+{
+	struct dha *ha = dm->ha;
+	time_t now = time(NULL);
+
+	if (!ha || !ha->conf)
+		return;
+	ensure_running(dm);
+	if (now >= ha->stats_next) {
+		ha->stats_next = now + STATS_EVERY;
+		stats_start(dm);
+	}
+}
+
+void ha_stop_all(struct daemon *dm)
+{
+	struct dha *ha = dm->ha;
+
+	if (!ha)
+		return;
+	if (ha->conf)
+		stop_pair(dm);
+	ha->conf = NULL;
+}
+
+void ha_free(struct daemon *dm)
+{
+	struct dha *ha = dm->ha;
+
+	if (!ha)
+		return;
+	ha_stop_all(dm);
+	free(ha->kconf);
+	free(ha->cconf);
+	free(ha->next_kconf);
+	free(ha->inst);
+	free(ha);
+	dm->ha = NULL;
+}
+
+/* ---- reports ---- */
+
+int ha_report(struct daemon *dm, struct report_ha *out)
+{
+	struct dha *ha = dm->ha;
+	const struct dha_proc *ps[2];
+	char buf[64];
+
+	memset(out, 0, sizeof(*out));
+	if (!ha || !ha->conf)
+		return 0;
+	out->present = true;
+	out->role = ha_role_name(ha->role);
+	out->prev_role = ha_role_name(ha->prev_role);
+	out->since = ha->role_since;
+	out->transitions = ha->transitions;
+	out->priority = ha->conf->priority;
+	out->sync_ifname = ha->conf->sync_ifname;
+	policy_prefix_format(&ha->conf->sync_peer, out->peer, sizeof(out->peer));
+	if (ha->sync_addr.family)
+		policy_prefix_format(&ha->sync_addr, out->sync_addr, sizeof(out->sync_addr));
+	out->error = ha->error;
+	out->dirname = ha->paths.dir;
+	ps[0] = &ha->kd;
+	ps[1] = &ha->cd;
+	for (int i = 0; i < 2; i++) {
+		out->daemons[i].name = ps[i]->name;
+		out->daemons[i].pid = (int)ps[i]->p.pid;
+		out->daemons[i].restarts = ps[i]->restarts;
+		out->daemons[i].last_exit = ps[i]->last_exit;
+	}
+	out->stats = ha->stats;
+	out->stats_at = ha->stats_at;
+	if (!(out->virt = calloc(ha->conf->nvirt ? ha->conf->nvirt : 1, sizeof(*out->virt))))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < ha->conf->nvirt; i++) {
+		const struct ha_virtual *v = &ha->conf->virt[i];
+
+		ha_instance_name(v, out->virt[i].instance, sizeof(out->virt[i].instance));
+		policy_prefix_format(&v->addr, buf, sizeof(buf));
+		snprintf(out->virt[i].address, sizeof(out->virt[i].address), "%s", buf);
+		out->virt[i].ifname = v->ifname;
+		out->virt[i].id = v->id;
+		out->virt[i].state = ha_role_name(i < ha->ninst && ha->kd.p.pid ? ha->inst[i] : HA_ROLE_STOPPED);
+	}
+	out->nvirt = ha->conf->nvirt;
+	return 0;
+}

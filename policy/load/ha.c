@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Loader: the ha: section (one node of an active/backup pair), and the
+ * rules it adds so that the pair's own traffic passes whatever the
+ * operator's rules say: VRRP on the interfaces of the virtual addresses,
+ * conntrackd's sync messages (and, for an IPv6 peer, neighbour discovery)
+ * on the sync link. Those rules come first on the input and output hooks
+ * the policy declares, are marked implicit, and `nfbox validate` lists them.
+ */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "policy/load/load.h"
+#include "policy/syntax/parse.h"
+
+static const struct prefix vrrp_group4 = { .family = POLICY_FAM_IPV4, .plen = 32, .addr = { 224, 0, 0, 18 } };
+static const struct prefix vrrp_group6 = { .family = POLICY_FAM_IPV6, .plen = 128,
+					   .addr = { 0xff, 0x02, [15] = 0x12 } };
+
+/* "192.0.2.1/24": the address with all its bits, and the prefix length. */
+static bool ha_address(struct lx *x, const struct ynode *v, struct prefix *out)
+{
+	const char *slash = strchr(v->str, '/'), *why;
+	char addr[64];
+	struct prefix whole;
+	bool host_bits;
+
+	if (!slash) {
+		diag_error(x->d, v->loc, "'%s' needs its prefix length, as on the interface: e.g. '192.0.2.1/24'", v->str);
+		return false;
+	}
+	snprintf(addr, sizeof(addr), "%.*s", (int)(slash - v->str), v->str);
+	if (parse_prefix(v->str, &whole, &host_bits, &why) < 0 || parse_prefix(addr, out, &host_bits, &why) < 0) {
+		diag_error(x->d, v->loc, "'%s': %s", v->str, why);
+		return false;
+	}
+	out->plen = whole.plen;
+	out->loc = v->loc;
+	if (whole.family == POLICY_FAM_IPV4 && whole.plen < 31 &&
+	    (!memcmp(out->addr, whole.addr, 4) ||
+	     (((uint32_t)out->addr[0] << 24 | (uint32_t)out->addr[1] << 16 | (uint32_t)out->addr[2] << 8 | out->addr[3]) |
+	      (whole.plen ? 0xffffffffu >> whole.plen : 0xffffffffu)) ==
+		     ((uint32_t)out->addr[0] << 24 | (uint32_t)out->addr[1] << 16 | (uint32_t)out->addr[2] << 8 | out->addr[3]))) {
+		diag_error(x->d, v->loc, "'%s' is the %s address of its prefix, no address for a host", v->str,
+			   !memcmp(out->addr, whole.addr, 4) ? "network" : "broadcast");
+		return false;
+	}
+	if ((out->family == POLICY_FAM_IPV4 && out->addr[0] >= 224) || (out->family == POLICY_FAM_IPV6 && out->addr[0] == 0xff)) {
+		diag_error(x->d, v->loc, "'%s' is a multicast or reserved address; a virtual address is a unicast one", v->str);
+		return false;
+	}
+	return true;
+}
+
+/* One address, no prefix length (or a full one). */
+static bool ha_host(struct lx *x, const struct ynode *v, const char *what, struct prefix *out)
+{
+	const char *why;
+	bool host_bits;
+
+	if (parse_prefix(v->str, out, &host_bits, &why) < 0) {
+		diag_error(x->d, v->loc, "%s '%s': %s", what, v->str, why);
+		return false;
+	}
+	if (out->plen != (out->family == POLICY_FAM_IPV4 ? 32 : 128) || host_bits) {
+		diag_error(x->d, v->loc, "%s '%s' is one address, without a prefix length", what, v->str);
+		return false;
+	}
+	if ((out->family == POLICY_FAM_IPV4 && (out->addr[0] >= 224 || out->addr[0] == 0)) ||
+	    (out->family == POLICY_FAM_IPV6 && out->addr[0] == 0xff)) {
+		diag_error(x->d, v->loc, "%s '%s' is no unicast address", what, v->str);
+		return false;
+	}
+	out->loc = v->loc;
+	return true;
+}
+
+/* An interface: its name, or a group of exactly one interface. */
+static bool ha_ifname(struct lx *x, const struct ynode *v, const char *what, char *out)
+{
+	struct iface_group *g;
+
+	if (!lx_is(x, v, YNODE_SCALAR, what))
+		return false;
+	if ((g = lx_find_group(x, v->str))) {
+		g->used = true;
+		if (g->n != 1 || policy_ifname_wild(g->ifnames[0])) {
+			diag_error(x->d, v->loc, "group '%s' has %u interfaces%s; %s names one interface", v->str, g->n,
+				   g->n == 1 ? " (a wildcard)" : "", what);
+			return false;
+		}
+		strcpy(out, g->ifnames[0]);
+		return true;
+	}
+	if (!lx_check_ifname_in(x, v, false))
+		return false;
+	strcpy(out, v->str);
+	return true;
+}
+
+static bool iface_named(const struct iface_match *m, const char *ifname)
+{
+	for (uint32_t i = 0; i < m->n; i++)
+		if (!strcmp(m->ifnames[i], ifname))
+			return true;
+	return false;
+}
+
+/* Whether the policy names ifname anywhere: a group lists it, or a rule or
+ * NAT entry names it. */
+static bool iface_known(struct lx *x, const char *ifname)
+{
+	if (lx_group_member(x, ifname))
+		return true;
+	for (uint32_t i = 0; i < x->p->nrules; i++)
+		if (iface_named(&x->p->rules[i].in, ifname) || iface_named(&x->p->rules[i].out, ifname))
+			return true;
+	for (uint32_t i = 0; i < x->p->nnat; i++)
+		if (iface_named(&x->p->nat[i].in, ifname) || iface_named(&x->p->nat[i].out, ifname))
+			return true;
+	return false;
+}
+
+static bool side_reaches(const struct iface_match *m, const char *ifname)
+{
+	if (m->any)
+		return true;
+	for (uint32_t i = 0; i < m->n; i++)
+		if (policy_ifname_match(m->ifnames[i], ifname) != m->neg)
+			return true;
+	return m->neg && !m->n;
+}
+
+/* Traffic of family fam to or through ifname can pass at all: a hook that
+ * would carry it accepts by default or is not filtered, an accepting rule
+ * may take it in or out of ifname, or a NAT entry names it. */
+static bool vip_usable(struct lx *x, const struct ha_virtual *hv)
+{
+	const struct policy *p = x->p;
+
+	if (!p->hooks[POLICY_HOOK_FORWARD].present || p->hooks[POLICY_HOOK_FORWARD].def == POLICY_ACCEPT ||
+	    (p->hooks[POLICY_HOOK_INPUT].present && p->hooks[POLICY_HOOK_INPUT].def == POLICY_ACCEPT))
+		return true;
+	for (uint32_t i = 0; i < p->nrules; i++) {
+		const struct rule *r = &p->rules[i];
+
+		if (r->implicit || r->action != POLICY_ACCEPT || !(r->families & hv->addr.family) ||
+		    !(r->hooks & (1u << POLICY_HOOK_FORWARD | 1u << POLICY_HOOK_INPUT)))
+			continue;
+		if (side_reaches(&r->in, hv->ifname) || side_reaches(&r->out, hv->ifname))
+			return true;
+	}
+	for (uint32_t i = 0; i < p->nnat; i++)
+		if (iface_named(&p->nat[i].in, hv->ifname) || iface_named(&p->nat[i].out, hv->ifname))
+			return true;
+	return false;
+}
+
+static void ha_sync(struct lx *x, struct ha_conf *ha, const struct ynode *n)
+{
+	static const char *const keys[] = { "interface", "peer", "address", NULL };
+	const struct ynode *v, *peer;
+
+	if (!lx_is(x, n, YNODE_MAP, "ha.sync"))
+		return;
+	lx_check_keys(x, n, keys, "ha.sync");
+	if ((v = ynode_get(n, "interface")))
+		ha_ifname(x, v, "ha.sync.interface", ha->sync_ifname);
+	else if (!ynode_has(n, "interface"))
+		diag_error(x->d, n->loc, "ha.sync needs 'interface:' (the link to the other node, e.g. sync0)");
+	if ((peer = ynode_get(n, "peer")) && lx_is(x, peer, YNODE_SCALAR, "ha.sync.peer"))
+		ha_host(x, peer, "ha.sync.peer", &ha->sync_peer);
+	else if (!ynode_has(n, "peer"))
+		diag_error(x->d, n->loc, "ha.sync needs 'peer:' (the other node's address on the sync link)");
+	if ((v = ynode_get(n, "address")) && lx_is(x, v, YNODE_SCALAR, "ha.sync.address") &&
+	    ha_host(x, v, "ha.sync.address", &ha->sync_addr) && ha->sync_peer.family) {
+		if (ha->sync_addr.family != ha->sync_peer.family)
+			diag_error(x->d, v->loc, "ha.sync.address '%s' is %s, the peer %s: both ends of the sync link are of one family",
+				   v->str, policy_family_name((enum policy_family)ha->sync_addr.family),
+				   policy_family_name((enum policy_family)ha->sync_peer.family));
+		else if (!memcmp(ha->sync_addr.addr, ha->sync_peer.addr, 16))
+			diag_error(x->d, v->loc, "ha.sync.address is the peer's address; give this node's own");
+	}
+}
+
+static void ha_virtual_one(struct lx *x, struct ha_conf *ha, const struct ynode *n)
+{
+	static const char *const keys[] = { "interface", "address", "id", NULL };
+	const struct ynode *iface = ynode_get(n, "interface"), *addr = ynode_get(n, "address"), *id = ynode_get(n, "id");
+	struct ha_virtual *hv;
+	uint64_t num;
+	bool ok = true;
+
+	if (!lx_is(x, n, YNODE_MAP, "a virtual address"))
+		return;
+	lx_check_keys(x, n, keys, "a virtual address");
+	for (int i = 0; keys[i]; i++)
+		if (!ynode_has(n, keys[i])) {
+			diag_error(x->d, n->loc, "a virtual address needs 'interface:', 'address:' and 'id:', e.g. { interface: lan0, address: 192.0.2.1/24, id: 51 }");
+			return;
+		}
+	if (!(hv = LX_APPEND(x, ha->virt, ha->nvirt)))
+		return;
+	hv->loc = n->loc;
+	ok &= iface && ha_ifname(x, iface, "a virtual address", hv->ifname);
+	ok &= addr && lx_is(x, addr, YNODE_SCALAR, "address") && ha_address(x, addr, &hv->addr);
+	if (id && lx_uint(x, id, "a VRRP id", 1, 255, &num))
+		hv->id = (uint8_t)num;
+	else
+		ok = false;
+	if (!ok)
+		return;
+	if (!strcmp(hv->ifname, ha->sync_ifname))
+		diag_error(x->d, iface->loc, "'%s' is the sync interface; the sync link is its own, with no virtual address", hv->ifname);
+	else if (!iface_known(x, hv->ifname))
+		diag_error(x->d, iface->loc, "unknown interface '%s': no group lists it and no rule or NAT names it; list it in interfaces: (e.g. 'lan: [%s]')",
+			   hv->ifname, hv->ifname);
+	for (uint32_t i = 0; i + 1 < ha->nvirt; i++) {
+		const struct ha_virtual *o = &ha->virt[i];
+
+		if (o->id == hv->id && o->addr.family == hv->addr.family)
+			diag_error(x->d, id->loc, "VRRP id %u is also used on %s (line %u) for %s: each virtual address of a family needs its own id",
+				   hv->id, o->ifname, o->loc.line, policy_family_name((enum policy_family)o->addr.family));
+		if (o->addr.family == hv->addr.family && !memcmp(o->addr.addr, hv->addr.addr, 16))
+			diag_error(x->d, addr->loc, "virtual address '%s' is listed twice (line %u)", addr->str, o->loc.line);
+	}
+	if (ha->sync_peer.family == hv->addr.family && !memcmp(ha->sync_peer.addr, hv->addr.addr, 16))
+		diag_error(x->d, addr->loc, "'%s' is the sync peer's address; a virtual address belongs to neither node", addr->str);
+}
+
+/* A masquerade out of interfaces with virtual addresses takes them. */
+static void masquerade_vips(struct lx *x, struct nat_rule *nr)
+{
+	const struct ha_conf *ha = &x->p->ha;
+
+	for (uint32_t k = 0; nr->kind == NAT_MASQUERADE && k < ha->nvirt; k++) {
+		const struct ha_virtual *v = &ha->virt[k];
+		struct nat_vip *nv;
+		bool have = false;
+		char buf[64];
+
+		if (!iface_named(&nr->out, v->ifname) || !(nr->families & v->addr.family))
+			continue;
+		for (uint32_t i = 0; i < nr->nvips; i++)
+			have |= !strcmp(nr->vips[i].ifname, v->ifname) && nr->vips[i].addr.family == v->addr.family;
+		if (have || !(nv = LX_APPEND(x, nr->vips, nr->nvips)))
+			continue;
+		strcpy(nv->ifname, v->ifname);
+		nv->addr = v->addr;
+		nv->addr.plen = v->addr.family == POLICY_FAM_IPV4 ? 32 : 128;
+		policy_prefix_format(&nv->addr, buf, sizeof(buf));
+		diag_note(x->d, nr->loc,
+			  "masquerade out of %s takes its virtual address %s (snat to it): the kernel's masquerade forgets its flows when an address or a link goes away, and the peer would forget them with it",
+			  v->ifname, buf);
+	}
+}
+
+/* ---- the rules ha: adds ---- */
+
+
+static struct rule *implicit_rule(struct lx *x, struct rule **v, uint32_t *n, const char *name, enum policy_hook h,
+				  int proto)
+{
+	struct rule *r = LX_APPEND(x, *v, *n);
+
+	if (!r)
+		return NULL;
+	r->name = strdup(name);
+	r->loc = x->p->ha.loc;
+	r->hooks = (uint8_t)(1u << h);
+	r->in.any = r->out.any = r->from.any = r->to.any = r->service.any = r->sport.any = true;
+	r->from.families = r->to.families = POLICY_FAM_ANY;
+	r->proto = proto;
+	r->state = POLICY_CT_ALL;
+	r->action = POLICY_ACCEPT;
+	r->implicit = true;
+	r->comment = strdup("added by ha:");
+	return r;
+}
+
+static void iface_add(struct iface_match *m, const char *ifname)
+{
+	char(*v)[POLICY_IFNAMSIZ];
+
+	if (iface_named(m, ifname) || !(v = realloc(m->ifnames, (m->n + 1) * sizeof(*v))))
+		return;
+	m->ifnames = v;
+	strcpy(v[m->n++], ifname);
+	m->any = false;
+}
+
+static void addr_add(struct addr_match *m, const struct prefix *p)
+{
+	struct prefix *v = realloc(m->v, (m->n + 1) * sizeof(*v));
+
+	if (!v)
+		return;
+	m->v = v;
+	v[m->n++] = *p;
+	m->families = (uint8_t)((m->any ? 0 : m->families) | p->family);
+	m->any = false;
+}
+
+/* "what" as the operator would have written it, for plans and diffs. */
+static void describe_ifaces(struct iface_match *m)
+{
+	size_t len = 3;
+
+	for (uint32_t i = 0; i < m->n; i++)
+		len += strlen(m->ifnames[i]) + 2;
+	if (!(m->what = malloc(len)))
+		return;
+	strcpy(m->what, m->n == 1 ? "" : "[");
+	for (uint32_t i = 0; i < m->n; i++) {
+		if (i)
+			strcat(m->what, ", ");
+		strcat(m->what, m->ifnames[i]);
+	}
+	if (m->n != 1)
+		strcat(m->what, "]");
+}
+
+static void describe_addrs(struct addr_match *m)
+{
+	char buf[64];
+	size_t len = 3;
+
+	for (uint32_t i = 0; i < m->n; i++)
+		len += sizeof(buf) + 2;
+	if (!(m->what = malloc(len)))
+		return;
+	strcpy(m->what, m->n == 1 ? "" : "[");
+	for (uint32_t i = 0; i < m->n; i++) {
+		policy_prefix_format(&m->v[i], buf, sizeof(buf));
+		if (i)
+			strcat(m->what, ", ");
+		strcat(m->what, buf);
+	}
+	if (m->n != 1)
+		strcat(m->what, "]");
+}
+
+static void finish_rule(struct rule *r)
+{
+	if (!r->in.any)
+		describe_ifaces(&r->in);
+	if (!r->out.any)
+		describe_ifaces(&r->out);
+	if (!r->from.any)
+		describe_addrs(&r->from);
+	if (!r->to.any)
+		describe_addrs(&r->to);
+	r->families = r->from.families & r->to.families;
+	if (r->proto == IPPROTO_ICMPV6)
+		r->families &= POLICY_FAM_IPV6;
+}
+
+/* The rules of one hook (input: in, from the peer; output: out, to it). */
+static void implicit_hook(struct lx *x, struct rule **v, uint32_t *n, enum policy_hook h)
+{
+	const struct ha_conf *ha = &x->p->ha;
+	bool in = h == POLICY_HOOK_INPUT;
+	const char *dir = in ? "in" : "out";
+	char name[32];
+	struct rule *r;
+
+	snprintf(name, sizeof(name), "ha/vrrp-%s", dir);
+	if ((r = implicit_rule(x, v, n, name, h, HA_VRRP_PROTO))) {
+		for (uint32_t i = 0; i < ha->nvirt; i++) {
+			iface_add(in ? &r->in : &r->out, ha->virt[i].ifname);
+			if (!(r->to.families & ha->virt[i].addr.family) || r->to.any)
+				addr_add(&r->to, ha->virt[i].addr.family == POLICY_FAM_IPV4 ? &vrrp_group4 : &vrrp_group6);
+		}
+		finish_rule(r);
+	}
+	snprintf(name, sizeof(name), "ha/sync-%s", dir);
+	if ((r = implicit_rule(x, v, n, name, h, IPPROTO_UDP))) {
+		iface_add(in ? &r->in : &r->out, ha->sync_ifname);
+		addr_add(in ? &r->from : &r->to, &ha->sync_peer);
+		if ((r->service.v = calloc(1, sizeof(*r->service.v)))) {
+			r->service.v[0] = (struct port_range){ .proto = IPPROTO_UDP, .lo = HA_SYNC_PORT, .hi = HA_SYNC_PORT };
+			r->service.n = 1;
+			r->service.any = false;
+			r->service.what = strdup("udp/3780");
+		}
+		finish_rule(r);
+	}
+	if (ha->sync_peer.family != POLICY_FAM_IPV6)
+		return;
+	/* Neighbour discovery: without it an IPv6 sync link carries nothing. */
+	snprintf(name, sizeof(name), "ha/sync-nd-%s", dir);
+	if ((r = implicit_rule(x, v, n, name, h, IPPROTO_ICMPV6))) {
+		iface_add(in ? &r->in : &r->out, ha->sync_ifname);
+		if ((r->icmp_types = malloc(2))) {
+			r->icmp_types[0] = 135; /* neighbour solicitation */
+			r->icmp_types[1] = 136; /* neighbour advertisement */
+			r->nicmp = 2;
+		}
+		finish_rule(r);
+	}
+}
+
+/* Put the implicit rules before the operator's, and tell what they are.
+ * Their names have a '/', which no rule the operator writes can have. */
+static void add_implicit_rules(struct lx *x)
+{
+	struct policy *p = x->p;
+	struct rule *v = NULL, *all;
+	uint32_t n = 0;
+
+	for (int h = 0; h < POLICY_HOOK_MAX; h++)
+		if (h != POLICY_HOOK_FORWARD && p->hooks[h].present)
+			implicit_hook(x, &v, &n, (enum policy_hook)h);
+	if (!n)
+		return;
+	if (!(all = realloc(v, (n + p->nrules) * sizeof(*all)))) {
+		free(v);
+		return;
+	}
+	if (p->nrules)
+		memcpy(all + n, p->rules, p->nrules * sizeof(*all));
+	free(p->rules);
+	p->rules = all;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct rule *r = &all[i];
+		const char *dir = r->hooks & (1u << POLICY_HOOK_INPUT) ? "in" : "out";
+		const struct iface_match *side = r->hooks & (1u << POLICY_HOOK_INPUT) ? &r->in : &r->out;
+
+		diag_note(x->d, p->ha.loc, "ha: adds rule %s first on the %s hook: accept %s %s %s%s", r->name,
+			  policy_hook_names[r->hooks & (1u << POLICY_HOOK_INPUT) ? POLICY_HOOK_INPUT : POLICY_HOOK_OUTPUT],
+			  r->proto == HA_VRRP_PROTO ? "VRRP" : r->proto == IPPROTO_UDP ? "conntrackd's udp/3780" : "neighbour discovery",
+			  dir, side->what ? side->what : "?",
+			  r->proto == IPPROTO_UDP ? (r->hooks & (1u << POLICY_HOOK_INPUT) ? " from the peer" : " to the peer") : "");
+	}
+	p->nrules += n;
+}
+
+void load_ha(struct lx *x, const struct ynode *n, const struct ynode *key)
+{
+	static const char *const keys[] = { "priority", "sync", "virtual", "preempt-delay", NULL };
+	struct ha_conf *ha = &x->p->ha;
+	const struct ynode *v;
+	size_t errors = x->d->errors;
+	uint64_t num;
+
+	if (!n || !lx_is(x, n, YNODE_MAP, "ha"))
+		return;
+	lx_check_keys(x, n, keys, "ha");
+	ha->present = true;
+	ha->loc = key->loc;
+	ha->preempt_delay = 5;
+	if ((v = ynode_get(n, "priority"))) {
+		if (v->type == YNODE_SCALAR && !strcmp(v->str, "255"))
+			diag_error(x->d, v->loc, "priority 255 is VRRP's address owner, and neither node owns a virtual address: use 1..254 (the higher node is master)");
+		else if (lx_uint(x, v, "ha.priority", 1, 254, &num))
+			ha->priority = (uint8_t)num;
+	} else if (!ynode_has(n, "priority")) {
+		diag_error(x->d, n->loc, "ha needs 'priority:' (1..254; the node with the higher one is master, so the two differ)");
+	}
+	if ((v = ynode_get(n, "preempt-delay")) && lx_uint(x, v, "ha.preempt-delay (seconds)", 0, 1000, &num))
+		ha->preempt_delay = (uint32_t)num;
+	if ((v = ynode_get(n, "sync")))
+		ha_sync(x, ha, v);
+	else if (!ynode_has(n, "sync"))
+		diag_error(x->d, n->loc, "ha needs 'sync: { interface: IFNAME, peer: ADDRESS }' (the link conntrackd copies the state over)");
+	if (!(v = ynode_get(n, "virtual"))) {
+		if (!ynode_has(n, "virtual"))
+			diag_error(x->d, n->loc, "ha needs 'virtual:' (the addresses that move to the master, e.g. '- { interface: lan0, address: 192.0.2.1/24, id: 51 }')");
+	} else if (lx_is(x, v, YNODE_SEQ, "ha.virtual")) {
+		if (!v->nkids)
+			diag_error(x->d, v->loc, "ha.virtual is empty: a pair needs at least one virtual address");
+		for (size_t i = 0; i < v->nkids; i++)
+			ha_virtual_one(x, ha, v->kids[i]);
+	}
+	if (x->d->errors != errors || x->d->errors != x->errors0)
+		return;
+	for (uint32_t i = 0; i < ha->nvirt; i++) {
+		char buf[64];
+
+		if (vip_usable(x, &ha->virt[i]))
+			continue;
+		policy_prefix_format(&ha->virt[i].addr, buf, sizeof(buf));
+		diag_error(x->d, ha->virt[i].loc,
+			   "virtual address %s on %s would carry nothing: the forward hook drops by default and no rule accepts %s traffic in or out of %s, nor does NAT name it; add a rule with '%s' in 'in:' or 'out:'",
+			   buf, ha->virt[i].ifname, policy_family_name((enum policy_family)ha->virt[i].addr.family),
+			   ha->virt[i].ifname, ha->virt[i].ifname);
+	}
+	for (uint32_t i = 0; i < x->p->nnat; i++)
+		masquerade_vips(x, &x->p->nat[i]);
+	add_implicit_rules(x);
+}

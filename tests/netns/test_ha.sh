@@ -1,0 +1,317 @@
+#!/bin/bash
+# An HA pair (ha:): keepalived and conntrackd run by nfbox, with real
+# traffic through two switches (bridges) and a sync link (a third bridge):
+#
+#   client -- [brl] --+-- lan0 fw1 wan0 --+-- [brw] -- server
+#                     +-- lan0 fw2 wan0 --+
+#                         sync0 (fw1, fw2) on [brs]
+#
+# The client opens a TCP connection and a UDP flow to the server; after
+# that only the server sends, so a node without the flow's state drops
+# every packet and nothing from inside recreates it. The primary (fw1)
+# loses its links, or its whole namespace, or its nfbox is killed; the
+# flow goes on through fw2 with the server's packets accepted as
+# established, and comes back to fw1 when it returns. Each backend, with
+# masquerade and without. Without the sync link the same flow breaks at
+# failover (the test of the test). Also: the configurations nfbox writes
+# pass `keepalived -t` and conntrackd starts on them cleanly, each node's
+# files are its own, status and metrics show the pair, a daemon killed is
+# started again, a missing program is named with its package.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+NET=$PWD/tests/lib/net.py
+P=nfh$$
+SW=$P-sw C=$P-c S=$P-s
+TMP=$(mktemp -d /tmp/nfbox-ha.XXXXXX)
+declare -A PID=()
+
+cleanup() {
+	for n in 1 2; do [ -n "${PID[$n]:-}" ] && kill -9 "${PID[$n]}" 2>/dev/null; done
+	for ns in $P-f1 $P-f2 $SW $C $S; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
+	done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+for prog in keepalived conntrackd; do
+	command -v $prog >/dev/null || PATH=$PATH:/usr/sbin:/sbin
+	command -v $prog >/dev/null || { t_fail ha-programs "$prog is not installed (packaging/install-deps.sh installs it)"; t_done; }
+done
+
+mkns() {
+	ip netns add "$1" || return 1
+	ip -n "$1" link set lo up
+	ip netns exec "$1" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
+}
+port() { # NS IFNAME SWITCH-PORT BRIDGE
+	ip link add "$2" netns "$1" type veth peer name "$3" netns $SW || return 1
+	ip -n $SW link set "$3" master "$4" up
+	ip -n "$1" link set "$2" up
+}
+# The switches, the client and the server.
+topology() {
+	mkns $SW && mkns $C && mkns $S || return 1
+	for b in brl brw brs; do
+		ip -n $SW link add $b type bridge && ip -n $SW link set $b up || return 1
+	done
+	port $C c0 pc brl && port $S s0 ps brw || return 1
+	ip -n $C addr add 192.0.2.10/24 dev c0
+	ip -n $C route add default via 192.0.2.1
+	ip -n $S addr add 198.51.100.10/24 dev s0
+	ip -n $S route add default via 198.51.100.1
+}
+# Node N (1 or 2), its own addresses in the virtual ones' prefixes (so
+# that the kernel's masquerade would pick the node's own: nfbox makes it
+# take the virtual address, which the server must see).
+node() { # N
+	local ns=$P-f$1
+	mkns $ns || return 1
+	port $ns lan0 p$1l brl && port $ns wan0 p$1w brw && port $ns sync0 p$1s brs || return 1
+	ip -n $ns addr add 192.0.2.$((1 + $1))/24 dev lan0
+	ip -n $ns addr add 198.51.100.$((1 + $1))/24 dev wan0
+	ip -n $ns addr add 203.0.113.$1/30 dev sync0
+	ip netns exec $ns sysctl -qw net.ipv4.ip_forward=1
+}
+policy() { # N BACKEND NAT
+	local prio=$((200 - 50 * $1)) peer=203.0.113.$((3 - $1))
+	cat <<YAML
+version: 1
+interfaces:
+  lan: [lan0]
+  wan: [wan0]
+hooks:
+  input: { default: drop }
+  forward: { default: drop }
+  output: { default: drop }
+options: { backend: $2 }
+rules:
+  - { name: lan-out, in: lan, out: wan, action: accept }
+ha:
+  priority: $prio
+  preempt-delay: 1
+  sync: { interface: sync0, peer: $peer }
+  virtual:
+    - { interface: lan0, address: 192.0.2.1/24, id: 51 }
+    - { interface: wan0, address: 198.51.100.1/24, id: 52 }
+YAML
+	[ "$3" = masq ] && printf 'nat:\n  - masquerade: { out: wan }\n'
+}
+start() { # N BACKEND NAT
+	local d=$TMP/n$1
+	mkdir -p "$d"
+	policy "$1" "$2" "$3" >"$d/policy.yaml"
+	: >"$d/out"
+	ip netns exec $P-f$1 "$NFBOX" run --policy "$d/policy.yaml" --socket "$d/nfbox.sock" --state-dir "$d/state" \
+		--no-pin >>"$d/out" 2>>"$d/err" &
+	PID[$1]=$!
+	for _ in $(seq 100); do
+		grep -q '^ready$' "$d/out" && return 0
+		kill -0 "${PID[$1]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	return 1
+}
+ctl() { local n=$1; shift; "$NFBOX" "$1" --socket "$TMP/n$n/nfbox.sock" "${@:2}"; }
+# ha FIELD of node N's status (python expression on h = status["ha"]).
+ha() { ctl "$1" status --json 2>/dev/null | /usr/bin/python3 -c "import json,sys; h=json.load(sys.stdin)['ha']; print($2)" 2>/dev/null; }
+wait_role() { # N ROLE SECONDS
+	for _ in $(seq $((10 * $3))); do
+		[ "$(ha "$1" 'h["role"]')" = "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+plus() { awk -v t="$1" -v d="$2" 'BEGIN { printf "%.3f", t + d }'; }
+# Lines of PROTO the client received after time T: arrived PROTO T
+arrived() { awk -v p="$1" -v t="$2" '$1 == p && $2 > t { n++ } END { print n + 0 }' "$TMP/watch" 2>/dev/null || echo 0; }
+# The longest time no udp line arrived, from T on.
+gap() { awk -v t="$1" '$1 == "udp" && $2 > t - 1 { if (last && $2 - last > g) g = $2 - last; last = $2 } END { printf "%.1f", g }' "$TMP/watch"; }
+# Wait until both flows delivered 10 lines after T (SECONDS at most).
+flows_after() { # T SECONDS
+	for _ in $(seq $((10 * $2))); do
+		[ "$(arrived tcp "$1")" -ge 10 ] && [ "$(arrived udp "$1")" -ge 10 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+established() { # N: packets the node accepted as established
+	ctl "$1" stats --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["established"]["packets"])'
+}
+stop_node() { # N: a clean stop
+	[ -n "${PID[$1]:-}" ] || return 0
+	kill -TERM "${PID[$1]}" 2>/dev/null
+	for _ in $(seq 100); do kill -0 "${PID[$1]}" 2>/dev/null || break; sleep 0.1; done
+	kill -9 "${PID[$1]}" 2>/dev/null
+	wait "${PID[$1]}" 2>/dev/null
+	PID[$1]=
+}
+teardown() {
+	stop_node 1
+	stop_node 2
+	for ns in $P-f1 $P-f2 $SW $C $S; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
+	done
+	rm -rf "$TMP"/n1 "$TMP"/n2 "$TMP"/watch "$TMP"/serve
+}
+
+# scenario NAME BACKEND NAT FAILURE(links|netns|crash) SYNC(sync|nosync)
+scenario() {
+	local name=$1 backend=$2 nat=$3 how=$4 sync=$5 t0 est0 saw
+	topology && node 1 && node 2 || { t_fail "$name-setup" "cannot build the namespaces"; teardown; return; }
+	if [ "$sync" = nosync ]; then
+		ip -n $SW link set p1s down
+		ip -n $SW link set p2s down
+	fi
+	start 1 "$backend" "$nat" && start 2 "$backend" "$nat" ||
+		{ t_fail "$name-start" "$(cat "$TMP"/n*/err | grep -v note | tail -5)"; teardown; return; }
+	# fw2 would be master 3.6 s after its start if it did not hear fw1
+	# (VRRP blocked, say): it must still be backup after that.
+	wait_role 1 master 15 && sleep 2 && [ "$(ha 2 'h["role"]')" = backup ] && [ "$(ha 1 'h["role"]')" = master ] ||
+		{ t_fail "$name-elect" "fw1 $(ha 1 'h["role"]'), fw2 $(ha 2 'h["role"]')"; teardown; return; }
+	(ip netns exec $S "$NET" push-serve 5000 70 >"$TMP/serve" 2>&1 &)
+	for _ in $(seq 50); do ip netns exec $S ss -lntu | grep -q ':5000 ' && break; sleep 0.1; done
+	(ip netns exec $C "$NET" push-watch 198.51.100.10 5000 65 "$TMP/watch" >/dev/null 2>&1 &)
+	if ! flows_after 0 5; then
+		t_fail "$name-flow" "no traffic through fw1: $(cat "$TMP/serve")"
+		teardown
+		return
+	fi
+	saw=$(awk '/^peer tcp/ { print $3 }' "$TMP/serve")
+	[ "$saw" = "$([ "$nat" = masq ] && echo 198.51.100.1 || echo 192.0.2.10)" ] && t_ok "$name-source" ||
+		t_fail "$name-source" "the server saw $saw"
+	if [ "$sync" = sync ]; then
+		# fw2 holds both connections before fw1 fails.
+		for _ in $(seq 150); do [ "$(ha 2 'h["sync"]["from_peer"]')" -ge 2 ] 2>/dev/null && break; sleep 0.1; done
+		[ "$(ha 2 'h["sync"]["from_peer"]')" -ge 2 ] 2>/dev/null && t_ok "$name-synced" ||
+			t_fail "$name-synced" "fw2's external cache: $(ha 2 'h["sync"]')"
+	fi
+	est0=$(established 2)
+	t0=$(date +%s.%N)
+	case $how in
+	links) ip -n $SW link set p1l down; ip -n $SW link set p1w down ;;
+	netns)
+		{ ip netns pids $P-f1 | xargs -r kill -9; wait "${PID[1]}"; } 2>/dev/null
+		ip netns del $P-f1
+		PID[1]= ;;
+	crash) kill -9 "${PID[1]}"; wait "${PID[1]}" 2>/dev/null; PID[1]= ;;
+	esac
+	wait_role 2 master 10 || t_fail "$name-takeover" "fw2 is $(ha 2 'h["role"]')"
+	if [ "$sync" = nosync ]; then
+		# The test of the test: fw2 is master, but without the state the
+		# server's packets are new ones from outside, and dropped.
+		sleep 12
+		if [ "$(arrived tcp "$(plus "$t0" 1)")" -eq 0 ] && [ "$(arrived udp "$(plus "$t0" 1)")" -eq 0 ]; then
+			t_ok "$name-breaks-without-sync"
+		else
+			t_fail "$name-breaks-without-sync" "tcp $(arrived tcp "$(plus "$t0" 1)"), udp $(arrived udp "$(plus "$t0" 1)") lines arrived after the failover"
+		fi
+		teardown
+		return
+	fi
+	if flows_after "$(plus "$t0" 1)" 20; then
+		t_ok "$name-failover (udp stopped for $(gap "$t0") s)"
+	else
+		t_fail "$name-failover" "after the failover: tcp $(arrived tcp "$t0"), udp $(arrived udp "$t0") lines; fw2: $(grep -c . "$TMP/n2/err") log lines"
+		tail -5 "$TMP/n2/err"
+	fi
+	[ "$(established 2)" -gt "$est0" ] && t_ok "$name-established-on-backup" ||
+		t_fail "$name-established-on-backup" "fw2 accepted no packet as established"
+	if [ "$how" = crash ]; then
+		# keepalived and conntrackd went with the nfbox that ran them.
+		sleep 1
+		left=$(ip netns pids $P-f1 | xargs -r ps -o comm= -p 2>/dev/null | grep -cE 'keepalived|conntrackd')
+		[ "$left" -eq 0 ] && t_ok "$name-daemons-follow-nfbox" || t_fail "$name-daemons-follow-nfbox" "$left left running"
+	fi
+	# Failback: fw1 comes back and takes over again (preempt-delay 1).
+	case $how in
+	links) ip -n $SW link set p1l up; ip -n $SW link set p1w up ;;
+	netns) node 1 && start 1 "$backend" "$nat" || t_fail "$name-restart" "$(tail -3 "$TMP/n1/err")" ;;
+	crash) rm -f "$TMP/n1/out"; start 1 "$backend" "$nat" || t_fail "$name-restart" "$(tail -3 "$TMP/n1/err")" ;;
+	esac
+	if wait_role 1 master 20; then
+		t0=$(date +%s.%N)
+		flows_after "$(plus "$t0" 1)" 20 && t_ok "$name-failback" ||
+			t_fail "$name-failback" "after fw1 came back: tcp $(arrived tcp "$t0"), udp $(arrived udp "$t0") lines"
+	else
+		t_fail "$name-failback" "fw1 is $(ha 1 'h["role"]'), fw2 $(ha 2 'h["role"]')"
+	fi
+	[ -n "${EXTRA:-}" ] && $EXTRA
+	teardown
+}
+
+# ---- what the first scenario checks besides: files, status, metrics, supervision ----
+checks() {
+	local d1 d2 pid
+	d1=$(ha 1 'h["directory"]')
+	d2=$(ha 2 'h["directory"]')
+	[ -n "$d1" ] && [ "$d1" != "$d2" ] && [ -f "$d1/keepalived.conf" ] && [ -f "$d2/conntrackd.conf" ] &&
+		t_ok files-per-node || t_fail files-per-node "fw1 $d1, fw2 $d2"
+	case "$d1" in "$TMP"/n1/*) t_ok files-beside-socket ;; *) t_fail files-beside-socket "$d1" ;; esac
+	ip netns exec $P-f1 keepalived -t -f "$d1/keepalived.conf" >"$TMP/ktest" 2>&1 && t_ok keepalived-config-test ||
+		t_fail keepalived-config-test "$(head -5 "$TMP/ktest")"
+	! grep -E 'error: (conntrackd|keepalived):' "$TMP"/n*/err && grep -q 'conntrackd: initialization completed' "$TMP/n1/err" &&
+		t_ok conntrackd-clean-start || t_fail conntrackd-clean-start "$(grep conntrackd "$TMP/n1/err" | head -5)"
+	[ "$(host_files)" = "$HOST_FILES" ] && t_ok no-host-files || t_fail no-host-files "now: $(host_files)"
+	ctl 1 status >"$TMP/status"
+	grep -qE '^ha: +master since .* was backup' "$TMP/status" && grep -q 'peer 203.0.113.2 over sync0' "$TMP/status" &&
+		grep -qE 'sync: [0-9]+ connections held' "$TMP/status" && t_ok status-text || t_fail status-text "$(grep -A8 '^ha:' "$TMP/status")"
+	ctl 1 metrics >"$TMP/metrics"
+	grep -q '^nfbox_ha_role{role="master"} 1$' "$TMP/metrics" && grep -q '^nfbox_ha_transitions_total [1-9]' "$TMP/metrics" &&
+		grep -qE '^nfbox_ha_sync_messages_total\{direction="sent"\} [1-9]' "$TMP/metrics" && t_ok metrics ||
+		t_fail metrics "$(grep nfbox_ha "$TMP/metrics" | head)"
+	# A daemon that dies is started again; fw2 goes back to backup.
+	pid=$(ha 2 'h["conntrackd"]["pid"]')
+	kill -9 "$pid"
+	for _ in $(seq 80); do [ "$(ha 2 'h["conntrackd"]["restarts"]')" = 1 ] && [ "$(ha 2 'h["conntrackd"]["pid"]')" != 0 ] && break; sleep 0.1; done
+	[ "$(ha 2 'h["conntrackd"]["restarts"]')" = 1 ] && [ "$(ha 2 'h["conntrackd"]["pid"]')" != 0 ] &&
+		grep -q 'conntrackd exited (killed by signal 9' "$TMP/n2/err" && t_ok conntrackd-restarted ||
+		t_fail conntrackd-restarted "$(ha 2 'h["conntrackd"]')"
+	pid=$(ha 2 'h["keepalived"]["pid"]')
+	kill -9 "$pid"
+	for _ in $(seq 80); do [ "$(ha 2 'h["keepalived"]["restarts"]')" = 1 ] && [ "$(ha 2 'h["role"]')" = backup ] && break; sleep 0.1; done
+	[ "$(ha 2 'h["keepalived"]["restarts"]')" = 1 ] && [ "$(ha 2 'h["role"]')" = backup ] && t_ok keepalived-restarted ||
+		t_fail keepalived-restarted "$(ha 2 'h["keepalived"]'), role $(ha 2 'h["role"]')"
+	# A clean stop takes both daemons along.
+	pid=$(ha 1 'h["keepalived"]["pid"]')
+	stop_node 1
+	! kill -0 "$pid" 2>/dev/null && [ ! -e "$d1/conntrackd.lock" ] && t_ok clean-stop || t_fail clean-stop "keepalived $pid still runs"
+}
+
+# The daemons' default files: nfbox names its own, so these never appear.
+host_files() { ls -d /run/keepalived* /var/run/keepalived* /var/run/conntrackd* /var/lock/conntrack* /tmp/keepalived* 2>/dev/null | tr '\n' ' '; }
+HOST_FILES=$(host_files)
+# HA_ONLY=NAME runs one scenario (and the missing-program cases).
+run() { [ -z "${HA_ONLY:-}" ] || [ "$HA_ONLY" = "$1" ] && scenario "$@"; }
+EXTRA=checks run bpf-plain-links bpf plain links sync
+run bpf-masq-netns bpf masq netns sync
+run nft-masq-links nftables masq links sync
+run nft-plain-netns nftables plain netns sync
+run bpf-plain-crash bpf plain crash sync
+run bpf-nosync bpf plain links nosync
+run nft-nosync nftables masq links nosync
+
+# ---- a program missing: the error names its package ----
+mkdir -p "$TMP/bin"
+ln -s "$(command -v conntrackd)" "$TMP/bin/conntrackd"
+mkns $P-f1 && ip -n $P-f1 link add sync0 type veth peer name lan0 && ip -n $P-f1 link add wan0 type veth peer name x0
+mkdir -p "$TMP/n1"
+policy 1 bpf plain >"$TMP/n1/policy.yaml"
+ip netns exec $P-f1 env PATH="$TMP/bin" "$NFBOX" run --policy "$TMP/n1/policy.yaml" --socket "$TMP/n1/nfbox.sock" --no-pin \
+	--state-dir "$TMP/n1/state" >/dev/null 2>"$TMP/missing"
+rc=$?
+[ $rc -ne 0 ] && grep -q "needs keepalived, which is not installed.*apt install keepalived" "$TMP/missing" &&
+	t_ok missing-keepalived-named || t_fail missing-keepalived-named "exit $rc: $(grep -v note "$TMP/missing" | tail -3)"
+rm "$TMP/bin/conntrackd"
+ln -s "$(command -v keepalived)" "$TMP/bin/keepalived"
+ip netns exec $P-f1 env PATH="$TMP/bin" "$NFBOX" run --policy "$TMP/n1/policy.yaml" --socket "$TMP/n1/nfbox.sock" --no-pin \
+	--state-dir "$TMP/n1/state" >/dev/null 2>"$TMP/missing"
+rc=$?
+[ $rc -ne 0 ] && grep -q "needs conntrackd, which is not installed.*apt install conntrackd" "$TMP/missing" &&
+	t_ok missing-conntrackd-named || t_fail missing-conntrackd-named "exit $rc: $(grep -v note "$TMP/missing" | tail -3)"
+t_done
