@@ -251,7 +251,11 @@ struct ha_conf {
 	uint8_t priority;            /* 1..254: the higher node is master */
 	uint32_t preempt_delay;      /* seconds a node that returns waits before taking over */
 	char sync_ifname[POLICY_IFNAMSIZ];
-	struct prefix sync_peer;     /* the other node's address on the sync link */
+	/* The other node's address on the sync link; or both nodes' (two),
+	 * the one this node has being its own, so that the two nodes'
+	 * policies differ only in priority. */
+	struct prefix sync_peers[2];
+	uint8_t npeers;
 	struct prefix sync_addr;     /* this node's; family 0: found on the interface at start */
 	struct ha_virtual *virt;
 	uint32_t nvirt;

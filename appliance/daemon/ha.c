@@ -45,6 +45,7 @@
 #include "ha/parse.h"
 #include "ha/proc.h"
 #include "lib/log.h"
+#include "system/files.h"
 
 #define STATS_EVERY 5   /* seconds between conntrackd -s */
 #define RETRY_MAX 30    /* seconds: the longest wait before a restart */
@@ -91,7 +92,7 @@ struct dha {
 	char keepalived_bin[PATH_MAX], conntrackd_bin[PATH_MAX];
 	const struct ha_conf *conf;  /* in force (in dm->cur.pol); NULL: no pair */
 	char source[PATH_MAX];       /* the policy it came from, for the files' heads */
-	struct prefix sync_addr;     /* family 0: not found yet */
+	struct prefix sync_addr, sync_peer; /* this node's and the peer's; family 0: not found yet */
 	char *kconf, *cconf;         /* the texts in force */
 	char *next_kconf;            /* prepared by ha_prepare */
 	char error[320];             /* why the pair does not run ("" if it does) */
@@ -220,6 +221,7 @@ static void stop_proc(struct daemon *dm, struct dha_proc *dp)
 		return;
 	unwatch_proc(dm, dp);
 	proc_stop(&dp->p, STOP_MS, log_line, dp);
+	dp->started = 0; /* its next start is no restart */
 	log_info("ha: %s stopped", dp->name);
 }
 
@@ -496,64 +498,92 @@ static bool same_prefix(const struct prefix *net, const struct prefix *a)
 	return n.family == a->family && policy_prefix_holds(&n, a);
 }
 
-/* This node's address on the sync link: the interface's address of the
- * peer's family, one whose prefix holds the peer first. */
-static int find_sync_addr(const struct ha_conf *c, struct prefix *out, char *why, size_t len)
+/* An interface address (getifaddrs) as a prefix of its own length. */
+static bool if_prefix(const struct ifaddrs *i, uint8_t family, struct prefix *a, struct prefix *net)
 {
+	int fam = family == POLICY_FAM_IPV4 ? AF_INET : AF_INET6;
+	const uint8_t *m;
+	size_t n = fam == AF_INET ? 4 : 16;
+
+	if (!i->ifa_addr || i->ifa_addr->sa_family != fam || !i->ifa_netmask)
+		return false;
+	memset(a, 0, sizeof(*a));
+	a->family = family;
+	a->plen = (uint8_t)(8 * n);
+	memcpy(a->addr, fam == AF_INET ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
+				       : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, n);
+	if (fam == AF_INET6 && a->addr[0] == 0xfe && (a->addr[1] & 0xc0) == 0x80)
+		return false; /* link-local: conntrackd binds a global one */
+	m = fam == AF_INET ? (const uint8_t *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr
+			   : ((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr.s6_addr;
+	*net = *a;
+	net->plen = 0;
+	for (size_t b = 0; b < n; b++)
+		net->plen = (uint8_t)(net->plen + __builtin_popcount(m[b]));
+	return true;
+}
+
+static bool same_addr(const struct prefix *a, const struct prefix *b)
+{
+	return a->family == b->family && !memcmp(a->addr, b->addr, 16);
+}
+
+/* This node's address on the sync link and the peer's. One peer: this
+ * node's is ha.sync.address, or the interface's address of the peer's
+ * family, one whose prefix holds the peer first. Two (both nodes'): the
+ * one this node has is its own. */
+static int resolve_sync(const struct ha_conf *c, struct prefix *local, struct prefix *peer, char *why, size_t len)
+{
+	const struct prefix *p = c->sync_peers;
 	struct ifaddrs *all, *i;
 	bool found = false, iface = false;
+	char a0[64], a1[64];
 
+	*peer = p[0];
 	if (c->sync_addr.family) {
-		*out = c->sync_addr;
+		*local = c->sync_addr;
+		if (c->npeers == 2)
+			*peer = same_addr(&p[0], local) ? p[1] : p[0];
 		return 0;
 	}
 	if (getifaddrs(&all) < 0) {
 		snprintf(why, len, "cannot list the addresses: %s", strerror(errno));
 		return -errno;
 	}
-	for (i = all; i; i = i->ifa_next) {
-		struct prefix a = { 0 }, net = { 0 };
-		int fam = c->sync_peer.family == POLICY_FAM_IPV4 ? AF_INET : AF_INET6;
+	for (i = all; i && !(found && c->npeers == 2); i = i->ifa_next) {
+		struct prefix a, net;
 
 		if (strcmp(i->ifa_name, c->sync_ifname))
 			continue;
 		iface = true;
-		if (!i->ifa_addr || i->ifa_addr->sa_family != fam || !i->ifa_netmask)
+		if (!if_prefix(i, p[0].family, &a, &net))
 			continue;
-		a.family = c->sync_peer.family;
-		if (fam == AF_INET) {
-			a.plen = 32;
-			memcpy(a.addr, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
-		} else {
-			a.plen = 128;
-			memcpy(a.addr, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
-			if (a.addr[0] == 0xfe && (a.addr[1] & 0xc0) == 0x80)
-				continue; /* link-local: conntrackd binds a global one */
-		}
-		net = a;
-		net.plen = 0;
-		for (int b = 0; b < (fam == AF_INET ? 4 : 16); b++) {
-			uint8_t m = fam == AF_INET ? ((uint8_t *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr)[b]
-						   : ((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr.s6_addr[b];
-
-			net.plen = (uint8_t)(net.plen + __builtin_popcount(m));
-		}
-		if (!found || same_prefix(&net, &c->sync_peer)) {
-			*out = a;
+		if (c->npeers == 2) {
+			if ((found = same_addr(&a, &p[0]) || same_addr(&a, &p[1]))) {
+				*local = a;
+				*peer = same_addr(&a, &p[0]) ? p[1] : p[0];
+			}
+		} else if (!found || same_prefix(&net, &p[0])) {
+			*local = a;
 			found = true;
-			if (same_prefix(&net, &c->sync_peer))
+			if (same_prefix(&net, &p[0]))
 				break;
 		}
 	}
 	freeifaddrs(all);
-	if (!found) {
-		snprintf(why, len, iface ? "the sync interface %s has no %s address (the peer is %s): give it one, or set ha.sync.address"
-					 : "the sync interface %s is not there",
-			 c->sync_ifname, policy_family_name((enum policy_family)c->sync_peer.family),
-			 c->sync_peer.family == POLICY_FAM_IPV4 ? "IPv4" : "IPv6");
-		return -ENOENT;
-	}
-	return 0;
+	if (found)
+		return 0;
+	policy_prefix_format(&p[0], a0, sizeof(a0));
+	policy_prefix_format(&p[1], a1, sizeof(a1));
+	if (!iface)
+		snprintf(why, len, "the sync interface %s is not there", c->sync_ifname);
+	else if (c->npeers == 2)
+		snprintf(why, len, "the sync interface %s has neither %s nor %s (ha.sync.peer lists both nodes' addresses: this node must have one)",
+			 c->sync_ifname, a0, a1);
+	else
+		snprintf(why, len, "the sync interface %s has no %s address (the peer is %s): give it one, or set ha.sync.address",
+			 c->sync_ifname, policy_family_name((enum policy_family)p[0].family), a0);
+	return -ENOENT;
 }
 
 static int write_file(const char *path, const char *text, char *why, size_t len)
@@ -583,6 +613,7 @@ static int need_program(const char *name, char *out, struct diags *d)
 int ha_prepare(struct daemon *dm, const struct policy *p, const char *source, struct diags *d)
 {
 	char dir[PATH_MAX], out[2048], next[PATH_MAX + 8];
+	struct stat st;
 	struct dha *ha;
 	int r;
 
@@ -597,6 +628,12 @@ int ha_prepare(struct daemon *dm, const struct policy *p, const char *source, st
 		return diag_errno(d, r, "ha: the directory beside %s", dm->socket_path);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return diag_errno(d, -errno, "ha: cannot make %s", dir);
+	/* keepalived and conntrackd write there as root: it must be a
+	 * directory of root's that no one else may write, not a link. */
+	if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return diag_fail(d, -ENOTDIR, "ha: %s is not a directory; remove it, nfbox makes it", dir);
+	if ((r = files_check_dir(dir, out, sizeof(out))) < 0)
+		return diag_fail(d, r, "ha: %s", out);
 	free(ha->next_kconf);
 	if (!(ha->next_kconf = ha_keepalived_conf(&p->ha, &ha->paths, source)))
 		return diag_errno(d, -ENOMEM, "ha");
@@ -670,13 +707,13 @@ static void ensure_running(struct daemon *dm)
 	if (!ha->conf)
 		return;
 	if (!ha->cconf) {
-		if (find_sync_addr(ha->conf, &ha->sync_addr, why, sizeof(why)) < 0) {
+		if (resolve_sync(ha->conf, &ha->sync_addr, &ha->sync_peer, why, sizeof(why)) < 0) {
 			if (strcmp(ha->error, why))
 				log_err("ha: not started: %s; nfbox tries again every few seconds", why);
 			snprintf(ha->error, sizeof(ha->error), "not started: %s", why);
 			return;
 		}
-		if (!(ha->cconf = ha_conntrackd_conf(ha->conf, &ha->sync_addr, &ha->paths, ha->source)))
+		if (!(ha->cconf = ha_conntrackd_conf(ha->conf, &ha->sync_addr, &ha->sync_peer, &ha->paths, ha->source)))
 			return;
 		if (write_file(ha->paths.conntrackd_conf, ha->cconf, why, sizeof(why)) < 0) {
 			log_err("ha: %s", why);
@@ -690,14 +727,56 @@ static void ensure_running(struct daemon *dm)
 	if (!ha->cd.p.pid && now >= ha->cd.retry_at && gone(&ha->cd, now)) {
 		if (ha->cd.started)
 			ha->cd.restarts++;
-		if (start_proc(dm, &ha->cd) == 0 && ha->cd.restarts)
-			queue_cmds(dm, (const enum ha_cmd[]){ CMD_REQUEST }, 1);
+		/* A conntrackd started again (it exited, or its configuration
+		 * changed) while keepalived runs lost its caches, and no change
+		 * of role will fill them: a master takes the kernel's table and
+		 * sends it, a backup asks the master for its state. */
+		if (start_proc(dm, &ha->cd) == 0 && ha->kd.p.pid) {
+			if (ha->role == HA_ROLE_MASTER)
+				queue_cmds(dm, (const enum ha_cmd[]){ CMD_RESYNC_KERNEL, CMD_BULK }, 2);
+			else
+				queue_cmds(dm, (const enum ha_cmd[]){ CMD_REQUEST }, 1);
+		}
 	}
 	if (!ha->kd.p.pid && now >= ha->kd.retry_at && ha->cd.p.pid && gone(&ha->kd, now)) {
 		if (ha->kd.started)
 			ha->kd.restarts++;
 		start_proc(dm, &ha->kd);
 	}
+}
+
+/* Each virtual address's state, carried by instance name to the new
+ * section (keepalived, told to read its file again, need not say it
+ * again); a new one is starting (or stopped, without keepalived). */
+static void keep_instance_states(struct dha *ha, const struct ha_conf *next)
+{
+	enum ha_role *v = calloc(next->nvirt ? next->nvirt : 1, sizeof(*v));
+	char a[64], b[64];
+
+	for (uint32_t i = 0; v && i < next->nvirt; i++) {
+		v[i] = ha->kd.p.pid ? HA_ROLE_STARTING : HA_ROLE_STOPPED;
+		ha_instance_name(&next->virt[i], a, sizeof(a));
+		for (uint32_t k = 0; ha->conf && k < ha->ninst && k < ha->conf->nvirt; k++) {
+			ha_instance_name(&ha->conf->virt[k], b, sizeof(b));
+			if (!strcmp(a, b))
+				v[i] = ha->inst[k];
+		}
+	}
+	free(ha->inst);
+	ha->inst = v;
+	ha->ninst = v ? next->nvirt : 0;
+}
+
+/* A configuration without its head (which names the policy file): a
+ * reload from another path changes nothing the daemon reads. */
+static const char *body(const char *text)
+{
+	while (text && *text == '#') {
+		const char *nl = strchr(text, '\n');
+
+		text = nl ? nl + 1 : text + strlen(text);
+	}
+	return text ? text : "";
 }
 
 void ha_commit(struct daemon *dm, const struct policy *p, const char *source)
@@ -717,17 +796,11 @@ void ha_commit(struct daemon *dm, const struct policy *p, const char *source)
 	if (!ha)
 		return; /* ha_prepare failed, and the load with it */
 	was = ha->conf != NULL;
+	keep_instance_states(ha, &p->ha);
 	ha->conf = &p->ha;
 	snprintf(ha->source, sizeof(ha->source), "%s", source);
-	free(ha->inst);
-	ha->ninst = p->ha.nvirt;
-	ha->inst = calloc(ha->ninst ? ha->ninst : 1, sizeof(*ha->inst));
-	for (uint32_t i = 0; ha->inst && i < ha->ninst; i++)
-		ha->inst[i] = ha->kd.p.pid ? HA_ROLE_STARTING : HA_ROLE_STOPPED;
-	if (!ha->inst)
-		ha->ninst = 0;
 	snprintf(next, sizeof(next), "%s.new", ha->paths.keepalived_conf);
-	k_changed = !ha->kconf || strcmp(ha->kconf, ha->next_kconf);
+	k_changed = !ha->kconf || strcmp(body(ha->kconf), body(ha->next_kconf));
 	if (rename(next, ha->paths.keepalived_conf) < 0)
 		log_err("ha: cannot put %s in place: %s", ha->paths.keepalived_conf, strerror(errno));
 	free(ha->kconf);
@@ -736,11 +809,11 @@ void ha_commit(struct daemon *dm, const struct policy *p, const char *source)
 	/* conntrackd's file: written again from the (new) section; a change
 	 * restarts it, and it then asks the peer for the whole state. */
 	if (ha->cconf) {
-		struct prefix addr;
+		struct prefix addr, peer;
 		char *text = NULL;
 
-		if (find_sync_addr(&p->ha, &addr, why, sizeof(why)) == 0 &&
-		    (text = ha_conntrackd_conf(&p->ha, &addr, &ha->paths, source)) && strcmp(text, ha->cconf)) {
+		if (resolve_sync(&p->ha, &addr, &peer, why, sizeof(why)) < 0 ||
+		    ((text = ha_conntrackd_conf(&p->ha, &addr, &peer, &ha->paths, source)) && strcmp(body(text), body(ha->cconf)))) {
 			log_info("ha: conntrackd's configuration changed: restarting it");
 			stop_cmds(dm);
 			job_stop(dm, &ha->st);
@@ -818,7 +891,16 @@ int ha_report(struct daemon *dm, struct report_ha *out)
 	out->transitions = ha->transitions;
 	out->priority = ha->conf->priority;
 	out->sync_ifname = ha->conf->sync_ifname;
-	policy_prefix_format(&ha->conf->sync_peer, out->peer, sizeof(out->peer));
+	if (ha->sync_peer.family) {
+		policy_prefix_format(&ha->sync_peer, out->peer, sizeof(out->peer));
+	} else {
+		char a1[64];
+
+		policy_prefix_format(&ha->conf->sync_peers[0], out->peer, sizeof(out->peer));
+		policy_prefix_format(&ha->conf->sync_peers[1], a1, sizeof(a1));
+		if (ha->conf->npeers == 2)
+			snprintf(out->peer + strlen(out->peer), sizeof(out->peer) - strlen(out->peer), " or %s", a1);
+	}
 	if (ha->sync_addr.family)
 		policy_prefix_format(&ha->sync_addr, out->sync_addr, sizeof(out->sync_addr));
 	out->error = ha->error;

@@ -33,7 +33,7 @@ struct report_ha {
 	unsigned long transitions;
 	int priority;
 	const char *sync_ifname, *error, *dirname;
-	char peer[64], sync_addr[64];  /* sync_addr "" until found */
+	char peer[128], sync_addr[64]; /* sync_addr "" until found; peer "A or B" until then */
 	struct {
 		const char *name, *last_exit; /* last_exit "" if it never exited */
 		int pid;                      /* 0: not running */

@@ -105,10 +105,10 @@ char *ha_keepalived_conf(const struct ha_conf *ha, const struct ha_paths *paths,
 	return text;
 }
 
-char *ha_conntrackd_conf(const struct ha_conf *ha, const struct prefix *sync_addr, const struct ha_paths *paths,
-			 const char *source)
+char *ha_conntrackd_conf(const struct ha_conf *ha, const struct prefix *sync_addr, const struct prefix *sync_peer,
+			 const struct ha_paths *paths, const char *source)
 {
-	const char *fam = ha->sync_peer.family == POLICY_FAM_IPV6 ? "IPv6" : "IPv4";
+	const char *fam = sync_peer->family == POLICY_FAM_IPV6 ? "IPv6" : "IPv4";
 	char *text = NULL, local[64], peer[64];
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
@@ -116,7 +116,7 @@ char *ha_conntrackd_conf(const struct ha_conf *ha, const struct prefix *sync_add
 	if (!f)
 		return NULL;
 	host_text(sync_addr, local, sizeof(local));
-	host_text(&ha->sync_peer, peer, sizeof(peer));
+	host_text(sync_peer, peer, sizeof(peer));
 	fprintf(f, "# Written by nfbox from the ha: section of %s.\n# Edit the policy, not this file: nfbox writes it again at every load.\n",
 		source);
 	fprintf(f, "Sync {\n"

@@ -32,10 +32,11 @@ int ha_paths_init(struct ha_paths *p, const char *dir);
 /* The instance name of virtual address i ("lan0_51", "lan0_51_v6"). */
 void ha_instance_name(const struct ha_virtual *v, char *buf, size_t len);
 
-/* The texts (malloc'd, NULL when out of memory). sync_addr: this node's
- * address on the sync link (the policy's, or the interface's). */
+/* The texts (malloc'd, NULL when out of memory). sync_addr, sync_peer:
+ * this node's and the other's address on the sync link, as found when the
+ * pair starts (ha.sync.address or the interface's; the peer among two). */
 char *ha_keepalived_conf(const struct ha_conf *ha, const struct ha_paths *paths, const char *source);
-char *ha_conntrackd_conf(const struct ha_conf *ha, const struct prefix *sync_addr, const struct ha_paths *paths,
-			 const char *source);
+char *ha_conntrackd_conf(const struct ha_conf *ha, const struct prefix *sync_addr, const struct prefix *sync_peer,
+			 const struct ha_paths *paths, const char *source);
 
 #endif

@@ -158,6 +158,42 @@ static bool vip_usable(struct lx *x, const struct ha_virtual *hv)
 	return false;
 }
 
+static bool is_peer(const struct ha_conf *ha, const struct prefix *a)
+{
+	for (uint8_t i = 0; i < ha->npeers; i++)
+		if (ha->sync_peers[i].family == a->family && !memcmp(ha->sync_peers[i].addr, a->addr, 16))
+			return true;
+	return false;
+}
+
+/* peer: one address, or both nodes' (a list of two). */
+static void ha_peers(struct lx *x, struct ha_conf *ha, const struct ynode *v)
+{
+	const struct ynode *one = v;
+	size_t n = v->type == YNODE_SEQ ? v->nkids : 1;
+
+	if (v->type == YNODE_SEQ && n != 2) {
+		diag_error(x->d, v->loc, "ha.sync.peer lists %zu addresses: give the other node's address, or both nodes' (two), of which this node has one",
+			   n);
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (v->type == YNODE_SEQ)
+			one = v->kids[i];
+		if (!lx_is(x, one, YNODE_SCALAR, "ha.sync.peer") || !ha_host(x, one, "ha.sync.peer", &ha->sync_peers[i]))
+			return;
+	}
+	if (n == 2 && ha->sync_peers[0].family != ha->sync_peers[1].family) {
+		diag_error(x->d, v->kids[1]->loc, "the two sync addresses are of two families; both ends of the sync link are of one");
+		return;
+	}
+	if (n == 2 && !memcmp(ha->sync_peers[0].addr, ha->sync_peers[1].addr, 16)) {
+		diag_error(x->d, v->kids[1]->loc, "the same address twice: give both nodes' sync addresses");
+		return;
+	}
+	ha->npeers = (uint8_t)n;
+}
+
 static void ha_sync(struct lx *x, struct ha_conf *ha, const struct ynode *n)
 {
 	static const char *const keys[] = { "interface", "peer", "address", NULL };
@@ -170,18 +206,21 @@ static void ha_sync(struct lx *x, struct ha_conf *ha, const struct ynode *n)
 		ha_ifname(x, v, "ha.sync.interface", ha->sync_ifname);
 	else if (!ynode_has(n, "interface"))
 		diag_error(x->d, n->loc, "ha.sync needs 'interface:' (the link to the other node, e.g. sync0)");
-	if ((peer = ynode_get(n, "peer")) && lx_is(x, peer, YNODE_SCALAR, "ha.sync.peer"))
-		ha_host(x, peer, "ha.sync.peer", &ha->sync_peer);
+	if ((peer = ynode_get(n, "peer")))
+		ha_peers(x, ha, peer);
 	else if (!ynode_has(n, "peer"))
-		diag_error(x->d, n->loc, "ha.sync needs 'peer:' (the other node's address on the sync link)");
+		diag_error(x->d, n->loc, "ha.sync needs 'peer:' (the other node's address on the sync link, or both nodes')");
 	if ((v = ynode_get(n, "address")) && lx_is(x, v, YNODE_SCALAR, "ha.sync.address") &&
-	    ha_host(x, v, "ha.sync.address", &ha->sync_addr) && ha->sync_peer.family) {
-		if (ha->sync_addr.family != ha->sync_peer.family)
+	    ha_host(x, v, "ha.sync.address", &ha->sync_addr) && ha->npeers) {
+		if (ha->sync_addr.family != ha->sync_peers[0].family)
 			diag_error(x->d, v->loc, "ha.sync.address '%s' is %s, the peer %s: both ends of the sync link are of one family",
 				   v->str, policy_family_name((enum policy_family)ha->sync_addr.family),
-				   policy_family_name((enum policy_family)ha->sync_peer.family));
-		else if (!memcmp(ha->sync_addr.addr, ha->sync_peer.addr, 16))
+				   policy_family_name((enum policy_family)ha->sync_peers[0].family));
+		else if (ha->npeers == 1 && is_peer(ha, &ha->sync_addr))
 			diag_error(x->d, v->loc, "ha.sync.address is the peer's address; give this node's own");
+		else if (ha->npeers == 2 && !is_peer(ha, &ha->sync_addr))
+			diag_error(x->d, v->loc, "ha.sync.address '%s' is neither of the two in 'peer:' (this node's must be one of them)",
+				   v->str);
 	}
 }
 
@@ -226,8 +265,8 @@ static void ha_virtual_one(struct lx *x, struct ha_conf *ha, const struct ynode 
 		if (o->addr.family == hv->addr.family && !memcmp(o->addr.addr, hv->addr.addr, 16))
 			diag_error(x->d, addr->loc, "virtual address '%s' is listed twice (line %u)", addr->str, o->loc.line);
 	}
-	if (ha->sync_peer.family == hv->addr.family && !memcmp(ha->sync_peer.addr, hv->addr.addr, 16))
-		diag_error(x->d, addr->loc, "'%s' is the sync peer's address; a virtual address belongs to neither node", addr->str);
+	if (is_peer(ha, &hv->addr))
+		diag_error(x->d, addr->loc, "'%s' is a sync address; a virtual address belongs to neither node", addr->str);
 }
 
 /* A masquerade out of interfaces with virtual addresses takes them. */
@@ -378,7 +417,8 @@ static void implicit_hook(struct lx *x, struct rule **v, uint32_t *n, enum polic
 	snprintf(name, sizeof(name), "ha/sync-%s", dir);
 	if ((r = implicit_rule(x, v, n, name, h, IPPROTO_UDP))) {
 		iface_add(in ? &r->in : &r->out, ha->sync_ifname);
-		addr_add(in ? &r->from : &r->to, &ha->sync_peer);
+		for (uint8_t i = 0; i < ha->npeers; i++)
+			addr_add(in ? &r->from : &r->to, &ha->sync_peers[i]);
 		if ((r->service.v = calloc(1, sizeof(*r->service.v)))) {
 			r->service.v[0] = (struct port_range){ .proto = IPPROTO_UDP, .lo = HA_SYNC_PORT, .hi = HA_SYNC_PORT };
 			r->service.n = 1;
@@ -387,7 +427,7 @@ static void implicit_hook(struct lx *x, struct rule **v, uint32_t *n, enum polic
 		}
 		finish_rule(r);
 	}
-	if (ha->sync_peer.family != POLICY_FAM_IPV6)
+	if (ha->sync_peers[0].family != POLICY_FAM_IPV6)
 		return;
 	/* Neighbour discovery: without it an IPv6 sync link carries nothing. */
 	snprintf(name, sizeof(name), "ha/sync-nd-%s", dir);

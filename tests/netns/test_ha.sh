@@ -77,8 +77,11 @@ node() { # N
 	ip -n $ns addr add 203.0.113.$1/30 dev sync0
 	ip netns exec $ns sysctl -qw net.ipv4.ip_forward=1
 }
+# With the nftables backend the two nodes' files differ only in priority
+# (peer: both nodes' sync addresses); with bpf each names the other's.
 policy() { # N BACKEND NAT
 	local prio=$((200 - 50 * $1)) peer=203.0.113.$((3 - $1))
+	[ "$2" = nftables ] && peer="[203.0.113.1, 203.0.113.2]"
 	cat <<YAML
 version: 1
 interfaces:
@@ -174,6 +177,11 @@ scenario() {
 	# (VRRP blocked, say): it must still be backup after that.
 	wait_role 1 master 15 && sleep 2 && [ "$(ha 2 'h["role"]')" = backup ] && [ "$(ha 1 'h["role"]')" = master ] ||
 		{ t_fail "$name-elect" "fw1 $(ha 1 'h["role"]'), fw2 $(ha 2 'h["role"]')"; teardown; return; }
+	if [ "$backend" = nftables ]; then
+		saw=$("$NFBOX" diff "$TMP/n1/policy.yaml" "$TMP/n2/policy.yaml")
+		[ "$saw" = "ha priority: 150 -> 100" ] && [ "$(ha 2 'h["peer"]')" = 203.0.113.1 ] && t_ok "$name-files-differ-in-priority" ||
+			t_fail "$name-files-differ-in-priority" "diff: $saw; fw2's peer $(ha 2 'h["peer"]')"
+	fi
 	(ip netns exec $S "$NET" push-serve 5000 70 >"$TMP/serve" 2>&1 &)
 	for _ in $(seq 50); do ip netns exec $S ss -lntu | grep -q ':5000 ' && break; sleep 0.1; done
 	(ip netns exec $C "$NET" push-watch 198.51.100.10 5000 65 "$TMP/watch" >/dev/null 2>&1 &)
@@ -277,6 +285,28 @@ checks() {
 	for _ in $(seq 80); do [ "$(ha 2 'h["keepalived"]["restarts"]')" = 1 ] && [ "$(ha 2 'h["role"]')" = backup ] && break; sleep 0.1; done
 	[ "$(ha 2 'h["keepalived"]["restarts"]')" = 1 ] && [ "$(ha 2 'h["role"]')" = backup ] && t_ok keepalived-restarted ||
 		t_fail keepalived-restarted "$(ha 2 'h["keepalived"]'), role $(ha 2 'h["role"]')"
+	# Reloads: a changed section makes keepalived read its file again
+	# (same process); a bad one changes nothing; without ha: the pair
+	# stops, and a reload with it starts it again.
+	local kpid cpid
+	kpid=$(ha 2 'h["keepalived"]["pid"]')
+	cpid=$(ha 2 'h["conntrackd"]["pid"]')
+	policy 2 bpf plain | sed 's/preempt-delay: 1/preempt-delay: 3/' >"$TMP/n2/p2.yaml"
+	ctl 2 reload --policy "$TMP/n2/p2.yaml" >"$TMP/reload" 2>&1 && sleep 1 &&
+		grep -q "keepalived's configuration changed: it reads it again" "$TMP/n2/err" &&
+		grep -q 'preempt_delay 3' "$d2/keepalived.conf" && [ "$(ha 2 'h["keepalived"]["pid"]')" = "$kpid" ] &&
+		[ "$(ha 2 'h["conntrackd"]["pid"]')" = "$cpid" ] && [ "$(ha 2 'h["role"]')" = backup ] &&
+		t_ok reload-changes-keepalived || t_fail reload-changes-keepalived "$(cat "$TMP/reload"); $(ha 2 'h')"
+	policy 2 bpf plain | sed 's/id: 52/id: 0/' >"$TMP/n2/bad.yaml"
+	! ctl 2 reload --policy "$TMP/n2/bad.yaml" >"$TMP/reload" 2>&1 && grep -q 'bad.yaml:.*VRRP id must be a number 1..255' "$TMP/reload" &&
+		[ "$(ha 2 'h["keepalived"]["pid"]')" = "$kpid" ] && grep -q 'preempt_delay 3' "$d2/keepalived.conf" &&
+		t_ok reload-bad-ha-keeps-pair || t_fail reload-bad-ha-keeps-pair "$(cat "$TMP/reload")"
+	policy 2 bpf plain | sed '/^ha:/,$d' >"$TMP/n2/single.yaml"
+	ctl 2 reload --policy "$TMP/n2/single.yaml" >"$TMP/reload" 2>&1 && [ "$(ha 2 'h')" = None ] &&
+		! kill -0 "$kpid" 2>/dev/null && ! kill -0 "$cpid" 2>/dev/null && t_ok reload-without-ha-stops ||
+		t_fail reload-without-ha-stops "$(cat "$TMP/reload"); ha $(ha 2 'h')"
+	ctl 2 reload --policy "$TMP/n2/p2.yaml" >"$TMP/reload" 2>&1 && wait_role 2 backup 10 && t_ok reload-with-ha-starts ||
+		t_fail reload-with-ha-starts "$(cat "$TMP/reload"); role $(ha 2 'h["role"]')"
 	# A clean stop takes both daemons along.
 	pid=$(ha 1 'h["keepalived"]["pid"]')
 	stop_node 1
@@ -299,7 +329,8 @@ run nft-nosync nftables masq links nosync
 # ---- a program missing: the error names its package ----
 mkdir -p "$TMP/bin"
 ln -s "$(command -v conntrackd)" "$TMP/bin/conntrackd"
-mkns $P-f1 && ip -n $P-f1 link add sync0 type veth peer name lan0 && ip -n $P-f1 link add wan0 type veth peer name x0
+mkns $P-f1 && ip -n $P-f1 link add sync0 type veth peer name lan0 && ip -n $P-f1 link add wan0 type veth peer name x0 &&
+	for l in sync0 lan0 wan0 x0; do ip -n $P-f1 link set $l up; done
 mkdir -p "$TMP/n1"
 policy 1 bpf plain >"$TMP/n1/policy.yaml"
 ip netns exec $P-f1 env PATH="$TMP/bin" "$NFBOX" run --policy "$TMP/n1/policy.yaml" --socket "$TMP/n1/nfbox.sock" --no-pin \
@@ -314,4 +345,17 @@ ip netns exec $P-f1 env PATH="$TMP/bin" "$NFBOX" run --policy "$TMP/n1/policy.ya
 rc=$?
 [ $rc -ne 0 ] && grep -q "needs conntrackd, which is not installed.*apt install conntrackd" "$TMP/missing" &&
 	t_ok missing-conntrackd-named || t_fail missing-conntrackd-named "exit $rc: $(grep -v note "$TMP/missing" | tail -3)"
+# ---- a sync interface without an address: enforcement goes on, the pair waits ----
+ip netns exec $P-f1 "$NFBOX" run --policy "$TMP/n1/policy.yaml" --socket "$TMP/n1/nfbox.sock" --no-pin \
+	--state-dir "$TMP/n1/state" >"$TMP/n1/out" 2>"$TMP/n1/err" &
+PID[1]=$!
+for _ in $(seq 100); do grep -q '^ready$' "$TMP/n1/out" && break; sleep 0.1; done
+err=$(ha 1 'h["error"]')
+[[ "$err" == *"sync interface sync0 has no ipv4 address"* ]] && [ "$(ha 1 'h["keepalived"]["pid"]')" = 0 ] &&
+	t_ok sync-address-awaited || t_fail sync-address-awaited "error '$err'"
+ip -n $P-f1 addr add 203.0.113.1/30 dev sync0
+for _ in $(seq 100); do [ "$(ha 1 'h["keepalived"]["pid"]')" != 0 ] && break; sleep 0.1; done
+[ "$(ha 1 'h["keepalived"]["pid"]')" != 0 ] && [ "$(ha 1 'h["conntrackd"]["pid"]')" != 0 ] && [ "$(ha 1 'h["error"]')" = None ] &&
+	t_ok sync-address-then-started || t_fail sync-address-then-started "$(ha 1 'h')"
+stop_node 1
 t_done

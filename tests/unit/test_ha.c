@@ -100,7 +100,7 @@ static void test_pair_config(void)
 	if (k)
 		keepalived_accepts(k);
 	c = ha_conntrackd_conf(&p->ha, &(struct prefix){ .family = POLICY_FAM_IPV4, .plen = 32, .addr = { 203, 0, 113, 1 } },
-			       &paths, "/etc/nfbox/policy.yaml");
+			       &p->ha.sync_peers[0], &paths, "/etc/nfbox/policy.yaml");
 	CHECK(has(c, "Mode FTFW {"));
 	CHECK(has(c, "\t\tIPv4_address 203.0.113.1\n\t\tIPv4_Destination_Address 203.0.113.2\n\t\tPort 3780\n\t\tInterface sync0\n"));
 	CHECK(has(c, "LockFile /run/nfbox/nfbox-fw1.ha/conntrackd.lock\n"));
@@ -132,7 +132,7 @@ static void test_single_v6(void)
 		CHECK(has(k, "virtual_router_id 255\n\tpriority 1\n\tadvert_int 1\n\tpreempt_delay 5\n"));
 		if (k)
 			keepalived_accepts(k);
-		c = ha_conntrackd_conf(&p->ha, &p->ha.sync_addr, &paths, "p.yaml");
+		c = ha_conntrackd_conf(&p->ha, &p->ha.sync_addr, &p->ha.sync_peers[0], &paths, "p.yaml");
 		CHECK(has(c, "IPv6_address 2001:db8:ff::1\n\t\tIPv6_Destination_Address 2001:db8:ff::2\n"));
 		free(k);
 		free(c);
