@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <libgen.h>
+#include <poll.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stddef.h>
@@ -51,6 +52,7 @@
 #define RETRY_MAX 30    /* seconds: the longest wait before a restart */
 #define STOP_MS 5000    /* a daemon's time to stop before SIGKILL */
 #define QUEUE_MAX 16
+#define JOB_MAX 30      /* seconds a conntrackd command may take before it is killed */
 
 #define OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
@@ -71,6 +73,7 @@ struct dha_proc {
 struct dha_job {
 	struct proc p;
 	struct handler exit_h, out_h;
+	time_t started;
 	char text[4096];
 	struct proc_text out;
 	void (*done)(struct daemon *dm, int status);
@@ -178,21 +181,26 @@ static int start_proc(struct daemon *dm, struct dha_proc *dp)
 	bool is_kd = dp == &ha->kd;
 	int r;
 
-	if (!is_kd) {
-		/* A conntrackd killed by SIGKILL leaves its lock behind, and
-		 * would then refuse to start; this one is known to be gone. */
+	/* A daemon killed by SIGKILL leaves its lock or pid files behind,
+	 * and a pid in them may belong to another process by now: the one
+	 * nfbox ran is known to be gone. */
+	if (is_kd) {
+		unlink(ha->paths.pid);
+		unlink(ha->paths.vrrp_pid);
+	} else {
 		unlink(ha->paths.lock);
 		unlink(ha->paths.ctl);
 	}
 	if ((r = proc_start(&dp->p, is_kd ? kd_argv : cd_argv)) < 0) {
-		log_err("ha: cannot start %s: %s", dp->name, strerror(-r));
+		log_err("ha: cannot start %s: %s; trying again in %d s", dp->name, strerror(-r), RETRY_MAX);
+		dp->retry_at = time(NULL) + RETRY_MAX;
 		return r;
 	}
 	dp->started = time(NULL);
 	dp->exit_h = (struct handler){ .fd = dp->p.pidfd, .fn = on_exit_proc };
 	dp->out_h = (struct handler){ .fd = dp->p.out, .fn = on_out };
-	daemon_watch(dm, &dp->exit_h);
-	daemon_watch(dm, &dp->out_h);
+	if ((r = daemon_watch(dm, &dp->exit_h)) < 0 || (r = daemon_watch(dm, &dp->out_h)) < 0)
+		log_err("ha: cannot follow %s (epoll: %s): its exit goes unnoticed", dp->name, strerror(-r));
 	if (is_kd) {
 		ha->role = HA_ROLE_STARTING;
 		for (uint32_t i = 0; i < ha->ninst; i++)
@@ -200,8 +208,10 @@ static int start_proc(struct daemon *dm, struct dha_proc *dp)
 	} else {
 		/* keepalived's first notice runs conntrackd commands: wait
 		 * (briefly) for its control socket. */
-		for (int i = 0; i < 200 && access(ha->paths.ctl, F_OK) < 0 && dp->p.pid; i++)
-			usleep(10000);
+		struct pollfd exited = { .fd = dp->p.pidfd, .events = POLLIN };
+
+		for (int i = 0; i < 200 && access(ha->paths.ctl, F_OK) < 0 && poll(&exited, 1, 10) == 0; i++)
+			;
 	}
 	log_info("ha: %s started, pid %d", dp->name, (int)dp->p.pid);
 	return 0;
@@ -254,9 +264,10 @@ static void on_exit_proc(struct daemon *dm, struct handler *h, uint32_t events)
 	pid_t pgid;
 	int status;
 
-	daemon_unwatch(dm, h);
 	pgid = dp->p.pid;
-	status = proc_reap(&dp->p);
+	if (!proc_reap(&dp->p, &status))
+		return; /* an event for the process before this one */
+	daemon_unwatch(dm, h);
 	/* keepalived's VRRP process outlives a parent killed by SIGKILL: it
 	 * must go (its addresses with it) before another keepalived starts. */
 	if (pgid > 0 && kill(-pgid, SIGTERM) == 0)
@@ -368,8 +379,9 @@ static void on_job_exit(struct daemon *dm, struct handler *h, uint32_t events)
 	struct dha_job *j = OF(h, struct dha_job, exit_h);
 	int status;
 
+	if (!proc_reap(&j->p, &status))
+		return;
 	daemon_unwatch(dm, h);
-	status = proc_reap(&j->p);
 	if (j->p.out >= 0) {
 		daemon_unwatch(dm, &j->out_h);
 		proc_drain(&j->p, 200, proc_text_line, &j->out);
@@ -391,6 +403,7 @@ static int job_start(struct daemon *dm, struct dha_job *j, const char *arg, cons
 	j->done = done;
 	if ((r = proc_start(&j->p, argv)) < 0)
 		return r;
+	j->started = time(NULL);
 	j->exit_h = (struct handler){ .fd = j->p.pidfd, .fn = on_job_exit };
 	j->out_h = (struct handler){ .fd = j->p.out, .fn = on_job_out };
 	daemon_watch(dm, &j->exit_h);
@@ -591,13 +604,20 @@ static int write_file(const char *path, const char *text, char *why, size_t len)
 	char tmp[PATH_MAX + 8];
 	FILE *f;
 
+	bool ok = false;
+
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if (!(f = fopen(tmp, "we")) || fputs(text, f) < 0 || fclose(f) != 0 || rename(tmp, path) < 0) {
-		int r = -errno;
+	errno = 0;
+	if ((f = fopen(tmp, "we"))) {
+		ok = fputs(text, f) >= 0;
+		ok = fclose(f) == 0 && ok;
+	}
+	if (!ok || rename(tmp, path) < 0) {
+		int r = errno ? -errno : -EIO;
 
 		snprintf(why, len, "cannot write %s: %s", path, strerror(errno));
 		unlink(tmp);
-		return r ? r : -EIO;
+		return r;
 	}
 	return 0;
 }
@@ -649,8 +669,11 @@ int ha_prepare(struct daemon *dm, const struct policy *p, const char *source, st
 		unlink(next);
 		if (r < 0)
 			return diag_errno(d, r, "ha: keepalived -t (the check of the configuration nfbox wrote)");
-		return diag_fail(d, -EINVAL, "ha: keepalived refuses the configuration nfbox wrote (keepalived -t, exit status %d): %s",
-				 r >> 8, out);
+		char how[128];
+
+		proc_status_text(r, how, sizeof(how));
+		return diag_fail(d, -EINVAL, "ha: keepalived refuses the configuration nfbox wrote (keepalived -t, %s): %s", how,
+				 out);
 	}
 	return 0;
 }
@@ -812,8 +835,9 @@ void ha_commit(struct daemon *dm, const struct policy *p, const char *source)
 		struct prefix addr, peer;
 		char *text = NULL;
 
-		if (resolve_sync(&p->ha, &addr, &peer, why, sizeof(why)) < 0 ||
-		    ((text = ha_conntrackd_conf(&p->ha, &addr, &peer, &ha->paths, source)) && strcmp(body(text), body(ha->cconf)))) {
+		/* (An address that cannot be found now keeps the one running.) */
+		if (resolve_sync(&p->ha, &addr, &peer, why, sizeof(why)) == 0 &&
+		    (text = ha_conntrackd_conf(&p->ha, &addr, &peer, &ha->paths, source)) && strcmp(body(text), body(ha->cconf))) {
 			log_info("ha: conntrackd's configuration changed: restarting it");
 			stop_cmds(dm);
 			job_stop(dm, &ha->st);
@@ -841,6 +865,16 @@ void ha_tick(struct daemon *dm)
 	if (!ha || !ha->conf)
 		return;
 	ensure_running(dm);
+	/* A command that hangs (conntrackd wedged) must not hold up the
+	 * ones of the next change of role. */
+	if (ha->cmd.p.pid && now - ha->cmd.started > JOB_MAX) {
+		log_warn("ha: conntrackd %s (%s) took more than %d s: killed", cmd_args[ha->running][0],
+			 cmd_args[ha->running][1], JOB_MAX);
+		job_stop(dm, &ha->cmd);
+		run_next_cmd(dm);
+	}
+	if (ha->st.p.pid && now - ha->st.started > JOB_MAX)
+		job_stop(dm, &ha->st);
 	if (now >= ha->stats_next) {
 		ha->stats_next = now + STATS_EVERY;
 		stats_start(dm);

@@ -28,6 +28,9 @@ static void child(char *const argv[], int out, pid_t parent)
 	sigset_t none;
 	int null = open("/dev/null", O_RDONLY);
 
+	/* Started with 0..2 closed, the pipe may be one of them: move it. */
+	if (out < 3 && (out = fcntl(out, F_DUPFD, 3)) < 0)
+		_exit(127);
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
 		_exit(127);
 	/* The daemon blocks the signals it reads through a signalfd and
@@ -80,6 +83,10 @@ int proc_start(struct proc *p, char *const argv[])
 	return 0;
 }
 
+#define LINE_MAX_READ (sizeof(((struct proc *)0)->buf) - 1)
+
+/* Whole lines to fn; at the end (all) the rest too, and a line longer than
+ * the buffer in pieces of the buffer's size. */
 static void emit_lines(struct proc *p, bool all, void (*fn)(const char *, void *), void *arg)
 {
 	size_t start = 0;
@@ -92,8 +99,8 @@ static void emit_lines(struct proc *p, bool all, void (*fn)(const char *, void *
 			fn(p->buf + start, arg);
 		start = i + 1;
 	}
-	if ((all || p->len == sizeof(p->buf)) && start < p->len) {
-		p->buf[p->len == sizeof(p->buf) ? p->len - 1 : p->len] = '\0';
+	if (start < p->len && (all || (start == 0 && p->len == LINE_MAX_READ))) {
+		p->buf[p->len] = '\0';
 		if (fn)
 			fn(p->buf + start, arg);
 		start = p->len;
@@ -109,7 +116,7 @@ int proc_read(struct proc *p, void (*fn)(const char *, void *), void *arg)
 
 		if (p->out < 0)
 			return 1;
-		n = read(p->out, p->buf + p->len, sizeof(p->buf) - p->len);
+		n = read(p->out, p->buf + p->len, LINE_MAX_READ - p->len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)
@@ -125,17 +132,16 @@ int proc_read(struct proc *p, void (*fn)(const char *, void *), void *arg)
 	}
 }
 
-int proc_reap(struct proc *p)
+int proc_reap(struct proc *p, int *status)
 {
-	int status = 0;
-
-	if (p->pid > 0 && waitpid(p->pid, &status, WNOHANG) == p->pid) {
-		p->pid = 0;
-		if (p->pidfd >= 0)
-			close(p->pidfd);
-		p->pidfd = -1;
-	}
-	return status;
+	*status = 0;
+	if (p->pid <= 0 || waitpid(p->pid, status, WNOHANG) != p->pid)
+		return 0;
+	p->pid = 0;
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->pidfd = -1;
+	return 1;
 }
 
 static long long now_ms(void)
@@ -193,7 +199,9 @@ void proc_stop(struct proc *p, int ms, void (*fn)(const char *, void *), void *a
 			signal_group(p->pid, SIGKILL);
 			wait_exit(p, 1000);
 		}
-		if (waitpid(p->pid, NULL, 0) == p->pid)
+		/* Not waiting for ever: a child stuck in the kernel stays a
+		 * zombie rather than hang the loop. */
+		if (waitpid(p->pid, NULL, WNOHANG) == p->pid)
 			p->pid = 0;
 		proc_drain(p, 200, fn, arg); /* what it said last */
 	}
@@ -255,7 +263,7 @@ int proc_run(char *const argv[], int ms, char *out, size_t len)
 		proc_stop(&p, 0, NULL, NULL);
 		return -ETIMEDOUT;
 	}
-	status = proc_reap(&p);
+	proc_reap(&p, &status);
 	proc_close(&p);
 	return status;
 }

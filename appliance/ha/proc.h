@@ -18,7 +18,7 @@ struct proc {
 	pid_t pid;        /* 0: none */
 	int pidfd;        /* readable once it exits; -1 when none */
 	int out;          /* its stdout and stderr; -1 once they are closed */
-	char buf[4096];   /* output not yet a whole line */
+	char buf[4096 + 1]; /* output not yet a whole line (and room for a NUL) */
 	size_t len;
 };
 
@@ -29,9 +29,10 @@ int proc_start(struct proc *p, char *const argv[]);
  * line longer than the buffer is cut). Returns 1 once the output is at its
  * end (and then out is closed), else 0. */
 int proc_read(struct proc *p, void (*fn)(const char *line, void *arg), void *arg);
-/* Once pidfd is readable: the wait status (0 when it cannot be had); the
- * process is gone, out stays open for what is left to read. */
-int proc_reap(struct proc *p);
+/* Once pidfd is readable: 1 and its wait status in *status if it exited
+ * (out stays open for what is left to read), 0 if it has not (an event
+ * that was for a process before it). */
+int proc_reap(struct proc *p, int *status);
 /* Read what is left of the output, up to ms (a grandchild may hold the
  * pipe open after the child exited). */
 void proc_drain(struct proc *p, int ms, void (*fn)(const char *line, void *arg), void *arg);

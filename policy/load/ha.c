@@ -299,13 +299,22 @@ static void masquerade_vips(struct lx *x, struct nat_rule *nr)
 /* ---- the rules ha: adds ---- */
 
 
+/* Out of memory here must fail the load: a match left 'any' would let
+ * everything through. */
+static void no_memory(struct lx *x)
+{
+	diag_error(x->d, x->p->ha.loc, "out of memory adding the rules of ha:");
+}
+
 static struct rule *implicit_rule(struct lx *x, struct rule **v, uint32_t *n, const char *name, enum policy_hook h,
 				  int proto)
 {
 	struct rule *r = LX_APPEND(x, *v, *n);
 
-	if (!r)
+	if (!r) {
+		no_memory(x);
 		return NULL;
+	}
 	r->name = strdup(name);
 	r->loc = x->p->ha.loc;
 	r->hooks = (uint8_t)(1u << h);
@@ -319,23 +328,29 @@ static struct rule *implicit_rule(struct lx *x, struct rule **v, uint32_t *n, co
 	return r;
 }
 
-static void iface_add(struct iface_match *m, const char *ifname)
+static void iface_add(struct lx *x, struct iface_match *m, const char *ifname)
 {
 	char(*v)[POLICY_IFNAMSIZ];
 
-	if (iface_named(m, ifname) || !(v = realloc(m->ifnames, (m->n + 1) * sizeof(*v))))
+	if (iface_named(m, ifname))
 		return;
+	if (!(v = realloc(m->ifnames, (m->n + 1) * sizeof(*v)))) {
+		no_memory(x);
+		return;
+	}
 	m->ifnames = v;
 	strcpy(v[m->n++], ifname);
 	m->any = false;
 }
 
-static void addr_add(struct addr_match *m, const struct prefix *p)
+static void addr_add(struct lx *x, struct addr_match *m, const struct prefix *p)
 {
 	struct prefix *v = realloc(m->v, (m->n + 1) * sizeof(*v));
 
-	if (!v)
+	if (!v) {
+		no_memory(x);
 		return;
+	}
 	m->v = v;
 	v[m->n++] = *p;
 	m->families = (uint8_t)((m->any ? 0 : m->families) | p->family);
@@ -408,18 +423,20 @@ static void implicit_hook(struct lx *x, struct rule **v, uint32_t *n, enum polic
 	snprintf(name, sizeof(name), "ha/vrrp-%s", dir);
 	if ((r = implicit_rule(x, v, n, name, h, HA_VRRP_PROTO))) {
 		for (uint32_t i = 0; i < ha->nvirt; i++) {
-			iface_add(in ? &r->in : &r->out, ha->virt[i].ifname);
+			iface_add(x, in ? &r->in : &r->out, ha->virt[i].ifname);
 			if (!(r->to.families & ha->virt[i].addr.family) || r->to.any)
-				addr_add(&r->to, ha->virt[i].addr.family == POLICY_FAM_IPV4 ? &vrrp_group4 : &vrrp_group6);
+				addr_add(x, &r->to, ha->virt[i].addr.family == POLICY_FAM_IPV4 ? &vrrp_group4 : &vrrp_group6);
 		}
 		finish_rule(r);
 	}
 	snprintf(name, sizeof(name), "ha/sync-%s", dir);
 	if ((r = implicit_rule(x, v, n, name, h, IPPROTO_UDP))) {
-		iface_add(in ? &r->in : &r->out, ha->sync_ifname);
+		iface_add(x, in ? &r->in : &r->out, ha->sync_ifname);
 		for (uint8_t i = 0; i < ha->npeers; i++)
-			addr_add(in ? &r->from : &r->to, &ha->sync_peers[i]);
-		if ((r->service.v = calloc(1, sizeof(*r->service.v)))) {
+			addr_add(x, in ? &r->from : &r->to, &ha->sync_peers[i]);
+		if (!(r->service.v = calloc(1, sizeof(*r->service.v)))) {
+			no_memory(x);
+		} else {
 			r->service.v[0] = (struct port_range){ .proto = IPPROTO_UDP, .lo = HA_SYNC_PORT, .hi = HA_SYNC_PORT };
 			r->service.n = 1;
 			r->service.any = false;
@@ -432,8 +449,10 @@ static void implicit_hook(struct lx *x, struct rule **v, uint32_t *n, enum polic
 	/* Neighbour discovery: without it an IPv6 sync link carries nothing. */
 	snprintf(name, sizeof(name), "ha/sync-nd-%s", dir);
 	if ((r = implicit_rule(x, v, n, name, h, IPPROTO_ICMPV6))) {
-		iface_add(in ? &r->in : &r->out, ha->sync_ifname);
-		if ((r->icmp_types = malloc(2))) {
+		iface_add(x, in ? &r->in : &r->out, ha->sync_ifname);
+		if (!(r->icmp_types = malloc(2))) {
+			no_memory(x);
+		} else {
 			r->icmp_types[0] = 135; /* neighbour solicitation */
 			r->icmp_types[1] = 136; /* neighbour advertisement */
 			r->nicmp = 2;
@@ -444,37 +463,40 @@ static void implicit_hook(struct lx *x, struct rule **v, uint32_t *n, enum polic
 
 /* Put the implicit rules before the operator's, and tell what they are.
  * Their names have a '/', which no rule the operator writes can have. */
+static void reverse(struct rule *v, uint32_t lo, uint32_t hi) /* [lo, hi) */
+{
+	while (hi > lo + 1) {
+		struct rule t = v[lo];
+
+		v[lo++] = v[--hi];
+		v[hi] = t;
+	}
+}
+
 static void add_implicit_rules(struct lx *x)
 {
 	struct policy *p = x->p;
-	struct rule *v = NULL, *all;
-	uint32_t n = 0;
+	uint32_t first = p->nrules, n;
 
+	/* Appended to the policy's own array (which then owns them, whatever
+	 * fails), then rotated to its front. */
 	for (int h = 0; h < POLICY_HOOK_MAX; h++)
 		if (h != POLICY_HOOK_FORWARD && p->hooks[h].present)
-			implicit_hook(x, &v, &n, (enum policy_hook)h);
-	if (!n)
-		return;
-	if (!(all = realloc(v, (n + p->nrules) * sizeof(*all)))) {
-		free(v);
-		return;
-	}
-	if (p->nrules)
-		memcpy(all + n, p->rules, p->nrules * sizeof(*all));
-	free(p->rules);
-	p->rules = all;
+			implicit_hook(x, &p->rules, &p->nrules, (enum policy_hook)h);
+	n = p->nrules - first;
+	reverse(p->rules, 0, p->nrules);
+	reverse(p->rules, 0, n);
+	reverse(p->rules, n, p->nrules);
 	for (uint32_t i = 0; i < n; i++) {
-		const struct rule *r = &all[i];
-		const char *dir = r->hooks & (1u << POLICY_HOOK_INPUT) ? "in" : "out";
-		const struct iface_match *side = r->hooks & (1u << POLICY_HOOK_INPUT) ? &r->in : &r->out;
+		const struct rule *r = &p->rules[i];
+		bool in = r->hooks & (1u << POLICY_HOOK_INPUT);
 
 		diag_note(x->d, p->ha.loc, "ha: adds rule %s first on the %s hook: accept %s %s %s%s", r->name,
-			  policy_hook_names[r->hooks & (1u << POLICY_HOOK_INPUT) ? POLICY_HOOK_INPUT : POLICY_HOOK_OUTPUT],
+			  policy_hook_names[in ? POLICY_HOOK_INPUT : POLICY_HOOK_OUTPUT],
 			  r->proto == HA_VRRP_PROTO ? "VRRP" : r->proto == IPPROTO_UDP ? "conntrackd's udp/3780" : "neighbour discovery",
-			  dir, side->what ? side->what : "?",
-			  r->proto == IPPROTO_UDP ? (r->hooks & (1u << POLICY_HOOK_INPUT) ? " from the peer" : " to the peer") : "");
+			  in ? "in" : "out", (in ? r->in.what : r->out.what) ? (in ? r->in.what : r->out.what) : "?",
+			  r->proto == IPPROTO_UDP ? (in ? " from the peer" : " to the peer") : "");
 	}
-	p->nrules += n;
 }
 
 void load_ha(struct lx *x, const struct ynode *n, const struct ynode *key)

@@ -203,6 +203,19 @@ static void test_proc(void)
 	CHECK_EQ_STR(out, "one\ntwo");
 	CHECK(proc_run(slow, 100, out, sizeof(out)) == -ETIMEDOUT);
 	{
+		/* Lines are whole however the reads fall; one longer than the
+		 * buffer (4096) comes in pieces of its size. */
+		char *lines[] = { sh, "-c", "printf '%04000d\\n%0300d\\ntail\\n%05000d\\nend' 0 0 0", NULL };
+		char *big = malloc(16384), *l, *save = NULL;
+		size_t want[] = { 4000, 300, 4, 4096, 904, 3 }, i = 0;
+
+		CHECK(big && proc_run(lines, 5000, big, 16384) == 0);
+		for (l = big ? strtok_r(big, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save), i++)
+			CHECK(i < 6 && strlen(l) == want[i]);
+		CHECK(i == 6);
+		free(big);
+	}
+	{
 		char buf[64];
 
 		proc_status_text(9, buf, sizeof(buf));
