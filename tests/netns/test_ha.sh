@@ -100,6 +100,7 @@ ha:
   sync: { interface: sync0, peer: $peer }
   virtual:
     - { interface: lan0, address: 192.0.2.1/24, id: 51 }
+    - { interface: lan0, address: "2001:db8:1::1/64", id: 51 }
     - { interface: wan0, address: 198.51.100.1/24, id: 52 }
 YAML
 	[ "$3" = masq ] && printf 'nat:\n  - masquerade: { out: wan }\n'
@@ -230,6 +231,10 @@ scenario() {
 	fi
 	[ "$(established 2)" -gt "$est0" ] && t_ok "$name-established-on-backup" ||
 		t_fail "$name-established-on-backup" "fw2 accepted no packet as established"
+	# Every virtual address moved, the IPv6 one (VRRPv3 over IPv6) too.
+	[ "$(ha 2 '" ".join(v["state"] for v in h["virtual"])')" = "master master master" ] &&
+		ip -n $P-f2 -6 addr show dev lan0 | grep -q '2001:db8:1::1/64' && t_ok "$name-all-addresses-moved" ||
+		t_fail "$name-all-addresses-moved" "fw2: $(ha 2 'h["virtual"]')"
 	if [ "$how" = crash ]; then
 		# keepalived and conntrackd went with the nfbox that ran them.
 		sleep 1
