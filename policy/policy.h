@@ -332,6 +332,8 @@ const char *policy_rate_unit(uint32_t per); /* "second", "minute", "hour" */
 /* "10/second burst 10", "5/minute burst 5 per source"; as snprintf. */
 int policy_limit_format(const struct policy_limit *l, char *buf, size_t len);
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
+/* ha.sync.peer as written: "203.0.113.2", or both nodes' "203.0.113.1 or 203.0.113.2". */
+void policy_ha_peers_format(const struct ha_conf *h, char *buf, size_t len);
 /* Interface names: "eth0", or a wildcard "eth*" (every name that starts
  * with "eth", as nftables writes it). */
 static inline bool policy_ifname_wild(const char *pat)

@@ -506,9 +506,7 @@ static int ha_dir(const struct daemon *dm, char *buf, size_t len)
 
 static bool same_prefix(const struct prefix *net, const struct prefix *a)
 {
-	struct prefix n = *net;
-
-	return n.family == a->family && policy_prefix_holds(&n, a);
+	return net->family == a->family && policy_prefix_holds(net, a);
 }
 
 /* An interface address (getifaddrs) as a prefix of its own length. */
@@ -928,12 +926,7 @@ int ha_report(struct daemon *dm, struct report_ha *out)
 	if (ha->sync_peer.family) {
 		policy_prefix_format(&ha->sync_peer, out->peer, sizeof(out->peer));
 	} else {
-		char a1[64];
-
-		policy_prefix_format(&ha->conf->sync_peers[0], out->peer, sizeof(out->peer));
-		policy_prefix_format(&ha->conf->sync_peers[1], a1, sizeof(a1));
-		if (ha->conf->npeers == 2)
-			snprintf(out->peer + strlen(out->peer), sizeof(out->peer) - strlen(out->peer), " or %s", a1);
+		policy_ha_peers_format(ha->conf, out->peer, sizeof(out->peer));
 	}
 	if (ha->sync_addr.family)
 		policy_prefix_format(&ha->sync_addr, out->sync_addr, sizeof(out->sync_addr));

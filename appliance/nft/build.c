@@ -1020,10 +1020,21 @@ static void nat_what(const struct nat_rule *n, char *buf, size_t len)
 	snprintf(buf, len, "nat %s (line %u)", policy_nat_kind_names[n->kind], n->loc.line);
 }
 
+/* The source translation of family fam to lo..hi. */
+static void snat_to(struct nfr_rule *r, uint8_t fam, const struct prefix *lo, const struct prefix *hi)
+{
+	struct nfr_stmt *s;
+
+	match_nfproto(r, fam);
+	s = s_add(r, NFR_S_SNAT, NULL);
+	s->family = fam;
+	memcpy(s->addr_lo, lo->addr, 16);
+	memcpy(s->addr_hi, hi->addr, 16);
+}
+
 static void nat_source(struct ctx *c, const struct nat_rule *n)
 {
 	struct nfr_rule r = { .chain = nat_chain(c, false), .loc = n->loc };
-	struct nfr_stmt *s;
 	char what[64];
 
 	nat_what(n, what, sizeof(what));
@@ -1032,23 +1043,14 @@ static void nat_source(struct ctx *c, const struct nat_rule *n)
 		struct iface_match one = { .ifnames = &n->vips[i].ifname, .n = 1 };
 
 		match_ifaces(c, &v, &one, true, false);
-		match_nfproto(&v, n->vips[i].addr.family);
-		s = s_add(&v, NFR_S_SNAT, NULL);
-		s->family = n->vips[i].addr.family;
-		memcpy(s->addr_lo, n->vips[i].addr.addr, 16);
-		memcpy(s->addr_hi, n->vips[i].addr.addr, 16);
+		snat_to(&v, n->vips[i].addr.family, &n->vips[i].addr, &n->vips[i].addr);
 		nfr_rule_add(c->t, &v, what);
 	}
 	match_ifaces(c, &r, &n->out, true, false);
-	if (n->kind == NAT_MASQUERADE) {
+	if (n->kind == NAT_MASQUERADE)
 		s_add(&r, NFR_S_MASQ, NULL);
-	} else {
-		match_nfproto(&r, n->families);
-		s = s_add(&r, NFR_S_SNAT, NULL);
-		s->family = n->families;
-		memcpy(s->addr_lo, n->to_addr.addr, 16);
-		memcpy(s->addr_hi, n->to_last.addr, 16);
-	}
+	else
+		snat_to(&r, n->families, &n->to_addr, &n->to_last);
 	nfr_rule_add(c->t, &r, what);
 }
 

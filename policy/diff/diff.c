@@ -724,13 +724,9 @@ static void diff_captures(struct out *o, const struct policy *a, const struct po
 
 static void sync_text(const struct ha_conf *h, char *buf, size_t len)
 {
-	char peer[140], other[64], addr[64] = "";
+	char peer[140], addr[64] = "";
 
-	policy_prefix_format(&h->sync_peers[0], peer, sizeof(peer));
-	if (h->npeers == 2) {
-		policy_prefix_format(&h->sync_peers[1], other, sizeof(other));
-		snprintf(peer + strlen(peer), sizeof(peer) - strlen(peer), " or %s", other);
-	}
+	policy_ha_peers_format(h, peer, sizeof(peer));
 	if (h->sync_addr.family)
 		policy_prefix_format(&h->sync_addr, addr, sizeof(addr));
 	snprintf(buf, len, "%s, peer %s%s%s", h->sync_ifname, peer, addr[0] ? ", address " : "", addr);

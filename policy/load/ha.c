@@ -38,14 +38,16 @@ static bool ha_address(struct lx *x, const struct ynode *v, struct prefix *out)
 	}
 	out->plen = whole.plen;
 	out->loc = v->loc;
-	if (whole.family == POLICY_FAM_IPV4 && whole.plen < 31 &&
-	    (!memcmp(out->addr, whole.addr, 4) ||
-	     (((uint32_t)out->addr[0] << 24 | (uint32_t)out->addr[1] << 16 | (uint32_t)out->addr[2] << 8 | out->addr[3]) |
-	      (whole.plen ? 0xffffffffu >> whole.plen : 0xffffffffu)) ==
-		     ((uint32_t)out->addr[0] << 24 | (uint32_t)out->addr[1] << 16 | (uint32_t)out->addr[2] << 8 | out->addr[3]))) {
-		diag_error(x->d, v->loc, "'%s' is the %s address of its prefix, no address for a host", v->str,
-			   !memcmp(out->addr, whole.addr, 4) ? "network" : "broadcast");
-		return false;
+	/* IPv4 below /31: the host bits all clear (network) or all set (broadcast). */
+	if (whole.family == POLICY_FAM_IPV4 && whole.plen < 31) {
+		uint32_t a = (uint32_t)out->addr[0] << 24 | (uint32_t)out->addr[1] << 16 | (uint32_t)out->addr[2] << 8 | out->addr[3];
+		uint32_t host = whole.plen ? 0xffffffffu >> whole.plen : 0xffffffffu;
+
+		if (!(a & host) || (a & host) == host) {
+			diag_error(x->d, v->loc, "'%s' is the %s address of its prefix, no address for a host", v->str,
+				   !(a & host) ? "network" : "broadcast");
+			return false;
+		}
 	}
 	if ((out->family == POLICY_FAM_IPV4 && out->addr[0] >= 224) || (out->family == POLICY_FAM_IPV6 && out->addr[0] == 0xff)) {
 		diag_error(x->d, v->loc, "'%s' is a multicast or reserved address; a virtual address is a unicast one", v->str);

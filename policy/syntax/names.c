@@ -231,3 +231,15 @@ int policy_prefix_format(const struct prefix *p, char *buf, size_t len)
 		return snprintf(buf, len, "%s", a);
 	return snprintf(buf, len, "%s/%u", a, p->plen);
 }
+
+void policy_ha_peers_format(const struct ha_conf *h, char *buf, size_t len)
+{
+	size_t n;
+
+	policy_prefix_format(&h->sync_peers[0], buf, len);
+	n = strlen(buf);
+	if (h->npeers == 2 && n + 4 < len) {
+		memcpy(buf + n, " or ", 5);
+		policy_prefix_format(&h->sync_peers[1], buf + n + 4, len - n - 4);
+	}
+}
