@@ -50,6 +50,19 @@ static const struct cli_opt validate_opts[] = {
 	CLI_OPT_END,
 };
 
+/* The policy's table inet nfbox, built and thrown away: 0 or its errors in d. */
+static int nft_check(const struct policy *p, struct diags *d)
+{
+	struct nft_build_opts o = { .filter = p->opt.backend == POLICY_BACKEND_NFTABLES };
+	struct nfr_table t;
+	int r;
+
+	nfr_init(&t);
+	r = nft_build(p, &o, &t, d);
+	nfr_free(&t);
+	return r;
+}
+
 static bool validate_one(const char *path, const struct validate_args *a)
 {
 	struct plan *pl = NULL;
@@ -60,8 +73,10 @@ static bool validate_one(const char *path, const struct validate_args *a)
 
 	diags_init(&d);
 	r = policy_load(path, &d, &p);
-	/* What validate accepts, run loads: the compiler and the encoder too. */
-	if (r == 0 && (r = plan_make(p, &pl, NULL, &d)) < 0)
+	/* What validate accepts, run loads: the compiler and the encoder too,
+	 * and what goes to nftables (NAT, the conntrack anchor, the nftables
+	 * backend's filter). */
+	if (r == 0 && ((r = plan_make(p, &pl, NULL, &d)) < 0 || (r = nft_check(p, &d)) < 0))
 		r = -EINVAL;
 	plan_free(pl);
 	diags_print(&d, stderr, cli_color(stderr));
@@ -115,9 +130,9 @@ static int print_nft(const struct policy *p, struct diags *d)
 	int r;
 
 	nfr_init(&t);
-	if ((r = nft_build(p, &o, &t)) < 0) {
+	if ((r = nft_build(p, &o, &t, d)) < 0) {
 		nfr_free(&t);
-		return diag_errno(d, r, "cannot build table inet nfbox");
+		return r;
 	}
 	printf("# nfbox plan --nft of %s: the %s\n", p->src->name,
 	       o.filter ? "whole policy (backend: nftables)" : "NAT and conntrack (the filter is the BPF backend's)");

@@ -81,12 +81,8 @@ int daemon_nft_apply(struct daemon *dm, const struct policy *p, struct diags *d)
 	if (o.filter && nft_counters_read(&old) < 0)
 		log_warn("cannot read the counters of table inet %s: they start again from 0", NFT_TABLE_NAME);
 	nfr_init(&t);
-	if ((r = nft_build(p, &o, &t)) < 0)
-		r = diag_errno(d, r, "cannot build table inet %s", NFT_TABLE_NAME);
-	else if (t.nchains)
-		r = nft_table_apply(&t, d);
-	else
-		r = nft_table_remove(d); /* nothing to do in nftables */
+	if ((r = nft_build(p, &o, &t, d)) == 0)
+		r = t.nchains ? nft_table_apply(&t, d) : nft_table_remove(d); /* none: nothing to do in nftables */
 	if (r == 0)
 		dm->nft_table = t.nchains ? 1 : 0;
 	nfr_free(&t);

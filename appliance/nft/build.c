@@ -3,6 +3,7 @@
 #include "nft/build.h"
 
 #include "dynset/dynset.h"
+#include "nft/batch.h"
 
 /* glibc's <netinet/in.h> before the kernel's headers, so they step aside. */
 #include <netinet/in.h>
@@ -46,21 +47,12 @@ void nft_default_counter_name(char *buf, size_t len, enum policy_hook h)
 	snprintf(buf, len, "x_%s_default", policy_hook_name(h));
 }
 
-static struct nfr_match *m_add(struct nfr_rule *r, enum nfr_match_kind k)
-{
-	struct nfr_match *m = &r->m[r->nm < NFR_MAX_MATCH ? r->nm++ : NFR_MAX_MATCH - 1];
-
-	memset(m, 0, sizeof(*m));
-	m->kind = k;
-	return m;
-}
+#define m_add nfr_match_add
 
 static struct nfr_stmt *s_add(struct nfr_rule *r, enum nfr_stmt_kind k, const char *name)
 {
-	struct nfr_stmt *s = &r->s[r->ns < NFR_MAX_STMT ? r->ns++ : NFR_MAX_STMT - 1];
+	struct nfr_stmt *s = nfr_stmt_add(r, k);
 
-	memset(s, 0, sizeof(*s));
-	s->kind = k;
 	if (name)
 		snprintf(s->name, sizeof(s->name), "%s", name);
 	return s;
@@ -98,104 +90,93 @@ static void match_nfproto(struct nfr_rule *r, uint8_t fam)
 
 /* ---- interfaces and addresses ---- */
 
-#define NFR_MAX_ALTS (POLICY_MAX_IFACE_WILDCARDS + 1) /* the wildcards of one in: or out:, and the names */
-
 /* A positive list of no interface (an empty group): it matches none. */
 static bool iface_none(const struct iface_match *im)
 {
 	return !im->any && !im->neg && !im->n;
 }
 
-/* The names of im: one compare, or a set of the names. A wildcard ("eth*")
- * is its own compare of the name's beginning, as nft does it: with neg,
- * each is one more condition (none of them); a positive list with a
- * wildcard is split into alternatives by the caller (iface_alts). */
-static void match_ifaces(struct ctx *c, struct nfr_rule *r, const struct iface_match *im, bool out, bool neg)
+/* An interface name as an element of an interval set of names: a name is
+ * itself (NUL-padded, as meta iifname loads it); a wildcard ("eth*") every
+ * name that begins with it, from "eth" and zeros to "eth" and 0xff. */
+static void ifname_range(const char *pat, uint8_t *lo, uint8_t *hi)
+{
+	size_t n = strnlen(pat, POLICY_IFNAMSIZ);
+	bool wild = policy_ifname_wild(pat);
+
+	memset(lo, 0, POLICY_IFNAMSIZ);
+	memcpy(lo, pat, wild ? n - 1 : n);
+	memcpy(hi, lo, POLICY_IFNAMSIZ);
+	if (wild)
+		memset(hi + n - 1, 0xff, POLICY_IFNAMSIZ - (n - 1));
+}
+
+/* The interface group a match names alone ("vpn" or "!vpn"), if it does. */
+static const struct iface_group *named_group(const struct policy *p, const char *what)
+{
+	if (what && what[0] == '!')
+		what += 1 + strspn(what + 1, " \t");
+	for (uint32_t i = 0; what && i < p->ngroups; i++)
+		if (!strcmp(p->groups[i].name, what))
+			return &p->groups[i];
+	return NULL;
+}
+
+/* The set of im's names. One with a wildcard is an interval set, and a
+ * named one: nft, given such a set inside a rule, merges ranges that meet
+ * ("vlan1*", "vlan2*") into one it cannot list again, so `nfbox plan --nft`
+ * would not read back as what runs. It is called after the group it holds
+ * (g_GROUP, shared by the rules that name it), else after the rule and
+ * side that list it (i_RULE_in, i_RULE_out). */
+static struct nfr_set *iface_set(struct ctx *c, const struct iface_match *im, const char *rule, bool out)
+{
+	const struct iface_group *g = named_group(c->p, im->what);
+	char name[NFR_NAME] = "";
+	const struct nfr_set *old;
+	struct nfr_set *s;
+	bool wild = false;
+
+	for (uint32_t i = 0; i < im->n; i++)
+		wild |= policy_ifname_wild(im->ifnames[i]);
+	if (wild && g)
+		snprintf(name, sizeof(name), "g_%s", g->name);
+	else if (wild && rule)
+		snprintf(name, sizeof(name), "i_%s_%s", rule, out ? "out" : "in");
+	else if (wild)
+		snprintf(name, sizeof(name), "i_%u", c->t->nsets);
+	if (name[0] && (old = nfr_set_find(c->t, name)))
+		return (struct nfr_set *)old;
+	if (!(s = nfr_set_new(c->t, name[0] ? name : NULL, NFR_KEY_IFNAME, wild)))
+		return NULL;
+	for (uint32_t i = 0; i < im->n; i++) {
+		uint8_t lo[POLICY_IFNAMSIZ], hi[POLICY_IFNAMSIZ];
+
+		ifname_range(im->ifnames[i], lo, hi);
+		nfr_set_add(c->t, s, lo, hi);
+	}
+	nfr_set_normalize(s);
+	return s;
+}
+
+/* The names of im as one match: a compare for one name (a wildcard
+ * compares its beginning, as nft writes "eth*"), else a set of them
+ * (iface_set). neg: none of them. A list of any length is one match, so a
+ * rule keeps every other condition however many names its groups hold. An
+ * empty list adds nothing (callers skip a rule whose positive list is
+ * empty: iface_none). */
+static void match_ifaces(struct ctx *c, struct nfr_rule *r, const struct iface_match *im, bool out, bool neg,
+			 const char *rule)
 {
 	struct nfr_match *m;
-	struct nfr_set *s = NULL;
-	uint32_t exact = 0, last = 0;
 
-	if (im->any)
-		return;
-	for (uint32_t i = 0; i < im->n; i++) {
-		if (policy_ifname_wild(im->ifnames[i])) {
-			m = m_add(r, out ? NFR_M_OIFNAME : NFR_M_IIFNAME);
-			m->neg = neg;
-			memcpy(m->ifname, im->ifnames[i], sizeof(m->ifname));
-		} else {
-			exact++;
-			last = i;
-		}
-	}
-	if (!exact)
+	if (im->any || !im->n)
 		return;
 	m = m_add(r, out ? NFR_M_OIFNAME : NFR_M_IIFNAME);
 	m->neg = neg;
-	if (exact == 1) {
-		memcpy(m->ifname, im->ifnames[last], sizeof(m->ifname));
-		return;
-	}
-	for (uint32_t i = 0; i < im->n; i++) {
-		uint8_t key[16] = { 0 };
-
-		if (policy_ifname_wild(im->ifnames[i]) || (!s && !(s = nfr_set_new(c->t, NULL, NFR_KEY_IFNAME, false))))
-			continue;
-		memcpy(key, im->ifnames[i], strnlen(im->ifnames[i], sizeof(key)));
-		nfr_set_add(c->t, s, key, NULL);
-	}
-	m->set = s;
-}
-
-/* A positive interface list with wildcards matches when any entry does:
- * nftables gets one rule per alternative (the exact names together, then
- * each wildcard alone). Otherwise the list itself is the one alternative.
- * Writes into alts (their names malloc'd: iface_alts_free) and returns how
- * many; 0 when out of memory. */
-static uint32_t iface_alts(const struct iface_match *im, struct iface_match *alts, uint32_t max)
-{
-	uint32_t n = 0, wild = 0, exact;
-
-	for (uint32_t a = 0; a < max; a++)
-		alts[a] = (struct iface_match){ .any = im->any, .neg = im->neg, .what = im->what };
-	if (iface_none(im))
-		return 0; /* an empty group: the rule matches no interface, nothing is emitted */
-	for (uint32_t i = 0; !im->any && i < im->n; i++)
-		wild += policy_ifname_wild(im->ifnames[i]);
-	exact = im->any ? 0 : im->n - wild;
-	if (!wild || im->neg) {
-		if (!im->n)
-			return 1;
-		if (!(alts[0].ifnames = malloc(im->n * sizeof(*im->ifnames))))
-			return 0;
-		memcpy(alts[0].ifnames, im->ifnames, im->n * sizeof(*im->ifnames));
-		alts[0].n = im->n;
-		return 1;
-	}
-	if (exact && !(alts[n++].ifnames = malloc(exact * sizeof(*im->ifnames))))
-		return 0;
-	for (uint32_t i = 0; i < im->n; i++) {
-		struct iface_match *a;
-
-		if (!policy_ifname_wild(im->ifnames[i])) {
-			memcpy(alts[0].ifnames[alts[0].n++], im->ifnames[i], sizeof(*im->ifnames));
-			continue;
-		}
-		if (n == max)
-			break;
-		a = &alts[n++];
-		if (!(a->ifnames = malloc(sizeof(*im->ifnames))))
-			return 0;
-		memcpy(a->ifnames[0], im->ifnames[i], sizeof(*im->ifnames));
-		a->n = 1;
-	}
-	return n;
-}
-
-static void iface_alts_free(struct iface_match *alts, uint32_t max)
-{
-	for (uint32_t a = 0; a < max; a++)
-		free(alts[a].ifnames);
+	if (im->n == 1)
+		memcpy(m->ifname, im->ifnames[0], sizeof(m->ifname));
+	else
+		m->set = iface_set(c, im, rule, out);
 }
 
 /* The last address of a prefix (every host bit set). */
@@ -532,12 +513,14 @@ static void limit_match(struct emit *e, struct nfr_rule *r, uint8_t fam)
 	}
 	/* The family first, as nft writes the dependency of `ip saddr` (the
 	 * ruleset then lists as the plan prints it). */
-	if (!has_match(r, NFR_M_NFPROTO) && r->nm < NFR_MAX_MATCH) {
-		memmove(&r->m[1], &r->m[0], r->nm * sizeof(r->m[0]));
-		r->nm++;
-		memset(&r->m[0], 0, sizeof(r->m[0]));
-		r->m[0].kind = NFR_M_NFPROTO;
-		r->m[0].value = nfproto_of(fam);
+	if (!has_match(r, NFR_M_NFPROTO)) {
+		match_nfproto(r, fam);
+		if (!r->full) { /* appended: rotated to the front */
+			struct nfr_match m = r->m[r->nm - 1];
+
+			memmove(&r->m[1], &r->m[0], (r->nm - 1) * sizeof(r->m[0]));
+			r->m[0] = m;
+		}
 	}
 	s = s_add(r, NFR_S_METER, NULL);
 	s->set = set;
@@ -669,8 +652,8 @@ static bool applies(const struct rule *ru, uint8_t fam)
 /* The matches of a rule before its layer 4: interfaces, addresses, state. */
 static void rule_head(struct ctx *c, struct nfr_rule *r, const struct rule *ru, uint8_t fam)
 {
-	match_ifaces(c, r, &ru->in, false, ru->in.neg);
-	match_ifaces(c, r, &ru->out, true, ru->out.neg);
+	match_ifaces(c, r, &ru->in, false, ru->in.neg, ru->name);
+	match_ifaces(c, r, &ru->out, true, ru->out.neg, ru->name);
 	/* Redundant in a chain of one family, but it is how nft itself writes
 	 * `ip saddr` in an inet table (its dependency), so the ruleset reads
 	 * back as the plan printed it. */
@@ -694,26 +677,10 @@ static void filter_rule(struct ctx *c, const struct rule *ru, enum policy_hook h
 	nft_rule_counter_name(e.counter, sizeof(e.counter), h, ru->name);
 	snprintf(e.what, sizeof(e.what), "rule '%s' (%s)", ru->name, policy_hook_name(h));
 	counter(c, e.counter);
-	/* positive interface lists with wildcards: one rule per alternative */
-	{
-		struct iface_match in[NFR_MAX_ALTS], out[NFR_MAX_ALTS];
-		uint32_t nin = iface_alts(&ru->in, in, NFR_MAX_ALTS), nout = iface_alts(&ru->out, out, NFR_MAX_ALTS);
-		struct rule alt = *ru;
-
-		for (uint32_t i = 0; i < nin; i++) {
-			for (uint32_t o = 0; o < nout; o++) {
-				struct nfr_rule one = r;
-
-				alt.in = in[i];
-				alt.out = out[o];
-				e.ru = &alt;
-				rule_head(c, &one, &alt, fam);
-				emit_l4(&e, &one, frag_chain);
-			}
-		}
-		iface_alts_free(in, NFR_MAX_ALTS);
-		iface_alts_free(out, NFR_MAX_ALTS);
-	}
+	if (iface_none(&ru->in) || iface_none(&ru->out))
+		return; /* an empty group: the rule matches no interface, nothing is emitted */
+	rule_head(c, &r, ru, fam);
+	emit_l4(&e, &r, frag_chain);
 }
 
 static void default_rule(struct ctx *c, enum policy_hook h, uint32_t chain)
@@ -760,18 +727,11 @@ static bool iface_eq(const struct iface_match *a, const struct iface_match *b)
 	return true;
 }
 
-static bool has_wildcard(const struct iface_match *m)
-{
-	for (uint32_t i = 0; !m->any && i < m->n; i++)
-		if (policy_ifname_wild(m->ifnames[i]))
-			return true;
-	return false;
-}
-
 static bool mergeable(const struct rule *r)
 {
-	return !r->limit.rate.n && !has_wildcard(&r->in) && !has_wildcard(&r->out) && (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && !r->nicmp &&
-	       !r->service.any && r->sport.any;
+	return !r->limit.rate.n && !iface_none(&r->in) && !iface_none(&r->out) &&
+	       (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && !r->nicmp && !r->service.any &&
+	       r->sport.any;
 }
 
 static bool same_shape(const struct rule *a, const struct rule *b)
@@ -1042,11 +1002,11 @@ static void nat_source(struct ctx *c, const struct nat_rule *n)
 		struct nfr_rule v = { .chain = r.chain, .loc = n->loc };
 		struct iface_match one = { .ifnames = &n->vips[i].ifname, .n = 1 };
 
-		match_ifaces(c, &v, &one, true, false);
+		match_ifaces(c, &v, &one, true, false, NULL);
 		snat_to(&v, n->vips[i].addr.family, &n->vips[i].addr, &n->vips[i].addr);
 		nfr_rule_add(c->t, &v, what);
 	}
-	match_ifaces(c, &r, &n->out, true, false);
+	match_ifaces(c, &r, &n->out, true, false, NULL);
 	if (n->kind == NAT_MASQUERADE)
 		s_add(&r, NFR_S_MASQ, NULL);
 	else
@@ -1076,7 +1036,7 @@ static void nat_dest_proto(struct ctx *c, const struct nat_rule *n, uint8_t fam,
 	char what[64];
 
 	nat_what(n, what, sizeof(what));
-	match_ifaces(c, &r, &n->in, false, hairpin);
+	match_ifaces(c, &r, &n->in, false, hairpin, NULL);
 	if (fam != POLICY_FAM_ANY) {
 		match_nfproto(&r, fam);
 		match_addrs(c, &r, &n->from, 0, fam);
@@ -1098,7 +1058,7 @@ static void hairpin_masq(struct ctx *c, const struct nat_rule *n, uint8_t proto)
 	char what[64];
 
 	nat_what(n, what, sizeof(what));
-	match_ifaces(c, &r, &n->in, false, true);
+	match_ifaces(c, &r, &n->in, false, true, NULL);
 	m_add(&r, NFR_M_CT_DNAT);
 	match_nfproto(&r, n->families);
 	m = m_add(&r, NFR_M_ADDR_EQ);
@@ -1164,7 +1124,7 @@ static void conntrack_anchor(struct ctx *c)
 	nfr_rule_add(c->t, &r, "the conntrack anchor");
 }
 
-int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr_table *t)
+int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr_table *t, struct diags *d)
 {
 	struct ctx c = { .p = p, .o = o, .t = t };
 
@@ -1182,5 +1142,13 @@ int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr
 			}
 	}
 	nfr_drop_unbound(t);
-	return t->err;
+	if (t->err == -E2BIG) {
+		diag_error(d, t->err_loc,
+			   "%s needs more than %d matches or %d statements in one nftables rule; split the rule",
+			   t->err_what, NFR_MAX_MATCH, NFR_MAX_STMT);
+		return t->err;
+	}
+	if (t->err)
+		return diag_errno(d, t->err, "cannot build table inet %s", NFT_TABLE_NAME);
+	return 0;
 }

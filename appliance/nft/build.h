@@ -45,8 +45,10 @@ void nft_dyn_set_name(char *buf, size_t len, const char *set, uint8_t fam);
 /* A prefix as an interval set's range: its first and last address. */
 void nft_prefix_range(const struct prefix *pf, uint8_t *lo, uint8_t *hi);
 
-/* 0 or -ENOMEM. t must be initialised (nfr_init) and is filled. */
-int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr_table *t);
+/* 0, or a negative errno said in d: -ENOMEM, or -E2BIG at the policy
+ * element whose nftables rule would not fit in one (ir.h). t must be
+ * initialised (nfr_init) and is filled. */
+int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr_table *t, struct diags *d);
 
 /* Counter names, as build uses them (buf at least NFR_NAME). */
 void nft_rule_counter_name(char *buf, size_t len, enum policy_hook h, const char *rule);

@@ -332,12 +332,13 @@ static void s_nat(struct nftnl_rule *r, const struct nfr_stmt *s)
 	uint16_t port = htons(s->port);
 	struct nftnl_expr *e;
 	bool range = s->kind == NFR_S_SNAT && memcmp(s->addr_lo, s->addr_hi, len);
+	uint32_t port_reg = range ? NFT_REG_3 : REG2; /* after the addresses */
 
 	e_imm(r, REG1, s->addr_lo, len);
 	if (range)
 		e_imm(r, REG2, s->addr_hi, len);
 	if (s->port)
-		e_imm(r, REG2, &port, 2);
+		e_imm(r, port_reg, &port, 2);
 	e = expr(r, "nat");
 	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, s->kind == NFR_S_SNAT ? NFT_NAT_SNAT : NFT_NAT_DNAT);
 	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY, s->family == POLICY_FAM_IPV4 ? NFPROTO_IPV4 : NFPROTO_IPV6);
@@ -345,7 +346,7 @@ static void s_nat(struct nftnl_rule *r, const struct nfr_stmt *s)
 	if (range)
 		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MAX, REG2);
 	if (s->port) {
-		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_PROTO_MIN, REG2);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_PROTO_MIN, port_reg);
 		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED);
 	}
 }
@@ -427,6 +428,52 @@ static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
 	default:
 		s_nat(r, s);
 	}
+}
+
+/* ---- what a rule costs the kernel ---- */
+
+_Static_assert(NFR_MAX_MATCH * NFT_MATCH_MAX_EXPRS + NFR_MAX_STMT * NFT_STMT_MAX_EXPRS <= NFT_KERNEL_MAX_EXPRS,
+	       "a full rule of the IR must fit in one nftables rule");
+
+static int count_expr(struct nftnl_expr *e, void *arg)
+{
+	(void)e;
+	++*(uint32_t *)arg;
+	return 0;
+}
+
+static uint32_t rule_exprs(struct nftnl_rule *r)
+{
+	uint32_t n = 0;
+
+	nftnl_expr_foreach(r, count_expr, &n);
+	return n;
+}
+
+uint32_t nft_match_exprs(const struct nfr_match *m)
+{
+	struct nftnl_rule *r = nftnl_rule_alloc();
+	uint32_t n;
+
+	if (!r)
+		return UINT32_MAX;
+	emit_match(r, m);
+	n = rule_exprs(r);
+	nftnl_rule_free(r);
+	return n;
+}
+
+uint32_t nft_stmt_exprs(const struct nfr_stmt *s)
+{
+	struct nftnl_rule *r = nftnl_rule_alloc();
+	uint32_t n;
+
+	if (!r)
+		return UINT32_MAX;
+	emit_stmt(r, s);
+	n = rule_exprs(r);
+	nftnl_rule_free(r);
+	return n;
 }
 
 /* ---- messages ---- */

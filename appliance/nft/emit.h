@@ -24,4 +24,17 @@ int nft_table_remove(struct diags *d);
 int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct nfr_set *const *add, uint32_t nadd,
 		   struct diags *d);
 
+/* The kernel takes at most NFT_RULE_MAXEXPRS (128) expressions in one
+ * rule. A match of the IR is at most 4 (an ICMP type: meta, cmp, payload,
+ * cmp), a statement at most 4 (a translation to an address range and a
+ * port: three immediates and nat),
+ * so a full rule of the IR (NFR_MAX_MATCH, NFR_MAX_STMT) always fits: a
+ * static assertion in emit.c says so, and tests/unit/test_nft.c holds
+ * every kind of match and statement to its bound with these two. */
+#define NFT_KERNEL_MAX_EXPRS 128
+#define NFT_MATCH_MAX_EXPRS 4
+#define NFT_STMT_MAX_EXPRS 4
+uint32_t nft_match_exprs(const struct nfr_match *m);
+uint32_t nft_stmt_exprs(const struct nfr_stmt *s);
+
 #endif

@@ -129,11 +129,17 @@ void nfr_set_normalize(struct nfr_set *s)
 		s->n = out + 1;
 		return;
 	}
+	/* Names and wildcards are nested or apart, so merging what overlaps
+	 * leaves each element a name or a wildcard; adjacent ones ("a*",
+	 * "b*") stay two, as nft could not write their union. */
+	bool join_adjacent = s->key != NFR_KEY_IFNAME;
+
 	for (uint32_t i = 1; i < s->n; i++) {
 		struct nfr_elem *cur = &s->v[out];
 		bool same = !(s->vmap || s->objmap) || s->v[i].chain == cur->chain;
 
-		if (same && (memcmp(s->v[i].lo, cur->hi, len) <= 0 || adjacent(cur->hi, s->v[i].lo, len))) {
+		if (same && (memcmp(s->v[i].lo, cur->hi, len) <= 0 ||
+			     (join_adjacent && adjacent(cur->hi, s->v[i].lo, len)))) {
 			if (memcmp(s->v[i].hi, cur->hi, len) > 0)
 				memcpy(cur->hi, s->v[i].hi, len);
 			continue;
@@ -235,11 +241,36 @@ static const struct nfr_set *bind_anon(struct nfr_table *t, const struct nfr_set
 	return copy;
 }
 
+struct nfr_match *nfr_match_add(struct nfr_rule *r, enum nfr_match_kind k)
+{
+	struct nfr_match *m = &r->m[r->nm < NFR_MAX_MATCH ? r->nm++ : NFR_MAX_MATCH];
+
+	r->full |= m == &r->m[NFR_MAX_MATCH];
+	memset(m, 0, sizeof(*m));
+	m->kind = k;
+	return m;
+}
+
+struct nfr_stmt *nfr_stmt_add(struct nfr_rule *r, enum nfr_stmt_kind k)
+{
+	struct nfr_stmt *s = &r->s[r->ns < NFR_MAX_STMT ? r->ns++ : NFR_MAX_STMT];
+
+	r->full |= s == &r->s[NFR_MAX_STMT];
+	memset(s, 0, sizeof(*s));
+	s->kind = k;
+	return s;
+}
+
 void nfr_rule_add(struct nfr_table *t, const struct nfr_rule *in, const char *what)
 {
 	struct nfr_rule r = *in;
 	char *w = NULL;
 
+	if (in->full && !t->err) {
+		t->err = -E2BIG;
+		t->err_loc = in->loc;
+		snprintf(t->err_what, sizeof(t->err_what), "%s", what ? what : "a rule");
+	}
 	if (!grow(t, (void **)&t->rules, t->nrules, sizeof(r)) ||
 	    !grow(t, (void **)&t->whats, t->nwhats, sizeof(*t->whats)))
 		return;

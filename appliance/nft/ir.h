@@ -121,15 +121,20 @@ struct nfr_chain {
 	bool policy_drop;
 };
 
-#define NFR_MAX_MATCH 12
-#define NFR_MAX_STMT 4
+/* What one nftables rule holds. The builder makes at most about ten
+ * matches and four statements of a policy rule (interface lists are one
+ * set each, however many names and wildcards they hold); a rule that would
+ * need more is refused at its place (nfr_rule_add), never cut short. */
+#define NFR_MAX_MATCH 16
+#define NFR_MAX_STMT 6
 
 struct nfr_rule {
 	uint32_t chain;      /* index into the table's chains */
-	struct nfr_match m[NFR_MAX_MATCH];
+	struct nfr_match m[NFR_MAX_MATCH + 1]; /* the last one: scratch of a full rule */
 	uint32_t nm;
-	struct nfr_stmt s[NFR_MAX_STMT];
+	struct nfr_stmt s[NFR_MAX_STMT + 1];
 	uint32_t ns;
+	bool full;           /* a match or statement did not fit: the rule is refused */
 	struct loc loc;      /* the policy element it comes from (no place: nfbox's own) */
 	const char *what;    /* e.g. "rule 'web'", for messages */
 };
@@ -158,7 +163,10 @@ struct nfr_table {
 	uint32_t nrules;
 	char **whats;            /* rule descriptions, owned */
 	uint32_t nwhats;
-	int err;                 /* first allocation failure (-ENOMEM), sticky */
+	int err;                 /* first failure, sticky: -ENOMEM, or -E2BIG for a rule
+				    that does not fit (err_loc, err_what say which) */
+	struct loc err_loc;
+	char err_what[160];
 };
 
 void nfr_init(struct nfr_table *t);
@@ -184,9 +192,15 @@ void nfr_counter_add(struct nfr_table *t, const char *name, uint64_t packets, ui
 uint32_t nfr_counter_find(const struct nfr_table *t, const char *name);
 void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_t per, uint32_t burst);
 const struct nfr_limit *nfr_limit_find(const struct nfr_table *t, const char *name);
+/* A new match or statement at the end of r, zeroed but for its kind. When
+ * r is full it is marked so (r->full) and the one returned is a scratch
+ * slot that nothing reads. */
+struct nfr_match *nfr_match_add(struct nfr_rule *r, enum nfr_match_kind k);
+struct nfr_stmt *nfr_stmt_add(struct nfr_rule *r, enum nfr_stmt_kind k);
 /* A copy of r, appended; what (copied) names it in messages. An anonymous
  * set that an earlier rule uses already is copied for this one: the
- * kernel binds an anonymous set to one rule. */
+ * kernel binds an anonymous set to one rule. A full rule is not added:
+ * t->err becomes -E2BIG, with its place and what. */
 void nfr_rule_add(struct nfr_table *t, const struct nfr_rule *r, const char *what);
 
 /* Bytes of a key. */

@@ -73,8 +73,8 @@ static void print_elem(const struct nfr_table *t, const struct nfr_set *s, const
 	int plen;
 
 	switch (s->key) {
-	case NFR_KEY_IFNAME:
-		fprintf(f, "\"%.16s\"", (const char *)e->lo);
+	case NFR_KEY_IFNAME: /* a name, or a wildcard: the range of the names that begin so */
+		fprintf(f, "\"%.16s%s\"", (const char *)e->lo, memcmp(e->lo, e->hi, 16) ? "*" : "");
 		break;
 	case NFR_KEY_IPV4:
 	case NFR_KEY_IPV6:

@@ -19,6 +19,7 @@
 #include "../lib/check.h"
 #include "nft/batch.h"
 #include "nft/build.h"
+#include "nft/emit.h"
 #include "nft/print.h"
 #include "policy/policy.h"
 
@@ -43,7 +44,7 @@ static int build(struct built *b, const char *yaml)
 		return -1;
 	}
 	o.filter = b->p->opt.backend == POLICY_BACKEND_NFTABLES;
-	if (nft_build(b->p, &o, &b->t) < 0)
+	if (nft_build(b->p, &o, &b->t, &b->d) < 0)
 		return -1;
 	f = open_memstream(&b->text, &len);
 	nfr_print(&b->t, f);
@@ -253,8 +254,161 @@ static void refusal_located(void)
 	built_free(&b);
 }
 
+/* Regression (issue 25): a negated group of wildcards was one match per
+ * wildcard, and past the rule's last match slot each new match overwrote
+ * the last: the source, destination, state and protocol of the rule were
+ * lost, and it accepted far more than it said. A list of names is one
+ * match now, however long, and every condition stays. */
+static void negated_wildcards(void)
+{
+	char yaml[8192], group[4096] = "";
+	size_t used = 0;
+	struct built b;
+	const char *rule;
+
+	for (int i = 0; i < POLICY_MAX_IFACE_WILDCARDS; i++) /* at the limit */
+		used += (size_t)snprintf(group + used, sizeof(group) - used, "%s\"w%02d*\"", i ? ", " : "", i);
+	snprintf(yaml, sizeof(yaml),
+		 "version: 1\noptions: { backend: nftables }\n"
+		 "interfaces: { vpn: [\"a*\", \"b*\", \"c*\", \"d*\", \"e*\", \"f*\", \"g*\", \"h*\", \"i*\", \"j*\"], many: [%s] }\n"
+		 "hooks: { forward: { default: drop } }\nrules:\n"
+		 "  - { name: r1, in: \"!vpn\", from: [198.51.100.0/24], to: [203.0.113.10], state: new, service: [tcp/22], action: accept }\n"
+		 "  - { name: r2, in: \"!many\", out: \"!many\", from: [198.51.100.0/24], to: [203.0.113.10], state: new, service: [tcp/22, udp/53], action: accept }\n",
+		 group);
+	if (build(&b, yaml) < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	rule = strstr(b.text, "r_forward_r1\" accept");
+	CHECK(strstr(b.text, "iifname != @g_vpn meta nfproto ipv4 ip saddr 198.51.100.0/24 ip daddr 203.0.113.10 ct state new meta l4proto tcp th dport 22 counter name \"r_forward_r1\" accept") != NULL);
+	CHECK(rule != NULL);
+	CHECK(strstr(b.text, "iifname != @g_many oifname != @g_many meta nfproto ipv4 ip saddr 198.51.100.0/24 ip daddr 203.0.113.10 ct state new meta l4proto . th dport { tcp . 22, udp . 53 } counter name \"r_forward_r2\" accept") != NULL);
+	for (uint32_t i = 0; i < b.t.nsets; i++)
+		if (!strcmp(b.t.sets[i]->name, "g_many")) {
+			CHECK(b.t.sets[i]->interval);
+			CHECK_EQ_INT(b.t.sets[i]->n, POLICY_MAX_IFACE_WILDCARDS);
+		}
+	for (uint32_t i = 0; i < b.t.nrules; i++)
+		CHECK(!b.t.rules[i].full);
+	built_free(&b);
+}
+
+/* A wildcard is the range of the names it begins; the set merges what
+ * overlaps (a name under a wildcard, a narrower wildcard) and keeps apart
+ * wildcards that only meet (nft could not list their union). */
+static void wildcard_ranges(void)
+{
+	struct built b;
+
+	if (build(&b, "version: 1\noptions: { backend: nftables }\nhooks: { forward: { default: drop } }\nrules:\n"
+		      "  - { name: r, in: [\"vlan1*\", \"vlan2*\", vlan15, \"vlan1x*\", eth0], action: accept }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	CHECK(strstr(b.text, "elements = { \"eth0\", \"vlan1*\", \"vlan2*\" }") != NULL);
+	CHECK(strstr(b.text, "iifname @i_r_in") != NULL);
+	built_free(&b);
+}
+
+/* A rule of the IR that would not fit is refused at its place with what
+ * it is, never cut short: at the limit it is added, one past it refused. */
+static void full_rule_refused(void)
+{
+	struct nfr_table t;
+	struct nfr_rule r = { .loc = { .line = 7, .col = 5 } };
+
+	nfr_init(&t);
+	for (int i = 0; i < NFR_MAX_MATCH; i++)
+		nfr_match_add(&r, NFR_M_L4PROTO)->value = 6;
+	for (int i = 0; i < NFR_MAX_STMT; i++)
+		nfr_stmt_add(&r, NFR_S_ACCEPT);
+	CHECK(!r.full);
+	nfr_rule_add(&t, &r, "rule 'at-limit'");
+	CHECK_EQ_INT(t.err, 0);
+	CHECK_EQ_INT(t.nrules, 1);
+	nfr_match_add(&r, NFR_M_CT_STATE);
+	CHECK(r.full);
+	CHECK_EQ_INT(r.nm, NFR_MAX_MATCH);
+	CHECK_EQ_INT(r.m[NFR_MAX_MATCH - 1].kind, NFR_M_L4PROTO); /* the last real one untouched */
+	nfr_rule_add(&t, &r, "rule 'past-limit'");
+	CHECK_EQ_INT(t.err, -E2BIG);
+	CHECK_EQ_INT(t.err_loc.line, 7);
+	CHECK_EQ_STR(t.err_what, "rule 'past-limit'");
+	nfr_free(&t);
+
+	nfr_init(&t);
+	memset(&r, 0, sizeof(r));
+	for (int i = 0; i <= NFR_MAX_STMT; i++)
+		nfr_stmt_add(&r, NFR_S_COUNTER);
+	CHECK(r.full);
+	nfr_rule_add(&t, &r, "rule 'statements'");
+	CHECK_EQ_INT(t.err, -E2BIG);
+	nfr_free(&t);
+}
+
+/* Every kind of match and statement, in each of its forms, within the
+ * bound that keeps a full rule under the kernel's 128 expressions. */
+static void exprs_bounded(void)
+{
+	struct nfr_table t;
+	struct nfr_set *set, *vmap;
+	uint32_t worst_m = 0, worst_s = 0;
+
+	nfr_init(&t);
+	set = nfr_set_new(&t, "s", NFR_KEY_PROTO_PORT, true);
+	vmap = nfr_set_new(&t, NULL, NFR_KEY_NFPROTO, false);
+	vmap->vmap = true;
+	for (int k = NFR_M_IIFNAME; k <= NFR_M_FRAG6_OFF; k++)
+		for (int form = 0; form < 4; form++) {
+			struct nfr_match m = { .kind = (enum nfr_match_kind)k, .neg = form & 1, .family = form & 2 ? 2 : 1,
+					       .lo = 1, .hi = form & 2 ? 9 : 1, .value = 24 };
+			uint32_t n;
+
+			snprintf(m.ifname, sizeof(m.ifname), "%s", form & 2 ? "eth*" : "eth0");
+			m.set = form & 1 ? set : NULL;
+			if (k == NFR_M_ADDR || k == NFR_M_PROTO_PORT)
+				m.set = set;
+			n = nft_match_exprs(&m);
+			if (n > NFT_MATCH_MAX_EXPRS)
+				check_fail_at(__FILE__, __LINE__, "match kind %d form %d: %u expressions", k, form, n);
+			worst_m = n > worst_m ? n : worst_m;
+		}
+	for (int k = NFR_S_COUNTER; k <= NFR_S_METER; k++)
+		for (int form = 0; form < 4; form++) {
+			struct nfr_stmt st = { .kind = (enum nfr_stmt_kind)k, .family = form & 2 ? 2 : 1,
+					       .port = form & 1 ? 80 : 0, .rate = 1, .per = 1, .burst = 1 };
+			uint32_t n;
+
+			snprintf(st.name, sizeof(st.name), "x");
+			st.addr_hi[15] = form & 1; /* a range or one address */
+			st.set = k == NFR_S_VMAP ? vmap : set;
+			n = nft_stmt_exprs(&st);
+			if (n > NFT_STMT_MAX_EXPRS)
+				check_fail_at(__FILE__, __LINE__, "statement kind %d form %d: %u expressions", k, form, n);
+			worst_s = n > worst_s ? n : worst_s;
+		}
+	/* the bounds are the worst cases, not loose guesses */
+	CHECK_EQ_INT(worst_m, NFT_MATCH_MAX_EXPRS);
+	CHECK_EQ_INT(worst_s, NFT_STMT_MAX_EXPRS);
+	nfr_free(&t);
+}
+
 int main(void)
 {
+	check_begin("nft-negated-wildcards-keep-conditions");
+	negated_wildcards();
+	check_end();
+	check_begin("nft-wildcard-ranges");
+	wildcard_ranges();
+	check_end();
+	check_begin("nft-full-rule-refused");
+	full_rule_refused();
+	check_end();
+	check_begin("nft-exprs-bounded");
+	exprs_bounded();
+	check_end();
 	check_begin("nft-refusal-located");
 	refusal_located();
 	check_end();
