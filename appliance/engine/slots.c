@@ -67,6 +67,19 @@ static int take_free(struct slot_table *t, const char *key, uint32_t *slot)
 	return 0;
 }
 
+/* The hash without its tombstones. A lookup stops only at an empty
+ * entry, and a new name takes the first empty one, so tombstones are never
+ * reused: without this, every name a daemon ever saw (rules renamed on each
+ * reload) would use up an entry for good, until lookups never ended. */
+static void rehash(struct slot_table *t)
+{
+	memset(t->hash, 0, t->hcap * sizeof(*t->hash));
+	for (uint32_t s = 0; s < NFB_MAX_COUNTERS; s++)
+		if (t->name[s])
+			*find(t, t->name[s]) = s + 1;
+	t->tombs = 0;
+}
+
 static void release(struct slot_table *t, uint32_t slot)
 {
 	uint32_t *h;
@@ -74,12 +87,16 @@ static void release(struct slot_table *t, uint32_t slot)
 	if (!t->name[slot])
 		return;
 	h = find(t, t->name[slot]);
-	if (*h)
+	if (*h) {
 		*h = UINT32_MAX; /* tombstone */
+		t->tombs++;
+	}
 	free(t->name[slot]);
 	t->name[slot] = NULL;
 	if (slot < t->next_free)
 		t->next_free = slot;
+	if (t->tombs > t->hcap / 4)
+		rehash(t);
 }
 
 void slot_map_free(struct slot_map *m)

@@ -12,6 +12,7 @@ struct slot_table {
 	char **name;          /* by slot: "HOOK:RULE", NULL if free */
 	uint32_t *hash;       /* open addressing over slots, slot + 1 */
 	uint32_t hcap;
+	uint32_t tombs;       /* released entries still in hash: past hcap / 4 it is built anew */
 	uint32_t next_free;   /* lowest slot that may be free */
 };
 

@@ -177,8 +177,53 @@ static void test_save_load(void)
 	check_end();
 }
 
+/* Regression (issue 25): released names left tombstones that were never
+ * reused, so every name a daemon ever saw used up a hash entry for good;
+ * after about a million of them (rules renamed on each reload) a lookup
+ * never ended. 1,200 reloads of 1,000 renamed rules: 1,200,000 names
+ * through a table of 2^20 entries. */
+static void test_renamed_forever(void)
+{
+	enum { RULES = 1000, RELOADS = 1200 };
+	static struct rule rules[2][RULES];
+	static const struct rule *ptrs[2][RULES];
+	static char names[2][RULES][32];
+	struct slot_map m[2] = { 0 };
+	struct plan pl[2] = { 0 };
+	struct slot_table t;
+	int ok = 1;
+
+	check_begin("slots-renamed-rules-forever");
+	CHECK(slots_init(&t) == 0);
+	for (int g = 0; g < 2; g++) {
+		pl[g].hook[NFB_HOOK_FORWARD].nrules = RULES;
+		pl[g].hook[NFB_HOOK_FORWARD].rules = ptrs[g];
+		for (int i = 0; i < RULES; i++) {
+			rules[g][i].name = names[g][i];
+			ptrs[g][i] = &rules[g][i];
+		}
+	}
+	for (int n = 0; n < RELOADS && ok; n++) {
+		int g = n & 1;
+
+		for (int i = 0; i < RULES; i++)
+			snprintf(names[g][i], sizeof(names[g][i]), "v%d-r%d", n, i);
+		ok = slots_assign(&t, NULL, &pl[g], &m[g]) == 0;
+		if (ok)
+			slots_commit(&t, &m[g], &pl[g]);
+		slot_map_free(&m[g ^ 1]);
+		ok = ok && t.tombs <= t.hcap / 4;
+	}
+	CHECK(ok);
+	slot_map_free(&m[0]);
+	slot_map_free(&m[1]);
+	slots_free(&t);
+	check_end();
+}
+
 int main(void)
 {
+	test_renamed_forever();
 	test_keep_and_reuse();
 	test_hooks_apart();
 	test_save_load();
