@@ -139,10 +139,14 @@ struct nfb_range6 {
 	__u32 pad;
 };
 
-/* POLICY_MAX_PREFIXES prefixes make at most two range starts each, and each
- * hook and direction one more. */
+/* A prefix makes at most two range starts, and each hook and direction one
+ * more. The loader allows POLICY_MAX_PREFIXES (2,000,000) in sets and as
+ * many again written in rules, so one hook, family and direction has at
+ * most 2 * 4,000,000 + 1 ranges: the bisection's 24 steps reach 2^24 of
+ * them (a static assertion in appliance/engine/gen.c says so). The maps'
+ * template size; each generation's maps are sized to what they hold. */
 #define NFB_RANGE_MAX_ENTRIES (2 * 2000000 + 2 * NFB_HOOK_MAX)
-#define NFB_RANGE_STEPS 24 /* bisection steps: 2^24 > NFB_RANGE_MAX_ENTRIES */
+#define NFB_RANGE_STEPS 24 /* bisection steps: ranges of one hook, family and direction < 2^24 */
 
 /* Interface map key; value: u32 locator. Interfaces not in the map use the
  * hook's miss vector for the field. */

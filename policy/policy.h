@@ -16,7 +16,7 @@
 
 /* Limits (documented in policy/README.md; exceeding one is an error). */
 #define POLICY_MAX_RULES 65536          /* per hook */
-#define POLICY_MAX_PREFIXES 2000000u    /* set and inline prefixes, all sets together */
+#define POLICY_MAX_PREFIXES 2000000u    /* in all sets together; and, apart, written in rules */
 #define POLICY_MAX_GROUP_IFACES 4096
 #define POLICY_MAX_IFACE_WILDCARDS 63   /* in one in: or out: */
 #define POLICY_MAX_SERVICE_ENTRIES 65536
@@ -291,7 +291,8 @@ struct policy {
 	struct capture_conf *captures;
 	uint32_t ncaptures;
 	struct ha_conf ha;
-	uint64_t nprefixes; /* total, for the limit */
+	uint64_t nprefixes; /* in sets, for the limit */
+	uint64_t nprefixes_rules; /* written in rules, nat and captures: a limit of its own */
 };
 
 /* Load, parse and validate the policy at path. Diagnostics (errors and

@@ -397,6 +397,11 @@ static int ranges_cut(struct ranges *r, const struct pfx_span *v, uint32_t n, u1
 	return rc;
 }
 
+_Static_assert(2 * (2 * (uint64_t)POLICY_MAX_PREFIXES) + 1 <= (1ull << NFB_RANGE_STEPS),
+	       "the ranges of one hook, family and direction within the classifier's bisection");
+_Static_assert(NFB_MAX_LIMITS == POLICY_MAX_LIMITS && NFB_MAX_RULES == POLICY_MAX_RULES,
+	       "the classifier's limits are the loader's");
+
 /* The address ranges of a plan, both families. */
 struct addr_plan {
 	struct ranges fam[2];

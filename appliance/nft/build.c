@@ -62,9 +62,8 @@ static void counter(struct ctx *c, const char *name)
 {
 	uint64_t packets = 0, bytes = 0;
 
-	for (uint32_t i = 0; i < c->t->ncounters; i++)
-		if (!strcmp(c->t->counters[i].name, name))
-			return;
+	if (nfr_counter_find(c->t, name) != UINT32_MAX)
+		return;
 	if (c->o->counter_value)
 		c->o->counter_value(name, &packets, &bytes, c->o->arg);
 	nfr_counter_add(c->t, name, packets, bytes);
@@ -501,14 +500,16 @@ static void limit_match(struct emit *e, struct nfr_rule *r, uint8_t fam)
 	if (!(set = nfr_set_find(e->c->t, name))) {
 		struct nfr_set *ns = nfr_set_new(e->c->t, name, fam == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6, false);
 		/* An element that has not been updated for as long as its bucket
-		 * takes to fill is a full bucket: it may go. */
+		 * takes to fill is a full bucket: it may go; not sooner (a source
+		 * forgotten early would come back to a full bucket). The longest,
+		 * 1,000,000 a burst at 1/hour, is 3.6e9 s. */
 		uint64_t fill = ((uint64_t)l->rate.per * l->burst + l->rate.n - 1) / l->rate.n;
 
 		if (!ns)
 			return;
 		ns->dynamic = true;
 		ns->size = NFT_METER_SIZE;
-		ns->timeout_s = (uint32_t)(fill < 1 ? 1 : fill > 86400 * 7 ? 86400 * 7 : fill);
+		ns->timeout_s = fill < 1 ? 1 : fill;
 		set = ns;
 	}
 	/* The family first, as nft writes the dependency of `ip saddr` (the
@@ -741,22 +742,54 @@ static bool same_shape(const struct rule *a, const struct rule *b)
 	       policy_addrs_equal(&a->from, &b->from) && policy_addrs_equal(&a->to, &b->to);
 }
 
+/* The ports a run has taken: a bit per port and protocol (port_protos),
+ * and the ranges set, to clear them for the next run. Checking a rule
+ * costs the length of its ranges in words, not the length of the run: a
+ * run of 65,536 rules is built in linear time. */
 struct run_ports {
+	uint64_t bits[sizeof(port_protos)][65536 / 64];
 	struct port_range *v;
 	uint32_t n, cap;
 };
 
-/* The rule's destination ports (of its protocol, if it names one). */
-static bool ports_fit(const struct rule *r, const struct run_ports *rp)
+static int proto_bit(uint8_t proto)
+{
+	for (unsigned i = 0; i < sizeof(port_protos); i++)
+		if (port_protos[i] == proto)
+			return (int)i;
+	return -1;
+}
+
+/* Any bit of lo..hi set in w (set: set them all first). */
+static bool bits_range(uint64_t *w, uint16_t lo, uint16_t hi, bool set)
+{
+	for (uint32_t i = lo / 64; i <= hi / 64u; i++) {
+		uint64_t m = ~0ull;
+
+		if (i == lo / 64u)
+			m &= ~0ull << (lo % 64);
+		if (i == hi / 64u && hi % 64 != 63)
+			m &= (1ull << (hi % 64 + 1)) - 1;
+		if (set)
+			w[i] |= m;
+		else if (w[i] & m)
+			return true;
+	}
+	return false;
+}
+
+/* The rule's destination ports (of its protocol, if it names one) overlap
+ * none of the run's. */
+static bool ports_fit(const struct rule *r, struct run_ports *rp)
 {
 	for (uint32_t i = 0; i < r->service.n; i++) {
 		const struct port_range *p = &r->service.v[i];
+		int b = proto_bit(p->proto);
 
-		if (r->proto >= 0 && p->proto != r->proto)
+		if ((r->proto >= 0 && p->proto != r->proto) || b < 0)
 			continue;
-		for (uint32_t k = 0; k < rp->n; k++)
-			if (rp->v[k].proto == p->proto && p->lo <= rp->v[k].hi && rp->v[k].lo <= p->hi)
-				return false;
+		if (bits_range(rp->bits[b], p->lo, p->hi, false))
+			return false;
 	}
 	return true;
 }
@@ -764,7 +797,10 @@ static bool ports_fit(const struct rule *r, const struct run_ports *rp)
 static bool ports_take(const struct rule *r, struct run_ports *rp)
 {
 	for (uint32_t i = 0; i < r->service.n; i++) {
-		if (r->proto >= 0 && r->service.v[i].proto != r->proto)
+		const struct port_range *p = &r->service.v[i];
+		int b = proto_bit(p->proto);
+
+		if ((r->proto >= 0 && p->proto != r->proto) || b < 0)
 			continue;
 		if (rp->n == rp->cap) {
 			uint32_t cap = rp->cap ? 2 * rp->cap : 64;
@@ -775,9 +811,19 @@ static bool ports_take(const struct rule *r, struct run_ports *rp)
 			rp->v = v;
 			rp->cap = cap;
 		}
-		rp->v[rp->n++] = r->service.v[i];
+		rp->v[rp->n++] = *p;
+		bits_range(rp->bits[b], p->lo, p->hi, true);
 	}
 	return true;
+}
+
+/* Empty for the next run: only the words the last one set. */
+static void ports_clear(struct run_ports *rp)
+{
+	for (uint32_t k = 0; k < rp->n; k++)
+		memset(&rp->bits[proto_bit(rp->v[k].proto)][rp->v[k].lo / 64], 0,
+		       (rp->v[k].hi / 64u - rp->v[k].lo / 64u + 1) * sizeof(uint64_t));
+	rp->n = 0;
 }
 
 /* Rules first..last (of hook h) as one rule with a counter map. */
@@ -788,7 +834,7 @@ static void emit_run(struct ctx *c, enum policy_hook h, uint32_t chain, uint8_t 
 	struct nfr_rule r = { .chain = chain, .loc = ru->loc };
 	bool ranges = false;
 	struct nfr_set *map;
-	char name[NFR_NAME], what[160];
+	char name[NFR_NAME], what[2 * POLICY_MAX_NAME + 96];
 
 	for (uint32_t k = 0; k < n; k++)
 		for (uint32_t i = 0; i < run[k]->service.n; i++)
@@ -830,9 +876,11 @@ static void family_rules(struct ctx *c, enum policy_hook h, uint32_t chain, uint
 {
 	const struct policy *p = c->p;
 	const struct rule **run = calloc(p->nrules ? p->nrules : 1, sizeof(*run));
-	struct run_ports rp = { 0 };
+	struct run_ports *rp = calloc(1, sizeof(*rp));
 
-	if (!run) {
+	if (!run || !rp) {
+		free(run);
+		free(rp);
 		c->t->err = -ENOMEM;
 		return;
 	}
@@ -846,15 +894,15 @@ static void family_rules(struct ctx *c, enum policy_hook h, uint32_t chain, uint
 			filter_rule(c, ru, h, chain, fam, frag_chain);
 			continue;
 		}
-		rp.n = 0;
+		ports_clear(rp);
 		run[n++] = ru;
-		ports_take(ru, &rp);
+		ports_take(ru, rp);
 		for (j = i + 1; j < p->nrules; j++) {
 			const struct rule *nx = &p->rules[j];
 
 			if (!(nx->hooks & (1u << h)))
 				continue; /* not in this hook's order */
-			if (!mergeable(nx) || !same_shape(ru, nx) || !ports_fit(nx, &rp) || !ports_take(nx, &rp))
+			if (!mergeable(nx) || !same_shape(ru, nx) || !ports_fit(nx, rp) || !ports_take(nx, rp))
 				break;
 			run[n++] = nx;
 		}
@@ -865,7 +913,8 @@ static void family_rules(struct ctx *c, enum policy_hook h, uint32_t chain, uint
 		emit_run(c, h, chain, fam, run, n);
 		i = j - 1;
 	}
-	free(rp.v);
+	free(rp->v);
+	free(rp);
 	free(run);
 }
 

@@ -603,7 +603,7 @@ static struct nftnl_set *set_alloc(const struct nfr_set *s)
 		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, NFT_SET_INTERVAL | NFT_SET_TIMEOUT);
 	if (s->dynamic) {
 		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, NFT_SET_TIMEOUT | NFT_SET_EVAL);
-		nftnl_set_set_u64(ns, NFTNL_SET_TIMEOUT, (uint64_t)s->timeout_s * 1000);
+		nftnl_set_set_u64(ns, NFTNL_SET_TIMEOUT, s->timeout_s * 1000);
 		nftnl_set_set_u32(ns, NFTNL_SET_DESC_SIZE, s->size);
 	}
 	if (s->vmap) {

@@ -11,8 +11,98 @@ void nfr_init(struct nfr_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/* ---- indexes by name ---- */
+
+typedef const char *(*name_fn)(const struct nfr_table *t, uint32_t i);
+
+static const char *counter_name(const struct nfr_table *t, uint32_t i)
+{
+	return t->counters[i].name;
+}
+
+static const char *set_name(const struct nfr_table *t, uint32_t i)
+{
+	return t->sets[i]->name;
+}
+
+static const char *limit_name(const struct nfr_table *t, uint32_t i)
+{
+	return t->limits[i].name;
+}
+
+static uint32_t name_hash(const char *s)
+{
+	uint32_t h = 2166136261u;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return h;
+}
+
+/* The entry of name in ix: its object's index + 1, or the empty entry
+ * where it would go. */
+static uint32_t *ix_slot(const struct nfr_table *t, const struct nfr_index *ix, name_fn fn, const char *name)
+{
+	uint32_t i = name_hash(name) & (ix->cap - 1);
+
+	while (ix->v[i] && strcmp(fn(t, ix->v[i] - 1), name))
+		i = (i + 1) & (ix->cap - 1);
+	return &ix->v[i];
+}
+
+static uint32_t ix_find(const struct nfr_table *t, const struct nfr_index *ix, name_fn fn, const char *name)
+{
+	uint32_t *e;
+
+	if (!ix->cap)
+		return UINT32_MAX;
+	e = ix_slot(t, ix, fn, name);
+	return *e ? *e - 1 : UINT32_MAX;
+}
+
+/* Object i (called name) in ix, which grows to stay at most half full. */
+static void ix_add(struct nfr_table *t, struct nfr_index *ix, name_fn fn, uint32_t i)
+{
+	if (t->err)
+		return;
+	if (2 * (ix->n + 1) > ix->cap) {
+		struct nfr_index big = { .cap = ix->cap ? 2 * ix->cap : 64 };
+
+		if (!(big.v = calloc(big.cap, sizeof(*big.v)))) {
+			t->err = -ENOMEM;
+			return;
+		}
+		for (uint32_t k = 0; k < ix->cap; k++)
+			if (ix->v[k])
+				*ix_slot(t, &big, fn, fn(t, ix->v[k] - 1)) = ix->v[k];
+		big.n = ix->n;
+		free(ix->v);
+		*ix = big;
+	}
+	*ix_slot(t, ix, fn, fn(t, i)) = i + 1;
+	ix->n++;
+}
+
+static void ix_free(struct nfr_index *ix)
+{
+	free(ix->v);
+	memset(ix, 0, sizeof(*ix));
+}
+
+/* The named sets' index anew (their indexes moved). */
+static void set_ix_rebuild(struct nfr_table *t)
+{
+	ix_free(&t->set_ix);
+	for (uint32_t i = 0; i < t->nsets; i++)
+		if (t->sets[i]->name[0])
+			ix_add(t, &t->set_ix, set_name, i);
+}
+
 void nfr_free(struct nfr_table *t)
 {
+	ix_free(&t->counter_ix);
+	ix_free(&t->set_ix);
+	ix_free(&t->limit_ix);
 	for (uint32_t i = 0; i < t->nsets; i++) {
 		free(t->sets[i]->v);
 		free(t->sets[i]);
@@ -68,6 +158,8 @@ struct nfr_set *nfr_set_new(struct nfr_table *t, const char *name, enum nfr_key 
 	s->key = key;
 	s->interval = interval;
 	t->sets[t->nsets++] = s;
+	if (s->name[0])
+		ix_add(t, &t->set_ix, set_name, t->nsets - 1);
 	return s;
 }
 
@@ -151,11 +243,16 @@ void nfr_set_normalize(struct nfr_set *s)
 
 void nfr_set_drop(struct nfr_table *t, struct nfr_set *s)
 {
+	bool named;
+
 	if (!s || !t->nsets || t->sets[t->nsets - 1] != s)
 		return;
+	named = s->name[0];
 	free(s->v);
 	free(s);
 	t->nsets--;
+	if (named)
+		set_ix_rebuild(t);
 }
 
 void nfr_drop_unbound(struct nfr_table *t)
@@ -173,14 +270,14 @@ void nfr_drop_unbound(struct nfr_table *t)
 		t->sets[out++] = s;
 	}
 	t->nsets = out;
+	set_ix_rebuild(t);
 }
 
 const struct nfr_set *nfr_set_find(const struct nfr_table *t, const char *name)
 {
-	for (uint32_t i = 0; i < t->nsets; i++)
-		if (t->sets[i]->name[0] && !strcmp(t->sets[i]->name, name))
-			return t->sets[i];
-	return NULL;
+	uint32_t i = ix_find(t, &t->set_ix, set_name, name);
+
+	return i == UINT32_MAX ? NULL : t->sets[i];
 }
 
 void nfr_counter_add(struct nfr_table *t, const char *name, uint64_t packets, uint64_t bytes)
@@ -190,14 +287,12 @@ void nfr_counter_add(struct nfr_table *t, const char *name, uint64_t packets, ui
 	snprintf(t->counters[t->ncounters].name, NFR_NAME, "%s", name);
 	t->counters[t->ncounters].packets = packets;
 	t->counters[t->ncounters++].bytes = bytes;
+	ix_add(t, &t->counter_ix, counter_name, t->ncounters - 1);
 }
 
 uint32_t nfr_counter_find(const struct nfr_table *t, const char *name)
 {
-	for (uint32_t i = 0; i < t->ncounters; i++)
-		if (!strcmp(t->counters[i].name, name))
-			return i;
-	return UINT32_MAX;
+	return ix_find(t, &t->counter_ix, counter_name, name);
 }
 
 void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_t per, uint32_t burst)
@@ -208,14 +303,14 @@ void nfr_limit_add(struct nfr_table *t, const char *name, uint32_t rate, uint32_
 	t->limits[t->nlimits].rate = rate;
 	t->limits[t->nlimits].per = per;
 	t->limits[t->nlimits++].burst = burst;
+	ix_add(t, &t->limit_ix, limit_name, t->nlimits - 1);
 }
 
 const struct nfr_limit *nfr_limit_find(const struct nfr_table *t, const char *name)
 {
-	for (uint32_t i = 0; i < t->nlimits; i++)
-		if (!strcmp(t->limits[i].name, name))
-			return &t->limits[i];
-	return NULL;
+	uint32_t i = ix_find(t, &t->limit_ix, limit_name, name);
+
+	return i == UINT32_MAX ? NULL : &t->limits[i];
 }
 
 static const struct nfr_set *bind_anon(struct nfr_table *t, const struct nfr_set *s)

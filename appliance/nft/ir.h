@@ -45,7 +45,7 @@ struct nfr_set {
 	bool dynamic;         /* filled by the packet path (a meter): flags dynamic,timeout */
 	bool timeout;         /* a dynamic set of the policy: flags interval,timeout, changed by
 				 nfbox set (elements added and deleted at run time, each with a timeout) */
-	uint32_t timeout_s;   /* dynamic: an element not updated for this long goes */
+	uint64_t timeout_s;   /* dynamic: an element not updated for this long goes */
 	uint32_t size;        /* dynamic: at most this many elements */
 	struct nfr_elem *v;
 	uint32_t n, cap;
@@ -150,6 +150,13 @@ struct nfr_limit {
 	uint32_t per;
 };
 
+/* Objects of one kind by name (open addressing; entries are index + 1), so
+ * that a table of 65,536 rules is built in linear time. */
+struct nfr_index {
+	uint32_t *v;
+	uint32_t cap, n;
+};
+
 struct nfr_table {
 	struct nfr_chain *chains;
 	uint32_t nchains;
@@ -163,10 +170,11 @@ struct nfr_table {
 	uint32_t nrules;
 	char **whats;            /* rule descriptions, owned */
 	uint32_t nwhats;
+	struct nfr_index counter_ix, set_ix, limit_ix; /* named sets only */
 	int err;                 /* first failure, sticky: -ENOMEM, or -E2BIG for a rule
 				    that does not fit (err_loc, err_what say which) */
 	struct loc err_loc;
-	char err_what[160];
+	char err_what[2 * POLICY_MAX_NAME + 96];
 };
 
 void nfr_init(struct nfr_table *t);

@@ -309,6 +309,19 @@ static void print_rule(const struct nfr_table *t, const struct nfr_rule *r, FILE
 	fputc('\n', f);
 }
 
+/* A duration as nft reads it: seconds, or where nft would not read that
+ * many seconds (more than 2^64 picoseconds), days, hours, minutes and
+ * seconds. */
+static void print_seconds(uint64_t s, FILE *f)
+{
+	if (s < 18446744) {
+		fprintf(f, "%llus", (unsigned long long)s);
+		return;
+	}
+	fprintf(f, "%llud%lluh%llum%llus", (unsigned long long)(s / 86400), (unsigned long long)(s % 86400 / 3600),
+		(unsigned long long)(s % 3600 / 60), (unsigned long long)(s % 60));
+}
+
 static const char *set_type(enum nfr_key k)
 {
 	switch (k) {
@@ -355,8 +368,11 @@ void nfr_print(const struct nfr_table *t, FILE *f)
 			fputs("\t\tflags interval,timeout\n", f);
 		else if (s->interval)
 			fputs("\t\tflags interval\n", f);
-		if (s->dynamic)
-			fprintf(f, "\t\tsize %u\n\t\tflags dynamic,timeout\n\t\ttimeout %us\n", s->size, s->timeout_s);
+		if (s->dynamic) {
+			fprintf(f, "\t\tsize %u\n\t\tflags dynamic,timeout\n\t\ttimeout ", s->size);
+			print_seconds(s->timeout_s, f);
+			fputc('\n', f);
+		}
 		if (s->n) {
 			fputs("\t\telements = ", f);
 			print_elems(t, s, f);

@@ -489,6 +489,20 @@ static void add_implicit_rules(struct lx *x)
 	reverse(p->rules, 0, p->nrules);
 	reverse(p->rules, 0, n);
 	reverse(p->rules, n, p->nrules);
+	for (int h = 0; h < POLICY_HOOK_MAX; h++) {
+		uint32_t on = 0, added = 0;
+
+		for (uint32_t i = 0; i < p->nrules; i++)
+			if (p->rules[i].hooks & (1u << h)) {
+				on++;
+				added += i < n;
+			}
+		if (added && on > POLICY_MAX_RULES)
+			diag_error(x->d, p->ha.loc,
+				   "ha: adds %u rules to the %s hook, which then has %u, more than %d (the limit): "
+				   "take %u rules out of it",
+				   added, policy_hook_names[h], on, POLICY_MAX_RULES, on - POLICY_MAX_RULES);
+	}
 	for (uint32_t i = 0; i < n; i++) {
 		const struct rule *r = &p->rules[i];
 		bool in = r->hooks & (1u << POLICY_HOOK_INPUT);

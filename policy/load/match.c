@@ -91,9 +91,18 @@ static void addr_append(struct addr_match *m, const struct prefix *pf)
 	m->families |= pf->family;
 }
 
+/* A prefix written in a rule (an address range counts as the prefixes it
+ * is cut into): these have a limit of their own, beside the sets', so that
+ * the classifier's address ranges stay within its bisection (bpf/nfbox.h). */
 static bool addr_add(struct lx *x, const struct prefix *pf, void *arg)
 {
-	(void)x;
+	if (++x->p->nprefixes_rules == POLICY_MAX_PREFIXES + 1)
+		diag_error(x->d, pf->loc,
+			   "the rules have more than %u prefixes written in them (the limit; an address range "
+			   "counts as the prefixes it is cut into): put them in a set file",
+			   POLICY_MAX_PREFIXES);
+	if (x->p->nprefixes_rules > POLICY_MAX_PREFIXES)
+		return false;
 	addr_append(arg, pf);
 	return true;
 }

@@ -397,6 +397,12 @@ static int resolve_lpm(struct plan_hook *h, struct lpm_item *items, uint32_t n, 
 		}
 		while (depth && !covers(&stack[depth - 1].pfx, &items[i].pfx))
 			depth--;
+		/* Nested distinct prefixes are at most 129 deep (lengths 0..128;
+		 * the loader clears host bits): more is a caller's bug, refused. */
+		if (depth == sizeof(stack) / sizeof(stack[0])) {
+			r = -E2BIG;
+			goto out;
+		}
 		base = depth ? stack[depth - 1].vec : empty;
 		up = depth ? &stack[depth - 1].excl : NULL;
 		if (!(e = APPEND(h->lpm[fi], h->nlpm[fi])))
