@@ -33,7 +33,9 @@ nfbox_ctl status
 say "traffic"
 in_s "$NET" tcp-listen 80 6 >/dev/null &
 in_s "$NET" tcp-listen 8080 3 >/dev/null &
+# (a "denied" without a listener would be no news)
 wait_listen in_s 80
+wait_listen in_s 8080
 show "client -> server tcp/80 (office-web)" allowed in_c "$NET" tcp-connect $S4 80 2
 show "client -> server tcp/8080 (no rule: forward default drop)" denied in_c "$NET" tcp-connect $S4 8080 1
 in_c "$NET" tcp-listen 80 3 >/dev/null &
@@ -60,7 +62,8 @@ in_s "$NET" udp-recv 9000 2 >"$NS_TMP/udp9000" &
 r1=$!
 in_s "$NET" udp-recv 9001 2 >"$NS_TMP/udp9001" &
 r2=$!
-sleep 0.3
+wait_listen in_s 9000
+wait_listen in_s 9001
 in_c "$NET" udp-send $S4 9000 4000 >/dev/null
 in_c "$NET" udp-send $S4 9001 4000 >/dev/null
 wait $r1 $r2

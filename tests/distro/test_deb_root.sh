@@ -111,11 +111,13 @@ echo x >"$root/var/lib/nfbox/state"
 if ! in_root "$root" apt-get remove -y nfbox >"$tmp/remove.out" 2>&1; then
 	t_fail remove "$(tail -n 3 "$tmp/remove.out")"
 else
-	links=$(find "$root/etc/systemd" -name 'nfbox.service' 2>/dev/null | sed "s|^$root||")
-	if [ -z "$links" ]; then
+	# (a find that fails finds nothing too)
+	if ! links=$(find "$root/etc/systemd" -name 'nfbox.service' 2>&1); then
+		t_fail remove-leaves-no-link-or-mask "find: $links"
+	elif [ -z "$links" ]; then
 		t_ok remove-leaves-no-link-or-mask
 	else
-		t_fail remove-leaves-no-link-or-mask "left behind: $links"
+		t_fail remove-leaves-no-link-or-mask "left behind: ${links//$root/}"
 	fi
 fi
 # Purge keeps the captures unless asked.

@@ -104,10 +104,17 @@ t_ok boot
 
 show() { in_ct systemctl show nfbox -p "$1" --value; }
 # A TCP connection to 127.0.0.1:PORT from inside: "drop" (no answer),
-# "open" or "refused" (it got through the input hook).
+# "open" or "refused" (it got through the input hook); anything else (the
+# container not reached) is "error ...", never taken for "refused".
 probe() {
-	in_ct timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null
-	case $? in 0) echo open ;; 124) echo drop ;; *) echo refused ;; esac
+	local err rc
+	err=$(in_ct timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>&1)
+	rc=$?
+	case $rc in
+	0) echo open ;;
+	124) echo drop ;;
+	*) grep -q 'Connection refused' <<<"$err" && echo refused || echo "error $rc: $err" ;;
+	esac
 }
 want() { # NAME PORT drop|through
 	local got ok=0
@@ -185,7 +192,7 @@ want restart-keeps-9999-dropped 9999 drop
 
 # --- stop detaches; removal leaves no link --------------------------------------------
 in_ct systemctl stop nfbox
-if [ ! -e "$tmp/bpffs/nfbox" ] && ! in_ct nft list table inet nfbox >/dev/null 2>&1; then
+if [ ! -e "$tmp/bpffs/nfbox" ] && tables=$(in_ct nft list tables 2>&1) && ! grep -q '^table inet nfbox$' <<<"$tables"; then
 	t_ok stop-detaches
 else
 	t_fail stop-detaches "left: $(ls "$tmp/bpffs") $(in_ct nft list tables 2>&1 | tr '\n' ' ')"
@@ -209,7 +216,10 @@ want upgrade-keeps-9999-dropped 9999 drop
 
 # --- removal stops and leaves no link; a new installation is not started ----------
 in_ct apt-get remove -y nfbox >"$tmp/remove.out" 2>&1
-if [ "$(show ActiveState)" != active ] && [ -z "$(find "$root/etc/systemd" -name nfbox.service)" ] && [ ! -e "$tmp/bpffs/nfbox" ]; then
+# (not "!= active" nor an empty find: a failed show or find gives those too)
+state=$(show ActiveState)
+if [[ "$state" =~ ^(inactive|failed)$ ]] && links=$(find "$root/etc/systemd" -name nfbox.service) && [ -z "$links" ] &&
+	[ ! -e "$tmp/bpffs/nfbox" ]; then
 	t_ok remove
 else
 	t_fail remove "$(show ActiveState); links: $(find "$root/etc/systemd" -name nfbox.service); pins: $(ls -d "$tmp/bpffs/nfbox" 2>/dev/null)"

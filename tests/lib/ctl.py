@@ -3,8 +3,9 @@
 prints one result line; every wait is bounded.
 
   hold SOCK N TEXT SECONDS     open N connections, send TEXT (no newline) on
-                               each, hold them; then print how many were
-                               answered "busy", "timed out", or not at all
+                               each, say "holding N" and hold them; then
+                               print how many were answered "busy",
+                               "timed out", or not at all
   stuck SOCK REQUEST SECONDS   send REQUEST and a newline, never read; close
                                after SECONDS
   fake SOCK SECONDS            stand in for the daemon: answer every request
@@ -35,6 +36,7 @@ def hold(path, n, text, seconds):
             conns.append(s)
         except OSError:
             busy += 1
+    print("holding %d" % len(conns), flush=True)
     time.sleep(float(seconds))
     for s in conns:
         s.settimeout(0.5)

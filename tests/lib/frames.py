@@ -46,6 +46,11 @@ to compare a capture with what was sent. Standard library only.
       manifest's frames in its own order, interleaved in any way.
       Prints "ok N packets in F files" or "bad: WHY"; exit status 0 or 1.
 
+  count PCAPNG...
+      The packets (enhanced packet blocks) the files hold so far, for a
+      capture still writing them: a missing file counts none, a block not
+      yet whole ends the count. Prints N.
+
   ethtool-stats IFACE
       The driver's statistics (ethtool -S, without needing ethtool), one
       "NAME VALUE" line each: veth's rx_queue_N_xdp_packets and the like.
@@ -409,9 +414,29 @@ def ethtool_stats(ifname):
         print(name, struct.unpack_from("Q", vals, 8 + 8 * i)[0])
 
 
+def count(paths):
+    n = 0
+    for path in paths:
+        try:
+            data = open(path, "rb").read()
+        except FileNotFoundError:
+            continue
+        off = 0
+        while off + 12 <= len(data):
+            btype, blen = struct.unpack_from("<II", data, off)
+            if blen < 12 or off + blen > len(data):
+                break
+            n += btype == 6
+            off += blen
+    print(n)
+
+
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("send", "check", "ethtool-stats"):
+    if len(sys.argv) < 2 or sys.argv[1] not in ("send", "check", "count", "ethtool-stats"):
         sys.exit(__doc__)
+    if sys.argv[1] == "count":
+        count(sys.argv[2:])
+        return 0
     if sys.argv[1] == "send":
         send(sys.argv[2:])
         return 0

@@ -23,5 +23,24 @@ t_check() {
 }
 t_done() { [ "$T_FAILED" -eq 0 ]; exit $?; }
 
+# wait_until SECONDS COMMAND...: run COMMAND (its output discarded) every
+# 0.05 s until it succeeds (status 0) or SECONDS (may be fractional) have
+# passed (status 1, after one last try). For waiting on the thing itself
+# rather than sleeping and hoping it happened: a timeout is the caller's to
+# report as a failure. COMMAND runs in this shell, so a function may keep
+# state across tries.
+wait_until() {
+	local int=${1%%.*} frac=${1#*.} end
+	shift
+	[ "$frac" = "$int" ] && frac=
+	frac=${frac}000000
+	end=$((${EPOCHREALTIME/./} + ${int:-0} * 1000000 + 10#${frac:0:6}))
+	while :; do
+		"$@" >/dev/null 2>&1 && return 0
+		[ "${EPOCHREALTIME/./}" -ge "$end" ] && return 1
+		sleep 0.05
+	done
+}
+
 # The binary under test: the sanitizer build when the runner gives one.
 NFBOX=${NFBOX_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/nfbox}

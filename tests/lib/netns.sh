@@ -111,7 +111,10 @@ import json, sys
 l = json.load(sys.stdin)["links"]
 print("none" if not l else "yes" if all(x["defrag"] for x in l) else "no" if not any(x["defrag"] for x in l) else "mixed")'
 	else
-		in_a nft list table inet nfbox 2>/dev/null | grep -Eq '(^|[[:space:]])ct ' && echo yes || echo no
+		# No table (or no nft) is not "no": it is nothing to judge by.
+		local t
+		t=$(in_a nft list table inet nfbox 2>/dev/null) || { echo none; return; }
+		grep -Eq '(^|[[:space:]])ct ' <<<"$t" && echo yes || echo no
 	fi
 }
 
@@ -189,9 +192,10 @@ wait_free() {
 }
 
 # Start a one-shot TCP echo listener once the port is free, and wait until
-# it listens: listen NSFUNC PORT SECONDS
+# it listens (status 1 if the port stays taken or it never listens; a check
+# that expects a connection to fail must not go on then): listen NSFUNC PORT SECONDS
 listen() {
-	wait_free "$1" "$2"
+	wait_free "$1" "$2" || return 1
 	$1 "$NET" tcp-listen "$2" "$3" >/dev/null 2>&1 &
 	wait_listen "$1" "$2"
 }

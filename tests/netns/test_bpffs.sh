@@ -55,9 +55,11 @@ run_default() {
 	return 1
 }
 ctl() { local ns=$1; shift; ip netns exec "$ns" "$NFBOX" "$@"; }
-denied() { ! in_c "$NET" tcp-connect $S4 8080 1 >/dev/null 2>&1; }
+# denied: a connection to the listener on tcp/8080 times out (dropped; not
+# refused, not failed for want of the listener)
+denied() { local r; r=$(in_c "$NET" tcp-probe $S4 8080 1); [ "${r%% *}" = timeout ]; }
 in_s "$NET" tcp-listen 8080 60 >/dev/null 2>&1 &
-wait_listen in_s 8080
+wait_listen in_s 8080 || { t_fail setup "no listener on tcp/8080"; t_done; }
 
 # ---- 1. default paths under ip netns exec, SIGKILL, adoption ----
 if run_default "$NS_A" "$NS_TMP/a1"; then t_ok default-start; else t_fail default-start "$(cat "$NS_TMP/a1.err")"; fi

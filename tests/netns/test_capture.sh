@@ -260,6 +260,19 @@ report() { # NAME: the run's report and errors, indented (for failures)
 	sed 's/^/    | /' "$TMP/$1.out" "$TMP/$1.err" | head -n 20
 }
 
+# A capture stopped too soon misses what has not reached it: wait for what
+# was sent to be in the file (the writer flushes within about 200 ms).
+# arrived N FILE...: the files hold N packets or more so far.
+arrived() { local n=$1; shift; [ "$($PY "$FRAMES" count "$@")" -ge "$n" ]; }
+# wait_arrived NAME N FILE...: wait 5 s at most; else the case NAME-arrived fails.
+wait_arrived() {
+	local name=$1 n=$2
+	shift 2
+	wait_until 5 arrived "$n" "$@" && return 0
+	t_fail "$name-arrived" "$($PY "$FRAMES" count "$@") of $n packets in $* after 5 s"
+	return 1
+}
+
 # ---- 1. sizes --------------------------------------------------------------
 # Every length is a whole frame; 3840 bytes fit one descriptor, 7680 two.
 SIZES="64 65 1500 1514 1515 3839 3840 3841 4096 7679 7680 7681 8000 9014"
@@ -277,7 +290,7 @@ spec_sizes() {
 }
 F1=$TMP/sizes.pcapng
 if cap_start sizes "$F1" && spec_sizes | send sizes --prefix 4000; then
-	sleep 0.3
+	wait_arrived sizes "$(m_count "$TMP/sizes.sent" udp4)" "$F1"
 	cap_stop INT
 	M=$TMP/sizes.sent
 	want=$(m_count "$M" udp4)
@@ -320,7 +333,7 @@ fi
 # 160 bytes into its second descriptor, orig_len stays the frame length.
 F1s=$TMP/snap.pcapng
 if cap_start snap "$F1s" --snaplen 4000 && spec_sizes | send snap --prefix 4000; then
-	sleep 0.3
+	wait_arrived snap "$(m_count "$TMP/snap.sent" udp4)" "$F1s"
 	cap_stop TERM
 	tshark_ok snaplen-tshark-reads "$F1s" "$(m_count "$TMP/snap.sent" udp4)"
 	frames_ok snaplen-cut-at-4000 "$F1s" -- --manifest "$TMP/snap.sent" --labels udp4 --snaplen 4000
@@ -338,7 +351,7 @@ fi
 F1f=$TMP/fewframes.pcapng
 if cap_start fewframes "$F1f" --frames 64 &&
 	for _ in $(seq 60); do echo "udp4 9014"; done | send fewframes --prefix 4000 --burst 1 --gap 0.005; then
-	sleep 0.3
+	wait_arrived few-frames "$(m_count "$TMP/fewframes.sent" udp4)" "$F1f"
 	cap_stop INT
 	M=$TMP/fewframes.sent
 	w=$(st fewframes written) r=$(st fewframes by_ref)
@@ -391,7 +404,7 @@ tcp6 6000 ext=dst label=n
 arp 1600 label=n
 udp4 rand:1501-9014 count=4 label=y
 EOF
-	sleep 0.3
+	wait_arrived filter-service-length "$(m_count "$TMP/filter.sent" y)" "$F2"
 	cap_stop INT
 	M=$TMP/filter.sent
 	tshark_ok filter-service-length-tshark "$F2" "$(m_count "$M" y)"
@@ -423,7 +436,9 @@ udp4 rand:64-9014 count=6 src=198.51.100.9 dst=203.0.113.9 label=y
 udp4 rand:64-9014 count=6 src=203.0.113.9 dst=198.51.100.9 label=n
 arp 64 src=198.51.100.7 dst=203.0.113.5 label=n
 EOF
-	sleep 0.3
+	# (the last frames, not captured, came through XDP in order before the
+	# last captured one reached the file: the writer flushes 100 ms late)
+	wait_arrived filter-prefixes "$(m_count "$TMP/prefix.sent" y)" "$F2b"
 	cap_stop INT
 	M=$TMP/prefix.sent
 	tshark_ok filter-prefixes-tshark "$F2b" "$(m_count "$M" y)"
@@ -451,7 +466,7 @@ udp6 5000 label=y
 tcp4 9014 label=n
 udp4 rand:3841-7680 count=8 label=y
 EOF
-	sleep 0.3
+	wait_arrived filter-length-non-ip "$(m_count "$TMP/length.sent" y)" "$F2n"
 	cap_stop INT
 	M=$TMP/length.sent
 	tshark_ok filter-length-non-ip-tshark "$F2n" "$(m_count "$M" y)"
@@ -501,7 +516,7 @@ if cap_start stack "$F2c" --match '{proto: udp, service: [udp/9000]}'; then
 	udp_to_cap 9000 8000
 	udp_to_cap 9001 8000
 	udp_to_cap 9000 100
-	sleep 0.3
+	wait_arrived filter-stack 2 "$F2c"
 	cap_stop INT
 	# The two datagrams to udp/9000, nothing of the pings or the 9001 one.
 	n=$(tshark_count "$F2c") && u=$(tshark -r "$F2c" -Y 'udp.dstport == 9000' 2>/dev/null | wc -l)
@@ -518,7 +533,9 @@ F2d=$TMP/all.pcapng
 if cap_start all "$F2d"; then
 	neigh_flush
 	in_tx ping -c 2 -i 0.2 -W 1 192.0.2.2 >/dev/null 2>&1
-	sleep 0.2
+	# (the file may hold other IP frames too: IPv6 is on)
+	echo_requests() { [ "$(tshark -r "$F2d" -Y 'icmp.type == 8' 2>/dev/null | wc -l)" -ge 2 ]; }
+	wait_until 5 echo_requests || t_fail filter-all-arrived "the two echo requests were not in the file after 5 s"
 	cap_stop INT
 	if ip -n "$TX" neigh show 192.0.2.2 dev "$IF_TX" | grep -q lladdr; then
 		t_ok filter-all-arp-passes
@@ -583,7 +600,8 @@ for sig in INT TERM; do
 	F=$TMP/sig$sig.pcapng
 	if cap_start sig$sig "$F" --match "$UDP9000"; then
 		send_bg sig$sig "udp4 rand:64-9014" --loop 8 --gap 0.004
-		sleep 0.8
+		# The signal comes while frames flow: once some are in the file.
+		wait_until 5 arrived 20 "$F" || t_fail stop-sig$sig-arrived "no frames in the file after 5 s"
 		cap_stop $sig
 		send_stop
 		w=$(st sig$sig written)
@@ -622,7 +640,7 @@ elif ip link add ctx1 netns "$TX" numtxqueues 2 numrxqueues 2 type veth peer nam
 			qpids="$qpids $!"
 		done
 		wait $qpids
-		sleep 0.3
+		wait_arrived queues 600 "$TMP/queues.pcapng"
 		cap_stop INT
 		grep -q '^capturing on ccap1: 2 rx queues' "$TMP/queues.out" && t_ok queues-two-sockets ||
 			t_fail queues-two-sockets "$(head -n 1 "$TMP/queues.out")"
@@ -651,7 +669,7 @@ if ip link add ctx2 netns "$TX" type veth peer name ccap2 netns "$CAP" &&
 	saved="$IF_TX $IF_CAP $CAP_MAC"
 	IF_TX=ctx2 IF_CAP=ccap2 CAP_MAC=$(in_cap cat /sys/class/net/ccap2/address)
 	if cap_start gone "$TMP/gone.pcapng" && send gone <<<"udp4 rand:64-9014 count=50"; then
-		sleep 0.3
+		wait_arrived stop-interface-removed 50 "$TMP/gone.pcapng"
 		ip -n "$CAP" link del ccap2
 		cap_wait 3
 		if [ "$CAP_RC" = 1 ] && grep -q '^stopped: Network is down$' "$TMP/gone.out"; then
@@ -678,7 +696,13 @@ mkdir "$TMP/rot"
 F4=$TMP/rot/rot.pcapng
 if cap_start rot "$F4" --match "$UDP9000" --rotate-size 1MiB --rotate-keep 3 &&
 	send rot --gap 0.004 <<<"udp4 rand:5000-9014 count=800"; then
-	sleep 0.5
+	# Until the last frame sent is in the newest file (the files may rotate
+	# meanwhile: the check is tried again).
+	rot_complete() {
+		$PY "$FRAMES" check "$TMP/rot/rot.pcapng.2" "$TMP/rot/rot.pcapng.1" "$TMP/rot/rot.pcapng" \
+			--manifest "$TMP/rot.sent" --want suffix --max-file-size $((1 << 20))
+	}
+	wait_until 5 rot_complete || t_fail rotate-arrived "the last frames were not in the files after 5 s"
 	cap_stop INT
 	expect_eq rotate-exit "exit status" "$CAP_RC" 0
 	expect_eq rotate-files-kept "files" "$(cd "$TMP/rot" && ls | sort | tr '\n' ' ')" "rot.pcapng rot.pcapng.1 rot.pcapng.2 "
@@ -702,8 +726,11 @@ fi
 mkdir "$TMP/full"
 if mount -t tmpfs -o size=2m,mode=0700 nfbox-test-full "$TMP/full"; then
 	F5=$TMP/full/full.pcapng
+	# disk_full: the 2 MiB are used up (less than 64 KiB left), so a write
+	# has failed: a short one is truncated back to the last whole block.
+	disk_full() { [ $(($(stat -f -c '%a * %S' "$TMP/full"))) -lt 65536 ]; }
 	if cap_start full "$F5" --match "$UDP9000" && send full <<<"udp4 rand:5000-9014 count=1500"; then
-		sleep 0.5
+		wait_until 5 disk_full || t_fail full-disk-arrived "the disk was not full after 5 s: $(df -k "$TMP/full" | tail -n 1)"
 		cap_stop INT
 		wd=$(st full write_drops)
 		if [ "$CAP_RC" != hung ] && [ "$wd" -gt 0 ] && grep -q 'error: No space left on device' "$TMP/full.out"; then
@@ -727,7 +754,8 @@ if mount -t tmpfs -o size=2m,mode=0700 nfbox-test-full "$TMP/full"; then
 	rm -f "$F5"
 	if cap_start fullfly "$F5" --match "$UDP9000"; then
 		send_bg fullfly "udp4 rand:5000-9014" --loop 6 --gap 0.001
-		sleep 1
+		# Stopped once the disk is full, the frames still coming.
+		wait_until 5 disk_full || t_fail full-disk-in-flight-arrived "the disk was not full after 5 s: $(df -k "$TMP/full" | tail -n 1)"
 		cap_stop INT
 		send_stop
 		expect_eq full-disk-in-flight-accounted "written + write drops + queue drops" \
@@ -794,7 +822,7 @@ if cap_start busy "$F6" --match "$UDP9000"; then
 	cap_run busy2 --interface lo --file "$F6" --duration 1
 	busy2=$CAP_RC
 	send busy <<<"udp4 rand:64-9014 count=20"
-	sleep 0.3
+	wait_arrived safety-same-file 20 "$F6"
 	cap_stop INT
 	if [ "$busy2" != 0 ] && grep -q 'being written by another capture' "$TMP/busy2.err" &&
 		[ "$(stat -c %i "$F6")" = "$ino" ]; then

@@ -51,27 +51,37 @@ start() { # extra run options...
 ctl() { "$NFBOX" "$1" --socket "$SOCK" "${@:2}"; }
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --init-groups "$@"; }
 as_stranger() { setpriv --reuid=65533 --regid=65533 --clear-groups "$@"; }
+# queued PID BYTES: a unix socket of process PID (here, in the test's own
+# namespace) holds more than BYTES unread (ss: Recv-Q)
+queued() { ss -xnp | awk -v p="pid=$1," -v n="$2" 'index($0, p) && $3 > n { f = 1 } END { exit !f }'; }
 
 start --socket-group nogroup || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 
 # ---- hostile clients ----
 /usr/bin/python3 "$CTL" hold "$SOCK" 64 "sta" 7 >"$NS_TMP/hold" 2>&1 &
 hold=$!
-sleep 1
+# Connected: the daemon accepts in order, so the next client is the 65th.
+wait_until 5 grep -q '^holding 64$' "$NS_TMP/hold" || t_fail full-says-busy "the 64 clients did not connect: $(cat "$NS_TMP/hold")"
 t0=$(date +%s%N)
 out=$(ctl status 2>&1)
 rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
 [ $rc = 1 ] && echo "$out" | grep -q "busy" && [ $ms -lt 2000 ] && t_ok full-says-busy ||
 	t_fail full-says-busy "rc $rc after ${ms} ms: $out"
-sleep 6
-ctl status >/dev/null 2>&1 && t_ok idle-clients-time-out || t_fail idle-clients-time-out "$(ctl status 2>&1)"
+# The idle ones time out after 5 s (the daemon looks once a second): the
+# CLI gets in before the holder closes them itself at 7 s.
+if wait_until 6.5 ctl status && kill -0 $hold 2>/dev/null; then
+	t_ok idle-clients-time-out
+else
+	t_fail idle-clients-time-out "$(ctl status 2>&1)"
+fi
 wait $hold
 grep -q "timed-out 64" "$NS_TMP/hold" && t_ok half-requests-told-timed-out || t_fail half-requests-told-timed-out "$(cat "$NS_TMP/hold")"
 
 /usr/bin/python3 "$CTL" stuck "$SOCK" stats 20 >/dev/null 2>&1 &
 stuck=$!
-sleep 1
+# The daemon has begun its reply to the client that never reads.
+wait_until 5 queued $stuck 0 || t_fail slow-reader-stalls-nobody "no reply began for the stuck client"
 t0=$(date +%s%N)
 ctl status >/dev/null 2>&1
 rc=$?
@@ -135,7 +145,9 @@ rc=$?
 	t_fail daemon-refuses-foreign-dir "rc $rc: $(cat "$NS_TMP/evil.err")"
 as_nobody /usr/bin/python3 "$CTL" fake "$EVIL/nfbox.sock" 4 >"$NS_TMP/fake" 2>&1 &
 fake=$!
-sleep 0.5
+# A stand-in that would answer: only then is the refusal the CLI's own.
+listening_at() { ss -xln | grep -qF " $1 "; } # PATH
+wait_until 5 listening_at "$EVIL/nfbox.sock" || t_fail cli-refuses-foreign-dir "the stand-in did not listen"
 out=$("$NFBOX" reload --socket "$EVIL/nfbox.sock" 2>&1)
 rc=$?
 [ $rc = 1 ] && echo "$out" | grep -q "not trusting the control socket" && ! echo "$out" | grep -q "generation 99" &&
@@ -184,9 +196,23 @@ slow=$!
 reader=$!
 "$NFBOX" log --socket "$SOCK" >"$NS_TMP/log.fifo" 2>"$NS_TMP/log.err" &
 logp=$!
-sleep 1
+# fifo_bytes: what nfbox log has written and the reader not yet read
+fifo_bytes() {
+	/usr/bin/python3 -c 'import fcntl, os, struct, sys, termios
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
+print(struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0])' "$NS_TMP/log.fifo"
+}
+# Both follow once each has an event (a logged datagram, sent until then):
+# nfbox log in the FIFO, follow-slow (which reads nothing yet) in its
+# socket, beyond the 3 bytes of "ok".
+both_follow() {
+	in_c "$NET" udp-blast $S4 7000 1 >/dev/null 2>&1
+	[ "$(fifo_bytes)" -gt 0 ] && queued $slow 3
+}
+wait_until 5 both_follow || t_fail follower-told-missed "the two followers did not both get an event within 5 s"
 in_c "$NET" udp-blast $S4 7000 30000 >/dev/null 2>&1
-sleep 7
+# The reader reads after its 5 s: then nfbox log learns what it missed.
+wait_until 15 grep -q "missed: " "$NS_TMP/log.err" || t_fail log-cli-exits-1-when-missed "nfbox log said nothing missed within 15 s"
 kill -INT $logp
 wait $logp
 log_rc=$?

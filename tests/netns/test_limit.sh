@@ -57,17 +57,19 @@ for r in json.load(sys.stdin)["rules"]:
 else:
     print(-1)' "$1" "$2"
 }
+# seen RULE N: the rule has judged N datagrams (accepted or over its limit)
+seen() { [ $(($(stat "$1" packets) + $(stat "$1" over_limit))) -eq "$2" ]; }
 
 # The server counts what arrives on both ports.
 ip netns exec "$NS_S" "$NET" udp-count 30 7000 7001 >"$NS_TMP/count.out" 2>&1 &
 counter=$!
-for _ in $(seq 50); do grep -q listening "$NS_TMP/count.out" && break; sleep 0.1; done
+wait_until 5 grep -q listening "$NS_TMP/count.out" || { t_fail setup "udp-count never listened"; t_done; }
 
 # A bucket per rule, under load: 3000 datagrams as fast as the client can.
 t0=$(date +%s.%N)
 in_c "$NET" udp-blast $S4 7000 3000 >"$NS_TMP/blast.out"
 t1=$(date +%s.%N)
-sleep 0.3
+t_check all-seen wait_until 5 seen flood 3000
 ok=$(stat flood packets) over=$(stat flood over_limit) fell=$(stat flood-over packets)
 # burst at once, then 20 a second: at most 10 + 20 * elapsed (and one for
 # the rounding of the clock)
@@ -77,7 +79,6 @@ if [ "$ok" -ge 10 ] && [ "$ok" -le "$max" ]; then
 else
 	t_fail rule-bucket "$ok accepted of $(cat "$NS_TMP/blast.out") in $(/usr/bin/python3 -c "print(round($t1 - $t0, 3))") s; expected 10..$max"
 fi
-t_check all-seen [ "$((ok + over))" -eq 3000 ]
 t_check over-goes-on [ "$over" -eq "$fell" ]
 t_check stats-limit [ "$(stat flood limit)" = "20/second burst 10" ]
 
@@ -87,9 +88,10 @@ blasts=
 for src in $C4 $C4B; do in_c "$NET" udp-blast $S4 7001 500 $src >/dev/null & blasts+=" $!"; done
 for src in $C6 $C6B; do in_c "$NET" udp-blast $S6 7001 500 $src >/dev/null & blasts+=" $!"; done
 wait $blasts
-sleep 0.3
+t_check source-all-seen wait_until 5 seen per-source 2000
 t_check source-buckets [ "$(stat per-source packets)" -eq 12 ]
-t_check source-over [ "$(stat per-source over_limit)" -eq 1988 ] && t_check source-over-goes-on [ "$(stat per-source-over packets)" -eq 1988 ]
+t_check source-over [ "$(stat per-source over_limit)" -eq 1988 ]
+t_check source-over-goes-on [ "$(stat per-source-over packets)" -eq 1988 ]
 
 # What the server got is what was accepted.
 kill -TERM $counter 2>/dev/null
@@ -116,15 +118,15 @@ t_check zero-rule [ "$(stat per-source packets)" -eq 0 ]
 t_check zero-over [ "$(stat per-source over_limit)" -eq 0 ]
 t_check zero-default [ "$(stat flood-over packets)" -eq 0 ]
 in_c "$NET" udp-blast $S4 7001 5 $C4 >/dev/null
-sleep 0.2
-t_check zero-keeps-buckets [ "$(stat per-source packets)" -eq 0 ] && t_check zero-then-counts [ "$(stat per-source over_limit)" -eq 5 ]
+t_check zero-then-counts wait_until 5 seen per-source 5
+t_check zero-keeps-buckets [ "$(stat per-source packets)" -eq 0 ]
 
 # A reload keeps the buckets (BPF): the per-source ones are still empty.
 if bpf_backend; then
 	touch "$NS_TMP/policy.yaml"
 	nfbox_ctl reload >/dev/null 2>&1 || t_fail reload "$(nfbox_ctl reload 2>&1)"
 	in_c "$NET" udp-blast $S4 7001 5 $C4 >/dev/null
-	sleep 0.2
+	t_check reload-counts wait_until 5 seen per-source 10
 	t_check reload-keeps-buckets [ "$(stat per-source packets)" -eq 0 ]
 	t_check reload-keeps-over [ "$(stat per-source over_limit)" -eq 10 ]
 fi

@@ -49,10 +49,17 @@ for r in json.load(sys.stdin)["rules"]:
 else:
     print(-1)' "$1" "$2"
 }
-load() { # FILE: make it the policy and reload
+load() { # FILE: make it the policy and reload (a failure is a case's)
+	local out
 	cp "$1" "$NS_TMP/policy.yaml"
-	nfbox_ctl reload >/dev/null
+	out=$(nfbox_ctl reload 2>&1) && return 0
+	t_fail "reload-$(basename "$1" .yaml)" "$out"
+	return 1
 }
+# counted RULE N: RULE has counted N datagrams or more
+counted() { [ "$(stat "$1" packets)" -ge "$2" ]; }
+# lim_seen N: the limited rule has judged N datagrams (within or over)
+lim_seen() { [ $(($(stat lim packets) + $(stat lim over_limit))) -ge "$1" ]; }
 
 cpus=$(/usr/bin/python3 -c 'import os
 s = open("/sys/devices/system/cpu/possible").read().strip()
@@ -68,7 +75,7 @@ echo "# 3 rules: $mem0 bytes of BPF maps ($cpus possible CPUs)"
 
 in_c "$NET" udp-blast $S4 7000 100 >/dev/null
 in_c "$NET" udp-blast $S4 7002 5 >/dev/null
-sleep 0.2
+wait_until 5 counted keep 100 && wait_until 5 lim_seen 5 # (the cases below say if not)
 t_check counted-before [ "$(stat keep packets)" -eq 100 ]
 t_check limit-before [ "$(stat lim packets) $(stat lim over_limit)" = "3 2" ]
 
@@ -79,7 +86,7 @@ t_check memory-follows-policy [ "$mem1" -gt "$mem0" ]
 t_check counters-carried-to-larger-map [ "$(stat keep packets)" -eq 100 ]
 in_c "$NET" udp-blast $S4 7000 50 >/dev/null
 in_c "$NET" udp-blast $S4 7002 1 >/dev/null
-sleep 0.2
+wait_until 5 counted keep 150 && wait_until 5 lim_seen 6 # (the cases below say if not)
 t_check counting-in-larger-map [ "$(stat keep packets)" -eq 150 ]
 # the bucket came along: still empty, so the datagram is over the limit
 t_check limit-state-carried [ "$(stat lim packets) $(stat lim over_limit)" = "3 3" ]
@@ -101,16 +108,24 @@ t_check same-size-reload-keeps-memory [ "$(mem)" -le $((mem0 * 12 / 10)) ]
 base=$(stat keep packets)
 ip netns exec "$NS_S" "$NET" udp-count 12 7000 >"$NS_TMP/count.out" 2>&1 &
 counter=$!
-for _ in $(seq 50); do grep -q listening "$NS_TMP/count.out" && break; sleep 0.1; done
+wait_until 5 grep -q listening "$NS_TMP/count.out" || t_fail counted-exactly-across-resizes "udp-count never listened"
 in_c "$NET" udp-ticks $S4 4 7000 >"$NS_TMP/ticks.out" 2>&1 &
 ticks=$!
-sleep 0.3
+# Each policy counts ticks of its own before the next reload: 50 ms of them.
+wait_until 3 counted keep $((base + 50)) || t_fail counted-exactly-across-resizes "no ticks counted within 3 s"
 for i in 1 2 3 4 5 6; do
 	if [ $((i % 2)) = 1 ]; then load "$NS_TMP/big.yaml"; else load "$NS_TMP/small.yaml"; fi
-	sleep 0.2
+	c=$(stat keep packets)
+	wait_until 3 counted keep $((c + 50)) || t_fail counted-exactly-across-resizes "no ticks counted after reload $i"
 done
 wait $ticks
-sleep 0.3
+# A last datagram to the limited rule, behind every tick: once it is
+# counted (over the limit), every tick before it has been judged, and what
+# was let through is on its way (the counter reads what is queued, and
+# 0.1 s more, after SIGTERM).
+l=$(($(stat lim packets) + $(stat lim over_limit)))
+in_c "$NET" udp-blast $S4 7002 1 >/dev/null
+wait_until 5 lim_seen $((l + 1)) || t_fail counted-exactly-across-resizes "the datagram after the ticks was not counted"
 kill -TERM $counter 2>/dev/null
 wait $counter
 got=$(awk '$1 == "got" { print $3 }' "$NS_TMP/count.out")

@@ -72,26 +72,36 @@ t_check not-found [ "$(fetch / | head -1 | cut -d' ' -f1)" = 404 ]
 t_check not-found-prefix [ "$(fetch /metrics/../etc/passwd | head -1 | cut -d' ' -f1)" = 404 ]
 t_check post-refused grep -q '^405 .* GET, HEAD$' <(fetch /metrics POST | head -1)
 
-# A client holds every connection it can, idle: the control socket still
-# answers at once, and a scrape works again once the idle ones time out.
-in_a /usr/bin/python3 - "$PORT" <<'PY' &
+# A client holds every connection the daemon takes (16, HTTPD_MAX_CONNECTIONS),
+# idle: the control socket still answers at once, and a scrape works again
+# once the idle ones time out, while the client still holds them. (More
+# than 32 would keep the scrapes out longer: the ones waiting in the listen
+# backlog take the freed places and are idle for 10 s more.)
+in_a /usr/bin/python3 - "$PORT" >"$NS_TMP/hog" <<'PY' &
 import socket, sys, time
 held = []
-for _ in range(40):
+for _ in range(16):
     try:
         held.append(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2))
     except OSError:
         break
+print("holding", len(held), flush=True)
 time.sleep(14)
 PY
 hog=$!
-sleep 1
+wait_until 10 grep -q '^holding' "$NS_TMP/hog" || t_fail hog "the idle client did not connect"
 s0=$(date +%s.%N)
 nfbox_ctl status >/dev/null 2>&1
 s1=$(date +%s.%N)
 t_check ctl-not-starved /usr/bin/python3 -c "import sys; sys.exit(0 if $s1 - $s0 < 1 else 1)"
-sleep 11 # past the 10 s idle timeout
-t_check scrape-after-idle-timeout [ "$(fetch /metrics | head -1 | cut -d' ' -f1)" = 200 ]
+# The 10 s idle timeout: the scrape must work before the client lets go
+# of its connections itself (14 s), so the daemon must have closed them.
+scrape_ok() { [ "$(fetch /metrics | head -1 | cut -d' ' -f1)" = 200 ]; }
+if wait_until 12 scrape_ok && kill -0 "$hog" 2>/dev/null; then
+	t_ok scrape-after-idle-timeout
+else
+	t_fail scrape-after-idle-timeout "no scrape within 12 s while the idle client held its connections: $(fetch /metrics | head -1)"
+fi
 kill $hog 2>/dev/null
 wait $hog 2>/dev/null
 t_done

@@ -58,7 +58,13 @@ check_policy() { # NAME FILE
 	ip netns exec $P-d "$NFBOX" run --policy "$f" --state-dir "$TMP/state" --socket "$TMP/s.sock" --no-pin --allow-unsafe-files \
 		>"$TMP/$name.out" 2>"$TMP/$name.run" &
 	PID=$!
-	for _ in $(seq 100); do grep -q '^ready$' "$TMP/$name.out" && break; sleep 0.1; done
+	if ! wait_until 10 grep -q '^ready$' "$TMP/$name.out"; then
+		t_fail "$name-plan-is-what-runs" "the daemon was not ready after 10 s: $(tail -n 3 "$TMP/$name.run")"
+		kill -9 $PID 2>/dev/null
+		wait $PID
+		PID=
+		return
+	fi
 	ip netns exec $P-d nft list table inet nfbox | normal >"$TMP/$name.from-daemon"
 	kill -TERM $PID
 	wait $PID

@@ -75,8 +75,7 @@ probe admin-prohibited-v6 EACCES in_c "$NET" udp-probe $S6 5001 3
 # Counted like drop, logged with action reject.
 n=$(nfbox_count forward fwd-tcp)
 [ "$n" -ge 2 ] && t_ok counted || t_fail counted "fwd-tcp counted $n"
-sleep 0.5
-grep -q '"rule":"fwd-tcp","action":"reject"' "$NS_TMP/events.jsonl" && t_ok logged-as-reject ||
+wait_until 5 grep -q '"rule":"fwd-tcp","action":"reject"' "$NS_TMP/events.jsonl" && t_ok logged-as-reject ||
 	t_fail logged-as-reject "$(head -c 600 "$NS_TMP/events.jsonl")"
 
 # Log rotation: the file moved away, SIGUSR1, and the next event goes to a
@@ -84,17 +83,20 @@ grep -q '"rule":"fwd-tcp","action":"reject"' "$NS_TMP/events.jsonl" && t_ok logg
 mv "$NS_TMP/events.jsonl" "$NS_TMP/events.1"
 before=$(wc -l <"$NS_TMP/events.1")
 kill -USR1 "$NFBOX_PID"
-sleep 0.3
-in_c "$NET" tcp-probe $S4 86 3 >/dev/null 2>&1
-sleep 0.5
-grep -q '"rule":"fwd-tcp"' "$NS_TMP/events.jsonl" 2>/dev/null && t_ok sigusr1-reopens-log ||
-	t_fail sigusr1-reopens-log "no event in the new file; $(tail -n 3 "$NS_TMP/nfbox.err")"
+if ! wait_until 5 grep -q "SIGUSR1: the log file .* opened again" "$NS_TMP/nfbox.err"; then
+	t_fail sigusr1-reopens-log "the daemon did not say it opened the file again: $(tail -n 3 "$NS_TMP/nfbox.err")"
+else
+	in_c "$NET" tcp-probe $S4 86 3 >/dev/null 2>&1
+	wait_until 5 grep -q '"rule":"fwd-tcp"' "$NS_TMP/events.jsonl" && t_ok sigusr1-reopens-log ||
+		t_fail sigusr1-reopens-log "no event in the new file; $(tail -n 3 "$NS_TMP/nfbox.err")"
+fi
 t_check rotated-file-left-alone [ "$(wc -l <"$NS_TMP/events.1")" -eq "$before" ]
 
 # Bounded: 300 datagrams at once draw a few dozen replies at 20/second.
-sleep 1.2 # let the bucket refill from the probes above
-in_c "$NET" udp-blast $S4 6000 300 >/dev/null 2>&1
-sleep 0.3
+sleep 1.2 # fixed: the time under test, the bucket refilling from the probes above
+sent=$(in_c "$NET" udp-blast $S4 6000 300 2>&1 | awk '$1 == "sent" { print $2 }')
+flood_counted() { [ "$(nfbox_count forward fwd-flood)" -ge "${sent:-300}" ]; }
+wait_until 5 flood_counted # (the case below says if they are not all counted)
 n=$(nfbox_count forward fwd-flood)
 lim=$(nfbox_ctl stats --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["drops"]["reject_rate_limited"])')
 if [ "$n" -ge 250 ] && [ "$lim" -ge $((n - 45)) ]; then t_ok reject-rate-bounds-replies; else

@@ -35,7 +35,20 @@ rules:
   - { name: web, service: tcp/81, action: accept }
 YAML
 cp "$NS_TMP/small.yaml" "$NS_TMP/policy.yaml"
-nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+# A stand-in for systemd's notify socket: the daemon says RELOADING=1 as a
+# reload begins (its thread started), which is what the cases wait for.
+/usr/bin/python3 - "$NS_TMP/notify.sock" >"$NS_TMP/notify.log" <<'PY' &
+import signal, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+while True:
+    print(s.recv(4096).decode().replace("\n", "|"), flush=True)
+PY
+notify_pid=$!
+trap 'kill "$notify_pid" 2>/dev/null; ns_cleanup' EXIT
+wait_until 5 test -S "$NS_TMP/notify.sock" || { t_fail setup "the notify stand-in did not bind"; t_done; }
+NOTIFY_SOCKET=$NS_TMP/notify.sock nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 gen() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])'; }
 ms_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }'; }
 can() { listen in_s "$1" 3; in_c "$NET" tcp-connect $S4 "$1" 1 >/dev/null 2>&1; }
@@ -48,15 +61,30 @@ timed() { # CMD...: its output, and how long it took to $NS_TMP/took
 	return $r
 }
 
-# during(NAME CMD...): CMD runs 50 ms after a reload of the big policy
-# began, and the reload must still run once CMD is done; CMD's output in
+reloads_begun() { grep -c '^RELOADING=1' "$NS_TMP/notify.log"; }
+reloading() { [ "$(reloads_begun)" -gt "$1" ]; } # BEGUN-BEFORE
+# reload_big: start a reload of the big policy (its client's pid in $rl)
+# and wait until the daemon has begun it.
+reload_big() {
+	local n0
+	n0=$(reloads_begun)
+	nfbox_ctl reload --policy "$NS_TMP/big.yaml" &
+	rl=$!
+	wait_until 5 reloading "$n0"
+}
+
+# during(NAME CMD...): CMD runs once a reload of the big policy has begun,
+# and the reload must still run once CMD is done; CMD's output in
 # $NS_TMP/NAME.out, its exit status in $rc_during.
 during() {
-	local name=$1 rl running
+	local name=$1 running
 	shift
-	nfbox_ctl reload --policy "$NS_TMP/big.yaml" >"$NS_TMP/rl.out" 2>&1 &
-	rl=$!
-	sleep 0.05
+	rc_during=255
+	if ! reload_big >"$NS_TMP/rl.out" 2>&1; then
+		wait $rl
+		t_fail "$name" "the daemon did not begin the reload within 5 s: $(cat "$NS_TMP/rl.out")"
+		return 1
+	fi
 	"$@" >"$NS_TMP/$name.out" 2>&1
 	rc_during=$?
 	running=no
@@ -96,9 +124,7 @@ fi
 # and the next client, which may get the same descriptor number in the
 # daemon, gets its own answer, not the gone client's.
 g2=$(gen)
-nfbox_ctl reload --policy "$NS_TMP/big.yaml" >/dev/null 2>&1 &
-rl=$!
-sleep 0.05
+reload_big >/dev/null 2>&1 || t_fail gone-client-reload-began "the daemon did not begin the reload within 5 s"
 kill -KILL $rl 2>/dev/null
 wait $rl 2>/dev/null
 # A silent client holds the socket until after the reload ends: the
@@ -109,29 +135,27 @@ if [ "$(cut -d' ' -f2 "$NS_TMP/silent.out")" = 0 ]; then
 else
 	t_fail gone-client-answer-not-misdelivered "a client that asked nothing got: $(cat "$NS_TMP/silent.out")"
 fi
-for _ in $(seq 100); do [ "$(gen)" -ge $((g2 + 1)) ] && break; sleep 0.1; done
+gen_at_least() { [ "$(gen)" -ge "$1" ]; }
+wait_until 10 gen_at_least $((g2 + 1))
 t_check gone-client-reload-completes [ "$(gen)" -eq $((g2 + 1)) ]
 t_check gone-client-daemon-alive kill -0 "$NFBOX_PID"
 back
 
 # SIGHUP while a client's reload runs: one more reload after it
 g1=$(gen)
-nfbox_ctl reload --policy "$NS_TMP/big.yaml" >/dev/null 2>&1 &
-rl=$!
-sleep 0.05
+reload_big >/dev/null 2>&1 || t_fail sighup-during-reload-began "the daemon did not begin the reload within 5 s"
 kill -HUP "$NFBOX_PID"
 wait $rl
-for _ in $(seq 100); do [ "$(gen)" -ge $((g1 + 2)) ] && break; sleep 0.1; done
+wait_until 10 gen_at_least $((g1 + 2))
 t_check sighup-during-reload-reloads-after [ "$(gen)" -eq $((g1 + 2)) ]
 
 # stop while a reload runs: the daemon ends, the reload's client is told
-nfbox_ctl reload --policy "$NS_TMP/big.yaml" >"$NS_TMP/rl3.out" 2>&1 &
-rl=$!
-sleep 0.05
+reload_big >"$NS_TMP/rl3.out" 2>&1 || t_fail stop-during-reload-began "the daemon did not begin the reload within 5 s"
 nfbox_ctl stop >/dev/null 2>&1
 wait $rl
 rc=$?
-for _ in $(seq 100); do kill -0 "$NFBOX_PID" 2>/dev/null || break; sleep 0.1; done
+gone() { ! kill -0 "$NFBOX_PID" 2>/dev/null; }
+wait_until 10 gone
 t_check stop-during-reload-ends [ ! -d /proc/"$NFBOX_PID" ]
 if [ "$rc" -ne 0 ] && grep -q "stopped before the policy was loaded" "$NS_TMP/rl3.out"; then
 	t_ok stop-during-reload-told

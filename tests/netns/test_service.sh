@@ -38,12 +38,11 @@ while True:
 PY
 notify_pid=$!
 trap 'kill "$notify_pid" 2>/dev/null; ns_cleanup' EXIT
-for _ in $(seq 50); do [ -S "$NS_TMP/notify.sock" ] && break; sleep 0.1; done
+wait_until 5 test -S "$NS_TMP/notify.sock" || { t_fail setup "the notify stand-in did not bind"; t_done; }
 NOTIFY_SOCKET=$NS_TMP/notify.sock nfbox_start "$NS_TMP/p.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
-sleep 0.2
 # What STATUS= says is enforced, by backend.
 ENFORCING='enforcing (generation [0-9]+: 1 rules|1 rules \(nftables backend, table inet nfbox\))'
-if grep -Eq "^READY=1\|STATUS=$ENFORCING\$" "$NS_TMP/notify.log"; then
+if wait_until 5 grep -Eq "^READY=1\|STATUS=$ENFORCING\$" "$NS_TMP/notify.log"; then
 	t_ok notify-ready
 else
 	t_fail notify-ready "$(cat "$NS_TMP/notify.log")"
@@ -51,7 +50,8 @@ fi
 n0=$(wc -l <"$NS_TMP/notify.log")
 nfbox_ctl reload >/dev/null 2>&1
 nfbox_ctl reload --policy "$NS_TMP/bad.yaml" >/dev/null 2>&1
-sleep 0.2
+notified() { [ "$(wc -l <"$NS_TMP/notify.log")" -ge "$1" ]; } # LINES
+wait_until 5 notified $((n0 + 4)) # (notify-reload below says if they do not come)
 if /usr/bin/python3 - "$NS_TMP/notify.log" "$n0" "$ENFORCING" <<'PY'; then
 import re, sys
 lines = open(sys.argv[1]).read().split("\n")[int(sys.argv[2]):]
@@ -119,6 +119,7 @@ while True:
         break
 " >"$1/native.out" &
 	for i in $(seq 50); do [ -S /run/systemd/journal/socket ] && break; sleep 0.1; done
+	[ -S /run/systemd/journal/socket ] || { echo "the journald stand-in did not bind its socket" >>"$1/native.out"; exit 1; }
 	: >"$1/n.err"
 	JOURNAL_STREAM=$(stat -c %d:%i "$1/n.err") "$2" run --policy "$1/bad.yaml" --state-dir "$1/state" --socket "$1/n.sock" --no-pin >/dev/null 2>>"$1/n.err"
 	wait
@@ -145,14 +146,24 @@ exec_stop() { # JOB-TYPE: what nfbox.service's ExecStop= does during that job
 # build: another binary, as after an upgrade) is started; sets
 # SENT (to 7001), GOT (on 7001) and LEAKED (on 7002).
 cycle() {
-	wait_free in_s 7001
+	SENT= GOT= LEAKED=
+	wait_free in_s 7001 || { t_fail "$1-probe" "udp/7001 still taken"; return; }
 	# Counts until 1.5 s after the last tick.
+	: >"$NS_TMP/count" # here, not in the child: no "listening" of the last cycle's
 	in_s "$NET" udp-count 6.5 7001 7002 >"$NS_TMP/count" 2>&1 &
 	local cpid=$!
-	for _ in $(seq 50); do grep -q listening "$NS_TMP/count" && break; sleep 0.1; done
+	if ! wait_until 5 grep -q listening "$NS_TMP/count"; then
+		t_fail "$1-probe" "udp-count never listened"
+		wait "$cpid"
+		return
+	fi
+	local c0
+	c0=$(nfbox_count forward allowed)
 	in_c "$NET" udp-ticks $S4 5 7001 7002 >"$NS_TMP/ticks" 2>&1 &
 	local tpid=$!
-	sleep 1.5
+	# The stop must come while the ticks flow (their 5 s go on after it).
+	ticks_flow() { [ "$(nfbox_count forward allowed)" -ge $((c0 + 50)) ]; }
+	wait_until 3 ticks_flow || t_fail "$1-probe" "no ticks counted by the rule within 3 s"
 	local old=$NFBOX_PID
 	# ExecStop= must return only once the daemon is gone (else systemd's
 	# SIGTERM would follow and detach).
@@ -163,7 +174,7 @@ cycle() {
 	fi
 	wait "$old" 2>/dev/null
 	NFBOX_PID=
-	NFBOX=$RELEASE nfbox_start "$NS_TMP/p.yaml" >/dev/null 2>&1
+	NFBOX=$RELEASE nfbox_start "$NS_TMP/p.yaml" >/dev/null 2>&1 || t_fail "$1-next-daemon" "$(tail -n 3 "$NS_TMP/nfbox.err")"
 	wait "$tpid" "$cpid"
 	SENT=$(awk '$1 == "sent" && $2 == 7001 { print $3 }' "$NS_TMP/ticks")
 	GOT=$(awk '$1 == "got" && $2 == 7001 { print $3 }' "$NS_TMP/count")

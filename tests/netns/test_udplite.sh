@@ -27,19 +27,35 @@ rules:
   - { name: no-lite, proto: udplite, service: "udplite/5001-5002", action: drop }
 YAML
 
+# judged: the packets the forward hook's rules and default have counted
+judged() {
+	nfbox_ctl stats --json | /usr/bin/python3 -c '
+import json, sys
+print(sum(r["packets"] for r in json.load(sys.stdin)["rules"] if r["hook"] == "forward"))'
+}
+judged_at_least() { [ "$(judged)" -ge "$1" ]; }
 # sent PROTO PORT...: 5 datagrams of PROTO (udp, udplite) to each port over
-# IPv4 and IPv6; prints what the server counted, "PORT N" per port.
+# IPv4 and IPv6; prints what the server counted, "PORT N" per port, once
+# nfbox has judged them all (what it let through is then on its way: the
+# counter reads what is queued and 0.1 s more after SIGTERM).
 sent() {
-	local proto=$1 out
+	local proto=$1 out j0
 	shift
+	j0=$(judged)
+	: >"$NS_TMP/count" # here, not in the child: no "listening" of the last run's
 	ip netns exec "$NS_S" "$NET" $proto-count 5 "$@" >"$NS_TMP/count" 2>&1 &
 	local cpid=$!
-	for _ in $(seq 50); do grep -q listening "$NS_TMP/count" && break; sleep 0.1; done
+	if ! wait_until 5 grep -q listening "$NS_TMP/count"; then
+		echo "no listener"
+		kill -TERM $cpid 2>/dev/null
+		wait $cpid 2>/dev/null
+		return
+	fi
 	for p in "$@"; do
 		in_c "$NET" $proto-blast $S4 $p 5 >/dev/null
 		in_c "$NET" $proto-blast $S6 $p 5 >/dev/null
 	done
-	sleep 0.3
+	wait_until 5 judged_at_least $((${j0:-0} + 10 * $#)) || echo -n "judged $(($(judged) - ${j0:-0})) of $((10 * $#)): "
 	kill -TERM $cpid 2>/dev/null
 	wait $cpid 2>/dev/null
 	awk '$1 == "got" { printf "%s %s ", $2, $3 }' "$NS_TMP/count"

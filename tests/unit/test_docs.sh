@@ -26,7 +26,12 @@ for cmd in $commands; do
 		t_fail "synopsis-$cmd" "nfbox(8) says '$have', the code '$want'"
 	fi
 	missing=
-	for opt in $("$NFBOX" "$cmd" --help | grep -oE -- '--[a-z][a-z-]+' | sort -u); do
+	if ! help=$("$NFBOX" "$cmd" --help 2>&1); then
+		# (no options read would read as none missing)
+		t_fail "described-$cmd" "nfbox $cmd --help failed: $(head -n 2 <<<"$help")"
+		continue
+	fi
+	for opt in $(grep -oE -- '--[a-z][a-z-]+' <<<"$help" | sort -u); do
 		n=$(grep -c -- "$opt" <<<"$rendered")
 		[ "$n" -ge 2 ] || missing="$missing $opt"
 	done

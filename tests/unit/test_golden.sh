@@ -116,13 +116,26 @@ cp tests/unit/golden/valid/small-office.yaml "$tmp/s1/policy.yaml"
 sed '0,/^rules:/s//# a comment line\nrules:/' "$tmp/s1/policy.yaml" >"$tmp/s2/policy.yaml"
 awk '/^rules:/ { print; print "  - { name: inserted, hook: input, from: 203.0.113.77, action: drop }"; next } { print }' \
 	"$tmp/s1/policy.yaml" >"$tmp/s3/policy.yaml"
-for d in s1 s2 s3; do (cd "$tmp/$d" && "$NFBOX" plan policy.yaml >plan 2>/dev/null); done
+planned=yes
+for d in s1 s2 s3; do
+	# (a plan that failed, empty, would read as "nothing changed")
+	(cd "$tmp/$d" && "$NFBOX" plan policy.yaml >plan 2>"$tmp/$d.err") && [ -s "$tmp/$d/plan" ] ||
+		planned="no: nfbox plan $d: $(head -n 2 "$tmp/$d.err")"
+done
 changed() { diff "$tmp/s1/plan" "$tmp/$1/plan" | grep -c '^[<>]'; }
 n2=$(changed s2)
 n3=$(changed s3)
 total=$(wc -l <"$tmp/s1/plan")
-[ "$n2" -eq 0 ] && t_ok plan-stable-comment || t_fail plan-stable-comment "a comment line changed $n2 plan lines"
-if [ "$n3" -gt 0 ] && [ "$n3" -le 12 ]; then
+if [ "$planned" != yes ]; then
+	t_fail plan-stable-comment "$planned"
+elif [ "$n2" -eq 0 ]; then
+	t_ok plan-stable-comment
+else
+	t_fail plan-stable-comment "a comment line changed $n2 plan lines"
+fi
+if [ "$planned" != yes ]; then
+	t_fail plan-stable-insert "$planned"
+elif [ "$n3" -gt 0 ] && [ "$n3" -le 12 ]; then
 	t_ok "plan-stable-insert ($n3 of $total lines)"
 else
 	t_fail plan-stable-insert "one inserted rule changed $n3 of $total plan lines"

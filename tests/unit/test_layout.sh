@@ -21,6 +21,9 @@ room() {
 edges=$(mktemp)
 bad_policy= bad_bpf= unqualified=
 trap 'rm -f "$edges"' EXIT
+# (no file read would read as no bad include)
+sources=$(find policy appliance bpf -name '*.[ch]' | sort) && [ -n "$sources" ] ||
+	{ t_fail sources "no sources found under policy/, appliance/ and bpf/"; t_done; }
 while IFS= read -r f; do
 	from=$(room "$f")
 	while IFS= read -r inc; do
@@ -40,7 +43,7 @@ while IFS= read -r f; do
 		case $f in bpf/*) [ "$to" = bpf ] || bad_bpf="$bad_bpf $f:$inc" ;; esac
 		[ "$from" != "$to" ] && echo "$from $to" >>"$edges"
 	done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
-done < <(find policy appliance bpf -name '*.[ch]' | sort)
+done <<<"$sources"
 
 [ -z "$bad_policy" ] && t_ok policy-is-backend-neutral || t_fail policy-is-backend-neutral "$bad_policy"
 [ -z "$bad_bpf" ] && t_ok bpf-includes-bpf-only || t_fail bpf-includes-bpf-only "$bad_bpf"
@@ -51,6 +54,5 @@ else
 	t_fail rooms-no-include-cycle "$(echo "$cycle" | tr '\n' ' ')"
 fi
 # Every room has a job: no source file directly in appliance/.
-loose=$(find appliance -maxdepth 1 -name '*.[ch]')
-[ -z "$loose" ] && t_ok appliance-rooms-only || t_fail appliance-rooms-only "$loose"
+loose=$(find appliance -maxdepth 1 -name '*.[ch]' 2>&1) && [ -z "$loose" ] && t_ok appliance-rooms-only || t_fail appliance-rooms-only "$loose"
 t_done
