@@ -17,22 +17,41 @@
 # pass `keepalived -t` and conntrackd starts on them cleanly, each node's
 # files are its own, status and metrics show the pair, a daemon killed is
 # started again, a missing program is named with its package.
+#
+# The scenarios share nothing, so they run at once, each in namespaces
+# ($BASE-K-*) and a directory of its own; the output of each is printed
+# when it is done, in the order they started, with a "#" line of where its
+# time went. They wait for conditions, with deadlines; the fixed waits left
+# are windows in which something must NOT happen (fw2 becoming master at
+# the election, the flow coming back without the sync link, keepalived
+# dying after a SIGHUP). HA_ONLY=NAME runs one scenario.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
 NET=$PWD/tests/lib/net.py
-P=nfh$$
+# The client the waits poll with, ten times a second in several pairs at
+# once: the release build (ASan's start-up is most of a status call). The
+# checks themselves ask through $NFBOX.
+RELEASE=${NFBOX_BIN_RELEASE:-$PWD/build/nfbox}
+[ -x "$RELEASE" ] || RELEASE=$NFBOX
+BASE=nfh$$
+TOP=$(mktemp -d /tmp/nfbox-ha.XXXXXX)
+# A job's own (job sets them): the namespaces' prefix and the directory.
+P=$BASE-0
 SW=$P-sw C=$P-c S=$P-s
-TMP=$(mktemp -d /tmp/nfbox-ha.XXXXXX)
+TMP=$TOP/main
 declare -A PID=()
+JOBS=() NAMES=()
 
 cleanup() {
-	for n in 1 2; do [ -n "${PID[$n]:-}" ] && kill -9 "${PID[$n]}" 2>/dev/null; done
-	for ns in $P-f1 $P-f2 $SW $C $S; do
+	local j ns
+	for j in "${JOBS[@]}"; do [ -n "$j" ] && kill -TERM "$j" 2>/dev/null; done
+	wait 2>/dev/null
+	for ns in $(ip netns list 2>/dev/null | awk -v p="$BASE-" 'index($1, p) == 1 { print $1 }'); do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
 		ip netns del "$ns" 2>/dev/null
 	done
-	rm -rf "$TMP"
+	rm -rf "$TOP"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
@@ -42,6 +61,29 @@ for prog in keepalived conntrackd; do
 	command -v $prog >/dev/null || PATH=$PATH:/usr/sbin:/sbin
 	command -v $prog >/dev/null || { t_fail ha-programs "$prog is not installed (packaging/install-deps.sh installs it)"; t_done; }
 done
+
+# ---- time ----
+now_us() { echo $((${EPOCHREALTIME/[.,]/})); }
+us() { # SECONDS (a decimal) in microseconds
+	local i=${1%.*} f=000000
+	[[ $1 == *.* ]] && f=${1#*.}000000
+	echo $((10#${i:-0} * 1000000 + 10#${f:0:6}))
+}
+# sleep_until MICROSECONDS: wait until then (the clock of now_us).
+sleep_until() {
+	local d=$(($1 - $(now_us)))
+	[ "$d" -gt 0 ] && sleep "$((d / 1000000)).$(printf %06d $((d % 1000000)))"
+	return 0
+}
+# Where a job's time went: phase NAME ends the phase begun by the last one.
+PH_T=$(now_us) PH=
+phase() {
+	local t d
+	t=$(now_us)
+	d=$((t - PH_T))
+	PH+=" $1 $((d / 1000000)).$((d / 100000 % 10))"
+	PH_T=$t
+}
 
 mkns() {
 	ip netns add "$1" || return 1
@@ -105,6 +147,7 @@ ha:
 YAML
 	[ "$3" = masq ] && printf 'nat:\n  - masquerade: { out: wan }\n'
 }
+ready() { grep -q '^ready$' "$TMP/n$1/out" || ! kill -0 "${PID[$1]}" 2>/dev/null; }
 start() { # N BACKEND NAT
 	local d=$TMP/n$1
 	mkdir -p "$d"
@@ -113,92 +156,107 @@ start() { # N BACKEND NAT
 	ip netns exec $P-f$1 "$NFBOX" run --policy "$d/policy.yaml" --socket "$d/nfbox.sock" --state-dir "$d/state" \
 		--no-pin >>"$d/out" 2>>"$d/err" &
 	PID[$1]=$!
-	for _ in $(seq 100); do
-		grep -q '^ready$' "$d/out" && return 0
-		kill -0 "${PID[$1]}" 2>/dev/null || break
-		sleep 0.1
-	done
-	return 1
+	wait_until 20 ready "$1"
+	grep -q '^ready$' "$d/out"
 }
 ctl() { local n=$1; shift; "$NFBOX" "$1" --socket "$TMP/n$n/nfbox.sock" "${@:2}"; }
 # ha FIELD of node N's status (python expression on h = status["ha"]).
 ha() { ctl "$1" status --json 2>/dev/null | /usr/bin/python3 -c "import json,sys; h=json.load(sys.stdin)['ha']; print($2)" 2>/dev/null; }
-wait_role() { # N ROLE SECONDS
-	for _ in $(seq $((10 * $3))); do
-		[ "$(ha "$1" 'h["role"]')" = "$2" ] && return 0
-		sleep 0.1
-	done
-	return 1
+# For the waits: the groups of a regular expression on node N's status
+# JSON (compact, keys in a fixed order), read with the release client and
+# bash alone: hq N REGEX
+hq() {
+	local j
+	j=$("$RELEASE" status --json --socket "$TMP/n$1/nfbox.sock" 2>/dev/null) && [[ $j =~ $2 ]] && echo "${BASH_REMATCH[@]:1}"
 }
+role_is() { [ "$(hq "$1" '"ha":\{"role":"([a-z]+)"')" = "$2" ]; } # N ROLE
+wait_role() { wait_until "$3" role_is "$1" "$2"; } # N ROLE SECONDS
+from_peer_at_least() { local n; n=$(hq "$1" '"from_peer":([0-9]+)') && [ "$n" -ge "$2" ]; } # N COUNT
+# DAEMON of node N running, restarted COUNT times: restarted N DAEMON COUNT
+restarted() { local v; v=$(hq "$1" "\"$2\":\\{\"pid\":([0-9]+),\"restarts\":([0-9]+)") && [[ $v =~ ^[1-9][0-9]*\ $3$ ]]; }
+daemon_running() { local v; v=$(hq "$1" "\"$2\":\\{\"pid\":([0-9]+)") && [ "$v" -gt 0 ]; } # N DAEMON
 plus() { awk -v t="$1" -v d="$2" 'BEGIN { printf "%.3f", t + d }'; }
 # Lines of PROTO the client received after time T: arrived PROTO T
 arrived() { awk -v p="$1" -v t="$2" '$1 == p && $2 > t { n++ } END { print n + 0 }' "$TMP/watch" 2>/dev/null || echo 0; }
 # The longest time no udp line arrived, from T on.
 gap() { awk -v t="$1" '$1 == "udp" && $2 > t - 1 { if (last && $2 - last > g) g = $2 - last; last = $2 } END { printf "%.1f", g }' "$TMP/watch"; }
-# Wait until both flows delivered 10 lines after T (SECONDS at most).
-flows_after() { # T SECONDS
-	for _ in $(seq $((10 * $2))); do
-		[ "$(arrived tcp "$1")" -ge 10 ] && [ "$(arrived udp "$1")" -ge 10 ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
+# Both flows delivered 10 lines after T.
+flowing() { [ "$(arrived tcp "$1")" -ge 10 ] && [ "$(arrived udp "$1")" -ge 10 ]; }
+flows_after() { wait_until "$2" flowing "$1"; } # T SECONDS
+# Any line of either flow after T.
+any_arrived() { [ "$(arrived tcp "$1")" -gt 0 ] || [ "$(arrived udp "$1")" -gt 0 ]; }
 established() { # N: packets the node accepted as established
 	ctl "$1" stats --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["established"]["packets"])'
 }
-stop_node() { # N: a clean stop
-	[ -n "${PID[$1]:-}" ] || return 0
-	kill -TERM "${PID[$1]}" 2>/dev/null
-	for _ in $(seq 100); do kill -0 "${PID[$1]}" 2>/dev/null || break; sleep 0.1; done
-	kill -9 "${PID[$1]}" 2>/dev/null
-	wait "${PID[$1]}" 2>/dev/null
-	PID[$1]=
+# keepalived and conntrackd processes in node N's namespace.
+daemons_left() { ip netns pids $P-f$1 2>/dev/null | xargs -r ps -o comm= -p 2>/dev/null | grep -cE 'keepalived|conntrackd'; }
+no_daemons_left() { [ "$(daemons_left "$1")" -eq 0 ]; }
+stop_node() { # N...: a clean stop, of both at once (a job killed: at once)
+	local n
+	for n; do [ -n "${PID[$n]:-}" ] && kill -TERM "${PID[$n]}" 2>/dev/null; done
+	for n; do
+		[ -n "${PID[$n]:-}" ] || continue
+		[ -n "${HURRY:-}" ] || wait_until 10 eval "! kill -0 ${PID[$n]} 2>/dev/null"
+		kill -9 "${PID[$n]}" 2>/dev/null
+		wait "${PID[$n]}" 2>/dev/null
+		PID[$n]=
+	done
 }
 teardown() {
-	stop_node 1
-	stop_node 2
+	stop_node 1 2
 	for ns in $P-f1 $P-f2 $SW $C $S; do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
 		ip netns del "$ns" 2>/dev/null
 	done
-	rm -rf "$TMP"/n1 "$TMP"/n2 "$TMP"/watch "$TMP"/serve
+	rm -rf "$TMP"
 }
 
-# scenario NAME BACKEND NAT FAILURE(links|netns|crash) SYNC(sync|nosync)
+# scenario NAME BACKEND NAT FAILURE(links|netns|crash) SYNC(sync|nosync) [checks|reloads]
 scenario() {
-	local name=$1 backend=$2 nat=$3 how=$4 sync=$5 t0 est0 saw
-	topology && node 1 && node 2 || { t_fail "$name-setup" "cannot build the namespaces"; teardown; return; }
+	local name=$1 backend=$2 nat=$3 how=$4 sync=$5 then=${6:-} t0 t2 tm est0 saw left
+	topology && node 1 && node 2 || { t_fail "$name-setup" "cannot build the namespaces"; return; }
 	if [ "$sync" = nosync ]; then
 		ip -n $SW link set p1s down
 		ip -n $SW link set p2s down
 	fi
+	phase setup
 	start 1 "$backend" "$nat" && start 2 "$backend" "$nat" ||
-		{ t_fail "$name-start" "$(cat "$TMP"/n*/err | grep -v note | tail -5)"; teardown; return; }
-	# fw2 would be master 3.6 s after its start if it did not hear fw1
-	# (VRRP blocked, say): it must still be backup after that.
-	wait_role 1 master 15 && sleep 2 && [ "$(ha 2 'h["role"]')" = backup ] && [ "$(ha 1 'h["role"]')" = master ] ||
-		{ t_fail "$name-elect" "fw1 $(ha 1 'h["role"]'), fw2 $(ha 2 'h["role"]')"; teardown; return; }
+		{ t_fail "$name-start" "$(cat "$TMP"/n*/err | grep -v note | tail -5)"; return; }
+	t2=$(now_us)
+	phase start
+	wait_role 1 master 15 || { t_fail "$name-elect" "fw1 $(ha 1 'h["role"]'), fw2 $(ha 2 'h["role"]')"; return; }
+	tm=$(now_us)
+	phase elect
 	if [ "$backend" = nftables ]; then
 		saw=$("$NFBOX" diff "$TMP/n1/policy.yaml" "$TMP/n2/policy.yaml")
 		[ "$saw" = "ha priority: 150 -> 100" ] && [ "$(ha 2 'h["peer"]')" = 203.0.113.1 ] && t_ok "$name-files-differ-in-priority" ||
 			t_fail "$name-files-differ-in-priority" "diff: $saw; fw2's peer $(ha 2 'h["peer"]')"
 	fi
 	(ip netns exec $S "$NET" push-serve 5000 70 >"$TMP/serve" 2>&1 &)
-	for _ in $(seq 50); do ip netns exec $S ss -lntu | grep -q ':5000 ' && break; sleep 0.1; done
+	wait_until 5 eval "ip netns exec $S ss -lntu | grep -q ':5000 '"
 	(ip netns exec $C "$NET" push-watch 198.51.100.10 5000 65 "$TMP/watch" >/dev/null 2>&1 &)
 	if ! flows_after 0 5; then
 		t_fail "$name-flow" "no traffic through fw1: $(cat "$TMP/serve")"
-		teardown
 		return
 	fi
 	saw=$(awk '/^peer tcp/ { print $3 }' "$TMP/serve")
 	[ "$saw" = "$([ "$nat" = masq ] && echo 198.51.100.1 || echo 192.0.2.10)" ] && t_ok "$name-source" ||
 		t_fail "$name-source" "the server saw $saw"
+	phase flow
+	# fw2 would be master 3.6 s after its start if it did not hear fw1
+	# (VRRP blocked, say): it must still be backup 2 s after fw1 became
+	# master and 4.6 s after its own start, and never have been master.
+	sleep_until $((tm + 2000000 > t2 + 4600000 ? tm + 2000000 : t2 + 4600000))
+	[ "$(ha 2 'h["role"]')" = backup ] && [ "$(ha 1 'h["role"]')" = master ] && ! grep -qE 'ha: [a-z]+ -> master' "$TMP/n2/err" ||
+		{ t_fail "$name-elect" "fw1 $(ha 1 'h["role"]'), fw2 $(ha 2 'h["role"]'): $(grep -E 'ha: [a-z]+ -> ' "$TMP/n2/err")"; return; }
+	phase elect-window
 	if [ "$sync" = sync ]; then
-		# fw2 holds both connections before fw1 fails.
-		for _ in $(seq 150); do [ "$(ha 2 'h["sync"]["from_peer"]')" -ge 2 ] 2>/dev/null && break; sleep 0.1; done
+		# fw2 holds both connections before fw1 fails (nfbox asks
+		# conntrackd every 5 s).
+		wait_until 15 from_peer_at_least 2 2
 		[ "$(ha 2 'h["sync"]["from_peer"]')" -ge 2 ] 2>/dev/null && t_ok "$name-synced" ||
 			t_fail "$name-synced" "fw2's external cache: $(ha 2 'h["sync"]')"
+		phase sync
 	fi
 	est0=$(established 2)
 	t0=$(date +%s.%N)
@@ -211,16 +269,17 @@ scenario() {
 	crash) kill -9 "${PID[1]}"; wait "${PID[1]}" 2>/dev/null; PID[1]= ;;
 	esac
 	wait_role 2 master 10 || t_fail "$name-takeover" "fw2 is $(ha 2 'h["role"]')"
+	phase takeover
 	if [ "$sync" = nosync ]; then
 		# The test of the test: fw2 is master, but without the state the
-		# server's packets are new ones from outside, and dropped.
-		sleep 12
-		if [ "$(arrived tcp "$(plus "$t0" 1)")" -eq 0 ] && [ "$(arrived udp "$(plus "$t0" 1)")" -eq 0 ]; then
+		# server's packets are new ones from outside, and dropped: for
+		# 12 s, not one line arrives.
+		if ! wait_until 12 any_arrived "$(plus "$t0" 1)"; then
 			t_ok "$name-breaks-without-sync"
 		else
 			t_fail "$name-breaks-without-sync" "tcp $(arrived tcp "$(plus "$t0" 1)"), udp $(arrived udp "$(plus "$t0" 1)") lines arrived after the failover"
 		fi
-		teardown
+		phase no-flow-window
 		return
 	fi
 	if flows_after "$(plus "$t0" 1)" 20; then
@@ -229,6 +288,7 @@ scenario() {
 		t_fail "$name-failover" "after the failover: tcp $(arrived tcp "$t0"), udp $(arrived udp "$t0") lines; fw2: $(grep -c . "$TMP/n2/err") log lines"
 		tail -5 "$TMP/n2/err"
 	fi
+	phase failover-flows
 	[ "$(established 2)" -gt "$est0" ] && t_ok "$name-established-on-backup" ||
 		t_fail "$name-established-on-backup" "fw2 accepted no packet as established"
 	# Every virtual address moved, the IPv6 one (VRRPv3 over IPv6) too.
@@ -236,9 +296,10 @@ scenario() {
 		ip -n $P-f2 -6 addr show dev lan0 | grep -q '2001:db8:1::1/64' && t_ok "$name-all-addresses-moved" ||
 		t_fail "$name-all-addresses-moved" "fw2: $(ha 2 'h["virtual"]')"
 	if [ "$how" = crash ]; then
-		# keepalived and conntrackd went with the nfbox that ran them.
-		sleep 1
-		left=$(ip netns pids $P-f1 | xargs -r ps -o comm= -p 2>/dev/null | grep -cE 'keepalived|conntrackd')
+		# keepalived and conntrackd went with the nfbox that ran them
+		# (within the second after the takeover).
+		wait_until 1 no_daemons_left 1
+		left=$(daemons_left 1)
 		[ "$left" -eq 0 ] && t_ok "$name-daemons-follow-nfbox" || t_fail "$name-daemons-follow-nfbox" "$left left running"
 	fi
 	# Failback: fw1 comes back and takes over again (preempt-delay 1).
@@ -247,18 +308,21 @@ scenario() {
 	netns) node 1 && start 1 "$backend" "$nat" || t_fail "$name-restart" "$(tail -3 "$TMP/n1/err")" ;;
 	crash) rm -f "$TMP/n1/out"; start 1 "$backend" "$nat" || t_fail "$name-restart" "$(tail -3 "$TMP/n1/err")" ;;
 	esac
+	phase restore
 	if wait_role 1 master 20; then
 		t0=$(date +%s.%N)
+		phase fw1-master
 		flows_after "$(plus "$t0" 1)" 20 && t_ok "$name-failback" ||
 			t_fail "$name-failback" "after fw1 came back: tcp $(arrived tcp "$t0"), udp $(arrived udp "$t0") lines"
 	else
 		t_fail "$name-failback" "fw1 is $(ha 1 'h["role"]'), fw2 $(ha 2 'h["role"]')"
 	fi
-	[ -n "${EXTRA:-}" ] && $EXTRA
-	teardown
+	phase failback-flows
+	[ -n "$then" ] && $then && phase "$then"
 }
 
-# ---- what the first scenario checks besides: files, status, metrics, supervision ----
+# ---- what a scenario checks besides, once fw1 is master again: files,
+# status, metrics, supervision (bpf-plain-links); reloads (bpf-plain-crash) ----
 checks() {
 	local d1 d2 pid
 	d1=$(ha 1 'h["directory"]')
@@ -281,19 +345,28 @@ checks() {
 	# A daemon that dies is started again; fw2 goes back to backup.
 	pid=$(ha 2 'h["conntrackd"]["pid"]')
 	kill -9 "$pid"
-	for _ in $(seq 80); do [ "$(ha 2 'h["conntrackd"]["restarts"]')" = 1 ] && [ "$(ha 2 'h["conntrackd"]["pid"]')" != 0 ] && break; sleep 0.1; done
+	wait_until 8 restarted 2 conntrackd 1
 	[ "$(ha 2 'h["conntrackd"]["restarts"]')" = 1 ] && [ "$(ha 2 'h["conntrackd"]["pid"]')" != 0 ] &&
 		grep -q 'conntrackd exited (killed by signal 9' "$TMP/n2/err" && t_ok conntrackd-restarted ||
 		t_fail conntrackd-restarted "$(ha 2 'h["conntrackd"]')"
 	pid=$(ha 2 'h["keepalived"]["pid"]')
 	kill -9 "$pid"
-	for _ in $(seq 80); do [ "$(ha 2 'h["keepalived"]["restarts"]')" = 1 ] && [ "$(ha 2 'h["role"]')" = backup ] && break; sleep 0.1; done
+	wait_until 8 eval 'restarted 2 keepalived 1 && role_is 2 backup'
 	[ "$(ha 2 'h["keepalived"]["restarts"]')" = 1 ] && [ "$(ha 2 'h["role"]')" = backup ] && t_ok keepalived-restarted ||
 		t_fail keepalived-restarted "$(ha 2 'h["keepalived"]'), role $(ha 2 'h["role"]')"
+	# A clean stop takes both daemons along.
+	pid=$(ha 1 'h["keepalived"]["pid"]')
+	stop_node 1
+	! kill -0 "$pid" 2>/dev/null && [ ! -e "$d1/conntrackd.lock" ] && t_ok clean-stop || t_fail clean-stop "keepalived $pid still runs"
+}
+
+reloads() {
+	local d2 kpid cpid
+	d2=$(ha 2 'h["directory"]')
 	# Reloads: a changed section makes keepalived read its file again
-	# (same process); a bad one changes nothing; without ha: the pair
-	# stops, and a reload with it starts it again.
-	local kpid cpid
+	# (same process, still there a second later); a bad one changes
+	# nothing; without ha: the pair stops, and a reload with it starts it
+	# again.
 	kpid=$(ha 2 'h["keepalived"]["pid"]')
 	cpid=$(ha 2 'h["conntrackd"]["pid"]')
 	policy 2 bpf plain | sed 's/preempt-delay: 1/preempt-delay: 3/' >"$TMP/n2/p2.yaml"
@@ -312,55 +385,96 @@ checks() {
 		t_fail reload-without-ha-stops "$(cat "$TMP/reload"); ha $(ha 2 'h')"
 	ctl 2 reload --policy "$TMP/n2/p2.yaml" >"$TMP/reload" 2>&1 && wait_role 2 backup 10 && t_ok reload-with-ha-starts ||
 		t_fail reload-with-ha-starts "$(cat "$TMP/reload"); role $(ha 2 'h["role"]')"
-	# A clean stop takes both daemons along.
-	pid=$(ha 1 'h["keepalived"]["pid"]')
-	stop_node 1
-	! kill -0 "$pid" 2>/dev/null && [ ! -e "$d1/conntrackd.lock" ] && t_ok clean-stop || t_fail clean-stop "keepalived $pid still runs"
+}
+
+# ---- a program missing: the error names its package; a sync interface
+# without an address: enforcement goes on, the pair waits ----
+missing() {
+	local rc err
+	mkdir -p "$TMP/bin"
+	ln -s "$(command -v conntrackd)" "$TMP/bin/conntrackd"
+	mkns $P-f1 && ip -n $P-f1 link add sync0 type veth peer name lan0 && ip -n $P-f1 link add wan0 type veth peer name x0 &&
+		for l in sync0 lan0 wan0 x0; do ip -n $P-f1 link set $l up; done
+	mkdir -p "$TMP/n1"
+	policy 1 bpf plain >"$TMP/n1/policy.yaml"
+	ip netns exec $P-f1 env PATH="$TMP/bin" "$NFBOX" run --policy "$TMP/n1/policy.yaml" --socket "$TMP/n1/nfbox.sock" --no-pin \
+		--state-dir "$TMP/n1/state" >/dev/null 2>"$TMP/missing"
+	rc=$?
+	[ $rc -ne 0 ] && grep -q "needs keepalived, which is not installed.*apt install keepalived" "$TMP/missing" &&
+		t_ok missing-keepalived-named || t_fail missing-keepalived-named "exit $rc: $(grep -v note "$TMP/missing" | tail -3)"
+	rm "$TMP/bin/conntrackd"
+	ln -s "$(command -v keepalived)" "$TMP/bin/keepalived"
+	ip netns exec $P-f1 env PATH="$TMP/bin" "$NFBOX" run --policy "$TMP/n1/policy.yaml" --socket "$TMP/n1/nfbox.sock" --no-pin \
+		--state-dir "$TMP/n1/state" >/dev/null 2>"$TMP/missing"
+	rc=$?
+	[ $rc -ne 0 ] && grep -q "needs conntrackd, which is not installed.*apt install conntrackd" "$TMP/missing" &&
+		t_ok missing-conntrackd-named || t_fail missing-conntrackd-named "exit $rc: $(grep -v note "$TMP/missing" | tail -3)"
+	phase missing
+	ip netns exec $P-f1 "$NFBOX" run --policy "$TMP/n1/policy.yaml" --socket "$TMP/n1/nfbox.sock" --no-pin \
+		--state-dir "$TMP/n1/state" >"$TMP/n1/out" 2>"$TMP/n1/err" &
+	PID[1]=$!
+	wait_until 20 ready 1
+	err=$(ha 1 'h["error"]')
+	[[ "$err" == *"sync interface sync0 has no ipv4 address"* ]] && [ "$(ha 1 'h["keepalived"]["pid"]')" = 0 ] &&
+		t_ok sync-address-awaited || t_fail sync-address-awaited "error '$err'"
+	ip -n $P-f1 addr add 203.0.113.1/30 dev sync0
+	wait_until 10 daemon_running 1 keepalived
+	[ "$(ha 1 'h["keepalived"]["pid"]')" != 0 ] && [ "$(ha 1 'h["conntrackd"]["pid"]')" != 0 ] && [ "$(ha 1 'h["error"]')" = None ] &&
+		t_ok sync-address-then-started || t_fail sync-address-then-started "$(ha 1 'h')"
+	phase sync-address
+}
+
+# job NAME FUNCTION ARGS...: FUNCTION in the background, with namespaces
+# and a directory of its own; its output in $TOP/NAME.log.
+job() {
+	local name=$1
+	shift
+	JOBS+=("")
+	(
+		JOB=$name P=$BASE-${#JOBS[@]}
+		SW=$P-sw C=$P-c S=$P-s
+		TMP=$TOP/$name
+		PH_T=$(now_us) PH=
+		T_FAILED=0
+		mkdir -p "$TMP"
+		trap 'teardown; phase teardown; echo "# $JOB:$PH"' EXIT
+		trap 'HURRY=1; exit 143' TERM
+		trap 'HURRY=1; exit 130' INT
+		"$@"
+		exit 0
+	) >"$TOP/$name.log" 2>&1 </dev/null &
+	JOBS[-1]=$!
+	NAMES+=("$name")
 }
 
 # The daemons' default files: nfbox names its own, so these never appear.
 host_files() { ls -d /run/keepalived* /var/run/keepalived* /var/run/conntrackd* /var/lock/conntrack* /tmp/keepalived* 2>/dev/null | tr '\n' ' '; }
 HOST_FILES=$(host_files)
 # HA_ONLY=NAME runs one scenario (and the missing-program cases).
-run() { [ -z "${HA_ONLY:-}" ] || [ "$HA_ONLY" = "$1" ] && scenario "$@"; }
-EXTRA=checks run bpf-plain-links bpf plain links sync
+run() { [ -z "${HA_ONLY:-}" ] || [ "$HA_ONLY" = "$1" ] && job "$1" scenario "$@"; }
+# The longest first (the 12 s without the sync link; TCP's back-off after
+# lost links, then the checks), the others once those are loaded (a start
+# is mostly the kernel's verifier: every pair starting at once, all wait).
+run bpf-nosync bpf plain links nosync
+run nft-nosync nftables masq links nosync
+run bpf-plain-links bpf plain links sync checks
+sleep 2
 run bpf-masq-netns bpf masq netns sync
 run nft-masq-links nftables masq links sync
 run nft-plain-netns nftables plain netns sync
-run bpf-plain-crash bpf plain crash sync
-run bpf-nosync bpf plain links nosync
-run nft-nosync nftables masq links nosync
+run bpf-plain-crash bpf plain crash sync reloads
+job missing missing
 
-# ---- a program missing: the error names its package ----
-mkdir -p "$TMP/bin"
-ln -s "$(command -v conntrackd)" "$TMP/bin/conntrackd"
-mkns $P-f1 && ip -n $P-f1 link add sync0 type veth peer name lan0 && ip -n $P-f1 link add wan0 type veth peer name x0 &&
-	for l in sync0 lan0 wan0 x0; do ip -n $P-f1 link set $l up; done
-mkdir -p "$TMP/n1"
-policy 1 bpf plain >"$TMP/n1/policy.yaml"
-ip netns exec $P-f1 env PATH="$TMP/bin" "$NFBOX" run --policy "$TMP/n1/policy.yaml" --socket "$TMP/n1/nfbox.sock" --no-pin \
-	--state-dir "$TMP/n1/state" >/dev/null 2>"$TMP/missing"
-rc=$?
-[ $rc -ne 0 ] && grep -q "needs keepalived, which is not installed.*apt install keepalived" "$TMP/missing" &&
-	t_ok missing-keepalived-named || t_fail missing-keepalived-named "exit $rc: $(grep -v note "$TMP/missing" | tail -3)"
-rm "$TMP/bin/conntrackd"
-ln -s "$(command -v keepalived)" "$TMP/bin/keepalived"
-ip netns exec $P-f1 env PATH="$TMP/bin" "$NFBOX" run --policy "$TMP/n1/policy.yaml" --socket "$TMP/n1/nfbox.sock" --no-pin \
-	--state-dir "$TMP/n1/state" >/dev/null 2>"$TMP/missing"
-rc=$?
-[ $rc -ne 0 ] && grep -q "needs conntrackd, which is not installed.*apt install conntrackd" "$TMP/missing" &&
-	t_ok missing-conntrackd-named || t_fail missing-conntrackd-named "exit $rc: $(grep -v note "$TMP/missing" | tail -3)"
-# ---- a sync interface without an address: enforcement goes on, the pair waits ----
-ip netns exec $P-f1 "$NFBOX" run --policy "$TMP/n1/policy.yaml" --socket "$TMP/n1/nfbox.sock" --no-pin \
-	--state-dir "$TMP/n1/state" >"$TMP/n1/out" 2>"$TMP/n1/err" &
-PID[1]=$!
-for _ in $(seq 100); do grep -q '^ready$' "$TMP/n1/out" && break; sleep 0.1; done
-err=$(ha 1 'h["error"]')
-[[ "$err" == *"sync interface sync0 has no ipv4 address"* ]] && [ "$(ha 1 'h["keepalived"]["pid"]')" = 0 ] &&
-	t_ok sync-address-awaited || t_fail sync-address-awaited "error '$err'"
-ip -n $P-f1 addr add 203.0.113.1/30 dev sync0
-for _ in $(seq 100); do [ "$(ha 1 'h["keepalived"]["pid"]')" != 0 ] && break; sleep 0.1; done
-[ "$(ha 1 'h["keepalived"]["pid"]')" != 0 ] && [ "$(ha 1 'h["conntrackd"]["pid"]')" != 0 ] && [ "$(ha 1 'h["error"]')" = None ] &&
-	t_ok sync-address-then-started || t_fail sync-address-then-started "$(ha 1 'h')"
-stop_node 1
+for i in "${!JOBS[@]}"; do
+	wait "${JOBS[$i]}"
+	rc=$?
+	JOBS[$i]=
+	log=$TOP/${NAMES[$i]}.log
+	cat "$log"
+	f=$(grep -c '^FAIL ' "$log")
+	T_FAILED=$((T_FAILED + f))
+	[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || t_fail "${NAMES[$i]}" "exited with status $rc"
+done
+# What every scenario's daemons left behind.
+[ "$(host_files)" = "$HOST_FILES" ] && t_ok no-host-files-left || t_fail no-host-files-left "now: $(host_files)"
 t_done
