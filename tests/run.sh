@@ -3,19 +3,39 @@
 #
 # Each suite is a program that prints one line per case: "ok NAME",
 # "FAIL NAME: why" or "skip NAME: why" (tests/lib/check.h, tests/lib/lib.sh).
-# A suite that exits non-zero without a FAIL line counts as one failure.
+# The runner holds every suite to these rules, so that no suite can pass by
+# not running:
+#  - a suite that exits non-zero without a FAIL line counts as one failure,
+#    and so does a suite that reports no case at all;
+#  - a suite file that is not executable fails (it would otherwise be left
+#    out without a word), and so does a C test that was not built;
+#  - every suite has a time limit (300 s; 3600 s under NFBOX_LONG, or its
+#    own "# runner: timeout SECONDS"): one that hangs is killed and fails
+#    with its name;
+#  - a skip must say why in one of two words: "skip NAME: kernel: ..." (the
+#    kernel lacks a feature) or "skip NAME: machine: ..." (this machine
+#    lacks the hardware, e.g. a second CPU). Any other skip, such as a
+#    missing tool, is a failure: packaging/install-deps.sh installs them.
+#
+# Suites run in parallel (NFBOX_TEST_JOBS at a time, default 4): each has
+# its own namespaces, pins, sockets and state directories. A suite whose
+# header says "# runner: alone" (it measures the whole machine, such as
+# memory or timing) runs after the others, by itself. The longest suites
+# of the last run (build/test-times) start first.
 #
 # Usage: tests/run.sh [SUITE-PATTERN...]   (e.g. tests/run.sh golden; with
 #        several patterns a suite runs if its name contains any of them:
 #        tests/run.sh unit/ fuzz/ bpf/)
-# Environment: NFBOX_LONG=1 for the long runs (make check-long).
+# Environment: NFBOX_LONG=1 for the long runs (make check-long);
+#              NFBOX_TEST_JOBS=N suites at a time (1: one after the other).
 set -u
 cd "$(dirname "$0")/.."
 
 patterns=("$@")
 B=build
-passed=0 failed=0 skipped=0
-failures=()
+JOBS=${NFBOX_TEST_JOBS:-4}
+LIMIT=$([ -n "${NFBOX_LONG:-}" ] && echo 3600 || echo 300)
+TIMES=$B/test-times
 logdir=$(mktemp -d /tmp/nfbox-tests.XXXXXX)
 trap 'rm -rf "$logdir"' EXIT
 
@@ -24,22 +44,96 @@ export NFBOX_BIN_RELEASE=$PWD/$B/nfbox
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
-run_suite() {
-	local name=$1
-	shift
+# ---- the suites: "NAME<TAB>FILE<TAB>COMMAND..." ----
+
+names=() files=() cmds=()
+add() { # NAME FILE COMMAND...
+	local name=$1 file=$2 p want
+	shift 2
 	if [ ${#patterns[@]} -gt 0 ]; then
-		local p_ want=0
-		for p_ in "${patterns[@]}"; do [[ "$name" == *"$p_"* ]] && want=1; done
+		want=0
+		for p in "${patterns[@]}"; do [[ "$name" == *"$p"* ]] && want=1; done
 		[ "$want" -eq 1 ] || return 0
 	fi
-	local log=$logdir/$(echo "$name" | tr '/ ' '__').log
-	local start=$SECONDS rc
-	"$@" >"$log" 2>&1 </dev/null
-	rc=$?
-	local p f s
+	names+=("$name")
+	files+=("$file")
+	cmds+=("$*")
+}
+
+# Unit tests: no privileges; C ones built under ASan+UBSan (make unit).
+for src in tests/unit/test_*.c; do
+	t=$B/asan/$(basename "$src" .c)
+	add "unit/$(basename "$t")" "$src" "$t"
+done
+for t in tests/unit/test_*.sh; do
+	add "unit/$(basename "$t" .sh)" "$t" "$t"
+done
+# Fuzzing the loader for a bounded time.
+add "fuzz/policy" tests/fuzz/run.sh tests/fuzz/run.sh
+# BPF fixtures through BPF_PROG_TEST_RUN (root).
+for src in tests/bpf/test_bpf_*.c; do
+	t=$B/asan/$(basename "$src" .c)
+	add "bpf/$(basename "$t")" "$src" "$t"
+done
+# The Debian package installed by apt in a throw-away root (root).
+for t in tests/distro/test_*.sh; do
+	add "distro/$(basename "$t" .sh)" "$t" "$t"
+done
+# Real traffic in network namespaces (root). The engine suites run once
+# per backend: the same cases against the BPF classifier and against the
+# nftables backend (NFBOX_BACKEND, tests/lib/netns.sh).
+BOTH_BACKENDS=" test_confirm test_dynset test_events test_metrics test_enforce test_frag test_l4key test_limit test_reload test_nat test_reject test_service test_udplite test_iface_limits "
+for t in tests/netns/test_*.sh; do
+	n=$(basename "$t" .sh)
+	add "netns/$n" "$t" env NFBOX_BACKEND=bpf "$t"
+	[[ "$BOTH_BACKENDS" == *" $n "* ]] && add "netns/$n[nftables]" "$t" env NFBOX_BACKEND=nftables "$t"
+done
+
+# ---- one suite ----
+
+logname() { echo "$logdir/$(echo "$1" | tr '/ []' '____').log"; }
+
+# run_one INDEX: the suite's output into its log, its status, and its time.
+run_one() {
+	local i=$1 name=${names[$1]} file=${files[$1]} log limit start rc bin
+	log=$(logname "$name")
+	limit=$(sed -n 's/^# runner: timeout \([0-9]*\)$/\1/p' "$file" 2>/dev/null | head -n 1)
+	[ -n "$limit" ] && [ -z "${NFBOX_LONG:-}" ] || limit=$LIMIT
+	start=$(date +%s)
+	bin=${cmds[$i]##* } # the program itself: the last word
+	if [ ! -e "$bin" ]; then
+		echo "FAIL $name: $bin was not built (make unit builds every test)" >"$log"
+		rc=1
+	elif [ ! -x "$bin" ]; then
+		echo "FAIL $name: $bin is not executable (chmod +x $bin; otherwise it is never run)" >"$log"
+		rc=1
+	else
+		# A hung suite: TERM (its trap cleans up), then KILL 20 s later.
+		timeout -k 20 "$limit" ${cmds[$i]} >"$log" 2>&1 </dev/null
+		rc=$?
+		[ "$rc" -eq 124 ] && echo "FAIL $name: timed out after ${limit} s (killed)" >>"$log"
+	fi
+	echo "$rc $(($(date +%s) - start))" >"$log.done"
+}
+
+# Report the suite of index i from its log; adds to the totals.
+passed=0 failed=0 skipped=0
+failures=()
+report() {
+	local i=$1 name=${names[$1]} log rc secs p f s bad
+	log=$(logname "$name")
+	read -r rc secs <"$log.done"
 	p=$(grep -c '^ok ' "$log")
 	f=$(grep -c '^FAIL ' "$log")
 	s=$(grep -c '^skip ' "$log")
+	# A skip for anything but a missing kernel feature or hardware is a failure.
+	bad=$(grep '^skip ' "$log" | grep -cvE '^skip [^:]*: (kernel|machine): ')
+	if [ "$bad" -gt 0 ]; then
+		grep '^skip ' "$log" | grep -vE '^skip [^:]*: (kernel|machine): ' |
+			sed 's/^skip \([^:]*\): /FAIL \1: skipped for a reason that is not the kernel or the machine: /' >>"$log"
+		f=$((f + bad))
+		s=$((s - bad))
+	fi
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		f=1
 		echo "FAIL $name: exited with status $rc" >>"$log"
@@ -51,8 +145,9 @@ run_suite() {
 	passed=$((passed + p))
 	failed=$((failed + f))
 	skipped=$((skipped + s))
-	printf '%-40s %4d passed %4d failed %4d skipped  (%ds)\n' "$name" "$p" "$f" "$s" $((SECONDS - start))
+	printf '%-40s %4d passed %4d failed %4d skipped  (%ds)\n' "$name" "$p" "$f" "$s" "$secs"
 	grep '^skip ' "$log" | sed 's/^/    /'
+	echo "$name $secs" >>"$logdir/times"
 	if [ "$f" -ne 0 ]; then
 		failures+=("$name")
 		echo "---- $name: failing cases and the end of its output ----"
@@ -62,42 +157,51 @@ run_suite() {
 	fi
 }
 
-# Unit tests: no privileges; built under ASan+UBSan.
-for t in $B/asan/test_*; do
-	[ -x "$t" ] || continue
-	case "$t" in *test_bpf_*) continue ;; esac
-	run_suite "unit/$(basename "$t")" "$t"
+# ---- the order: the longest of the last run first; "alone" suites last ----
+
+order=() alone=()
+for i in "${!names[@]}"; do
+	if grep -q '^# runner: alone' "${files[$i]}" 2>/dev/null; then
+		alone+=("$i")
+	else
+		order+=("$(awk -v n="${names[$i]}" '$1 == n { t = $2 } END { print t + 0 }' "$TIMES" 2>/dev/null || echo 0) $i")
+	fi
 done
-for t in tests/unit/test_*.sh; do
-	[ -x "$t" ] || continue
-	run_suite "unit/$(basename "$t" .sh)" "$t"
+mapfile -t order < <(printf '%s\n' "${order[@]}" | sort -k1,1nr -k2,2n | awk 'NF { print $2 }')
+
+running=()
+finish_one() { # wait for any suite, report every one that is done
+	local k left=()
+	wait -n 2>/dev/null || sleep 0.1
+	for k in "${running[@]}"; do
+		if [ -e "$(logname "${names[$k]}").done" ]; then
+			wait "${pids[$k]}" 2>/dev/null
+			report "$k"
+		else
+			left+=("$k")
+		fi
+	done
+	running=("${left[@]}")
+}
+
+declare -A pids
+for i in "${order[@]}"; do
+	while [ ${#running[@]} -ge "$JOBS" ]; do finish_one; done
+	run_one "$i" &
+	pids[$i]=$!
+	running+=("$i")
+done
+while [ ${#running[@]} -gt 0 ]; do finish_one; done
+for i in "${alone[@]}"; do
+	run_one "$i"
+	report "$i"
 done
 
-# Fuzzing the loader for a bounded time.
-run_suite "fuzz/policy" tests/fuzz/run.sh
-
-# BPF fixtures through BPF_PROG_TEST_RUN (root).
-for t in $B/asan/test_bpf_*; do
-	[ -x "$t" ] || continue
-	run_suite "bpf/$(basename "$t")" "$t"
-done
-
-# The Debian package installed by apt in a throw-away root (root).
-for t in tests/distro/test_*.sh; do
-	[ -x "$t" ] || continue
-	run_suite "distro/$(basename "$t" .sh)" "$t"
-done
-
-# Real traffic in network namespaces (root). The engine suites run once
-# per backend: the same cases against the BPF classifier and against the
-# nftables backend (NFBOX_BACKEND, tests/lib/netns.sh).
-BOTH_BACKENDS=" test_confirm test_dynset test_events test_metrics test_enforce test_frag test_l4key test_limit test_reload test_nat test_reject test_service test_udplite "
-for t in tests/netns/test_*.sh; do
-	[ -x "$t" ] || continue
-	n=$(basename "$t" .sh)
-	run_suite "netns/$n" env NFBOX_BACKEND=bpf "$t"
-	[[ "$BOTH_BACKENDS" == *" $n "* ]] && run_suite "netns/$n[nftables]" env NFBOX_BACKEND=nftables "$t"
-done
+# Keep this run's times for the next one's order (a pattern run adds to them).
+if [ -s "$logdir/times" ]; then
+	mkdir -p "$B"
+	{ cat "$logdir/times"; [ -f "$TIMES" ] && cat "$TIMES"; } | awk '!seen[$1]++' >"$TIMES.tmp" && mv "$TIMES.tmp" "$TIMES"
+fi
 
 if [ ${#failures[@]} -gt 0 ]; then
 	echo "failed suites: ${failures[*]}"

@@ -1528,7 +1528,7 @@ static void test_log(struct env *e)
 	 * over two CPUs log 3 events, not 3 per CPU. */
 	check_begin("log/rate_limit_all_cpus");
 	if (e->ncpus < 2) {
-		check_skip("log/rate_limit_all_cpus", "one CPU");
+		check_skip("log/rate_limit_all_cpus", "machine: one CPU (the case needs two)");
 	} else {
 		CHECK_EQ_INT(reset_bucket(e), 0);
 		read_counter(e, NFB_CNT_LOG_LIMITED, &l0);

@@ -4,7 +4,9 @@
  * test case, read by tests/run.sh:
  *   "ok NAME"                  passed
  *   "FAIL NAME: why"           failed
- *   "skip NAME: why"           skipped (only for a missing kernel feature)
+ *   "skip NAME: kernel: why"   skipped: the kernel lacks a feature
+ *   "skip NAME: machine: why"  skipped: the machine lacks hardware (a CPU)
+ *                              (tests/run.sh fails any other skip)
  * The program exits 1 if any case failed.
  */
 #ifndef NFBOX_TEST_CHECK_H

@@ -19,11 +19,11 @@
 DROOT_CACHE=${NFBOX_ROOT_CACHE:-/var/cache/nfbox/roots}
 
 droot_prepare() {
-	[ "$(id -u)" -eq 0 ] || { t_skip "$1" "needs root (chroot, mounts)"; t_done; }
+	[ "$(id -u)" -eq 0 ] || { t_fail "$1" "needs root (chroot, mounts): run the tests as root"; t_done; }
 	rel=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 	case $rel in
 	bookworm | trixie) ;;
-	*) t_skip "$1" "no throw-away root for release '$rel' (Debian 12 and 13 are supported)"; t_done ;;
+	*) t_skip "$1" "machine: no throw-away root for release '$rel' (Debian 12 and 13 are supported)"; t_done ;;
 	esac
 }
 
@@ -105,9 +105,15 @@ droot_free() {
 	rm -rf --one-file-system "$dir"
 }
 
+# A command in the root. apt in roots made at the same time shares the
+# cache of downloads (droot_new), and apt locks it: one apt at a time, the
+# others wait (the runner runs suites in parallel).
 in_root() {
-	local dir=$1
+	local dir=$1 lock=()
 	shift
-	chroot "$dir" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
+	case " $* " in
+	*apt-get*) mkdir -p "$DROOT_CACHE" && lock=(flock "$DROOT_CACHE/.apt.lock") ;;
+	esac
+	"${lock[@]}" chroot "$dir" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"
 }

@@ -8,7 +8,7 @@
 #
 # Usage: tests/unit/test_packaging.sh
 #   NFBOX_BIN=path/to/nfbox  the binary the unit and completion checks run
-# Prints one line per check: "ok NAME", "FAIL NAME: why" or "skip NAME: why".
+# Prints one line per check: "ok NAME" or "FAIL NAME: why".
 # Exits 1 if any check failed.
 set -u
 # The runner gives the sanitizer build as NFBOX_BIN; package the release one.
@@ -25,7 +25,9 @@ trap 'exit 143' TERM
 failed=0
 ok() { echo "ok $1"; }
 fail() { echo "FAIL $1: $2"; failed=1; }
-skip() { echo "skip $1: $2"; }
+# A tool that is missing is a failure, not a skip: packaging/install-deps.sh
+# installs every one (tests/run.sh takes skips only for the kernel or machine).
+missing() { fail "$1" "$2 (packaging/install-deps.sh installs it)"; }
 # The first line of a file, for a one-line reason.
 first() { head -n 1 "$1" | tr -d '\r'; }
 
@@ -50,7 +52,7 @@ for page in $man_pages; do
 		rc=$?
 		tool="groff"
 	else
-		skip "$name" "neither man (man-db) nor groff (groff-base) is installed"
+		missing "$name" "neither man (man-db) nor groff (groff-base) is installed"
 		continue
 	fi
 	if [ "$rc" -ne 0 ]; then
@@ -67,7 +69,7 @@ for page in $man_pages; do
 	name=whatis-$(basename "$page")
 	[ -f "$page" ] || continue
 	if ! command -v lexgrog >/dev/null 2>&1; then
-		skip "$name" "lexgrog (man-db) is not installed"
+		missing "$name" "lexgrog (man-db) is not installed"
 	elif out=$(lexgrog "$page" 2>&1) && printf '%s\n' "$out" | grep -q ' - '; then
 		ok "$name"
 	else
@@ -80,8 +82,8 @@ done
 # resolve. Without an installed nfbox, check a copy whose commands point at
 # a stand-in, and find the man pages in the tree through MANPATH.
 if ! command -v systemd-analyze >/dev/null 2>&1; then
-	skip unit-verify "systemd-analyze is not installed (package systemd)"
-	skip unit-security "systemd-analyze is not installed (package systemd)"
+	missing unit-verify "systemd-analyze is not installed (package systemd)"
+	missing unit-security "systemd-analyze is not installed (package systemd)"
 elif [ ! -f "$unit" ]; then
 	fail unit-verify "$unit is missing"
 else
@@ -124,27 +126,27 @@ else
 			fail unit-security "exposure level ${score:-?} is above 3.0"
 		fi
 	else
-		skip unit-security "this systemd-analyze has no security --offline ($(first "$tmp/sec.out"))"
+		fail unit-security "this systemd-analyze has no security --offline ($(first "$tmp/sec.out"))"
 	fi
 fi
 
 # --- Debian package -------------------------------------------------------------
 # Built as `make deb` builds it: the source package, dpkg-buildpackage -b.
 deb_checks="deb-build deb-contents deb-depends deb-conffiles deb-maintainer deb-hardening deb-shipped-policy deb-lintian"
-skip_deb() { for c in $deb_checks; do skip "$c" "$1"; done; }
+missing_deb() { for c in $deb_checks; do missing "$c" "$1"; done; }
 
 if ! command -v dpkg-buildpackage >/dev/null 2>&1 || ! command -v dh >/dev/null 2>&1; then
-	skip_deb "dpkg-dev or debhelper is not installed (packaging/install-deps.sh)"
+	missing_deb "dpkg-dev or debhelper is not installed"
 else
 	arch=$(dpkg --print-architecture)
 	# Not a sub-make of whatever make runs the tests.
 	if ! deb=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL packaging/build-deb.sh --outdir "$tmp/out" 2>"$tmp/build.err"); then
 		fail deb-build "build-deb.sh failed: $(grep -m 1 -iE 'error|unmet' "$tmp/build.err" || tail -n 1 "$tmp/build.err")"
-		for c in $deb_checks; do [ "$c" = deb-build ] || skip "$c" "no package was built"; done
+		for c in $deb_checks; do [ "$c" = deb-build ] || fail "$c" "no package was built"; done
 		deb=
 	elif [ ! -f "$deb" ] || [ "$deb" != "$tmp/out/nfbox_$(cat VERSION)_$arch.deb" ]; then
 		fail deb-build "build-deb.sh printed '$deb', not the path of the .deb: $(cd "$tmp/out" && echo *)"
-		for c in $deb_checks; do [ "$c" = deb-build ] || skip "$c" "no package was built"; done
+		for c in $deb_checks; do [ "$c" = deb-build ] || fail "$c" "no package was built"; done
 		deb=
 	else
 		ok deb-build
@@ -271,12 +273,17 @@ PY
 		fi
 
 		if ! command -v lintian >/dev/null 2>&1; then
-			skip deb-lintian "lintian is not installed"
+			missing deb-lintian "lintian is not installed"
 		else
 			# The .changes: the .deb, its debug symbols and the .buildinfo.
 			lintian "${deb%.deb}.changes" >"$tmp/lintian.out" 2>&1
+			rc=$?
 			grep -E '^[EW]: ' "$tmp/lintian.out" >"$tmp/lintian.bad"
-			if [ -s "$tmp/lintian.bad" ]; then
+			# 1: tags at the fail-on level (they are in lintian.bad); above:
+			# lintian itself failed, and printed no tags for it.
+			if [ "$rc" -gt 1 ]; then
+				fail deb-lintian "lintian exited with $rc: $(tail -n 1 "$tmp/lintian.out")"
+			elif [ -s "$tmp/lintian.bad" ]; then
 				fail deb-lintian "$(wc -l <"$tmp/lintian.bad") tags, first: $(first "$tmp/lintian.bad")"
 			else
 				ok deb-lintian
@@ -289,9 +296,9 @@ fi
 # Sourced as bash-completion does, completing what an operator types.
 comp=/usr/share/bash-completion/bash_completion
 if [ ! -f "$comp" ]; then
-	skip completion "bash-completion is not installed"
+	missing completion "bash-completion is not installed"
 elif [ -z "${NFBOX_BIN:-}" ] || [ ! -x "$NFBOX_BIN" ]; then
-	skip completion "NFBOX_BIN is not set"
+	fail completion "NFBOX_BIN is not set (tests/run.sh sets it)"
 else
 	got=$(bash -c '
 		. "$1"; . packaging/completion/nfbox
