@@ -52,6 +52,10 @@ LDFLAGS ?=
 BASE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DNFBOX_VERSION='"$(VERSION)"' \
 	-iquote . -iquote appliance -iquote $(B) -MMD -MP $(PKG_CFLAGS)
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# The test build (build/asan/) also takes NFBOX_TEST_PLANT=BUG from the
+# environment: a bug planted on purpose, which the differential test must
+# catch (appliance/nft/build.c). The release build has no such switch.
+TEST_DEFS := -DNFBOX_TEST_PLANT
 
 # BPF objects are built for the target architecture's kernel types: the
 # checked-in vmlinux.h of that architecture (bpf/vmlinux/README.md).
@@ -76,6 +80,8 @@ UNIT_SRCS   := $(wildcard tests/unit/test_*.c)
 UNIT_BINS   := $(patsubst tests/unit/%.c,$(B)/asan/%,$(UNIT_SRCS))
 BPFT_SRCS   := $(wildcard tests/bpf/test_*.c)
 BPFT_BINS   := $(patsubst tests/bpf/%.c,$(B)/asan/%,$(BPFT_SRCS))
+# The reference's judge for the three-way differential test (tests/diff/).
+REFJUDGE    := $(B)/asan/refjudge
 BENCH_SRCS  := $(wildcard tests/bench/*.c)
 BENCH_BINS  := $(patsubst tests/bench/%.c,$(B)/%,$(BENCH_SRCS))
 
@@ -135,7 +141,7 @@ $(B)/obj/%.o: %.c | $(BPF_SKELS)
 $(B)/asan/obj/%.o: %.c | $(BPF_SKELS)
 	$(call msg,CC-SAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) -O1 -g $(SAN_FLAGS) -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(TEST_DEFS) -O1 -g $(SAN_FLAGS) -c $< -o $@
 
 $(B)/nfbox: $(call rel_obj,$(APP_SRCS) $(POLICY_SRCS))
 	$(call msg,LINK,$@)
@@ -153,6 +159,10 @@ $(B)/asan/test_bpf_%: $(call asan_obj,tests/bpf/test_bpf_%.c) $(call asan_obj,$(
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 
+$(REFJUDGE): $(call asan_obj,tests/diff/refjudge.c) $(call asan_obj,$(APP_LIB_SRCS) $(POLICY_SRCS) $(TESTLIB_SRCS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
+
 $(B)/bench_%: $(call rel_obj,tests/bench/bench_%.c) $(call rel_obj,$(APP_LIB_SRCS) $(POLICY_SRCS))
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
@@ -164,15 +174,17 @@ $(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(COMPILE_SRCS) $
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -iquote . -iquote appliance -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $(filter %.c,$^) $(shell $(PKG_CONFIG) --cflags --libs yaml-0.1)
 
-unit: $(B)/nfbox $(B)/asan/nfbox $(UNIT_BINS) $(BPFT_BINS) $(B)/fuzz/fuzz_policy
+unit: $(B)/nfbox $(B)/asan/nfbox $(UNIT_BINS) $(BPFT_BINS) $(B)/fuzz/fuzz_policy $(REFJUDGE)
 
-# check: deps (idempotent, quiet), build, then every suite through the runner.
+# check: deps (idempotent, quiet), build (a job per CPU), then every suite
+# through the runner (several at a time: tests/run.sh).
+NPROC := $(shell nproc 2>/dev/null || echo 2)
 check: deps
-	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) unit
 	$(Q)tests/run.sh
 
 check-long: deps
-	$(Q)$(MAKE) --no-print-directory unit
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) unit
 	$(Q)NFBOX_LONG=1 tests/run.sh
 
 # Debian 13 on any Debian machine: tests/distro/debian13.sh (debootstrap).

@@ -292,11 +292,28 @@ static const struct nfr_set *dyn_set_for(struct ctx *c, const struct addr_set *p
 	return s; /* sorted and apart already: not normalized (each element keeps its timeout) */
 }
 
+/* A bug planted on purpose, for the differential test's positive control
+ * (tests/netns/test_backend_diff.sh): only in the test build (the Makefile
+ * defines NFBOX_TEST_PLANT for the sanitizer build), never in nfbox. */
+#ifdef NFBOX_TEST_PLANT
+static bool planted(const char *bug)
+{
+	const char *e = getenv("NFBOX_TEST_PLANT");
+
+	return e && !strcmp(e, bug);
+}
+#else
+#define planted(bug) false
+#endif
+
 static void match_addrs(struct ctx *c, struct nfr_rule *r, const struct addr_match *am, uint8_t dir, uint8_t fam)
 {
 	const struct prefix *host;
 	struct nfr_match *m;
 	bool listed = false;
+
+	if (dir == 0 && planted("nft-skip-source"))
+		return;
 
 	if (am->dyn) {
 		m = m_add(r, NFR_M_ADDR);

@@ -31,6 +31,8 @@ static bool prefix_has(const struct prefix *p, uint8_t fam, const uint8_t *a)
 	return !rest || ((p->addr[full] ^ a[full]) & (uint8_t)(0xff << (8 - rest))) == 0;
 }
 
+bool (*ref_dyn_holds)(uint32_t set, uint8_t fam, const uint8_t *a);
+
 /* By the definitions: listed, or (negated) not listed. */
 static bool addr_ok(const struct addr_match *m, const struct ref_pkt *k, const uint8_t *a)
 {
@@ -38,6 +40,8 @@ static bool addr_ok(const struct addr_match *m, const struct ref_pkt *k, const u
 
 	if (m->any)
 		return true;
+	if (m->dyn)
+		listed = ref_dyn_holds && ref_dyn_holds(m->dyn - 1, k->fam, a);
 	for (uint32_t i = 0; i < m->n && !listed; i++)
 		listed = prefix_has(&m->v[i], k->fam, a);
 	return listed != m->neg;
@@ -161,7 +165,7 @@ int ref_first_match_limited(const struct plan_hook *h, const struct ref_pkt *k, 
 			bk->left--;
 			return (int)b;
 		}
-		if (k->hook >= 0 && k->hook < 3 && b < 64)
+		if (k->hook >= 0 && k->hook < 3 && b < REF_OVER_RULES)
 			lim->over[k->hook][b]++;
 	}
 	return -1;

@@ -37,6 +37,11 @@ uint32_t ref_rnd(uint32_t n);
 bool ref_has_ports(int proto);
 void ref_random_addr_bytes(uint8_t fam, uint8_t *a);
 
+/* A dynamic set's entries at run time: whether the set of index set (in
+ * the policy's sets) holds address a of family fam. NULL: every dynamic set
+ * is empty. */
+extern bool (*ref_dyn_holds)(uint32_t set, uint8_t fam, const uint8_t *a);
+
 bool ref_rule_matches(const struct rule *r, const struct ref_pkt *k);
 /* The first rule of the hook that matches, or -1 (the default). */
 int ref_first_match(const struct plan_hook *h, const struct ref_pkt *k);
@@ -56,7 +61,8 @@ struct ref_limits {
 		uint32_t left;
 	} *v;
 	uint32_t n, cap;
-	uint64_t over[3][64];       /* by hook and rule bit (< 64): packets over a limit */
+#define REF_OVER_RULES 4096
+	uint64_t over[3][REF_OVER_RULES]; /* by hook and rule bit: packets over a limit */
 };
 /* The first rule that matches and is within its limit, or -1; takes the
  * token. */

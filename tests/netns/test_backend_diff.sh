@@ -1,44 +1,61 @@
 #!/bin/bash
-# The two backends against each other: for each seed, a generated policy
-# (sets, services, ports, protocols, states, interface groups, IPv4 and
-# IPv6, accept, drop and reject, rate limits, dynamic sets filled at run
-# time) and generated traffic (spoofed sources on
-# two client links, destinations behind two uplinks and the appliance's own
-# addresses, TCP flags, UDP, SCTP, ICMP, GRE, IPv6 extension headers) go
-# through the appliance once with backend: bpf and once with backend:
-# nftables, each in fresh namespaces (the same conntrack history). Every
-# packet must be forwarded or not by both, and every rule counter agree.
-# A disagreement prints the seed, the policy and the packet.
+# The three-way differential test: for each seed, a generated policy (the
+# whole language: tests/diff/diffgen.py says what) and generated probes on
+# its edges go through the appliance once with backend: bpf and once with
+# backend: nftables, each in fresh namespaces, and are judged by the
+# reference interpreter (tests/diff/refjudge.c). Probe by probe, the three
+# must agree on what counted each packet (a rule, the default,
+# established; a limit gone past) and on whether it came out of the
+# appliance, and where.
+#
+# Positive controls: every probe must move a counter in each backend, each
+# seed must both forward and drop real traffic (so a run in which nothing
+# was sent or nothing judged fails), and a bug planted on purpose
+# (NFBOX_TEST_PLANT, compiled into the test build only: the nftables
+# backend forgets rules' source addresses) must make one seed's
+# comparison fail.
+#
+# A disagreement prints the probe and the packets, then a reduced policy:
+# rules are taken out one at a time while the disagreement on that probe
+# alone stays (NFBOX_DIFF_REDUCE=0: no reduction).
 #
 # Seeds: NFBOX_DIFF_SEEDS (default 4; 40 with NFBOX_LONG), starting at
-# NFBOX_DIFF_SEED (replay one with NFBOX_DIFF_SEEDS=1).
+# NFBOX_DIFF_SEED (replay one with NFBOX_DIFF_SEEDS=1); probes per seed
+# NFBOX_DIFF_PROBES (120).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
-GEN=$PWD/tests/lib/diffgen.py
+GEN=$PWD/tests/diff/diffgen.py
+JUDGE=${NFBOX_REFJUDGE:-$PWD/build/asan/refjudge}
 seeds=${NFBOX_DIFF_SEEDS:-$([ -n "${NFBOX_LONG:-}" ] && echo 40 || echo 4)}
 first=${NFBOX_DIFF_SEED:-$((RANDOM % 100000))}
 P=nfd$$
 TMP=$(mktemp -d /tmp/nfbox-diff.XXXXXX)
 PID=
 
-cleanup() {
-	[ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
+cleanup_ns() {
 	for ns in $P-c $P-a $P-s; do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
 		ip netns del "$ns" 2>/dev/null
 	done
+}
+cleanup() {
+	[ -n "$PID" ] && kill -9 "$PID" 2>/dev/null
+	cleanup_ns
 	umount "$TMP/bpf" 2>/dev/null
 	[ -n "${NFBOX_DIFF_KEEP:-}" ] && echo "kept $TMP" || rm -rf "$TMP"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM
+[ -x "$JUDGE" ] || { t_fail setup "$JUDGE is not built (make unit)"; t_done; }
 mkdir -p "$TMP/bpf"
 mount -t bpf bpf "$TMP/bpf" || { t_fail setup "cannot mount a bpf filesystem"; t_done; }
 
 # Fresh namespaces: client (c0, c1: no addresses, silent), appliance
-# (lan0, lan1, wan0, wan1), server (s0, s1: no addresses, silent; a packet
-# socket sees what arrives).
-topology() {
+# (lan0, lan1, wan0, wan1), server (s0, s1: no addresses, silent). Frames
+# are sent and watched with packet sockets (diffgen.py probe).
+topology() { # DIR
+	local d=$1 a="ip -n $P-a" l addr
 	cleanup_ns
 	for ns in $P-c $P-a $P-s; do ip netns add $ns || return 1; ip -n $ns link set lo up; done
 	ip link add c0 netns $P-c type veth peer name lan0 netns $P-a || return 1
@@ -56,7 +73,6 @@ topology() {
 	ip netns exec $P-a sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 \
 		net.ipv4.conf.all.rp_filter=0 net.ipv4.conf.default.rp_filter=0 \
 		net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
-	local a="ip -n $P-a"
 	for i in lan0 lan1 wan0 wan1; do $a link set $i up; ip netns exec $P-a sysctl -qw net.ipv4.conf.$i.rp_filter=0; done
 	$a addr add 198.51.100.1/24 dev lan0; $a addr add 2001:db8:1::1/64 dev lan0 nodad
 	$a addr add 192.0.2.1/24 dev lan1; $a addr add 2001:db8:3::1/64 dev lan1 nodad
@@ -73,63 +89,143 @@ topology() {
 	$a route add 203.0.113.128/26 via 203.0.113.18
 	$a -6 route add 2001:db8:5::/64 via 2001:db8:2::2
 	$a -6 route add 2001:db8:6::/64 via 2001:db8:4::2
+	# The clients the replies go back to (diffgen.py replies).
+	while read -r l addr; do
+		local c=c${l#lan} mac
+		mac=$(ip -n $P-c -br link show "$c" | awk '{print $3}')
+		$a neigh replace "$addr" lladdr "$mac" dev "$l" nud permanent
+	done < <(cat "$d/neighbors.txt" 2>/dev/null)
+	# What the appliance's own stack sends by itself must not reach its
+	# output hook, where the reference does not expect it: its answers to
+	# the probes sent to it (a reset, an echo reply, port unreachable),
+	# the answers to rejected packets (resets and ICMP errors, to anyone),
+	# and IPv6's multicast (router solicitations, MLD reports). A table of
+	# the test's, before conntrack and before nfbox, drops them.
+	# (Neighbours are all static; the output probes are none of these.)
+	# The backends differ in what they do with the answers to rejected
+	# packets: the nftables backend's go through the output hook's rules
+	# (counted as established, or judged by the rules), the BPF backend's
+	# pass it by their mark (counted as reject_replies).
+	ip netns exec $P-a nft -f - <<'NFT'
+table inet nfbox_test {
+	chain out {
+		type filter hook output priority -300; policy accept;
+		ip daddr { 198.51.100.0/24, 192.0.2.0/24, 224.0.0.0/4, 203.0.113.1, 203.0.113.17 } drop
+		ip6 daddr { 2001:db8:1::/64, 2001:db8:3::/64, ff00::/8, 2001:db8:2::1, 2001:db8:4::1 } drop
+		tcp flags & rst == rst drop
+		icmp type { destination-unreachable, time-exceeded, parameter-problem } drop
+		icmpv6 type { destination-unreachable, packet-too-big, time-exceeded, parameter-problem } drop
+	}
 }
-cleanup_ns() {
-	for ns in $P-c $P-a $P-s; do
-		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-		ip netns del "$ns" 2>/dev/null
-	done
+NFT
 }
 
-# run_backend DIR BACKEND: the seed's traffic through BACKEND; writes
-# DIR/BACKEND.arrived and DIR/BACKEND.stats.
+# run_backend DIR BACKEND: the probes through BACKEND: DIR/BACKEND.obs.
 run_backend() {
-	local d=$1 b=$2 sniff
-	topology || return 1
+	local d=$1 b=$2 set prefix
+	topology "$d" || return 1
 	sed "s/^  BACKEND$/  backend: $b/" "$d/policy.yaml" >"$d/$b.yaml"
 	rm -rf "$TMP/bpf/pins" "$TMP/state-$b" # a fresh start: no dynamic-set entries of the seed before
-	ip netns exec $P-a "$NFBOX" run --policy "$d/$b.yaml" --state-dir "$TMP/state-$b" --socket "$TMP/s.sock" --pin-dir "$TMP/bpf/pins" \
-		>"$d/$b.out" 2>"$d/$b.err" &
+	ip netns exec $P-a "$NFBOX" run --policy "$d/$b.yaml" --state-dir "$TMP/state-$b" --socket "$TMP/s.sock" \
+		--pin-dir "$TMP/bpf/pins" >"$d/$b.out" 2>"$d/$b.err" &
 	PID=$!
-	for _ in $(seq 100); do grep -q '^ready$' "$d/$b.out" && break; sleep 0.1; done
-	grep -q '^ready$' "$d/$b.out" || { cat "$d/$b.err"; return 1; }
-	for set in d1 d2; do # the dynamic sets' entries, at run time
-		[ -s "$d/dyn-$set.txt" ] || continue
+	wait_until 20 grep -q '^ready$' "$d/$b.out" || { cat "$d/$b.err"; return 1; }
+	for set in $(awk '{ print $1 }' "$d/dynamic.txt" | sort -u); do # the dynamic sets' entries, at run time
+		awk -v s="$set" '$1 == s { print $2 }' "$d/dynamic.txt" >"$d/dyn-$set.txt"
 		"$NFBOX" set add "$set" --file "$d/dyn-$set.txt" --socket "$TMP/s.sock" >/dev/null || return 1
 	done
-	rm -f "$d/$b.arrived.ready"
-	ip netns exec $P-s /usr/bin/python3 "$GEN" sniff "$d/$b.arrived" 60 &
-	sniff=$!
-	for _ in $(seq 100); do [ -e "$d/$b.arrived.ready" ] && break; sleep 0.05; done
-	ip netns exec $P-c /usr/bin/python3 "$GEN" send "$d/packets.json" \
-		"$(ip -n $P-a -br link show lan0 | awk '{print $3}')" "$(ip -n $P-a -br link show lan1 | awk '{print $3}')"
-	sleep 0.5
-	kill -TERM $sniff
-	wait $sniff
-	"$NFBOX" stats --json --socket "$TMP/s.sock" >"$d/$b.stats"
+	/usr/bin/python3 "$GEN" probe "$d" "$b" "$TMP/s.sock" $P || return 1
 	kill -TERM $PID
 	wait $PID
 	PID=
 }
 
-for i in $(seq 0 $((seeds - 1))); do
-	seed=$((first + i))
-	d=$TMP/seed-$seed
+# judge DIR: the reference's verdicts (DIR/ref.out).
+judge() {
+	sed 's/^  BACKEND$/  backend: bpf/' "$1/policy.yaml" >"$1/check.yaml"
+	"$JUDGE" "$1/check.yaml" "$1/judge.in" "$1/dynamic.txt" >"$1/ref.out" 2>"$1/ref.err"
+}
+
+# agree DIR [--no-controls]: the reference and both backends agree on DIR's
+# probes (and the positive controls hold, unless told otherwise).
+agree() {
+	local d=$1
+	judge "$d" && run_backend "$d" bpf && run_backend "$d" nftables &&
+		/usr/bin/python3 "$GEN" compare "$d" ${2:-} >"$d/compare.out" 2>&1
+}
+
+# reduce DIR: the smallest policy (rule by rule) on which the first probe
+# that disagrees still does, printed.
+reduce() {
+	local d=$1 id r=$TMP/reduce n=0 tries=0
+	id=$(sed -n 's/^probe \([0-9]*\) .*/\1/p' "$d/compare.out" | head -n 1)
+	[ -n "$id" ] || return 0
+	rm -rf "$r"
+	/usr/bin/python3 "$GEN" only "$d" "$id" "$r" || return 0
+	cp "$d/neighbors.txt" "$r/" 2>/dev/null
+	while [ $tries -lt 60 ]; do
+		tries=$((tries + 1))
+		/usr/bin/python3 "$GEN" drop-rule "$r/policy.yaml" $n "$r/try.yaml"
+		[ $? -eq 3 ] && break
+		mkdir -p "$r/t" && cp "$r/try.yaml" "$r/t/policy.yaml" && cp "$r"/{probes.json,judge.in,dynamic.txt} "$r/t/"
+		cp "$r/neighbors.txt" "$r/t/" 2>/dev/null
+		if sed 's/^  BACKEND$/  backend: bpf/' "$r/t/policy.yaml" >"$r/t/check.yaml" &&
+			"$NFBOX" validate --quiet "$r/t/check.yaml" >/dev/null 2>&1 && ! agree "$r/t" --no-controls &&
+			grep -q "^probe $id " "$r/t/compare.out"; then
+			cp "$r/try.yaml" "$r/policy.yaml" # still disagrees without rule n: gone
+		else
+			n=$((n + 1))
+		fi
+	done
+	echo "    reduced policy (probe $id alone, $tries tries):"
+	sed 's/^/      /' "$r/policy.yaml"
+}
+
+seed_case() { # SEED [PLANT]
+	local seed=$1 plant=${2:-} d=$TMP/seed-$1${2:+-planted}
 	mkdir -p "$d"
-	/usr/bin/python3 "$GEN" gen $seed "$d" || { t_fail "seed-$seed" "cannot generate"; continue; }
+	/usr/bin/python3 "$GEN" gen "$seed" "$d" || { t_fail "seed-$seed" "cannot generate"; return 1; }
 	sed 's/^  BACKEND$/  backend: bpf/' "$d/policy.yaml" >"$d/check.yaml"
 	if ! "$NFBOX" validate --quiet "$d/check.yaml" >"$d/validate.out" 2>&1; then
 		t_fail "seed-$seed" "generated an invalid policy (a generator bug): $(cat "$d/validate.out")"
-		continue
+		return 1
 	fi
-	if run_backend "$d" bpf && run_backend "$d" nftables && out=$(/usr/bin/python3 "$GEN" compare "$d"); then
-		t_ok "seed-$seed ($(echo "$out" | tail -1))"
+	# Replies of the flows need the reference's verdicts on the flows.
+	judge "$d" && /usr/bin/python3 "$GEN" replies "$d" || { t_fail "seed-$seed" "reference: $(cat "$d/ref.err")"; return 1; }
+	if [ -n "$plant" ]; then
+		NFBOX_TEST_PLANT=$plant agree "$d"
+		return
+	fi
+	if agree "$d"; then
+		t_ok "seed-$seed ($(tail -n 1 "$d/compare.out"))"
 	else
-		t_fail "seed-$seed" "the backends disagree (replay: NFBOX_DIFF_SEED=$seed NFBOX_DIFF_SEEDS=1 $0)"
-		echo "${out:-}" | head -40 | sed 's/^/    /'
+		t_fail "seed-$seed" "the reference and the backends disagree (replay: NFBOX_DIFF_SEED=$seed NFBOX_DIFF_SEEDS=1 $0)"
+		head -n 60 "$d/compare.out" 2>/dev/null | sed 's/^/    /'
+		[ -s "$d/compare.out" ] || { tail -n 5 "$d"/*.err 2>/dev/null | sed 's/^/    /'; }
 		echo "    policy:"
 		sed 's/^/      /' "$d/check.yaml"
-		for set in d1 d2; do echo "    $set (nfbox set add): $(tr '\n' ' ' <"$d/dyn-$set.txt")"; done
+		echo "    dynamic sets (nfbox set add): $(tr '\n' ' ' <"$d/dynamic.txt")"
+		[ "${NFBOX_DIFF_REDUCE:-1}" = 0 ] || reduce "$d"
 	fi
+}
+
+for i in $(seq 0 $((seeds - 1))); do
+	seed_case $((first + i))
 done
+
+# The positive control: a planted bug in one backend must be caught. The
+# first of a few seeds whose policy has a rule with a source address.
+caught=0
+for i in $(seq 0 9); do
+	seed=$((first + 1000 + i))
+	mkdir -p "$TMP/probe-$seed"
+	/usr/bin/python3 "$GEN" gen $seed "$TMP/probe-$seed" || continue
+	grep -q 'from: ' "$TMP/probe-$seed/policy.yaml" || continue
+	if ! seed_case $seed nft-skip-source; then
+		grep -q 'differs from the reference' "$TMP/seed-$seed-planted/compare.out" 2>/dev/null && caught=1
+	fi
+	break
+done
+[ $caught -eq 1 ] && t_ok "planted-bug-caught (nftables forgets rules' sources: seed $seed disagrees)" ||
+	t_fail planted-bug-caught "a bug planted in the nftables backend (NFBOX_TEST_PLANT=nft-skip-source) went unnoticed by seed ${seed:-?}"
 t_done
