@@ -18,9 +18,14 @@ BUILD_PKGS="make gcc build-essential clang llvm pkg-config libbpf-dev bpftool li
  libxdp-dev libnftnl-dev libmnl-dev libyaml-dev libssl-dev libmicrohttpd-dev libelf-dev zlib1g-dev debhelper dpkg-dev"
 TEST_PKGS="iproute2 iputils-ping nftables python3 python3-scapy iperf3 hping3 man-db groff-base systemd
  tcpdump tshark jq procps kmod lintian debootstrap bash-completion systemd-container netbase
- python3-jsonschema python3-yaml python3-prometheus-client logrotate keepalived conntrackd"
+ python3-jsonschema python3-yaml python3-prometheus-client logrotate keepalived conntrackd gcovr"
 # Packages that must come from backports on bookworm, and the version each needs.
 BPO_PKGS="libbpf-dev bpftool linux-libc-dev"
+# Packages the tests unpack (dpkg-deb -x) and run from there, never
+# installed on this host (fail2ban's would start banning here): their .deb
+# is downloaded into DEB_CACHE, so that no test needs the network.
+DOWNLOAD_PKGS="fail2ban"
+DEB_CACHE=${NFBOX_DEB_CACHE:-/var/cache/nfbox/debs}
 
 mode=all
 for arg in "$@"; do
@@ -97,7 +102,20 @@ missing() {
 	if [ "$codename" = bookworm ] && ! libbpf_ok; then
 		case " $out " in *" libbpf-dev "*) ;; *) out="$out libbpf-dev" ;; esac
 	fi
+	if [ "$mode" != build ]; then
+		for p in $DOWNLOAD_PKGS; do
+			ls "$DEB_CACHE/${p}_"*.deb >/dev/null 2>&1 || out="$out download:$p"
+		done
+	fi
 	echo "$out"
+}
+
+# The .deb files of DOWNLOAD_PKGS into DEB_CACHE (after apt-get update).
+download() {
+	for p in $DOWNLOAD_PKGS; do
+		ls "$DEB_CACHE/${p}_"*.deb >/dev/null 2>&1 && continue
+		mkdir -p "$DEB_CACHE" && (cd "$DEB_CACHE" && apt_quiet download "$p") || return 1
+	done
 }
 
 need=$(missing)
@@ -130,13 +148,14 @@ if [ "$codename" = bookworm ]; then
 	need=$(echo "$need" | sed "s/ libclang-rt\\( \\|\$\\)/ $(fuzzer_rt_package)\\1/")
 	# shellcheck disable=SC2086
 	apt_quiet install -y --no-install-recommends -t bookworm-backports $BPO_PKGS
-	apt_quiet install -y --no-install-recommends $(echo "$need" | tr ' ' '\n' | grep -vxE 'libbpf-dev|bpftool|linux-libc-dev' | tr '\n' ' ')
+	apt_quiet install -y --no-install-recommends $(echo "$need" | tr ' ' '\n' | grep -vxE 'libbpf-dev|bpftool|linux-libc-dev|download:.*' | tr '\n' ' ')
 else
 	apt_quiet update
 	need=$(echo "$need" | sed "s/ libclang-rt\\( \\|\$\\)/ $(fuzzer_rt_package)\\1/")
 	# shellcheck disable=SC2086
-	apt_quiet install -y --no-install-recommends $need
+	apt_quiet install -y --no-install-recommends $(echo "$need" | tr ' ' '\n' | grep -vx 'download:.*' | tr '\n' ' ')
 fi
+[ "$mode" = build ] || download || { echo "install-deps: cannot download $DOWNLOAD_PKGS into $DEB_CACHE" >&2; exit 1; }
 
 need=$(missing)
 if [ -n "$need" ]; then

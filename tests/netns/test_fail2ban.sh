@@ -13,22 +13,17 @@ cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
 . tests/lib/netns.sh
 NET=$PWD/tests/lib/net.py
-REPO=$PWD
 C4B=198.51.100.3
 
 ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
 ip -n "$NS_C" addr add $C4B/24 dev c0
 
-# fail2ban from the distribution's archive, cached under build/cache.
-cache=$REPO/build/cache/fail2ban
-mkdir -p "$cache"
-deb=$(ls "$cache"/fail2ban_*.deb 2>/dev/null | head -1)
+# fail2ban from the distribution's archive, downloaded by
+# packaging/install-deps.sh (the test needs no network) and unpacked here,
+# never installed on the host.
+deb=$(ls "${NFBOX_DEB_CACHE:-/var/cache/nfbox/debs}"/fail2ban_*.deb 2>/dev/null | head -1)
 if [ -z "$deb" ]; then
-	(cd "$cache" && apt-get download fail2ban >"$cache/download.log" 2>&1)
-	deb=$(ls "$cache"/fail2ban_*.deb 2>/dev/null | head -1)
-fi
-if [ -z "$deb" ]; then
-	t_fail fail2ban-download "apt-get download fail2ban failed: $(tail -2 "$cache/download.log")"
+	t_fail fail2ban-deb "no fail2ban .deb in ${NFBOX_DEB_CACHE:-/var/cache/nfbox/debs}: run packaging/install-deps.sh"
 	t_done
 fi
 f2b=$NS_TMP/f2b
