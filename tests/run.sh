@@ -27,12 +27,13 @@
 #        several patterns a suite runs if its name contains any of them:
 #        tests/run.sh unit/ fuzz/ bpf/)
 # Environment: NFBOX_LONG=1 for the long runs (make check-long);
-#              NFBOX_TEST_JOBS=N suites at a time (1: one after the other).
+#              NFBOX_TEST_JOBS=N suites at a time (1: one after the other);
+#              NFBOX_BUILD=DIR the build tree (build; make coverage: build/cov).
 set -u
 cd "$(dirname "$0")/.."
 
 patterns=("$@")
-B=build
+B=${NFBOX_BUILD:-build}
 JOBS=${NFBOX_TEST_JOBS:-4}
 LIMIT=$([ -n "${NFBOX_LONG:-}" ] && echo 3600 || echo 300)
 TIMES=$B/test-times
@@ -164,7 +165,11 @@ for i in "${!names[@]}"; do
 	if grep -q '^# runner: alone' "${files[$i]}" 2>/dev/null; then
 		alone+=("$i")
 	else
-		order+=("$(awk -v n="${names[$i]}" '$1 == n { t = $2 } END { print t + 0 }' "$TIMES" 2>/dev/null || echo 0) $i")
+		# The last run's time; without one (a fresh clone), a guess by kind:
+		# namespaces and packages take long, unit tests do not.
+		guess=5
+		case ${names[$i]} in netns/* | distro/* | fuzz/*) guess=30 ;; esac
+		order+=("$(awk -v n="${names[$i]}" -v g=$guess '$1 == n { t = $2 } END { print (t == "" ? g : t) + 0 }' "$TIMES" 2>/dev/null || echo $guess) $i")
 	fi
 done
 mapfile -t order < <(printf '%s\n' "${order[@]}" | sort -k1,1nr -k2,2n | awk 'NF { print $2 }')

@@ -3,7 +3,7 @@
 # Prints "ok fuzz-policy" when no crash, leak or sanitizer report was found.
 set -u
 cd "$(dirname "$0")/../.."
-bin=build/fuzz/fuzz_policy
+bin=${NFBOX_BUILD:-build}/fuzz/fuzz_policy
 secs=${NFBOX_FUZZ_SECONDS:-$([ -n "${NFBOX_LONG:-}" ] && echo 600 || echo 45)}
 if [ ! -x "$bin" ]; then
 	echo "FAIL fuzz-policy: $bin is not built (make unit)"
