@@ -149,7 +149,11 @@ struct nfb_range6 {
 #define NFB_RANGE_STEPS 24 /* bisection steps: ranges of one hook, family and direction < 2^24 */
 
 /* Interface map key; value: u32 locator. Interfaces not in the map use the
- * hook's miss vector for the field. */
+ * hook's miss vector for the field. A hash inner map keeps its template's
+ * size: at most this many entries (an interface for each hook and direction
+ * whose rules name it); a policy that needs more is refused, and interfaces
+ * that come later and do not fit are said in the log. */
+#define NFB_IFACE_MAX_ENTRIES 16384
 struct nfb_iface_key {
 	__u32 ifindex;
 	__u8 hook;

@@ -47,7 +47,6 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * for its buckets), and a hash inner map must have the template's size.
  */
 #define NFB_GENS 2
-#define NFB_IFACE_MAX_ENTRIES 16384
 #define NFB_ARRAY_FLAGS BPF_F_MMAPABLE
 #define NFB_SIZED_FLAGS (BPF_F_MMAPABLE | BPF_F_INNER_MAP)
 #define NFB_BLOB_FLAGS NFB_SIZED_FLAGS

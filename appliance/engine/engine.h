@@ -90,8 +90,11 @@ bool engine_hooked(const struct engine *e);
 /* Resolve the plan's interface names again and update the generation in
  * force in place: an interface that appeared (or came back with another
  * ifindex, or was renamed to a name the policy uses) is matched from now on,
- * one that is gone no longer. pl and b are the plan in force. 0 or -errno. */
-int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct plan_blob *b);
+ * one that is gone no longer. pl and b are the plan in force. 0 or -errno;
+ * -E2BIG when the interfaces there now need more than NFB_IFACE_MAX_ENTRIES
+ * entries (*need: how many): those that did not fit match only the rules
+ * that exclude them. */
+int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct plan_blob *b, uint32_t *need);
 
 /* NULL (no engine: the nftables backend on a kernel without netfilter BPF
  * links) gives an empty info, every link -1. */

@@ -728,6 +728,13 @@ static int fill_ifaces(int fd, const struct plan *pl, const struct plan_blob *b,
 	struct iface_want w;
 	int r = iface_wanted(pl, b, &w, d);
 
+	if (!r && w.n > NFB_IFACE_MAX_ENTRIES)
+		r = diag_fail(d, -E2BIG,
+			      "the policy's interfaces need %u entries (an interface for each hook and direction "
+			      "whose rules name it or a wildcard over it); the BPF engine holds %u: name fewer "
+			      "interfaces, or use 'backend: nftables'",
+			      w.n, NFB_IFACE_MAX_ENTRIES);
+
 	for (uint32_t i = 0; !r && i < w.n; i++)
 		if (bpf_map_update_elem(fd, &w.k[i], &w.loc[i], BPF_ANY) < 0)
 			r = -errno;
@@ -1023,35 +1030,59 @@ struct wanted {
 	uint32_t n;
 };
 
+static int iface_key_cmp(const void *a, const void *b)
+{
+	const struct nfb_iface_key *x = a, *y = b;
+
+	if (x->ifindex != y->ifindex)
+		return x->ifindex < y->ifindex ? -1 : 1;
+	if (x->hook != y->hook)
+		return x->hook < y->hook ? -1 : 1;
+	return (int)x->dir - (int)y->dir;
+}
+
+/* w->v sorted (iface_key_cmp): a map of 16,384 entries is checked in
+ * 16,384 bisections, not 16,384^2 compares. */
 static bool iface_unwanted(const void *key, void *arg)
 {
 	const struct wanted *w = arg;
-	struct nfb_iface_key k;
+	struct nfb_iface_key k = { 0 };
 
 	memcpy(&k, key, sizeof(k));
-	for (uint32_t i = 0; i < w->n; i++)
-		if (w->v[i].ifindex == k.ifindex && w->v[i].hook == k.hook && w->v[i].dir == k.dir)
-			return false;
-	return true;
+	return !bsearch(&k, w->v, w->n, sizeof(*w->v), iface_key_cmp);
 }
 
-int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct plan_blob *b)
+/* Interfaces that went first (their entries would otherwise take the room
+ * of those that came), then those that came. When the ones there now need
+ * more entries than the map holds, those that do not fit match only rules
+ * that exclude them: said as -E2BIG and the entries needed (*need). */
+int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct plan_blob *b, uint32_t *need)
 {
 	struct iface_want w;
 	int fd, r;
 
+	*need = 0;
 	if ((fd = active_iface_map(e)) < 0)
 		return fd;
 	r = iface_wanted(pl, b, &w, NULL);
+	if (!r) {
+		struct nfb_iface_key *sorted = malloc((w.n ? w.n : 1) * sizeof(*sorted));
+		struct wanted keep = { sorted, w.n };
+
+		if (!sorted) {
+			r = -ENOMEM;
+		} else {
+			memcpy(sorted, w.k, w.n * sizeof(*sorted));
+			qsort(sorted, w.n, sizeof(*sorted), iface_key_cmp);
+			r = engine_delete_keys(fd, sizeof(struct nfb_iface_key), iface_unwanted, &keep);
+			r = r < 0 ? r : 0;
+		}
+		free(sorted);
+	}
 	for (uint32_t i = 0; !r && i < w.n; i++)
 		if (bpf_map_update_elem(fd, &w.k[i], &w.loc[i], BPF_ANY) < 0)
 			r = -errno;
-	if (!r) {
-		struct wanted keep = { w.k, w.n };
-
-		r = engine_delete_keys(fd, sizeof(struct nfb_iface_key), iface_unwanted, &keep);
-		r = r < 0 ? r : 0;
-	}
+	*need = w.n;
 	iface_want_free(&w);
 	close(fd);
 	return r;
