@@ -30,6 +30,7 @@
 #              NFBOX_TEST_JOBS=N suites at a time (1: one after the other);
 #              NFBOX_BUILD=DIR the build tree (build; make coverage: build/cov).
 set -u
+shopt -s nullglob
 cd "$(dirname "$0")/.."
 
 patterns=("$@")

@@ -1,0 +1,49 @@
+#!/bin/bash
+# The test runner (tests/run.sh) cannot be fooled: run on a tree of fake
+# suites, it passes the one that passes and fails each way a suite can pass
+# without testing anything: a suite file that is not executable, a C test
+# that was not built, a suite that hangs (killed at its time limit), one
+# that reports no case, one that exits non-zero after "ok", a skip for a
+# missing tool; a skip for the kernel or the machine counts as a skip. Its
+# last line adds them up.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+tmp=$(mktemp -d /tmp/nfbox-runner.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/tests/unit" "$tmp/tests/fuzz" "$tmp/tests/netns" "$tmp/tests/lib" "$tmp/build/asan"
+cp tests/run.sh "$tmp/tests/"
+fake() { # NAME MODE BODY
+	printf '#!/bin/bash\n%s\n' "$3" >"$tmp/tests/$1"
+	chmod "$2" "$tmp/tests/$1"
+}
+fake fuzz/run.sh 755 'echo "ok fuzz"'
+fake unit/test_good.sh 755 'echo "ok a"; echo "ok b"'
+fake unit/test_noexec.sh 644 'echo "ok would-pass"'
+fake unit/test_hang.sh 755 '# runner: timeout 2
+echo "ok started"; sleep 60'
+fake unit/test_silent.sh 755 'exit 0'
+fake unit/test_exits.sh 755 'echo "ok a"; exit 3'
+fake unit/test_toolskip.sh 755 'echo "ok a"; echo "skip b: tshark is not installed"'
+fake unit/test_kernelskip.sh 755 'echo "ok a"; echo "skip b: kernel: no netfilter BPF links"; echo "skip c: machine: one CPU"'
+echo 'int main(void) { return 0; }' >"$tmp/tests/unit/test_unbuilt.c"
+fake netns/test_both.sh 755 'echo "ok $NFBOX_BACKEND"'
+
+out=$(cd "$tmp" && NFBOX_TEST_JOBS=3 timeout 60 tests/run.sh 2>&1)
+rc=$?
+line() { grep -E "^$1 " <<<"$out" | head -n 1; }
+t_check runner-fails [ "$rc" -ne 0 ]
+t_check good-passes grep -qE '^unit/test_good +2 passed +0 failed' <<<"$out"
+t_check noexec-fails grep -q 'FAIL unit/test_noexec: .* is not executable' <<<"$out"
+t_check unbuilt-fails grep -q 'FAIL unit/test_unbuilt: build/asan/test_unbuilt was not built' <<<"$out"
+t_check hang-killed grep -q 'FAIL unit/test_hang: timed out after 2 s' <<<"$out"
+t_check silent-fails grep -q 'FAIL unit/test_silent: ran no test case' <<<"$out"
+t_check exit-fails grep -q 'FAIL unit/test_exits: exited with status 3' <<<"$out"
+t_check tool-skip-fails grep -q "FAIL b: skipped for a reason that is not the kernel or the machine: tshark is not installed" <<<"$out"
+t_check kernel-skip-skips grep -qE '^unit/test_kernelskip +1 passed +0 failed +2 skipped' <<<"$out"
+t_check netns-on-bpf grep -qE '^netns/test_both +1 passed' <<<"$out"
+# ok: good 2, hang 1, exits 1, toolskip 1, kernelskip 1, fuzz 1, both 1;
+# failed: noexec, unbuilt, hang, silent, exits, toolskip: 6; skipped 2.
+t_check totals grep -qx '8 passed, 6 failed, 2 skipped' <<<"$out"
+[ "$T_FAILED" -eq 0 ] || printf '%s\n' "$out" | sed 's/^/    | /'
+t_done
