@@ -88,7 +88,7 @@ BENCH_BINS  := $(patsubst tests/bench/%.c,$(B)/%,$(BENCH_SRCS))
 rel_obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
 asan_obj = $(patsubst %.c,$(B)/asan/obj/%.o,$(1))
 
-.PHONY: all check check-long check-debian13 demo bench deb clean help deps install fuzz unit vmlinux
+.PHONY: all check check-long check-debian13 coverage mutants demo bench deb clean help deps install fuzz unit vmlinux
 # Keep generated skeletons and objects (they are intermediate files to make).
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -100,6 +100,8 @@ help:
 	@echo '  all (default)  build build/nfbox'
 	@echo '  check          install missing deps, build, run every test suite (as root)'
 	@echo '  check-long     check plus the long runs (longer fuzzing, more reloads)'
+	@echo '  coverage       every suite on a gcov build; line and branch coverage of policy/, compiler, nft builder'
+	@echo '  mutants        mutation testing of the compiler, encoder and nft builder (long)'
 	@echo '  check-debian13 install-deps, build, every suite and the .deb as a service, in a throw-away Debian 13 root (root)'
 	@echo '  demo           run nfbox on config/policy.yaml in throw-away namespaces (root)'
 	@echo '  bench          print benchmark figures beside their targets and peers (root)'
@@ -182,6 +184,19 @@ NPROC := $(shell nproc 2>/dev/null || echo 2)
 check: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) unit
 	$(Q)tests/run.sh
+
+# coverage: the test build with gcov instead of the sanitizers (build/cov),
+# every suite on it, then the line and branch coverage of policy/, the BPF
+# compiler and the nftables builder (tests/quality/coverage.sh).
+coverage: deps
+	$(Q)find build/cov -name '*.gcda' -delete 2>/dev/null; true
+	$(Q)$(MAKE) --no-print-directory -j$(NPROC) B=build/cov SAN_FLAGS="--coverage -O0" unit
+	$(Q)NFBOX_BUILD=build/cov tests/run.sh; rc=$$?; tests/quality/coverage.sh build/cov && exit $$rc
+
+# mutants: mutation testing of the compiler, the encoder and the nftables
+# builder against the fast suites (tests/quality/mutants.sh; long: ~30 min).
+mutants: deps
+	$(Q)tests/quality/mutants.sh
 
 check-long: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) unit

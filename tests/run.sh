@@ -12,10 +12,12 @@
 #  - every suite has a time limit (300 s; 3600 s under NFBOX_LONG, or its
 #    own "# runner: timeout SECONDS"): one that hangs is killed and fails
 #    with its name;
-#  - a skip must say why in one of two words: "skip NAME: kernel: ..." (the
-#    kernel lacks a feature) or "skip NAME: machine: ..." (this machine
-#    lacks the hardware, e.g. a second CPU). Any other skip, such as a
-#    missing tool, is a failure: packaging/install-deps.sh installs them.
+#  - a skip must say why in one of three words: "skip NAME: kernel: ..."
+#    (the kernel lacks a feature), "skip NAME: machine: ..." (this machine
+#    lacks the hardware, e.g. a second CPU) or "skip NAME: build: ..." (the
+#    build tested cannot tell, e.g. a sanitizer check on make coverage's
+#    gcov build). Any other skip, such as a missing tool, is a failure:
+#    packaging/install-deps.sh installs them.
 #
 # Suites run in parallel (NFBOX_TEST_JOBS at a time, default 4): each has
 # its own namespaces, pins, sockets and state directories. A suite whose
@@ -128,11 +130,12 @@ report() {
 	p=$(grep -c '^ok ' "$log")
 	f=$(grep -c '^FAIL ' "$log")
 	s=$(grep -c '^skip ' "$log")
-	# A skip for anything but a missing kernel feature or hardware is a failure.
-	bad=$(grep '^skip ' "$log" | grep -cvE '^skip [^:]*: (kernel|machine): ')
+	# A skip for anything but a missing kernel feature, hardware or a build
+	# that cannot tell is a failure.
+	bad=$(grep '^skip ' "$log" | grep -cvE '^skip [^:]*: (kernel|machine|build): ')
 	if [ "$bad" -gt 0 ]; then
-		grep '^skip ' "$log" | grep -vE '^skip [^:]*: (kernel|machine): ' |
-			sed 's/^skip \([^:]*\): /FAIL \1: skipped for a reason that is not the kernel or the machine: /' >>"$log"
+		grep '^skip ' "$log" | grep -vE '^skip [^:]*: (kernel|machine|build): ' |
+			sed 's/^skip \([^:]*\): /FAIL \1: skipped for a reason that is not the kernel, the machine or the build: /' >>"$log"
 		f=$((f + bad))
 		s=$((s - bad))
 	fi

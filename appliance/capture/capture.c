@@ -607,7 +607,7 @@ static void packet_end(struct capture *c, struct capture_queue *q)
 /* One batch from one queue: returns the descriptors consumed. */
 static uint32_t queue_rx(struct capture *c, struct capture_queue *q)
 {
-	uint32_t idx, n = xsk_ring_cons__peek(&q->rx, RX_BATCH, &idx);
+	uint32_t idx = 0, n = xsk_ring_cons__peek(&q->rx, RX_BATCH, &idx);
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&q->rx, idx + i);

@@ -6,6 +6,7 @@
  *   "FAIL NAME: why"           failed
  *   "skip NAME: kernel: why"   skipped: the kernel lacks a feature
  *   "skip NAME: machine: why"  skipped: the machine lacks hardware (a CPU)
+ *   "skip NAME: build: why"    skipped: the build under test cannot tell
  *                              (tests/run.sh fails any other skip)
  * The program exits 1 if any case failed.
  */

@@ -29,7 +29,7 @@ fake unit/test_kernelskip.sh 755 'echo "ok a"; echo "skip b: kernel: no netfilte
 echo 'int main(void) { return 0; }' >"$tmp/tests/unit/test_unbuilt.c"
 fake netns/test_both.sh 755 'echo "ok $NFBOX_BACKEND"'
 
-out=$(cd "$tmp" && NFBOX_TEST_JOBS=3 timeout 60 tests/run.sh 2>&1)
+out=$(cd "$tmp" && env -u NFBOX_BUILD NFBOX_TEST_JOBS=3 timeout 60 tests/run.sh 2>&1)
 rc=$?
 line() { grep -E "^$1 " <<<"$out" | head -n 1; }
 t_check runner-fails [ "$rc" -ne 0 ]
@@ -39,7 +39,7 @@ t_check unbuilt-fails grep -q 'FAIL unit/test_unbuilt: build/asan/test_unbuilt w
 t_check hang-killed grep -q 'FAIL unit/test_hang: timed out after 2 s' <<<"$out"
 t_check silent-fails grep -q 'FAIL unit/test_silent: ran no test case' <<<"$out"
 t_check exit-fails grep -q 'FAIL unit/test_exits: exited with status 3' <<<"$out"
-t_check tool-skip-fails grep -q "FAIL b: skipped for a reason that is not the kernel or the machine: tshark is not installed" <<<"$out"
+t_check tool-skip-fails grep -q "FAIL b: skipped for a reason that is not the kernel, the machine or the build: tshark is not installed" <<<"$out"
 t_check kernel-skip-skips grep -qE '^unit/test_kernelskip +1 passed +0 failed +2 skipped' <<<"$out"
 t_check netns-on-bpf grep -qE '^netns/test_both +1 passed' <<<"$out"
 # ok: good 2, hang 1, exits 1, toolskip 1, kernelskip 1, fuzz 1, both 1;
