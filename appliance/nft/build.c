@@ -139,10 +139,8 @@ static struct nfr_set *iface_set(struct ctx *c, const struct iface_match *im, co
 		wild |= policy_ifname_wild(im->ifnames[i]);
 	if (wild && g)
 		snprintf(name, sizeof(name), "g_%s", g->name);
-	else if (wild && rule)
-		snprintf(name, sizeof(name), "i_%s_%s", rule, out ? "out" : "in");
-	else if (wild)
-		snprintf(name, sizeof(name), "i_%u", c->t->nsets);
+	else if (wild) /* only rules take wildcards (the loader): there is a rule */
+		snprintf(name, sizeof(name), "i_%s_%s", rule ? rule : "", out ? "out" : "in");
 	if (name[0] && (old = nfr_set_find(c->t, name)))
 		return (struct nfr_set *)old;
 	if (!(s = nfr_set_new(c->t, name[0] ? name : NULL, NFR_KEY_IFNAME, wild)))
