@@ -69,6 +69,7 @@ struct dha; /* ha.c */
 struct reload_job; /* reload.c */
 struct ring_buffer;
 struct nl_monitor;
+struct nfr_table;
 
 /* A change waiting for `nfbox confirm` (confirm.c). */
 struct confirm_pending {
@@ -222,6 +223,9 @@ int daemon_metrics(struct daemon *dm, FILE *f);
  * named counter (0: none seen). lasthit_tick reads the counters when due;
  * lasthit_zero after stats --zero. */
 void lasthit_tick(struct daemon *dm);
+/* t, just applied, is the baseline: its counters as they start (carried
+ * over or 0); the last hits of counters it keeps stay. */
+void lasthit_start(struct daemon *dm, const struct nfr_table *t);
 long long lasthit_of(const struct daemon *dm, const char *counter);
 void lasthit_zero(struct daemon *dm);
 void lasthit_free(struct daemon *dm);

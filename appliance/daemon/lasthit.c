@@ -8,6 +8,8 @@
  * or 20 times what a read takes, for a big table), and a counter that grew
  * was hit since the read before. The last hit is then known to within a
  * period, and from the daemon's start on (a restart starts from "none").
+ * Each table applied is the baseline (lasthit_start): a counter that grew
+ * since it was made was hit, also before the first read.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -87,6 +89,40 @@ void lasthit_tick(struct daemon *dm)
 	if (lh->period < LASTHIT_PERIOD_MS)
 		lh->period = LASTHIT_PERIOD_MS;
 	lh->next = t0 + lh->period;
+}
+
+static int counter_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct nfr_counter *)a)->name, ((const struct nfr_counter *)b)->name);
+}
+
+void lasthit_start(struct daemon *dm, const struct nfr_table *t)
+{
+	struct lasthit *lh = dm->lasthit;
+	struct nft_counters start = { 0 };
+	long long *when;
+
+	if (!lh && !(lh = dm->lasthit = calloc(1, sizeof(*lh))))
+		return;
+	start.v = malloc((t->ncounters ? t->ncounters : 1) * sizeof(*start.v));
+	when = calloc(t->ncounters ? t->ncounters : 1, sizeof(*when));
+	if (!start.v || !when) {
+		free(start.v);
+		free(when);
+		return;
+	}
+	memcpy(start.v, t->counters, t->ncounters * sizeof(*start.v));
+	start.n = t->ncounters;
+	qsort(start.v, start.n, sizeof(*start.v), counter_cmp);
+	for (uint32_t i = 0; i < start.n; i++)
+		when[i] = lasthit_of(dm, start.v[i].name);
+	nft_counters_free(&lh->prev);
+	free(lh->when);
+	lh->prev = start;
+	lh->when = when;
+	if (!lh->period)
+		lh->period = LASTHIT_PERIOD_MS;
+	lh->next = ms_of(CLOCK_MONOTONIC) + lh->period;
 }
 
 long long lasthit_of(const struct daemon *dm, const char *counter)

@@ -85,6 +85,8 @@ int daemon_nft_apply(struct daemon *dm, const struct policy *p, struct diags *d)
 		r = t.nchains ? nft_table_apply(&t, d) : nft_table_remove(d); /* none: nothing to do in nftables */
 	if (r == 0)
 		dm->nft_table = t.nchains ? 1 : 0;
+	if (r == 0 && o.filter)
+		lasthit_start(dm, &t);
 	nfr_free(&t);
 	nft_counters_free(&old);
 	return r;

@@ -103,6 +103,16 @@ t_check server-got-per-source [ "${got7001:-0}" -eq 12 ]
 
 # nfbox metrics: the same counters in the Prometheus text format, read by
 # the Prometheus client library's parser and compared with stats and status.
+# With nftables a rule's last hit comes from the daemon's counter reads
+# (within a second): first every rule that counted has one, so that the
+# three reads below see the same.
+hits_settled() {
+	nfbox_ctl stats --json | /usr/bin/python3 -c '
+import json, sys
+rows = [r for r in json.load(sys.stdin)["rules"] if not r["default"] and r["packets"]]
+sys.exit(0 if all(r.get("last_hit") for r in rows) else 1)'
+}
+wait_until 3 hits_settled || t_fail last-hits "a rule that counted has no last hit after 3 s: $(nfbox_ctl stats)"
 nfbox_ctl metrics >"$NS_TMP/metrics" 2>&1
 nfbox_ctl stats --json >"$NS_TMP/stats.json"
 nfbox_ctl status --json >"$NS_TMP/status.json"
