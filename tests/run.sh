@@ -64,21 +64,21 @@ add() { # NAME FILE COMMAND...
 	cmds+=("$*")
 }
 
-# Unit tests: no privileges; C ones built under ASan+UBSan (make unit).
-for src in tests/unit/test_*.c; do
-	t=$B/asan/$(basename "$src" .c)
-	add "unit/$(basename "$t")" "$src" "$t"
-done
+# C tests of a kind: built under ASan+UBSan by make unit. add_c KIND SOURCE...
+add_c() {
+	local kind=$1 src
+	shift
+	for src in "$@"; do add "$kind/$(basename "$src" .c)" "$src" "$B/asan/$(basename "$src" .c)"; done
+}
+# Unit tests: no privileges.
+add_c unit tests/unit/test_*.c
 for t in tests/unit/test_*.sh; do
 	add "unit/$(basename "$t" .sh)" "$t" "$t"
 done
 # Fuzzing the loader for a bounded time.
 add "fuzz/policy" tests/fuzz/run.sh tests/fuzz/run.sh
 # BPF fixtures through BPF_PROG_TEST_RUN (root).
-for src in tests/bpf/test_bpf_*.c; do
-	t=$B/asan/$(basename "$src" .c)
-	add "bpf/$(basename "$t")" "$src" "$t"
-done
+add_c bpf tests/bpf/test_bpf_*.c
 # The Debian package installed by apt in a throw-away root (root).
 for t in tests/distro/test_*.sh; do
 	add "distro/$(basename "$t" .sh)" "$t" "$t"

@@ -118,6 +118,23 @@ print("none" if not l else "yes" if all(x["defrag"] for x in l) else "no" if not
 	fi
 }
 
+# notify_standin: a stand-in for systemd's notify socket at
+# $NS_TMP/notify.sock (for NOTIFY_SOCKET=), its messages one per line ('|'
+# for a newline) in $NS_TMP/notify.log; NOTIFY_PID is the stand-in. Status 1
+# if it did not bind within 5 s.
+notify_standin() {
+	/usr/bin/python3 - "$NS_TMP/notify.sock" >"$NS_TMP/notify.log" <<'PY' &
+import signal, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+while True:
+    print(s.recv(4096).decode().replace("\n", "|"), flush=True)
+PY
+	NOTIFY_PID=$!
+	wait_until 5 test -S "$NS_TMP/notify.sock"
+}
+
 # nfbox_start POLICY [extra run options]: run the daemon in the appliance
 # namespace and wait for its "ready" line (10 s at most).
 nfbox_start() {

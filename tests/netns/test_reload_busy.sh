@@ -37,17 +37,8 @@ YAML
 cp "$NS_TMP/small.yaml" "$NS_TMP/policy.yaml"
 # A stand-in for systemd's notify socket: the daemon says RELOADING=1 as a
 # reload begins (its thread started), which is what the cases wait for.
-/usr/bin/python3 - "$NS_TMP/notify.sock" >"$NS_TMP/notify.log" <<'PY' &
-import signal, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-while True:
-    print(s.recv(4096).decode().replace("\n", "|"), flush=True)
-PY
-notify_pid=$!
-trap 'kill "$notify_pid" 2>/dev/null; ns_cleanup' EXIT
-wait_until 5 test -S "$NS_TMP/notify.sock" || { t_fail setup "the notify stand-in did not bind"; t_done; }
+notify_standin || { t_fail setup "the notify stand-in did not bind"; t_done; }
+trap 'kill "$NOTIFY_PID" 2>/dev/null; ns_cleanup' EXIT
 NOTIFY_SOCKET=$NS_TMP/notify.sock nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 gen() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])'; }
 ms_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }'; }

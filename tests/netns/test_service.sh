@@ -28,17 +28,8 @@ printf 'version: 1\nhooks: { forward: { default: drop } }\nrules:\n  - { name: x
 
 # --- sd_notify ----------------------------------------------------------------
 # A datagram socket standing in for systemd's; one line per message.
-/usr/bin/python3 - "$NS_TMP/notify.sock" >"$NS_TMP/notify.log" <<'PY' &
-import os, signal, socket, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-s.bind(sys.argv[1])
-signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-while True:
-    print(s.recv(4096).decode().replace("\n", "|"), flush=True)
-PY
-notify_pid=$!
-trap 'kill "$notify_pid" 2>/dev/null; ns_cleanup' EXIT
-wait_until 5 test -S "$NS_TMP/notify.sock" || { t_fail setup "the notify stand-in did not bind"; t_done; }
+notify_standin || { t_fail setup "the notify stand-in did not bind"; t_done; }
+trap 'kill "$NOTIFY_PID" 2>/dev/null; ns_cleanup' EXIT
 NOTIFY_SOCKET=$NS_TMP/notify.sock nfbox_start "$NS_TMP/p.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 # What STATUS= says is enforced, by backend.
 ENFORCING='enforcing (generation [0-9]+: 1 rules|1 rules \(nftables backend, table inet nfbox\))'
@@ -219,5 +210,5 @@ fi
 listen in_s 7003 3
 in_c "$NET" udp-probe $S4 7002 1 >"$NS_TMP/probe" 2>&1
 t_check crash-still-enforcing grep -q '^timeout' "$NS_TMP/probe"
-kill "$notify_pid" 2>/dev/null
+kill "$NOTIFY_PID" 2>/dev/null
 t_done
