@@ -153,9 +153,11 @@ $(B)/asan/nfbox: $(call asan_obj,$(APP_SRCS) $(POLICY_SRCS))
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 
+# test_enomem fails nfbox's own allocations one at a time (tests/unit/test_enomem.c).
+$(B)/asan/test_enomem: TEST_LDFLAGS := -Wl,--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
 $(B)/asan/test_%: $(call asan_obj,tests/unit/test_%.c) $(call asan_obj,$(APP_LIB_SRCS) $(POLICY_SRCS) $(TESTLIB_SRCS))
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
+	$(Q)$(CC) $(SAN_FLAGS) $(TEST_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 
 $(B)/asan/test_bpf_%: $(call asan_obj,tests/bpf/test_bpf_%.c) $(call asan_obj,$(APP_LIB_SRCS) $(POLICY_SRCS) $(TESTLIB_SRCS))
 	$(call msg,LINK,$@)

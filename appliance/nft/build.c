@@ -809,7 +809,9 @@ static bool ports_fit(const struct rule *r, struct run_ports *rp)
 	return true;
 }
 
-static bool ports_take(const struct rule *r, struct run_ports *rp)
+/* The rule's ports into the run's; false (and t->err) when out of memory:
+ * a port the run does not know could let an overlapping rule in. */
+static bool ports_take(struct nfr_table *t, const struct rule *r, struct run_ports *rp)
 {
 	for (uint32_t i = 0; i < r->service.n; i++) {
 		const struct port_range *p = &r->service.v[i];
@@ -821,8 +823,10 @@ static bool ports_take(const struct rule *r, struct run_ports *rp)
 			uint32_t cap = rp->cap ? 2 * rp->cap : 64;
 			struct port_range *v = realloc(rp->v, cap * sizeof(*v));
 
-			if (!v)
+			if (!v) {
+				t->err = -ENOMEM;
 				return false;
+			}
 			rp->v = v;
 			rp->cap = cap;
 		}
@@ -911,13 +915,13 @@ static void family_rules(struct ctx *c, enum policy_hook h, uint32_t chain, uint
 		}
 		ports_clear(rp);
 		run[n++] = ru;
-		ports_take(ru, rp);
+		ports_take(c->t, ru, rp);
 		for (j = i + 1; j < p->nrules; j++) {
 			const struct rule *nx = &p->rules[j];
 
 			if (!(nx->hooks & (1u << h)))
 				continue; /* not in this hook's order */
-			if (!mergeable(nx) || !same_shape(ru, nx) || !ports_fit(nx, rp) || !ports_take(nx, rp))
+			if (!mergeable(nx) || !same_shape(ru, nx) || !ports_fit(nx, rp) || !ports_take(c->t, nx, rp))
 				break;
 			run[n++] = nx;
 		}

@@ -98,7 +98,7 @@ static void load_capture_one(struct lx *x, const struct ynode *n)
 		for (uint32_t i = 0; i + 1 < x->p->ncaptures; i++)
 			if (x->p->captures[i].name && strcmp(x->p->captures[i].name, v->str) == 0)
 				diag_error(x->d, v->loc, "duplicate capture name '%s'", v->str);
-		c->name = strdup(v->str);
+		x->oom |= !(c->name = strdup(v->str));
 	} else if (!v && !ynode_has(n, "name")) {
 		diag_error(x->d, n->loc, "a capture needs a 'name:'");
 	}
@@ -120,7 +120,7 @@ static void load_capture_one(struct lx *x, const struct ynode *n)
 	} else if (lx_is(x, v, YNODE_SCALAR, "file")) {
 		if (v->str[0] != '/')
 			diag_error(x->d, v->loc, "capture file '%s' must be an absolute path", v->str);
-		c->file = strdup(v->str);
+		x->oom |= !(c->file = strdup(v->str));
 	}
 	if ((rot = ynode_get(n, "rotate")) && lx_is(x, rot, YNODE_MAP, "rotate")) {
 		lx_check_keys(x, rot, rkeys, "rotate");

@@ -132,8 +132,10 @@ void load_interfaces(struct lx *x, const struct ynode *n)
 		if (!check_name(x, k, "interface group") || reserved_name(x, k, "interface group") || lx_find_group(x, k->str))
 			continue; /* a duplicate key was reported by the parser */
 		g = LX_APPEND(x, x->p->groups, x->p->ngroups);
-		if (!g || !(g->name = strdup(k->str)) || lx_index_add(&x->groups, g->name, x->p->ngroups - 1) < 0)
+		if (!g || !(g->name = strdup(k->str)) || lx_index_add(&x->groups, g->name, x->p->ngroups - 1) < 0) {
+			x->oom = true;
 			return;
+		}
 		g->loc = k->loc;
 		if (!ynode_is_null(v)) /* "lan:" with nothing: an empty group, as [] */
 			lx_each_scalar(x, v, "an interface group", group_add_ifname, g);
@@ -165,7 +167,7 @@ static bool count_prefix(struct lx *x, struct loc loc)
 	return x->p->nprefixes <= POLICY_MAX_PREFIXES;
 }
 
-static void set_add_prefix(struct addr_set *s, const struct prefix *pf)
+static void set_add_prefix(struct lx *x, struct addr_set *s, const struct prefix *pf)
 {
 	if (!LX_APPEND(x, s->v, s->n))
 		return;
@@ -177,7 +179,7 @@ static bool set_add(struct lx *x, const struct prefix *pf, void *arg)
 {
 	if (!count_prefix(x, pf->loc))
 		return false;
-	set_add_prefix(arg, pf);
+	set_add_prefix(x, arg, pf);
 	return true;
 }
 
@@ -206,8 +208,10 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 		path = strdup(fn->str);
 	else if (asprintf(&path, "%s/%s", x->dir, fn->str) < 0)
 		path = NULL;
-	if (!path)
+	if (!path) {
+		x->oom = true;
 		return;
+	}
 	r = lx_read_file(x->files, path, false, x->d, &src, err, sizeof(err));
 	if (r < 0) {
 		diag_error(x->d, fn->loc, "cannot read set file '%s': %s", path, err);
@@ -262,8 +266,10 @@ void load_sets(struct lx *x, const struct ynode *n)
 		if (!check_name(x, k, "set") || reserved_name(x, k, "set") || lx_find_set(x, k->str))
 			continue; /* a duplicate key was reported by the parser */
 		s = LX_APPEND(x, x->p->sets, x->p->nsets);
-		if (!s || !(s->name = strdup(k->str)) || lx_index_add(&x->sets, s->name, x->p->nsets - 1) < 0)
+		if (!s || !(s->name = strdup(k->str)) || lx_index_add(&x->sets, s->name, x->p->nsets - 1) < 0) {
+			x->oom = true;
 			return;
+		}
 		s->loc = k->loc;
 		if (v->type == YNODE_MAP) {
 			const struct ynode *fn = ynode_get(v, "file"), *dn = ynode_get(v, "dynamic");
@@ -322,8 +328,10 @@ void load_services(struct lx *x, const struct ynode *n)
 		if (!check_name(x, k, "service") || reserved_name(x, k, "service") || lx_find_service(x, k->str))
 			continue; /* a duplicate key was reported by the parser */
 		s = LX_APPEND(x, x->p->services, x->p->nservices);
-		if (!s || !(s->name = strdup(k->str)) || lx_index_add(&x->services, s->name, x->p->nservices - 1) < 0)
+		if (!s || !(s->name = strdup(k->str)) || lx_index_add(&x->services, s->name, x->p->nservices - 1) < 0) {
+			x->oom = true;
 			return;
+		}
 		s->loc = k->loc;
 		lx_each_scalar(x, v, "a service", service_add_node, s);
 	}

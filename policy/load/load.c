@@ -125,6 +125,8 @@ static int load_from_source(const struct source *src, const struct policy_files 
 	p->opt.reject_rate = (struct policy_rate){ 100, 1 };
 	x = (struct lx){ .p = p, .d = d, .src = src, .dir = dirname(dup), .files = files, .errors0 = errors };
 	load_all(&x, t.root);
+	if (x.oom)
+		diag_errno(d, -ENOMEM, "cannot load %s", src->name);
 	lx_index_free(&x.groups);
 	lx_index_free(&x.sets);
 	lx_index_free(&x.services);
@@ -132,7 +134,7 @@ static int load_from_source(const struct source *src, const struct policy_files 
 	ytree_free(&t);
 	if (d->errors > errors) {
 		policy_free(p);
-		return -EINVAL;
+		return x.oom ? -ENOMEM : -EINVAL;
 	}
 	*out = p;
 	return 0;

@@ -32,9 +32,11 @@ struct lx {
 	size_t errors0;  /* d->errors before this policy */
 	size_t rule_errors0; /* d->errors before the rule being loaded: its
 				consequences are warned of only when it is sound */
+	bool oom;        /* an allocation failed: the policy is not loaded (-ENOMEM) */
 };
 
-/* Append helper: returns the (possibly moved) array with room for n + 1. */
+/* Append helper: returns the (possibly moved) array with room for n + 1;
+ * NULL (and x->oom) when out of memory. */
 void *lx_grow(void *v, uint32_t n, size_t size);
 #define LX_APPEND(x, arr, n)                                                      \
 	({                                                                        \
@@ -42,6 +44,8 @@ void *lx_grow(void *v, uint32_t n, size_t size);
 		if (_v) {                                                         \
 			(arr) = _v;                                               \
 			memset(&(arr)[(n)], 0, sizeof(*(arr)));                   \
+		} else {                                                          \
+			(x)->oom = true;                                          \
 		}                                                                 \
 		_v ? &(arr)[(n)++] : NULL;                                        \
 	})

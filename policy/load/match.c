@@ -83,7 +83,7 @@ static const char **collect_names(struct lx *x, int which)
 	return v;
 }
 
-static void addr_append(struct addr_match *m, const struct prefix *pf)
+static void addr_append(struct lx *x, struct addr_match *m, const struct prefix *pf)
 {
 	if (!LX_APPEND(x, m->v, m->n))
 		return;
@@ -103,7 +103,7 @@ static bool addr_add(struct lx *x, const struct prefix *pf, void *arg)
 			   POLICY_MAX_PREFIXES);
 	if (x->p->nprefixes_rules > POLICY_MAX_PREFIXES)
 		return false;
-	addr_append(arg, pf);
+	addr_append(x, arg, pf);
 	return true;
 }
 
@@ -174,7 +174,7 @@ static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 	}
 	/* An empty set adds nothing: a rule with only empty sets never matches. */
 	for (uint32_t i = 0; i < s->n; i++)
-		addr_append(m, &s->v[i]);
+		addr_append(x, m, &s->v[i]);
 }
 
 void lx_addr_match(struct lx *x, const struct ynode *n, const char *what, struct addr_match *m)
@@ -185,7 +185,7 @@ void lx_addr_match(struct lx *x, const struct ynode *n, const char *what, struct
 		m->families = POLICY_FAM_ANY;
 		return;
 	}
-	m->what = lx_describe(n);
+	x->oom |= !(m->what = lx_describe(n));
 	lx_each_scalar(x, n, what, addr_item, m);
 	if (m->any) {
 		if (m->n)
@@ -202,7 +202,7 @@ void lx_addr_match(struct lx *x, const struct ynode *n, const char *what, struct
 	}
 }
 
-static void iface_append(struct iface_match *m, const char *name)
+static void iface_append(struct lx *x, struct iface_match *m, const char *name)
 {
 	for (uint32_t i = 0; i < m->n; i++)
 		if (strcmp(m->ifnames[i], name) == 0)
@@ -232,12 +232,12 @@ static void iface_item(struct lx *x, const struct ynode *n, void *arg)
 	if (g) {
 		g->used = true;
 		for (uint32_t i = 0; i < g->n; i++)
-			iface_append(m, g->ifnames[i]);
+			iface_append(x, m, g->ifnames[i]);
 		return;
 	}
 	if (!lx_check_ifname(x, n))
 		return;
-	iface_append(m, n->str);
+	iface_append(x, m, n->str);
 	if (!policy_ifname_wild(n->str) && !lx_group_member(x, n->str)) {
 		const char **names = collect_names(x, 2);
 		const char *near = names ? diag_closest(n->str, names) : NULL;
@@ -257,7 +257,7 @@ void lx_iface_match(struct lx *x, const struct ynode *n, const char *what, struc
 		m->any = true;
 		return;
 	}
-	m->what = lx_describe(n);
+	x->oom |= !(m->what = lx_describe(n));
 	lx_each_scalar(x, n, what, iface_item, m);
 	{
 		uint32_t wild = 0;
@@ -276,7 +276,7 @@ void lx_iface_match(struct lx *x, const struct ynode *n, const char *what, struc
 	}
 }
 
-static void port_append(struct port_match *m, const struct port_range *pr)
+static void port_append(struct lx *x, struct port_match *m, const struct port_range *pr)
 {
 	if (!LX_APPEND(x, m->v, m->n))
 		return;
@@ -286,7 +286,7 @@ static void port_append(struct port_match *m, const struct port_range *pr)
 static void port_add(struct lx *x, const struct port_range *pr, void *arg)
 {
 	(void)x;
-	port_append(arg, pr);
+	port_append(x, arg, pr);
 }
 
 /* "tcp/80", "tcp/80,443", "tcp/ssh": every range to add(); an error points
@@ -344,7 +344,7 @@ static void port_item(struct lx *x, const struct ynode *n, void *arg)
 	}
 	s->used = true;
 	for (uint32_t i = 0; i < s->n; i++)
-		port_append(m, &s->v[i]);
+		port_append(x, m, &s->v[i]);
 }
 
 void lx_port_match(struct lx *x, const struct ynode *n, const char *what, struct port_match *m)
@@ -354,7 +354,7 @@ void lx_port_match(struct lx *x, const struct ynode *n, const char *what, struct
 		m->any = true;
 		return;
 	}
-	m->what = lx_describe(n);
+	x->oom |= !(m->what = lx_describe(n));
 	lx_each_scalar(x, n, what, port_item, m);
 	if (n->type == YNODE_SEQ && !n->nkids)
 		diag_error(x->d, n->loc, "%s is an empty list: nothing would match; list ports or leave %s out",

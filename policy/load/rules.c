@@ -251,13 +251,15 @@ static void load_rule(struct lx *x, const struct ynode *n)
 		if (!parse_valid_name(v->str))
 			diag_error(x->d, v->loc, "rule name '%s' is not valid: use up to %d letters, digits, '_', '-' or '.', starting with a letter",
 				   v->str, POLICY_MAX_NAME);
-		r->name = strdup(v->str);
+		x->oom |= !(r->name = strdup(v->str));
 		r->loc = v->loc;
 	}
 	if (!r->name) {
 		r->unnamed = true;
-		if (asprintf(&r->name, "rule-%u", x->p->nrules) < 0)
+		if (asprintf(&r->name, "rule-%u", x->p->nrules) < 0) {
 			r->name = NULL;
+			x->oom = true;
+		}
 	}
 	rule_hooks_and_sides(x, r, n);
 	lx_addr_match(x, ynode_get(n, "from"), "from", &r->from);
@@ -287,7 +289,7 @@ static void load_rule(struct lx *x, const struct ynode *n)
 	if ((v = ynode_get(n, "limit")))
 		rule_limit(x, r, v);
 	if ((v = ynode_get(n, "comment")) && lx_is(x, v, YNODE_SCALAR, "comment"))
-		r->comment = strdup(v->str);
+		x->oom |= !(r->comment = strdup(v->str));
 	r->families = rule_families(r);
 	if (!r->families && x->d->errors == x->errors0)
 		diag_warn(x->d, r->loc, "rule '%s' can never match: its addresses and protocol share no address family (or a set is empty)",
@@ -309,8 +311,10 @@ static void check_duplicate_names(struct lx *x)
 	const struct rule **v = calloc(x->p->nrules ? x->p->nrules : 1, sizeof(*v));
 	uint32_t n = 0;
 
-	if (!v)
+	if (!v) {
+		x->oom = true;
 		return;
+	}
 	for (uint32_t i = 0; i < x->p->nrules; i++)
 		if (x->p->rules[i].name && !x->p->rules[i].unnamed)
 			v[n++] = &x->p->rules[i];

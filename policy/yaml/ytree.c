@@ -90,28 +90,32 @@ static uint64_t key_hash(const struct ynode *k)
 	return h;
 }
 
-/* The key equal to k already in ks (NULL if none); k is added if new. */
-static const struct ynode *keyset_put(struct keyset *ks, const struct ynode *k)
+/* k into ks: 0 when it is new, 1 when an equal key is there already (*first
+ * then), -ENOMEM (the tree cannot be built without the check). */
+static int keyset_put(struct keyset *ks, const struct ynode *k, const struct ynode **first)
 {
 	uint64_t i;
 
 	if (2 * (ks->n + 1) > ks->cap) {
 		struct keyset bigger = { .cap = ks->cap ? 2 * ks->cap : 16 };
+		const struct ynode *unused;
 
 		if (!(bigger.v = calloc(bigger.cap, sizeof(*bigger.v))))
-			return NULL; /* out of memory: the check is skipped */
+			return -ENOMEM;
 		for (size_t j = 0; j < ks->cap; j++)
 			if (ks->v[j])
-				keyset_put(&bigger, ks->v[j]);
+				keyset_put(&bigger, ks->v[j], &unused); /* room for all: cannot fail */
 		free(ks->v);
 		*ks = bigger;
 	}
 	for (i = key_hash(k) & (ks->cap - 1); ks->v[i]; i = (i + 1) & (ks->cap - 1))
-		if (scalar_eq(ks->v[i], k))
-			return ks->v[i];
+		if (scalar_eq(ks->v[i], k)) {
+			*first = ks->v[i];
+			return 1;
+		}
 	ks->v[i] = k;
 	ks->n++;
-	return NULL;
+	return 0;
 }
 
 static void keyset_free(struct keyset *ks)
@@ -138,9 +142,12 @@ static int attach(struct builder *b, struct ynode *n)
 			b->failed = true;
 			return -EINVAL;
 		} else if (!n->broken) { /* an unknown alias as a key: said already */
-			const struct ynode *first = keyset_put(&b->keys[b->depth - 1], n);
+			const struct ynode *first = NULL;
+			int r = keyset_put(&b->keys[b->depth - 1], n, &first);
 
-			if (first)
+			if (r < 0)
+				return r;
+			if (r)
 				diag_error(b->d, n->loc, "duplicate key '%s' (first given at line %u)", n->str,
 					   first->loc.line);
 		}

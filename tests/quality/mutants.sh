@@ -22,7 +22,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 FILES="appliance/engine/compile/compile.c appliance/engine/compile/encode.c appliance/engine/compile/bitvec.c appliance/nft/build.c appliance/nft/ir.c"
-SUITES="test_nft test_compile test_bpf_fuzz test_golden test_limits"
+SUITES="test_nft test_enomem test_compile test_bpf_fuzz test_golden test_limits"
 N=${NFBOX_MUTANTS:-80}
 SEED=${NFBOX_MUTANT_SEED:-1}
 TARGET=85
