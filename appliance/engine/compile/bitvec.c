@@ -19,15 +19,6 @@ void bitvec_free(struct bitvec *v)
 	v->nwords = 0;
 }
 
-void bitvec_fill(struct bitvec *v, uint32_t nbits)
-{
-	memset(v->w, 0, v->nwords * sizeof(*v->w));
-	for (uint32_t i = 0; i < nbits / 64; i++)
-		v->w[i] = ~UINT64_C(0);
-	if (nbits % 64)
-		v->w[nbits / 64] = (UINT64_C(1) << (nbits % 64)) - 1;
-}
-
 uint32_t bitvec_encoded_words(const uint64_t *w, uint32_t nwords)
 {
 	uint32_t n = 2 * bitvec_nsum(nwords);

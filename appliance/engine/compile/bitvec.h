@@ -34,7 +34,6 @@ static inline bool bitvec_test(const struct bitvec *v, uint32_t bit)
 {
 	return v->w[bit / 64] >> (bit % 64) & 1;
 }
-void bitvec_fill(struct bitvec *v, uint32_t nbits);
 
 /* Words the encoded form of v takes. */
 uint32_t bitvec_encoded_words(const uint64_t *w, uint32_t nwords);
