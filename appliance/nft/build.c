@@ -809,9 +809,9 @@ static bool ports_fit(const struct rule *r, struct run_ports *rp)
 	return true;
 }
 
-/* The rule's ports into the run's; false (and t->err) when out of memory:
- * a port the run does not know could let an overlapping rule in. */
-static bool ports_take(struct nfr_table *t, const struct rule *r, struct run_ports *rp)
+/* The rule's ports into the run's; t->err when out of memory (a port the
+ * run did not know could let an overlapping rule in). */
+static void ports_take(struct nfr_table *t, const struct rule *r, struct run_ports *rp)
 {
 	for (uint32_t i = 0; i < r->service.n; i++) {
 		const struct port_range *p = &r->service.v[i];
@@ -825,7 +825,7 @@ static bool ports_take(struct nfr_table *t, const struct rule *r, struct run_por
 
 			if (!v) {
 				t->err = -ENOMEM;
-				return false;
+				return;
 			}
 			rp->v = v;
 			rp->cap = cap;
@@ -833,7 +833,6 @@ static bool ports_take(struct nfr_table *t, const struct rule *r, struct run_por
 		rp->v[rp->n++] = *p;
 		bits_range(rp->bits[b], p->lo, p->hi, true);
 	}
-	return true;
 }
 
 /* Empty for the next run: only the words the last one set. */
@@ -921,8 +920,9 @@ static void family_rules(struct ctx *c, enum policy_hook h, uint32_t chain, uint
 
 			if (!(nx->hooks & (1u << h)))
 				continue; /* not in this hook's order */
-			if (!mergeable(nx) || !same_shape(ru, nx) || !ports_fit(nx, rp) || !ports_take(c->t, nx, rp))
+			if (!mergeable(nx) || !same_shape(ru, nx) || !ports_fit(nx, rp))
 				break;
+			ports_take(c->t, nx, rp);
 			run[n++] = nx;
 		}
 		if (n == 1) {

@@ -165,11 +165,12 @@ struct nfr_set *nfr_set_new(struct nfr_table *t, const char *name, enum nfr_key 
 
 void nfr_set_add(struct nfr_table *t, struct nfr_set *s, const uint8_t *lo, const uint8_t *hi)
 {
-	uint32_t len = nfr_key_len(s->key);
+	uint32_t len;
 	struct nfr_elem *e;
 
 	if (!s || t->err)
 		return;
+	len = nfr_key_len(s->key);
 	if (s->n == s->cap) {
 		uint32_t cap = s->cap ? 2 * s->cap : 8;
 		struct nfr_elem *nv = realloc(s->v, cap * sizeof(*nv));

@@ -11,14 +11,16 @@
 # target (85%).
 #
 # A survivor that cannot change behaviour (an equivalent mutant) is listed
-# in tests/quality/equivalent.txt with the reason, which is printed; it is
-# not counted. Every other survivor wants a test.
+# in tests/quality/equivalent.txt (file, line text, change as printed, the
+# reason; tab-separated), and the reason is printed; it is not counted.
+# Every other survivor wants a test.
 #
 # Runs in a copy of the tree (the checkout is never changed), as root (the
 # classifier fuzzer loads BPF). Usage: tests/quality/mutants.sh
 # Environment: NFBOX_MUTANTS (how many, sampled; default 80; "all"),
-# NFBOX_MUTANT_SEED (the sample; default 1), NFBOX_MUTANT_KEEP=1 (keep the
-# copy, /tmp/nfbox-mutants.*).
+# NFBOX_MUTANT_SEED (the sample; default 1), NFBOX_MUTANTS_ONLY="N N ..."
+# (those of `tests/quality/mutate.py list FILES...`), NFBOX_MUTANT_KEEP=1
+# (keep the copy, /tmp/nfbox-mutants.*).
 set -u
 cd "$(dirname "$0")/../.."
 FILES="appliance/engine/compile/compile.c appliance/engine/compile/encode.c appliance/engine/compile/bitvec.c appliance/nft/build.c appliance/nft/ir.c"
@@ -63,7 +65,9 @@ if killer=$(run_suites); [ -n "$killer" ]; then
 fi
 
 total=$(/usr/bin/python3 "$MUTATE" list $FILES | wc -l)
-if [ "$N" = all ]; then
+if [ -n "${NFBOX_MUTANTS_ONLY:-}" ]; then
+	pick=$NFBOX_MUTANTS_ONLY # numbers of `tests/quality/mutate.py list`, to try again
+elif [ "$N" = all ]; then
 	pick=$(seq 0 $((total - 1)))
 else
 	pick=$(/usr/bin/python3 -c "import random; r = random.Random($SEED); print(*sorted(r.sample(range($total), min($N, $total))))")
@@ -85,11 +89,11 @@ for n in $pick; do
 		echo "killed    $what (by $killer)"
 		continue
 	fi
-	# A known equivalent mutant: its file, operator and line text match.
+	# A known equivalent mutant: its file, line text and change match.
 	line=${desc##*$'\t'}
 	file=${what%%:*}
-	op=$(cut -f2 <<<"$desc")
-	reason=$(awk -F'\t' -v f="$file" -v o="$op" -v l="$line" '$1 == f && $2 == o && $3 == l { print $4; exit }' "$EQUIV" 2>/dev/null)
+	change=$(sed -n "s/^[^ ]* [a-z-]* \(.*\)$/\1/p" <<<"$what")
+	reason=$(awk -F'\t' -v f="$file" -v c="$change" -v l="$line" '$1 == f && $2 == l && $3 == c { print $4; exit }' "$EQUIV" 2>/dev/null)
 	if [ -n "$reason" ]; then
 		equivalent=$((equivalent + 1))
 		echo "equivalent $what: $reason"

@@ -71,6 +71,7 @@ char *__wrap_strndup(const char *s, size_t n)
 static bool run(const char *text, long at, int *load, int *plan, int *nft, size_t *dropped)
 {
 	struct nft_build_opts o = { .filter = true };
+	struct plan_blob blob = { 0 };
 	struct policy *p = NULL;
 	struct plan *pl = NULL;
 	struct nfr_table t;
@@ -83,7 +84,10 @@ static bool run(const char *text, long at, int *load, int *plan, int *nft, size_
 	*plan = *nft = 0;
 	*load = policy_load_buffer("enomem.yaml", text, strlen(text), &d, &p);
 	if (*load == 0) {
-		*plan = plan_make(p, &pl, NULL, &d);
+		/* as the daemon makes it: a blob it keeps (left empty on failure,
+		 * so it is freed only on success: a leak is ASan's to find) */
+		if ((*plan = plan_make(p, &pl, &blob, &d)) == 0)
+			plan_blob_free(&blob);
 		*nft = nft_build(p, &o, &t, &d);
 	}
 	fail_at = -1;

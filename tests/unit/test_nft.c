@@ -395,8 +395,75 @@ static void exprs_bounded(void)
 	nfr_free(&t);
 }
 
+/* Runs of rules that differ only in their ports (mutants of the run's
+ * bookkeeping survived every suite until these): the ports of all four
+ * protocols apart, so one run; a rule whose own protocol's ports overlap an
+ * earlier one's ends the run (first match); a rule whose out: is an empty
+ * group matches nothing and joins no run. */
+static void port_runs(void)
+{
+	struct built b;
+
+	if (build(&b, "version: 1\ninterfaces: { lan: [lan0, lan1], wan: [wan0], none: [] }\n"
+		      "hooks: { forward: { default: drop } }\noptions: { backend: nftables }\nrules:\n"
+		      "  - { name: t, in: lan, service: tcp/80, action: accept }\n"
+		      "  - { name: u, in: lan, service: udp/80, action: accept }\n"
+		      "  - { name: s, in: lan, service: sctp/80, action: accept }\n"
+		      "  - { name: l, in: lan, service: udplite/80, action: accept }\n"
+		      "  - { name: p1, in: wan, proto: tcp, service: [tcp/80, udp/9], action: drop }\n"
+		      "  - { name: p2, in: wan, proto: tcp, service: [tcp/70-90], action: drop }\n"
+		      "  - { name: e1, in: lan, out: none, service: tcp/1, action: accept }\n"
+		      "  - { name: e2, in: lan, out: none, service: tcp/2, action: accept }\n"
+		      "  - { name: e3, in: none, service: tcp/3, action: accept }\n"
+		      "  - { name: e4, in: none, service: tcp/4, action: accept }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	CHECK(strstr(b.text, "\t\tiifname { \"lan0\", \"lan1\" } counter name meta l4proto . th dport map { tcp . 80 : "
+			     "\"r_forward_t\", udp . 80 : \"r_forward_u\", sctp . 80 : \"r_forward_s\", udplite . 80 : "
+			     "\"r_forward_l\" } accept\n"
+			     "\t\tiifname \"wan0\" meta l4proto tcp th dport 80 counter name \"r_forward_p1\" drop\n"
+			     "\t\tiifname \"wan0\" meta l4proto tcp th dport 70-90 counter name \"r_forward_p2\" drop\n"
+			     "\t}") != NULL);
+	anon_sets_bound_once(&b.t);
+	built_free(&b);
+}
+
+/* A set of nested prefixes keeps the outer one, whatever their order; a
+ * redirect with from: matches the source, per family; the copy of an
+ * anonymous set that a log rule and a verdict rule share keeps its ranges. */
+static void sets_and_nat(void)
+{
+	struct built b;
+
+	if (build(&b, HEAD "options: { backend: nftables }\n"
+		      "sets: { nest: [198.51.100.128/25, 198.51.100.0/24, 203.0.113.0/25, 203.0.113.64/26] }\n"
+		      "nat:\n  - redirect: { in: lan, from: [192.0.2.0/24, \"2001:db8:9::/48\"], service: tcp/80, to: 3128 }\n"
+		      "rules:\n"
+		      "  - { name: n, from: nest, action: drop }\n"
+		      "  - { name: lg, in: lan, service: [tcp/8000-8010, tcp/9000-9005], action: accept, log: true }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	CHECK(strstr(b.text, "elements = { 198.51.100.0/24, 203.0.113.0/25 }") != NULL);
+	CHECK(strstr(b.text, "ip saddr 192.0.2.0/24 meta l4proto tcp th dport 80 redirect to :3128") != NULL);
+	CHECK(strstr(b.text, "ip6 saddr 2001:db8:9::/48 meta l4proto tcp th dport 80 redirect to :3128") != NULL);
+	CHECK(strstr(b.text, "th dport { 8000-8010, 9000-9005 } limit name \"x_log\"") != NULL);
+	CHECK(strstr(b.text, "th dport { 8000-8010, 9000-9005 } counter name \"r_forward_lg\" accept") != NULL);
+	anon_sets_bound_once(&b.t);
+	built_free(&b);
+}
+
 int main(void)
 {
+	check_begin("nft-port-runs");
+	port_runs();
+	check_end();
+	check_begin("nft-sets-and-nat");
+	sets_and_nat();
+	check_end();
 	check_begin("nft-negated-wildcards-keep-conditions");
 	negated_wildcards();
 	check_end();
