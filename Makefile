@@ -99,9 +99,9 @@ help:
 	@echo 'nfbox targets:'
 	@echo '  all (default)  build build/nfbox'
 	@echo '  check          install missing deps, build, run every test suite (as root)'
-	@echo '  check-long     check plus the long runs (longer fuzzing, more reloads)'
+	@echo '  check-long     check plus the long runs (longer fuzzing, 40 differential seeds, 400 classifier seeds)'
 	@echo '  coverage       every suite on a gcov build; line and branch coverage of policy/, compiler, nft builder'
-	@echo '  mutants        mutation testing of the compiler, encoder and nft builder (long)'
+	@echo '  mutants        mutation testing of the compiler, encoder and nft builder (~10 min)'
 	@echo '  check-debian13 install-deps, build, every suite and the .deb as a service, in a throw-away Debian 13 root (root)'
 	@echo '  demo           run nfbox on config/policy.yaml in throw-away namespaces (root)'
 	@echo '  bench          print benchmark figures beside their targets and peers (root)'
@@ -196,7 +196,7 @@ coverage: deps
 	$(Q)NFBOX_BUILD=build/cov tests/run.sh; rc=$$?; tests/quality/coverage.sh build/cov && exit $$rc
 
 # mutants: mutation testing of the compiler, the encoder and the nftables
-# builder against the fast suites (tests/quality/mutants.sh; long: ~30 min).
+# builder against the fast suites (tests/quality/mutants.sh; ~10 min).
 mutants: deps
 	$(Q)tests/quality/mutants.sh
 

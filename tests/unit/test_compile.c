@@ -219,6 +219,10 @@ static void encoder_roundtrip(void)
 	CHECK_EQ_INT(n, 2 * 4 + 4);
 	for (uint32_t i = 0; i < 200; i++)
 		CHECK(bitvec_encoded_word(enc, 4, i) == w[i]);
+	/* past the summary's words (4 x 64): nothing, not what lies after it */
+	enc[4] = ~0ull;
+	CHECK(bitvec_encoded_word(enc, 4, 4 * 64) == 0);
+	CHECK(bitvec_encoded_word(enc, 4, 4 * 64 + 63) == 0);
 	CHECK_EQ_INT(bitvec_encode(w, 200, enc, 5), -ENOSPC);
 }
 

@@ -428,6 +428,32 @@ static void port_runs(void)
 			     "\t}") != NULL);
 	anon_sets_bound_once(&b.t);
 	built_free(&b);
+
+	/* A range first, then a port inside it: two rules (the range's bits are
+	 * all taken); ports of one 64-port word on either side of a range, and
+	 * the last word of the port space (cleared for the next run, not past
+	 * it): one run each. */
+	if (build(&b, "version: 1\ninterfaces: { lan: [lan0], wan: [wan0] }\n"
+		      "hooks: { forward: { default: drop } }\noptions: { backend: nftables }\nrules:\n"
+		      "  - { name: r1, in: lan, service: tcp/70-90, action: accept }\n"
+		      "  - { name: r2, in: lan, service: tcp/80, action: accept }\n"
+		      "  - { name: w1, in: wan, service: udplite/100-110, action: accept }\n"
+		      "  - { name: w2, in: wan, service: udplite/96, action: accept }\n"
+		      "  - { name: w3, in: wan, service: udplite/120, action: accept }\n"
+		      "  - { name: w4, in: wan, service: udplite/65500-65535, action: accept }\n"
+		      "  - { name: w5, in: wan, service: udplite/65400, action: drop }\n"
+		      "  - { name: w6, in: wan, service: udplite/1, action: drop }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	CHECK(strstr(b.text, "\t\tiifname \"lan0\" meta l4proto tcp th dport 70-90 counter name \"r_forward_r1\" accept\n"
+			     "\t\tiifname \"lan0\" meta l4proto tcp th dport 80 counter name \"r_forward_r2\" accept\n") != NULL);
+	CHECK(strstr(b.text, "map { udplite . 96 : \"r_forward_w2\", udplite . 100-110 : \"r_forward_w1\", "
+			     "udplite . 120 : \"r_forward_w3\", udplite . 65500-65535 : \"r_forward_w4\" } accept") != NULL);
+	CHECK(strstr(b.text, "map { udplite . 1 : \"r_forward_w6\", udplite . 65400 : \"r_forward_w5\" } drop") != NULL);
+	anon_sets_bound_once(&b.t);
+	built_free(&b);
 }
 
 /* A set of nested prefixes keeps the outer one, whatever their order; a
@@ -442,7 +468,8 @@ static void sets_and_nat(void)
 		      "nat:\n  - redirect: { in: lan, from: [192.0.2.0/24, \"2001:db8:9::/48\"], service: tcp/80, to: 3128 }\n"
 		      "rules:\n"
 		      "  - { name: n, from: nest, action: drop }\n"
-		      "  - { name: lg, in: lan, service: [tcp/8000-8010, tcp/9000-9005], action: accept, log: true }\n") < 0) {
+		      "  - { name: lg, in: lan, service: [tcp/8000-8010, tcp/9000-9005], action: accept, log: true }\n"
+		      "  - { name: ov, in: wan, service: [udp/10-20, udp/15-30, udp/25-26, udp/40], action: accept }\n") < 0) {
 		CHECK(0);
 		built_free(&b);
 		return;
@@ -452,12 +479,38 @@ static void sets_and_nat(void)
 	CHECK(strstr(b.text, "ip6 saddr 2001:db8:9::/48 meta l4proto tcp th dport 80 redirect to :3128") != NULL);
 	CHECK(strstr(b.text, "th dport { 8000-8010, 9000-9005 } limit name \"x_log\"") != NULL);
 	CHECK(strstr(b.text, "th dport { 8000-8010, 9000-9005 } counter name \"r_forward_lg\" accept") != NULL);
+	/* overlapping ranges merge into their union */
+	CHECK(strstr(b.text, "th dport { 10-30, 40 } counter name \"r_forward_ov\" accept") != NULL);
 	anon_sets_bound_once(&b.t);
+	built_free(&b);
+}
+
+/* defrag: false: each fragment goes to a chain of its family's rules that
+ * need no ports, which ends in the hook's default. */
+static void defrag_off(void)
+{
+	struct built b;
+
+	if (build(&b, HEAD "options: { backend: nftables, defrag: false }\nrules:\n"
+		      "  - { name: gre, proto: gre, action: accept }\n"
+		      "  - { name: web, service: tcp/80, action: accept }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	CHECK(strstr(b.text, "meta nfproto ipv4 ip frag-off & 0x3fff != 0 jump forward_ip_fragments") != NULL);
+	CHECK(strstr(b.text, "meta nfproto ipv6 frag more-fragments 1 jump forward_ip6_fragments") != NULL);
+	CHECK(strstr(b.text, "chain forward_ip_fragments {\n\t\tmeta l4proto 47 counter name \"r_forward_gre\" accept\n"
+			     "\t\tcounter name \"x_forward_default\" drop\n\t}") != NULL);
+	CHECK(strstr(b.text, "counter name \"x_unreassembled\" drop") == NULL); /* that is defrag on's */
 	built_free(&b);
 }
 
 int main(void)
 {
+	check_begin("nft-defrag-off");
+	defrag_off();
+	check_end();
 	check_begin("nft-port-runs");
 	port_runs();
 	check_end();
