@@ -226,8 +226,47 @@ static void encoder_roundtrip(void)
 	CHECK_EQ_INT(bitvec_encode(w, 200, enc, 5), -ENOSPC);
 }
 
+/* An interface takes the entry of its own name, else of the longest
+ * wildcard it falls under, whichever order the rules name them in. */
+static void longest_wildcard(void)
+{
+	static const char *const orders[] = { "[\"wg1*\", \"wg*\"]", "[\"wg*\", \"wg1*\"]" };
+
+	for (int o = 0; o < 2; o++) {
+		char yaml[512];
+		struct diags d;
+		struct policy *p = NULL;
+		struct plan *pl = NULL;
+		const struct plan_hook *h;
+		int64_t j;
+
+		snprintf(yaml, sizeof(yaml), "version: 1\nhooks: { forward: { default: drop } }\nrules:\n"
+			 "  - { name: a, in: %s, service: tcp/1, action: accept }\n"
+			 "  - { name: b, in: wg7, service: tcp/2, action: accept }\n", orders[o]);
+		diags_init(&d);
+		if (policy_load_buffer("wild.yaml", yaml, strlen(yaml), &d, &p) < 0 || plan_compile(p, &pl) < 0) {
+			CHECK(0);
+		} else {
+			h = &pl->hook[NFB_HOOK_FORWARD];
+			j = plan_iface_find(h, 0, "wg10");
+			CHECK(j >= 0 && !strcmp(h->ifaces[j].ifname, "wg1*"));
+			j = plan_iface_find(h, 0, "wg20");
+			CHECK(j >= 0 && !strcmp(h->ifaces[j].ifname, "wg*"));
+			j = plan_iface_find(h, 0, "wg7");
+			CHECK(j >= 0 && !strcmp(h->ifaces[j].ifname, "wg7"));
+			CHECK_EQ_INT(plan_iface_find(h, 0, "eth0"), -1);
+		}
+		plan_free(pl);
+		policy_free(p);
+		diags_free(&d);
+	}
+}
+
 int main(void)
 {
+	check_begin("iface-longest-wildcard");
+	longest_wildcard();
+	check_end();
 	check_begin("encoder-roundtrip");
 	encoder_roundtrip();
 	check_end();

@@ -17,11 +17,13 @@
 #include <string.h>
 
 #include "../lib/check.h"
+#include "dynset/dynset.h"
 #include "nft/batch.h"
 #include "nft/build.h"
 #include "nft/emit.h"
 #include "nft/print.h"
 #include "policy/policy.h"
+#include "policy/syntax/parse.h"
 
 struct built {
 	struct diags d;
@@ -506,8 +508,84 @@ static void defrag_off(void)
 	built_free(&b);
 }
 
+/* A dynamic set's entries with the time each has left: a permanent one has
+ * none (a timeout made of 'no expiry' would be one of centuries, or the
+ * kernel's refusal). */
+static void dynamic_timeouts(void)
+{
+	struct nft_build_opts o = { .filter = true };
+	struct dyn_change c[2] = { { .expires = 0, .src = "t", .line = 1 }, { .src = "t", .line = 2 } };
+	struct dynsets ds;
+	struct built b = { 0 };
+	const struct nfr_set *s;
+	const char *why;
+	bool host;
+	static const char yaml[] = HEAD "sets: { ban: { dynamic: true } }\nrules:\n  - { name: b, from: ban, action: drop }\n";
+
+	dynsets_init(&ds);
+	diags_init(&b.d);
+	nfr_init(&b.t);
+	c[1].expires = dyn_now_ms() + 60000;
+	parse_prefix("192.0.2.7", &c[0].pfx, &host, &why);
+	parse_prefix("198.51.100.0/24", &c[1].pfx, &host, &why);
+	if (policy_load_buffer("t.yaml", yaml, strlen(yaml), &b.d, &b.p) < 0 ||
+	    dynsets_sync_policy(&ds, b.p) < 0 || dynset_add(&ds, dynsets_find(&ds, "ban"), c, 2, &b.d, NULL, NULL, NULL) < 0) {
+		diags_print(&b.d, stdout, false);
+		CHECK(0);
+	} else {
+		o.dyn = &ds;
+		CHECK_EQ_INT(nft_build(b.p, &o, &b.t, &b.d), 0);
+		s = nfr_set_find(&b.t, "d_ban_4");
+		CHECK(s && s->n == 2);
+		for (uint32_t i = 0; s && i < s->n; i++) {
+			if (s->v[i].lo[0] == 192)
+				CHECK_EQ_INT(s->v[i].timeout_ms, 0);
+			else
+				CHECK(s->v[i].timeout_ms > 60000 && s->v[i].timeout_ms <= 61000 + 1000);
+		}
+	}
+	dynsets_free(&ds);
+	built_free(&b);
+}
+
+/* Shapes that differ only in negation, or in how many names, are not one
+ * run; a run of rules with proto: counts only that protocol's ports; a
+ * redirect with an IPv4 from: has no IPv6 rule. */
+static void shapes(void)
+{
+	struct built b;
+
+	if (build(&b, HEAD "options: { backend: nftables }\n"
+		      "nat:\n  - redirect: { in: lan, from: 192.0.2.0/24, service: tcp/81, to: 3129 }\n"
+		      "rules:\n"
+		      "  - { name: a, in: lan, service: tcp/1, action: accept }\n"
+		      "  - { name: b, in: \"!lan\", service: tcp/2, action: accept }\n"
+		      "  - { name: c, in: wan, service: tcp/3, action: accept }\n"
+		      "  - { name: d, in: [wan0, lan0], service: tcp/4, action: accept }\n"
+		      "  - { name: p, in: up2, proto: tcp, service: [tcp/80, udp/53], action: drop }\n"
+		      "  - { name: q, in: up2, proto: tcp, service: [tcp/81, udp/54], action: drop }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	CHECK(strstr(b.text, "iifname { \"lan0\", \"lan1\" } meta l4proto tcp th dport 1 counter name \"r_forward_a\" accept") != NULL);
+	CHECK(strstr(b.text, "iifname != { \"lan0\", \"lan1\" } meta l4proto tcp th dport 2 counter name \"r_forward_b\" accept") != NULL);
+	CHECK(strstr(b.text, "iifname \"wan0\" meta l4proto tcp th dport 3 counter name \"r_forward_c\" accept") != NULL);
+	CHECK(strstr(b.text, "iifname { \"lan0\", \"wan0\" } meta l4proto tcp th dport 4 counter name \"r_forward_d\" accept") != NULL);
+	CHECK(strstr(b.text, "iifname \"wan2\" counter name meta l4proto . th dport map { tcp . 80 : \"r_forward_p\", tcp . 81 : \"r_forward_q\" } drop") != NULL);
+	CHECK(strstr(b.text, "ip saddr 192.0.2.0/24 meta l4proto tcp th dport 81 redirect to :3129") != NULL);
+	CHECK(strstr(b.text, "ip6 saddr") == NULL);
+	built_free(&b);
+}
+
 int main(void)
 {
+	check_begin("nft-dynamic-timeouts");
+	dynamic_timeouts();
+	check_end();
+	check_begin("nft-shapes");
+	shapes();
+	check_end();
 	check_begin("nft-defrag-off");
 	defrag_off();
 	check_end();
