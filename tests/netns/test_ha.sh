@@ -370,8 +370,8 @@ reloads() {
 	kpid=$(ha 2 'h["keepalived"]["pid"]')
 	cpid=$(ha 2 'h["conntrackd"]["pid"]')
 	policy 2 bpf plain | sed 's/preempt-delay: 1/preempt-delay: 3/' >"$TMP/n2/p2.yaml"
-	ctl 2 reload --policy "$TMP/n2/p2.yaml" >"$TMP/reload" 2>&1 && sleep 1 &&
-		grep -q "keepalived's configuration changed: it reads it again" "$TMP/n2/err" &&
+	ctl 2 reload --policy "$TMP/n2/p2.yaml" >"$TMP/reload" 2>&1 &&
+		wait_until 5 grep -q "keepalived's configuration changed: it reads it again" "$TMP/n2/err" &&
 		grep -q 'preempt_delay 3' "$d2/keepalived.conf" && [ "$(ha 2 'h["keepalived"]["pid"]')" = "$kpid" ] &&
 		[ "$(ha 2 'h["conntrackd"]["pid"]')" = "$cpid" ] && [ "$(ha 2 'h["role"]')" = backup ] &&
 		t_ok reload-changes-keepalived || t_fail reload-changes-keepalived "$(cat "$TMP/reload"); $(ha 2 'h')"
