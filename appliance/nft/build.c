@@ -767,12 +767,14 @@ struct run_ports {
 	uint32_t n, cap;
 };
 
-static int proto_bit(uint8_t proto)
+/* The index of a port protocol in port_protos (a port entry has one). */
+static unsigned proto_bit(uint8_t proto)
 {
-	for (unsigned i = 0; i < sizeof(port_protos); i++)
-		if (port_protos[i] == proto)
-			return (int)i;
-	return -1;
+	unsigned i = 0;
+
+	while (i < sizeof(port_protos) - 1 && port_protos[i] != proto)
+		i++;
+	return i;
 }
 
 /* Any bit of lo..hi set in w (set: set them all first). */
@@ -793,17 +795,14 @@ static bool bits_range(uint64_t *w, uint16_t lo, uint16_t hi, bool set)
 	return false;
 }
 
-/* The rule's destination ports (of its protocol, if it names one) overlap
- * none of the run's. */
+/* The rule's destination ports overlap none of the run's. (A rule with
+ * proto: lists only that protocol's ports: the loader narrows them.) */
 static bool ports_fit(const struct rule *r, struct run_ports *rp)
 {
 	for (uint32_t i = 0; i < r->service.n; i++) {
 		const struct port_range *p = &r->service.v[i];
-		int b = proto_bit(p->proto);
 
-		if ((r->proto >= 0 && p->proto != r->proto) || b < 0)
-			continue;
-		if (bits_range(rp->bits[b], p->lo, p->hi, false))
+		if (bits_range(rp->bits[proto_bit(p->proto)], p->lo, p->hi, false))
 			return false;
 	}
 	return true;
@@ -815,10 +814,7 @@ static void ports_take(struct nfr_table *t, const struct rule *r, struct run_por
 {
 	for (uint32_t i = 0; i < r->service.n; i++) {
 		const struct port_range *p = &r->service.v[i];
-		int b = proto_bit(p->proto);
 
-		if ((r->proto >= 0 && p->proto != r->proto) || b < 0)
-			continue;
 		if (rp->n == rp->cap) {
 			uint32_t cap = rp->cap ? 2 * rp->cap : 64;
 			struct port_range *v = realloc(rp->v, cap * sizeof(*v));
@@ -831,7 +827,7 @@ static void ports_take(struct nfr_table *t, const struct rule *r, struct run_por
 			rp->cap = cap;
 		}
 		rp->v[rp->n++] = *p;
-		bits_range(rp->bits[b], p->lo, p->hi, true);
+		bits_range(rp->bits[proto_bit(p->proto)], p->lo, p->hi, true);
 	}
 }
 
@@ -870,8 +866,6 @@ static void emit_run(struct ctx *c, enum policy_hook h, uint32_t chain, uint8_t 
 			const struct port_range *p = &run[k]->service.v[i];
 			uint8_t lo[16], hi[16];
 
-			if (run[k]->proto >= 0 && p->proto != run[k]->proto)
-				continue;
 			port_key(lo, p->proto, p->lo, true);
 			port_key(hi, p->proto, p->hi, true);
 			nfr_set_add(c->t, map, lo, hi);
