@@ -14,11 +14,15 @@ TARGET=${NFBOX_COVERAGE_TARGET:-90} # percent of lines, per folder
 command -v gcovr >/dev/null || { echo "coverage: gcovr is not installed (packaging/install-deps.sh)" >&2; exit 1; }
 ls "$B"/asan/obj >/dev/null 2>&1 || { echo "coverage: no $B/asan/obj (make coverage builds it)" >&2; exit 1; }
 
+# gcovr removes the file it writes its report to when it has nothing to say
+# (given /dev/null, it removed the host's /dev/null): a directory of ours.
+tmp=$(mktemp -d /tmp/nfbox-coverage.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
 fail=0
 printf '%-28s %8s %8s %10s\n' folder lines branches "(lines)"
 for dir in policy appliance/engine/compile appliance/nft; do
 	out=$(gcovr --root . --object-directory "$B/asan/obj" --filter "$dir/" --print-summary \
-		--gcov-ignore-parse-errors --txt /dev/null 2>/dev/null)
+		--gcov-ignore-parse-errors --txt "$tmp/report.txt" 2>/dev/null)
 	lines=$(sed -n 's/^lines: *\([0-9.]*\)% (\([0-9]*\) out of \([0-9]*\)).*/\1 \2\/\3/p' <<<"$out")
 	branches=$(sed -n 's/^branches: *\([0-9.]*\)%.*/\1/p' <<<"$out")
 	printf '%-28s %7s%% %7s%% %10s\n' "$dir/" "${lines%% *}" "${branches:-?}" "${lines#* }"
