@@ -471,7 +471,9 @@ static void sets_and_nat(void)
 		      "rules:\n"
 		      "  - { name: n, from: nest, action: drop }\n"
 		      "  - { name: lg, in: lan, service: [tcp/8000-8010, tcp/9000-9005], action: accept, log: true }\n"
-		      "  - { name: ov, in: wan, service: [udp/10-20, udp/15-30, udp/25-26, udp/40], action: accept }\n") < 0) {
+		      "  - { name: ov, in: wan, service: [udp/10-20, udp/15-30, udp/25-26, udp/30-35, udp/40], action: accept }\n"
+		      "  - { name: a1, in: up2, service: tcp/90, action: accept }\n"
+		      "  - { name: a2, in: up2, service: tcp/91, action: accept }\n") < 0) {
 		CHECK(0);
 		built_free(&b);
 		return;
@@ -481,8 +483,14 @@ static void sets_and_nat(void)
 	CHECK(strstr(b.text, "ip6 saddr 2001:db8:9::/48 meta l4proto tcp th dport 80 redirect to :3128") != NULL);
 	CHECK(strstr(b.text, "th dport { 8000-8010, 9000-9005 } limit name \"x_log\"") != NULL);
 	CHECK(strstr(b.text, "th dport { 8000-8010, 9000-9005 } counter name \"r_forward_lg\" accept") != NULL);
-	/* overlapping ranges merge into their union */
-	CHECK(strstr(b.text, "th dport { 10-30, 40 } counter name \"r_forward_ov\" accept") != NULL);
+	/* overlapping ranges (also by one port) merge into their union */
+	CHECK(strstr(b.text, "th dport { 10-35, 40 } counter name \"r_forward_ov\" accept") != NULL);
+	/* ports next to each other of two rules keep their own counters */
+	CHECK(strstr(b.text, "map { tcp . 90 : \"r_forward_a1\", tcp . 91 : \"r_forward_a2\" } accept") != NULL);
+	/* every nftables rule says which policy element it comes from (what
+	 * a refusal by the kernel is reported with) */
+	for (uint32_t i = 0; i < b.t.nrules; i++)
+		CHECK(b.t.rules[i].what && b.t.rules[i].what[0]);
 	anon_sets_bound_once(&b.t);
 	built_free(&b);
 }
