@@ -110,11 +110,16 @@ static void ifname_range(const char *pat, uint8_t *lo, uint8_t *hi)
 		memset(hi + n - 1, 0xff, POLICY_IFNAMSIZ - (n - 1));
 }
 
+/* A match's text as written ("vpn", "!vpn", "[a, b]") without its '!'. */
+static const char *unnegated(const char *what)
+{
+	return what && what[0] == '!' ? what + 1 + strspn(what + 1, " \t") : what;
+}
+
 /* The interface group a match names alone ("vpn" or "!vpn"), if it does. */
 static const struct iface_group *named_group(const struct policy *p, const char *what)
 {
-	if (what && what[0] == '!')
-		what += 1 + strspn(what + 1, " \t");
+	what = unnegated(what);
 	for (uint32_t i = 0; what && i < p->ngroups; i++)
 		if (!strcmp(p->groups[i].name, what))
 			return &p->groups[i];
@@ -204,8 +209,7 @@ static void fill_addr_set(struct nfr_table *t, struct nfr_set *s, const struct p
  * names one alone. */
 static const struct addr_set *named_set(const struct policy *p, const char *what)
 {
-	if (what && what[0] == '!')
-		what += 1 + strspn(what + 1, " \t");
+	what = unnegated(what);
 	for (uint32_t i = 0; what && i < p->nsets; i++)
 		if (!strcmp(p->sets[i].name, what))
 			return &p->sets[i];
