@@ -473,7 +473,8 @@ static void sets_and_nat(void)
 		      "  - { name: lg, in: lan, service: [tcp/8000-8010, tcp/9000-9005], action: accept, log: true }\n"
 		      "  - { name: ov, in: wan, service: [udp/10-20, udp/15-30, udp/25-26, udp/30-35, udp/40], action: accept }\n"
 		      "  - { name: a1, in: up2, service: tcp/90, action: accept }\n"
-		      "  - { name: a2, in: up2, service: tcp/91, action: accept }\n") < 0) {
+		      "  - { name: a2, in: up2, service: tcp/91-95, action: accept }\n"
+		      "  - { name: cy, in: wan, proto: tcp, service: [tcp/200-255, tcp/256-300], action: drop }\n") < 0) {
 		CHECK(0);
 		built_free(&b);
 		return;
@@ -486,7 +487,9 @@ static void sets_and_nat(void)
 	/* overlapping ranges (also by one port) merge into their union */
 	CHECK(strstr(b.text, "th dport { 10-35, 40 } counter name \"r_forward_ov\" accept") != NULL);
 	/* ports next to each other of two rules keep their own counters */
-	CHECK(strstr(b.text, "map { tcp . 90 : \"r_forward_a1\", tcp . 91 : \"r_forward_a2\" } accept") != NULL);
+	CHECK(strstr(b.text, "map { tcp . 90 : \"r_forward_a1\", tcp . 91-95 : \"r_forward_a2\" } accept") != NULL);
+	/* ranges that meet, the carry running into the port's first byte */
+	CHECK(strstr(b.text, "th dport 200-300 counter name \"r_forward_cy\" drop") != NULL);
 	/* every nftables rule says which policy element it comes from (what
 	 * a refusal by the kernel is reported with) */
 	for (uint32_t i = 0; i < b.t.nrules; i++)
