@@ -27,6 +27,7 @@
 #include "daemon/daemon_int.h"
 #include "lib/cleanup.h"
 #include "lib/log.h"
+#include "system/files.h"
 #include "system/sdnotify.h"
 
 #define SNAP_MAGIC "nfbox-snapshot 1\n"
@@ -82,25 +83,22 @@ int state_write(const struct daemon *dm, const char *name, const char *data, siz
 
 int confirm_init(struct daemon *dm, struct diags *d)
 {
-	char path[PATH_MAX];
-	struct stat st;
+	char path[PATH_MAX], why[PATH_MAX + 256];
 	FILE *f;
+	int r;
 
 	if (!dm->state_dir[0])
 		return 0;
-	/* Without it nfbox enforces all the same; only --confirm is refused. */
-	if (mkdir(dm->state_dir, 0700) < 0 && errno != EEXIST) {
-		log_warn("cannot create the state directory %s (%s): reload --confirm is not available", dm->state_dir,
-			 strerror(errno));
-		dm->state_dir[0] = '\0';
-		return 0;
-	}
-	if (lstat(dm->state_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022)) {
-		log_warn("the state directory %s is not a directory of the daemon's user that no one else may write: it is not used, and reload --confirm is not available",
-			 dm->state_dir);
-		dm->state_dir[0] = '\0';
-		return 0;
-	}
+	/* Made here as the socket's directory is: a daemon run from a build
+	 * tree works as the package's does. Without it nothing acknowledged
+	 * (a confirmed policy, a dynamic set's entry) could be kept, so the
+	 * start fails instead. */
+	if ((r = files_private_dir(dm->state_dir, why, sizeof(why))) < 0)
+		return diag_fail(d, r == -EPERM ? -EPERM : -EINVAL,
+				 "the state directory: %s (it keeps the confirmed policy, the dynamic sets and the counters' names; --state-dir DIR chooses another)",
+				 why);
+	if (r > 0)
+		log_warn("the state directory: %s", why);
 	if (state_path(dm, "pending", path, sizeof(path)) < 0 || !(f = fopen(path, "re")))
 		return 0;
 	dm->pending.active = fscanf(f, "deadline %lld since %lld", &dm->pending.deadline, &dm->pending.since) == 2;

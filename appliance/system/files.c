@@ -39,6 +39,53 @@ int files_check_dir(const char *dir, char *why, size_t len)
 	return judge(&st, "directory", dir, why, len);
 }
 
+int files_private_dir(const char *dir, char *why, size_t len)
+{
+	char buf[PATH_MAX];
+	const char *parent;
+	struct stat st;
+	int r;
+
+	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf)) {
+		snprintf(why, len, "%s: %s", dir, strerror(ENAMETOOLONG));
+		return -ENAMETOOLONG;
+	}
+	parent = dirname(buf);
+	if (mkdir(parent, 0755) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(why, len, "cannot create %s: %s", parent, strerror(-r));
+		return r;
+	}
+	if ((r = files_check_dir(parent, why, len)) < 0)
+		return r;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		r = -errno;
+		snprintf(why, len, "cannot create %s: %s", dir, strerror(-r));
+		return r;
+	}
+	if (lstat(dir, &st) < 0) {
+		r = -errno;
+		snprintf(why, len, "%s: %s", dir, strerror(-r));
+		return r;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(why, len, "%s is not a directory%s: remove it, or choose another", dir,
+			 S_ISLNK(st.st_mode) ? " but a symbolic link" : "");
+		return -ENOTDIR;
+	}
+	if ((r = judge(&st, "directory", dir, why, len)) < 0)
+		return r;
+	if (!(st.st_mode & 077))
+		return 0;
+	if (chmod(dir, 0700) < 0) {
+		r = -errno;
+		snprintf(why, len, "cannot chmod 0700 %s: %s", dir, strerror(-r));
+		return r;
+	}
+	snprintf(why, len, "%s was mode %04o; it is now 0700", dir, (unsigned)(st.st_mode & 07777));
+	return 1;
+}
+
 int files_check_trusted(int fd, const char *path, char *why, size_t len)
 {
 	char buf[PATH_MAX];

@@ -16,5 +16,12 @@
 int files_check_trusted(int fd, const char *path, char *why, size_t len);
 /* A directory alone (the control socket's). */
 int files_check_dir(const char *dir, char *why, size_t len);
+/* A directory only the daemon's user may enter (the state directory):
+ * its parent is made (0755) if missing and must pass files_check_dir; dir
+ * is made 0700 if missing. An existing dir must be a directory (not a
+ * link) of root or the daemon's user that no one else may write; one that
+ * others may read or enter is made 0700. 0, 1 (its mode was tightened:
+ * why says from what), or -errno with the reason and the fix in why. */
+int files_private_dir(const char *dir, char *why, size_t len);
 
 #endif
