@@ -108,6 +108,7 @@ struct service {
 	uint32_t n;
 	bool used;
 	bool full;      /* over POLICY_MAX_SERVICE_ENTRIES (reported once) */
+	uint8_t cont_proto; /* loading: the protocol a bare port takes (lx_port_list) */
 };
 
 /* A reference list as written: from/to resolve to prefixes, in/out to names. */
@@ -137,6 +138,7 @@ struct port_match {
 	struct port_range *v;
 	uint32_t n;
 	char *what;
+	uint8_t cont_proto; /* loading: the protocol a bare port takes (lx_port_list) */
 };
 
 /* N events per period: 100/second, 5/minute, 10/hour. */
@@ -311,6 +313,10 @@ struct policy_files {
 	/* Opens every file but the policy (set files) instead of open(2): an
 	 * fd, or -errno. NULL: open(2). (A saved copy of a policy, read back.) */
 	int (*open)(const char *path, void *arg);
+	/* Whether an interface of that name exists where the policy is to
+	 * run: a name in in:/out: that is neither a group, nor a group's
+	 * member, nor such an interface is warned of. NULL: not asked. */
+	bool (*iface_exists)(const char *name, void *arg);
 	void *arg;
 };
 int policy_load_files(const char *path, const struct policy_files *files, struct diags *d, struct policy **out);

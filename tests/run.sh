@@ -37,14 +37,15 @@ cd "$(dirname "$0")/.."
 
 patterns=("$@")
 B=${NFBOX_BUILD:-build}
+[[ "$B" == /* ]] || B=$PWD/$B
 JOBS=${NFBOX_TEST_JOBS:-4}
 LIMIT=$([ -n "${NFBOX_LONG:-}" ] && echo 3600 || echo 300)
 TIMES=$B/test-times
 logdir=$(mktemp -d /tmp/nfbox-tests.XXXXXX)
 trap 'rm -rf "$logdir"' EXIT
 
-export NFBOX_BIN=$PWD/$B/asan/nfbox
-export NFBOX_BIN_RELEASE=$PWD/$B/nfbox
+export NFBOX_BIN=$B/asan/nfbox
+export NFBOX_BIN_RELEASE=$B/nfbox
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 

@@ -15,6 +15,7 @@
 #include "nft/print.h"
 #include "policy/diff/diff.h"
 #include "policy/policy.h"
+#include "system/netns.h"
 
 static void hooks_text(const struct policy *p, char *buf, size_t len)
 {
@@ -41,12 +42,14 @@ static void summary(const char *path, const struct policy *p, size_t warnings)
 }
 
 struct validate_args {
-	bool strict, quiet;
+	bool strict, quiet, offline;
 };
 
 static const struct cli_opt validate_opts[] = {
 	CLI_OPT_FLAG("strict", 's', struct validate_args, strict, "warnings fail validation too"),
 	CLI_OPT_FLAG("quiet", 'q', struct validate_args, quiet, "print nothing when valid"),
+	CLI_OPT_FLAG("offline", 0, struct validate_args, offline,
+		     "do not compare with this machine (its interfaces): for a policy written for another one"),
 	CLI_OPT_END,
 };
 
@@ -72,7 +75,8 @@ static bool validate_one(const char *path, const struct validate_args *a)
 	int r;
 
 	diags_init(&d);
-	r = policy_load(path, &d, &p);
+	r = policy_load_files(path, &(struct policy_files){ .policy_fd = -1, .iface_exists = a->offline ? NULL : netns_has_iface },
+			      &d, &p);
 	/* What validate accepts, run loads: the compiler and the encoder too,
 	 * and what goes to nftables (NAT, the conntrack anchor, the nftables
 	 * backend's filter). */

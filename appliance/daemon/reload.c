@@ -172,7 +172,8 @@ int daemon_load_only(struct daemon *dm, const char *path, int fd, struct diags *
 
 int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d)
 {
-	struct policy_files files = { .check = dm->opts->allow_unsafe_files ? NULL : check_file };
+	struct policy_files files = { .check = dm->opts->allow_unsafe_files ? NULL : check_file,
+				      .iface_exists = netns_has_iface };
 
 	return daemon_reload_files(dm, path, fd, &files, d);
 }

@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -108,4 +109,10 @@ int netns_default_pin_dir(char *buf, size_t len, struct diags *d)
 int netns_default_state_dir(char *buf, size_t len, struct diags *d)
 {
 	return default_path(buf, len, NFBOX_STATE_DIR "/state", "", d);
+}
+
+bool netns_has_iface(const char *name, void *arg)
+{
+	(void)arg;
+	return if_nametoindex(name) != 0;
 }

@@ -41,4 +41,8 @@ int netns_default_pin_dir(char *buf, size_t len, struct diags *d);
 /* NFBOX_STATE_DIR "/state" SUFFIX: the confirmed policy's copy, a pending change. */
 int netns_default_state_dir(char *buf, size_t len, struct diags *d);
 
+/* Whether an interface of that name is in this network namespace now
+ * (arg unused: the shape of policy_files.iface_exists). */
+bool netns_has_iface(const char *name, void *arg);
+
 #endif

@@ -39,6 +39,10 @@ void check_defrag_off(struct policy *p, struct diags *d)
 				   p->rules[i].name);
 	if (p->nnat)
 		diag_error(d, p->nat[0].loc, "NAT needs conntrack, which reassembles fragments: it cannot be combined with 'defrag: false'");
+	if (p->ha.present)
+		diag_error(d, p->ha.loc,
+			   "ha: keeps flows going through a failover by syncing conntrack, which 'defrag: false' (line %u) turns off: the pair would have nothing to sync; keep defrag on (the default)",
+			   p->opt.defrag_loc.line);
 	for (uint32_t i = 0; i < p->nrules; i++)
 		warn_fragments_pass(p, &p->rules[i], d);
 }

@@ -285,8 +285,10 @@ void load_sets(struct lx *x, const struct ynode *n)
 					diag_error(x->d, fn ? fn->loc : v->loc,
 						   "a dynamic set gets its entries at run time: drop 'file:' and load the file with 'nfbox set add %s --file PATH'",
 						   s->name);
-			} else if (ok && !dn && !fn && !ynode_has(v, "file")) {
-				diag_error(x->d, v->loc, "set '%s' must be a list of prefixes, { file: PATH } or { dynamic: true }", s->name);
+			} else if (ok && !fn && !ynode_has(v, "file")) {
+				diag_error(x->d, v->loc,
+					   "set '%s' %s: it must be a list of prefixes, { file: PATH } or { dynamic: true } (an empty set is written '%s: []')",
+					   s->name, dn ? "is not dynamic and names no file" : "names neither a file nor dynamic", s->name);
 			} else if (fn) {
 				set_load_file(x, s, fn);
 			}
@@ -314,7 +316,12 @@ static void service_add_range(struct lx *x, const struct port_range *pr, void *a
 
 static void service_add_node(struct lx *x, const struct ynode *n, void *arg)
 {
-	lx_port_list(x, n, service_add_range, arg);
+	struct service *s = arg;
+
+	if (!s->cont_proto && !strchr(n->str, '/') && n->str[0] >= '0' && n->str[0] <= '9')
+		lx_bare_port(x, n);
+	else
+		lx_port_list(x, n, &s->cont_proto, service_add_range, arg);
 }
 
 void load_services(struct lx *x, const struct ynode *n)

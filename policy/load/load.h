@@ -22,8 +22,14 @@ bool lx_check_ifname_in(struct lx *x, const struct ynode *n, bool wild);
 void lx_addr_match(struct lx *x, const struct ynode *n, const char *what, struct addr_match *m);
 void lx_iface_match(struct lx *x, const struct ynode *n, const char *what, struct iface_match *m);
 void lx_port_match(struct lx *x, const struct ynode *n, const char *what, struct port_match *m);
-void lx_port_list(struct lx *x, const struct ynode *n, void (*add)(struct lx *, const struct port_range *, void *),
-		  void *arg);
+/* One item of a port list: "tcp/80", "tcp/80,443", "tcp/ssh". A bare port
+ * or range ("443", "8000-8010") that follows such an item of the same list
+ * is of its protocol, as nft's { 80, 443 }: *cont (NULL: not taken) holds
+ * the protocol of the item before, 0 for none. */
+void lx_port_list(struct lx *x, const struct ynode *n, uint8_t *cont,
+		  void (*add)(struct lx *, const struct port_range *, void *), void *arg);
+/* A bare port no item before gives a protocol: the error. */
+void lx_bare_port(struct lx *x, const struct ynode *n);
 /* An error where a negated match (neg) is not taken. */
 /* A dynamic set is for rules only: an error where m names one. */
 void lx_no_dynamic(struct lx *x, const struct ynode *n, struct addr_match *m, const char *where);

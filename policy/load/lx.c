@@ -86,6 +86,24 @@ void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *all
 	lx_check_keys_hinted(x, map, allowed, where, NULL);
 }
 
+/* Key i of map is a port: YAML ended the value before it at a comma
+ * ("{ service: tcp/80,443 }"). Said as what happened, with the quoted
+ * value that was meant. */
+static void comma_split(struct lx *x, const struct ynode *map, size_t i, const char *where)
+{
+	const struct ynode *k = ynode_map_key(map, i), *pk = i ? ynode_map_key(map, i - 1) : NULL,
+			   *pv = i ? ynode_map_val(map, i - 1) : NULL;
+
+	if (pv && pv->type == YNODE_SCALAR && !pv->quoted && strchr(pv->str, '/'))
+		diag_error(x->d, k->loc,
+			   "unknown key '%s' in %s: inside { } a comma ends a value, so YAML ended %s: at '%s' and took '%s' for a key; quote the list: %s: \"%s,%s\"",
+			   k->str, where, pk->str, pv->str, k->str, pk->str, pv->str, k->str);
+	else
+		diag_error(x->d, k->loc,
+			   "unknown key '%s' in %s: inside { } a comma ends a value, so a list of ports there must be quoted (\"tcp/80,%s\")",
+			   k->str, where, k->str);
+}
+
 void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *const *allowed,
 			  const char *where, const struct lx_key_hint *hints)
 {
@@ -106,9 +124,7 @@ void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *con
 			continue;
 		near = diag_closest(k->str, allowed);
 		if (k->str[0] && strspn(k->str, "0123456789-") == strlen(k->str))
-			diag_error(x->d, k->loc,
-				   "unknown key '%s' in %s: inside { } a comma ends a value, so a port list there must be quoted, e.g. \"tcp/80,%s\"",
-				   k->str, where, k->str);
+			comma_split(x, map, i, where);
 		else if (near)
 			diag_error(x->d, k->loc, "unknown key '%s' in %s; did you mean '%s'?", k->str, where,
 				   near);

@@ -141,13 +141,14 @@ static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 	const char *name = entry_name(x, n, &m->neg, &m->neg_state, &m->any);
 	struct addr_set *s;
 
-	if (!name)
-		return;
-	if (m->dyn) {
+	if (m->dyn && (name || m->any)) {
+		/* 'any' too: the list would match every address */
 		diag_error(x->d, n->loc, "'%s' follows dynamic set '%s', which stands alone in %s: write another rule for it",
 			   n->str, x->p->sets[m->dyn - 1].name, m->what ? m->what : "the list");
 		return;
 	}
+	if (!name)
+		return;
 	if (parse_looks_like_address(name)) {
 		lx_addresses(x, name, n->loc, addr_add, m);
 		return;
@@ -172,7 +173,15 @@ static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 		m->families = POLICY_FAM_ANY;
 		return;
 	}
-	/* An empty set adds nothing: a rule with only empty sets never matches. */
+	/* An empty set adds nothing: a rule with only empty sets never matches
+	 * (the rule's own check says so). Negated it would take every address,
+	 * which an empty blocklist file should never do. */
+	if (!s->n && m->neg) {
+		diag_error(x->d, n->loc,
+			   "set '%s' is empty, so '%s' would match every address: fill the set, or write 'any' if that is what is meant",
+			   name, n->str);
+		return;
+	}
 	for (uint32_t i = 0; i < s->n; i++)
 		addr_append(x, m, &s->v[i]);
 }
@@ -246,6 +255,10 @@ static void iface_item(struct lx *x, const struct ynode *n, void *arg)
 			diag_warn(x->d, n->loc,
 				  "'%s' is no interface group, so it is taken as the interface of that name; did you mean the group '%s'?",
 				  n->str, near);
+		else if (x->files && x->files->iface_exists && !x->files->iface_exists(n->str, x->files->arg))
+			diag_warn(x->d, n->loc,
+				  "no interface group '%s', and no interface of that name here: the rule matches only once one appears (define the group, or check the name)",
+				  n->str);
 		free(names);
 	}
 }
@@ -289,23 +302,41 @@ static void port_add(struct lx *x, const struct port_range *pr, void *arg)
 	port_append(x, arg, pr);
 }
 
-/* "tcp/80", "tcp/80,443", "tcp/ssh": every range to add(); an error points
- * at the element at fault. */
-void lx_port_list(struct lx *x, const struct ynode *n, void (*add)(struct lx *, const struct port_range *, void *),
-		  void *arg)
+void lx_port_list(struct lx *x, const struct ynode *n, uint8_t *cont,
+		  void (*add)(struct lx *, const struct port_range *, void *), void *arg)
 {
 	struct port_range v[64];
-	size_t nv, bad;
-	const char *why;
+	size_t nv, bad, shift = 0;
+	const char *why, *text = n->str;
+	char buf[128];
 
-	if (parse_ports(n->str, v, sizeof(v) / sizeof(v[0]), &nv, &bad, &why) < 0) {
-		diag_error(x->d, lx_loc_in(n, bad), "'%s': %s", n->str, why);
+	if (cont && *cont && !strchr(text, '/') && text[0] >= '0' && text[0] <= '9') {
+		int k = snprintf(buf, sizeof(buf), "%s/%s", policy_proto_name(*cont), text);
+
+		if (k > 0 && (size_t)k < sizeof(buf)) {
+			shift = strlen(policy_proto_name(*cont)) + 1;
+			text = buf;
+		}
+	}
+	if (cont)
+		*cont = 0;
+	if (parse_ports(text, v, sizeof(v) / sizeof(v[0]), &nv, &bad, &why) < 0) {
+		diag_error(x->d, lx_loc_in(n, bad >= shift ? bad - shift : 0), "'%s': %s", n->str, why);
 		return;
 	}
 	for (size_t i = 0; i < nv; i++) {
 		v[i].loc = n->loc;
 		add(x, &v[i], arg);
 	}
+	if (cont && nv)
+		*cont = v[0].proto;
+}
+
+void lx_bare_port(struct lx *x, const struct ynode *n)
+{
+	diag_error(x->d, n->loc,
+		   "'%s' is a port without its protocol: write tcp/%s or udp/%s, or put it after a PROTO/PORT item of the same list, whose protocol it then takes ([tcp/80, %s])",
+		   n->str, n->str, n->str, n->str);
 }
 
 static void port_item(struct lx *x, const struct ynode *n, void *arg)
@@ -315,6 +346,7 @@ static void port_item(struct lx *x, const struct ynode *n, void *arg)
 
 	if (strcmp(n->str, "any") == 0) {
 		m->any = true;
+		m->cont_proto = 0;
 		return;
 	}
 	if (n->str[0] == '!') {
@@ -323,15 +355,14 @@ static void port_item(struct lx *x, const struct ynode *n, void *arg)
 			   n->str);
 		return;
 	}
-	if (strchr(n->str, '/')) {
-		lx_port_list(x, n, port_add, m);
+	if (strchr(n->str, '/') || (m->cont_proto && n->str[0] >= '0' && n->str[0] <= '9')) {
+		lx_port_list(x, n, &m->cont_proto, port_add, m);
 		return;
 	}
+	m->cont_proto = 0;
 	s = lx_find_service(x, n->str);
 	if (!s && n->str[0] >= '0' && n->str[0] <= '9') {
-		diag_error(x->d, n->loc,
-			   "'%s' is a port without its protocol: write tcp/%s or udp/%s (inside [ ] a comma separates items, so a port list there must be quoted: \"tcp/80,%s\")",
-			   n->str, n->str, n->str, n->str);
+		lx_bare_port(x, n);
 		return;
 	}
 	if (!s) {

@@ -35,7 +35,7 @@ line() { grep -E "^$1 " <<<"$out" | head -n 1; }
 t_check runner-fails [ "$rc" -ne 0 ]
 t_check good-passes grep -qE '^unit/test_good +2 passed +0 failed' <<<"$out"
 t_check noexec-fails grep -q 'FAIL unit/test_noexec: .* is not executable' <<<"$out"
-t_check unbuilt-fails grep -q 'FAIL unit/test_unbuilt: build/asan/test_unbuilt was not built' <<<"$out"
+t_check unbuilt-fails grep -Eq 'FAIL unit/test_unbuilt: (/.*/)?build/asan/test_unbuilt was not built' <<<"$out"
 t_check hang-killed grep -q 'FAIL unit/test_hang: timed out after 2 s' <<<"$out"
 t_check silent-fails grep -q 'FAIL unit/test_silent: ran no test case' <<<"$out"
 t_check exit-fails grep -q 'FAIL unit/test_exits: exited with status 3' <<<"$out"
