@@ -456,6 +456,48 @@ static void port_runs(void)
 	CHECK(strstr(b.text, "map { udplite . 1 : \"r_forward_w6\", udplite . 65400 : \"r_forward_w5\" } drop") != NULL);
 	anon_sets_bound_once(&b.t);
 	built_free(&b);
+
+	/* A range over several 64-port words that starts inside its first:
+	 * every later word is taken whole, so a port in one of them (150, in
+	 * the word 128-191) ends the run. */
+	if (build(&b, "version: 1\ninterfaces: { lan: [lan0] }\n"
+		      "hooks: { forward: { default: drop } }\noptions: { backend: nftables }\nrules:\n"
+		      "  - { name: wide, in: lan, service: tcp/100-300, action: accept }\n"
+		      "  - { name: inside, in: lan, service: tcp/150, action: accept }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	CHECK(strstr(b.text, "\t\tiifname \"lan0\" meta l4proto tcp th dport 100-300 counter name \"r_forward_wide\" accept\n"
+			     "\t\tiifname \"lan0\" meta l4proto tcp th dport 150 counter name \"r_forward_inside\" accept\n") != NULL);
+	built_free(&b);
+
+	/* Destination and source ports of two protocols: one rule per
+	 * protocol, each with only that protocol's ports. */
+	if (build(&b, "version: 1\ninterfaces: { lan: [lan0] }\n"
+		      "hooks: { forward: { default: drop } }\noptions: { backend: nftables }\nrules:\n"
+		      "  - { name: both, in: lan, service: [tcp/80, udp/53], source-service: [tcp/1000, udp/2000], action: accept }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	CHECK(strstr(b.text, "\t\tiifname \"lan0\" meta l4proto tcp th dport 80 th sport 1000 counter name \"r_forward_both\" accept\n"
+			     "\t\tiifname \"lan0\" meta l4proto udp th dport 53 th sport 2000 counter name \"r_forward_both\" accept\n") != NULL);
+	built_free(&b);
+
+	/* A port listed twice in a run of single ports (a map of single
+	 * keys, not intervals): one element, as the kernel takes no
+	 * duplicate. */
+	if (build(&b, "version: 1\ninterfaces: { lan: [lan0] }\n"
+		      "hooks: { forward: { default: drop } }\noptions: { backend: nftables }\nrules:\n"
+		      "  - { name: twice, in: lan, service: [tcp/80, tcp/80], action: accept }\n"
+		      "  - { name: other, in: lan, service: udp/53, action: accept }\n") < 0) {
+		CHECK(0);
+		built_free(&b);
+		return;
+	}
+	CHECK(strstr(b.text, "map { tcp . 80 : \"r_forward_twice\", udp . 53 : \"r_forward_other\" } accept") != NULL);
+	built_free(&b);
 }
 
 /* A set of nested prefixes keeps the outer one, whatever their order; a
