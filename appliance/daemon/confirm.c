@@ -55,6 +55,18 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
 static int write_atomic(const struct daemon *dm, const char *name, const char *data, size_t len)
 {
 	return state_write(dm, name, data, len, true);
@@ -78,6 +90,9 @@ int state_write(const struct daemon *dm, const char *name, const char *data, siz
 		r = -errno;
 	if (r)
 		unlink(tmp);
+	/* the rename itself is on disk only once the directory is */
+	if (!r && sync && (r = sync_dir(dm->state_dir)) < 0)
+		log_warn("cannot sync the state directory %s: %s", dm->state_dir, strerror(-r));
 	return r;
 }
 

@@ -27,6 +27,7 @@
 #include "lib/cleanup.h"
 #include "lib/json.h"
 #include "lib/log.h"
+#include "nft/batch.h"
 #include "nft/build.h"
 #include "nft/emit.h"
 #include "policy/syntax/parse.h"
@@ -50,16 +51,17 @@ static void save_dyn(const void *obj, FILE *f)
 	dynsets_save(obj, f);
 }
 
-static void dyn_save(struct daemon *dm)
+/* Written whole to a temporary file, synced, renamed over the old one and
+ * the directory synced: a crash at any point (of the daemon or the machine)
+ * leaves the old or the new file, and a change is answered "ok" only once
+ * it is on disk. */
+static int dyn_save(struct daemon *dm)
 {
-	/* Not synced to disk: a change's answer waits for no disk flush. A
-	 * crash of the daemon loses nothing (the file is written); a power
-	 * loss may lose the last changes. */
-	int r = state_save(dm, DYN_STATE, save_dyn, &dm->dyn, false);
+	int r = state_save(dm, DYN_STATE, save_dyn, &dm->dyn, true);
 
 	if (r < 0)
-		log_warn("cannot save the dynamic sets in %s (a restart would lose their changes): %s", dm->state_dir,
-			 strerror(-r));
+		log_warn("cannot save the dynamic sets in %s: %s", dm->state_dir, strerror(-r));
+	return r;
 }
 
 void dyn_state_load(struct daemon *dm)
@@ -399,6 +401,27 @@ static uint64_t set_size(const struct dyn_set *s)
 	return (uint64_t)s->n[0] + s->n[1];
 }
 
+/* The kernel's side of a change taken back (dyn_undo: what it added goes,
+ * what it renewed or deleted comes back as it was). BPF: the tries are made
+ * to hold the store again once it is undone (the caller's next step). */
+static void undo_kernel(struct daemon *dm, const struct dyn_set *set, const struct dyn_undo *u)
+{
+	struct diags tmp;
+	int r = 0;
+
+	diags_init(&tmp);
+	if (nft_in_force(dm)) {
+		if (u->nadded)
+			r = apply(dm, set, u->added, u->nadded, true, &tmp);
+		if (r == 0 && u->nchanged)
+			r = apply(dm, set, u->changed, u->nchanged, false, &tmp);
+		if (r < 0)
+			log_err("set '%s': a change that could not be saved could not be taken back in table inet %s: %s",
+				set->name, NFT_TABLE_NAME, tmp.n ? tmp.v[tmp.n - 1].msg : "");
+	}
+	diags_free(&tmp);
+}
+
 static int change(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f, struct diags *d)
 {
 	bool del = req->verb == CTL_SET_DEL;
@@ -423,12 +446,20 @@ static int change(struct daemon *dm, struct client *c, const struct ctl_request 
 		dynset_undo(&dm->dyn, set, &undo);
 		if (bpf_in_force(dm))
 			bpf_sync(dm);
+	} else if (r == 0 && (r = dyn_save(dm)) < 0) {
+		/* Not kept, so not done: the kernel and the store go back to
+		 * what they were, and the client is told. */
+		diag_errno(d, r, "set '%s': the change could not be saved in %s, so it was taken back", set->name,
+			   dm->state_dir);
+		undo_kernel(dm, set, &undo);
+		dynset_undo(&dm->dyn, set, &undo);
+		if (bpf_in_force(dm))
+			bpf_sync(dm);
 	}
 	dyn_undo_free(&undo);
 	free(v);
 	if (r < 0)
 		return r;
-	dyn_save(dm);
 	if (del)
 		fprintf(f, "set %s: %u deleted; %llu entries\n", set->name, n, (unsigned long long)set_size(set));
 	else
@@ -455,13 +486,30 @@ static int flush_set(struct daemon *dm, struct client *c, const struct ctl_reque
 			v[n].pfx.family = fam ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4;
 			v[n].pfx.plen = set->v[fam][j].plen;
 			memcpy(v[n].pfx.addr, set->v[fam][j].addr, 16);
+			v[n].expires = set->v[fam][j].expires;
 		}
-	r = apply(dm, set, v, n, true, d);
+	if ((r = apply(dm, set, v, n, true, d)) < 0) {
+		free(v);
+		return r;
+	}
+	dynset_flush(&dm->dyn, set);
+	if ((r = dyn_save(dm)) < 0) {
+		/* not kept, so not done: the entries come back */
+		diag_errno(d, r, "set '%s': the flush could not be saved in %s, so it was taken back", set->name,
+			   dm->state_dir);
+		struct diags tmp;
+
+		diags_init(&tmp);
+		if (dynset_add(&dm->dyn, set, v, n, &tmp, NULL, NULL, NULL) < 0 || apply(dm, set, v, n, false, &tmp) < 0)
+			log_err("set '%s': the entries of a flush that could not be saved could not all be put back: %s",
+				set->name, tmp.n ? tmp.v[tmp.n - 1].msg : "");
+		diags_free(&tmp);
+		if (bpf_in_force(dm))
+			bpf_sync(dm);
+	}
 	free(v);
 	if (r < 0)
 		return r;
-	dynset_flush(&dm->dyn, set);
-	dyn_save(dm);
 	fprintf(f, "set %s: %u deleted; 0 entries\n", set->name, n);
 	log_info("set %s flushed (control socket, uid %u): %u entries deleted", set->name, (unsigned)c->uid, n);
 	return 0;

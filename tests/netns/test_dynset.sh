@@ -236,6 +236,32 @@ t_check last-hit-never [ "$(last_hit never)" = None ]
 t_check last-hit-text grep -Eq '^forward +never .* never$' <(nfbox_ctl stats)
 t_check last-hit-metric grep -q '^nfbox_rule_last_hit_timestamp_seconds{hook="forward",rule="drop-blocked"} [1-9]' <(nfbox_ctl metrics)
 
+# ---- a change that cannot be saved is not done ----
+# The state directory refuses the temporary file (a directory stands where
+# it goes): each change is reported as failed, and neither the kernel nor
+# the store keeps it.
+mkdir "$NS_TMP/state/dynsets.tmp"
+unsaved() { # WHAT ARGS...: the change fails, saying it was taken back
+	local out
+	out=$(nfbox_ctl set "$@" 2>&1) && { echo "exit 0: $out"; return 1; }
+	grep -q "could not be saved in .*, so it was taken back" <<<"$out" || { echo "$out"; return 1; }
+}
+t_check unsaved-add-fails unsaved add blocked $C4
+t_check unsaved-add-not-enforced [ "$(probe_from $C4 $S4 7000)" = pass ]
+t_check unsaved-add-not-kept set_count_is blocked 1
+t_check unsaved-del-fails unsaved del blocked $C4B
+t_check unsaved-del-still-enforced [ "$(probe_from $C4B $S4 7000)" = drop ]
+t_check unsaved-renew-fails unsaved add blocked $C4B --timeout 1h
+t_check unsaved-renew-keeps-no-timeout grep -qx "$C4B" <(nfbox_ctl set list blocked)
+t_check unsaved-flush-fails unsaved flush blocked
+t_check unsaved-flush-still-enforced [ "$(probe_from $C4B $S4 7000)" = drop ]
+t_check unsaved-flush-kept set_count_is blocked 1
+rmdir "$NS_TMP/state/dynsets.tmp"
+t_check saved-again nfbox_ctl set add blocked $C4
+t_check saved-again-enforced [ "$(probe_from $C4 $S4 7000)" = drop ]
+t_check saved-again-on-disk grep -q "^e blocked $C4 " "$NS_TMP/state/dynsets"
+nfbox_ctl set del blocked $C4 >/dev/null 2>&1
+
 # ---- metrics carry each set's size ----
 t_check metrics-size grep -q '^nfbox_dynamic_set_entries{set="vip"} 2$' <(nfbox_ctl metrics)
 t_done
