@@ -251,6 +251,15 @@ struct nfb_dyn_val {
 	__u64 expires_ns; /* bpf_ktime_get_boot_ns() time; 0: never */
 };
 
+/* Each dynamic set's name by id, in an ARRAY of NFB_MAX_DYNSETS that the
+ * classifier never reads: pinned with the tries, so that a daemon that
+ * cannot read its saved copy of the entries can tell which set each entry
+ * of the tries belongs to. "" for an id no set has. */
+#define NFB_DYN_NAME_LEN 80
+struct nfb_dyn_name {
+	char name[NFB_DYN_NAME_LEN];
+};
+
 /*
  * Rate limits (a rule's limit:). A rule with a limit matches a packet only
  * while its bucket holds a token; a packet over the limit goes on to the

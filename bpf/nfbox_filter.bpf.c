@@ -182,6 +182,13 @@ struct {
 	__type(value, struct nfb_dyn_val);
 } nfb_dyn6 SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NFB_MAX_DYNSETS);
+	__type(key, __u32);
+	__type(value, struct nfb_dyn_name);
+} nfb_dyn_names SEC(".maps");
+
 /* The fixed counters (slots below NFB_CNT_FIRST_RULE): outside the
  * generations. Counters are per CPU and incremented without atomics, as is
  * usual for per-CPU BPF counters: a softirq interrupting a LOCAL_OUT run on

@@ -242,6 +242,8 @@ static int start(struct daemon *dm, struct diags *d)
 	engine_get_info(dm->e, &info);
 	if (info.adopted)
 		state_load_slots(dm);
+	if ((r = dyn_recover(dm, d)) < 0)
+		return r;
 	/* A change was waiting for its confirmation when the daemon before
 	 * this one stopped: the last confirmed policy comes back, not the
 	 * configured file (which may hold the unconfirmed change). */

@@ -115,6 +115,7 @@ struct daemon {
 	unsigned long long events_seen;
 	struct dynsets dyn;   /* the dynamic sets' entries (dynsets.c) */
 	bool dyn_bpf_synced;  /* the classifier's tries hold them (BPF backend in force) */
+	char dyn_unread[512]; /* why STATE/dynsets could not be read at start ("": it could, or there is none) */
 	struct httpd *httpd;  /* --metrics-listen (httpd.c), NULL if not */
 	bool journal_events;  /* verdict events to the journal (under systemd) */
 	struct lasthit *lasthit; /* the nftables backend's last hits (lasthit.c) */
@@ -203,6 +204,11 @@ int daemon_nft_apply(struct daemon *dm, const struct policy *p, struct diags *d)
  * ids (in m); dyn_after_reload after every load (r: its result); dyn_answer
  * the set-* requests; dyn_tick expires entries. */
 void dyn_state_load(struct daemon *dm);
+/* After the engine is open: when STATE/dynsets could not be read, the
+ * entries come from the pinned classifier that was enforcing them; where
+ * nothing holds them the start fails (-EIO, explained in d) unless
+ * --fresh, which starts the sets empty. */
+int dyn_recover(struct daemon *dm, struct diags *d);
 int dyn_prepare(struct daemon *dm, const struct policy *p, struct slot_map *m, struct diags *d);
 void dyn_after_reload(struct daemon *dm, int r);
 /* Once no change waits for `nfbox confirm`: the entries of sets the policy

@@ -17,10 +17,12 @@
  * has (by name); the entries of a set it drops are deleted.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/daemon_int.h"
@@ -72,29 +74,166 @@ void dyn_state_load(struct daemon *dm)
 	FILE *f;
 	int fd;
 
+	dm->dyn_unread[0] = '\0';
 	if (!dm->state_dir[0] || state_path(dm, DYN_STATE, path, sizeof(path)) < 0)
 		return;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
 		if (errno != ENOENT)
-			log_warn("cannot read %s (%s): the dynamic sets start empty", path, strerror(errno));
+			snprintf(dm->dyn_unread, sizeof(dm->dyn_unread), "%s", strerror(errno));
 		return;
 	}
 	if (files_check_trusted(fd, path, why, sizeof(why)) < 0) {
-		log_warn("%s is not used: %s; the dynamic sets start empty", path, why);
+		snprintf(dm->dyn_unread, sizeof(dm->dyn_unread), "%s", why);
 		close(fd);
 		return;
 	}
 	if (!(f = fdopen(fd, "re"))) {
+		snprintf(dm->dyn_unread, sizeof(dm->dyn_unread), "%s", strerror(errno));
 		close(fd);
 		return;
 	}
 	if (dynsets_load(&dm->dyn, f, dyn_now_ms(), &bad) < 0)
-		log_warn("%s:%u: not a dynamic-set entry; the dynamic sets start empty", path, bad);
+		snprintf(dm->dyn_unread, sizeof(dm->dyn_unread), "line %u is not a dynamic-set entry (the file is damaged)",
+			 bad);
 	fclose(f);
 	for (uint32_t i = 0; i < dm->dyn.n; i++)
 		n += dm->dyn.sets[i].n[0] + dm->dyn.sets[i].n[1];
 	if (n)
 		log_info("dynamic sets: %llu entries read back from %s", (unsigned long long)n, path);
+}
+
+/* ---- the entries taken from the kernel when the file cannot be read ---- */
+
+struct recovered {
+	struct daemon *dm;
+	FILE *f; /* the entries in the file's own format, for dynsets_load */
+	uint64_t n, orphans;
+	char names[NFB_MAX_DYNSETS][NFB_DYN_NAME_LEN];
+};
+
+static void recover_one(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires_ms, void *arg)
+{
+	struct recovered *rc = arg;
+	struct dyn_entry e = { .plen = plen, .expires = expires_ms };
+	char a[64];
+
+	if (set >= NFB_MAX_DYNSETS || !rc->names[set][0]) {
+		rc->orphans++;
+		return;
+	}
+	memcpy(e.addr, addr, fam ? 16 : 4);
+	dyn_entry_format(fam, &e, a, sizeof(a));
+	fprintf(rc->f, "e %s %s %" PRId64 "\n", rc->names[set], a, expires_ms);
+	rc->n++;
+}
+
+/* The BPF backend's tries and the names kept beside them. */
+static int recover_bpf(struct daemon *dm, uint64_t *n, struct diags *d)
+{
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_free_ struct recovered *rc = calloc(1, sizeof(*rc));
+	size_t len = 0;
+	unsigned bad = 0;
+	FILE *in;
+	int r;
+
+	if (!rc || !(rc->f = open_memstream(&buf, &len)))
+		return diag_errno(d, -ENOMEM, "dynamic sets");
+	fputs("nfbox-dynsets 1\n", rc->f);
+	for (uint16_t id = 1; id < NFB_MAX_DYNSETS; id++)
+		if (engine_dyn_name_get(dm->e, id, rc->names[id], sizeof(rc->names[id])) == 0 && rc->names[id][0])
+			fprintf(rc->f, "set %s %u\n", rc->names[id], id);
+	r = engine_dyn_walk(dm->e, recover_one, rc);
+	if (fclose(rc->f) != 0)
+		return diag_errno(d, -ENOMEM, "dynamic sets");
+	if (r < 0)
+		return diag_errno(d, r, "cannot read the dynamic sets' entries from the pinned classifier");
+	if (rc->orphans)
+		log_warn("dynamic sets: %llu entries of the pinned classifier belong to no named set and are left out",
+			 (unsigned long long)rc->orphans);
+	if (!(in = fmemopen(buf, len ? len : 1, "r")))
+		return diag_errno(d, -ENOMEM, "dynamic sets");
+	dynsets_free(&dm->dyn);
+	dynsets_init(&dm->dyn);
+	r = dynsets_load(&dm->dyn, in, dyn_now_ms(), &bad);
+	fclose(in);
+	if (r < 0)
+		return diag_fail(d, -EIO, "the dynamic sets' entries in the pinned classifier cannot be read back (entry %u)", bad);
+	*n = rc->n;
+	return 0;
+}
+
+static bool bpf_was_enforcing(struct daemon *dm)
+{
+	struct engine_info info;
+
+	if (!dm->e)
+		return false;
+	engine_get_info(dm->e, &info);
+	if (!info.adopted)
+		return false;
+	for (int h = 0; h < NFB_HOOK_MAX; h++)
+		for (int f = 0; f < NFB_FAM_MAX; f++)
+			if (info.link[h][f].fd >= 0)
+				return true;
+	return false;
+}
+
+/* The unreadable file is kept beside, for a post-mortem; the next save
+ * writes a new one. */
+static void keep_bad_file(struct daemon *dm, char *kept, size_t len)
+{
+	char path[PATH_MAX];
+
+	kept[0] = '\0';
+	if (state_path(dm, DYN_STATE, path, sizeof(path)) < 0)
+		return;
+	snprintf(kept, len, "%s.bad-%lld", path, (long long)time(NULL));
+	if (rename(path, kept) < 0)
+		snprintf(kept, len, "%s (not renamed: %s)", path, strerror(errno));
+}
+
+int dyn_recover(struct daemon *dm, struct diags *d)
+{
+	char path[PATH_MAX], kept[PATH_MAX + 64];
+	uint64_t n = 0;
+	int r;
+
+	if (!dm->dyn_unread[0])
+		return 0;
+	state_path(dm, DYN_STATE, path, sizeof(path));
+	if (dm->opts->fresh) {
+		dynsets_free(&dm->dyn);
+		dynsets_init(&dm->dyn);
+		keep_bad_file(dm, kept, sizeof(kept));
+		log_warn("%s cannot be read (%s): --fresh, so the dynamic sets start empty; the file is kept as %s", path,
+			 dm->dyn_unread, kept);
+		return 0;
+	}
+	if (bpf_was_enforcing(dm)) {
+		if ((r = recover_bpf(dm, &n, d)) < 0)
+			return r;
+		keep_bad_file(dm, kept, sizeof(kept));
+		log_warn("%s cannot be read (%s): the dynamic sets' %llu entries were taken from the pinned classifier, which enforced them; the file is kept as %s",
+			 path, dm->dyn_unread, (unsigned long long)n, kept);
+		return 0;
+	}
+	return diag_fail(d, -EIO,
+			 "%s cannot be read (%s), and no pinned classifier holds the dynamic sets' entries: starting would lose every entry added at run time (a blocklist fed by fail2ban or CrowdSec would stop blocking). Repair or remove the file, or start with --fresh to start the sets empty",
+			 path, dm->dyn_unread);
+}
+
+/* The names of the dynamic sets beside the BPF tries (bpf/nfbox.h). */
+static void bpf_names(struct daemon *dm)
+{
+	for (uint16_t id = 1; id < NFB_MAX_DYNSETS; id++) {
+		const char *name = "";
+
+		for (uint32_t i = 0; i < dm->dyn.n; i++)
+			if (dm->dyn.sets[i].id == id)
+				name = dm->dyn.sets[i].name;
+		engine_dyn_name_set(dm->e, id, name); /* "" too: no stale name of an adopted state stays */
+	}
 }
 
 int dyn_prepare(struct daemon *dm, const struct policy *p, struct slot_map *m, struct diags *d)
@@ -148,6 +287,8 @@ static void bpf_sync(struct daemon *dm)
 {
 	int r = engine_dyn_prune(dm->e, in_store, &dm->dyn);
 
+	bpf_names(dm);
+
 	if (r >= 0)
 		r = bpf_put_all(dm);
 	if (r < 0)
@@ -185,6 +326,8 @@ void dyn_after_reload(struct daemon *dm, int r)
 		dm->dyn_bpf_synced = false; /* the tries are not kept up to date meanwhile */
 	else if (!dm->dyn_bpf_synced || gone)
 		bpf_sync(dm);
+	else
+		bpf_names(dm); /* a set the reload added */
 	dyn_save(dm);
 }
 

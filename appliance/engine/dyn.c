@@ -2,6 +2,7 @@
 /* Engine: the dynamic sets' tries (bpf/nfbox.h, "Dynamic sets"). */
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -99,4 +100,65 @@ int engine_dyn_prune(struct engine *e,
 		went += r;
 	}
 	return went;
+}
+
+int engine_dyn_name_set(struct engine *e, uint16_t id, const char *name)
+{
+	struct nfb_dyn_name v = { 0 };
+	uint32_t k = id;
+
+	if (!e)
+		return -ENODEV;
+	if (name && strlen(name) >= sizeof(v.name))
+		return -ENAMETOOLONG;
+	if (name)
+		strcpy(v.name, name);
+	return bpf_map_update_elem(e->map_fd[EM_DYN_NAMES], &k, &v, BPF_ANY) < 0 ? -errno : 0;
+}
+
+int engine_dyn_name_get(struct engine *e, uint16_t id, char *buf, size_t len)
+{
+	struct nfb_dyn_name v;
+	uint32_t k = id;
+
+	if (!e)
+		return -ENODEV;
+	if (bpf_map_lookup_elem(e->map_fd[EM_DYN_NAMES], &k, &v) < 0)
+		return -errno;
+	v.name[sizeof(v.name) - 1] = '\0';
+	snprintf(buf, len, "%s", v.name);
+	return 0;
+}
+
+int engine_dyn_walk(struct engine *e,
+		    void (*fn)(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires_ms, void *arg),
+		    void *arg)
+{
+	int64_t boot = ns_of(CLOCK_BOOTTIME), real = ns_of(CLOCK_REALTIME);
+
+	if (!e)
+		return -ENODEV;
+	for (int fam = 0; fam < 2; fam++) {
+		int fd = e->map_fd[fam ? EM_DYN6 : EM_DYN4];
+		union dyn_key k, next;
+		struct nfb_dyn_val v;
+		void *prev = NULL;
+
+		while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+			const uint8_t *set = fam ? next.k6.set : next.k4.set;
+			uint32_t plen = (fam ? next.k6.prefixlen : next.k4.prefixlen) - 16;
+
+			k = next;
+			prev = &k;
+			if (bpf_map_lookup_elem(fd, &k, &v) < 0)
+				continue; /* gone meanwhile */
+			if (v.expires_ns && (int64_t)v.expires_ns <= boot)
+				continue; /* expired: no member */
+			fn((uint16_t)(set[0] << 8 | set[1]), fam, fam ? next.k6.addr : next.k4.addr, (uint8_t)plen,
+			   v.expires_ns ? (real + ((int64_t)v.expires_ns - boot)) / 1000000 : 0, arg);
+		}
+		if (errno != ENOENT)
+			return -errno;
+	}
+	return 0;
 }

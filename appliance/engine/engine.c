@@ -25,6 +25,7 @@ static const char *const map_names[EM_COUNT] = {
 	[EM_BLOB] = "nfb_blob",     [EM_COUNTERS] = "nfb_counters", [EM_METER] = "nfb_meter",
 	[EM_FIXED] = "nfb_fixed",   [EM_EVENTS] = "nfb_events",   [EM_LOG_BUCKET] = "nfb_log_bucket",
 	[EM_REJECTS] = "nfb_rejects", [EM_DYN4] = "nfb_dyn4",     [EM_DYN6] = "nfb_dyn6",
+	[EM_DYN_NAMES] = "nfb_dyn_names",
 };
 
 /* nfbox's hook and family numbers are the policy's (names written once, in

@@ -122,6 +122,15 @@ int engine_limit_over(struct engine *e, uint32_t slot, uint64_t *over);
  * was not there). */
 int engine_dyn_put(struct engine *e, uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires);
 int engine_dyn_del(struct engine *e, uint16_t set, int fam, const uint8_t *addr, uint8_t plen);
+/* The name of dynamic set id ("" or NULL: no set has the id), kept with
+ * the tries; engine_dyn_name_get reads it back ("" if none). */
+int engine_dyn_name_set(struct engine *e, uint16_t id, const char *name);
+int engine_dyn_name_get(struct engine *e, uint16_t id, char *buf, size_t len);
+/* Every entry of the tries not expired yet, with its expiry as
+ * CLOCK_REALTIME milliseconds (0: never). 0, or -errno. */
+int engine_dyn_walk(struct engine *e,
+		    void (*fn)(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires_ms, void *arg),
+		    void *arg);
 /* Delete every entry for which keep() says false (pinned entries a new
  * daemon does not know). Returns how many went, or -errno. */
 int engine_dyn_prune(struct engine *e,

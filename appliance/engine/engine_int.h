@@ -16,7 +16,7 @@
  *    (nfb_counters, nfb_fixed), port pages, rule_base, nfb_meter an outer.
  * 9: address ranges (nfb_addr4, nfb_addr6 arrays, nfb_hook_cfg.range)
  *    instead of LPM tries; a vector's R[0] holds its top summary. */
-#define NFB_ABI_VERSION 9
+#define NFB_ABI_VERSION 10
 
 enum engine_map {
 	EM_CTL,
@@ -37,6 +37,7 @@ enum engine_map {
 	EM_REJECTS,
 	EM_DYN4,
 	EM_DYN6,
+	EM_DYN_NAMES,
 	EM_COUNT,
 };
 
