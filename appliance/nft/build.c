@@ -3,6 +3,7 @@
 #include "nft/build.h"
 
 #include "dynset/dynset.h"
+#include "lib/plant.h"
 #include "nft/batch.h"
 
 /* glibc's <netinet/in.h> before the kernel's headers, so they step aside. */
@@ -293,20 +294,6 @@ static const struct nfr_set *dyn_set_for(struct ctx *c, const struct addr_set *p
 	}
 	return s; /* sorted and apart already: not normalized (each element keeps its timeout) */
 }
-
-/* A bug planted on purpose, for the differential test's positive control
- * (tests/netns/test_backend_diff.sh): only in the test build (the Makefile
- * defines NFBOX_TEST_PLANT for the sanitizer build), never in nfbox. */
-#ifdef NFBOX_TEST_PLANT
-static bool planted(const char *bug)
-{
-	const char *e = getenv("NFBOX_TEST_PLANT");
-
-	return e && !strcmp(e, bug);
-}
-#else
-#define planted(bug) false
-#endif
 
 static void match_addrs(struct ctx *c, struct nfr_rule *r, const struct addr_match *am, uint8_t dir, uint8_t fam)
 {
