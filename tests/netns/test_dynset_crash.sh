@@ -1,6 +1,6 @@
 #!/bin/bash
 # An acknowledged change is never lost: a client adds 100,000 prefixes to a
-# dynamic set in batches of 1,000 while the daemon is killed (SIGKILL) at
+# dynamic set in batches of 4,000 while the daemon is killed (SIGKILL) at
 # random moments, within a request or between two; after each kill a new
 # daemon adopts the pinned state and the client sends again what was not
 # acknowledged. At the end every prefix of an acknowledged batch is in the
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
 . tests/lib/netns.sh
 NET=$PWD/tests/lib/net.py
-BATCHES=${NFBOX_CRASH_BATCHES:-100} PER=1000 KILLS=${NFBOX_CRASH_KILLS:-8}
+BATCHES=${NFBOX_CRASH_BATCHES:-25} PER=4000 KILLS=${NFBOX_CRASH_KILLS:-6}
 SEED=${NFBOX_CRASH_SEED:-$$}
 echo "# seed $SEED (NFBOX_CRASH_SEED to repeat)"
 RANDOM=$SEED
@@ -30,8 +30,8 @@ rules:
 YAML
 nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 
-# Batch b holds the /64 prefixes 2001:db8:X:Y::/64 numbered b*1000 ..
-# b*1000+999; number 65536 is 2001:db8:1::/64, the client's own network.
+# Batch b holds the /64 prefixes 2001:db8:X:Y::/64 numbered b*4000 ..
+# b*4000+3999; number 65536 is 2001:db8:1::/64, the client's own network.
 mkdir -p "$NS_TMP/b"
 /usr/bin/python3 - "$NS_TMP/b" "$BATCHES" "$PER" <<'PY'
 import ipaddress, sys
@@ -126,7 +126,7 @@ t_check client-network-passes-when-deleted [ "$(probe)" = pass ]
 # (NFBOX_TEST_PLANT=dyn-no-save, compiled into the test build only) must
 # fail this test, killed at a moment of our choosing.
 if "$NFBOX" --version >/dev/null 2>&1 && [ "$NFBOX" != "${NFBOX_BIN_RELEASE:-}" ]; then
-	if NFBOX_TEST_PLANT=dyn-no-save NFBOX_CRASH_CONTROL=1 NFBOX_CRASH_BATCHES=24 NFBOX_CRASH_KILLS=8 \
+	if NFBOX_TEST_PLANT=dyn-no-save NFBOX_CRASH_CONTROL=1 NFBOX_CRASH_BATCHES=6 NFBOX_CRASH_KILLS=3 \
 		NS_PREFIX=${NS_PREFIX}p "$0" >"$NS_TMP/control.out" 2>&1; then
 		t_fail planted-no-save-caught "a daemon that does not save what it acknowledges passed: $(tail -n 3 "$NS_TMP/control.out")"
 	else
