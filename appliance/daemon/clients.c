@@ -32,6 +32,15 @@
 #define CLIENT_WRITE_SECS 30
 #define CLIENT_MAX_REPLY (64u << 20)   /* a reply larger than this is an error */
 #define CLIENT_FOLLOW_BYTES (1u << 20) /* events queued for one `nfbox log` */
+/* Shares of the DAEMON_MAX_CLIENTS slots, so that no client class can lock
+ * out another: slots only root may take (its reloads, bans and stops
+ * always get in), the connections one other uid may hold, and the log
+ * followers of one uid (root's too: a runaway monitoring script). */
+#define CLIENT_ROOT_SLOTS 16
+#define CLIENT_PER_UID 16
+#define CLIENT_FOLLOW_PER_UID 8
+_Static_assert(CLIENT_ROOT_SLOTS + CLIENT_PER_UID <= DAEMON_MAX_CLIENTS && CLIENT_FOLLOW_PER_UID < CLIENT_ROOT_SLOTS,
+	       "root keeps slots beyond any one other uid's share and its own followers");
 
 /* ---- output ---- */
 
@@ -46,6 +55,16 @@ static void want_write(struct daemon *dm, struct client *c, bool on)
 static size_t pending(const struct client *c)
 {
 	return c->out_len - c->out_off;
+}
+
+/* Connections (or, follow_only, log followers) uid holds now. */
+static int held_by(const struct daemon *dm, uid_t uid, bool follow_only)
+{
+	int n = 0;
+
+	for (int i = 0; i < dm->nclients; i++)
+		n += dm->clients[i]->uid == uid && !dm->clients[i]->dead && (!follow_only || dm->clients[i]->follow);
+	return n;
 }
 
 /* Append to the client's output; false when it does not fit its bound. */
@@ -364,6 +383,15 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 		return;
 	}
 	if (req->verb == CTL_LOG) {
+		if (held_by(dm, c->uid, true) >= CLIENT_FOLLOW_PER_UID) {
+			char why[160];
+
+			snprintf(why, sizeof(why),
+				 CTL_REPLY_ERROR "busy: uid %u already follows the log %d times (the limit); stop one of them\n",
+				 (unsigned)c->uid, CLIENT_FOLLOW_PER_UID);
+			reply_str(dm, c, why);
+			return;
+		}
 		c->follow = true;
 		c->since = time(NULL);
 		queue(c, CTL_REPLY_OK, strlen(CTL_REPLY_OK), CLIENT_FOLLOW_BYTES);
@@ -506,26 +534,49 @@ static void turn_away(int fd, const char *why)
 	close(fd);
 }
 
+/* Why a client with these credentials gets no slot now, or NULL. Root may
+ * take every slot; anyone else none of the last CLIENT_ROOT_SLOTS, and no
+ * more than CLIENT_PER_UID at once. */
+static const char *no_slot(const struct daemon *dm, const struct client *c, char *buf, size_t len)
+{
+	if (dm->nclients == DAEMON_MAX_CLIENTS)
+		return CTL_REPLY_ERROR "busy: every control connection is taken; try again in a few seconds\n";
+	if (c->root)
+		return NULL;
+	if (dm->nclients >= DAEMON_MAX_CLIENTS - CLIENT_ROOT_SLOTS)
+		return CTL_REPLY_ERROR "busy: the control connections left are kept for root; try again in a few seconds\n";
+	if (held_by(dm, c->uid, false) >= CLIENT_PER_UID) {
+		snprintf(buf, len, CTL_REPLY_ERROR "busy: uid %u holds %d control connections, its share; close one\n",
+			 (unsigned)c->uid, CLIENT_PER_UID);
+		return buf;
+	}
+	return NULL;
+}
+
 static void on_listener(struct daemon *dm, struct handler *h, uint32_t events)
 {
 	int fd = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	static uint64_t serial;
+	const char *why;
+	char buf[160];
 	struct client *c;
 
+	(void)h;
+	(void)events;
 	if (fd < 0)
 		return;
-	if (dm->nclients == DAEMON_MAX_CLIENTS) {
-		turn_away(fd, CTL_REPLY_ERROR "busy: every control connection is taken; try again in a few seconds\n");
-		return;
-	}
 	if (!(c = calloc(1, sizeof(*c)))) {
 		close(fd);
 		return;
 	}
-	static uint64_t serial;
-
 	*c = (struct client){ .h = { .fd = fd, .fn = on_client }, .fd_passed = -1, .since = time(NULL), .serial = ++serial };
-	if (!credentials(dm, c)) {
-		turn_away(fd, CTL_REPLY_ERROR "permission denied: only root and the socket group may use the control socket\n");
+	/* Who it is first: its share of the slots depends on it. */
+	if (!credentials(dm, c))
+		why = CTL_REPLY_ERROR "permission denied: only root and the socket group may use the control socket\n";
+	else
+		why = no_slot(dm, c, buf, sizeof(buf));
+	if (why) {
+		turn_away(fd, why);
 		free(c);
 		return;
 	}

@@ -14,6 +14,8 @@ prints one result line; every wait is bounded.
                                then read for SECS: "events N missed M"
   silent SOCK SECONDS          connect, ask nothing, read for SECONDS (or
                                until closed): "got N" and what came
+  last SOCK N TEXT             open N connections at once, send TEXT on each,
+                               print what the last one is told (a second)
 """
 import os
 import socket
@@ -126,10 +128,24 @@ def silent(path, seconds):
     print("got %d %r" % (len(got), got[:200]))
 
 
+def last(path, n, text):
+    conns = []
+    for _ in range(int(n)):
+        s = connect(path)
+        s.sendall(text.encode())
+        conns.append(s)
+    time.sleep(0.3)
+    conns[-1].settimeout(1)
+    try:
+        print(conns[-1].recv(200).decode(errors="replace"))
+    except OSError as e:
+        print("nothing: %s" % e)
+
+
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     {"hold": hold, "stuck": stuck, "fake": fake, "follow-slow": follow_slow,
-     "silent": silent}[cmd](*args)
+     "silent": silent, "last": last}[cmd](*args)
 
 
 if __name__ == "__main__":

@@ -118,6 +118,44 @@ out=$(as_stranger "$PUB/nfbox" status --socket "$SOCK" 2>&1)
 [ $? = 1 ] && echo "$out" | grep -qi "permission denied" && t_ok stranger-refused || t_fail stranger-refused "$out"
 setpriv --reuid=65533 --regid=65533 --groups=65534 "$PUB/nfbox" status --socket "$SOCK" >/dev/null 2>&1 &&
 	t_ok supplementary-group-may-read || t_fail supplementary-group-may-read "a member through its supplementary groups was refused"
+
+# ---- one client class cannot lock out another ----
+# A member of the socket group opens 64 log followers and 64 half-requests
+# at once (and so does a runaway script of root's, 64 followers): root's
+# status, set add and reload still answer within a second each. The
+# member gets its share (16 connections, 8 of them followers), root
+# keeps the last 16 slots, and each extra is told why.
+as_nobody /usr/bin/python3 "$CTL" hold "$SOCK" 64 $'log\n' 8 >"$NS_TMP/hold-f" 2>&1 &
+hf=$!
+as_nobody /usr/bin/python3 "$CTL" hold "$SOCK" 64 "sta" 8 >"$NS_TMP/hold-h" 2>&1 &
+hh=$!
+/usr/bin/python3 "$CTL" hold "$SOCK" 64 $'log\n' 8 >"$NS_TMP/hold-r" 2>&1 &
+hr=$!
+wait_until 5 grep -q '^holding' "$NS_TMP/hold-f" && wait_until 5 grep -q '^holding' "$NS_TMP/hold-h" &&
+	wait_until 5 grep -q '^holding' "$NS_TMP/hold-r" || t_fail lockout-setup "the holders did not connect"
+timed() { # NAME COMMAND...: ok if it succeeds within 1 s
+	local t0 rc ms out
+	t0=$(date +%s%N)
+	out=$("${@:2}" 2>&1)
+	rc=$?
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	[ $rc = 0 ] && [ $ms -lt 1000 ] && t_ok "$1 (${ms} ms)" || t_fail "$1" "rc $rc after ${ms} ms: $out"
+}
+timed root-status-while-locked-out ctl status
+timed root-set-add-while-locked-out ctl set add x 192.0.2.77
+timed root-reload-while-locked-out ctl reload
+timed root-set-del-while-locked-out ctl set del x 192.0.2.77
+wait $hf $hh $hr
+held() { awk '/^busy/ { print $2 }' "$1"; }
+t_check member-extra-followers-told-busy [ "$(held "$NS_TMP/hold-f")" -ge 56 ]
+t_check root-extra-followers-told-busy [ "$(held "$NS_TMP/hold-r")" -ge 56 ]
+out=$(/usr/bin/python3 "$CTL" last "$SOCK" 9 $'log\n' 2>&1)
+t_check follower-limit-says-why grep -q "busy: uid 0 already follows the log 8 times" <<<"$out"
+# (the holders' connections gone: the member gets in again)
+wait_until 3 as_nobody "$PUB/nfbox" status --socket "$SOCK" || t_fail member-back "$(as_nobody "$PUB/nfbox" status --socket "$SOCK" 2>&1)"
+out=$(as_nobody /usr/bin/python3 "$CTL" last "$SOCK" 20 "sta" 2>&1)
+grep -q "busy: uid 65534 holds 16 control connections, its share" <<<"$out" && t_ok member-share-says-why ||
+	t_fail member-share-says-why "the 20th connection of the member got: $out"
 # Even if the socket file let anyone connect, the daemon asks who it is.
 chmod 666 "$SOCK"
 out=$(as_stranger "$PUB/nfbox" status --socket "$SOCK" 2>&1)
