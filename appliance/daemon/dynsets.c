@@ -32,12 +32,17 @@
 #include "lib/plant.h"
 #include "nft/batch.h"
 #include "nft/build.h"
+#include "nft/dynread.h"
 #include "nft/emit.h"
 #include "policy/syntax/parse.h"
 #include "system/files.h"
 
 #define DYN_STATE "dynsets"
 #define DYN_MAX_INPUT (256u << 20) /* bytes of prefixes in one request */
+/* The kernel's timeout is a second longer than the store's expiry: the
+ * store lets an entry go first, so a delete or renewal never meets an
+ * element the kernel already dropped. */
+#define NFT_TIMEOUT_MARGIN_MS 1000
 
 static bool bpf_in_force(const struct daemon *dm)
 {
@@ -108,7 +113,8 @@ void dyn_state_load(struct daemon *dm)
 
 struct recovered {
 	struct daemon *dm;
-	FILE *f; /* the entries in the file's own format, for dynsets_load */
+	FILE *f;    /* the entries in the file's own format, for dynsets_load */
+	FILE *sets; /* nftables: the set lines, found as the entries come */
 	uint64_t n, orphans;
 	char names[NFB_MAX_DYNSETS][NFB_DYN_NAME_LEN];
 };
@@ -129,14 +135,31 @@ static void recover_one(uint16_t set, int fam, const uint8_t *addr, uint8_t plen
 	rc->n++;
 }
 
+/* The store made to hold the entries of text (the saved file's format),
+ * read from where. */
+static int store_from_text(struct daemon *dm, char *text, size_t len, const char *where, struct diags *d)
+{
+	unsigned bad = 0;
+	FILE *in = fmemopen(text, len ? len : 1, "r");
+	int r;
+
+	if (!in)
+		return diag_errno(d, -ENOMEM, "dynamic sets");
+	dynsets_free(&dm->dyn);
+	dynsets_init(&dm->dyn);
+	r = dynsets_load(&dm->dyn, in, dyn_now_ms(), &bad);
+	fclose(in);
+	if (r < 0)
+		return diag_fail(d, -EIO, "the dynamic sets' entries in %s cannot be read back (entry %u)", where, bad);
+	return 0;
+}
+
 /* The BPF backend's tries and the names kept beside them. */
 static int recover_bpf(struct daemon *dm, uint64_t *n, struct diags *d)
 {
 	_cleanup_free_ char *buf = NULL;
 	_cleanup_free_ struct recovered *rc = calloc(1, sizeof(*rc));
 	size_t len = 0;
-	unsigned bad = 0;
-	FILE *in;
 	int r;
 
 	if (!rc || !(rc->f = open_memstream(&buf, &len)))
@@ -153,14 +176,73 @@ static int recover_bpf(struct daemon *dm, uint64_t *n, struct diags *d)
 	if (rc->orphans)
 		log_warn("dynamic sets: %llu entries of the pinned classifier belong to no named set and are left out",
 			 (unsigned long long)rc->orphans);
-	if (!(in = fmemopen(buf, len ? len : 1, "r")))
+	if ((r = store_from_text(dm, buf, len, "the pinned classifier", d)) < 0)
+		return r;
+	*n = rc->n;
+	return 0;
+}
+
+/* The nftables backend's sets d_NAME_4 and d_NAME_6, as the table that
+ * outlived the daemon holds them: each set gets an id here (ids matter to
+ * the BPF backend only). */
+static void recover_nft_one(const char *set, int fam, const uint8_t *addr, uint8_t plen, int64_t left_ms, void *arg)
+{
+	struct recovered *rc = arg;
+	size_t len = strlen(set);
+	char name[NFB_DYN_NAME_LEN];
+	uint16_t id;
+
+	if (len < 5 || len - 4 >= sizeof(name)) {
+		rc->orphans++;
+		return;
+	}
+	memcpy(name, set + 2, len - 4); /* d_NAME_4 */
+	name[len - 4] = '\0';
+	for (id = 1; id < NFB_MAX_DYNSETS && rc->names[id][0] && strcmp(rc->names[id], name); id++)
+		;
+	if (id == NFB_MAX_DYNSETS) {
+		rc->orphans++;
+		return;
+	}
+	if (!rc->names[id][0]) {
+		snprintf(rc->names[id], sizeof(rc->names[id]), "%s", name);
+		fprintf(rc->sets, "set %s %u\n", name, id);
+	}
+	/* the kernel's timeout runs NFT_TIMEOUT_MARGIN_MS past the store's */
+	recover_one(id, fam, addr, plen,
+		    left_ms ? dyn_now_ms() + (left_ms > NFT_TIMEOUT_MARGIN_MS ? left_ms - NFT_TIMEOUT_MARGIN_MS : 1) : 0, rc);
+}
+
+static int recover_nft(struct daemon *dm, uint64_t *n, bool *found, struct diags *d)
+{
+	_cleanup_free_ char *ebuf = NULL, *sbuf = NULL, *all = NULL;
+	_cleanup_free_ struct recovered *rc = calloc(1, sizeof(*rc));
+	size_t elen = 0, slen = 0;
+	struct nft_dyn_read rd = { .fn = recover_nft_one };
+	int r;
+
+	*found = false;
+	if (!rc || !(rc->f = open_memstream(&ebuf, &elen)) || !(rc->sets = open_memstream(&sbuf, &slen))) {
+		if (rc && rc->f)
+			fclose(rc->f);
 		return diag_errno(d, -ENOMEM, "dynamic sets");
-	dynsets_free(&dm->dyn);
-	dynsets_init(&dm->dyn);
-	r = dynsets_load(&dm->dyn, in, dyn_now_ms(), &bad);
-	fclose(in);
+	}
+	rd.arg = rc;
+	r = nft_dyn_read(&rd);
+	if (fclose(rc->f) != 0 || fclose(rc->sets) != 0)
+		return diag_errno(d, -ENOMEM, "dynamic sets");
+	if (r == -ENOENT || (r == 0 && !rd.sets))
+		return 0; /* no table, or one without dynamic sets: not the nftables backend's */
 	if (r < 0)
-		return diag_fail(d, -EIO, "the dynamic sets' entries in the pinned classifier cannot be read back (entry %u)", bad);
+		return diag_errno(d, r, "cannot read the dynamic sets' entries from table inet %s", NFT_TABLE_NAME);
+	*found = true;
+	if (rc->orphans || rd.odd)
+		log_warn("dynamic sets: %llu elements of table inet %s are no entry nfbox made and are left out",
+			 (unsigned long long)(rc->orphans + rd.odd), NFT_TABLE_NAME);
+	if (asprintf(&all, "nfbox-dynsets 1\n%s%s", sbuf ? sbuf : "", ebuf ? ebuf : "") < 0)
+		return diag_errno(d, -ENOMEM, "dynamic sets");
+	if ((r = store_from_text(dm, all, strlen(all), "table inet " NFT_TABLE_NAME, d)) < 0)
+		return r;
 	*n = rc->n;
 	return 0;
 }
@@ -199,6 +281,7 @@ int dyn_recover(struct daemon *dm, struct diags *d)
 {
 	char path[PATH_MAX], kept[PATH_MAX + 64];
 	uint64_t n = 0;
+	bool found;
 	int r;
 
 	if (!dm->dyn_unread[0])
@@ -220,8 +303,16 @@ int dyn_recover(struct daemon *dm, struct diags *d)
 			 path, dm->dyn_unread, (unsigned long long)n, kept);
 		return 0;
 	}
+	if ((r = recover_nft(dm, &n, &found, d)) < 0)
+		return r;
+	if (found) {
+		keep_bad_file(dm, kept, sizeof(kept));
+		log_warn("%s cannot be read (%s): the dynamic sets' %llu entries were taken from table inet %s, which enforced them; the file is kept as %s",
+			 path, dm->dyn_unread, (unsigned long long)n, NFT_TABLE_NAME, kept);
+		return 0;
+	}
 	return diag_fail(d, -EIO,
-			 "%s cannot be read (%s), and no pinned classifier holds the dynamic sets' entries: starting would lose every entry added at run time (a blocklist fed by fail2ban or CrowdSec would stop blocking). Repair or remove the file, or start with --fresh to start the sets empty",
+			 "%s cannot be read (%s), and neither a pinned classifier nor table inet nfbox holds the dynamic sets' entries: starting would lose every entry added at run time (a blocklist fed by fail2ban or CrowdSec would stop blocking). Repair or remove the file, or start with --fresh to start the sets empty",
 			 path, dm->dyn_unread);
 }
 
@@ -364,10 +455,6 @@ static int apply_bpf(struct daemon *dm, const struct dyn_set *set, const struct 
 	return 0;
 }
 
-/* The kernel's timeout is a second longer than the store's expiry: the
- * store lets an entry go first, so a delete or renewal never meets an
- * element the kernel already dropped. */
-#define NFT_TIMEOUT_MARGIN_MS 1000
 
 static int apply_nft(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
 		     struct diags *d)

@@ -207,6 +207,22 @@ static bool adjacent(const uint8_t *a, const uint8_t *b, uint32_t len)
 	return i >= 0 && !memcmp(n, b, len);
 }
 
+/* lo..hi as a prefix if it is one: its length, else -1. */
+int nfr_prefix_len(const uint8_t *lo, const uint8_t *hi, unsigned bits)
+{
+	unsigned n = 0;
+
+	while (n < bits && ((lo[n / 8] ^ hi[n / 8]) & (0x80 >> (n % 8))) == 0)
+		n++;
+	for (unsigned i = n; i < bits; i++) {
+		uint8_t m = (uint8_t)(0x80 >> (i % 8));
+
+		if ((lo[i / 8] & m) || !(hi[i / 8] & m))
+			return -1;
+	}
+	return (int)n;
+}
+
 void nfr_set_normalize(struct nfr_set *s)
 {
 	uint32_t len = nfr_key_len(s->key), out = 0;

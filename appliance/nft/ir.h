@@ -189,6 +189,8 @@ void nfr_set_add(struct nfr_table *t, struct nfr_set *s, const uint8_t *lo, cons
  * kernel; in a map only elements with the same data are merged); other
  * sets: one element per key. */
 void nfr_set_normalize(struct nfr_set *s);
+/* lo..hi (keys of bits bits) as a prefix if it is one: its length, else -1. */
+int nfr_prefix_len(const uint8_t *lo, const uint8_t *hi, unsigned bits);
 /* Forget s, which must be the last set made (one value needs no set). */
 void nfr_set_drop(struct nfr_table *t, struct nfr_set *s);
 /* Forget the anonymous sets no rule uses (made for a rule that turned out

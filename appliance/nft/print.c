@@ -38,22 +38,6 @@ static unsigned key_bits(enum nfr_key k)
 	return k == NFR_KEY_IPV4 ? 32 : 128;
 }
 
-/* lo..hi as a prefix if it is one: its length, else -1. */
-static int prefix_len(const uint8_t *lo, const uint8_t *hi, unsigned bits)
-{
-	unsigned n = 0;
-
-	while (n < bits && ((lo[n / 8] ^ hi[n / 8]) & (0x80 >> (n % 8))) == 0)
-		n++;
-	for (unsigned i = n; i < bits; i++) {
-		uint8_t m = (uint8_t)(0x80 >> (i % 8));
-
-		if ((lo[i / 8] & m) || !(hi[i / 8] & m))
-			return -1;
-	}
-	return (int)n;
-}
-
 static void print_addr(const uint8_t *a, enum nfr_key k, FILE *f)
 {
 	char buf[INET6_ADDRSTRLEN];
@@ -81,7 +65,7 @@ static void print_elem(const struct nfr_table *t, const struct nfr_set *s, const
 		print_addr(e->lo, s->key, f);
 		if (!s->interval || !memcmp(e->lo, e->hi, s->key == NFR_KEY_IPV4 ? 4 : 16))
 			break;
-		if ((plen = prefix_len(e->lo, e->hi, key_bits(s->key))) >= 0) {
+		if ((plen = nfr_prefix_len(e->lo, e->hi, key_bits(s->key))) >= 0) {
 			fprintf(f, "/%d", plen);
 			break;
 		}

@@ -266,11 +266,11 @@ nfbox_ctl set del blocked $C4 >/dev/null 2>&1
 t_check metrics-size grep -q '^nfbox_dynamic_set_entries{set="vip"} 2$' <(nfbox_ctl metrics)
 
 # ---- a saved file that cannot be read loses nothing ----
-# Damaged or untrusted, STATE/dynsets is not used. The BPF backend's pinned
-# tries, adopted anyway, give the entries back (with the set names kept
-# beside them); where nothing holds them (the nftables backend; a BPF
-# state that was detached) the start fails, saying what would be lost,
-# unless --fresh.
+# Damaged or untrusted, STATE/dynsets is not used. What was enforcing them,
+# adopted anyway, gives the entries back: the BPF backend's pinned tries
+# (with the set names kept beside them), or the nftables backend's table
+# that outlived the daemon. Where nothing holds them (the state detached
+# by a stop) the start fails, saying what would be lost, unless --fresh.
 entries() { { nfbox_ctl set list blocked; nfbox_ctl set list vip; } | grep -v '^set ' | sed 's/\texpires.*//' | sort; }
 kill9() {
 	kill -9 "$NFBOX_PID"
@@ -281,38 +281,38 @@ refused_start() { # the start fails and says why
 	nfbox_start "$NS_TMP/policy.yaml" 2>/dev/null && return 1
 	wait "$NFBOX_PID" 2>/dev/null
 	NFBOX_PID=
-	grep -q "dynsets cannot be read .*no pinned classifier holds the dynamic sets' entries.*--fresh" "$NS_TMP/nfbox.err" ||
+	grep -q "dynsets cannot be read .*neither a pinned classifier nor table inet nfbox holds the dynamic sets' entries.*--fresh" "$NS_TMP/nfbox.err" ||
 		{ cat "$NS_TMP/nfbox.err"; return 1; }
 }
+source_is='the pinned classifier'
+bpf_backend || source_is='table inet nfbox'
+nfbox_ctl set add vip 192.0.2.200 --timeout 1h >/dev/null
 before=$(entries)
 kill9
 echo "e blocked not-an-address 0" >>"$NS_TMP/state/dynsets"
-if bpf_backend; then
-	if nfbox_start "$NS_TMP/policy.yaml"; then
-		t_check damaged-taken-from-kernel grep -q "dynsets cannot be read (line [0-9]* is not a dynamic-set entry (the file is damaged)): the dynamic sets' 3 entries were taken from the pinned classifier" "$NS_TMP/nfbox.err"
-		t_check damaged-same-entries [ "$(entries)" = "$before" ]
-		t_check damaged-still-enforced [ "$(probe_from $C4B $S4 7000)" = drop ]
-		t_check damaged-file-kept compgen -G "$NS_TMP/state/dynsets.bad-*"
-		t_check damaged-file-saved-again grep -q "^e blocked $C4B " "$NS_TMP/state/dynsets"
-	else
-		t_fail damaged-start "$(cat "$NS_TMP/nfbox.err")"
-	fi
-	kill9
-	chmod g+w "$NS_TMP/state/dynsets"
-	if nfbox_start "$NS_TMP/policy.yaml"; then
-		t_check untrusted-taken-from-kernel grep -q "dynsets cannot be read (.*writable by its group.*): the dynamic sets' 3 entries were taken from the pinned classifier" "$NS_TMP/nfbox.err"
-		t_check untrusted-same-entries [ "$(entries)" = "$before" ]
-	else
-		t_fail untrusted-start "$(cat "$NS_TMP/nfbox.err")"
-	fi
-	# Stopped (the classifier detached and unpinned): nothing holds them.
-	nfbox_stop
-	echo "e blocked not-an-address 0" >>"$NS_TMP/state/dynsets"
-	t_check detached-damaged-refused refused_start
+if nfbox_start "$NS_TMP/policy.yaml"; then
+	t_check damaged-taken-from-kernel grep -q "dynsets cannot be read (line [0-9]* is not a dynamic-set entry (the file is damaged)): the dynamic sets' 4 entries were taken from $source_is" "$NS_TMP/nfbox.err"
+	t_check damaged-same-entries [ "$(entries)" = "$before" ]
+	t_check damaged-timeout-kept grep -Eq "^192.0.2.200	expires in (35[0-9][0-9]|3600)s" <(nfbox_ctl set list vip)
+	t_check damaged-still-enforced [ "$(probe_from $C4B $S4 7000)" = drop ]
+	t_check damaged-file-kept compgen -G "$NS_TMP/state/dynsets.bad-*"
+	t_check damaged-file-saved-again grep -q "^e blocked $C4B " "$NS_TMP/state/dynsets"
 else
-	t_check damaged-refused refused_start
-	t_check refused-keeps-enforcing [ "$(probe_from $C4B $S4 7000)" = drop ]
+	t_fail damaged-start "$(cat "$NS_TMP/nfbox.err")"
 fi
+kill9
+chmod g+w "$NS_TMP/state/dynsets"
+if nfbox_start "$NS_TMP/policy.yaml"; then
+	t_check untrusted-taken-from-kernel grep -q "dynsets cannot be read (.*writable by its group.*): the dynamic sets' 4 entries were taken from $source_is" "$NS_TMP/nfbox.err"
+	t_check untrusted-same-entries [ "$(entries)" = "$before" ]
+else
+	t_fail untrusted-start "$(cat "$NS_TMP/nfbox.err")"
+fi
+# Stopped (the classifier detached and unpinned, the table removed):
+# nothing holds them.
+nfbox_stop
+echo "e blocked not-an-address 0" >>"$NS_TMP/state/dynsets"
+t_check detached-damaged-refused refused_start
 if nfbox_start "$NS_TMP/policy.yaml" --fresh; then
 	t_check fresh-starts-empty [ -z "$(entries)" ]
 	t_check fresh-says grep -q "dynsets cannot be read .*--fresh, so the dynamic sets start empty; the file is kept as" "$NS_TMP/nfbox.err"
