@@ -26,6 +26,38 @@
 #include <linux/types.h> /* user space; BPF code has them from vmlinux.h */
 #endif
 
+/*
+ * The IPv6 header chain as the classifier reads it, the one definition
+ * (user space walks it with appliance/lib/ip6walk.h, for events, reject
+ * replies and the tests' reference):
+ *   - hop-by-hop (0), routing (43), destination options (60) and AH (51,
+ *     RFC 4302) are walked through; each takes at least 8 bytes;
+ *   - a fragment header (44) with an offset or M set (NFB_IP6_FRAG_MASK)
+ *     ends the walk: the packet is a fragment, keyed by the next header
+ *     alone; one with both clear (an atomic fragment) is walked through;
+ *   - any other next header ends the chain as the upper-layer protocol:
+ *     mobility (135), HIP (139) and shim6 (140) too, as nftables' and the
+ *     kernel's own reading of a chain do not walk them;
+ *   - a header that runs past the datagram, or a chain of more than
+ *     NFB_V6_MAX_EXT headers, is malformed.
+ */
+#define NFB_V6_MAX_EXT (65535 / 8)
+#define NFB_IP4_FRAG_MASK 0x3fff   /* IPv4: MF | offset, a fragment (keyed by its protocol alone) */
+#define NFB_IP6_FRAG_MASK 0xfff9   /* offset | M */
+#define NFB_IP6_FRAG_OFFSET 0xfff8 /* offset: a later fragment */
+#define NFB_IP6_NH_FRAGMENT 44
+
+static inline int nfb_v6_is_ext(__u8 nh)
+{
+	return nh == 0 || nh == 43 || nh == 60 || nh == 51;
+}
+
+/* An extension header's length from its type and second byte. */
+static inline __u32 nfb_v6_ext_len(__u8 nh, __u8 len_byte)
+{
+	return nh == 51 ? ((__u32)len_byte + 2) * 4 : ((__u32)len_byte + 1) * 8;
+}
+
 /* Hooks nfbox enforces, in nfbox's own numbering (index into arrays). */
 enum nfb_hook {
 	NFB_HOOK_INPUT = 0,

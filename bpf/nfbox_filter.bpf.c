@@ -310,12 +310,6 @@ static __always_inline int nfb_parse_ipv4(struct bpf_dynptr *dp, struct nfb_pkt 
 	return NFB_PARSED;
 }
 
-static __always_inline bool nfb_v6_is_ext(__u8 nh)
-{
-	return nh == NFB_IPPROTO_HOPOPTS || nh == NFB_IPPROTO_ROUTING ||
-	       nh == NFB_IPPROTO_DSTOPTS || nh == NFB_IPPROTO_AH;
-}
-
 /*
  * IPv6: the fixed header, then the whole extension-header chain, as long as
  * the datagram holds one (the kernel forwards any length): the upper-layer
@@ -366,7 +360,7 @@ static __always_inline int nfb_parse_ipv6(struct bpf_dynptr *dp, struct nfb_pkt 
 
 			if (off + 8 > end || !(h = bpf_dynptr_slice(dp, off, hbuf, sizeof(hbuf))))
 				return NFB_MALFORMED;
-			off += nh == NFB_IPPROTO_AH ? ((__u32)h[1] + 2) * 4 : ((__u32)h[1] + 1) * 8;
+			off += nfb_v6_ext_len(nh, h[1]);
 			nh = h[0];
 			if (off > end)
 				return NFB_MALFORMED; /* the header runs past the datagram */

@@ -14,10 +14,6 @@
 
 #define NFB_NSEC_PER_SEC 1000000000ull
 
-/* Extension headers an IPv6 chain can hold: each takes at least 8 bytes of
- * a payload of at most 65,535 (a jumbogram's longer chain is malformed). */
-#define NFB_V6_MAX_EXT (65535 / 8)
-
 /* Own header layouts rather than vmlinux.h's: no CO-RE relocations and no
  * bitfields for data that comes from the packet, not from the kernel. */
 struct nfb_ip4hdr {
@@ -50,8 +46,6 @@ struct nfb_ip6frag {
 	__be32 id;
 };
 
-#define NFB_IP4_FRAG_MASK 0x3fff  /* MF | offset */
-#define NFB_IP6_FRAG_MASK 0xfff9  /* offset | M */
 
 enum {
 	NFB_IPPROTO_HOPOPTS = 0,

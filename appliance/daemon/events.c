@@ -13,6 +13,8 @@
 #include <string.h>
 
 #include "daemon/daemon_int.h"
+#include "bpf/nfbox.h"
+#include "lib/ip6walk.h"
 #include "lib/json.h"
 #include "lib/log.h"
 #include "netlink/nflog.h"
@@ -246,36 +248,23 @@ static void parse_v4(const uint8_t *p, size_t n, struct vevent *v)
 	memcpy(v->src, p + 12, 4);
 	memcpy(v->dst, p + 16, 4);
 	v->len = (uint32_t)(p[2] << 8 | p[3]);
-	l4_of(p, n, p[9], ihl, ((p[6] << 8 | p[7]) & 0x1fff) == 0, v);
+	l4_of(p, n, p[9], ihl, ((p[6] << 8 | p[7]) & NFB_IP4_FRAG_MASK) == 0, v);
 }
 
+/* The chain as the classifier reads it (lib/ip6walk.h): a fragment is
+ * keyed by its protocol alone, so it shows no ports. */
 static void parse_v6(const uint8_t *p, size_t n, struct vevent *v)
 {
-	uint8_t nh;
-	size_t off = 40;
-	bool first = true;
+	struct ip6walk w;
 
 	if (n < 40)
 		return;
 	memcpy(v->src, p + 8, 16);
 	memcpy(v->dst, p + 24, 16);
 	v->len = 40u + (uint32_t)(p[4] << 8 | p[5]);
-	nh = p[6];
-	for (int i = 0; i < 256 && off + 8 <= n; i++) {
-		if (nh == IPPROTO_FRAGMENT) {
-			first = ((p[off + 2] << 8 | p[off + 3]) & 0xfff8) == 0;
-		} else if (nh != IPPROTO_HOPOPTS && nh != IPPROTO_ROUTING && nh != IPPROTO_DSTOPTS && nh != IPPROTO_AH &&
-			   nh != 135 && nh != 139 && nh != 140) {
-			break;
-		}
-		{
-			size_t hl = nh == IPPROTO_FRAGMENT ? 8 : nh == IPPROTO_AH ? ((size_t)p[off + 1] + 2) * 4
-										     : ((size_t)p[off + 1] + 1) * 8;
-			nh = p[off];
-			off += hl;
-		}
-	}
-	l4_of(p, n, nh, off, first, v);
+	if (ip6_walk(p, n, p[4] << 8 | p[5] ? v->len : n, &w) != IP6W_OK)
+		return;
+	l4_of(p, n, w.proto, w.l4off, !w.frag, v);
 }
 
 static void on_nflog_packet(const struct nflog_packet *pk, void *arg)

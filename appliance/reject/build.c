@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "lib/ip6walk.h"
+
 #define IP4_HDR_LEN  20
 #define IP6_HDR_LEN  40
 #define TCP_HDR_LEN  20
@@ -131,53 +133,29 @@ static int parse4(const uint8_t *p, size_t len, struct orig *o)
 	return 0;
 }
 
-static bool ip6_ext_header(uint8_t nh)
-{
-	return nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_DSTOPTS || nh == IPPROTO_AH ||
-	       nh == IPPROTO_FRAGMENT;
-}
-
-/* RFC 8200 4.3-4.6 count the length in 8-byte units beyond the first 8;
- * RFC 4302 2.2 counts AH's in 4-byte units, minus 2. */
-static size_t ip6_ext_len(uint8_t nh, const uint8_t *h)
-{
-	if (nh == IPPROTO_FRAGMENT)
-		return 8;
-	if (nh == IPPROTO_AH)
-		return ((size_t)h[1] + 2) * 4;
-	return ((size_t)h[1] + 1) * 8;
-}
-
-/* To the upper-layer header. A chain that leaves the bytes given ends the
- * walk with l4_known false; one that leaves the datagram is invalid. */
+/* To the upper-layer header, as the classifier reads the chain
+ * (lib/ip6walk.h). A chain that leaves the bytes given ends the walk with
+ * l4_known false, and so does a later fragment (what follows its header is
+ * data); one that leaves the datagram is invalid. */
 static int walk6(const uint8_t *p, struct orig *o)
 {
-	uint8_t nh = p[6];
-	size_t off = IP6_HDR_LEN, need, hlen;
+	struct ip6walk w;
 
-	while (ip6_ext_header(nh)) {
-		/* A fragment header is read up to its offset field. */
-		need = nh == IPPROTO_FRAGMENT ? 4 : 2;
-		if (off + need > o->dgram_len)
-			return -EINVAL;
-		if (off + need > o->avail)
-			return 0;
-		hlen = ip6_ext_len(nh, p + off);
-		if (off + hlen > o->dgram_len)
-			return -EINVAL;
-		if (nh == IPPROTO_FRAGMENT) {
-			o->more_frags = p[off + 3] & 1;
-			/* What follows a later fragment's header is data, not headers. */
-			o->later_frag = (get16(p + off + 2) & 0xfff8) != 0;
-			if (o->later_frag)
-				return 0;
-		}
-		nh = p[off];
-		off += hlen;
+	switch (ip6_walk(p, o->avail, o->dgram_len, &w)) {
+	case IP6W_MALFORMED:
+		return -EINVAL;
+	case IP6W_CUT:
+		return 0;
+	case IP6W_OK:
+		break;
 	}
+	o->more_frags = w.more;
+	o->later_frag = w.later;
+	if (w.later)
+		return 0;
 	o->l4_known = true;
-	o->proto = nh;
-	o->l4off = off;
+	o->proto = w.proto;
+	o->l4off = w.l4off;
 	return 0;
 }
 

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/ip6walk.h"
+
 static uint64_t rng = 88172645463325252ull;
 
 void ref_seed(uint64_t seed)
@@ -376,14 +378,13 @@ static enum ref_verdict_kind parse_v4(const uint8_t *ip, size_t len, struct ref_
 	return parse_l4(ip, hl, tot, k);
 }
 
-/* RFC 8200: hop-by-hop (0), routing (43), destination options (60) are
- * 8 + 8 * len bytes; AH (51, RFC 4302) 8 + 4 * len; the fragment header
- * (44) 8, and a fragment unless offset and M are both zero. A header that
- * does not fit in the datagram is malformed. */
+/* The chain as the classifier reads it (bpf/nfbox.h), with user space's one
+ * walker: the classifier's fuzzer holds the two to the same key on every
+ * packet it makes. */
 static enum ref_verdict_kind parse_v6(const uint8_t *ip, size_t len, struct ref_pkt *k)
 {
-	size_t end, off = 40, hlen;
-	uint8_t nh;
+	struct ip6walk w;
+	size_t end;
 
 	if (len < 40 || ip[0] >> 4 != 6)
 		return REF_MALFORMED;
@@ -392,25 +393,14 @@ static enum ref_verdict_kind parse_v6(const uint8_t *ip, size_t len, struct ref_
 		return REF_MALFORMED;
 	memcpy(k->src, ip + 8, 16);
 	memcpy(k->dst, ip + 24, 16);
-	nh = ip[6];
-	for (;;) {
-		if (nh != 44 && nh != 0 && nh != 43 && nh != 60 && nh != 51)
-			break;
-		if (off + 8 > end)
-			return REF_MALFORMED;
-		hlen = nh == 44 ? 8 : nh == 51 ? ((size_t)ip[off + 1] + 2) * 4 : ((size_t)ip[off + 1] + 1) * 8;
-		if (off + hlen > end)
-			return REF_MALFORMED;
-		if (nh == 44 && (get16(ip + off + 2) & 0xfff9)) {
-			k->proto = ip[off];
-			k->frag = true;
-			return REF_FRAGMENT;
-		}
-		nh = ip[off];
-		off += hlen;
+	if (ip6_walk(ip, len, end, &w) != IP6W_OK)
+		return REF_MALFORMED;
+	k->proto = w.proto;
+	if (w.frag) {
+		k->frag = true;
+		return REF_FRAGMENT;
 	}
-	k->proto = nh;
-	return parse_l4(ip, off, end, k);
+	return parse_l4(ip, w.l4off, end, k);
 }
 
 enum ref_verdict_kind ref_parse(const uint8_t *ip, size_t len, uint8_t fam, struct ref_pkt *k)
@@ -520,7 +510,7 @@ static size_t put_ext(uint8_t *buf, size_t off, uint8_t t, uint8_t nh)
 
 static size_t random_v6(uint8_t *buf, size_t cap, int proto)
 {
-	static const uint8_t types[] = { 0, 43, 60, 60, 60, 51, 44 };
+	static const uint8_t types[] = { 0, 43, 60, 60, 60, 51, 44, 135, 139, 140 };
 	uint32_t n = random_chain_length();
 	size_t off = 40, len;
 	uint8_t *nhp = buf + 6;
