@@ -200,6 +200,13 @@ int report_stats(struct daemon *dm, struct stats_report *out, bool zero)
 		out->unreassembled = c.packets;
 		read_named(&s, NFT_COUNTER_REJECT_LIMITED, &c);
 		out->reject_rate_limited = c.packets;
+		{
+			struct nfb_counter wanted, logged;
+
+			read_named(&s, NFT_COUNTER_LOG_WANTED, &wanted);
+			read_named(&s, NFT_COUNTER_LOGGED, &logged);
+			out->log_rate_limited = wanted.packets > logged.packets ? wanted.packets - logged.packets : 0;
+		}
 		nft_counters_free(&s.nc);
 	} else {
 		engine_counter_read(dm->e, dm->cur.slots.established_slot, &out->established);

@@ -437,7 +437,11 @@ static void emit_log(struct emit *e, const struct nfr_rule *base)
 	struct nfr_rule r = *base;
 	struct nfr_stmt *s;
 
+	/* counted before the limit and after it: a packet over the rate
+	 * ends the rule at the limit (log_rate_limited is the difference) */
+	s_add(&r, NFR_S_COUNTER, NFT_COUNTER_LOG_WANTED);
 	s_add(&r, NFR_S_LIMIT, "x_log");
+	s_add(&r, NFR_S_COUNTER, NFT_COUNTER_LOGGED);
 	s = s_add(&r, NFR_S_LOG, NULL);
 	snprintf(s->name, sizeof(s->name), "%s %s %s", policy_hook_name(e->h), policy_action_name(e->ru->action),
 		 e->ru->name);
@@ -1006,6 +1010,8 @@ static void filter(struct ctx *c)
 	counter(c, NFT_COUNTER_ESTABLISHED);
 	counter(c, NFT_COUNTER_UNREASSEMBLED);
 	counter(c, NFT_COUNTER_REJECT_LIMITED);
+	counter(c, NFT_COUNTER_LOG_WANTED);
+	counter(c, NFT_COUNTER_LOGGED);
 	nfr_limit_add(c->t, "x_log", c->p->opt.log_rate.n, c->p->opt.log_rate.per, c->p->opt.log_burst);
 	nfr_limit_add(c->t, "x_reject", c->p->opt.reject_rate.n, c->p->opt.reject_rate.per, c->p->opt.reject_rate.n);
 	for (int h = 0; h < POLICY_HOOK_MAX; h++)

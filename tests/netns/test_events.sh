@@ -13,16 +13,20 @@ cd "$(dirname "$0")/../.."
 NET=$PWD/tests/lib/net.py
 
 ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
-cat >"$NS_TMP/policy.yaml" <<YAML
+policy() { # [OPTIONS-LINE]
+	cat >"$NS_TMP/policy.yaml" <<YAML
 version: 1
 interfaces:
   lan: [lan0]
 hooks:
   forward: { default: accept }
+${1:-}
 rules:
   - { name: drop-7000, in: lan, service: udp/7000, action: drop, log: true }
 YAML
-backend_policy "$NS_TMP/policy.yaml"
+	backend_policy "$NS_TMP/policy.yaml"
+}
+policy
 
 # journaled_start [run options]: nfbox run as systemd would run it (stderr
 # the journal stream), with journal.py on /run/systemd/journal/socket.
@@ -102,5 +106,23 @@ t_check file-still wait_until 5 file_lines "$SENT"
 # (events.c), so this fixed wait gives journal.py ample time to write it.
 sleep 0.3
 t_check no-journal-events [ "$(journal_count NFBOX_EVENT=verdict)" = "${before:-none}" ]
+nfbox_stop
+
+# Over the log-rate, events are counted, not made: 40 datagrams with a
+# rate of 1 a minute (burst 2) give at most 3 events and at least 37 in
+# log_rate_limited (stats and metrics), with either backend.
+policy "options: { log-rate: 1/minute, log-burst: 2 }"
+: >"$NS_TMP/events.jsonl"
+journaled_start --no-journal-events || { t_fail start-limited "cannot start"; t_done; }
+limited() { nfbox_ctl stats --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["drops"]["log_rate_limited"])'; }
+SENT=0
+for _ in $(seq 40); do send; done
+events_now() { grep -c '"rule":"drop-7000"' "$NS_TMP/events.jsonl"; }
+limited_at_least() { [ "$(limited)" -ge "$1" ]; }
+t_check log-rate-sent [ "$SENT" = 40 ]
+t_check log-rate-limited-counted wait_until 3 limited_at_least 37
+few_events() { [ "$(events_now)" -ge 1 ] && [ "$(events_now)" -le 3 ]; }
+t_check log-rate-few-events few_events
+t_check log-rate-limited-metric grep -Eq '^nfbox_drops_total\{reason="log_rate_limited"\} (3[7-9]|40)$' <(nfbox_ctl metrics)
 nfbox_stop
 t_done

@@ -140,7 +140,7 @@ static void anon_sets(void)
 	CHECK_EQ_INT(rules_in(&b.t, "forward_ip"), 5);
 	CHECK(strstr(b.text, "meta l4proto tcp limit name \"x_reject\" counter name \"r_forward_rej\" reject with tcp reset") != NULL);
 	CHECK(strstr(b.text, "counter name \"r_forward_rej\" counter name \"x_reject_limited\" drop") != NULL);
-	CHECK(strstr(b.text, "limit name \"x_log\" log prefix \"forward reject rej\" group 6770") != NULL);
+	CHECK(strstr(b.text, "limit name \"x_log\" counter name \"x_logged\" log prefix \"forward reject rej\" group 6770") != NULL);
 	built_free(&b);
 }
 
@@ -524,7 +524,7 @@ static void sets_and_nat(void)
 	CHECK(strstr(b.text, "elements = { 198.51.100.0/24, 203.0.113.0/25 }") != NULL);
 	CHECK(strstr(b.text, "ip saddr 192.0.2.0/24 meta l4proto tcp th dport 80 redirect to :3128") != NULL);
 	CHECK(strstr(b.text, "ip6 saddr 2001:db8:9::/48 meta l4proto tcp th dport 80 redirect to :3128") != NULL);
-	CHECK(strstr(b.text, "th dport { 8000-8010, 9000-9005 } limit name \"x_log\"") != NULL);
+	CHECK(strstr(b.text, "th dport { 8000-8010, 9000-9005 } counter name \"x_log_wanted\" limit name \"x_log\"") != NULL);
 	CHECK(strstr(b.text, "th dport { 8000-8010, 9000-9005 } counter name \"r_forward_lg\" accept") != NULL);
 	/* overlapping ranges (also by one port) merge into their union */
 	CHECK(strstr(b.text, "th dport { 10-35, 40 } counter name \"r_forward_ov\" accept") != NULL);
