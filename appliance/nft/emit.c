@@ -22,8 +22,10 @@
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/rtnetlink.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "lib/log.h"
 #include "nft/batch.h"
 
 /* nft's datatype numbers (its "type ..." of a set), so that `nft list`
@@ -822,14 +824,157 @@ static int put_rule(struct nft_batch *b, const struct nfr_table *t, const struct
 	return 0;
 }
 
-/* add + delete + add: a table left by a killed daemon is replaced, and a
- * missing one created, in the same transaction. */
-static int put_all(struct nft_batch *b, const struct nfr_table *t, uint32_t flags)
+/* What this process's last transaction put in the table, by name: the
+ * next one replaces it in place. */
+static struct applied {
+	bool valid;
+	struct nfr_chain *chains;
+	uint32_t nchains;
+	char (*names)[NFR_NAME]; /* named sets, then counters, then limits */
+	uint32_t nsets, ncounters, nlimits;
+} last;
+
+static void applied_forget(void)
+{
+	free(last.chains);
+	free(last.names);
+	memset(&last, 0, sizeof(last));
+}
+
+static void applied_record(const struct nfr_table *t)
+{
+	uint32_t nsets = 0, k = 0;
+
+	applied_forget();
+	for (uint32_t i = 0; i < t->nsets; i++)
+		nsets += t->sets[i]->name[0] != '\0';
+	last.chains = malloc((t->nchains ? t->nchains : 1) * sizeof(*last.chains));
+	last.names = malloc((nsets + t->ncounters + t->nlimits + 1) * sizeof(*last.names));
+	if (!last.chains || !last.names) {
+		applied_forget(); /* the next transaction replaces the table whole */
+		return;
+	}
+	memcpy(last.chains, t->chains, t->nchains * sizeof(*last.chains));
+	last.nchains = t->nchains;
+	for (uint32_t i = 0; i < t->nsets; i++)
+		if (t->sets[i]->name[0])
+			memcpy(last.names[k++], t->sets[i]->name, NFR_NAME);
+	for (uint32_t i = 0; i < t->ncounters; i++)
+		memcpy(last.names[k++], t->counters[i].name, NFR_NAME);
+	for (uint32_t i = 0; i < t->nlimits; i++)
+		memcpy(last.names[k++], t->limits[i].name, NFR_NAME);
+	last.nsets = nsets;
+	last.ncounters = t->ncounters;
+	last.nlimits = t->nlimits;
+	last.valid = true;
+}
+
+/* A delete of one of the table's things by name (type: NFT_MSG_DELSET,
+ * DELCHAIN, DELOBJ with its object type). */
+static int put_del(struct nft_batch *b, uint16_t type, const char *name, uint32_t objtype)
+{
+	struct nlmsghdr *nlh = nft_batch_msg(b, type, NFPROTO_INET, 0);
+
+	if (!nlh)
+		return -ENOMEM;
+	if (type == NFT_MSG_DELSET) {
+		struct nftnl_set *s = nftnl_set_alloc();
+
+		if (!s)
+			return -ENOMEM;
+		nftnl_set_set_str(s, NFTNL_SET_TABLE, NFT_TABLE_NAME);
+		nftnl_set_set_str(s, NFTNL_SET_NAME, name);
+		nftnl_set_nlmsg_build_payload(nlh, s);
+		nftnl_set_free(s);
+	} else if (type == NFT_MSG_DELCHAIN) {
+		struct nftnl_chain *c = nftnl_chain_alloc();
+
+		if (!c)
+			return -ENOMEM;
+		nftnl_chain_set_str(c, NFTNL_CHAIN_TABLE, NFT_TABLE_NAME);
+		nftnl_chain_set_str(c, NFTNL_CHAIN_NAME, name);
+		nftnl_chain_nlmsg_build_payload(nlh, c);
+		nftnl_chain_free(c);
+	} else {
+		struct nftnl_obj *o = nftnl_obj_alloc();
+
+		if (!o)
+			return -ENOMEM;
+		nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, NFT_TABLE_NAME);
+		nftnl_obj_set_str(o, NFTNL_OBJ_NAME, name);
+		nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, objtype);
+		nftnl_obj_nlmsg_build_payload(nlh, o);
+		nftnl_obj_free(o);
+	}
+	nft_batch_note(b, DIAG_NOWHERE, NFT_TABLE_WHAT);
+	return 0;
+}
+
+/* A base chain of the last table that the new one has alike (name, hook,
+ * priority, type) stays registered: only its policy and rules change. */
+static bool chain_kept(const struct nfr_table *t, const struct nfr_chain *old)
+{
+	if (!old->base)
+		return false;
+	for (uint32_t i = 0; i < t->nchains; i++) {
+		const struct nfr_chain *c = &t->chains[i];
+
+		if (c->base && !strcmp(c->name, old->name) && c->hook == old->hook && c->prio == old->prio &&
+		    c->nat == old->nat)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * In place: every rule deleted (one message for the table), the last
+ * table's sets, counters, limits and chains deleted, except the base
+ * chains the new table has alike, and then the new table's put in. A base
+ * chain that stays is never unregistered from its hook: replacing the
+ * table whole (below) did that, and packets of established flows that
+ * crossed the hooks during the commit were lost (TCP retransmissions with
+ * `established: rules`; test_reload).
+ */
+static int put_in_place(struct nft_batch *b, const struct nfr_table *t)
+{
+	struct nftnl_rule *all = nftnl_rule_alloc();
+	struct nlmsghdr *nlh = nft_batch_msg(b, NFT_MSG_DELRULE, NFPROTO_INET, 0);
+	uint32_t k = 0;
+	int r = 0;
+
+	if (!all || !nlh) {
+		if (all)
+			nftnl_rule_free(all);
+		return -ENOMEM;
+	}
+	nftnl_rule_set_str(all, NFTNL_RULE_TABLE, NFT_TABLE_NAME);
+	nftnl_rule_set_u32(all, NFTNL_RULE_FAMILY, NFPROTO_INET);
+	nftnl_rule_nlmsg_build_payload(nlh, all);
+	nftnl_rule_free(all);
+	nft_batch_note(b, DIAG_NOWHERE, NFT_TABLE_WHAT);
+	for (uint32_t i = 0; i < last.nsets && !r; i++)
+		r = put_del(b, NFT_MSG_DELSET, last.names[k++], 0);
+	for (uint32_t i = 0; i < last.ncounters && !r; i++)
+		r = put_del(b, NFT_MSG_DELOBJ, last.names[k++], NFT_OBJECT_COUNTER);
+	for (uint32_t i = 0; i < last.nlimits && !r; i++)
+		r = put_del(b, NFT_MSG_DELOBJ, last.names[k++], NFT_OBJECT_LIMIT);
+	for (uint32_t i = 0; i < last.nchains && !r; i++)
+		if (!chain_kept(t, &last.chains[i]))
+			r = put_del(b, NFT_MSG_DELCHAIN, last.chains[i].name, 0);
+	return r;
+}
+
+/* add + delete + add: a table left by a killed daemon (or by an earlier
+ * process) is replaced, and a missing one created, in the same
+ * transaction; one this process made is replaced in place. */
+static int put_all(struct nft_batch *b, const struct nfr_table *t, uint32_t flags, bool in_place)
 {
 	int r;
 
-	if ((r = put_table(b, NFT_MSG_NEWTABLE, 0)) || (r = put_table(b, NFT_MSG_DELTABLE, 0)) ||
-	    (r = put_table(b, NFT_MSG_NEWTABLE, flags)))
+	if (in_place)
+		r = put_in_place(b, t);
+	else if ((r = put_table(b, NFT_MSG_NEWTABLE, 0)) || (r = put_table(b, NFT_MSG_DELTABLE, 0)) ||
+		 (r = put_table(b, NFT_MSG_NEWTABLE, flags)))
 		return r;
 	for (uint32_t i = 0; i < t->ncounters && !r; i++)
 		r = put_obj(b, NFT_OBJECT_COUNTER, t->counters[i].name, &t->counters[i], NULL);
@@ -849,16 +994,44 @@ static int put_all(struct nft_batch *b, const struct nfr_table *t, uint32_t flag
  * crash. Before, a plain table: an owned one would die with the daemon. */
 static int persist = -1; /* -1 not known yet, 0 no, 1 yes */
 
-static int transaction(const struct nfr_table *t, uint32_t flags, struct diags *d)
+static int commit(const struct nfr_table *t, uint32_t flags, bool in_place, struct diags *d)
 {
 	struct nft_batch *b;
 	int r;
 
 	if ((r = nft_batch_new(&b)) < 0)
 		return diag_errno(d, r, "building the nftables transaction");
-	r = put_all(b, t, flags);
+	r = put_all(b, t, flags, in_place);
 	r = r ? diag_errno(d, r, "building the nftables transaction") : nft_batch_commit(b, d);
 	nft_batch_free(b);
+	return r;
+}
+
+/* In place when this process made the table; should the kernel refuse
+ * that (which would be nfbox's mistake, not the policy's), whole, with a
+ * warning, so that the reload still happens. */
+static int transaction(const struct nfr_table *t, uint32_t flags, struct diags *d)
+{
+	struct diags tmp;
+	int r;
+
+	if (last.valid) {
+		diags_init(&tmp);
+		r = commit(t, flags, true, &tmp);
+		if (r == 0) {
+			diags_free(&tmp);
+			applied_record(t);
+			return 0;
+		}
+		log_warn("table inet %s could not be replaced in place (%s); it is replaced whole", NFT_TABLE_NAME,
+			 tmp.n ? tmp.v[tmp.n - 1].msg : strerror(-r));
+		diags_free(&tmp);
+	}
+	r = commit(t, flags, false, d);
+	if (r == 0)
+		applied_record(t);
+	else
+		applied_forget();
 	return r;
 }
 
@@ -902,5 +1075,6 @@ int nft_table_remove(struct diags *d)
 		r = put_table(b, NFT_MSG_DELTABLE, 0);
 	r = r ? diag_errno(d, r, "building the nftables transaction") : nft_batch_commit(b, d);
 	nft_batch_free(b);
+	applied_forget();
 	return r;
 }

@@ -86,7 +86,7 @@ ns_setup() {
 NFBOX_BACKEND=${NFBOX_BACKEND:-bpf}
 backend_policy() {
 	[ "$NFBOX_BACKEND" = nftables ] || return 0
-	grep -q '^ *backend:' "$1" && return 0
+	grep -Eq '(^|[{,]) *backend:' "$1" && return 0
 	/usr/bin/python3 - "$1" <<'PY'
 import re, sys
 p = sys.argv[1]

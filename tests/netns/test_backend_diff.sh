@@ -26,7 +26,9 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
 GEN=$PWD/tests/diff/diffgen.py
-JUDGE=${NFBOX_REFJUDGE:-$PWD/${NFBOX_BUILD:-build}/asan/refjudge}
+B=${NFBOX_BUILD:-build}
+[[ "$B" == /* ]] || B=$PWD/$B
+JUDGE=${NFBOX_REFJUDGE:-$B/asan/refjudge}
 seeds=${NFBOX_DIFF_SEEDS:-$([ -n "${NFBOX_LONG:-}" ] && echo 40 || echo 4)}
 first=${NFBOX_DIFF_SEED:-$((RANDOM % 100000))}
 P=nfd$$
