@@ -22,6 +22,9 @@
 
 #define HTTPD_MAX_CONNECTIONS 16
 #define HTTPD_IDLE_TIMEOUT_S 10
+/* One client address holds at most this many: a scraper from another
+ * address is not kept out by a client that holds connections idle. */
+#define HTTPD_PER_ADDRESS 4
 #define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
 
 struct httpd {
@@ -178,6 +181,7 @@ int httpd_open(struct daemon *dm, struct diags *d)
 				  on_request, dm, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTPD_MAX_CONNECTIONS,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTPD_IDLE_TIMEOUT_S,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTPD_PER_ADDRESS,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_END);
 	if (!h->mhd || !(info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD))) {
 		int e = errno ? errno : EADDRINUSE;

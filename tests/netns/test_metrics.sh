@@ -72,22 +72,43 @@ t_check not-found [ "$(fetch / | head -1 | cut -d' ' -f1)" = 404 ]
 t_check not-found-prefix [ "$(fetch /metrics/../etc/passwd | head -1 | cut -d' ' -f1)" = 404 ]
 t_check post-refused grep -q '^405 .* GET, HEAD$' <(fetch /metrics POST | head -1)
 
-# A client holds every connection the daemon takes (16, HTTPD_MAX_CONNECTIONS),
-# idle: the control socket still answers at once, and a scrape works again
-# once the idle ones time out, while the client still holds them. (More
-# than 32 would keep the scrapes out longer: the ones waiting in the listen
-# backlog take the freed places and are idle for 10 s more.)
-in_a /usr/bin/python3 - "$PORT" >"$NS_TMP/hog" <<'PY' &
+# hog FROM N SECONDS: a client at address FROM opens N connections and
+# holds them idle for SECONDS ("holding N" once connected).
+hog() {
+	in_a /usr/bin/python3 - "$PORT" "$@" <<'PY'
 import socket, sys, time
+port, src, n, secs = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
 held = []
-for _ in range(16):
+for _ in range(n):
     try:
-        held.append(socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2))
+        s = socket.socket()
+        s.settimeout(2)
+        s.bind((src, 0))
+        s.connect(("127.0.0.1", port))
+        held.append(s)
     except OSError:
         break
 print("holding", len(held), flush=True)
-time.sleep(14)
+time.sleep(secs)
 PY
+}
+# A client at another address (127.0.0.2) holding 16 idle connections gets
+# 4 of them (HTTPD_PER_ADDRESS): a scraper at 127.0.0.1 is answered at once.
+hog 127.0.0.2 16 6 >"$NS_TMP/hog2" &
+hog2=$!
+wait_until 10 grep -q '^holding' "$NS_TMP/hog2" || t_fail hog-other "the idle client did not connect"
+s0=$(date +%s.%N)
+scrape=$(fetch /metrics | head -1 | cut -d' ' -f1)
+s1=$(date +%s.%N)
+t_check scrape-beside-idle-client [ "$scrape" = 200 ]
+t_check scrape-beside-idle-client-at-once /usr/bin/python3 -c "import sys; sys.exit(0 if $s1 - $s0 < 1 else 1)"
+kill $hog2 2>/dev/null
+wait $hog2 2>/dev/null
+
+# A client at the scraper's own address holds every connection it may,
+# idle: the control socket still answers at once, and a scrape works again
+# once the idle ones time out, while the client still holds them.
+hog 127.0.0.1 16 14 >"$NS_TMP/hog" &
 hog=$!
 wait_until 10 grep -q '^holding' "$NS_TMP/hog" || t_fail hog "the idle client did not connect"
 s0=$(date +%s.%N)
