@@ -88,7 +88,7 @@ BENCH_BINS  := $(patsubst tests/bench/%.c,$(B)/%,$(BENCH_SRCS))
 rel_obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
 asan_obj = $(patsubst %.c,$(B)/asan/obj/%.o,$(1))
 
-.PHONY: all check check-long check-debian13 coverage mutants demo bench deb clean help deps install fuzz unit vmlinux
+.PHONY: all check check-long check-debian13 coverage mutants demo bench soak deb clean help deps install fuzz unit vmlinux
 # Keep generated skeletons and objects (they are intermediate files to make).
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -105,6 +105,7 @@ help:
 	@echo '  check-debian13 install-deps, build, every suite and the .deb as a service, in a throw-away Debian 13 root (root)'
 	@echo '  demo           run nfbox on config/policy.yaml in throw-away namespaces (root)'
 	@echo '  bench          print benchmark figures beside their targets and peers (root)'
+	@echo '  soak           30 minutes of everything at once on the sanitizer build: RSS, descriptors, BPF memory (root)'
 	@echo '  deb            build the Debian package into build/'
 	@echo '  install        install binary, unit and man pages under DESTDIR/PREFIX'
 	@echo '  clean          remove build/'
@@ -215,6 +216,11 @@ demo: deps
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
 	$(Q)tests/bench/run.sh
+
+# The sanitizer build under everything at once for NFBOX_SOAK_MINUTES (30).
+soak: deps
+	$(Q)$(MAKE) --no-print-directory $(B)/asan/nfbox $(B)/bench_txgen
+	$(Q)tests/bench/soak.sh
 
 # The unit names the binaries by their installed paths.
 install: $(B)/nfbox
