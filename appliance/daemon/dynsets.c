@@ -112,7 +112,6 @@ void dyn_state_load(struct daemon *dm)
 /* ---- the entries taken from the kernel when the file cannot be read ---- */
 
 struct recovered {
-	struct daemon *dm;
 	FILE *f;    /* the entries in the file's own format, for dynsets_load */
 	FILE *sets; /* nftables: the set lines, found as the entries come */
 	uint64_t n, orphans;
@@ -280,8 +279,9 @@ static void keep_bad_file(struct daemon *dm, char *kept, size_t len)
 int dyn_recover(struct daemon *dm, struct diags *d)
 {
 	char path[PATH_MAX], kept[PATH_MAX + 64];
+	const char *source;
 	uint64_t n = 0;
-	bool found;
+	bool found = false;
 	int r;
 
 	if (!dm->dyn_unread[0])
@@ -298,17 +298,16 @@ int dyn_recover(struct daemon *dm, struct diags *d)
 	if (bpf_was_enforcing(dm)) {
 		if ((r = recover_bpf(dm, &n, d)) < 0)
 			return r;
-		keep_bad_file(dm, kept, sizeof(kept));
-		log_warn("%s cannot be read (%s): the dynamic sets' %llu entries were taken from the pinned classifier, which enforced them; the file is kept as %s",
-			 path, dm->dyn_unread, (unsigned long long)n, kept);
-		return 0;
+		source = "the pinned classifier";
+	} else {
+		if ((r = recover_nft(dm, &n, &found, d)) < 0)
+			return r;
+		source = found ? "table inet " NFT_TABLE_NAME : NULL;
 	}
-	if ((r = recover_nft(dm, &n, &found, d)) < 0)
-		return r;
-	if (found) {
+	if (source) {
 		keep_bad_file(dm, kept, sizeof(kept));
-		log_warn("%s cannot be read (%s): the dynamic sets' %llu entries were taken from table inet %s, which enforced them; the file is kept as %s",
-			 path, dm->dyn_unread, (unsigned long long)n, NFT_TABLE_NAME, kept);
+		log_warn("%s cannot be read (%s): the dynamic sets' %llu entries were taken from %s, which enforced them; the file is kept as %s",
+			 path, dm->dyn_unread, (unsigned long long)n, source, kept);
 		return 0;
 	}
 	return diag_fail(d, -EIO,
@@ -454,7 +453,6 @@ static int apply_bpf(struct daemon *dm, const struct dyn_set *set, const struct 
 	}
 	return 0;
 }
-
 
 static int apply_nft(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
 		     struct diags *d)
