@@ -179,7 +179,7 @@ $(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(COMPILE_SRCS) $
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -iquote . -iquote appliance -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $(filter %.c,$^) $(shell $(PKG_CONFIG) --cflags --libs yaml-0.1)
 
-unit: $(B)/nfbox $(B)/asan/nfbox $(UNIT_BINS) $(BPFT_BINS) $(B)/fuzz/fuzz_policy $(REFJUDGE)
+unit: $(B)/nfbox $(B)/asan/nfbox $(B)/bench_txgen $(UNIT_BINS) $(BPFT_BINS) $(B)/fuzz/fuzz_policy $(REFJUDGE)
 
 # check: deps (idempotent, quiet), build (a job per CPU), then every suite
 # through the runner (several at a time: tests/run.sh).

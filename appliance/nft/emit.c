@@ -2,7 +2,8 @@
 /*
  * The table (ir.h) as one netlink transaction, built with libnftnl: the
  * table created if missing, deleted, and created again with everything in
- * it, so that it is replaced whole or not at all.
+ * it, so that it is replaced whole or not at all; or, when this process
+ * made the table, replaced in place (put_in_place, retire).
  */
 #include "nft/emit.h"
 
@@ -22,16 +23,18 @@
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/rtnetlink.h>
+#include <linux/membarrier.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "lib/log.h"
 #include "nft/batch.h"
 
 /* nft's datatype numbers (its "type ..." of a set), so that `nft list`
  * shows the elements as addresses, ports and names. */
-#define NFT_TYPE_VERDICT 1
-#define NFT_TYPE_NFPROTO 2
 #define NFT_TYPE_INET_PROTO 12
 #define NFT_TYPE_IPADDR 7
 #define NFT_TYPE_IP6ADDR 8
@@ -43,6 +46,27 @@
 
 #define REG1 NFT_REG_1
 #define REG2 NFT_REG_2
+
+/*
+ * A counter map's name in the kernel. A reload in place puts its counter
+ * maps beside the last ones and deletes those only afterwards (retire):
+ * the kernel marks a deleted map's elements gone in the next generation,
+ * so a packet that entered the old rules just before the commit and
+ * looked their map up just after it would find nothing. The maps of every
+ * other such transaction are therefore named cn_* instead of the cm_*
+ * that the builder (and `plan --nft`) names them.
+ */
+static bool maps_alt;
+
+static const char *set_name(const struct nfr_set *s, char buf[NFR_NAME])
+{
+	if (!s->name[0])
+		return "__set%d";
+	snprintf(buf, NFR_NAME, "%s", s->name);
+	if (s->objmap && maps_alt && buf[0] == 'c' && buf[1] == 'm')
+		buf[1] = 'n';
+	return buf;
+}
 
 /* ---- expressions ---- */
 
@@ -113,14 +137,13 @@ static void e_mask(struct nftnl_rule *r, const void *mask, uint32_t len)
 static void e_lookup(struct nftnl_rule *r, const struct nfr_set *s, bool inv)
 {
 	struct nftnl_expr *e = expr(r, "lookup");
+	char name[NFR_NAME];
 
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SREG, REG1);
-	nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, s->name[0] ? s->name : "__set%d");
+	nftnl_expr_set_str(e, NFTNL_EXPR_LOOKUP_SET, set_name(s, name));
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SET_ID, s->id);
 	if (inv)
 		nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
-	if (s->vmap)
-		nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, NFT_REG_VERDICT);
 }
 
 static void e_imm(struct nftnl_rule *r, uint32_t reg, const void *data, uint32_t len)
@@ -389,18 +412,17 @@ static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
 	case NFR_S_MASQ:
 		expr(r, "masq");
 		break;
-	case NFR_S_VMAP:
-		e_meta(r, NFT_META_NFPROTO);
-		e_lookup(r, s->set, false);
-		break;
-	case NFR_S_COUNTER_MAP:
+	case NFR_S_COUNTER_MAP: {
+		char name[NFR_NAME];
+
 		e_meta_to(r, NFT_META_L4PROTO, NFT_REG32_00);
 		e_payload_to(r, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, NFT_REG32_01);
 		e = expr(r, "objref");
 		nftnl_expr_set_u32(e, NFTNL_EXPR_OBJREF_SET_SREG, NFT_REG32_00);
-		nftnl_expr_set_str(e, NFTNL_EXPR_OBJREF_SET_NAME, "__set%d");
+		nftnl_expr_set_str(e, NFTNL_EXPR_OBJREF_SET_NAME, set_name(s->set, name));
 		nftnl_expr_set_u32(e, NFTNL_EXPR_OBJREF_SET_ID, s->set->id);
 		break;
+	}
 	case NFR_S_METER:
 		e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, s->family == POLICY_FAM_IPV4 ? 12 : 8, addr_len(s->family));
 		e = expr(r, "dynset");
@@ -578,39 +600,34 @@ static struct nftnl_set *set_alloc(const struct nfr_set *s)
 		[NFR_KEY_IPV6] = NFT_TYPE_IP6ADDR,
 		[NFR_KEY_PORT] = NFT_TYPE_INET_SERVICE,
 		[NFR_KEY_PROTO_PORT] = NFT_TYPE_INET_PROTO << NFT_TYPE_BITS | NFT_TYPE_INET_SERVICE,
-		[NFR_KEY_NFPROTO] = NFT_TYPE_NFPROTO,
 	};
 	static const uint8_t proto_port_fields[] = { 1, 2 };
 	struct nftnl_set *ns = nftnl_set_alloc();
 	bool concat = s->key == NFR_KEY_PROTO_PORT;
+	char name[NFR_NAME];
 
 	if (!ns)
 		return NULL;
 	nftnl_set_set_str(ns, NFTNL_SET_TABLE, NFT_TABLE_NAME);
-	nftnl_set_set_str(ns, NFTNL_SET_NAME, s->name[0] ? s->name : "__set%d");
+	nftnl_set_set_str(ns, NFTNL_SET_NAME, set_name(s, name));
 	nftnl_set_set_u32(ns, NFTNL_SET_FAMILY, NFPROTO_INET);
 	nftnl_set_set_u32(ns, NFTNL_SET_ID, s->id);
 	nftnl_set_set_u32(ns, NFTNL_SET_FLAGS,
 			  (s->name[0] ? 0 : NFT_SET_ANONYMOUS | NFT_SET_CONSTANT) | (s->interval ? NFT_SET_INTERVAL : 0) |
-				  (concat && s->interval ? NFT_SET_CONCAT : 0) | (s->vmap ? NFT_SET_MAP : 0) |
-				  (s->objmap ? NFT_SET_OBJECT : 0));
+				  (concat && s->interval ? NFT_SET_CONCAT : 0) | (s->objmap ? NFT_SET_OBJECT : 0));
 	nftnl_set_set_u32(ns, NFTNL_SET_KEY_TYPE, types[s->key]);
 	nftnl_set_set_u32(ns, NFTNL_SET_KEY_LEN, nfr_key_len(s->key));
 	if (concat && s->interval)
 		nftnl_set_set_data(ns, NFTNL_SET_DESC_CONCAT, proto_port_fields, sizeof(proto_port_fields));
 	if (s->objmap)
 		nftnl_set_set_u32(ns, NFTNL_SET_OBJ_TYPE, NFT_OBJECT_COUNTER);
-	set_byteorder(ns, s->key == NFR_KEY_IFNAME || s->key == NFR_KEY_NFPROTO ? BYTEORDER_HOST : BYTEORDER_BIG);
+	set_byteorder(ns, s->key == NFR_KEY_IFNAME ? BYTEORDER_HOST : BYTEORDER_BIG);
 	if (s->timeout)
 		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, NFT_SET_INTERVAL | NFT_SET_TIMEOUT);
 	if (s->dynamic) {
 		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, NFT_SET_TIMEOUT | NFT_SET_EVAL);
 		nftnl_set_set_u64(ns, NFTNL_SET_TIMEOUT, s->timeout_s * 1000);
 		nftnl_set_set_u32(ns, NFTNL_SET_DESC_SIZE, s->size);
-	}
-	if (s->vmap) {
-		nftnl_set_set_u32(ns, NFTNL_SET_DATA_TYPE, NFT_DATA_VERDICT);
-		nftnl_set_set_u32(ns, NFTNL_SET_DATA_LEN, 0);
 	}
 	return ns;
 }
@@ -650,8 +667,8 @@ static struct nftnl_set_elem *add_elem(struct nftnl_set *ns, const uint8_t *key,
 }
 
 /* One element (and, in an rbtree interval set, the end of its range):
- * a concatenation's range is its first and last key (KEY_END); a verdict
- * map's element jumps to its chain. */
+ * a concatenation's range is its first and last key (KEY_END); a counter
+ * map's element names its counter. */
 static int put_elem(struct nftnl_set *ns, const struct nfr_table *t, const struct nfr_set *s, uint32_t i)
 {
 	static const uint8_t zero[16] = { 0 };
@@ -671,12 +688,8 @@ static int put_elem(struct nftnl_set *ns, const struct nfr_table *t, const struc
 	}
 	if (s->interval && i == 0 && memcmp(v->lo, zero, len) && !add_elem(ns, zero, len, true, 0))
 		return -ENOMEM;
-	if (!(e = add_elem(ns, v->lo, len, false, v->timeout_ms)))
+	if (!add_elem(ns, v->lo, len, false, v->timeout_ms))
 		return -ENOMEM;
-	if (s->vmap) {
-		nftnl_set_elem_set_u32(e, NFTNL_SET_ELEM_VERDICT, (uint32_t)NFT_JUMP);
-		nftnl_set_elem_set_str(e, NFTNL_SET_ELEM_CHAIN, t->chains[v->chain].name);
-	}
 	if (s->interval && !all_ones(v->hi, len)) {
 		memcpy(next, v->hi, len);
 		plus_one(next, len);
@@ -828,10 +841,11 @@ static int put_rule(struct nft_batch *b, const struct nfr_table *t, const struct
  * next one replaces it in place. */
 static struct applied {
 	bool valid;
+	bool maps_alt; /* its counter maps are named cn_* (set_name) */
 	struct nfr_chain *chains;
 	uint32_t nchains;
-	char (*names)[NFR_NAME]; /* named sets, then counters, then limits */
-	uint32_t nsets, ncounters, nlimits;
+	char (*names)[NFR_NAME]; /* named sets, counter maps, counters, limits */
+	uint32_t nsets, nmaps, ncounters, nlimits;
 } last;
 
 static void applied_forget(void)
@@ -843,29 +857,33 @@ static void applied_forget(void)
 
 static void applied_record(const struct nfr_table *t)
 {
-	uint32_t nsets = 0, k = 0;
+	uint32_t nsets = 0, nmaps = 0, k = 0;
 
 	applied_forget();
 	for (uint32_t i = 0; i < t->nsets; i++)
-		nsets += t->sets[i]->name[0] != '\0';
+		if (t->sets[i]->name[0])
+			t->sets[i]->objmap ? nmaps++ : nsets++;
 	last.chains = malloc((t->nchains ? t->nchains : 1) * sizeof(*last.chains));
-	last.names = malloc((nsets + t->ncounters + t->nlimits + 1) * sizeof(*last.names));
+	last.names = malloc((nsets + nmaps + t->ncounters + t->nlimits + 1) * sizeof(*last.names));
 	if (!last.chains || !last.names) {
 		applied_forget(); /* the next transaction replaces the table whole */
 		return;
 	}
 	memcpy(last.chains, t->chains, t->nchains * sizeof(*last.chains));
 	last.nchains = t->nchains;
-	for (uint32_t i = 0; i < t->nsets; i++)
-		if (t->sets[i]->name[0])
-			memcpy(last.names[k++], t->sets[i]->name, NFR_NAME);
+	for (int maps = 0; maps < 2; maps++)
+		for (uint32_t i = 0; i < t->nsets; i++)
+			if (t->sets[i]->name[0] && t->sets[i]->objmap == maps)
+				set_name(t->sets[i], last.names[k++]);
 	for (uint32_t i = 0; i < t->ncounters; i++)
 		memcpy(last.names[k++], t->counters[i].name, NFR_NAME);
 	for (uint32_t i = 0; i < t->nlimits; i++)
 		memcpy(last.names[k++], t->limits[i].name, NFR_NAME);
 	last.nsets = nsets;
+	last.nmaps = nmaps;
 	last.ncounters = t->ncounters;
 	last.nlimits = t->nlimits;
+	last.maps_alt = maps_alt;
 	last.valid = true;
 }
 
@@ -928,12 +946,17 @@ static bool chain_kept(const struct nfr_table *t, const struct nfr_chain *old)
 
 /*
  * In place: every rule deleted (one message for the table), the last
- * table's sets, counters, limits and chains deleted, except the base
- * chains the new table has alike, and then the new table's put in. A base
- * chain that stays is never unregistered from its hook: replacing the
- * table whole (below) did that, and packets of established flows that
- * crossed the hooks during the commit were lost (TCP retransmissions with
+ * table's sets, limits and chains deleted, except the base chains the new
+ * table has alike, and then the new table's put in. A base chain that
+ * stays is never unregistered from its hook: replacing the table whole
+ * (below) did that, and packets of established flows that crossed the
+ * hooks during the commit were lost (TCP retransmissions with
  * `established: rules`; test_reload).
+ *
+ * The last counter maps stay until retire() (set_name says why), and so
+ * do the last counters, which those maps hold: a counter the new table
+ * has too is kept as it is (a NEWOBJ of an existing counter changes
+ * nothing), so it goes on counting through the reload.
  */
 static int put_in_place(struct nft_batch *b, const struct nfr_table *t)
 {
@@ -954,13 +977,59 @@ static int put_in_place(struct nft_batch *b, const struct nfr_table *t)
 	nft_batch_note(b, DIAG_NOWHERE, NFT_TABLE_WHAT);
 	for (uint32_t i = 0; i < last.nsets && !r; i++)
 		r = put_del(b, NFT_MSG_DELSET, last.names[k++], 0);
-	for (uint32_t i = 0; i < last.ncounters && !r; i++)
-		r = put_del(b, NFT_MSG_DELOBJ, last.names[k++], NFT_OBJECT_COUNTER);
+	k += last.nmaps + last.ncounters;
 	for (uint32_t i = 0; i < last.nlimits && !r; i++)
 		r = put_del(b, NFT_MSG_DELOBJ, last.names[k++], NFT_OBJECT_LIMIT);
 	for (uint32_t i = 0; i < last.nchains && !r; i++)
 		if (!chain_kept(t, &last.chains[i]))
 			r = put_del(b, NFT_MSG_DELCHAIN, last.chains[i].name, 0);
+	return r;
+}
+
+/* Until every packet that was in the rules during the last commit has
+ * left them: an RCU grace period, which membarrier's GLOBAL command waits
+ * for (unless the kernel runs nohz_full, where a pause stands in). */
+static void grace_period(void)
+{
+	struct timespec pause = { 0, 50 * 1000 * 1000 };
+
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0) == 0)
+		return;
+	nanosleep(&pause, NULL);
+}
+
+/* After an in-place commit: the last counter maps, which no rule uses any
+ * more, and then the last counters the new table does not have, deleted
+ * once no packet can be looking into them. */
+static int retire(const struct nfr_table *t)
+{
+	struct nft_batch *b;
+	uint32_t k = last.nsets;
+	bool any = false;
+	int r;
+
+	if (!last.nmaps) {
+		for (uint32_t i = 0; i < last.ncounters && !any; i++)
+			any = nfr_counter_find(t, last.names[k + i]) == UINT32_MAX;
+		if (!any)
+			return 0;
+	}
+	if ((r = nft_batch_new(&b)) < 0)
+		return r;
+	grace_period();
+	for (uint32_t i = 0; i < last.nmaps && !r; i++)
+		r = put_del(b, NFT_MSG_DELSET, last.names[k++], 0);
+	for (uint32_t i = 0; i < last.ncounters && !r; i++, k++)
+		if (nfr_counter_find(t, last.names[k]) == UINT32_MAX)
+			r = put_del(b, NFT_MSG_DELOBJ, last.names[k], NFT_OBJECT_COUNTER);
+	if (!r) {
+		struct diags d;
+
+		diags_init(&d);
+		r = nft_batch_commit(b, &d);
+		diags_free(&d);
+	}
+	nft_batch_free(b);
 	return r;
 }
 
@@ -1017,9 +1086,17 @@ static int transaction(const struct nfr_table *t, uint32_t flags, struct diags *
 
 	if (last.valid) {
 		diags_init(&tmp);
+		maps_alt = !last.maps_alt;
 		r = commit(t, flags, true, &tmp);
 		if (r == 0) {
 			diags_free(&tmp);
+			if ((r = retire(t)) < 0) {
+				log_warn("the last counter maps of table inet %s could not be deleted (%s); the next reload "
+					 "replaces the table whole",
+					 NFT_TABLE_NAME, strerror(-r));
+				applied_forget();
+				return 0;
+			}
 			applied_record(t);
 			return 0;
 		}
@@ -1027,6 +1104,7 @@ static int transaction(const struct nfr_table *t, uint32_t flags, struct diags *
 			 tmp.n ? tmp.v[tmp.n - 1].msg : strerror(-r));
 		diags_free(&tmp);
 	}
+	maps_alt = false;
 	r = commit(t, flags, false, d);
 	if (r == 0)
 		applied_record(t);

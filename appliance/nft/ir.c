@@ -245,7 +245,7 @@ void nfr_set_normalize(struct nfr_set *s)
 
 	for (uint32_t i = 1; i < s->n; i++) {
 		struct nfr_elem *cur = &s->v[out];
-		bool same = !(s->vmap || s->objmap) || s->v[i].chain == cur->chain;
+		bool same = !s->objmap || s->v[i].chain == cur->chain;
 
 		if (same && (memcmp(s->v[i].lo, cur->hi, len) <= 0 ||
 			     (join_adjacent && adjacent(cur->hi, s->v[i].lo, len)))) {
@@ -342,7 +342,6 @@ static const struct nfr_set *bind_anon(struct nfr_table *t, const struct nfr_set
 	}
 	if (!(copy = nfr_set_new(t, NULL, s->key, s->interval)))
 		return s;
-	copy->vmap = s->vmap;
 	copy->objmap = s->objmap;
 	copy->bound = true;
 	for (uint32_t i = 0; i < s->n && !t->err; i++) {
@@ -410,8 +409,6 @@ uint32_t nfr_key_len(enum nfr_key k)
 		return 16;
 	case NFR_KEY_PROTO_PORT:
 		return 8;
-	case NFR_KEY_NFPROTO:
-		return 1;
 	default:
 		return 2;
 	}

@@ -23,14 +23,12 @@ enum nfr_key {
 	NFR_KEY_IPV6,
 	NFR_KEY_PORT,   /* 2 bytes, network order */
 	NFR_KEY_PROTO_PORT, /* meta l4proto . th port: 1 + 2 bytes, each in a 4-byte register */
-	NFR_KEY_NFPROTO,    /* meta nfproto, 1 byte (the key of a verdict map) */
 };
 
 /* An element: one value (lo) or, in an interval set, the range lo..hi. */
 struct nfr_elem {
 	uint8_t lo[16], hi[16];
-	uint32_t chain;       /* a verdict map's element: jump to this chain;
-				 an object map's: this counter (index in counters) */
+	uint32_t chain;       /* a counter map's element: this counter (index in counters) */
 	uint64_t timeout_ms;  /* a timeout set's element: it goes after this long; 0 never */
 };
 
@@ -39,7 +37,6 @@ struct nfr_set {
 	uint32_t id;          /* unique in the transaction */
 	enum nfr_key key;
 	bool interval;
-	bool vmap;            /* a verdict map: each element jumps to its chain */
 	bool objmap;          /* a counter map: each element names its counter */
 	bool bound;           /* anonymous: used by a rule already (the kernel binds it to one) */
 	bool dynamic;         /* filled by the packet path (a meter): flags dynamic,timeout */
@@ -94,7 +91,6 @@ enum nfr_stmt_kind {
 	NFR_S_SNAT,      /* snat FAMILY to addr_lo[-addr_hi] */
 	NFR_S_DNAT,      /* dnat FAMILY to addr_lo[:port] */
 	NFR_S_REDIRECT,  /* redirect to :port */
-	NFR_S_VMAP,      /* meta nfproto vmap SET */
 	NFR_S_COUNTER_MAP, /* counter name meta l4proto . th dport map SET: counts
 			      and matches (a key not in the map ends the rule) */
 	NFR_S_METER,     /* update @SET { ip/ip6 saddr limit rate R/PER burst B packets }:
@@ -108,7 +104,7 @@ struct nfr_stmt {
 	uint8_t family;
 	uint8_t addr_lo[16], addr_hi[16];
 	uint16_t port;
-	const struct nfr_set *set; /* NFR_S_VMAP, NFR_S_COUNTER_MAP, NFR_S_METER */
+	const struct nfr_set *set; /* NFR_S_COUNTER_MAP, NFR_S_METER */
 	uint32_t rate, per, burst; /* NFR_S_METER (family: the address's) */
 };
 

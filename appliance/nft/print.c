@@ -88,9 +88,6 @@ static void print_elem(const struct nfr_table *t, const struct nfr_set *s, const
 			fprintf(f, " : \"%s\"", t->counters[e->chain].name);
 		break;
 	}
-	case NFR_KEY_NFPROTO:
-		fprintf(f, "%s : jump %s", e->lo[0] == NFPROTO_IPV4 ? "ipv4" : "ipv6", t->chains[e->chain].name);
-		break;
 	}
 }
 
@@ -263,13 +260,9 @@ static void print_stmt(const struct nfr_table *t, const struct nfr_stmt *s, FILE
 	case NFR_S_REDIRECT:
 		fprintf(f, "redirect to :%u", s->port);
 		break;
-	case NFR_S_VMAP:
-		fputs("meta nfproto vmap ", f);
-		print_elems(t, s->set, f);
-		break;
 	case NFR_S_COUNTER_MAP:
 		fputs("counter name meta l4proto . th dport map ", f);
-		print_elems(t, s->set, f);
+		print_set_ref(t, s->set, f);
 		break;
 	case NFR_S_METER:
 		fprintf(f, "update @%s { %s saddr limit rate %u/%s burst %u packets }", s->set->name, ip, s->rate,
@@ -317,10 +310,8 @@ static const char *set_type(enum nfr_key k)
 		return "ipv6_addr";
 	case NFR_KEY_PORT:
 		return "inet_service";
-	case NFR_KEY_PROTO_PORT:
-		return "inet_proto . inet_service";
 	default:
-		return "nf_proto";
+		return "inet_proto . inet_service";
 	}
 }
 
@@ -347,7 +338,8 @@ void nfr_print(const struct nfr_table *t, FILE *f)
 
 		if (!s->name[0])
 			continue;
-		fprintf(f, "\tset %s {\n\t\ttype %s\n", s->name, set_type(s->key));
+		fprintf(f, "\t%s %s {\n\t\ttype %s%s\n", s->objmap ? "map" : "set", s->name, set_type(s->key),
+			s->objmap ? " : counter" : "");
 		if (s->timeout)
 			fputs("\t\tflags interval,timeout\n", f);
 		else if (s->interval)
