@@ -335,6 +335,7 @@ extern const char *const policy_reject_names[POLICY_REJECT_MAX + 1];
 extern const char *const policy_ct_names[POLICY_CT_STATES + 1];       /* by bit of enum policy_ct */
 extern const char *const policy_nat_kind_names[];               /* by enum nat_kind, NULL-terminated */
 const char *policy_proto_name(int proto); /* "tcp", ..., or NULL */
+int policy_proto_number(const char *name); /* IPPROTO_TCP, ..., or -1 */
 const char *policy_rate_unit(uint32_t per); /* "second", "minute", "hour" */
 /* "10/second burst 10", "5/minute burst 5 per source"; as snprintf. */
 int policy_limit_format(const struct policy_limit *l, char *buf, size_t len);

@@ -113,7 +113,7 @@ static int dcap_start(struct daemon *dm, struct dcap *d, struct diags *report)
 	diags_init(&why);
 	r = capture_start(d->conf, &start_opts, &why, &d->c);
 	if (r < 0) {
-		const char *msg = why.n ? why.v[why.n - 1].msg : strerror(-r);
+		const char *msg = diags_last(&why, strerror(-r));
 
 		if (!strncmp(msg, "capture: ", 9))
 			msg += 9;

@@ -40,33 +40,6 @@ int state_path(const struct daemon *dm, const char *name, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	for (const char *c = p; n;) {
-		ssize_t w = write(fd, c, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -errno;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-static int sync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
 static int write_atomic(const struct daemon *dm, const char *name, const char *data, size_t len)
 {
 	return state_write(dm, name, data, len, true);
@@ -74,26 +47,12 @@ static int write_atomic(const struct daemon *dm, const char *name, const char *d
 
 int state_write(const struct daemon *dm, const char *name, const char *data, size_t len, bool sync)
 {
-	char path[PATH_MAX], tmp[PATH_MAX + 8];
-	int fd, r;
+	char path[PATH_MAX];
+	int r;
 
 	if ((r = state_path(dm, name, path, sizeof(path))) < 0)
 		return r;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) < 0)
-		return -errno;
-	r = write_all(fd, data, len);
-	if (!r && sync && fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	if (!r && rename(tmp, path) < 0)
-		r = -errno;
-	if (r)
-		unlink(tmp);
-	/* the rename itself is on disk only once the directory is */
-	if (!r && sync && (r = sync_dir(dm->state_dir)) < 0)
-		log_warn("cannot sync the state directory %s: %s", dm->state_dir, strerror(-r));
-	return r;
+	return files_write_atomic(path, data, len, 0600, sync ? FILES_SYNC : 0);
 }
 
 int confirm_init(struct daemon *dm, struct diags *d)
@@ -321,7 +280,7 @@ static int text_fd(const char *text, size_t len)
 
 	if (fd < 0)
 		return -errno;
-	if ((r = write_all(fd, text, len)) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
+	if ((r = files_write_all(fd, text, len)) < 0 || lseek(fd, 0, SEEK_SET) < 0) {
 		close(fd);
 		return r ? r : -errno;
 	}

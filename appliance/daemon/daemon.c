@@ -138,7 +138,7 @@ static void shutdown_all(struct daemon *dm)
 	if (dm->e)
 		engine_destroy_pins(dm->e);
 	if (nft_table_remove(&d) < 0)
-		log_warn("removing table inet %s: %s", NFT_TABLE_NAME, d.n ? d.v[d.n - 1].msg : "");
+		log_warn("removing table inet %s: %s", NFT_TABLE_NAME, diags_last(&d, ""));
 	diags_free(&d);
 	unlink(dm->socket_path);
 }
@@ -288,7 +288,7 @@ static void start_failed(struct daemon *dm, struct diags *d)
 			engine_destroy_pins(dm->e);
 		diags_init(&tmp);
 		if (dm->nft_table == 1 && nft_table_remove(&tmp) < 0)
-			log_warn("removing table inet %s: %s", NFT_TABLE_NAME, tmp.n ? tmp.v[tmp.n - 1].msg : "");
+			log_warn("removing table inet %s: %s", NFT_TABLE_NAME, diags_last(&tmp, ""));
 		diags_free(&tmp);
 	}
 	if (dm->listener.fd >= 0)

@@ -647,7 +647,7 @@ static void undo_kernel(struct daemon *dm, const struct dyn_set *set, const stru
 			r = apply(dm, set, u->changed, u->nchanged, false, &tmp);
 		if (r < 0)
 			log_err("set '%s': a change that could not be saved could not be taken back in table inet %s: %s",
-				set->name, NFT_TABLE_NAME, tmp.n ? tmp.v[tmp.n - 1].msg : "");
+				set->name, NFT_TABLE_NAME, diags_last(&tmp, ""));
 	}
 	diags_free(&tmp);
 }
@@ -732,7 +732,7 @@ static int flush_set(struct daemon *dm, struct client *c, const struct ctl_reque
 		diags_init(&tmp);
 		if (dynset_add(&dm->dyn, set, v, n, &tmp, NULL, NULL, NULL) < 0 || apply(dm, set, v, n, false, &tmp) < 0)
 			log_err("set '%s': the entries of a flush that could not be saved could not all be put back: %s",
-				set->name, tmp.n ? tmp.v[tmp.n - 1].msg : "");
+				set->name, diags_last(&tmp, ""));
 		diags_free(&tmp);
 		if (bpf_in_force(dm))
 			bpf_sync(dm);

@@ -108,7 +108,7 @@ static void vevent_journal(struct daemon *dm, const struct vevent *v)
 	snprintf(rule, sizeof(rule), "RULE=%s", v->rule);
 	snprintf(action, sizeof(action), "ACTION=%s", v->action);
 	snprintf(hook, sizeof(hook), "HOOK=%s", v->hook);
-	snprintf(fam, sizeof(fam), "FAMILY=%s", v->af == AF_INET ? "ipv4" : "ipv6");
+	snprintf(fam, sizeof(fam), "FAMILY=%s", policy_family_name(v->af == AF_INET ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6));
 	snprintf(proto, sizeof(proto), "PROTO=%u", v->proto);
 	snprintf(src, sizeof(src), "SRC=%s", a);
 	snprintf(dst, sizeof(dst), "DST=%s", b);
@@ -148,9 +148,14 @@ static void vevent_emit(struct daemon *dm, const struct vevent *v)
 		vevent_journal(dm, v);
 }
 
+/* The classifier's action codes are the policy's (bpf/nfbox.h). */
+_Static_assert(NFB_ACT_DROP == (int)POLICY_DROP && NFB_ACT_ACCEPT == (int)POLICY_ACCEPT &&
+		       NFB_ACT_REJECT == (int)POLICY_REJECT,
+	       "NFB_ACT_* and POLICY_* differ");
+
 static const char *action_name(uint8_t a)
 {
-	return a == NFB_ACT_ACCEPT ? "accept" : a == NFB_ACT_REJECT ? "reject" : "drop";
+	return policy_action_name((enum policy_action)a);
 }
 
 static int on_event(void *ctx, void *data, size_t size)

@@ -599,25 +599,11 @@ static int resolve_sync(const struct ha_conf *c, struct prefix *local, struct pr
 
 static int write_file(const char *path, const char *text, char *why, size_t len)
 {
-	char tmp[PATH_MAX + 8];
-	FILE *f;
+	int r = files_write_atomic(path, text, strlen(text), 0666, 0);
 
-	bool ok = false;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	errno = 0;
-	if ((f = fopen(tmp, "we"))) {
-		ok = fputs(text, f) >= 0;
-		ok = fclose(f) == 0 && ok;
-	}
-	if (!ok || rename(tmp, path) < 0) {
-		int r = errno ? -errno : -EIO;
-
-		snprintf(why, len, "cannot write %s: %s", path, strerror(errno));
-		unlink(tmp);
-		return r;
-	}
-	return 0;
+	if (r < 0)
+		snprintf(why, len, "cannot write %s: %s", path, strerror(-r));
+	return r;
 }
 
 static int need_program(const char *name, char *out, struct diags *d)

@@ -125,7 +125,7 @@ static void restore_table(struct daemon *dm, const struct policy *old)
 	diags_init(&tmp);
 	if (old && daemon_nft_apply(dm, old, &tmp) < 0)
 		log_err("cannot put the previous table inet %s back: %s", NFT_TABLE_NAME,
-			tmp.n ? tmp.v[tmp.n - 1].msg : "");
+			diags_last(&tmp, ""));
 	diags_free(&tmp);
 }
 

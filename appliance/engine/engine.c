@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Engine: program, maps and links; loading, pinning and adoption. */
+/* glibc's <netinet/in.h> before the kernel's headers, so they step aside. */
+#include <netinet/in.h>
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -15,6 +18,7 @@
 #include "engine/engine_int.h"
 #include "lib/cleanup.h"
 #include "lib/log.h"
+#include "lib/nfhook.h"
 #include "bpf/nfbox_filter.skel.h"
 
 
@@ -35,7 +39,6 @@ _Static_assert(NFB_HOOK_INPUT == (int)POLICY_HOOK_INPUT && NFB_HOOK_FORWARD == (
 	       "engine and policy number hooks alike");
 _Static_assert((1 << NFB_FAM_IPV4) == POLICY_FAM_IPV4 && (1 << NFB_FAM_IPV6) == POLICY_FAM_IPV6,
 	       "engine family f is policy family bit 1 << f");
-static const uint32_t nf_hooknum[NFB_HOOK_MAX] = { NF_INET_LOCAL_IN, NF_INET_FORWARD, NF_INET_LOCAL_OUT };
 static const uint32_t nf_pf[NFB_FAM_MAX] = { NFPROTO_IPV4, NFPROTO_IPV6 };
 
 static const char *fam_name(int fam)
@@ -354,7 +357,7 @@ static int link_attach(struct engine *e, int hook, int fam, bool defrag, int32_t
 	int fd;
 
 	opts.netfilter.pf = nf_pf[fam];
-	opts.netfilter.hooknum = nf_hooknum[hook];
+	opts.netfilter.hooknum = nf_hook_of((enum policy_hook)hook);
 	opts.netfilter.priority = priority;
 	opts.netfilter.flags = defrag ? BPF_F_NETFILTER_IP_DEFRAG : 0;
 	fd = bpf_link_create(e->prog_fd, 0, BPF_NETFILTER, &opts);

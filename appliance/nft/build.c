@@ -3,6 +3,7 @@
 #include "nft/build.h"
 
 #include "dynset/dynset.h"
+#include "lib/nfhook.h"
 #include "lib/plant.h"
 #include "nft/batch.h"
 
@@ -988,9 +989,8 @@ static void fragment_rules(struct ctx *c, enum policy_hook h, uint32_t chain)
  * (test_reload's flood). */
 static void filter_hook(struct ctx *c, enum policy_hook h)
 {
-	static const uint32_t hooks[POLICY_HOOK_MAX] = { NF_INET_LOCAL_IN, NF_INET_FORWARD, NF_INET_LOCAL_OUT };
 	const struct policy *p = c->p;
-	struct nfr_chain ch = { .base = true, .hook = hooks[h], .prio = FILTER_PRIO,
+	struct nfr_chain ch = { .base = true, .hook = nf_hook_of(h), .prio = FILTER_PRIO,
 				.policy_drop = p->hooks[h].def != POLICY_ACCEPT };
 	uint32_t chain, fchain[2];
 
@@ -1037,9 +1037,9 @@ static void filter(struct ctx *c)
 
 static uint32_t nat_chain(struct ctx *c, bool pre)
 {
-	const char *name = pre ? "prerouting" : "postrouting";
 	struct nfr_chain ch = { .base = true, .nat = true, .hook = pre ? NF_INET_PRE_ROUTING : NF_INET_POST_ROUTING,
 				.prio = pre ? DSTNAT_PRIO : SRCNAT_PRIO };
+	const char *name = nf_hook_name(ch.hook);
 
 	for (uint32_t i = 0; i < c->t->nchains; i++)
 		if (!strcmp(c->t->chains[i].name, name))

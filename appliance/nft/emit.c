@@ -1101,7 +1101,7 @@ static int transaction(const struct nfr_table *t, uint32_t flags, struct diags *
 			return 0;
 		}
 		log_warn("table inet %s could not be replaced in place (%s); it is replaced whole", NFT_TABLE_NAME,
-			 tmp.n ? tmp.v[tmp.n - 1].msg : strerror(-r));
+			 diags_last(&tmp, strerror(-r)));
 		diags_free(&tmp);
 	}
 	maps_alt = false;

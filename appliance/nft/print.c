@@ -10,27 +10,18 @@
 #include <linux/netfilter/nf_tables.h>
 #include <string.h>
 
+#include "lib/nfhook.h"
 #include "nft/batch.h"
 
+/* nft's name in `meta l4proto` (its own for ICMPv6), else the number. */
 static const char *proto_name(uint32_t p, char *buf, size_t len)
 {
-	switch (p) {
-	case IPPROTO_TCP:
-		return "tcp";
-	case IPPROTO_UDP:
-		return "udp";
-	case IPPROTO_SCTP:
-		return "sctp";
-	case IPPROTO_UDPLITE:
-		return "udplite";
-	case IPPROTO_ICMP:
-		return "icmp";
-	case IPPROTO_ICMPV6:
-		return "ipv6-icmp";
-	default:
-		snprintf(buf, len, "%u", p);
-		return buf;
-	}
+	const char *n = p == IPPROTO_ICMPV6 ? "ipv6-icmp" : policy_proto_name((int)p);
+
+	if (n)
+		return n;
+	snprintf(buf, len, "%u", p);
+	return buf;
 }
 
 static unsigned key_bits(enum nfr_key k)
@@ -315,15 +306,6 @@ static const char *set_type(enum nfr_key k)
 	}
 }
 
-static const char *hook_name(uint32_t h)
-{
-	static const char *const names[] = { [NF_INET_PRE_ROUTING] = "prerouting", [NF_INET_LOCAL_IN] = "input",
-					     [NF_INET_FORWARD] = "forward", [NF_INET_LOCAL_OUT] = "output",
-					     [NF_INET_POST_ROUTING] = "postrouting" };
-
-	return h < sizeof(names) / sizeof(names[0]) ? names[h] : "?";
-}
-
 void nfr_print(const struct nfr_table *t, FILE *f)
 {
 	fprintf(f, "table inet %s {\n", NFT_TABLE_NAME);
@@ -362,7 +344,7 @@ void nfr_print(const struct nfr_table *t, FILE *f)
 		fprintf(f, "\tchain %s {\n", ch->name);
 		if (ch->base)
 			fprintf(f, "\t\ttype %s hook %s priority %d; policy %s;\n", ch->nat ? "nat" : "filter",
-				hook_name(ch->hook), ch->prio, ch->policy_drop ? "drop" : "accept");
+				nf_hook_name(ch->hook), ch->prio, ch->policy_drop ? "drop" : "accept");
 		for (uint32_t i = 0; i < t->nrules; i++)
 			if (t->rules[i].chain == c)
 				print_rule(t, &t->rules[i], f);

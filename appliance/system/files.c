@@ -2,6 +2,7 @@
 #include "system/files.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -100,4 +101,57 @@ int files_check_trusted(int fd, const char *path, char *why, size_t len)
 		return r;
 	snprintf(buf, sizeof(buf), "%s", path);
 	return files_check_dir(dirname(buf), why, len);
+}
+
+int files_write_all(int fd, const void *p, size_t n)
+{
+	for (const char *c = p; n;) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int sync_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+	int fd, r = 0;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	if ((fd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+int files_write_atomic(const char *path, const void *data, size_t len, unsigned mode, unsigned flags)
+{
+	char tmp[PATH_MAX + 8];
+	int fd, r;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, (mode_t)mode)) < 0)
+		return -errno;
+	r = files_write_all(fd, data, len);
+	if (!r && (flags & FILES_SYNC) && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	if (!r && rename(tmp, path) < 0)
+		r = -errno;
+	if (r) {
+		unlink(tmp);
+		return r;
+	}
+	/* the rename itself is on disk only once the directory is */
+	return flags & FILES_SYNC ? sync_dir_of(path) : 0;
 }

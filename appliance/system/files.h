@@ -24,4 +24,15 @@ int files_check_dir(const char *dir, char *why, size_t len);
  * why says from what), or -errno with the reason and the fix in why. */
 int files_private_dir(const char *dir, char *why, size_t len);
 
+/* Write a file so that a crash at any point leaves the old or the new one:
+ * PATH.tmp (made with mode, not followed if a link), written whole, then
+ * renamed over path. With FILES_SYNC the data is synced before the rename
+ * and the directory after it, so that the new file is on disk when this
+ * returns. 0 or -errno (PATH.tmp removed); a directory that cannot be
+ * synced after the rename is -errno too, with the new file in place. */
+enum { FILES_SYNC = 1 };
+/* All n bytes to fd (a short write or EINTR goes on): 0 or -errno. */
+int files_write_all(int fd, const void *p, size_t n);
+int files_write_atomic(const char *path, const void *data, size_t len, unsigned mode, unsigned flags);
+
 #endif

@@ -18,6 +18,11 @@ void diags_init(struct diags *d)
 	memset(d, 0, sizeof(*d));
 }
 
+const char *diags_last(const struct diags *d, const char *none)
+{
+	return d->n ? d->v[d->n - 1].msg : none;
+}
+
 void diags_free(struct diags *d)
 {
 	struct source *s, *next;

@@ -53,6 +53,8 @@ struct diags {
 
 void diags_init(struct diags *d);
 void diags_free(struct diags *d);
+/* The last message added, for a one-line report; none when there is none. */
+const char *diags_last(const struct diags *d, const char *none);
 
 /* Read a whole file into a new source owned by d. Returns 0 or -errno. */
 int diags_load_source(struct diags *d, const char *path, struct source **out);

@@ -74,32 +74,37 @@ int policy_limit_format(const struct policy_limit *l, char *buf, size_t len)
 			l->per_source ? " per source" : "");
 }
 
-const char *const policy_proto_names[] = { "tcp", "udp", "icmp", "icmpv6", "sctp", "gre", "esp", "ah", "udplite", NULL };
+/* The protocols nfbox knows by name, each written once: name and number. */
+#define PROTOS(X)                                                                                                      \
+	X("tcp", IPPROTO_TCP)                                                                                          \
+	X("udp", IPPROTO_UDP)                                                                                          \
+	X("icmp", IPPROTO_ICMP)                                                                                        \
+	X("icmpv6", IPPROTO_ICMPV6)                                                                                    \
+	X("sctp", IPPROTO_SCTP)                                                                                        \
+	X("gre", IPPROTO_GRE)                                                                                          \
+	X("esp", IPPROTO_ESP)                                                                                          \
+	X("ah", IPPROTO_AH)                                                                                            \
+	X("udplite", IPPROTO_UDPLITE)
+
+#define PROTO_NAME(n, v) n,
+#define PROTO_NUM(n, v) v,
+const char *const policy_proto_names[] = { PROTOS(PROTO_NAME) NULL };
+static const int proto_nums[] = { PROTOS(PROTO_NUM) };
 
 const char *policy_proto_name(int proto)
 {
-	switch (proto) {
-	case IPPROTO_TCP:
-		return "tcp";
-	case IPPROTO_UDP:
-		return "udp";
-	case IPPROTO_ICMP:
-		return "icmp";
-	case IPPROTO_ICMPV6:
-		return "icmpv6";
-	case IPPROTO_SCTP:
-		return "sctp";
-	case IPPROTO_GRE:
-		return "gre";
-	case IPPROTO_ESP:
-		return "esp";
-	case IPPROTO_AH:
-		return "ah";
-	case IPPROTO_UDPLITE:
-		return "udplite";
-	default:
-		return NULL;
-	}
+	for (size_t i = 0; i < sizeof(proto_nums) / sizeof(proto_nums[0]); i++)
+		if (proto_nums[i] == proto)
+			return policy_proto_names[i];
+	return NULL;
+}
+
+int policy_proto_number(const char *name)
+{
+	for (size_t i = 0; i < sizeof(proto_nums) / sizeof(proto_nums[0]); i++)
+		if (!strcmp(policy_proto_names[i], name))
+			return proto_nums[i];
+	return -1;
 }
 
 struct icmp_name {

@@ -105,22 +105,13 @@ int parse_prefix(const char *s, struct prefix *out, bool *host_bits, const char 
 
 int parse_proto(const char *s, int *out, const char **why)
 {
-	static const struct {
-		const char *name;
-		int num;
-	} names[] = {
-		{ "tcp", IPPROTO_TCP }, { "udp", IPPROTO_UDP }, { "icmp", IPPROTO_ICMP },
-		{ "icmpv6", IPPROTO_ICMPV6 }, { "sctp", IPPROTO_SCTP }, { "gre", IPPROTO_GRE },
-		{ "esp", IPPROTO_ESP }, { "ah", IPPROTO_AH }, { "udplite", IPPROTO_UDPLITE },
-	};
+	int known = policy_proto_number(s);
 	struct protoent *pe;
 	uint64_t v;
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (strcmp(s, names[i].name) == 0) {
-			*out = names[i].num;
-			return 0;
-		}
+	if (known >= 0) {
+		*out = known;
+		return 0;
 	}
 	if (isdigit((unsigned char)s[0])) {
 		if (parse_uint(s, 255, &v, why) < 0) {

@@ -592,7 +592,7 @@ static void defrag_off(void)
 	}
 	CHECK(strstr(b.text, "meta nfproto ipv4 ip frag-off & 0x3fff != 0 jump forward_ip_fragments") != NULL);
 	CHECK(strstr(b.text, "meta nfproto ipv6 frag more-fragments 1 jump forward_ip6_fragments") != NULL);
-	CHECK(strstr(b.text, "chain forward_ip_fragments {\n\t\tmeta l4proto 47 counter name \"r_forward_gre\" accept\n"
+	CHECK(strstr(b.text, "chain forward_ip_fragments {\n\t\tmeta l4proto gre counter name \"r_forward_gre\" accept\n"
 			     "\t\tcounter name \"x_forward_default\" drop\n\t}") != NULL);
 	CHECK(strstr(b.text, "counter name \"x_unreassembled\" drop") == NULL); /* that is defrag on's */
 	built_free(&b);

@@ -182,7 +182,7 @@ static void print_lpm(const struct plan_hook *h, int fi, uint8_t dir, FILE *f)
 static void print_hook_text(const struct plan_hook *h, int hk, FILE *f)
 {
 	fprintf(f, "\nhook %s: default %s, %u rules, fields ", policy_hook_name((enum policy_hook)hk),
-		h->def == POLICY_ACCEPT ? "accept" : "drop", h->nrules);
+		policy_action_name(h->def), h->nrules);
 	print_fields(h, f);
 	fprintf(f, ", %u vectors of %u words (%u summary)\n", h->nvecs, h->nwords, h->nsum);
 	fprintf(f, "  rules (first match wins):\n");
@@ -461,7 +461,7 @@ static void json_hook(const struct plan_hook *h, int hk, struct json *j)
 {
 	json_object_begin(j);
 	json_kv_str(j, "name", policy_hook_name((enum policy_hook)hk));
-	json_kv_str(j, "default", h->def == POLICY_ACCEPT ? "accept" : "drop");
+	json_kv_str(j, "default", policy_action_name(h->def));
 	json_kv_u64(j, "nwords", h->nwords);
 	json_kv_u64(j, "nsum", h->nsum);
 	json_kv_u64(j, "vectors", h->nvecs);
