@@ -39,19 +39,6 @@ _Static_assert(NFB_HOOK_INPUT == (int)POLICY_HOOK_INPUT && NFB_HOOK_FORWARD == (
 	       "engine and policy number hooks alike");
 _Static_assert((1 << NFB_FAM_IPV4) == POLICY_FAM_IPV4 && (1 << NFB_FAM_IPV6) == POLICY_FAM_IPV6,
 	       "engine family f is policy family bit 1 << f");
-static const uint32_t nf_pf[NFB_FAM_MAX] = { NFPROTO_IPV4, NFPROTO_IPV6 };
-
-static const char *fam_name(int fam)
-{
-	return policy_family_name((enum policy_family)(1 << fam));
-}
-
-static int path_fmt(char *buf, size_t len, const struct engine *e, const char *sub, const char *name)
-{
-	int n = snprintf(buf, len, "%s/%s%s%s", e->pin_dir, sub, *sub ? "/" : "", name);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -92,27 +79,6 @@ static void read_shapes(struct engine *e, struct nfbox_filter_bpf *skel)
 	}
 }
 
-static int link_path(char *buf, size_t len, const struct engine *e, int hook, int fam)
-{
-	char name[32];
-
-	snprintf(name, sizeof(name), "%s-%s", policy_hook_name((enum policy_hook)hook), fam_name(fam));
-	return path_fmt(buf, len, e, "links", name);
-}
-
-static int link_read_info(struct engine_link *l)
-{
-	struct bpf_link_info info = { 0 };
-	uint32_t len = sizeof(info);
-
-	if (bpf_link_get_info_by_fd(l->fd, &info, &len) < 0)
-		return -errno;
-	l->defrag = info.netfilter.flags & BPF_F_NETFILTER_IP_DEFRAG;
-	l->priority = info.netfilter.priority;
-	l->id = info.id;
-	return 0;
-}
-
 /* The active generation's counters map; a spare generation still there (a
  * daemon that stopped before freeing it) is freed by engine_settle(). */
 static int adopt_counters(struct engine *e)
@@ -146,12 +112,12 @@ static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 	struct nfb_ctl ctl;
 	uint32_t zero = 0;
 
-	if (path_fmt(path, sizeof(path), e, "", "prog") < 0 || (e->prog_fd = bpf_obj_get(path)) < 0)
+	if (engine_path(path, sizeof(path), e, "", "prog") < 0 || (e->prog_fd = bpf_obj_get(path)) < 0)
 		return diag_errno(d, -errno, "cannot open the pinned program %s", path);
 	/* The control map first: its layout version says whether the other
 	 * maps are this version's (an older state lacks some). */
 	for (int i = 0; i < EM_COUNT; i++) {
-		if (path_fmt(path, sizeof(path), e, "maps", map_names[i]) < 0 ||
+		if (engine_path(path, sizeof(path), e, "maps", map_names[i]) < 0 ||
 		    (e->map_fd[i] = bpf_obj_get(path)) < 0)
 			return diag_fail(d, -ENOENT, "pinned state in %s is incomplete (map %s is missing); remove the pin directory or run 'nfbox run --fresh'",
 					 e->pin_dir, map_names[i]);
@@ -171,10 +137,10 @@ static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 		for (int f = 0; f < NFB_FAM_MAX; f++) {
 			struct engine_link *l = &e->link[h][f];
 
-			if (link_path(path, sizeof(path), e, h, f) < 0)
+			if (engine_link_path(path, sizeof(path), e, h, f) < 0)
 				return diag_errno(d, -ENAMETOOLONG, "pin directory %s", e->pin_dir);
 			l->fd = bpf_obj_get(path);
-			if (l->fd >= 0 && link_read_info(l) < 0) {
+			if (l->fd >= 0 && engine_link_read_info(l) < 0) {
 				close(l->fd);
 				l->fd = -1;
 			}
@@ -192,7 +158,7 @@ static int make_pin_dirs(struct engine *e, struct diags *d)
 	if ((r = mkdir_p(e->pin_dir, 0700)) < 0)
 		return diag_errno(d, r, "cannot create the pin directory %s", e->pin_dir);
 	for (int i = 0; i < 2; i++) {
-		if ((r = path_fmt(path, sizeof(path), e, "", i ? "links" : "maps")) < 0 ||
+		if ((r = engine_path(path, sizeof(path), e, "", i ? "links" : "maps")) < 0 ||
 		    (r = mkdir_p(path, 0700)) < 0)
 			return diag_errno(d, r, "cannot create the pin directory %s", path);
 	}
@@ -210,7 +176,7 @@ static int take_maps(struct engine *e, struct nfbox_filter_bpf *skel, struct dia
 		if (!m)
 			return diag_fail(d, -ENOENT, "the classifier object lacks map %s", map_names[i]);
 		if (e->pin_dir) {
-			path_fmt(path, sizeof(path), e, "maps", map_names[i]);
+			engine_path(path, sizeof(path), e, "maps", map_names[i]);
 			unlink(path);
 			if (bpf_obj_pin(bpf_map__fd(m), path) < 0)
 				return diag_errno(d, -errno, "cannot pin map %s", path);
@@ -240,7 +206,7 @@ static int load_fresh(struct engine *e, struct nfbox_filter_bpf *skel, uint64_t 
 	if (!e->pin_dir)
 		return 0;
 	/* The program is pinned last: its pin marks the state as complete. */
-	path_fmt(path, sizeof(path), e, "", "prog");
+	engine_path(path, sizeof(path), e, "", "prog");
 	unlink(path);
 	if (bpf_obj_pin(e->prog_fd, path) < 0)
 		return diag_errno(d, -errno, "cannot pin the program %s", path);
@@ -288,7 +254,7 @@ int engine_open(const struct engine_opts *o, struct diags *d, struct engine **ou
 	if (!(skel = nfbox_filter_bpf__open()))
 		return diag_errno(d, -errno, "cannot open the classifier object");
 	read_shapes(e, skel);
-	if (e->pin_dir && path_fmt(path, sizeof(path), e, "", "prog") == 0 && access(path, F_OK) == 0)
+	if (e->pin_dir && engine_path(path, sizeof(path), e, "", "prog") == 0 && access(path, F_OK) == 0)
 		r = adopt(e, o->netns_cookie, d);
 	else
 		r = load_fresh(e, skel, o->netns_cookie, d);
@@ -324,7 +290,7 @@ void engine_destroy_pins(struct engine *e)
 
 	for (int h = 0; h < NFB_HOOK_MAX; h++) {
 		for (int f = 0; f < NFB_FAM_MAX; f++) {
-			if (e->pin_dir && link_path(path, sizeof(path), e, h, f) == 0)
+			if (e->pin_dir && engine_link_path(path, sizeof(path), e, h, f) == 0)
 				unlink(path);
 			if (e->link[h][f].fd >= 0) {
 				/* Detach now, even if someone else holds the link. */
@@ -336,134 +302,17 @@ void engine_destroy_pins(struct engine *e)
 	}
 	if (!e->pin_dir)
 		return;
-	path_fmt(path, sizeof(path), e, "", "prog");
+	engine_path(path, sizeof(path), e, "", "prog");
 	unlink(path);
 	for (int i = 0; i < EM_COUNT; i++) {
-		path_fmt(path, sizeof(path), e, "maps", map_names[i]);
+		engine_path(path, sizeof(path), e, "maps", map_names[i]);
 		unlink(path);
 	}
-	path_fmt(path, sizeof(path), e, "", "maps");
+	engine_path(path, sizeof(path), e, "", "maps");
 	rmdir(path);
-	path_fmt(path, sizeof(path), e, "", "links");
+	engine_path(path, sizeof(path), e, "", "links");
 	rmdir(path);
 	rmdir(e->pin_dir);
-}
-
-/* ---- links ------------------------------------------------------------ */
-
-static int link_attach(struct engine *e, int hook, int fam, bool defrag, int32_t priority, struct engine_link *out)
-{
-	LIBBPF_OPTS(bpf_link_create_opts, opts);
-	int fd;
-
-	opts.netfilter.pf = nf_pf[fam];
-	opts.netfilter.hooknum = nf_hook_of((enum policy_hook)hook);
-	opts.netfilter.priority = priority;
-	opts.netfilter.flags = defrag ? BPF_F_NETFILTER_IP_DEFRAG : 0;
-	fd = bpf_link_create(e->prog_fd, 0, BPF_NETFILTER, &opts);
-	if (fd < 0)
-		return -errno;
-	*out = (struct engine_link){ .fd = fd, .defrag = defrag, .priority = priority };
-	link_read_info(out);
-	return 0;
-}
-
-static void link_drop(struct engine *e, struct engine_link *l, int hook, int fam)
-{
-	char path[512];
-
-	if (e->pin_dir && link_path(path, sizeof(path), e, hook, fam) == 0)
-		unlink(path);
-	bpf_link_detach(l->fd);
-	close(l->fd);
-	l->fd = -1;
-}
-
-/* A new link for hook/fam takes the place of cur: attached and pinned
- * first, then the old one detached, so there is no instant without
- * enforcement. On failure cur stays as it was, pinned. */
-static int link_replace(struct engine *e, struct engine_link *cur, int hook, int fam, bool defrag, struct diags *d)
-{
-	struct engine_link nl;
-	char path[512];
-	int r = -EBUSY;
-
-	/* The first priority of the span that is not the current link's and
-	 * that no other hook of this point uses (EBUSY: another BPF link,
-	 * or a chain such as someone's nat or filter at that number). */
-	for (int32_t prio = NFB_PRIORITY; prio < NFB_PRIORITY + NFB_PRIORITY_SPAN && r == -EBUSY; prio++) {
-		if (cur->fd >= 0 && prio == cur->priority)
-			continue;
-		r = link_attach(e, hook, fam, defrag, prio, &nl);
-	}
-	if (r == -EBUSY)
-		return diag_errno(d, r, "cannot attach the netfilter link for %s/%s: priorities %d to %d are all taken by other hooks (nft list hooks shows them)",
-				  policy_hook_name((enum policy_hook)hook), fam_name(fam), NFB_PRIORITY,
-				  NFB_PRIORITY + NFB_PRIORITY_SPAN - 1);
-	if (r < 0)
-		return diag_errno(d, r, "cannot attach the netfilter link for %s/%s",
-				  policy_hook_name((enum policy_hook)hook), fam_name(fam));
-	if (e->pin_dir) {
-		link_path(path, sizeof(path), e, hook, fam);
-		unlink(path);
-		if (bpf_obj_pin(nl.fd, path) < 0) {
-			r = diag_errno(d, -errno, "cannot pin link %s", path);
-			if (cur->fd >= 0)
-				bpf_obj_pin(cur->fd, path); /* the old one stays in force, pinned */
-			bpf_link_detach(nl.fd);
-			close(nl.fd);
-			return r;
-		}
-	}
-	if (cur->fd >= 0) {
-		bpf_link_detach(cur->fd);
-		close(cur->fd);
-	}
-	*cur = nl;
-	return 0;
-}
-
-/* Make the links match the plan: one per enabled hook and family, with the
- * plan's defrag flag. A link whose flag changes is replaced (at the other
- * priority, then the old one detached). */
-int engine_links_sync(struct engine *e, const struct plan *pl, struct diags *d)
-{
-	bool defrag = pl->pol->opt.defrag;
-	int r;
-
-	for (int h = 0; h < NFB_HOOK_MAX; h++) {
-		for (int f = 0; f < NFB_FAM_MAX; f++) {
-			struct engine_link *cur = &e->link[h][f];
-
-			if (!pl->hook[h].enabled) {
-				if (cur->fd >= 0)
-					link_drop(e, cur, h, f);
-				continue;
-			}
-			if (cur->fd >= 0 && cur->defrag == defrag)
-				continue;
-			if ((r = link_replace(e, cur, h, f, defrag, d)) < 0)
-				return r;
-		}
-	}
-	return 0;
-}
-
-void engine_unhook(struct engine *e)
-{
-	for (int h = 0; e && h < NFB_HOOK_MAX; h++)
-		for (int f = 0; f < NFB_FAM_MAX; f++)
-			if (e->link[h][f].fd >= 0)
-				link_drop(e, &e->link[h][f], h, f);
-}
-
-bool engine_hooked(const struct engine *e)
-{
-	for (int h = 0; e && h < NFB_HOOK_MAX; h++)
-		for (int f = 0; f < NFB_FAM_MAX; f++)
-			if (e->link[h][f].fd >= 0)
-				return true;
-	return false;
 }
 
 /* ---- counters (bpf/nfbox.h, "Counters") -------------------------------- */

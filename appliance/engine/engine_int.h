@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* Inside the engine (engine.c, gen.c): its maps and its state. */
+/* Inside the engine (engine.c, gen.c, links.c, dyn.c): its maps and its
+ * state. */
 #ifndef NFBOX_ENGINE_INT_H
 #define NFBOX_ENGINE_INT_H
+
+#include <errno.h>
+#include <stdio.h>
 
 #include "engine/engine.h"
 
@@ -81,7 +85,25 @@ struct engine {
  * went, or -ENOMEM. (gen.c) */
 int engine_delete_keys(int fd, size_t key_size, bool (*drop)(const void *key, void *arg), void *arg);
 
-/* Make links match the plan (engine.c; engine_load calls it). */
+/* "ipv4" or "ipv6": the engine's family f is the policy's bit 1 << f. */
+static inline const char *engine_fam_name(int fam)
+{
+	return policy_family_name((enum policy_family)(1 << fam));
+}
+
+/* PIN_DIR/SUB/NAME (PIN_DIR/NAME when sub is ""), or -ENAMETOOLONG. */
+static inline int engine_path(char *buf, size_t len, const struct engine *e, const char *sub, const char *name)
+{
+	int n = snprintf(buf, len, "%s/%s%s%s", e->pin_dir, sub, *sub ? "/" : "", name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* The links (links.c): where hook/fam's link is pinned; a link's flags,
+ * priority and id read back; make the links match the plan (engine_load
+ * calls it). */
+int engine_link_path(char *buf, size_t len, const struct engine *e, int hook, int fam);
+int engine_link_read_info(struct engine_link *l);
 int engine_links_sync(struct engine *e, const struct plan *pl, struct diags *d);
 
 /* mmap() of a counters map of cap slots per row, and its undoing (gen.c). */

@@ -5,12 +5,20 @@
 
 #include "policy/load/lx.h"
 
+/*
+ * Layers, each file using only those below it: lx.c and read.c (typed
+ * reads of nodes, files), names.c (lookups), match.c (the matches), the
+ * sections (defs.c, rules.c, nat.c, capture.c, ha.c), load.c (the entry).
+ */
+
 /* Definitions (defs.c). */
 void load_interfaces(struct lx *x, const struct ynode *n);
 void load_sets(struct lx *x, const struct ynode *n);
 void load_services(struct lx *x, const struct ynode *n);
 void load_hooks(struct lx *x, const struct ynode *n);
 void load_options(struct lx *x, const struct ynode *n);
+
+/* What the definitions named, and interface names (names.c). */
 struct addr_set *lx_find_set(struct lx *x, const char *name);
 struct service *lx_find_service(struct lx *x, const char *name);
 struct iface_group *lx_find_group(struct lx *x, const char *name);
