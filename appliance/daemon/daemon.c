@@ -14,6 +14,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include "daemon/backend.h"
 #include "daemon/daemon_int.h"
 #include "lib/cleanup.h"
 #include "lib/log.h"
@@ -108,7 +109,8 @@ static void loop(struct daemon *dm)
 		confirm_tick(dm);
 		dyn_tick(dm);
 		httpd_tick(dm);
-		lasthit_tick(dm);
+		if (dm->cur.pol)
+			backend_of(dm->cur.pol)->tick(dm);
 		ha_tick(dm);
 		engine_settle(dm->e); /* a reload is answered: free the policy it replaced */
 	}

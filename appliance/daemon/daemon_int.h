@@ -196,8 +196,10 @@ void loaded_free(struct loaded *l);
 /* daemon.c: open the BPF engine (adopting pinned state) and its rings. */
 int daemon_engine_open(struct daemon *dm, struct diags *d);
 /* reload.c: table inet nfbox for policy p, in one transaction (removed if
- * p needs nothing from nftables). 0 or -errno explained in d. */
-int daemon_nft_apply(struct daemon *dm, const struct policy *p, struct diags *d);
+ * p needs nothing from nftables); filter: with the whole filter (the
+ * nftables backend), else conntrack and NAT only (the BPF backend's).
+ * 0 or -errno explained in d. */
+int daemon_nft_apply(struct daemon *dm, const struct policy *p, bool filter, struct diags *d);
 
 /* dynsets.c: dynamic sets (`nfbox set`). dyn_state_load at start reads
  * the saved entries; dyn_prepare gives a new policy's dynamic sets their
@@ -263,9 +265,9 @@ void events_close(struct daemon *dm);
 void events_tick(struct daemon *dm);
 
 /* events.c, with the nftables backend: verdict events logged by its rules
- * (NFLOG group NFT_NFLOG_GROUP) in the same JSON form. sync: listening
- * exactly while the policy in force uses that backend. */
-void nflog_events_sync(struct daemon *dm);
+ * (NFLOG group NFT_NFLOG_GROUP) in the same JSON form, followed from open
+ * (when that backend comes into force) to close (when it leaves). */
+void nflog_events_open(struct daemon *dm);
 void nflog_events_close(struct daemon *dm);
 
 /* rejects.c: the BPF backend's rejects: the classifier hands each rejected

@@ -5,14 +5,8 @@
  * state directory (STATE/dynsets) after every change, read back at start,
  * and expired once a second.
  *
- * The store (dynset/dynset.h) is the daemon's copy and the authority:
- *   - BPF backend: each change goes to the tries at once (no new
- *     generation). When the BPF backend comes into force (the first load
- *     of a daemon, adopting or not, or a switch from nftables) the tries
- *     are made to hold exactly the store's entries.
- *   - nftables backend: each change is one transaction on the sets
- *     d_NAME_4 / d_NAME_6; a reload rebuilds the table with the store's
- *     entries and the time each has left.
+ * The store (dynset/dynset.h) is the daemon's copy and the authority; the
+ * backend in force puts each change into the kernel (backend.h: dyn_*).
  * A reload keeps the entries of every dynamic set the new policy still
  * has (by name); the entries of a set it drops are deleted.
  */
@@ -25,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "daemon/backend.h"
 #include "daemon/daemon_int.h"
 #include "lib/cleanup.h"
 #include "lib/json.h"
@@ -39,19 +34,10 @@
 
 #define DYN_STATE "dynsets"
 #define DYN_MAX_INPUT (256u << 20) /* bytes of prefixes in one request */
-/* The kernel's timeout is a second longer than the store's expiry: the
- * store lets an entry go first, so a delete or renewal never meets an
- * element the kernel already dropped. */
-#define NFT_TIMEOUT_MARGIN_MS 1000
-
-static bool bpf_in_force(const struct daemon *dm)
+/* The backend in force, NULL for none. */
+static const struct backend_ops *be_of(const struct daemon *dm)
 {
-	return dm->cur.pol && dm->cur.pol->opt.backend == POLICY_BACKEND_BPF && dm->e;
-}
-
-static bool nft_in_force(const struct daemon *dm)
-{
-	return dm->cur.pol && dm->cur.pol->opt.backend == POLICY_BACKEND_NFTABLES;
+	return backend_of(dm->cur.pol);
 }
 
 static void save_dyn(const void *obj, FILE *f)
@@ -315,19 +301,6 @@ int dyn_recover(struct daemon *dm, struct diags *d)
 			 path, dm->dyn_unread);
 }
 
-/* The names of the dynamic sets beside the BPF tries (bpf/nfbox.h). */
-static void bpf_names(struct daemon *dm)
-{
-	for (uint16_t id = 1; id < NFB_MAX_DYNSETS; id++) {
-		const char *name = "";
-
-		for (uint32_t i = 0; i < dm->dyn.n; i++)
-			if (dm->dyn.sets[i].id == id)
-				name = dm->dyn.sets[i].name;
-		engine_dyn_name_set(dm->e, id, name); /* "" too: no stale name of an adopted state stays */
-	}
-}
-
 int dyn_prepare(struct daemon *dm, const struct policy *p, struct slot_map *m, struct diags *d)
 {
 	int r;
@@ -345,48 +318,6 @@ int dyn_prepare(struct daemon *dm, const struct policy *p, struct slot_map *m, s
 		m->set_id[i] = s ? s->id : 0;
 	}
 	return 0;
-}
-
-/* ---- the BPF tries made to hold the store ---------------------------------- */
-
-static bool in_store(uint16_t id, int fam, const uint8_t *addr, uint8_t plen, void *arg)
-{
-	const struct dynsets *s = arg;
-
-	for (uint32_t i = 0; i < s->n; i++)
-		if (s->sets[i].id == id)
-			return dynset_index(&s->sets[i], fam, addr, plen) >= 0;
-	return false;
-}
-
-static int bpf_put_all(struct daemon *dm)
-{
-	int r;
-
-	for (uint32_t i = 0; i < dm->dyn.n; i++) {
-		const struct dyn_set *set = &dm->dyn.sets[i];
-
-		for (int f = 0; f < 2; f++)
-			for (uint32_t j = 0; j < set->n[f]; j++)
-				if ((r = engine_dyn_put(dm->e, set->id, f, set->v[f][j].addr, set->v[f][j].plen,
-							set->v[f][j].expires)) < 0)
-					return r;
-	}
-	return 0;
-}
-
-static void bpf_sync(struct daemon *dm)
-{
-	int r = engine_dyn_prune(dm->e, in_store, &dm->dyn);
-
-	bpf_names(dm);
-
-	if (r >= 0)
-		r = bpf_put_all(dm);
-	if (r < 0)
-		log_err("dynamic sets: cannot put the entries into the classifier: %s", strerror(-r));
-	else
-		dm->dyn_bpf_synced = true;
 }
 
 /* The entries of sets the policy in force no longer has are deleted, with
@@ -414,12 +345,10 @@ void dyn_after_reload(struct daemon *dm, int r)
 		return;
 	}
 	gone = drop_gone(dm);
-	if (!bpf_in_force(dm))
-		dm->dyn_bpf_synced = false; /* the tries are not kept up to date meanwhile */
-	else if (!dm->dyn_bpf_synced || gone)
-		bpf_sync(dm);
+	if (be_of(dm))
+		be_of(dm)->dyn_after_reload(dm, gone);
 	else
-		bpf_names(dm); /* a set the reload added */
+		dm->dyn_bpf_synced = false;
 	dyn_save(dm);
 }
 
@@ -427,85 +356,25 @@ void dyn_settle(struct daemon *dm)
 {
 	if (!drop_gone(dm))
 		return;
-	if (bpf_in_force(dm))
-		bpf_sync(dm);
+	if (be_of(dm))
+		be_of(dm)->dyn_resync(dm);
 	dyn_save(dm);
 }
 
 /* ---- changes ------------------------------------------------------------------- */
 
-/* The changes as the backend in force takes them. */
-static int apply_bpf(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n,
-		     bool del, struct diags *d)
-{
-	int r;
-
-	for (uint32_t i = 0; i < n; i++) {
-		int f = c[i].pfx.family == POLICY_FAM_IPV6;
-
-		if (del) {
-			if ((r = engine_dyn_del(dm->e, set->id, f, c[i].pfx.addr, c[i].pfx.plen)) < 0 && r != -ENOENT)
-				return diag_errno(d, r, "set '%s': the classifier refused a delete", set->name);
-			continue;
-		}
-		if ((r = engine_dyn_put(dm->e, set->id, f, c[i].pfx.addr, c[i].pfx.plen, c[i].expires)) < 0)
-			return diag_errno(d, r, "set '%s': the classifier refused an entry", set->name);
-	}
-	return 0;
-}
-
-static int apply_nft(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
-		     struct diags *d)
-{
-	int64_t now = dyn_now_ms();
-	struct nfr_set *ds[2] = { NULL, NULL }, *as[2] = { NULL, NULL };
-	const struct nfr_set *dl[2], *al[2];
-	uint32_t nd = 0, na = 0;
-	struct nfr_table t;
-	int r;
-
-	nfr_init(&t);
-	for (int f = 0; f < 2; f++) {
-		char name[NFR_NAME];
-
-		nft_dyn_set_name(name, sizeof(name), set->name, f ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4);
-		ds[f] = nfr_set_new(&t, name, f ? NFR_KEY_IPV6 : NFR_KEY_IPV4, true);
-		as[f] = nfr_set_new(&t, name, f ? NFR_KEY_IPV6 : NFR_KEY_IPV4, true);
-	}
-	for (uint32_t i = 0; !t.err && i < n; i++) {
-		int f = c[i].pfx.family == POLICY_FAM_IPV6;
-		uint8_t lo[16], hi[16];
-
-		nft_prefix_range(&c[i].pfx, lo, hi);
-		/* an add of an entry there deletes it first: a renewal's new timeout, on any kernel */
-		if (del || c[i].renew)
-			nfr_set_add(&t, ds[f], lo, hi);
-		if (!del) {
-			nfr_set_add(&t, as[f], lo, hi);
-			if (!t.err && c[i].expires)
-				as[f]->v[as[f]->n - 1].timeout_ms =
-					(uint64_t)(c[i].expires > now ? c[i].expires - now : 1) + NFT_TIMEOUT_MARGIN_MS;
-		}
-	}
-	for (int f = 0; f < 2 && !t.err; f++) {
-		if (ds[f]->n)
-			dl[nd++] = ds[f];
-		if (as[f]->n)
-			al[na++] = as[f];
-	}
-	r = t.err ? diag_errno(d, t.err, "set '%s'", set->name) : nft_set_change(dl, nd, al, na, d);
-	nfr_free(&t);
-	return r;
-}
-
+/* The changes into the kernel, as the backend in force takes them. */
 static int apply(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
 		 struct diags *d)
 {
-	if (bpf_in_force(dm))
-		return apply_bpf(dm, set, c, n, del, d);
-	if (nft_in_force(dm))
-		return apply_nft(dm, set, c, n, del, d);
-	return 0;
+	return be_of(dm) ? be_of(dm)->dyn_apply(dm, set, c, n, del, d) : 0;
+}
+
+/* The kernel made to hold the store again, after the store changed. */
+static void resync(struct daemon *dm)
+{
+	if (be_of(dm))
+		be_of(dm)->dyn_resync(dm);
 }
 
 /* The prefixes of the file the client sent: one per line, blank lines and
@@ -632,24 +501,11 @@ static uint64_t set_size(const struct dyn_set *s)
 }
 
 /* The kernel's side of a change taken back (dyn_undo: what it added goes,
- * what it renewed or deleted comes back as it was). BPF: the tries are made
- * to hold the store again once it is undone (the caller's next step). */
+ * what it renewed or deleted comes back as it was); then resync(). */
 static void undo_kernel(struct daemon *dm, const struct dyn_set *set, const struct dyn_undo *u)
 {
-	struct diags tmp;
-	int r = 0;
-
-	diags_init(&tmp);
-	if (nft_in_force(dm)) {
-		if (u->nadded)
-			r = apply(dm, set, u->added, u->nadded, true, &tmp);
-		if (r == 0 && u->nchanged)
-			r = apply(dm, set, u->changed, u->nchanged, false, &tmp);
-		if (r < 0)
-			log_err("set '%s': a change that could not be saved could not be taken back in table inet %s: %s",
-				set->name, NFT_TABLE_NAME, diags_last(&tmp, ""));
-	}
-	diags_free(&tmp);
+	if (be_of(dm))
+		be_of(dm)->dyn_undo(dm, set, u);
 }
 
 static int change(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f, struct diags *d)
@@ -674,8 +530,7 @@ static int change(struct daemon *dm, struct client *c, const struct ctl_request 
 	if (r == 0 && (r = apply(dm, set, v, n, del, d)) < 0) {
 		/* the kernel refused: the store goes back to what it was */
 		dynset_undo(&dm->dyn, set, &undo);
-		if (bpf_in_force(dm))
-			bpf_sync(dm);
+		resync(dm);
 	} else if (r == 0 && (r = dyn_save(dm)) < 0) {
 		/* Not kept, so not done: the kernel and the store go back to
 		 * what they were, and the client is told. */
@@ -683,8 +538,7 @@ static int change(struct daemon *dm, struct client *c, const struct ctl_request 
 			   dm->state_dir);
 		undo_kernel(dm, set, &undo);
 		dynset_undo(&dm->dyn, set, &undo);
-		if (bpf_in_force(dm))
-			bpf_sync(dm);
+		resync(dm);
 	}
 	dyn_undo_free(&undo);
 	free(v);
@@ -734,8 +588,7 @@ static int flush_set(struct daemon *dm, struct client *c, const struct ctl_reque
 			log_err("set '%s': the entries of a flush that could not be saved could not all be put back: %s",
 				set->name, diags_last(&tmp, ""));
 		diags_free(&tmp);
-		if (bpf_in_force(dm))
-			bpf_sync(dm);
+		resync(dm);
 	}
 	free(v);
 	if (r < 0)
@@ -868,10 +721,8 @@ static void expired(const struct dyn_set *set, int fam, const struct dyn_entry *
 {
 	struct daemon *dm = arg;
 
-	/* the classifier already treats it as gone; the nftables kernel
-	 * removes its own */
-	if (bpf_in_force(dm))
-		engine_dyn_del(dm->e, set->id, fam, e->addr, e->plen);
+	if (be_of(dm))
+		be_of(dm)->dyn_expired(dm, set, fam, e);
 }
 
 void dyn_tick(struct daemon *dm)

@@ -326,15 +326,10 @@ void nflog_events_close(struct daemon *dm)
 	dm->nflog_sock = NULL;
 }
 
-void nflog_events_sync(struct daemon *dm)
+void nflog_events_open(struct daemon *dm)
 {
-	bool want = dm->cur.pol && dm->cur.pol->opt.backend == POLICY_BACKEND_NFTABLES;
 	int r;
 
-	if (!want) {
-		nflog_events_close(dm);
-		return;
-	}
 	if (dm->nflog_sock)
 		return;
 	/* The head of each packet is enough for the event. */

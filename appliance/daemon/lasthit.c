@@ -53,7 +53,7 @@ void lasthit_tick(struct daemon *dm)
 	long long t0 = ms_of(CLOCK_MONOTONIC), now, *when;
 	bool first = !lh;
 
-	if (!dm->cur.pol || dm->cur.pol->opt.backend != POLICY_BACKEND_NFTABLES) {
+	if (!dm->cur.pol) {
 		lasthit_free(dm);
 		return;
 	}

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/backend.h"
 #include "daemon/daemon_int.h"
 #include "lib/log.h"
 #include "netlink/monitor.h"
@@ -76,21 +77,11 @@ static void note_missing(struct daemon *dm)
 
 static void on_links(struct daemon *dm, struct handler *h, uint32_t events)
 {
-	uint32_t need = 0;
-	int r;
-
+	(void)h;
+	(void)events;
 	if (!nl_monitor_links_changed(dm->monitor) || !dm->cur.plan)
 		return;
-	/* nftables matches interfaces by name itself (iifname). */
-	if (dm->cur.pol->opt.backend != POLICY_BACKEND_BPF)
-		r = 0;
-	else if ((r = engine_ifaces_refresh(dm->e, dm->cur.plan, &dm->cur.blob, &need)) == -E2BIG)
-		log_err("interfaces changed: the policy's interfaces now need %u entries and the BPF engine holds %u; "
-			"those that did not fit match only the rules that exclude them (name fewer interfaces, or use "
-			"'backend: nftables')",
-			need, NFB_IFACE_MAX_ENTRIES);
-	else if (r < 0)
-		log_err("interfaces changed, but the interface map could not be updated: %s", strerror(-r));
+	backend_of(dm->cur.pol)->links_changed(dm);
 	note_missing(dm);
 }
 

@@ -36,6 +36,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "daemon/backend.h"
 #include "daemon/daemon_int.h"
 #include "lib/cleanup.h"
 #include "lib/log.h"
@@ -68,10 +69,10 @@ static bool carried(const char *name, uint64_t *packets, uint64_t *bytes, void *
 	return true;
 }
 
-int daemon_nft_apply(struct daemon *dm, const struct policy *p, struct diags *d)
+int daemon_nft_apply(struct daemon *dm, const struct policy *p, bool filter, struct diags *d)
 {
 	struct nft_counters old = { 0 };
-	struct nft_build_opts o = { .filter = p->opt.backend == POLICY_BACKEND_NFTABLES,
+	struct nft_build_opts o = { .filter = filter,
 				    .counter_value = carried,
 				    .arg = &old,
 				    .dyn = &dm->dyn };
@@ -92,14 +93,6 @@ int daemon_nft_apply(struct daemon *dm, const struct policy *p, struct diags *d)
 	return r;
 }
 
-/* The BPF engine, opened when a policy first needs it: a daemon whose
- * policy uses the nftables backend runs without one where the kernel has
- * no netfilter BPF links. */
-static int need_engine(struct daemon *dm, struct diags *d)
-{
-	return dm->e ? 0 : daemon_engine_open(dm, d);
-}
-
 /* Read, check, compile and encode: nothing of the daemon is touched, so
  * any thread may run it. */
 static int reload_prepare(const char *path, int fd, const struct policy_files *via, struct loaded *nl,
@@ -118,43 +111,10 @@ static int reload_prepare(const char *path, int fd, const struct policy_files *v
 	return r;
 }
 
-static void restore_table(struct daemon *dm, const struct policy *old)
-{
-	struct diags tmp;
-
-	diags_init(&tmp);
-	if (old && daemon_nft_apply(dm, old, &tmp) < 0)
-		log_err("cannot put the previous table inet %s back: %s", NFT_TABLE_NAME,
-			diags_last(&tmp, ""));
-	diags_free(&tmp);
-}
-
+/* The backend of the new policy enforces it (backend.h). */
 static int enforce(struct daemon *dm, struct loaded *nl, struct diags *d)
 {
-	const struct policy *old = dm->cur.pol;
-	bool was_nft = old && old->opt.backend == POLICY_BACKEND_NFTABLES;
-	int r;
-
-	if (nl->pol->opt.backend == POLICY_BACKEND_NFTABLES) {
-		if ((r = daemon_nft_apply(dm, nl->pol, d)) < 0)
-			return r;
-		engine_unhook(dm->e);
-		return 0;
-	}
-	if ((r = need_engine(dm, d)) < 0)
-		return r;
-	if (was_nft) {
-		if ((r = engine_load(dm->e, nl->plan, &nl->blob, &nl->slots, d)) < 0)
-			return r;
-		if ((r = daemon_nft_apply(dm, nl->pol, d)) < 0)
-			engine_unhook(dm->e); /* the nftables filter in force stays alone */
-		return r;
-	}
-	if ((r = daemon_nft_apply(dm, nl->pol, d)) < 0)
-		return r;
-	if ((r = engine_load(dm->e, nl->plan, &nl->blob, &nl->slots, d)) < 0)
-		restore_table(dm, old);
-	return r;
+	return backend_of(nl->pol)->enforce(dm, nl, d);
 }
 
 static int check_file(int fd, const char *path, char *why, size_t len, void *arg)
@@ -216,7 +176,7 @@ static int reload_finish(struct daemon *dm, struct loaded *nl, int r, struct dia
 	if (fingerprint_loaded(dm->cur.diags.sources, dm->fingerprint) < 0)
 		dm->fingerprint[0] = '\0';
 	links_after_reload(dm);
-	nflog_events_sync(dm);
+	backend_of(dm->cur.pol)->in_force(dm);
 	dyn_after_reload(dm, 0);
 	return 0;
 }
@@ -375,36 +335,18 @@ void daemon_notify_ready(struct daemon *dm, int r)
 
 void daemon_status_line(const struct daemon *dm, char *buf, size_t len)
 {
-	struct engine_info e;
-
 	if (!dm->cur.pol) {
 		snprintf(buf, len, "no policy loaded");
 		return;
 	}
-	if (dm->cur.pol->opt.backend == POLICY_BACKEND_NFTABLES) {
-		snprintf(buf, len, "enforcing %u rules (nftables backend, table inet %s)", dm->cur.pol->nrules,
-			 NFT_TABLE_NAME);
-		return;
-	}
-	engine_get_info(dm->e, &e);
-	snprintf(buf, len, "enforcing generation %llu: %u rules", (unsigned long long)e.generation,
-		 dm->cur.pol->nrules);
+	backend_of(dm->cur.pol)->status_line(dm, buf, len);
 }
 
 void daemon_reload_summary(const struct daemon *dm, const char *path, int r, FILE *f)
 {
-	struct engine_info e;
-
 	if (r < 0) {
 		fprintf(f, "%s: not loaded; the policy in force is unchanged%s\n", path, dm->cur.pol ? "" : " (none)");
 		return;
 	}
-	if (dm->cur.pol->opt.backend == POLICY_BACKEND_NFTABLES) {
-		fprintf(f, "nftables: %s: %u rules enforced (table inet %s)\n", path, dm->cur.pol->nrules,
-			NFT_TABLE_NAME);
-		return;
-	}
-	engine_get_info(dm->e, &e);
-	fprintf(f, "generation %llu: %s: %u rules enforced\n", (unsigned long long)e.generation, path,
-		dm->cur.pol->nrules);
+	backend_of(dm->cur.pol)->summary(dm, path, f);
 }

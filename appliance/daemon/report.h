@@ -111,6 +111,11 @@ struct stats_report {
 int report_status(struct daemon *dm, struct status_report *out);
 /* zero: then every counter shown (but the captures') back to 0. */
 int report_stats(struct daemon *dm, struct stats_report *out, bool zero);
+/* For a backend's stats (backend.h): out->rows allocated, a row for each
+ * rule and default of the plan in force, hook by hook, each given its
+ * hook, name, action and limit, and then filled by fill (its counters). */
+int report_rows(struct daemon *dm, struct stats_report *out,
+		void (*fill)(struct daemon *dm, int h, uint32_t b, struct stats_row *row, void *arg), void *arg);
 void report_status_free(struct status_report *r);
 void report_stats_free(struct stats_report *r);
 

@@ -44,12 +44,17 @@ void dynsets_free(struct dynsets *s)
 	memset(s, 0, sizeof(*s));
 }
 
-struct dyn_set *dynsets_find(struct dynsets *s, const char *name)
+const struct dyn_set *dynsets_get(const struct dynsets *s, const char *name)
 {
 	for (uint32_t i = 0; i < s->n; i++)
 		if (!strcmp(s->sets[i].name, name))
 			return &s->sets[i];
 	return NULL;
+}
+
+struct dyn_set *dynsets_find(struct dynsets *s, const char *name)
+{
+	return (struct dyn_set *)dynsets_get(s, name); /* s is the caller's to change */
 }
 
 static struct dyn_set *set_new(struct dynsets *s, const char *name, uint16_t id)

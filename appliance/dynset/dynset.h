@@ -62,6 +62,8 @@ struct dyn_change {
 void dynsets_init(struct dynsets *s);
 void dynsets_free(struct dynsets *s);
 
+/* The set called name, NULL if none: to read (get), to change (find). */
+const struct dyn_set *dynsets_get(const struct dynsets *s, const char *name);
 struct dyn_set *dynsets_find(struct dynsets *s, const char *name);
 
 /* Make the sets those of policy p: its dynamic sets keep their entries and

@@ -276,7 +276,7 @@ void nft_dyn_set_name(char *buf, size_t len, const char *set, uint8_t fam)
 static const struct nfr_set *dyn_set_for(struct ctx *c, const struct addr_set *ps, uint8_t fam)
 {
 	int f = fam == POLICY_FAM_IPV6;
-	const struct dyn_set *ds = c->o->dyn ? dynsets_find((struct dynsets *)c->o->dyn, ps->name) : NULL;
+	const struct dyn_set *ds = c->o->dyn ? dynsets_get(c->o->dyn, ps->name) : NULL;
 	const struct nfr_set *old;
 	char name[NFR_NAME];
 	struct nfr_set *s;
@@ -298,8 +298,8 @@ static const struct nfr_set *dyn_set_for(struct ctx *c, const struct addr_set *p
 		memcpy(pf.addr, e->addr, 16);
 		nft_prefix_range(&pf, lo, hi);
 		nfr_set_add(c->t, s, lo, hi);
-		if (!c->t->err && e->expires) /* a second after the store lets it go (daemon/dynsets.c) */
-			s->v[s->n - 1].timeout_ms = (uint64_t)(e->expires - now) + 1000;
+		if (!c->t->err && e->expires) /* after the store lets it go */
+			s->v[s->n - 1].timeout_ms = (uint64_t)(e->expires - now) + NFT_TIMEOUT_MARGIN_MS;
 	}
 	return s; /* sorted and apart already: not normalized (each element keeps its timeout) */
 }

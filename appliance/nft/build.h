@@ -39,6 +39,11 @@ struct nft_build_opts {
 	const struct dynsets *dyn;
 };
 
+/* The kernel's timeout of a dynamic set's element is this much longer than
+ * the daemon's store's expiry: the store lets an entry go first, so a
+ * delete or renewal never meets an element the kernel already dropped. */
+#define NFT_TIMEOUT_MARGIN_MS 1000
+
 /* The nftables set that holds dynamic set NAME's entries of a family
  * (POLICY_FAM_IPV4 or _IPV6); buf at least NFR_NAME. */
 void nft_dyn_set_name(char *buf, size_t len, const char *set, uint8_t fam);
