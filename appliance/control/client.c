@@ -2,6 +2,7 @@
 #include "control/client.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <libgen.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -147,6 +148,23 @@ static int wait_exit(int pidfd, int timeout_ms, struct diags *d)
 	return n < 0 ? diag_errno(d, -errno, "waiting for the daemon to exit") : 0;
 }
 
+/* A line the daemon sent followers: how many events were missed (its
+ * "missed"; 0 for a verdict event or anything else), and why in reason. */
+static unsigned long long missed_of(const char *line, char *reason, size_t len)
+{
+	json_t *o = json_loads(line, JSON_DECODE_ANY, NULL), *m, *why;
+	unsigned long long n = 0;
+
+	reason[0] = '\0';
+	if (json_is_object(o) && json_is_integer(m = json_object_get(o, "missed")) && json_integer_value(m) > 0) {
+		n = (unsigned long long)json_integer_value(m);
+		if (json_is_string(why = json_object_get(o, "reason")))
+			snprintf(reason, len, "%s", json_string_value(why));
+	}
+	json_decref(o);
+	return n;
+}
+
 /* `log`: events line by line; a missed-events line is said on err too. */
 static int follow(int fd, FILE *out, FILE *err, struct diags *d)
 {
@@ -155,6 +173,7 @@ static int follow(int fd, FILE *out, FILE *err, struct diags *d)
 	char *line = NULL;
 	size_t cap = 0;
 	unsigned long long missed = 0, n;
+	char reason[256];
 	bool first = true;
 
 	if (!in)
@@ -174,9 +193,10 @@ static int follow(int fd, FILE *out, FILE *err, struct diags *d)
 		}
 		fputs(line, out);
 		fflush(out);
-		if (sscanf(line, "{\"missed\":%llu", &n) == 1) {
+		if ((n = missed_of(line, reason, sizeof(reason)))) {
 			missed += n;
-			fprintf(err, "nfbox log: %llu event%s missed: %s", n, n == 1 ? "" : "s", strstr(line, "\"reason\"") ? line : "\n");
+			fprintf(err, "nfbox log: %llu event%s missed: %s\n", n, n == 1 ? "" : "s",
+				reason[0] ? reason : "the daemon gave no reason");
 		}
 	}
 	free(line);

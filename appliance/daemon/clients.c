@@ -25,6 +25,7 @@
 #include "policy/diff/diff.h"
 #include "daemon/report.h"
 #include "lib/cleanup.h"
+#include "lib/json.h"
 #include "lib/log.h"
 #include "system/files.h"
 
@@ -89,13 +90,32 @@ static bool queue(struct client *c, const char *s, size_t len, size_t bound)
 	return true;
 }
 
+/* The notice to followers that n events were missed, and why: one JSON
+ * line in line (len bytes); its length, 0 if it did not fit. */
+static size_t missed_line(char *line, size_t len, uint64_t n, const char *reason)
+{
+	FILE *f = fmemopen(line, len, "w");
+	struct json j;
+	long end;
+
+	if (!f)
+		return 0;
+	json_init(&j, f);
+	json_object_begin(&j);
+	json_kv_u64(&j, "missed", n);
+	json_kv_str(&j, "reason", reason);
+	json_object_end(&j);
+	fputc('\n', f);
+	end = ftell(f);
+	return fclose(f) == 0 && end > 0 && (size_t)end < len ? (size_t)end : 0;
+}
+
 static void queue_missed(struct client *c)
 {
-	char line[128];
-	int n = snprintf(line, sizeof(line), "{\"missed\":%llu,\"reason\":\"this client read too slowly\"}\n",
-			 (unsigned long long)c->missed);
+	char line[256];
+	size_t n = missed_line(line, sizeof(line), c->missed, "this client read too slowly");
 
-	if (queue(c, line, (size_t)n, CLIENT_FOLLOW_BYTES * 2))
+	if (n && queue(c, line, n, CLIENT_FOLLOW_BYTES * 2))
 		c->missed = 0;
 }
 
@@ -156,10 +176,11 @@ void clients_broadcast(struct daemon *dm, const char *line, size_t len)
 
 void clients_broadcast_missed(struct daemon *dm, uint64_t n, const char *reason)
 {
-	char line[160];
-	int len = snprintf(line, sizeof(line), "{\"missed\":%llu,\"reason\":\"%s\"}\n", (unsigned long long)n, reason);
+	char line[512];
+	size_t len = missed_line(line, sizeof(line), n, reason);
 
-	clients_broadcast(dm, line, (size_t)len);
+	if (len)
+		clients_broadcast(dm, line, len);
 }
 
 /* ---- the requests ---- */

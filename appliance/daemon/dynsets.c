@@ -626,12 +626,12 @@ static void list_one(const struct dyn_set *set, int64_t now, FILE *f, struct jso
 				if (e->expires)
 					json_i64(j, e->expires / 1000);
 				else
-					json_null(j);
+					json_null_value(j);
 				json_key(j, "seconds_left");
 				if (e->expires)
 					json_i64(j, left);
 				else
-					json_null(j);
+					json_null_value(j);
 				json_object_end(j);
 			} else if (e->expires) {
 				fprintf(f, "%s\texpires in %llds\n", a, (long long)left);

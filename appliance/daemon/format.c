@@ -230,7 +230,7 @@ static void status_ha_json(const struct report_ha *h, struct json *j)
 
 	json_key(j, "ha");
 	if (!h->present) {
-		json_null(j);
+		json_null_value(j);
 		return;
 	}
 	json_object_begin(j);
@@ -313,7 +313,7 @@ static void status_json(const struct status_report *r, FILE *f)
 		json_kv_i64(&j, "seconds_left", r->pending_deadline - (long long)time(NULL));
 		json_object_end(&j);
 	} else {
-		json_null(&j);
+		json_null_value(&j);
 	}
 	json_kv_str(&j, "state_dir", r->state_dir);
 	json_kv_u64(&j, "reloads_failed", r->reloads_failed);
@@ -521,7 +521,7 @@ static void stats_json(const struct stats_report *r, FILE *f)
 		if (r->rows[i].last_hit_ms)
 			json_fixed(&j, (double)r->rows[i].last_hit_ms / 1000.0, 3);
 		else
-			json_null(&j);
+			json_null_value(&j);
 		json_object_end(&j);
 	}
 	json_array_end(&j);

@@ -132,7 +132,7 @@ void json_write_string(FILE *f, const char *str, size_t n)
 void json_str(struct json *j, const char *s)
 {
 	if (!s) {
-		json_null(j);
+		json_null_value(j);
 		return;
 	}
 	json_strn(j, s, strlen(s));
@@ -162,7 +162,7 @@ void json_bool(struct json *j, bool v)
 	fputs(v ? "true" : "false", j->f);
 }
 
-void json_null(struct json *j)
+void json_null_value(struct json *j)
 {
 	sep(j);
 	fputs("null", j->f);

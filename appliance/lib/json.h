@@ -48,7 +48,7 @@ void json_strn(struct json *j, const char *s, size_t len);
 void json_u64(struct json *j, uint64_t v);
 void json_i64(struct json *j, int64_t v);
 void json_bool(struct json *j, bool v);
-void json_null(struct json *j);
+void json_null_value(struct json *j);
 /* A number with a fixed count of decimals (times, rates). */
 void json_fixed(struct json *j, double v, int decimals);
 

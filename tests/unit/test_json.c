@@ -64,7 +64,7 @@ static void test_nesting(void)
 	json_object_begin(&b.j);
 	json_object_end(&b.j);
 	json_bool(&b.j, false);
-	json_null(&b.j);
+	json_null_value(&b.j);
 	json_array_begin(&b.j);
 	json_str(&b.j, NULL);
 	json_array_end(&b.j);

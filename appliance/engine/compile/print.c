@@ -286,7 +286,7 @@ static bool json_match_begin(struct json *j, const char *key, bool any, const ch
 {
 	json_key(j, key);
 	if (any) {
-		json_null(j);
+		json_null_value(j);
 		return false;
 	}
 	json_object_begin(j);
@@ -359,12 +359,12 @@ static void json_match(const struct rule *r, struct json *j)
 	json_addrs(j, "to", &r->to);
 	json_key(j, "proto");
 	if (r->proto < 0)
-		json_null(j);
+		json_null_value(j);
 	else
 		json_u64(j, (uint64_t)r->proto);
 	json_key(j, "icmp_types");
 	if (!r->nicmp) {
-		json_null(j);
+		json_null_value(j);
 	} else {
 		json_array_begin(j);
 		for (uint16_t i = 0; i < r->nicmp; i++)
@@ -375,7 +375,7 @@ static void json_match(const struct rule *r, struct json *j)
 	json_ports(j, "source_service", &r->sport);
 	json_key(j, "state");
 	if (r->state == POLICY_CT_ALL) {
-		json_null(j);
+		json_null_value(j);
 	} else {
 		json_array_begin(j);
 		for (int s = 0; s < POLICY_CT_STATES; s++)
@@ -548,7 +548,7 @@ static void json_captures(const struct policy *p, struct json *j)
 		json_kv_str(j, "file", c->file);
 		json_key(j, "proto");
 		if (c->match.proto < 0)
-			json_null(j);
+			json_null_value(j);
 		else
 			json_u64(j, (uint64_t)c->match.proto);
 		json_addrs(j, "from", &c->match.from);
