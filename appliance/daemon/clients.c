@@ -90,30 +90,10 @@ static bool queue(struct client *c, const char *s, size_t len, size_t bound)
 	return true;
 }
 
-/* The notice to followers that n events were missed, and why: one JSON
- * line in line (len bytes); its length, 0 if it did not fit. */
-static size_t missed_line(char *line, size_t len, uint64_t n, const char *reason)
-{
-	FILE *f = fmemopen(line, len, "w");
-	struct json j;
-	long end;
-
-	if (!f)
-		return 0;
-	json_init(&j, f);
-	json_object_begin(&j);
-	json_kv_u64(&j, "missed", n);
-	json_kv_str(&j, "reason", reason);
-	json_object_end(&j);
-	fputc('\n', f);
-	end = ftell(f);
-	return fclose(f) == 0 && end > 0 && (size_t)end < len ? (size_t)end : 0;
-}
-
 static void queue_missed(struct client *c)
 {
 	char line[256];
-	size_t n = missed_line(line, sizeof(line), c->missed, "this client read too slowly");
+	size_t n = events_missed_line(line, sizeof(line), c->missed, "this client read too slowly");
 
 	if (n && queue(c, line, n, CLIENT_FOLLOW_BYTES * 2))
 		c->missed = 0;
@@ -160,7 +140,7 @@ static void reply_str(struct daemon *dm, struct client *c, const char *text)
 	reply(dm, c, text, strlen(text));
 }
 
-void clients_broadcast(struct daemon *dm, const char *line, size_t len)
+static void clients_broadcast(struct daemon *dm, const char *line, size_t len)
 {
 	for (int i = 0; i < dm->nclients; i++) {
 		struct client *c = dm->clients[i];
@@ -172,15 +152,6 @@ void clients_broadcast(struct daemon *dm, const char *line, size_t len)
 		else
 			flush(dm, c);
 	}
-}
-
-void clients_broadcast_missed(struct daemon *dm, uint64_t n, const char *reason)
-{
-	char line[512];
-	size_t len = missed_line(line, sizeof(line), n, reason);
-
-	if (len)
-		clients_broadcast(dm, line, len);
 }
 
 /* ---- the requests ---- */
@@ -336,21 +307,6 @@ static void answer_stop(struct daemon *dm, struct client *c, const struct ctl_re
 		 keep ? ": keeping the policy enforced for the next daemon" : "");
 	dm->stop = true;
 	dm->keep = keep;
-}
-
-int daemon_metrics(struct daemon *dm, FILE *f)
-{
-	struct status_report st;
-	struct stats_report sr;
-	int r;
-
-	if ((r = report_status(dm, &st)) == 0) {
-		if ((r = report_stats(dm, &sr, false)) == 0)
-			format_metrics(&st, &sr, f);
-		report_stats_free(&sr);
-	}
-	report_status_free(&st);
-	return r;
 }
 
 static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE *f)
@@ -700,6 +656,7 @@ int clients_listen(struct daemon *dm, struct diags *d)
 	mode_t old;
 	int r;
 
+	dm->publish = clients_broadcast;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return diag_fail(d, -ENAMETOOLONG, "control socket path %s is too long", path);
 	strcpy(sa.sun_path, path);

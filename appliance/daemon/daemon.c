@@ -22,19 +22,30 @@
 #include "nft/emit.h"
 #include "system/sdnotify.h"
 
-int daemon_watch(struct daemon *dm, struct handler *h)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = h };
-
-	return epoll_ctl(dm->epfd, EPOLL_CTL_ADD, h->fd, &ev) < 0 ? -errno : 0;
-}
-
-void daemon_unwatch(struct daemon *dm, struct handler *h)
-{
-	epoll_ctl(dm->epfd, EPOLL_CTL_DEL, h->fd, NULL);
-}
-
 /* ---- signals ---- */
+
+static void sighup_done(struct daemon *dm, void *arg, int r, struct diags *d)
+{
+	_cleanup_free_ char *text = diags_to_text(d);
+
+	(void)arg;
+	if (r == 0)
+		confirm_loaded(dm);
+	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload on SIGHUP: %s", text ? text : "");
+}
+
+void daemon_reload_sighup(struct daemon *dm)
+{
+	int r;
+
+	if (dm->reload_job) {
+		dm->reload_again = true; /* after the one running */
+		return;
+	}
+	if ((r = daemon_reload_start(dm, dm->opts->policy, -1, sighup_done, NULL)) < 0)
+		log_err("reload on SIGHUP: cannot start it: %s", strerror(-r));
+}
+
 
 /* SIGUSR1: the --log file opened again by its name (after logrotate moved
  * it). The new file is opened before the old is closed: no event is
@@ -101,6 +112,10 @@ static void loop(struct daemon *dm)
 			struct handler *h = evs[i].data.ptr;
 
 			h->fn(dm, h, evs[i].events);
+		}
+		if (dm->reload_again && !dm->reload_job && !dm->stop) {
+			dm->reload_again = false;
+			daemon_reload_sighup(dm); /* the file may have changed since the last one began */
 		}
 		clients_reap(dm);
 		clients_tick(dm);

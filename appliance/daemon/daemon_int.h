@@ -78,6 +78,10 @@ struct confirm_pending {
 };
 
 struct daemon {
+	/* A verdict event line for every `nfbox log` follower (set by
+	 * clients_listen); a follower it does not reach is told later how many
+	 * it missed. NULL: no followers. */
+	void (*publish)(struct daemon *dm, const char *line, size_t len);
 	const struct daemon_opts *opts;
 	struct netns_id netns;
 	char socket_path[PATH_MAX];
@@ -245,11 +249,6 @@ void clients_close_all(struct daemon *dm);
 void clients_reap(struct daemon *dm);
 /* Once a second: timeouts. */
 void clients_tick(struct daemon *dm);
-/* A verdict event line for every `nfbox log` follower; a follower it does
- * not reach is told later how many it missed, and so are all of them about
- * events lost before the daemon (why). */
-void clients_broadcast(struct daemon *dm, const char *line, size_t len);
-void clients_broadcast_missed(struct daemon *dm, uint64_t n, const char *why);
 
 /* links.c: interfaces follow the link monitor; the policy's interfaces
  * that are not there (names into the plan, *n of them, at most max). */
@@ -258,8 +257,12 @@ void links_close(struct daemon *dm);
 void links_after_reload(struct daemon *dm);
 uint32_t links_missing(const struct plan *pl, const char **out, uint32_t max);
 
-/* events.c: verdict events from the classifier's ring buffer. */
+/* events.c: verdict events from the classifier's ring buffer, written to
+ * the log and handed to dm->publish (the followers: clients.c). The notice
+ * that n events were missed, and why, as one JSON line in line: its
+ * length, 0 if it did not fit. */
 int events_open(struct daemon *dm, struct diags *d);
+size_t events_missed_line(char *line, size_t len, uint64_t n, const char *why);
 void events_close(struct daemon *dm);
 /* Once a second: events the kernel's ring had no room for. */
 void events_tick(struct daemon *dm);

@@ -142,7 +142,8 @@ static void vevent_emit(struct daemon *dm, const struct vevent *v)
 		fputs(line, dm->logf);
 		fflush(dm->logf);
 	}
-	clients_broadcast(dm, line, len);
+	if (dm->publish)
+		dm->publish(dm, line, len);
 	free(line);
 	if (dm->journal_events)
 		vevent_journal(dm, v);
@@ -216,13 +217,43 @@ void events_close(struct daemon *dm)
 	dm->rb = NULL;
 }
 
+/* The notice to followers that n events were missed, and why: one JSON
+ * line in line (len bytes); its length, 0 if it did not fit. */
+size_t events_missed_line(char *line, size_t len, uint64_t n, const char *reason)
+{
+	FILE *f = fmemopen(line, len, "w");
+	struct json j;
+	long end;
+
+	if (!f)
+		return 0;
+	json_init(&j, f);
+	json_object_begin(&j);
+	json_kv_u64(&j, "missed", n);
+	json_kv_str(&j, "reason", reason);
+	json_object_end(&j);
+	fputc('\n', f);
+	end = ftell(f);
+	return fclose(f) == 0 && end > 0 && (size_t)end < len ? (size_t)end : 0;
+}
+
+/* To every follower: n events were missed, and why. */
+static void publish_missed(struct daemon *dm, uint64_t n, const char *reason)
+{
+	char line[512];
+	size_t len = events_missed_line(line, sizeof(line), n, reason);
+
+	if (len && dm->publish)
+		dm->publish(dm, line, len);
+}
+
 void events_tick(struct daemon *dm)
 {
 	struct nfb_counter c;
 
 	if (engine_counter_read(dm->e, NFB_CNT_LOG_DROPPED, &c) < 0 || c.packets <= dm->log_dropped_seen)
 		return;
-	clients_broadcast_missed(dm, c.packets - dm->log_dropped_seen, "the kernel's event ring was full");
+	publish_missed(dm, c.packets - dm->log_dropped_seen, "the kernel's event ring was full");
 	dm->log_dropped_seen = c.packets;
 }
 
@@ -312,7 +343,7 @@ static void on_nflog(struct daemon *dm, struct handler *h, uint32_t events)
 	nflog_read(dm->nflog_sock, on_nflog_packet, dm);
 	lost = nflog_lost(dm->nflog_sock);
 	if (lost > dm->nflog_lost_seen) {
-		clients_broadcast_missed(dm, lost - dm->nflog_lost_seen, "the NFLOG socket overran");
+		publish_missed(dm, lost - dm->nflog_lost_seen, "the NFLOG socket overran");
 		dm->nflog_lost_seen = lost;
 	}
 }

@@ -241,10 +241,6 @@ static void reload_thread_done(struct daemon *dm, struct handler *h, uint32_t ev
 	daemon_notify_ready(dm, r);
 	j->done(dm, j->arg, r, &j->d);
 	job_free(j);
-	if (dm->reload_again && !dm->stop) {
-		dm->reload_again = false;
-		daemon_reload_sighup(dm); /* the file may have changed since this one began */
-	}
 }
 
 static int check_file(int fd, const char *path, char *why, size_t len, void *arg);
@@ -286,28 +282,6 @@ int daemon_reload_start(struct daemon *dm, const char *path, int fd, reload_done
 fail:
 	job_free(j);
 	return r;
-}
-
-static void sighup_done(struct daemon *dm, void *arg, int r, struct diags *d)
-{
-	_cleanup_free_ char *text = diags_to_text(d);
-
-	(void)arg;
-	if (r == 0)
-		confirm_loaded(dm);
-	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload on SIGHUP: %s", text ? text : "");
-}
-
-void daemon_reload_sighup(struct daemon *dm)
-{
-	int r;
-
-	if (dm->reload_job) {
-		dm->reload_again = true; /* after the one running */
-		return;
-	}
-	if ((r = daemon_reload_start(dm, dm->opts->policy, -1, sighup_done, NULL)) < 0)
-		log_err("reload on SIGHUP: cannot start it: %s", strerror(-r));
 }
 
 void daemon_reload_wait(struct daemon *dm)
