@@ -88,7 +88,7 @@ BENCH_BINS  := $(patsubst tests/bench/%.c,$(B)/%,$(BENCH_SRCS))
 rel_obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
 asan_obj = $(patsubst %.c,$(B)/asan/obj/%.o,$(1))
 
-.PHONY: all check check-long check-debian13 coverage mutants demo bench soak deb clean help deps install fuzz unit vmlinux
+.PHONY: all check check-long check-debian13 coverage mutants demo bench soak deb clean help deps install fuzz unit vmlinux format
 # Keep generated skeletons and objects (they are intermediate files to make).
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -106,6 +106,7 @@ help:
 	@echo '  demo           run nfbox on config/policy.yaml in throw-away namespaces (root)'
 	@echo '  bench          print benchmark figures beside their targets and peers (root)'
 	@echo '  soak           30 minutes of everything at once on the sanitizer build: RSS, descriptors, BPF memory (root)'
+	@echo '  format         format the C sources with the pinned clang-format (tests/unit/test_format.sh checks it)'
 	@echo '  deb            build the Debian package into build/'
 	@echo '  install        install binary, unit and man pages under DESTDIR/PREFIX'
 	@echo '  clean          remove build/'
@@ -114,6 +115,12 @@ help:
 
 deps:
 	$(Q)packaging/install-deps.sh
+
+# format: the C sources formatted as .clang-format says, by the pinned
+# clang-format that install-deps fetches (tests/unit/test_format.sh checks it).
+CLANG_FORMAT ?= node /var/cache/nfbox/tools/clang-format-23.1.0/package/clang-format-cli.cjs
+format: deps
+	$(Q)$(CLANG_FORMAT) -i $$(find appliance bpf policy tests -name '*.[ch]' -not -path 'bpf/vmlinux/*')
 
 $(VMLINUX_H):
 	@echo 'nfbox: no kernel types for architecture "$(ARCH)" ($@); see bpf/vmlinux/README.md' >&2; exit 1

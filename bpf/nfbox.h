@@ -41,9 +41,9 @@
  *   - a header that runs past the datagram, or a chain of more than
  *     NFB_V6_MAX_EXT headers, is malformed.
  */
-#define NFB_V6_MAX_EXT (65535 / 8)
-#define NFB_IP4_FRAG_MASK 0x3fff   /* IPv4: MF | offset, a fragment (keyed by its protocol alone) */
-#define NFB_IP6_FRAG_MASK 0xfff9   /* offset | M */
+#define NFB_V6_MAX_EXT	    (65535 / 8)
+#define NFB_IP4_FRAG_MASK   0x3fff /* IPv4: MF | offset, a fragment (keyed by its protocol alone) */
+#define NFB_IP6_FRAG_MASK   0xfff9 /* offset | M */
 #define NFB_IP6_FRAG_OFFSET 0xfff8 /* offset: a later fragment */
 #define NFB_IP6_NH_FRAGMENT 44
 
@@ -74,13 +74,13 @@ enum nfb_family {
 
 /* Bit-vector dimensions. */
 enum nfb_field {
-	NFB_F_IIF = 0,   /* input interface: iface map, dir 0 */
-	NFB_F_OIF = 1,   /* output interface: iface map, dir 1 */
-	NFB_F_SRC = 2,   /* source prefix: address ranges, dir 0 */
-	NFB_F_DST = 3,   /* destination prefix: address ranges, dir 1 */
-	NFB_F_L4 = 4,    /* dport (port map dir 1) or misc key (ICMP type, proto, fragment) */
+	NFB_F_IIF = 0,	 /* input interface: iface map, dir 0 */
+	NFB_F_OIF = 1,	 /* output interface: iface map, dir 1 */
+	NFB_F_SRC = 2,	 /* source prefix: address ranges, dir 0 */
+	NFB_F_DST = 3,	 /* destination prefix: address ranges, dir 1 */
+	NFB_F_L4 = 4,	 /* dport (port map dir 1) or misc key (ICMP type, proto, fragment) */
 	NFB_F_SPORT = 5, /* source port (port map dir 0), or sport_none vector */
-	NFB_F_CT = 6,    /* conntrack state: gen cfg ct[] */
+	NFB_F_CT = 6,	 /* conntrack state: gen cfg ct[] */
 	NFB_F_MAX = 7,
 };
 
@@ -114,9 +114,9 @@ enum nfb_mclass {
 	NFB_MC_MAX = 4,
 };
 
-#define NFB_MAX_RULES 65536              /* per hook */
+#define NFB_MAX_RULES 65536		   /* per hook */
 #define NFB_MAX_WORDS (NFB_MAX_RULES / 64) /* 1024 */
-#define NFB_MAX_SUM (NFB_MAX_WORDS / 64)   /* 16 */
+#define NFB_MAX_SUM   (NFB_MAX_WORDS / 64) /* 16 */
 
 /*
  * Vector format, in u64 words, nsum = gen_cfg.hook[h].nsum (1..16):
@@ -133,10 +133,10 @@ enum nfb_mclass {
  *
  * A locator (u32) names a vector: chunk index << NFB_LOC_SHIFT | word offset.
  */
-#define NFB_CHUNK_WORDS 8192 /* 64 KiB chunks */
-#define NFB_LOC_SHIFT 13
-#define NFB_LOC_OFF_MASK (NFB_CHUNK_WORDS - 1)
-#define NFB_MAX_CHUNKS 4096
+#define NFB_CHUNK_WORDS	  8192 /* 64 KiB chunks */
+#define NFB_LOC_SHIFT	  13
+#define NFB_LOC_OFF_MASK  (NFB_CHUNK_WORDS - 1)
+#define NFB_MAX_CHUNKS	  4096
 #define NFB_VEC_MAX_WORDS (2 * NFB_MAX_SUM + NFB_MAX_WORDS)
 
 /* No vector (a field's miss; no valid locator has this value: the chunk
@@ -178,7 +178,7 @@ struct nfb_range6 {
  * them (a static assertion in appliance/engine/gen.c says so). The maps'
  * template size; each generation's maps are sized to what they hold. */
 #define NFB_RANGE_MAX_ENTRIES (2 * 2000000 + 2 * NFB_HOOK_MAX)
-#define NFB_RANGE_STEPS 24 /* bisection steps: ranges of one hook, family and direction < 2^24 */
+#define NFB_RANGE_STEPS	      24 /* bisection steps: ranges of one hook, family and direction < 2^24 */
 
 /* Interface map key; value: u32 locator. Interfaces not in the map use the
  * hook's miss vector for the field. A hash inner map keeps its template's
@@ -202,8 +202,8 @@ struct nfb_iface_key {
  * Identical pages are stored once (page 0: all unset), so a range of ports
  * with one vector costs one page, and a policy without ports one page.
  */
-#define NFB_PORT_TOP (NFB_HOOK_MAX * 2 * NFB_PC_MAX * 256)
-#define NFB_PORT_MAX_PAGES (NFB_PORT_TOP + 1)
+#define NFB_PORT_TOP	     (NFB_HOOK_MAX * 2 * NFB_PC_MAX * 256)
+#define NFB_PORT_MAX_PAGES   (NFB_PORT_TOP + 1)
 #define NFB_PORT_MAX_ENTRIES (NFB_PORT_TOP + NFB_PORT_MAX_PAGES * 256)
 static inline __u32 nfb_port_top(__u32 hook, __u32 dir, __u32 pclass, __u32 port)
 {
@@ -218,7 +218,7 @@ static inline __u32 nfb_misc_index(__u32 hook, __u32 mclass, __u32 value)
 }
 
 enum nfb_action {
-	NFB_ACT_DROP = 0, /* == NF_DROP */
+	NFB_ACT_DROP = 0,   /* == NF_DROP */
 	NFB_ACT_ACCEPT = 1, /* == NF_ACCEPT */
 	NFB_ACT_REJECT = 2, /* NF_DROP, and the packet's head to nfb_rejects for user space to answer */
 };
@@ -232,7 +232,7 @@ enum nfb_reject_kind {
 	NFB_REJECT_NET = 4,
 };
 
-#define NFB_RULE_LOG 0x1
+#define NFB_RULE_LOG	      0x1
 #define NFB_RULE_REJECT_SHIFT 4 /* flags bits 4..7: enum nfb_reject_kind */
 
 /* Rules map: ARRAY sized to the policy, index hook_cfg.rule_base + rule bit. */
@@ -261,15 +261,15 @@ struct nfb_rule {
  * with the entries. An entry past its expiry is no member (user space
  * deletes it soon after).
  */
-#define NFB_MAX_DYNSETS 1023 /* ids 1..1022 */
-#define NFB_DYN_EMPTY 1023   /* an id no entry has: the set with no entries */
-#define NFB_DYN_NEG 0x8000   /* the rule takes addresses NOT in the set */
+#define NFB_MAX_DYNSETS 1023   /* ids 1..1022 */
+#define NFB_DYN_EMPTY	1023   /* an id no entry has: the set with no entries */
+#define NFB_DYN_NEG	0x8000 /* the rule takes addresses NOT in the set */
 #define NFB_DYN_ID_MASK 0x3ff
 #define NFB_DYN_ENTRIES (1u << 20) /* per family, all dynamic sets together */
 
 struct nfb_dyn4_key {
 	__u32 prefixlen; /* 16 + the prefix length */
-	__u8 set[2];     /* big-endian set id */
+	__u8 set[2];	 /* big-endian set id */
 	__u8 addr[4];
 };
 
@@ -318,15 +318,15 @@ struct nfb_dyn_name {
  *                    whose policy has no per-source limit has none; one map
  *                    passes from generation to generation while they do.
  */
-#define NFB_MAX_LIMITS 4096 /* POLICY_MAX_LIMITS */
-#define NFB_METER_ENTRIES 65536
+#define NFB_MAX_LIMITS	     4096 /* POLICY_MAX_LIMITS */
+#define NFB_METER_ENTRIES    65536
 #define NFB_LIMIT_PER_SOURCE 0x1
 
 struct nfb_limit_cfg {
 	__u64 interval_ns; /* period / rate */
-	__u64 depth_ns;    /* burst * interval_ns */
-	__u32 slot;        /* the rule's counter slot: its state's key */
-	__u32 flags;       /* NFB_LIMIT_* */
+	__u64 depth_ns;	   /* burst * interval_ns */
+	__u32 slot;	   /* the rule's counter slot: its state's key */
+	__u32 flags;	   /* NFB_LIMIT_* */
 };
 
 struct nfb_limit_state {
@@ -336,49 +336,50 @@ struct nfb_limit_state {
 
 struct nfb_meter_key {
 	__u32 slot;
-	__u8 family;  /* enum nfb_family */
+	__u8 family; /* enum nfb_family */
 	__u8 pad[3];
 	__u8 addr[16]; /* the source address; IPv4 in the first 4 bytes */
 };
 
 struct nfb_hook_cfg {
-	__u32 enabled;  /* the policy has this hook */
+	__u32 enabled; /* the policy has this hook */
 	__u32 nrules;
-	__u32 nsum;     /* summary words per vector: ceil(ceil(nrules/64)/64) */
-	__u32 fields;   /* bit mask of NFB_F_* that any rule restricts; others skipped */
+	__u32 nsum;   /* summary words per vector: ceil(ceil(nrules/64)/64) */
+	__u32 fields; /* bit mask of NFB_F_* that any rule restricts; others skipped */
 	__u32 default_action;
 	__u32 default_counter;
-	__u32 miss[NFB_F_MAX];  /* locator used when a field's lookup misses */
-	__u32 ct[NFB_CT_MAX];   /* locator per conntrack state */
-	__u32 sport_none;       /* SPORT vector for packets without ports */
-	__u32 rule_base;        /* index of the hook's rule 0 in the rules map */
+	__u32 miss[NFB_F_MAX]; /* locator used when a field's lookup misses */
+	__u32 ct[NFB_CT_MAX];  /* locator per conntrack state */
+	__u32 sport_none;      /* SPORT vector for packets without ports */
+	__u32 rule_base;       /* index of the hook's rule 0 in the rules map */
 	__u32 pad;
 	__u32 range[NFB_FAM_MAX][2][2]; /* [family][dir]: base and count in the address map */
 };
 
 /* Options of a generation. */
 #define NFB_OPT_ESTABLISHED_ACCEPT 0x1 /* established/related skip the rules */
-#define NFB_OPT_DEFRAG 0x2             /* links have the defrag flag: the kernel reassembles, so a
+#define NFB_OPT_DEFRAG \
+	0x2 /* links have the defrag flag: the kernel reassembles, so a
 					  fragment that still arrives was refused and is dropped */
 
 struct nfb_gen_cfg {
 	__u32 options;
-	__u32 log_rate;       /* events per log_period, 0 = unlimited */
+	__u32 log_rate; /* events per log_period, 0 = unlimited */
 	__u32 log_burst;
-	__u32 reject_rate;    /* rejects answered per reject_period, 0 = unlimited */
+	__u32 reject_rate; /* rejects answered per reject_period, 0 = unlimited */
 	__u32 reject_burst;
 	__u32 established_counter;
-	__u32 log_period;     /* seconds (1, 60, 3600); 0 counts as 1 */
+	__u32 log_period; /* seconds (1, 60, 3600); 0 counts as 1 */
 	__u32 reject_period;
-	__u32 cnt_cap;        /* slots per row of the counters map */
-	__u32 cnt_cpus;       /* CPU rows of the counters map (possible CPUs) */
+	__u32 cnt_cap;	/* slots per row of the counters map */
+	__u32 cnt_cpus; /* CPU rows of the counters map (possible CPUs) */
 	struct nfb_hook_cfg hook[NFB_HOOK_MAX];
 };
 
 /* Global control (not per generation): ARRAY of one. */
 struct nfb_ctl {
 	__u32 active_gen;   /* 0 or 1 */
-	__u32 abi;          /* layout version of the pinned state (user space's NFB_ABI_VERSION) */
+	__u32 abi;	    /* layout version of the pinned state (user space's NFB_ABI_VERSION) */
 	__u64 netns_cookie; /* the network namespace the state enforces (SO_NETNS_COOKIE) */
 };
 
@@ -410,36 +411,36 @@ static inline __u32 nfb_cnt_index(__u32 cap, __u32 row, __u32 slot)
 }
 
 enum nfb_cnt_fixed {
-	NFB_CNT_MALFORMED = 0,   /* dropped: IP header, extension-header chain or L4 key
+	NFB_CNT_MALFORMED = 0,	    /* dropped: IP header, extension-header chain or L4 key
 				    truncated or inconsistent */
-	NFB_CNT_NO_GEN = 1,      /* accepted: no policy loaded (cannot happen once ready) */
-	NFB_CNT_LOG_DROPPED = 2, /* verdict events lost: ring buffer full */
-	NFB_CNT_LOG_LIMITED = 3, /* verdict events suppressed by log-rate */
-	NFB_CNT_FRAGMENT = 4,    /* dropped: a fragment the kernel did not reassemble (defrag on) */
+	NFB_CNT_NO_GEN = 1,	    /* accepted: no policy loaded (cannot happen once ready) */
+	NFB_CNT_LOG_DROPPED = 2,    /* verdict events lost: ring buffer full */
+	NFB_CNT_LOG_LIMITED = 3,    /* verdict events suppressed by log-rate */
+	NFB_CNT_FRAGMENT = 4,	    /* dropped: a fragment the kernel did not reassemble (defrag on) */
 	NFB_CNT_REJECT_LIMITED = 5, /* rejected, not answered: over reject-rate */
 	NFB_CNT_REJECT_LOST = 6,    /* rejected, not answered: nfb_rejects was full */
-	NFB_CNT_REPLIES = 7,        /* accepted on output: nfbox's own reject replies (NFB_REPLY_MARK) */
+	NFB_CNT_REPLIES = 7,	    /* accepted on output: nfbox's own reject replies (NFB_REPLY_MARK) */
 	NFB_CNT_FIRST_RULE = 8,
 };
 #define NFB_MAX_COUNTERS (NFB_CNT_FIRST_RULE + 2 * (NFB_HOOK_MAX * (NFB_MAX_RULES + 1) + 1))
-#define NFB_CNT_MIN_CAP 64
+#define NFB_CNT_MIN_CAP	 64
 
 /* Verdict event, in the ring buffer, for rules with log: true. */
 struct nfb_event {
-	__u64 ts_ns;     /* bpf_ktime_get_ns() */
-	__u32 counter;   /* rule's counter slot: names the rule in user space */
-	__u32 rule;      /* rule bit in its hook, or NFB_RULE_DEFAULT */
+	__u64 ts_ns;   /* bpf_ktime_get_ns() */
+	__u32 counter; /* rule's counter slot: names the rule in user space */
+	__u32 rule;    /* rule bit in its hook, or NFB_RULE_DEFAULT */
 	__u32 gen;
-	__u32 len;       /* skb->len: the whole (reassembled) datagram */
+	__u32 len; /* skb->len: the whole (reassembled) datagram */
 	__u32 ifin;
 	__u32 ifout;
-	__u8 hook;       /* enum nfb_hook */
-	__u8 family;     /* enum nfb_family */
+	__u8 hook;   /* enum nfb_hook */
+	__u8 family; /* enum nfb_family */
 	__u8 action;
 	__u8 proto;
-	__u16 sport;     /* host order; 0 if none */
-	__u16 dport;     /* host order; ICMP: type << 8 | code */
-	__u8 saddr[16];  /* IPv4 in the first 4 bytes */
+	__u16 sport;	/* host order; 0 if none */
+	__u16 dport;	/* host order; ICMP: type << 8 | code */
+	__u8 saddr[16]; /* IPv4 in the first 4 bytes */
 	__u8 daddr[16];
 };
 #define NFB_RULE_DEFAULT 0xffffffffu
@@ -447,11 +448,11 @@ struct nfb_event {
 /* A rejected packet's head, in nfb_rejects, for user space to answer. */
 #define NFB_REJECT_BYTES 512
 struct nfb_reject {
-	__u32 len;       /* bytes in data */
+	__u32 len; /* bytes in data */
 	__u32 ifin;
-	__u8 family;     /* enum nfb_family */
-	__u8 hook;       /* enum nfb_hook */
-	__u8 kind;       /* enum nfb_reject_kind */
+	__u8 family; /* enum nfb_family */
+	__u8 hook;   /* enum nfb_hook */
+	__u8 kind;   /* enum nfb_reject_kind */
 	__u8 pad;
 	__u8 data[NFB_REJECT_BYTES]; /* the packet from its IP header */
 };
@@ -469,7 +470,7 @@ struct nfb_reject {
  * as iptables' filter table runs after its nat table. A link is replaced at
  * another priority (the next free one up to NFB_PRIORITY + NFB_PRIORITY_SPAN
  * - 1) and the old one detached after, so one is always attached. */
-#define NFB_PRIORITY (-99)
+#define NFB_PRIORITY	  (-99)
 #define NFB_PRIORITY_SPAN 8
 
 #endif /* NFBOX_H */

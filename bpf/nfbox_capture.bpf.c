@@ -20,14 +20,14 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-#define ETH_P_IP 0x0800
-#define ETH_P_IPV6 0x86DD
-#define ETH_P_8021Q 0x8100
-#define ETH_P_8021AD 0x88A8
-#define IP_OFFSET_MASK 0x1FFF
+#define ETH_P_IP	0x0800
+#define ETH_P_IPV6	0x86DD
+#define ETH_P_8021Q	0x8100
+#define ETH_P_8021AD	0x88A8
+#define IP_OFFSET_MASK	0x1FFF
 #define IP6_OFFSET_MASK 0xFFF8
-#define MAX_VLAN_TAGS 2
-#define MAX_IPV6_EXT 8
+#define MAX_VLAN_TAGS	2
+#define MAX_IPV6_EXT	8
 
 const volatile struct nfb_cap_cfg nfb_cap_cfg = {};
 
@@ -40,13 +40,13 @@ struct {
 	__type(value, __u32);
 } nfb_cap_xsks SEC(".maps");
 
-#define CAP_LPM(name, keytype)                          \
-	struct {                                        \
-		__uint(type, BPF_MAP_TYPE_LPM_TRIE);    \
-		__uint(map_flags, BPF_F_NO_PREALLOC);   \
-		__uint(max_entries, 1);                 \
-		__type(key, struct keytype);            \
-		__type(value, __u8);                    \
+#define CAP_LPM(name, keytype)                        \
+	struct {                                      \
+		__uint(type, BPF_MAP_TYPE_LPM_TRIE);  \
+		__uint(map_flags, BPF_F_NO_PREALLOC); \
+		__uint(max_entries, 1);               \
+		__type(key, struct keytype);          \
+		__type(value, __u8);                  \
 	} name SEC(".maps")
 
 CAP_LPM(nfb_cap_src4, nfb_cap_lpm4_key);

@@ -20,11 +20,11 @@
  * test in force holds; a test on a field the frame lacks (ports of a
  * non-first fragment, addresses of a non-IP frame) fails. */
 enum nfb_cap_flag {
-	NFB_CAP_F_PROTO = 1 << 0,  /* L4 protocol == proto (after IPv6 extension headers) */
-	NFB_CAP_F_SRC = 1 << 1,    /* source address in nfb_cap_src4/6 */
-	NFB_CAP_F_DST = 1 << 2,    /* destination address in nfb_cap_dst4/6 */
-	NFB_CAP_F_PORTS = 1 << 3,  /* (protocol, destination port) in nfb_cap_ports */
-	NFB_CAP_F_NON_IP = 1 << 4, /* non-IP frames are captured (length tests only) */
+	NFB_CAP_F_PROTO = 1 << 0,     /* L4 protocol == proto (after IPv6 extension headers) */
+	NFB_CAP_F_SRC = 1 << 1,	      /* source address in nfb_cap_src4/6 */
+	NFB_CAP_F_DST = 1 << 2,	      /* destination address in nfb_cap_dst4/6 */
+	NFB_CAP_F_PORTS = 1 << 3,     /* (protocol, destination port) in nfb_cap_ports */
+	NFB_CAP_F_NON_IP = 1 << 4,    /* non-IP frames are captured (length tests only) */
 	NFB_CAP_F_DROP_REST = 1 << 5, /* frames not captured are dropped, not passed: the
 					 interface is a mirror port that nfbox made, and
 					 copies must never reach the stack */
@@ -75,8 +75,8 @@ struct nfb_cap_counters {
 /* nfb_mirror_counters (bpf/nfbox_mirror.bpf.c): per CPU, one slot. */
 struct nfb_mirror_counters {
 	__u64 mirrored; /* clones sent to the mirror veth */
-	__u64 bytes;    /* their length (skb->len: at ingress, without the MAC header) */
-	__u64 failed;   /* clones that could not be sent */
+	__u64 bytes;	/* their length (skb->len: at ingress, without the MAC header) */
+	__u64 failed;	/* clones that could not be sent */
 };
 
 #endif

@@ -46,10 +46,10 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
  * The interface hash is BPF_F_NO_PREALLOC: memory follows the entries (but
  * for its buckets), and a hash inner map must have the template's size.
  */
-#define NFB_GENS 2
+#define NFB_GENS	2
 #define NFB_ARRAY_FLAGS BPF_F_MMAPABLE
 #define NFB_SIZED_FLAGS (BPF_F_MMAPABLE | BPF_F_INNER_MAP)
-#define NFB_BLOB_FLAGS NFB_SIZED_FLAGS
+#define NFB_BLOB_FLAGS	NFB_SIZED_FLAGS
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -146,12 +146,12 @@ struct nfb_blob_inner {
 	__uint(value_size, sizeof(struct nfb_chunk));
 };
 
-#define NFB_OUTER(name, inner)                          \
-	struct {                                        \
+#define NFB_OUTER(name, inner)                            \
+	struct {                                          \
 		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS); \
-		__uint(max_entries, NFB_GENS);          \
-		__type(key, __u32);                     \
-		__array(values, struct inner);          \
+		__uint(max_entries, NFB_GENS);            \
+		__type(key, __u32);                       \
+		__array(values, struct inner);            \
 	} name SEC(".maps")
 
 NFB_OUTER(nfb_addr4, nfb_addr4_inner);
@@ -207,7 +207,7 @@ struct {
 
 /* Rate state: one bucket for all CPUs for log events (0) and one for the
  * answers to rejects (1), so each rate is the whole appliance's. */
-#define NFB_BUCKET_LOG 0
+#define NFB_BUCKET_LOG	  0
 #define NFB_BUCKET_REJECT 1
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -221,7 +221,6 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, NFB_REJECTS_SIZE);
 } nfb_rejects SEC(".maps");
-
 
 static __always_inline void nfb_count_add(struct nfb_counter *c, __u32 len)
 {
@@ -279,7 +278,7 @@ static __always_inline int nfb_family_of(__u8 pf)
 
 /* What parsing found. */
 enum nfb_parse_result {
-	NFB_PARSED = 0,     /* keyed: ports, ICMP type, protocol, or (defrag off) fragment */
+	NFB_PARSED = 0,	    /* keyed: ports, ICMP type, protocol, or (defrag off) fragment */
 	NFB_MALFORMED = -1, /* a header or the L4 key cut short or inconsistent: drop */
 	NFB_FRAGMENT = 1,   /* a fragment although the kernel reassembles (defrag on): drop */
 };
@@ -337,7 +336,8 @@ static __always_inline int nfb_parse_ipv6(struct bpf_dynptr *dp, struct nfb_pkt 
 	nh = ip6->nexthdr;
 	p->l3_end = end;
 
-	bpf_for(i, 0, NFB_V6_MAX_EXT + 1) {
+	bpf_for(i, 0, NFB_V6_MAX_EXT + 1)
+	{
 		if (nh == NFB_IPPROTO_FRAGMENT) {
 			struct nfb_ip6frag fbuf;
 			const struct nfb_ip6frag *fh;
@@ -537,7 +537,8 @@ static __always_inline __u32 nfb_range_find(void *map, bool v6, __u32 base, __u3
 
 	if (!map || !n)
 		return NFB_LOC_UNSET;
-	bpf_for(i, 0, NFB_RANGE_STEPS) {
+	bpf_for(i, 0, NFB_RANGE_STEPS)
+	{
 		if (hi - lo <= 1)
 			break;
 		mid = lo + (hi - lo) / 2;
@@ -590,16 +591,16 @@ static __always_inline __u32 nfb_loc_or_miss(__u32 loc, const struct nfb_hook_cf
 	return loc != NFB_LOC_UNSET ? loc : hc->miss[field];
 }
 
-static __always_inline __u32 nfb_loc_iface(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
-					   __u32 gen, __u32 field)
+static __always_inline __u32 nfb_loc_iface(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p, __u32 gen,
+					   __u32 field)
 {
 	__u32 in = field == NFB_F_IIF;
 
 	return nfb_loc_or_miss(nfb_get_iface(gen, in ? p->ifin : p->ifout, p->hook, !in), hc, field);
 }
 
-static __always_inline __u32 nfb_loc_addr(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
-					  __u32 gen, __u32 field)
+static __always_inline __u32 nfb_loc_addr(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p, __u32 gen,
+					  __u32 field)
 {
 	__u32 dir = field == NFB_F_SRC ? 0 : 1, a4, loc;
 	const __u8 *a = dir ? p->daddr : p->saddr;
@@ -616,21 +617,19 @@ static __always_inline __u32 nfb_loc_addr(const struct nfb_hook_cfg *hc, const s
 	return nfb_loc_or_miss(loc, hc, field);
 }
 
-static __always_inline __u32 nfb_loc_l4(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
-					__u32 gen)
+static __always_inline __u32 nfb_loc_l4(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p, __u32 gen)
 {
 	__u32 loc;
 
 	if (p->l4kind == NFB_L4_PORTS)
 		loc = nfb_get_port(gen, nfb_port_top(p->hook, 1, p->pclass, p->dport), p->dport);
 	else
-		loc = nfb_get_misc(gen, nfb_misc_index(p->hook, p->mclass,
-						       p->l4kind == NFB_L4_ICMP ? p->icmp_type : p->proto));
+		loc = nfb_get_misc(
+			gen, nfb_misc_index(p->hook, p->mclass, p->l4kind == NFB_L4_ICMP ? p->icmp_type : p->proto));
 	return nfb_loc_or_miss(loc, hc, NFB_F_L4);
 }
 
-static __always_inline __u32 nfb_loc_sport(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
-					   __u32 gen)
+static __always_inline __u32 nfb_loc_sport(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p, __u32 gen)
 {
 	if (p->l4kind != NFB_L4_PORTS)
 		return hc->sport_none;
@@ -638,8 +637,8 @@ static __always_inline __u32 nfb_loc_sport(const struct nfb_hook_cfg *hc, const 
 			       NFB_F_SPORT);
 }
 
-static __always_inline __u32 nfb_field_loc(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p,
-					   __u32 gen, __u32 field)
+static __always_inline __u32 nfb_field_loc(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p, __u32 gen,
+					   __u32 field)
 {
 	switch (field) {
 	case NFB_F_IIF:
@@ -666,8 +665,7 @@ static __always_inline __u32 nfb_field_loc(const struct nfb_hook_cfg *hc, const 
  * as an empty word. The masks are for the verifier: o + 2 nsum <= chunk
  * words was checked when the vector was resolved.
  */
-static __always_inline __u64 nfb_vec_word(const struct nfb_chunk *c, __u32 o, __u32 nsum, __u32 k,
-					  __u64 below)
+static __always_inline __u64 nfb_vec_word(const struct nfb_chunk *c, __u32 o, __u32 nsum, __u32 k, __u64 below)
 {
 	__u64 s = c->w[(o + k) & NFB_LOC_OFF_MASK];
 	__u64 r = k ? c->w[(o + nsum + k) & NFB_LOC_OFF_MASK] : 0; /* R[0] holds T */
@@ -684,7 +682,7 @@ struct nfb_search_in {
 	__u32 locs[NFB_F_MAX]; /* one per field, every entry valid, repeats allowed */
 	__u32 nsum;
 	__u32 gen;
-	__u32 start;           /* rules below it are not candidates (past an over-limit rule) */
+	__u32 start; /* rules below it are not candidates (past an over-limit rule) */
 };
 
 /*
@@ -752,7 +750,8 @@ __noinline int nfb_search(const struct nfb_search_in *in)
 	if (in->start / 4096 >= 64)
 		return -1;
 	top &= ~0ull << (in->start / 4096);
-	bpf_for(t, 0, NFB_MAX_SUM) {
+	bpf_for(t, 0, NFB_MAX_SUM)
+	{
 		__u64 a = ~0ull;
 
 		if (!top)
@@ -766,7 +765,8 @@ __noinline int nfb_search(const struct nfb_search_in *in)
 			a &= ~0ull << (in->start / 64 % 64);
 		if (!a)
 			continue; /* no candidate: spare the inner iterator's calls */
-		bpf_for(j, 0, 64) {
+		bpf_for(j, 0, 64)
+		{
 			__u64 low, below, word = ~0ull;
 			__u32 kk = k, ns = nsum;
 
@@ -920,8 +920,8 @@ static __noinline void nfb_reject(struct bpf_nf_ctx *ctx, const struct nfb_gen_c
 	bpf_ringbuf_submit(e, 0);
 }
 
-static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_pkt *p,
-				    __u32 gen, __u32 rule, const struct nfb_rule *r)
+static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_pkt *p, __u32 gen, __u32 rule,
+			       const struct nfb_rule *r)
 {
 	__u64 now = bpf_ktime_get_ns();
 	struct nfb_event *e;
@@ -961,8 +961,7 @@ static __always_inline int nfb_default(const struct nfb_gen_cfg *cfg, __u32 gen,
 }
 
 static __always_inline int nfb_rule_verdict(struct bpf_nf_ctx *ctx, const struct nfb_gen_cfg *cfg,
-					    const struct nfb_pkt *p, __u32 gen, __u32 rule,
-					    const struct nfb_rule *r)
+					    const struct nfb_pkt *p, __u32 gen, __u32 rule, const struct nfb_rule *r)
 {
 	nfb_count(cfg, gen, r->counter, p->len);
 	if (r->flags & NFB_RULE_LOG)
@@ -1004,8 +1003,7 @@ static __always_inline bool nfb_gcra(__u64 *tat, __u64 now, __u64 interval, __u6
  * generation's limits). Over the limit is counted in the rule's state. A
  * limit whose configuration or state is missing is over: the rule does not
  * match (user space creates the state of every limited rule first). */
-static __noinline bool nfb_limit_pass(const struct nfb_gen_cfg *cfg, __u32 gen, __u32 limit,
-					const struct nfb_pkt *p)
+static __noinline bool nfb_limit_pass(const struct nfb_gen_cfg *cfg, __u32 gen, __u32 limit, const struct nfb_pkt *p)
 {
 	__u32 idx = limit - 1, slot;
 	const struct nfb_limit_cfg *lc;
@@ -1125,7 +1123,8 @@ static __always_inline int nfb_judge(struct bpf_nf_ctx *ctx, const struct nfb_ge
 	rules = bpf_map_lookup_elem(&nfb_rules, &gen);
 	if (!rules)
 		return nfb_default(cfg, gen, hc, p);
-	bpf_for(n, 0, NFB_MAX_LIMITS + 1) {
+	bpf_for(n, 0, NFB_MAX_LIMITS + 1)
+	{
 		if (all) {
 			rule = nfb_next_rule(start, nrules);
 		} else {
@@ -1201,8 +1200,7 @@ int nfbox_filter(struct bpf_nf_ctx *ctx)
 	}
 
 	pkt.ct = nfb_ct_state(ctx->skb);
-	if ((cfg->options & NFB_OPT_ESTABLISHED_ACCEPT) &&
-	    (pkt.ct == NFB_CT_ESTABLISHED || pkt.ct == NFB_CT_RELATED)) {
+	if ((cfg->options & NFB_OPT_ESTABLISHED_ACCEPT) && (pkt.ct == NFB_CT_ESTABLISHED || pkt.ct == NFB_CT_RELATED)) {
 		nfb_count(cfg, gen, cfg->established_counter, pkt.len);
 		return NF_ACCEPT;
 	}

@@ -8,7 +8,7 @@
 #define NFBOX_FILTER_BPF_H
 
 #ifndef NF_DROP
-#define NF_DROP 0
+#define NF_DROP	  0
 #define NF_ACCEPT 1
 #endif
 
@@ -46,7 +46,6 @@ struct nfb_ip6frag {
 	__be32 id;
 };
 
-
 enum {
 	NFB_IPPROTO_HOPOPTS = 0,
 	NFB_IPPROTO_ICMP = 1,
@@ -71,21 +70,21 @@ enum nfb_l4kind {
 
 /* What the classifier knows about a packet after parsing. */
 struct nfb_pkt {
-	__u32 len;     /* skb->len */
-	__u32 l3_end;  /* end of the IP datagram (total length) */
-	__u32 l4_off;  /* offset of the L4 header */
+	__u32 len;    /* skb->len */
+	__u32 l3_end; /* end of the IP datagram (total length) */
+	__u32 l4_off; /* offset of the L4 header */
 	__u32 ifin;
 	__u32 ifout;
-	__u8 hook;     /* enum nfb_hook */
-	__u8 family;   /* enum nfb_family */
-	__u8 proto;    /* L4 protocol / last next header */
-	__u8 l4kind;   /* enum nfb_l4kind */
-	__u8 pclass;   /* enum nfb_pclass, NFB_L4_PORTS only */
-	__u8 mclass;   /* enum nfb_mclass, misc-map kinds */
-	__u8 ct;       /* enum nfb_ct */
+	__u8 hook;   /* enum nfb_hook */
+	__u8 family; /* enum nfb_family */
+	__u8 proto;  /* L4 protocol / last next header */
+	__u8 l4kind; /* enum nfb_l4kind */
+	__u8 pclass; /* enum nfb_pclass, NFB_L4_PORTS only */
+	__u8 mclass; /* enum nfb_mclass, misc-map kinds */
+	__u8 ct;     /* enum nfb_ct */
 	__u8 icmp_type;
-	__u16 sport;   /* host order */
-	__u16 dport;   /* host order; ICMP: type << 8 | code */
+	__u16 sport; /* host order */
+	__u16 dport; /* host order; ICMP: type << 8 | code */
 	__u8 saddr[16];
 	__u8 daddr[16];
 };

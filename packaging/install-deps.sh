@@ -18,7 +18,8 @@ BUILD_PKGS="make gcc build-essential clang llvm pkg-config libbpf-dev bpftool li
  libxdp-dev libnftnl-dev libmnl-dev libyaml-dev libssl-dev libmicrohttpd-dev libjansson-dev libelf-dev zlib1g-dev debhelper dpkg-dev"
 TEST_PKGS="iproute2 iputils-ping nftables python3 python3-scapy iperf3 hping3 man-db groff-base systemd
  tcpdump tshark jq procps kmod lintian debootstrap bash-completion systemd-container netbase
- python3-jsonschema python3-yaml python3-prometheus-client logrotate keepalived conntrackd gcovr"
+ python3-jsonschema python3-yaml python3-prometheus-client logrotate keepalived conntrackd gcovr
+ nodejs curl ca-certificates"
 # Packages that must come from backports on bookworm, and the version each needs.
 BPO_PKGS="libbpf-dev bpftool linux-libc-dev"
 # Packages the tests unpack (dpkg-deb -x) and run from there, never
@@ -26,6 +27,14 @@ BPO_PKGS="libbpf-dev bpftool linux-libc-dev"
 # is downloaded into DEB_CACHE, so that no test needs the network.
 DOWNLOAD_PKGS="fail2ban"
 DEB_CACHE=${NFBOX_DEB_CACHE:-/var/cache/nfbox/debs}
+# The formatter the tree is checked with (tests/unit/test_format.sh, make
+# format), one version for every Debian release: clang-format built to
+# WebAssembly, run by node, from the npm registry, checked against its
+# published SHA-512. Debian's own clang-format differs from release to release.
+FORMAT_VERSION=23.1.0
+FORMAT_SHA512=Mjb0KPghsr+HH+GL42EvlEB1OcNZLUqlS5J/97kMuIhu703OYcrFm+r1kMxXuaufhvQgAHtxCouxNZXFqpIynQ==
+TOOL_CACHE=${NFBOX_TOOL_CACHE:-/var/cache/nfbox/tools}
+FORMAT_DIR=$TOOL_CACHE/clang-format-$FORMAT_VERSION
 
 mode=all
 for arg in "$@"; do
@@ -106,8 +115,29 @@ missing() {
 		for p in $DOWNLOAD_PKGS; do
 			ls "$DEB_CACHE/${p}_"*.deb >/dev/null 2>&1 || out="$out download:$p"
 		done
+		[ -f "$FORMAT_DIR/package/clang-format-cli.cjs" ] || out="$out download:clang-format"
 	fi
 	echo "$out"
+}
+
+# The formatter into FORMAT_DIR: the npm registry's tarball, refused unless
+# its SHA-512 is the one pinned above.
+download_format() {
+	[ -f "$FORMAT_DIR/package/clang-format-cli.cjs" ] && return 0
+	url=https://registry.npmjs.org/@wasm-fmt/clang-format/-/clang-format-$FORMAT_VERSION.tgz
+	tmp=$(mktemp -d) || return 1
+	if ! curl -fsSL --retry 3 -o "$tmp/f.tgz" "$url"; then
+		echo "install-deps: cannot download $url" >&2
+		rm -rf "$tmp"
+		return 1
+	fi
+	sum=$(python3 -c 'import base64, hashlib, sys; print(base64.b64encode(hashlib.sha512(open(sys.argv[1], "rb").read()).digest()).decode())' "$tmp/f.tgz")
+	if [ "$sum" != "$FORMAT_SHA512" ]; then
+		echo "install-deps: $url is not the pinned file (sha512 $sum)" >&2
+		rm -rf "$tmp"
+		return 1
+	fi
+	mkdir -p "$FORMAT_DIR" && tar -xzf "$tmp/f.tgz" -C "$FORMAT_DIR" && rm -rf "$tmp"
 }
 
 # The .deb files of DOWNLOAD_PKGS into DEB_CACHE (after apt-get update).
@@ -156,6 +186,7 @@ else
 	apt_quiet install -y --no-install-recommends $(echo "$need" | tr ' ' '\n' | grep -vx 'download:.*' | tr '\n' ' ')
 fi
 [ "$mode" = build ] || download || { echo "install-deps: cannot download $DOWNLOAD_PKGS into $DEB_CACHE" >&2; exit 1; }
+[ "$mode" = build ] || download_format || exit 1
 
 need=$(missing)
 if [ -n "$need" ]; then

@@ -15,15 +15,15 @@
 #include "policy/diag/diag.h"
 
 /* Limits (documented in policy/README.md; exceeding one is an error). */
-#define POLICY_MAX_RULES 65536          /* per hook */
-#define POLICY_MAX_PREFIXES 2000000u    /* in all sets together; and, apart, written in rules */
-#define POLICY_MAX_GROUP_IFACES 4096
-#define POLICY_MAX_IFACE_WILDCARDS 63   /* in one in: or out: */
+#define POLICY_MAX_RULES	   65536    /* per hook */
+#define POLICY_MAX_PREFIXES	   2000000u /* in all sets together; and, apart, written in rules */
+#define POLICY_MAX_GROUP_IFACES	   4096
+#define POLICY_MAX_IFACE_WILDCARDS 63 /* in one in: or out: */
 #define POLICY_MAX_SERVICE_ENTRIES 65536
-#define POLICY_MAX_LIMITS 4096          /* rules with limit: or a dynamic set, counted once per hook */
-#define POLICY_MAX_DYNSETS 1022         /* sets with dynamic: true */
-#define POLICY_MAX_NAME 64
-#define POLICY_IFNAMSIZ 16
+#define POLICY_MAX_LIMITS	   4096 /* rules with limit: or a dynamic set, counted once per hook */
+#define POLICY_MAX_DYNSETS	   1022 /* sets with dynamic: true */
+#define POLICY_MAX_NAME		   64
+#define POLICY_IFNAMSIZ		   16
 
 enum policy_hook {
 	POLICY_HOOK_INPUT = 0,
@@ -46,11 +46,11 @@ enum policy_action {
 
 /* How a reject answers (reject-with:). */
 enum policy_reject {
-	POLICY_REJECT_TCP_RESET = 0,  /* the default: TCP a reset, the rest port-unreachable */
-	POLICY_REJECT_PORT,           /* ICMP/ICMPv6 port unreachable, TCP too */
-	POLICY_REJECT_ADMIN,          /* administratively prohibited */
-	POLICY_REJECT_HOST,           /* host (IPv6: address) unreachable */
-	POLICY_REJECT_NET,            /* net unreachable (IPv6: no route) */
+	POLICY_REJECT_TCP_RESET = 0, /* the default: TCP a reset, the rest port-unreachable */
+	POLICY_REJECT_PORT,	     /* ICMP/ICMPv6 port unreachable, TCP too */
+	POLICY_REJECT_ADMIN,	     /* administratively prohibited */
+	POLICY_REJECT_HOST,	     /* host (IPv6: address) unreachable */
+	POLICY_REJECT_NET,	     /* net unreachable (IPv6: no route) */
 	POLICY_REJECT_MAX,
 };
 
@@ -83,7 +83,7 @@ struct addr_set {
 	uint32_t n;
 	uint8_t families; /* POLICY_FAM_* bits present */
 	bool used;
-	bool dynamic;     /* `dynamic: true`: no entries here; they come at run time (nfbox set) */
+	bool dynamic; /* `dynamic: true`: no entries here; they come at run time (nfbox set) */
 };
 
 struct iface_group {
@@ -107,30 +107,30 @@ struct service {
 	struct port_range *v;
 	uint32_t n;
 	bool used;
-	bool full;      /* over POLICY_MAX_SERVICE_ENTRIES (reported once) */
+	bool full;	    /* over POLICY_MAX_SERVICE_ENTRIES (reported once) */
 	uint8_t cont_proto; /* loading: the protocol a bare port takes (lx_port_list) */
 };
 
 /* A reference list as written: from/to resolve to prefixes, in/out to names. */
 struct addr_match {
-	bool any;                /* no restriction */
-	bool neg;                /* "!office": every address (of either family) not in v */
-	struct prefix *v;        /* resolved prefixes (sets expanded) */
+	bool any;	  /* no restriction */
+	bool neg;	  /* "!office": every address (of either family) not in v */
+	struct prefix *v; /* resolved prefixes (sets expanded) */
 	uint32_t n;
 	uint8_t families;
-	char *what;              /* as written, for display: "office", "[a, b]" */
-	int neg_state;           /* loading: 0 nothing seen, 1 negated entries, -1 plain ones */
-	uint32_t dyn;            /* 1 + index in policy.sets of a dynamic set, named alone (n is 0,
+	char *what;    /* as written, for display: "office", "[a, b]" */
+	int neg_state; /* loading: 0 nothing seen, 1 negated entries, -1 plain ones */
+	uint32_t dyn;  /* 1 + index in policy.sets of a dynamic set, named alone (n is 0,
 				    any false; neg as written); 0: none. Only in rules' from/to. */
 };
 
 struct iface_match {
 	bool any;
-	bool neg;                /* "!wan": every interface not in ifnames */
+	bool neg; /* "!wan": every interface not in ifnames */
 	char (*ifnames)[POLICY_IFNAMSIZ];
 	uint32_t n;
 	char *what;
-	int neg_state;           /* loading: as in addr_match */
+	int neg_state; /* loading: as in addr_match */
 };
 
 struct port_match {
@@ -143,8 +143,8 @@ struct port_match {
 
 /* N events per period: 100/second, 5/minute, 10/hour. */
 struct policy_rate {
-	uint32_t n;      /* 0: unlimited */
-	uint32_t per;    /* seconds: 1, 60 or 3600 */
+	uint32_t n;   /* 0: unlimited */
+	uint32_t per; /* seconds: 1, 60 or 3600 */
 };
 
 /* A rule's rate limit (limit:): the rule matches a packet only while its
@@ -152,30 +152,30 @@ struct policy_rate {
  * token; over the limit the packet goes on to the next rules. */
 struct policy_limit {
 	struct policy_rate rate; /* n 0: no limit */
-	uint32_t burst;          /* packets that may pass at once (the bucket's depth) */
-	bool per_source;         /* one bucket per source address */
+	uint32_t burst;		 /* packets that may pass at once (the bucket's depth) */
+	bool per_source;	 /* one bucket per source address */
 	struct loc loc;
 };
 
 struct rule {
 	char *name;
-	bool unnamed;   /* no name: was given; name is a placeholder */
+	bool unnamed; /* no name: was given; name is a placeholder */
 	struct loc loc;
-	uint8_t hooks;  /* 1 << POLICY_HOOK_* */
+	uint8_t hooks; /* 1 << POLICY_HOOK_* */
 	struct iface_match in, out;
 	struct addr_match from, to;
 	struct port_match service, sport;
-	int proto;      /* -1: any */
+	int proto;	     /* -1: any */
 	uint8_t *icmp_types; /* ICMP/ICMPv6 types, ascending, distinct */
-	uint16_t nicmp;      /* 0: any type */
-	uint8_t state;  /* POLICY_CT_* mask; POLICY_CT_ALL: any */
+	uint16_t nicmp;	     /* 0: any type */
+	uint8_t state;	     /* POLICY_CT_* mask; POLICY_CT_ALL: any */
 	enum policy_action action;
 	enum policy_reject reject_with; /* action reject only */
 	bool log;
 	struct policy_limit limit;
 	char *comment;
 	uint8_t families; /* families the rule can match at all */
-	bool implicit;    /* added by ha: (the pair's own traffic), not written by the operator */
+	bool implicit;	  /* added by ha: (the pair's own traffic), not written by the operator */
 };
 
 struct hook_conf {
@@ -195,13 +195,13 @@ struct nat_rule {
 	enum nat_kind kind;
 	struct loc loc;
 	struct iface_match in, out;
-	struct addr_match from;    /* forward-port, redirect: only sources in it */
-	struct prefix to_addr;     /* snat: first address of the range; forward-port: the target */
-	struct prefix to_last;     /* snat: last address of the range (to_addr for one) */
-	uint16_t to_port;          /* forward-port: 0 keeps the port; redirect: the local port */
+	struct addr_match from;	   /* forward-port, redirect: only sources in it */
+	struct prefix to_addr;	   /* snat: first address of the range; forward-port: the target */
+	struct prefix to_last;	   /* snat: last address of the range (to_addr for one) */
+	uint16_t to_port;	   /* forward-port: 0 keeps the port; redirect: the local port */
 	struct port_match service; /* forward-port, redirect: what is translated */
-	bool hairpin;              /* forward-port: inside clients reaching the outside address too */
-	uint8_t families;          /* the traffic it translates (POLICY_FAM_*) */
+	bool hairpin;		   /* forward-port: inside clients reaching the outside address too */
+	uint8_t families;	   /* the traffic it translates (POLICY_FAM_*) */
 	struct loc to_loc;
 	/* masquerade out of an interface with a virtual address (ha:): that
 	 * interface's flows of that family take the virtual address (snat),
@@ -209,17 +209,17 @@ struct nat_rule {
 	 * link goes away, and conntrackd then makes the peer forget them too */
 	struct nat_vip {
 		char ifname[POLICY_IFNAMSIZ];
-		struct prefix addr;  /* the address alone (full length) */
+		struct prefix addr; /* the address alone (full length) */
 	} *vips;
 	uint32_t nvips;
 };
 
 struct capture_match {
-	int proto;                /* -1 any */
+	int proto; /* -1 any */
 	struct addr_match from, to;
 	struct port_match service;
 	uint32_t min_len, max_len; /* max_len 0: no limit */
-	bool non_ip;              /* capture non-IP frames too */
+	bool non_ip;		   /* capture non-IP frames too */
 };
 
 struct capture_conf {
@@ -229,7 +229,7 @@ struct capture_conf {
 	char mirror_from[POLICY_IFNAMSIZ]; /* "" if none */
 	struct capture_match match;
 	char *file;
-	uint64_t rotate_size;     /* bytes, 0: no rotation */
+	uint64_t rotate_size; /* bytes, 0: no rotation */
 	uint32_t rotate_keep;
 	uint32_t snaplen;
 };
@@ -237,28 +237,28 @@ struct capture_conf {
 /* ha: one node of an active/backup pair. keepalived moves the virtual
  * addresses (VRRP, all in one sync group), conntrackd copies the connection
  * state over the sync link (FTFW). */
-#define HA_SYNC_PORT 3780 /* conntrackd's UDP port, both ways */
+#define HA_SYNC_PORT  3780 /* conntrackd's UDP port, both ways */
 #define HA_VRRP_PROTO 112
 
 struct ha_virtual {
 	char ifname[POLICY_IFNAMSIZ];
-	struct prefix addr;   /* the address (all its bits) and, in plen, its prefix length */
-	uint8_t id;           /* VRRP virtual router id, 1..255 */
+	struct prefix addr; /* the address (all its bits) and, in plen, its prefix length */
+	uint8_t id;	    /* VRRP virtual router id, 1..255 */
 	struct loc loc;
 };
 
 struct ha_conf {
 	bool present;
 	struct loc loc;
-	uint8_t priority;            /* 1..254: the higher node is master */
-	uint32_t preempt_delay;      /* seconds a node that returns waits before taking over */
+	uint8_t priority;	/* 1..254: the higher node is master */
+	uint32_t preempt_delay; /* seconds a node that returns waits before taking over */
 	char sync_ifname[POLICY_IFNAMSIZ];
 	/* The other node's address on the sync link; or both nodes' (two),
 	 * the one this node has being its own, so that the two nodes'
 	 * policies differ only in priority. */
 	struct prefix sync_peers[2];
 	uint8_t npeers;
-	struct prefix sync_addr;     /* this node's; family 0: found on the interface at start */
+	struct prefix sync_addr; /* this node's; family 0: found on the interface at start */
 	struct ha_virtual *virt;
 	uint32_t nvirt;
 };
@@ -293,7 +293,7 @@ struct policy {
 	struct capture_conf *captures;
 	uint32_t ncaptures;
 	struct ha_conf ha;
-	uint64_t nprefixes; /* in sets, for the limit */
+	uint64_t nprefixes;	  /* in sets, for the limit */
 	uint64_t nprefixes_rules; /* written in rules, nat and captures: a limit of its own */
 };
 
@@ -306,7 +306,7 @@ int policy_load(const char *path, struct diags *d, struct policy **out);
 /* How the loader reaches the files of a policy (the policy and its set
  * files), for a caller with rules about what it may read. */
 struct policy_files {
-	int policy_fd;   /* the policy file, opened by someone else (path names it), or -1 */
+	int policy_fd; /* the policy file, opened by someone else (path names it), or -1 */
 	/* Called with every file open, before it is read: 0, or -errno and a
 	 * reason in why (len bytes) to refuse it. NULL: every file is read. */
 	int (*check)(int fd, const char *path, char *why, size_t len, void *arg);
@@ -321,22 +321,21 @@ struct policy_files {
 };
 int policy_load_files(const char *path, const struct policy_files *files, struct diags *d, struct policy **out);
 /* The same from a buffer (name is used in messages and to find set files). */
-int policy_load_buffer(const char *name, const char *text, size_t len, struct diags *d,
-		       struct policy **out);
+int policy_load_buffer(const char *name, const char *text, size_t len, struct diags *d, struct policy **out);
 void policy_free(struct policy *p);
 
 /* The vocabularies, written once. Hook names are indexed by enum
  * policy_hook and NULL-terminated (a list of choices for the loader). */
 extern const char *const policy_hook_names[POLICY_HOOK_MAX + 1];
-const char *policy_hook_name(enum policy_hook h);               /* "?" if out of range */
-const char *policy_family_name(enum policy_family f);           /* "ipv4", "ipv6", "any" */
-const char *policy_action_name(enum policy_action a);           /* "accept", "drop", "reject" */
+const char *policy_hook_name(enum policy_hook h);     /* "?" if out of range */
+const char *policy_family_name(enum policy_family f); /* "ipv4", "ipv6", "any" */
+const char *policy_action_name(enum policy_action a); /* "accept", "drop", "reject" */
 extern const char *const policy_reject_names[POLICY_REJECT_MAX + 1];
-extern const char *const policy_ct_names[POLICY_CT_STATES + 1];       /* by bit of enum policy_ct */
-extern const char *const policy_nat_kind_names[];               /* by enum nat_kind, NULL-terminated */
-const char *policy_proto_name(int proto); /* "tcp", ..., or NULL */
-int policy_proto_number(const char *name); /* IPPROTO_TCP, ..., or -1 */
-const char *policy_rate_unit(uint32_t per); /* "second", "minute", "hour" */
+extern const char *const policy_ct_names[POLICY_CT_STATES + 1]; /* by bit of enum policy_ct */
+extern const char *const policy_nat_kind_names[];		/* by enum nat_kind, NULL-terminated */
+const char *policy_proto_name(int proto);			/* "tcp", ..., or NULL */
+int policy_proto_number(const char *name);			/* IPPROTO_TCP, ..., or -1 */
+const char *policy_rate_unit(uint32_t per);			/* "second", "minute", "hour" */
 /* "10/second burst 10", "5/minute burst 5 per source"; as snprintf. */
 int policy_limit_format(const struct policy_limit *l, char *buf, size_t len);
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
@@ -366,6 +365,6 @@ bool policy_addrs_equal(const struct addr_match *a, const struct addr_match *b);
 int policy_icmp_type(const char *name, bool v6);
 const char *policy_icmp_type_name(int type, bool v6);
 const char *policy_icmp_type_closest(const char *name, bool v6); /* a typo's fix, or NULL */
-extern const char *const policy_proto_names[]; /* the names nfbox knows itself, NULL-terminated */
+extern const char *const policy_proto_names[];			 /* the names nfbox knows itself, NULL-terminated */
 
 #endif

@@ -64,19 +64,19 @@
  * busy process, a VM's steal time) loses nothing. Fewer per queue when
  * there are more than four queues. */
 #define DEFAULT_FRAMES 16384u
-#define MIN_FRAMES 512u
-#define FRAME_BUDGET (1u << 16)   /* frames over all queues before frames_per_queue shrinks */
-#define MAX_QUEUES 1024u
-#define RX_BATCH 64u
-#define RX_NAP_BELOW 16u  /* descriptors after a wakeup below which the thread naps */
-#define RX_NAP_NS 150000  /* 150 us */
+#define MIN_FRAMES     512u
+#define FRAME_BUDGET   (1u << 16) /* frames over all queues before frames_per_queue shrinks */
+#define MAX_QUEUES     1024u
+#define RX_BATCH       64u
+#define RX_NAP_BELOW   16u    /* descriptors after a wakeup below which the thread naps */
+#define RX_NAP_NS      150000 /* 150 us */
 /* Descriptors kept per packet. The kernel splits a frame into at most
  * MAX_SKB_FRAGS + 1 buffers (17 + 1 here); zero-copy drivers into at most
  * zc_max_segs. A longer run is dropped (counted as oversize), never leaked. */
-#define MAX_PKT_DESCS 64u
+#define MAX_PKT_DESCS	    64u
 #define DEFAULT_QUEUE_BYTES (64u << 20) /* ~7,000 jumbo frames of disk stall */
-#define BIND_RETRIES 10
-#define RX_CHECK_MS 500 /* idle receive thread: how often it looks for a socket error */
+#define BIND_RETRIES	    10
+#define RX_CHECK_MS	    500 /* idle receive thread: how often it looks for a socket error */
 
 struct queue_counters {
 	uint64_t packets, bytes, descs, multibuf, oversize;
@@ -115,14 +115,14 @@ struct capture {
 	struct mirror *mirror; /* mirror-from: the pair and its tcx programs */
 	uint64_t max_packets;
 	uint64_t packets; /* receive thread: packets so far, for max_packets */
-	int stop_fd;      /* eventfd: capture_stop -> thread */
-	int done_fd;      /* eventfd: thread -> caller, ended by itself */
+	int stop_fd;	  /* eventfd: capture_stop -> thread */
+	int done_fd;	  /* eventfd: thread -> caller, ended by itself */
 	pthread_t thread;
 	bool thread_started;
-	bool stopping;    /* receive thread: stop reading (limit reached) */
+	bool stopping; /* receive thread: stop reading (limit reached) */
 	int last_write_err;
-	int end_error;    /* atomic */
-	bool done;        /* atomic */
+	int end_error; /* atomic */
+	bool done;     /* atomic */
 };
 
 /* ---- small helpers ---- */
@@ -198,8 +198,8 @@ static void set_port_bits(struct nfb_cap_portset *sets, const struct port_match 
 {
 	for (uint32_t i = 0; i < m->n; i++) {
 		const struct port_range *pr = &m->v[i];
-		int pc = pr->proto == IPPROTO_TCP ? NFB_CAP_PC_TCP
-			 : pr->proto == IPPROTO_UDP ? NFB_CAP_PC_UDP
+		int pc = pr->proto == IPPROTO_TCP    ? NFB_CAP_PC_TCP
+			 : pr->proto == IPPROTO_UDP  ? NFB_CAP_PC_UDP
 			 : pr->proto == IPPROTO_SCTP ? NFB_CAP_PC_SCTP
 						     : NFB_CAP_PC_UDPLITE;
 
@@ -311,8 +311,7 @@ static int load_program(struct capture *c, const struct capture_match *m, struct
 static int attach_mode(struct capture *c, uint32_t flags)
 {
 	LIBBPF_OPTS(bpf_link_create_opts, opts, .flags = flags);
-	int fd = bpf_link_create(bpf_program__fd(c->skel->progs.nfb_capture), c->info.ifindex, BPF_XDP,
-				 &opts);
+	int fd = bpf_link_create(bpf_program__fd(c->skel->progs.nfb_capture), c->info.ifindex, BPF_XDP, &opts);
 
 	if (fd < 0)
 		return -errno;
@@ -361,8 +360,8 @@ static void queue_audit(struct capture *c, struct capture_queue *q)
 	struct xdp_statistics st;
 	socklen_t len = sizeof(st);
 
-	if (!q->xsk || getsockopt(q->fd, SOL_XDP, XDP_STATISTICS, &st, &len) < 0 || st.rx_dropped ||
-	    st.rx_ring_full || st.rx_invalid_descs)
+	if (!q->xsk || getsockopt(q->fd, SOL_XDP, XDP_STATISTICS, &st, &len) < 0 || st.rx_dropped || st.rx_ring_full ||
+	    st.rx_invalid_descs)
 		return;
 	fill_out = q->fill.size - xsk_prod_nb_free(&q->fill, q->fill.size);
 	rx_out = xsk_cons_nb_avail(&q->rx, UINT32_MAX);
@@ -485,11 +484,12 @@ static int open_sockets(struct capture *c, bool force_copy, struct diags *d)
 		r = -EOPNOTSUPP;
 		if (!why && (r = queue_open(c, q, XDP_ZEROCOPY)) < 0) {
 			why = "zero-copy bind failed";
-			log_info("capture: zero-copy bind on %s queue %u failed (%s); using copy mode",
-				 c->info.ifname, i, strerror(-r));
+			log_info("capture: zero-copy bind on %s queue %u failed (%s); using copy mode", c->info.ifname,
+				 i, strerror(-r));
 		}
 		if (r < 0 && (r = queue_open(c, q, XDP_COPY)) < 0)
-			return diag_errno(d, r, "capture: cannot bind an AF_XDP socket to %s queue %u", c->info.ifname, i);
+			return diag_errno(d, r, "capture: cannot bind an AF_XDP socket to %s queue %u", c->info.ifname,
+					  i);
 	}
 	c->info.zerocopy = !why;
 	c->info.copy_reason = why;
@@ -739,7 +739,8 @@ static uint32_t frames_per_queue(const struct capture_opts *o, uint32_t nq)
 static int check_conf(const struct capture_conf *conf, const struct capture_opts *o, struct diags *d)
 {
 	if (conf->mirror_from[0] && !strcmp(conf->mirror_from, conf->ifname))
-		return diag_fail(d, -EINVAL, "capture: mirror-from %s is the capture interface itself", conf->mirror_from);
+		return diag_fail(d, -EINVAL, "capture: mirror-from %s is the capture interface itself",
+				 conf->mirror_from);
 	if (!conf->file || !conf->ifname[0])
 		return diag_fail(d, -EINVAL, "capture: an interface and a file are needed");
 	if (o->frames_per_queue && (o->frames_per_queue < 64 || (o->frames_per_queue & (o->frames_per_queue - 1))))

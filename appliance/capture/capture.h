@@ -31,10 +31,10 @@ enum capture_xdp_mode {
 
 struct capture_opts {
 	enum capture_xdp_mode xdp_mode;
-	bool force_copy;           /* never try zero-copy */
-	uint64_t max_packets;      /* end by itself after this many packets; 0: no limit */
-	size_t queue_bytes;        /* writer queue; 0: 64 MiB */
-	bool keep_existing;        /* an earlier file at the path becomes PATH.1 (pcapng.h) */
+	bool force_copy;	   /* never try zero-copy */
+	uint64_t max_packets;	   /* end by itself after this many packets; 0: no limit */
+	size_t queue_bytes;	   /* writer queue; 0: 64 MiB */
+	bool keep_existing;	   /* an earlier file at the path becomes PATH.1 (pcapng.h) */
 	uint32_t frames_per_queue; /* UMEM frames (4096 bytes) per rx queue, a power of two;
 				      0: 16384, fewer when there are more than 4 queues */
 };
@@ -43,24 +43,24 @@ struct capture_opts {
 struct capture_info {
 	char ifname[POLICY_IFNAMSIZ];
 	int ifindex;
-	uint32_t nqueues;               /* AF_XDP sockets, one per rx queue */
+	uint32_t nqueues; /* AF_XDP sockets, one per rx queue */
 	uint32_t frames_per_queue;
-	enum capture_xdp_mode xdp_mode; /* CAPTURE_XDP_NATIVE or _SKB as attached */
-	bool zerocopy;                  /* XDP_ZEROCOPY bound; else XDP_COPY */
-	uint64_t xdp_features;          /* NETDEV_XDP_ACT_* (0 when unknown) */
-	uint32_t zc_max_segs;           /* driver's zero-copy multi-buffer limit (0 unknown) */
-	const char *copy_reason;        /* why not zero-copy (NULL when zero-copy) */
+	enum capture_xdp_mode xdp_mode;	   /* CAPTURE_XDP_NATIVE or _SKB as attached */
+	bool zerocopy;			   /* XDP_ZEROCOPY bound; else XDP_COPY */
+	uint64_t xdp_features;		   /* NETDEV_XDP_ACT_* (0 when unknown) */
+	uint32_t zc_max_segs;		   /* driver's zero-copy multi-buffer limit (0 unknown) */
+	const char *copy_reason;	   /* why not zero-copy (NULL when zero-copy) */
 	char mirror_from[POLICY_IFNAMSIZ]; /* "" unless a mirror port */
 	char mirror_peer[POLICY_IFNAMSIZ]; /* the veth end the copies are sent from */
 };
 
 struct capture_stats {
 	/* Delivered through the sockets, all queues. */
-	uint64_t packets;     /* whole frames (runs of descriptors) */
-	uint64_t bytes;       /* their full length */
-	uint64_t descs;       /* descriptors read */
-	uint64_t multibuf;    /* frames of more than one descriptor */
-	uint64_t oversize;    /* frames of more descriptors than the engine keeps: not written */
+	uint64_t packets;  /* whole frames (runs of descriptors) */
+	uint64_t bytes;	   /* their full length */
+	uint64_t descs;	   /* descriptors read */
+	uint64_t multibuf; /* frames of more than one descriptor */
+	uint64_t oversize; /* frames of more descriptors than the engine keeps: not written */
 	/* The XDP program (per-CPU counters summed). */
 	uint64_t xdp_seen, xdp_matched, xdp_redirected, xdp_passed;
 	/* Kernel socket drops: XDP_STATISTICS summed over the sockets. */
@@ -69,12 +69,12 @@ struct capture_stats {
 	 * ones are not yet counted; after capture_stop every packet captured
 	 * is written, a queue drop or a write drop. */
 	uint64_t written, writer_queue_drops, writer_write_drops, files;
-	uint64_t by_ref;      /* packets handed to the writer as UMEM frames (not copied) */
-	int writer_errno;     /* positive errno, 0 if none */
+	uint64_t by_ref;  /* packets handed to the writer as UMEM frames (not copied) */
+	int writer_errno; /* positive errno, 0 if none */
 	/* Why the capture ended by itself: 0 (still running, stopped, or the
 	 * packet limit was reached) or a negative errno (e.g. -ENETDOWN). */
 	int end_error;
-	bool done;            /* the capture ended by itself (limit or error) */
+	bool done; /* the capture ended by itself (limit or error) */
 	/* Mirror port (mirror-from): frames cloned from the source interface,
 	 * and clones that could not be sent. */
 	uint64_t mirrored, mirror_failed;

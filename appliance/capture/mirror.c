@@ -21,7 +21,7 @@
 #include "bpf/nfbox_mirror.skel.h"
 
 #define PEER_SUFFIX "-tx"
-#define MIRROR_MTU 65535
+#define MIRROR_MTU  65535
 
 struct mirror {
 	char from[IF_NAMESIZE], capif[IF_NAMESIZE], peer[IF_NAMESIZE];
@@ -70,7 +70,9 @@ static int clear_leftover(const struct mirror *m, struct diags *d)
 	if (r < 0)
 		return diag_errno(d, r, "capture: cannot read interface %s", m->capif);
 	if (!lf.veth || !peer || lf.peer_ifindex != peer)
-		return diag_fail(d, -EEXIST, "capture: interface %s already exists; with mirror-from nfbox creates it (a veth pair %s/%s): name a free interface in the policy",
+		return diag_fail(d, -EEXIST,
+				 "capture: interface %s already exists; with mirror-from nfbox creates it (a veth pair "
+				 "%s/%s): name a free interface in the policy",
 				 m->capif, m->capif, m->peer);
 	log_info("capture: removing the mirror pair %s/%s left by an earlier nfbox", m->capif, m->peer);
 	if ((r = nl_link_del(idx)) < 0)
@@ -110,7 +112,8 @@ int mirror_create(const char *from, const char *capif, struct diags *d, struct m
 	}
 	ipv6_off(m->capif);
 	ipv6_off(m->peer);
-	if (!cap_idx || !m->peer_ifindex || (r = nl_link_set_up(cap_idx)) < 0 || (r = nl_link_set_up(m->peer_ifindex)) < 0) {
+	if (!cap_idx || !m->peer_ifindex || (r = nl_link_set_up(cap_idx)) < 0 ||
+	    (r = nl_link_set_up(m->peer_ifindex)) < 0) {
 		r = diag_errno(d, r < 0 ? r : -ENODEV, "capture: cannot bring the mirror pair %s/%s up", m->capif,
 			       m->peer);
 		goto fail;

@@ -67,29 +67,29 @@
 #define NFBOX_VERSION "0.0.0"
 #endif
 
-#define FILE_MODE 0640
+#define FILE_MODE	    0640
 #define DEFAULT_QUEUE_BYTES (64u << 20)
-#define CHUNK_BYTES (1u << 20)
-#define CHUNK_IOV 1024 /* UIO_MAXIOV: most iovecs one pwritev() takes */
-#define FLUSH_NS 100000000ll       /* 100 ms */
-#define BACKOFF_MIN_NS 100000000ll /* 100 ms */
-#define BACKOFF_MAX_NS 2000000000ll
-#define IFNAME_MAX 256
+#define CHUNK_BYTES	    (1u << 20)
+#define CHUNK_IOV	    1024	/* UIO_MAXIOV: most iovecs one pwritev() takes */
+#define FLUSH_NS	    100000000ll /* 100 ms */
+#define BACKOFF_MIN_NS	    100000000ll /* 100 ms */
+#define BACKOFF_MAX_NS	    2000000000ll
+#define IFNAME_MAX	    256
 
-#define BT_SHB 0x0A0D0D0Au
-#define BT_IDB 0x00000001u
-#define BT_EPB 0x00000006u
-#define BT_ISB 0x00000005u
-#define BYTE_ORDER_MAGIC 0x1A2B3C4Du
+#define BT_SHB		  0x0A0D0D0Au
+#define BT_IDB		  0x00000001u
+#define BT_EPB		  0x00000006u
+#define BT_ISB		  0x00000005u
+#define BYTE_ORDER_MAGIC  0x1A2B3C4Du
 #define LINKTYPE_ETHERNET 1
-#define OPT_ENDOFOPT 0
-#define OPT_SHB_USERAPPL 4
-#define OPT_IF_NAME 2
-#define OPT_IF_TSRESOL 9
+#define OPT_ENDOFOPT	  0
+#define OPT_SHB_USERAPPL  4
+#define OPT_IF_NAME	  2
+#define OPT_IF_TSRESOL	  9
 #define OPT_ISB_STARTTIME 2
-#define OPT_ISB_ENDTIME 3
-#define OPT_ISB_IFRECV 4
-#define OPT_ISB_OSDROP 7
+#define OPT_ISB_ENDTIME	  3
+#define OPT_ISB_IFRECV	  4
+#define OPT_ISB_OSDROP	  7
 
 /* EPB: 28 bytes of header, the data padded to 32 bits, the length again. */
 struct epb_head {
@@ -108,7 +108,7 @@ struct rec {
 	struct epb_head h;
 	uint8_t tr[8];
 } __attribute__((aligned(8)));
-#define REC_SKIP UINT32_MAX
+#define REC_SKIP	UINT32_MAX
 #define REC_INLINE_HEAD offsetof(struct rec, tr)
 
 struct ref {
@@ -122,9 +122,9 @@ _Static_assert(sizeof(struct rec) % 8 == 0 && REC_INLINE_HEAD == 36, "record lay
 struct pcapng_writer {
 	/* Set by pcapng_open, read-only afterwards. */
 	int dirfd;
-	char *name;     /* last component of PATH, opened relative to dirfd */
-	char *namebuf;  /* room for name + ".N" */
-	uint8_t *hdr;   /* SHB + IDB, the start of every file */
+	char *name;    /* last component of PATH, opened relative to dirfd */
+	char *namebuf; /* room for name + ".N" */
+	uint8_t *hdr;  /* SHB + IDB, the start of every file */
 	size_t hdr_len;
 	uint32_t snaplen;
 	uint64_t rotate_size;
@@ -132,41 +132,40 @@ struct pcapng_writer {
 	uint64_t start_ts; /* CLOCK_REALTIME ns at open: isb_starttime */
 	void (*release)(uint64_t cookie, void *arg);
 	void *release_arg;
-	int release_fd;    /* eventfd, -1 without a release callback */
+	int release_fd; /* eventfd, -1 without a release callback */
 
 	/* The queue. */
 	uint8_t *ring;
 	uint64_t cap;
-	uint64_t wake_level;  /* file bytes */
-	_Atomic uint64_t head; /* written by the producer */
-	_Atomic uint64_t tail; /* written by the writer */
+	uint64_t wake_level;			 /* file bytes */
+	_Atomic uint64_t head;			 /* written by the producer */
+	_Atomic uint64_t tail;			 /* written by the writer */
 	_Atomic uint64_t queued_file, done_file; /* file bytes published / written or dropped */
-	uint64_t reclaimed;    /* producer only */
-	_Atomic uint32_t wake_seq; /* futex word */
+	uint64_t reclaimed;			 /* producer only */
+	_Atomic uint32_t wake_seq;		 /* futex word */
 	_Atomic int sleeping;
 	_Atomic int stop;
 
 	/* Writer thread only. */
 	pthread_t thread;
-	int fd;            /* -1: no current file (creating it failed) */
+	int fd;		   /* -1: no current file (creating it failed) */
 	uint64_t file_off; /* end of the last complete block */
 	uint64_t file_packets;
 	uint64_t rotate_at;
-	bool file_dirty;   /* bytes past file_off that a failed ftruncate left */
+	bool file_dirty; /* bytes past file_off that a failed ftruncate left */
 	int64_t backoff_ns, backoff_until;
 	int first_err;
 	struct iovec iov[CHUNK_IOV];
 
 	/* Counters: each has one writing thread (relaxed load + store). */
-	_Atomic uint64_t accepted, queue_drops, by_ref; /* producer */
+	_Atomic uint64_t accepted, queue_drops, by_ref;	     /* producer */
 	_Atomic uint64_t packets, bytes, write_drops, files; /* writer */
 	_Atomic int last_errno;
 };
 
 static inline void counter_add(_Atomic uint64_t *c, uint64_t n)
 {
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
-			      memory_order_relaxed);
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
 }
 
 static inline uint64_t counter(_Atomic uint64_t *c)
@@ -284,8 +283,8 @@ static void publish(struct pcapng_writer *w, const struct rec *r, uint64_t skip)
 		writer_wake(w);
 }
 
-static int epb_init(struct pcapng_writer *w, struct epb_head *h, uint64_t ts_ns, const struct iovec *iov,
-		    int iovcnt, uint32_t orig_len)
+static int epb_init(struct pcapng_writer *w, struct epb_head *h, uint64_t ts_ns, const struct iovec *iov, int iovcnt,
+		    uint32_t orig_len)
 {
 	size_t total = 0;
 	uint32_t caplen;
@@ -314,8 +313,7 @@ static int queue_full(struct pcapng_writer *w)
 	return -ENOBUFS;
 }
 
-int pcapng_write(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, int iovcnt,
-		 uint32_t orig_len)
+int pcapng_write(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, int iovcnt, uint32_t orig_len)
 {
 	struct epb_head h;
 	uint64_t skip, len;
@@ -348,8 +346,8 @@ int pcapng_write(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *io
 	return 0;
 }
 
-int pcapng_write_ref(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, const uint64_t *cookies,
-		     int n, uint32_t orig_len)
+int pcapng_write_ref(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, const uint64_t *cookies, int n,
+		     uint32_t orig_len)
 {
 	struct epb_head h;
 	uint64_t skip, len;
@@ -500,8 +498,7 @@ static void write_failed(struct pcapng_writer *w, const char *what, int err)
 {
 	record_err(w, err);
 	if (!w->backoff_ns)
-		log_warn("pcapng: %s %s: %s; dropping packets until it works again", what,
-			 w->name, strerror(err));
+		log_warn("pcapng: %s %s: %s; dropping packets until it works again", what, w->name, strerror(err));
 	w->backoff_ns = w->backoff_ns ? w->backoff_ns * 2 : BACKOFF_MIN_NS;
 	if (w->backoff_ns > BACKOFF_MAX_NS)
 		w->backoff_ns = BACKOFF_MAX_NS;
@@ -552,8 +549,8 @@ static void unlink_ours(struct pcapng_writer *w, int fd)
 {
 	struct stat a, b;
 
-	if (!fstat(fd, &a) && !fstatat(w->dirfd, w->name, &b, AT_SYMLINK_NOFOLLOW) &&
-	    a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+	if (!fstat(fd, &a) && !fstatat(w->dirfd, w->name, &b, AT_SYMLINK_NOFOLLOW) && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino)
 		unlinkat(w->dirfd, w->name, 0);
 }
 
@@ -598,8 +595,7 @@ static int create_file(struct pcapng_writer *w)
 	} else if (errno != ENOENT) {
 		return -errno;
 	}
-	fd = openat(w->dirfd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-		    FILE_MODE);
+	fd = openat(w->dirfd, w->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, FILE_MODE);
 	if (fd < 0)
 		return -errno;
 	/* A new inode: nobody else can hold its lock. */

@@ -31,29 +31,29 @@
 #define PCAPNG_MAX_REFS 256
 
 struct pcapng_opts {
-	const char *path;        /* file to create; with rotation, older files are PATH.1 .. PATH.(keep-1) */
-	const char *ifname;      /* interface description block: if_name */
-	uint32_t snaplen;        /* bytes kept per packet; longer packets are truncated (orig_len kept) */
-	uint64_t rotate_size;    /* 0: none; else start a new file when the current one would exceed it */
-	uint32_t rotate_keep;    /* files kept in all, >= 1 */
-	size_t queue_bytes;      /* bound of the queue between the receive thread and the disk writer (default 64 MiB if 0) */
+	const char *path;     /* file to create; with rotation, older files are PATH.1 .. PATH.(keep-1) */
+	const char *ifname;   /* interface description block: if_name */
+	uint32_t snaplen;     /* bytes kept per packet; longer packets are truncated (orig_len kept) */
+	uint64_t rotate_size; /* 0: none; else start a new file when the current one would exceed it */
+	uint32_t rotate_keep; /* files kept in all, >= 1 */
+	size_t queue_bytes; /* bound of the queue between the receive thread and the disk writer (default 64 MiB if 0) */
 	/* Packets given by reference (pcapng_write_ref): each piece's cookie
 	 * is passed to release once the writer is done with it (written or
 	 * dropped), always on the producer's thread: in pcapng_write*(),
 	 * pcapng_reclaim() or pcapng_close*(). */
 	void (*release)(uint64_t cookie, void *arg);
 	void *release_arg;
-	bool keep_existing;      /* a file already at PATH is kept as PATH.1 (older ones shifted, as in
+	bool keep_existing; /* a file already at PATH is kept as PATH.1 (older ones shifted, as in
 				    rotation) when rotate_keep > 1, instead of being replaced */
 };
 
 struct pcapng_stats {
-	uint64_t packets, bytes;         /* written to disk (bytes: captured bytes) */
-	uint64_t queue_drops;            /* packets refused because the queue was full */
-	uint64_t write_drops;            /* packets lost to write errors (e.g. ENOSPC) */
-	uint64_t files;                  /* files opened (1 + rotations) */
-	uint64_t by_ref;                 /* packets queued by reference (not copied) */
-	int last_errno;                  /* last write/open error, 0 if none */
+	uint64_t packets, bytes; /* written to disk (bytes: captured bytes) */
+	uint64_t queue_drops;	 /* packets refused because the queue was full */
+	uint64_t write_drops;	 /* packets lost to write errors (e.g. ENOSPC) */
+	uint64_t files;		 /* files opened (1 + rotations) */
+	uint64_t by_ref;	 /* packets queued by reference (not copied) */
+	int last_errno;		 /* last write/open error, 0 if none */
 };
 
 struct pcapng_writer;
@@ -68,15 +68,14 @@ int pcapng_open(const struct pcapng_opts *o, struct pcapng_writer **out);
  * -ENOBUFS (and counts queue_drops) when the queue is full, -EINVAL if
  * orig_len is shorter than the bytes captured. Thread-safe with one
  * producer. */
-int pcapng_write(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, int iovcnt,
-		 uint32_t orig_len);
+int pcapng_write(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, int iovcnt, uint32_t orig_len);
 
 /* Queue one packet of n pieces by reference: nothing is copied, the
  * writer writes the pieces from where they are. The caller must leave
  * piece i untouched until release(cookies[i]) (opts.release, required).
  * Returns as pcapng_write(); on failure nothing is held. */
-int pcapng_write_ref(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, const uint64_t *cookies,
-		     int n, uint32_t orig_len);
+int pcapng_write_ref(struct pcapng_writer *w, uint64_t ts_ns, const struct iovec *iov, const uint64_t *cookies, int n,
+		     uint32_t orig_len);
 
 /* Producer: hands back what the writer is done with (release callbacks).
  * No system call: cheap enough for every turn of a receive loop. */

@@ -59,11 +59,12 @@ static int set_number(const struct cli_cmd *cmd, const struct cli_opt *o, const 
 		if (why && o->type == CLI_SIZE)
 			return bad_value(cmd, o, val, why);
 		if (o->max == UINT64_MAX)
-			snprintf(want, sizeof(want), "%s, at least %llu", o->type == CLI_SIZE ? "a size in bytes" : "a number",
-				 (unsigned long long)o->min);
+			snprintf(want, sizeof(want), "%s, at least %llu",
+				 o->type == CLI_SIZE ? "a size in bytes" : "a number", (unsigned long long)o->min);
 		else
-			snprintf(want, sizeof(want), "%s %llu..%llu", o->type == CLI_SIZE ? "a size in bytes," : "a number",
-				 (unsigned long long)o->min, (unsigned long long)o->max);
+			snprintf(want, sizeof(want), "%s %llu..%llu",
+				 o->type == CLI_SIZE ? "a size in bytes," : "a number", (unsigned long long)o->min,
+				 (unsigned long long)o->max);
 		return bad_value(cmd, o, val, want);
 	}
 	*(uint64_t *)field = v;
@@ -113,7 +114,7 @@ static int build_getopt(const struct cli_opt *opts, size_t n, struct option *lo,
 
 	if (!anywhere)
 		shorts[s++] = '+'; /* stop at the first operand */
-	shorts[s++] = ':'; /* a missing argument is ':' */
+	shorts[s++] = ':';	   /* a missing argument is ':' */
 	shorts[s++] = 'h';
 	for (size_t i = 0; i < n; i++) {
 		bool arg = opts[i].type != CLI_FLAG;
@@ -217,8 +218,8 @@ int cli_run(const struct cli_cmd *cmd, int argc, char **argv)
 
 static void opt_synopsis(const struct cli_opt *o, FILE *f)
 {
-	fprintf(f, " %s--%s%s%s%s", o->required ? "" : "[", o->name, o->metavar ? " " : "", o->metavar ? o->metavar : "",
-		o->required ? "" : "]");
+	fprintf(f, " %s--%s%s%s%s", o->required ? "" : "[", o->name, o->metavar ? " " : "",
+		o->metavar ? o->metavar : "", o->required ? "" : "]");
 }
 
 void cli_synopsis(const struct cli_cmd *cmd, FILE *f)

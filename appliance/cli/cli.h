@@ -30,22 +30,24 @@ enum cli_opt_type {
 };
 
 struct cli_opt {
-	const char *name;           /* --name */
-	char short_name;            /* -x, or 0 */
+	const char *name; /* --name */
+	char short_name;  /* -x, or 0 */
 	enum cli_opt_type type;
-	size_t offset;              /* of the value in the command's argument struct */
-	const char *metavar;        /* shown as --name METAVAR */
+	size_t offset;	     /* of the value in the command's argument struct */
+	const char *metavar; /* shown as --name METAVAR */
 	const char *help;
-	uint64_t min, max;          /* CLI_UINT, CLI_SIZE */
+	uint64_t min, max;	    /* CLI_UINT, CLI_SIZE */
 	const char *const *choices; /* CLI_CHOICE: NULL-terminated */
-	bool required;              /* the command cannot run without it */
+	bool required;		    /* the command cannot run without it */
 };
 
-#define CLI_OPT_FLAG(n, s, T, field, help) { n, s, CLI_FLAG, offsetof(T, field), NULL, help, 0, 0, NULL, false }
+#define CLI_OPT_FLAG(n, s, T, field, help)	 { n, s, CLI_FLAG, offsetof(T, field), NULL, help, 0, 0, NULL, false }
 #define CLI_OPT_STRING(n, s, T, field, mv, help) { n, s, CLI_STRING, offsetof(T, field), mv, help, 0, 0, NULL, false }
-#define CLI_OPT_UINT(n, T, field, mv, lo, hi, help) { n, 0, CLI_UINT, offsetof(T, field), mv, help, lo, hi, NULL, false }
-#define CLI_OPT_SIZE(n, T, field, mv, lo, hi, help) { n, 0, CLI_SIZE, offsetof(T, field), mv, help, lo, hi, NULL, false }
-#define CLI_OPT_SECONDS(n, T, field, mv, help) { n, 0, CLI_SECONDS, offsetof(T, field), mv, help, 0, 0, NULL, false }
+#define CLI_OPT_UINT(n, T, field, mv, lo, hi, help) \
+	{ n, 0, CLI_UINT, offsetof(T, field), mv, help, lo, hi, NULL, false }
+#define CLI_OPT_SIZE(n, T, field, mv, lo, hi, help) \
+	{ n, 0, CLI_SIZE, offsetof(T, field), mv, help, lo, hi, NULL, false }
+#define CLI_OPT_SECONDS(n, T, field, mv, help)	  { n, 0, CLI_SECONDS, offsetof(T, field), mv, help, 0, 0, NULL, false }
 #define CLI_OPT_CHOICE(n, T, field, mv, ch, help) { n, 0, CLI_CHOICE, offsetof(T, field), mv, help, 0, 0, ch, false }
 #define CLI_OPT_REQUIRED_STRING(n, s, T, field, mv, help) \
 	{ n, s, CLI_STRING, offsetof(T, field), mv, help, 0, 0, NULL, true }
@@ -53,14 +55,14 @@ struct cli_opt {
 
 struct cli_cmd {
 	const char *name;
-	const char *summary;          /* one line for `nfbox --help` */
-	const char *operands;         /* "FILE...", "FILE", or NULL: none */
+	const char *summary;		     /* one line for `nfbox --help` */
+	const char *operands;		     /* "FILE...", "FILE", or NULL: none */
 	unsigned min_operands, max_operands; /* max 0: no limit (with operands) */
-	bool options_anywhere;        /* options may follow operands (else they end the options) */
-	const struct cli_opt *opts;   /* ends with CLI_OPT_END */
-	const char *more_help;        /* printed after the options, or NULL */
-	size_t args_size;             /* the argument struct, zeroed before parsing */
-	void (*defaults)(void *args); /* values before parsing, or NULL */
+	bool options_anywhere;		     /* options may follow operands (else they end the options) */
+	const struct cli_opt *opts;	     /* ends with CLI_OPT_END */
+	const char *more_help;		     /* printed after the options, or NULL */
+	size_t args_size;		     /* the argument struct, zeroed before parsing */
+	void (*defaults)(void *args);	     /* values before parsing, or NULL */
 	/* Runs with the parsed arguments and the operands; returns the exit status. */
 	int (*run)(void *args, int argc, char **argv);
 };

@@ -30,12 +30,12 @@ struct capture_args {
 	const char *match;
 	const char *mirror_from; /* NULL: capture IF itself */
 	uint64_t count;
-	double duration;         /* seconds; 0: none */
-	uint64_t snaplen;        /* 0: the policy default */
-	uint64_t rotate_size;    /* 0: none */
-	uint64_t rotate_keep;    /* 0: the policy default */
-	uint64_t frames;         /* UMEM frames per rx queue; 0: the default */
-	int xdp_mode;            /* index of xdp_modes: enum capture_xdp_mode */
+	double duration;      /* seconds; 0: none */
+	uint64_t snaplen;     /* 0: the policy default */
+	uint64_t rotate_size; /* 0: none */
+	uint64_t rotate_keep; /* 0: the policy default */
+	uint64_t frames;      /* UMEM frames per rx queue; 0: the default */
+	int xdp_mode;	      /* index of xdp_modes: enum capture_xdp_mode */
 	bool copy;
 };
 
@@ -50,13 +50,17 @@ static const struct cli_opt capture_opts[] = {
 	CLI_OPT_STRING("match", 'm', A, match, "EXPR", "a capture match as a YAML flow mapping (below)"),
 	{ "count", 'c', CLI_UINT, offsetof(A, count), "N", "stop after N packets", 1, UINT64_MAX, NULL, false },
 	{ "duration", 'd', CLI_SECONDS, offsetof(A, duration), "S", "stop after S seconds", 0, 0, NULL, false },
-	{ "snaplen", 's', CLI_UINT, offsetof(A, snaplen), "N", "bytes kept per packet (default 65535)", 64, 262144, NULL, false },
-	CLI_OPT_SIZE("rotate-size", A, rotate_size, "SIZE",
-		     65536, UINT64_MAX, "start a new file when one reaches SIZE (e.g. 100MB, 256MiB); older files are FILE.1, FILE.2, ..."),
+	{ "snaplen", 's', CLI_UINT, offsetof(A, snaplen), "N", "bytes kept per packet (default 65535)", 64, 262144,
+	  NULL, false },
+	CLI_OPT_SIZE(
+		"rotate-size", A, rotate_size, "SIZE", 65536, UINT64_MAX,
+		"start a new file when one reaches SIZE (e.g. 100MB, 256MiB); older files are FILE.1, FILE.2, ..."),
 	CLI_OPT_UINT("rotate-keep", A, rotate_keep, "N", 1, 100000, "files kept in all with --rotate-size (default 8)"),
-	CLI_OPT_STRING("mirror-from", 0, A, mirror_from, "IF2",
-		       "capture a copy of what IF2 receives and sends; IF is then a veth pair nfbox creates and deletes"),
-	CLI_OPT_CHOICE("xdp-mode", A, xdp_mode, "auto|native|skb", xdp_modes, "native (driver) or skb (generic) XDP; auto tries native first"),
+	CLI_OPT_STRING(
+		"mirror-from", 0, A, mirror_from, "IF2",
+		"capture a copy of what IF2 receives and sends; IF is then a veth pair nfbox creates and deletes"),
+	CLI_OPT_CHOICE("xdp-mode", A, xdp_mode, "auto|native|skb", xdp_modes,
+		       "native (driver) or skb (generic) XDP; auto tries native first"),
 	CLI_OPT_FLAG("copy", 0, A, copy, "never use AF_XDP zero-copy"),
 	CLI_OPT_UINT("frames", A, frames, "N", 64, 1u << 20,
 		     "UMEM frames of 4096 bytes per receive queue, a power of two (default 16384)"),
@@ -201,8 +205,7 @@ static int64_t monotonic_ms(void)
 /* Wait for a signal, the packet limit or the duration: returns the reason. */
 static const char *wait_end(struct capture *c, int sigfd, double duration)
 {
-	struct pollfd pfd[2] = { { .fd = sigfd, .events = POLLIN },
-				 { .fd = capture_done_fd(c), .events = POLLIN } };
+	struct pollfd pfd[2] = { { .fd = sigfd, .events = POLLIN }, { .fd = capture_done_fd(c), .events = POLLIN } };
 	int64_t deadline = duration > 0 ? monotonic_ms() + (int64_t)(duration * 1000) : -1;
 	struct signalfd_siginfo si;
 
@@ -228,9 +231,8 @@ static void print_mode(const struct capture *c, const char *file)
 	if (i.mirror_from[0])
 		printf("mirroring %s into %s (veth pair %s/%s)\n", i.mirror_from, i.ifname, i.ifname, i.mirror_peer);
 	printf("capturing on %s: %u rx queue%s, %s XDP, %s%s%s, to %s\n", i.ifname, i.nqueues,
-	       i.nqueues == 1 ? "" : "s", capture_xdp_mode_name(i.xdp_mode),
-	       i.zerocopy ? "zero-copy" : "copy mode", i.copy_reason ? ": " : "",
-	       i.copy_reason ? i.copy_reason : "", file);
+	       i.nqueues == 1 ? "" : "s", capture_xdp_mode_name(i.xdp_mode), i.zerocopy ? "zero-copy" : "copy mode",
+	       i.copy_reason ? ": " : "", i.copy_reason ? i.copy_reason : "", file);
 	fflush(stdout);
 }
 
@@ -240,9 +242,9 @@ static void print_stats(const struct capture_stats *s, const char *why)
 	printf("  captured %llu packets, %llu bytes, %llu descriptors, %llu multi-buffer\n",
 	       (unsigned long long)s->packets, (unsigned long long)s->bytes, (unsigned long long)s->descs,
 	       (unsigned long long)s->multibuf);
-	printf("  xdp: seen %llu, matched %llu, redirected %llu, passed %llu\n",
-	       (unsigned long long)s->xdp_seen, (unsigned long long)s->xdp_matched,
-	       (unsigned long long)s->xdp_redirected, (unsigned long long)s->xdp_passed);
+	printf("  xdp: seen %llu, matched %llu, redirected %llu, passed %llu\n", (unsigned long long)s->xdp_seen,
+	       (unsigned long long)s->xdp_matched, (unsigned long long)s->xdp_redirected,
+	       (unsigned long long)s->xdp_passed);
 	printf("  kernel drops: rx_dropped %llu, rx_ring_full %llu, rx_fill_ring_empty_descs %llu, "
 	       "rx_invalid_descs %llu\n",
 	       (unsigned long long)s->rx_dropped, (unsigned long long)s->rx_ring_full,
@@ -250,10 +252,9 @@ static void print_stats(const struct capture_stats *s, const char *why)
 	printf("  writer: written %llu packets in %llu file%s, by reference %llu, queue drops %llu, "
 	       "write drops %llu, oversize %llu%s%s\n",
 	       (unsigned long long)s->written, (unsigned long long)s->files, s->files == 1 ? "" : "s",
-	       (unsigned long long)s->by_ref,
-	       (unsigned long long)s->writer_queue_drops, (unsigned long long)s->writer_write_drops,
-	       (unsigned long long)s->oversize, s->writer_errno ? ", error: " : "",
-	       s->writer_errno ? strerror(s->writer_errno) : "");
+	       (unsigned long long)s->by_ref, (unsigned long long)s->writer_queue_drops,
+	       (unsigned long long)s->writer_write_drops, (unsigned long long)s->oversize,
+	       s->writer_errno ? ", error: " : "", s->writer_errno ? strerror(s->writer_errno) : "");
 	if (s->mirrored || s->mirror_failed)
 		printf("  mirror: %llu frames copied, %llu could not be sent\n", (unsigned long long)s->mirrored,
 		       (unsigned long long)s->mirror_failed);
@@ -262,8 +263,10 @@ static void print_stats(const struct capture_stats *s, const char *why)
 
 static int run_capture(const struct capture_conf *conf, const struct capture_args *a)
 {
-	struct capture_opts opts = { .xdp_mode = (enum capture_xdp_mode)a->xdp_mode, .force_copy = a->copy,
-				     .max_packets = a->count, .frames_per_queue = (uint32_t)a->frames };
+	struct capture_opts opts = { .xdp_mode = (enum capture_xdp_mode)a->xdp_mode,
+				     .force_copy = a->copy,
+				     .max_packets = a->count,
+				     .frames_per_queue = (uint32_t)a->frames };
 	struct capture_stats st;
 	struct capture *c;
 	const char *why;

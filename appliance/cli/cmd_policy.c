@@ -33,9 +33,9 @@ static void summary(const char *path, const struct policy *p, size_t warnings)
 	char hooks[64];
 
 	hooks_text(p, hooks, sizeof(hooks));
-	printf("%s: valid: %u rules on %s, %u sets (%llu prefixes), %u services, %u nat, %u capture",
-	       path, p->nrules, hooks[0] ? hooks : "no hooks", p->nsets, (unsigned long long)p->nprefixes,
-	       p->nservices, p->nnat, p->ncaptures);
+	printf("%s: valid: %u rules on %s, %u sets (%llu prefixes), %u services, %u nat, %u capture", path, p->nrules,
+	       hooks[0] ? hooks : "no hooks", p->nsets, (unsigned long long)p->nprefixes, p->nservices, p->nnat,
+	       p->ncaptures);
 	if (warnings)
 		printf(", %zu warning%s", warnings, warnings == 1 ? "" : "s");
 	putchar('\n');
@@ -75,8 +75,9 @@ static bool validate_one(const char *path, const struct validate_args *a)
 	int r;
 
 	diags_init(&d);
-	r = policy_load_files(path, &(struct policy_files){ .policy_fd = -1, .iface_exists = a->offline ? NULL : netns_has_iface },
-			      &d, &p);
+	r = policy_load_files(
+		path, &(struct policy_files){ .policy_fd = -1, .iface_exists = a->offline ? NULL : netns_has_iface },
+		&d, &p);
 	/* What validate accepts, run loads: the compiler and the encoder too,
 	 * and what goes to nftables (NAT, the conntrack anchor, the nftables
 	 * backend's filter). */
@@ -191,8 +192,9 @@ struct diff_args {
 };
 
 static const struct cli_opt diff_opts[] = {
-	CLI_OPT_STRING("socket", 's', struct diff_args, socket, "PATH",
-		       "with one file or none: the running daemon's control socket (default: that of this network namespace)"),
+	CLI_OPT_STRING(
+		"socket", 's', struct diff_args, socket, "PATH",
+		"with one file or none: the running daemon's control socket (default: that of this network namespace)"),
 	CLI_OPT_END,
 };
 

@@ -22,19 +22,24 @@ struct run_args {
 };
 
 static const struct cli_opt run_opts[] = {
-	CLI_OPT_STRING("policy", 'p', struct run_args, o.policy, "FILE", "policy to enforce (default " NFBOX_DEFAULT_POLICY ")"),
+	CLI_OPT_STRING("policy", 'p', struct run_args, o.policy, "FILE",
+		       "policy to enforce (default " NFBOX_DEFAULT_POLICY ")"),
 	CLI_OPT_STRING("socket", 's', struct run_args, o.socket, "PATH",
-		       "control socket (default " NFBOX_RUN_DIR "/nfbox.sock; nfbox-NETNS.sock in network namespace NETNS)"),
+		       "control socket (default " NFBOX_RUN_DIR
+		       "/nfbox.sock; nfbox-NETNS.sock in network namespace NETNS)"),
 	CLI_OPT_STRING("pin-dir", 'd', struct run_args, o.pin_dir, "DIR",
-		       "where program, maps and links are pinned (default " NFBOX_BPFFS "/nfbox; nfbox-NETNS in NETNS)"),
+		       "where program, maps and links are pinned (default " NFBOX_BPFFS
+		       "/nfbox; nfbox-NETNS in NETNS)"),
 	CLI_OPT_FLAG("no-pin", 0, struct run_args, o.no_pin, "pin nothing: enforcement ends when nfbox does"),
 	CLI_OPT_STRING("state-dir", 0, struct run_args, o.state_dir, "DIR",
-		       "where the confirmed policy, a pending change, the counters' names and the dynamic sets are kept (default " NFBOX_STATE_DIR "/state; state-NETNS in NETNS)"),
+		       "where the confirmed policy, a pending change, the counters' names and the dynamic sets are "
+		       "kept (default " NFBOX_STATE_DIR "/state; state-NETNS in NETNS)"),
 	CLI_OPT_STRING("socket-group", 'g', struct run_args, o.socket_group, "GROUP",
 		       "members of GROUP may use status, stats and log (socket mode 0660)"),
 	CLI_OPT_FLAG("allow-unsafe-files", 0, struct run_args, o.allow_unsafe_files,
 		     "read policy and set files whoever owns them and whoever may write them"),
-	CLI_OPT_STRING("log", 'l', struct run_args, o.log, "FILE|-", "append verdict events as JSON lines to FILE (- for stdout)"),
+	CLI_OPT_STRING("log", 'l', struct run_args, o.log, "FILE|-",
+		       "append verdict events as JSON lines to FILE (- for stdout)"),
 	CLI_OPT_STRING("metrics-listen", 0, struct run_args, o.metrics_listen, "ADDR:PORT",
 		       "serve the metrics over HTTP at http://ADDR:PORT/metrics (127.0.0.1:9470, [::1]:9470)"),
 	CLI_OPT_FLAG("no-journal-events", 0, struct run_args, o.no_journal_events,
@@ -79,8 +84,8 @@ struct ctl_args {
 	bool zero;
 };
 
-#define SOCKET_OPT                                                                     \
-	CLI_OPT_STRING("socket", 's', struct ctl_args, socket, "PATH",                 \
+#define SOCKET_OPT                                                     \
+	CLI_OPT_STRING("socket", 's', struct ctl_args, socket, "PATH", \
 		       "the daemon's control socket (default: that of this network namespace, as for nfbox run)")
 #define JSON_OPT CLI_OPT_FLAG("json", 'j', struct ctl_args, json, "JSON instead of text")
 
@@ -146,8 +151,11 @@ static unsigned parse_duration_max(const char *s, unsigned max)
 {
 	char *end;
 	unsigned long v = strtoul(s, &end, 10);
-	unsigned long mult = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600
-			     : !strcmp(end, "d") ? 86400 : 0;
+	unsigned long mult = !*end || !strcmp(end, "s") ? 1
+			     : !strcmp(end, "m")	? 60
+			     : !strcmp(end, "h")	? 3600
+			     : !strcmp(end, "d")	? 86400
+							: 0;
 
 	if (end == s || s[0] == '-' || !mult || v > max || v * mult > max)
 		return 0;
@@ -216,7 +224,8 @@ static int run_stop(void *args, int argc, char **argv)
 	return call(a, &req, -1);
 }
 
-#define CTL_CMD(n, fn, opt, sum) { .name = n, .summary = sum, .opts = opt, .args_size = sizeof(struct ctl_args), .run = fn }
+#define CTL_CMD(n, fn, opt, sum) \
+	{ .name = n, .summary = sum, .opts = opt, .args_size = sizeof(struct ctl_args), .run = fn }
 
 const struct cli_cmd cli_cmd_status = CTL_CMD("status", run_status, report_opts, "what the running daemon enforces");
 const struct cli_cmd cli_cmd_stats =
@@ -329,21 +338,23 @@ static int run_set(void *args, int argc, char **argv)
 		fprintf(stderr, "nfbox set %s: name the set\n", ops[op]);
 		return EXIT_USAGE;
 	}
-	if (((op >= 2 && argc > 2) || (op < 2 && a->file && argc > 2)) ||
-	    (op < 2 && !a->file && argc < 3)) {
+	if (((op >= 2 && argc > 2) || (op < 2 && a->file && argc > 2)) || (op < 2 && !a->file && argc < 3)) {
 		fprintf(stderr, "nfbox set %s: %s\n", ops[op],
-			op >= 2 ? "takes one set name, no prefixes"
-				: a->file ? "prefixes come from --file or the command line, not both"
-					  : "give the prefixes, or --file FILE (- for standard input)");
+			op >= 2	  ? "takes one set name, no prefixes"
+			: a->file ? "prefixes come from --file or the command line, not both"
+				  : "give the prefixes, or --file FILE (- for standard input)");
 		return EXIT_USAGE;
 	}
 	if ((a->timeout && op != 0) || (a->file && op >= 2) || (a->json && op != 2)) {
 		fprintf(stderr, "nfbox set %s: %s is not taken here\n", ops[op],
-			a->timeout && op != 0 ? "--timeout" : a->file && op >= 2 ? "--file" : "--json");
+			a->timeout && op != 0 ? "--timeout"
+			: a->file && op >= 2  ? "--file"
+					      : "--json");
 		return EXIT_USAGE;
 	}
 	if (a->timeout && !(req.timeout = parse_duration_max(a->timeout, CTL_MAX_TIMEOUT))) {
-		fprintf(stderr, "nfbox set add: --timeout %s: give a duration of 1 s to 365 days, e.g. 90s, 10m, 2h or 7d\n",
+		fprintf(stderr,
+			"nfbox set add: --timeout %s: give a duration of 1 s to 365 days, e.g. 90s, 10m, 2h or 7d\n",
 			a->timeout);
 		return EXIT_USAGE;
 	}

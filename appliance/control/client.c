@@ -205,8 +205,7 @@ static int follow(int fd, FILE *out, FILE *err, struct diags *d)
 	return missed ? 1 : 0;
 }
 
-int ctl_call(const char *socket_path, const struct ctl_request *req, int fd_pass, FILE *out, FILE *err,
-	     struct diags *d)
+int ctl_call(const char *socket_path, const struct ctl_request *req, int fd_pass, FILE *out, FILE *err, struct diags *d)
 {
 	_cleanup_free_ char *line = ctl_request_format(req);
 	_cleanup_close_ int fd = -1, pidfd = -1;

@@ -174,7 +174,9 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *out, str
 		}
 		if (p == line) {
 			if ((v = find_verb(p, n)) < 0)
-				return diag_fail(d, -EINVAL, "request: unknown '%.*s' (status, stats, reload, log, stop, confirm, diff, metrics, set-add, set-del, set-list, set-flush)",
+				return diag_fail(d, -EINVAL,
+						 "request: unknown '%.*s' (status, stats, reload, log, stop, confirm, "
+						 "diff, metrics, set-add, set-del, set-list, set-flush)",
 						 (int)(n > 64 ? 64 : n), p);
 			r.verb = (enum ctl_verb)v;
 		} else if ((e = parse_arg(&r, p, n, d)) < 0) {

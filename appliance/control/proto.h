@@ -29,7 +29,7 @@
 
 #define CTL_MAX_REQUEST 4096
 
-#define CTL_REPLY_OK "ok\n"
+#define CTL_REPLY_OK	"ok\n"
 #define CTL_REPLY_ERROR "error\n"
 
 enum ctl_verb {
@@ -50,17 +50,17 @@ enum ctl_verb {
 
 struct ctl_request {
 	enum ctl_verb verb;
-	bool json;    /* status, stats: JSON instead of text */
-	char *policy; /* reload: the policy file (absolute), NULL for the configured one */
-	bool keep;    /* stop: leave the policy pinned and enforced for the next daemon */
+	bool json;	  /* status, stats: JSON instead of text */
+	char *policy;	  /* reload: the policy file (absolute), NULL for the configured one */
+	bool keep;	  /* stop: leave the policy pinned and enforced for the next daemon */
 	unsigned confirm; /* reload: roll back after this many seconds unless confirmed; 0: no */
-	bool zero;    /* stats: the counters as they were, then set to 0 */
-	char *set;    /* set-*: the dynamic set */
+	bool zero;	  /* stats: the counters as they were, then set to 0 */
+	char *set;	  /* set-*: the dynamic set */
 	unsigned timeout; /* set-add: seconds the entries stay; 0: until deleted */
-	char *source; /* set-add, set-del: what the prefixes were read from ("stdin", a path) */
+	char *source;	  /* set-add, set-del: what the prefixes were read from ("stdin", a path) */
 };
 
-#define CTL_MAX_CONFIRM (7u * 86400) /* a week */
+#define CTL_MAX_CONFIRM (7u * 86400)   /* a week */
 #define CTL_MAX_TIMEOUT (365u * 86400) /* a year (DYNSET_MAX_TIMEOUT_S) */
 
 const char *ctl_verb_name(enum ctl_verb v);

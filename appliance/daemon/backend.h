@@ -44,8 +44,8 @@ struct backend_ops {
 	 * deleted comes back); the kernel made to hold the store again after
 	 * the store changed by other means; an entry the store let expire; a
 	 * reload's sets (gone: the reload dropped some). */
-	int (*dyn_apply)(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n,
-			 bool del, struct diags *d);
+	int (*dyn_apply)(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
+			 struct diags *d);
 	void (*dyn_undo)(struct daemon *dm, const struct dyn_set *set, const struct dyn_undo *u);
 	void (*dyn_resync)(struct daemon *dm);
 	void (*dyn_expired)(struct daemon *dm, const struct dyn_set *set, int fam, const struct dyn_entry *e);

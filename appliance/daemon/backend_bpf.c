@@ -97,7 +97,8 @@ static long long bpf_wall_ms_of(uint64_t mono_ns)
 	clock_gettime(CLOCK_MONOTONIC, &m);
 	clock_gettime(CLOCK_REALTIME, &w);
 	return ((long long)w.tv_sec * 1000000000 + w.tv_nsec - ((long long)m.tv_sec * 1000000000 + m.tv_nsec) +
-		(long long)mono_ns) / 1000000;
+		(long long)mono_ns) /
+	       1000000;
 }
 
 static void bpf_row(struct daemon *dm, int h, uint32_t b, struct stats_row *r, void *arg)
@@ -228,7 +229,7 @@ static void bpf_dyn_resync(struct daemon *dm)
 }
 
 static int bpf_dyn_apply(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
-		     struct diags *d)
+			 struct diags *d)
 {
 	int r;
 

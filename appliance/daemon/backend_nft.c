@@ -42,8 +42,7 @@ static void nftables_tick(struct daemon *dm)
 
 static void nftables_status_line(const struct daemon *dm, char *buf, size_t len)
 {
-	snprintf(buf, len, "enforcing %u rules (nftables backend, table inet %s)", dm->cur.pol->nrules,
-		 NFT_TABLE_NAME);
+	snprintf(buf, len, "enforcing %u rules (nftables backend, table inet %s)", dm->cur.pol->nrules, NFT_TABLE_NAME);
 }
 
 static void nftables_summary(const struct daemon *dm, const char *path, FILE *f)
@@ -118,8 +117,8 @@ static void nftables_links_changed(struct daemon *dm)
 
 /* ---- dynamic sets ---- */
 
-static int nftables_dyn_apply(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
-		     struct diags *d)
+static int nftables_dyn_apply(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n,
+			      bool del, struct diags *d)
 {
 	int64_t now = dyn_now_ms();
 	struct nfr_set *ds[2] = { NULL, NULL }, *as[2] = { NULL, NULL };

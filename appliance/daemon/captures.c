@@ -22,14 +22,14 @@
 #define U(x) ((unsigned long long)(x))
 
 struct dcap {
-	struct handler done;                  /* the capture's end notice */
+	struct handler done; /* the capture's end notice */
 	char *name;
-	const struct capture_conf *conf;      /* in dm->cur.pol (or the policy being loaded) */
-	struct capture *c;                    /* NULL: not running */
+	const struct capture_conf *conf; /* in dm->cur.pol (or the policy being loaded) */
+	struct capture *c;		 /* NULL: not running */
 	struct capture_info info;
-	struct capture_stats last;            /* when stopped: the final counters */
-	char error[256];                      /* why it is not running ("" if it is) */
-	uint64_t drops_reported;              /* drops already in a log warning */
+	struct capture_stats last; /* when stopped: the final counters */
+	char error[256];	   /* why it is not running ("" if it is) */
+	uint64_t drops_reported;   /* drops already in a log warning */
 	time_t warned_at;
 };
 
@@ -52,9 +52,8 @@ static bool ports_equal(const struct port_match *a, const struct port_match *b)
 
 static bool conf_equal(const struct capture_conf *a, const struct capture_conf *b)
 {
-	return !strcmp(a->ifname, b->ifname) && !strcmp(a->mirror_from, b->mirror_from) &&
-	       !strcmp(a->file, b->file) && a->rotate_size == b->rotate_size &&
-	       a->rotate_keep == b->rotate_keep && a->snaplen == b->snaplen &&
+	return !strcmp(a->ifname, b->ifname) && !strcmp(a->mirror_from, b->mirror_from) && !strcmp(a->file, b->file) &&
+	       a->rotate_size == b->rotate_size && a->rotate_keep == b->rotate_keep && a->snaplen == b->snaplen &&
 	       a->match.proto == b->match.proto && a->match.min_len == b->match.min_len &&
 	       a->match.max_len == b->match.max_len && a->match.non_ip == b->match.non_ip &&
 	       policy_addrs_equal(&a->match.from, &b->match.from) && policy_addrs_equal(&a->match.to, &b->match.to) &&
@@ -129,8 +128,7 @@ static int dcap_start(struct daemon *dm, struct dcap *d, struct diags *report)
 	d->done = (struct handler){ .fd = capture_done_fd(d->c), .fn = on_done };
 	daemon_watch(dm, &d->done);
 	log_info("capture %s: %s, %u queue(s), %s XDP, %s, to %s", d->name, d->info.ifname, d->info.nqueues,
-		 capture_xdp_mode_name(d->info.xdp_mode), d->info.zerocopy ? "zero-copy" : "copy mode",
-		 d->conf->file);
+		 capture_xdp_mode_name(d->info.xdp_mode), d->info.zerocopy ? "zero-copy" : "copy mode", d->conf->file);
 	return 0;
 }
 
@@ -215,9 +213,13 @@ int daemon_captures_report(struct daemon *dm, bool with_stats, struct report_cap
 
 		if (!d)
 			continue;
-		v[k] = (struct report_capture){ .name = d->name, .ifname = d->conf->ifname, .file = d->conf->file,
-						.mirror_from = d->conf->mirror_from, .running = d->c != NULL,
-						.info = d->info, .error = d->error };
+		v[k] = (struct report_capture){ .name = d->name,
+						.ifname = d->conf->ifname,
+						.file = d->conf->file,
+						.mirror_from = d->conf->mirror_from,
+						.running = d->c != NULL,
+						.info = d->info,
+						.error = d->error };
 		if (with_stats)
 			stats_of(d, &v[k].stats);
 		k++;
@@ -245,11 +247,14 @@ void daemon_captures_tick(struct daemon *dm)
 		drops = drops_of(&s);
 		if (drops <= d->drops_reported)
 			continue;
-		log_warn("capture %s: %llu frames lost since the last report (kernel: rx_dropped %llu, rx_ring_full %llu, "
-			 "invalid %llu; writer: queue %llu, write %llu%s%s; oversize %llu; mirror %llu); see nfbox stats",
-			 d->name, U(drops - d->drops_reported), U(s.rx_dropped), U(s.rx_ring_full), U(s.rx_invalid_descs),
-			 U(s.writer_queue_drops), U(s.writer_write_drops), s.writer_errno ? ": " : "",
-			 s.writer_errno ? strerror(s.writer_errno) : "", U(s.oversize), U(s.mirror_failed));
+		log_warn("capture %s: %llu frames lost since the last report (kernel: rx_dropped %llu, rx_ring_full "
+			 "%llu, "
+			 "invalid %llu; writer: queue %llu, write %llu%s%s; oversize %llu; mirror %llu); see nfbox "
+			 "stats",
+			 d->name, U(drops - d->drops_reported), U(s.rx_dropped), U(s.rx_ring_full),
+			 U(s.rx_invalid_descs), U(s.writer_queue_drops), U(s.writer_write_drops),
+			 s.writer_errno ? ": " : "", s.writer_errno ? strerror(s.writer_errno) : "", U(s.oversize),
+			 U(s.mirror_failed));
 		d->drops_reported = drops;
 		d->warned_at = now;
 	}

@@ -30,15 +30,15 @@
 #include "system/files.h"
 
 #define CLIENT_REQUEST_SECS 5
-#define CLIENT_WRITE_SECS 30
-#define CLIENT_MAX_REPLY (64u << 20)   /* a reply larger than this is an error */
-#define CLIENT_FOLLOW_BYTES (1u << 20) /* events queued for one `nfbox log` */
+#define CLIENT_WRITE_SECS   30
+#define CLIENT_MAX_REPLY    (64u << 20) /* a reply larger than this is an error */
+#define CLIENT_FOLLOW_BYTES (1u << 20)	/* events queued for one `nfbox log` */
 /* Shares of the DAEMON_MAX_CLIENTS slots, so that no client class can lock
  * out another: slots only root may take (its reloads, bans and stops
  * always get in), the connections one other uid may hold, and the log
  * followers of one uid (root's too: a runaway monitoring script). */
-#define CLIENT_ROOT_SLOTS 16
-#define CLIENT_PER_UID 16
+#define CLIENT_ROOT_SLOTS     16
+#define CLIENT_PER_UID	      16
 #define CLIENT_FOLLOW_PER_UID 8
 _Static_assert(CLIENT_ROOT_SLOTS + CLIENT_PER_UID <= DAEMON_MAX_CLIENTS && CLIENT_FOLLOW_PER_UID < CLIENT_ROOT_SLOTS,
 	       "root keeps slots beyond any one other uid's share and its own followers");
@@ -174,8 +174,7 @@ static struct client *client_alive(struct daemon *dm, struct client *c, uint64_t
 }
 
 /* The reply to a reload of path that ended with r (its messages in d). */
-static void reload_reply(struct daemon *dm, FILE *f, const struct diags *d, const char *path, int r,
-			 unsigned confirm)
+static void reload_reply(struct daemon *dm, FILE *f, const struct diags *d, const char *path, int r, unsigned confirm)
 {
 	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
 	diags_print(d, f, false);
@@ -224,7 +223,9 @@ static bool answer_reload(struct daemon *dm, struct client *c, const struct ctl_
 	int r;
 
 	if (dm->reload_job) {
-		fputs(CTL_REPLY_ERROR "another reload is in progress; try again once it is done (nfbox status shows the policy in force)\n", f);
+		fputs(CTL_REPLY_ERROR "another reload is in progress; try again once it is done (nfbox status shows "
+				      "the policy in force)\n",
+		      f);
 		return false;
 	}
 	if (!(w = calloc(1, sizeof(*w) + strlen(path) + 1))) {
@@ -298,7 +299,8 @@ static void answer_stop(struct daemon *dm, struct client *c, const struct ctl_re
 	bool keep = req->keep && dm->pin_dir[0];
 
 	if (req->keep && !keep)
-		reply_str(dm, c, CTL_REPLY_OK "stopping; --no-pin: nothing is pinned, so enforcement ends with the daemon\n");
+		reply_str(dm, c,
+			  CTL_REPLY_OK "stopping; --no-pin: nothing is pinned, so enforcement ends with the daemon\n");
 	else if (keep)
 		reply_str(dm, c, CTL_REPLY_OK "stopping; the policy stays enforced for the next nfbox run to adopt\n");
 	else
@@ -352,7 +354,9 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 	int r = 0;
 
 	if (!allowed(c, req)) {
-		reply_str(dm, c, CTL_REPLY_ERROR "permission denied: only root may do that; the socket group may use status, stats, metrics, log and set list\n");
+		reply_str(dm, c,
+			  CTL_REPLY_ERROR "permission denied: only root may do that; the socket group may use status, "
+					  "stats, metrics, log and set list\n");
 		return;
 	}
 	if (req->verb == CTL_STOP) {
@@ -364,7 +368,8 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 			char why[160];
 
 			snprintf(why, sizeof(why),
-				 CTL_REPLY_ERROR "busy: uid %u already follows the log %d times (the limit); stop one of them\n",
+				 CTL_REPLY_ERROR
+				 "busy: uid %u already follows the log %d times (the limit); stop one of them\n",
 				 (unsigned)c->uid, CLIENT_FOLLOW_PER_UID);
 			reply_str(dm, c, why);
 			return;
@@ -521,7 +526,8 @@ static const char *no_slot(const struct daemon *dm, const struct client *c, char
 	if (c->root)
 		return NULL;
 	if (dm->nclients >= DAEMON_MAX_CLIENTS - CLIENT_ROOT_SLOTS)
-		return CTL_REPLY_ERROR "busy: the control connections left are kept for root; try again in a few seconds\n";
+		return CTL_REPLY_ERROR
+			"busy: the control connections left are kept for root; try again in a few seconds\n";
 	if (held_by(dm, c->uid, false) >= CLIENT_PER_UID) {
 		snprintf(buf, len, CTL_REPLY_ERROR "busy: uid %u holds %d control connections, its share; close one\n",
 			 (unsigned)c->uid, CLIENT_PER_UID);
@@ -546,7 +552,9 @@ static void on_listener(struct daemon *dm, struct handler *h, uint32_t events)
 		close(fd);
 		return;
 	}
-	*c = (struct client){ .h = { .fd = fd, .fn = on_client }, .fd_passed = -1, .since = time(NULL), .serial = ++serial };
+	*c = (struct client){
+		.h = { .fd = fd, .fn = on_client }, .fd_passed = -1, .since = time(NULL), .serial = ++serial
+	};
 	/* Who it is first: its share of the slots depends on it. */
 	if (!credentials(dm, c))
 		why = CTL_REPLY_ERROR "permission denied: only root and the socket group may use the control socket\n";

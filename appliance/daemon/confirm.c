@@ -30,7 +30,7 @@
 #include "system/files.h"
 #include "system/sdnotify.h"
 
-#define SNAP_MAGIC "nfbox-snapshot 1\n"
+#define SNAP_MAGIC     "nfbox-snapshot 1\n"
 #define SNAP_MAX_BYTES (1ull << 31)
 
 static int write_atomic(const struct daemon *dm, const char *name, const char *data, size_t len)
@@ -52,7 +52,8 @@ int confirm_init(struct daemon *dm, struct diags *d)
 	 * start fails instead. */
 	if ((r = files_private_dir(dm->state_dir, why, sizeof(why))) < 0)
 		return diag_fail(d, r == -EPERM ? -EPERM : -EINVAL,
-				 "the state directory: %s (it keeps the confirmed policy, the dynamic sets and the counters' names; --state-dir DIR chooses another)",
+				 "the state directory: %s (it keeps the confirmed policy, the dynamic sets and the "
+				 "counters' names; --state-dir DIR chooses another)",
 				 why);
 	if (r > 0)
 		log_warn("the state directory: %s", why);
@@ -85,7 +86,8 @@ int confirm_save(struct daemon *dm)
 	if (fclose(f) != 0)
 		return -ENOMEM;
 	if ((r = write_atomic(dm, "confirmed.snap", buf, len)) < 0)
-		log_warn("cannot save the confirmed policy in %s (a change with --confirm would have nothing to roll back to): %s",
+		log_warn("cannot save the confirmed policy in %s (a change with --confirm would have nothing to roll "
+			 "back to): %s",
 			 dm->state_dir, strerror(-r));
 	return r;
 }
@@ -262,9 +264,12 @@ int confirm_begin(struct daemon *dm, unsigned seconds, struct diags *d)
 	int r;
 
 	if (!dm->state_dir[0])
-		return diag_fail(d, -EINVAL, "--confirm needs a state directory to keep the policy it rolls back to (nfbox run --state-dir)");
+		return diag_fail(d, -EINVAL,
+				 "--confirm needs a state directory to keep the policy it rolls back to (nfbox run "
+				 "--state-dir)");
 	if (state_path(dm, "confirmed.snap", path, sizeof(path)) < 0 || access(path, R_OK) < 0)
-		return diag_fail(d, -ENOENT, "no confirmed policy is saved in %s to roll back to; reload without --confirm first",
+		return diag_fail(d, -ENOENT,
+				 "no confirmed policy is saved in %s to roll back to; reload without --confirm first",
 				 dm->state_dir);
 	dm->pending_before = dm->pending;
 	if (!dm->pending.active)
@@ -321,7 +326,8 @@ int confirm_rollback(struct daemon *dm, const char *why, bool running)
 	if (r < 0) {
 		_cleanup_free_ char *text = diags_to_text(&d);
 
-		log_err("%s, but the last confirmed policy could not be loaded back; the unconfirmed one stays in force: %s",
+		log_err("%s, but the last confirmed policy could not be loaded back; the unconfirmed one stays in "
+			"force: %s",
 			why, text ? text : "");
 	} else {
 		log_warn("%s: rolled back to the last confirmed policy (%s)", why, dm->cur.path);

@@ -46,7 +46,6 @@ void daemon_reload_sighup(struct daemon *dm)
 		log_err("reload on SIGHUP: cannot start it: %s", strerror(-r));
 }
 
-
 /* SIGUSR1: the --log file opened again by its name (after logrotate moved
  * it). The new file is opened before the old is closed: no event is
  * written to nowhere, and a failure keeps the old one. */
@@ -58,7 +57,8 @@ static void reopen_log(struct daemon *dm)
 	if (!path || !strcmp(path, "-") || !dm->logf)
 		return;
 	if (!(f = fopen(path, "ae"))) {
-		log_err("SIGUSR1: cannot open the log file %s again (%s); writing on to the one open", path, strerror(errno));
+		log_err("SIGUSR1: cannot open the log file %s again (%s); writing on to the one open", path,
+			strerror(errno));
 		return;
 	}
 	fclose(dm->logf);
@@ -139,14 +139,15 @@ static void shutdown_all(struct daemon *dm)
 	struct diags d;
 
 	diags_init(&d);
-	daemon_reload_wait(dm); /* a reload still reading: it ends, unenforced */
-	ha_stop_all(dm); /* keepalived first: the peer takes the addresses while this node still filters */
+	daemon_reload_wait(dm);	      /* a reload still reading: it ends, unenforced */
+	ha_stop_all(dm);	      /* keepalived first: the peer takes the addresses while this node still filters */
 	daemon_captures_stop_all(dm); /* files closed complete */
 	if (dm->keep) {
 		/* The pins hold the links and maps; table inet nfbox persists
 		 * (NFT_TABLE_F_PERSIST) when its owner, this process, exits. */
 		engine_get_info(dm->e, &info);
-		log_info("stopped; the policy stays enforced (generation %llu pinned in %s, table inet %s) for the next nfbox run to adopt",
+		log_info("stopped; the policy stays enforced (generation %llu pinned in %s, table inet %s) for the "
+			 "next nfbox run to adopt",
 			 (unsigned long long)info.generation, dm->pin_dir, NFT_TABLE_NAME);
 		unlink(dm->socket_path);
 		diags_free(&d);
@@ -212,7 +213,8 @@ int daemon_engine_open(struct daemon *dm, struct diags *d)
 		return r;
 	engine_get_info(dm->e, &info);
 	if (info.adopted)
-		log_info("adopted the enforcing state pinned in %s (map set %u in force)", dm->pin_dir, info.active_gen);
+		log_info("adopted the enforcing state pinned in %s (map set %u in force)", dm->pin_dir,
+			 info.active_gen);
 	if (!eo.pin_dir)
 		log_warn("--no-pin: nothing is pinned; if nfbox stops or dies, enforcement ends with it");
 	if ((r = events_open(dm, d)) < 0 || (r = rejects_open(dm, d)) < 0) {
@@ -248,14 +250,16 @@ static int start(struct daemon *dm, struct diags *d)
 	if (daemon_engine_open(dm, &ed) < 0) {
 		_cleanup_free_ char *why = diags_to_text(&ed);
 
-		log_warn("the BPF engine is not available, only 'backend: nftables' can be enforced: %s", why ? why : "");
+		log_warn("the BPF engine is not available, only 'backend: nftables' can be enforced: %s",
+			 why ? why : "");
 	}
 	diags_free(&ed);
 	if ((r = links_open(dm, d)) < 0 || (r = httpd_open(dm, d)) < 0)
 		return r;
 	dm->journal_events = log_to_journal() && !dm->opts->no_journal_events;
 	if (dm->journal_events)
-		log_info("verdict events go to the journal too (journalctl NFBOX_EVENT=verdict; --no-journal-events: not)");
+		log_info("verdict events go to the journal too (journalctl NFBOX_EVENT=verdict; --no-journal-events: "
+			 "not)");
 	engine_get_info(dm->e, &info);
 	if (info.adopted)
 		state_load_slots(dm);
@@ -264,7 +268,8 @@ static int start(struct daemon *dm, struct diags *d)
 	/* A change was waiting for its confirmation when the daemon before
 	 * this one stopped: the last confirmed policy comes back, not the
 	 * configured file (which may hold the unconfirmed change). */
-	if (dm->pending.active && confirm_rollback(dm, "a change was pending confirmation when the last daemon stopped", false) == 0)
+	if (dm->pending.active &&
+	    confirm_rollback(dm, "a change was pending confirmation when the last daemon stopped", false) == 0)
 		return 0;
 	if ((r = daemon_reload(dm, dm->opts->policy, -1, d)) < 0)
 		return diag_fail(d, r, "%s: not loaded; %s", dm->opts->policy,
@@ -373,8 +378,8 @@ int daemon_run(const struct daemon_opts *o)
 		daemon_status_line(&dm, status, sizeof(status));
 		sd_notifyf("READY=1\nSTATUS=%s", status);
 		loop(&dm);
-		sd_notifyf("STOPPING=1\nSTATUS=stopping: %s", dm.keep ? "the policy stays enforced for the next daemon"
-								      : "detaching the policy");
+		sd_notifyf("STOPPING=1\nSTATUS=stopping: %s",
+			   dm.keep ? "the policy stays enforced for the next daemon" : "detaching the policy");
 		shutdown_all(&dm);
 	}
 	diags_free(&d);

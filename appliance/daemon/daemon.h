@@ -9,16 +9,16 @@
 
 struct daemon_opts {
 	const char *policy;
-	const char *socket;  /* NULL: the default of this network namespace (system/netns.h) */
-	const char *pin_dir; /* NULL: the default of this network namespace */
-	const char *state_dir; /* NULL: the default of this network namespace (system/netns.h) */
-	const char *log;     /* NULL: none; "-": stdout */
-	bool fresh;          /* drop pinned state instead of adopting it */
-	bool no_pin;         /* pin nothing: enforcement ends with the process */
-	const char *socket_group;  /* may use status, stats and log; NULL: root only */
-	bool allow_unsafe_files;   /* read policy and set files whatever their owner and mode */
+	const char *socket;	    /* NULL: the default of this network namespace (system/netns.h) */
+	const char *pin_dir;	    /* NULL: the default of this network namespace */
+	const char *state_dir;	    /* NULL: the default of this network namespace (system/netns.h) */
+	const char *log;	    /* NULL: none; "-": stdout */
+	bool fresh;		    /* drop pinned state instead of adopting it */
+	bool no_pin;		    /* pin nothing: enforcement ends with the process */
+	const char *socket_group;   /* may use status, stats and log; NULL: root only */
+	bool allow_unsafe_files;    /* read policy and set files whatever their owner and mode */
 	const char *metrics_listen; /* serve /metrics over HTTP on ADDRESS:PORT; NULL: not */
-	bool no_journal_events;     /* under systemd, verdict events stay out of the journal */
+	bool no_journal_events;	    /* under systemd, verdict events stay out of the journal */
 };
 
 /* Exit status of `nfbox run` when the policy file is what failed (it cannot

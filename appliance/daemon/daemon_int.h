@@ -37,20 +37,20 @@ void daemon_unwatch(struct daemon *dm, struct handler *h);
 
 struct client {
 	struct handler h;
-	bool follow;     /* `nfbox log`: receives verdict events */
-	bool closing;    /* the reply is queued: close once it is written */
+	bool follow;  /* `nfbox log`: receives verdict events */
+	bool closing; /* the reply is queued: close once it is written */
 	bool dead;
-	bool root;       /* may do anything; else status, stats and log */
+	bool root;	 /* may do anything; else status, stats and log */
 	bool want_write; /* EPOLLOUT is watched */
-	bool waiting;    /* its reload runs in a thread: answered when it is done */
+	bool waiting;	 /* its reload runs in a thread: answered when it is done */
 	uint64_t serial; /* which connection this is (a freed client's memory is reused) */
 	uid_t uid;
-	int fd_passed;   /* a file sent with the request (SCM_RIGHTS), or -1 */
-	time_t since;    /* accepted, or the last progress writing */
+	int fd_passed;	 /* a file sent with the request (SCM_RIGHTS), or -1 */
+	time_t since;	 /* accepted, or the last progress writing */
 	uint64_t missed; /* events a follower could not take */
 	size_t len;
 	char buf[CTL_MAX_REQUEST + 1];
-	char *out;       /* queued output: out[out_off .. out_len) */
+	char *out; /* queued output: out[out_off .. out_len) */
 	size_t out_len, out_off, out_cap;
 };
 
@@ -64,8 +64,8 @@ struct loaded {
 	struct slot_map slots;
 };
 
-struct dcap; /* captures.c */
-struct dha; /* ha.c */
+struct dcap;	   /* captures.c */
+struct dha;	   /* ha.c */
 struct reload_job; /* reload.c */
 struct ring_buffer;
 struct nl_monitor;
@@ -85,7 +85,7 @@ struct daemon {
 	const struct daemon_opts *opts;
 	struct netns_id netns;
 	char socket_path[PATH_MAX];
-	char pin_dir[PATH_MAX];  /* "" with --no-pin */
+	char pin_dir[PATH_MAX];	  /* "" with --no-pin */
 	char state_dir[PATH_MAX]; /* the confirmed policy's copy, the pending change */
 	struct confirm_pending pending, pending_before;
 	struct pin_place pins;
@@ -100,35 +100,35 @@ struct daemon {
 	FILE *logf;
 	struct client *clients[DAEMON_MAX_CLIENTS];
 	int nclients;
-	gid_t socket_gid;  /* --socket-group, (gid_t)-1 if none */
+	gid_t socket_gid;	   /* --socket-group, (gid_t)-1 if none */
 	uint64_t log_dropped_seen; /* NFB_CNT_LOG_DROPPED already told to followers */
-	int nft_table; /* table inet nfbox: 1 present, 0 absent, -1 not known yet */
-	bool dropped_pins; /* --fresh done */
+	int nft_table;		   /* table inet nfbox: 1 present, 0 absent, -1 not known yet */
+	bool dropped_pins;	   /* --fresh done */
 	struct handler rejects, nflog;
 	struct ring_buffer *rejects_rb;
 	struct rejecter *rejecter; /* rejects.c */
 	struct nflog *nflog_sock;  /* the nftables backend's verdict events */
 	uint64_t nflog_lost_seen;
 	uint64_t rejects_sent, reject_send_failed, rejects_unanswerable;
-	bool stop;     /* leave the loop */
-	bool keep;     /* ... leaving pins and table for the next daemon (stop keep) */
+	bool stop;	   /* leave the loop */
+	bool keep;	   /* ... leaving pins and table for the next daemon (stop keep) */
 	bool policy_fault; /* the last reload failed because of the policy file */
 	time_t started, loaded_at;
-	char fingerprint[65];  /* of the policy in force (fingerprint.c); "" if none */
+	char fingerprint[65]; /* of the policy in force (fingerprint.c); "" if none */
 	unsigned long reloads_ok, reloads_failed;
 	unsigned long long events_seen;
-	struct dynsets dyn;   /* the dynamic sets' entries (dynsets.c) */
-	bool dyn_bpf_synced;  /* the classifier's tries hold them (BPF backend in force) */
-	char dyn_unread[512]; /* why STATE/dynsets could not be read at start ("": it could, or there is none) */
-	struct httpd *httpd;  /* --metrics-listen (httpd.c), NULL if not */
-	bool journal_events;  /* verdict events to the journal (under systemd) */
+	struct dynsets dyn;	 /* the dynamic sets' entries (dynsets.c) */
+	bool dyn_bpf_synced;	 /* the classifier's tries hold them (BPF backend in force) */
+	char dyn_unread[512];	 /* why STATE/dynsets could not be read at start ("": it could, or there is none) */
+	struct httpd *httpd;	 /* --metrics-listen (httpd.c), NULL if not */
+	bool journal_events;	 /* verdict events to the journal (under systemd) */
 	struct lasthit *lasthit; /* the nftables backend's last hits (lasthit.c) */
 	unsigned long long journal_failed; /* ... that could not be sent */
-	struct reload_job *reload_job; /* a reload whose thread runs (reload.c), NULL if none */
-	bool reload_again;  /* SIGHUP came while it ran: once more after it */
-	struct dcap **caps; /* the policy's captures, in policy order */
+	struct reload_job *reload_job;	   /* a reload whose thread runs (reload.c), NULL if none */
+	bool reload_again;		   /* SIGHUP came while it ran: once more after it */
+	struct dcap **caps;		   /* the policy's captures, in policy order */
 	uint32_t ncaps;
-	struct dha *ha;     /* the pair's daemons (ha.c), NULL until a policy has ha: */
+	struct dha *ha; /* the pair's daemons (ha.c), NULL until a policy has ha: */
 };
 
 /* reload.c: load, compile and enforce the policy at path (read from fd
@@ -136,8 +136,7 @@ struct daemon {
  * stays. Every message for the operator goes to d. */
 int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d);
 /* The same, the files read through `files` (its policy_fd is fd). */
-int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struct policy_files *files,
-			struct diags *d);
+int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struct policy_files *files, struct diags *d);
 /* A reload of the running daemon in a thread (reload.c): it reads, checks,
  * compiles and encodes there while the loop goes on; the loop then puts it
  * in force and calls done(dm, arg, r, d) with its result and messages

@@ -32,7 +32,7 @@
 #include "policy/syntax/parse.h"
 #include "system/files.h"
 
-#define DYN_STATE "dynsets"
+#define DYN_STATE     "dynsets"
 #define DYN_MAX_INPUT (256u << 20) /* bytes of prefixes in one request */
 /* The backend in force, NULL for none. */
 static const struct backend_ops *be_of(const struct daemon *dm)
@@ -86,8 +86,8 @@ void dyn_state_load(struct daemon *dm)
 		return;
 	}
 	if (dynsets_load(&dm->dyn, f, dyn_now_ms(), &bad) < 0)
-		snprintf(dm->dyn_unread, sizeof(dm->dyn_unread), "line %u is not a dynamic-set entry (the file is damaged)",
-			 bad);
+		snprintf(dm->dyn_unread, sizeof(dm->dyn_unread),
+			 "line %u is not a dynamic-set entry (the file is damaged)", bad);
 	fclose(f);
 	for (uint32_t i = 0; i < dm->dyn.n; i++)
 		n += dm->dyn.sets[i].n[0] + dm->dyn.sets[i].n[1];
@@ -195,7 +195,9 @@ static void recover_nft_one(const char *set, int fam, const uint8_t *addr, uint8
 	}
 	/* the kernel's timeout runs NFT_TIMEOUT_MARGIN_MS past the store's */
 	recover_one(id, fam, addr, plen,
-		    left_ms ? dyn_now_ms() + (left_ms > NFT_TIMEOUT_MARGIN_MS ? left_ms - NFT_TIMEOUT_MARGIN_MS : 1) : 0, rc);
+		    left_ms ? dyn_now_ms() + (left_ms > NFT_TIMEOUT_MARGIN_MS ? left_ms - NFT_TIMEOUT_MARGIN_MS : 1)
+			    : 0,
+		    rc);
 }
 
 static int recover_nft(struct daemon *dm, uint64_t *n, bool *found, struct diags *d)
@@ -277,8 +279,8 @@ int dyn_recover(struct daemon *dm, struct diags *d)
 		dynsets_free(&dm->dyn);
 		dynsets_init(&dm->dyn);
 		keep_bad_file(dm, kept, sizeof(kept));
-		log_warn("%s cannot be read (%s): --fresh, so the dynamic sets start empty; the file is kept as %s", path,
-			 dm->dyn_unread, kept);
+		log_warn("%s cannot be read (%s): --fresh, so the dynamic sets start empty; the file is kept as %s",
+			 path, dm->dyn_unread, kept);
 		return 0;
 	}
 	if (bpf_was_enforcing(dm)) {
@@ -292,13 +294,17 @@ int dyn_recover(struct daemon *dm, struct diags *d)
 	}
 	if (source) {
 		keep_bad_file(dm, kept, sizeof(kept));
-		log_warn("%s cannot be read (%s): the dynamic sets' %llu entries were taken from %s, which enforced them; the file is kept as %s",
+		log_warn("%s cannot be read (%s): the dynamic sets' %llu entries were taken from %s, which enforced "
+			 "them; the file is kept as %s",
 			 path, dm->dyn_unread, (unsigned long long)n, source, kept);
 		return 0;
 	}
-	return diag_fail(d, -EIO,
-			 "%s cannot be read (%s), and neither a pinned classifier nor table inet nfbox holds the dynamic sets' entries: starting would lose every entry added at run time (a blocklist fed by fail2ban or CrowdSec would stop blocking). Repair or remove the file, or start with --fresh to start the sets empty",
-			 path, dm->dyn_unread);
+	return diag_fail(
+		d, -EIO,
+		"%s cannot be read (%s), and neither a pinned classifier nor table inet nfbox holds the dynamic sets' "
+		"entries: starting would lose every entry added at run time (a blocklist fed by fail2ban or CrowdSec "
+		"would stop blocking). Repair or remove the file, or start with --fresh to start the sets empty",
+		path, dm->dyn_unread);
 }
 
 int dyn_prepare(struct daemon *dm, const struct policy *p, struct slot_map *m, struct diags *d)
@@ -395,7 +401,8 @@ static int read_changes(int fd, const char *source, int64_t expires, struct dyn_
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return diag_fail(d, -EINVAL, "the prefixes must come as a regular file");
 	if (st.st_size > (off_t)DYN_MAX_INPUT)
-		return diag_fail(d, -EFBIG, "%s: more than %u MiB of prefixes in one request", source, DYN_MAX_INPUT >> 20);
+		return diag_fail(d, -EFBIG, "%s: more than %u MiB of prefixes in one request", source,
+				 DYN_MAX_INPUT >> 20);
 	if (!(text = malloc((size_t)st.st_size + 1)))
 		return diag_errno(d, -ENOMEM, "%s", source);
 	while (len < (size_t)st.st_size) {
@@ -431,8 +438,8 @@ static int read_changes(int fd, const char *source, int64_t expires, struct dyn_
 		}
 		*end = '\0';
 		if (n == 2 * DYNSET_MAX_ENTRIES) {
-			diag_fail(d, -E2BIG, "%s:%u: more entries than all dynamic sets may hold (%u of each family)", source,
-				  lineno, DYNSET_MAX_ENTRIES);
+			diag_fail(d, -E2BIG, "%s:%u: more entries than all dynamic sets may hold (%u of each family)",
+				  source, lineno, DYNSET_MAX_ENTRIES);
 			goto bad;
 		}
 		if (n == cap) {
@@ -447,15 +454,16 @@ static int read_changes(int fd, const char *source, int64_t expires, struct dyn_
 		c = &v[n];
 		memset(c, 0, sizeof(*c));
 		if (parse_prefix(w, &c->pfx, &host_bits, &why) < 0) {
-			diag_fail(d, -EINVAL, "%s:%u: '%s': %s (a dynamic set takes addresses and prefixes)", source, lineno, w,
-				  why);
+			diag_fail(d, -EINVAL, "%s:%u: '%s': %s (a dynamic set takes addresses and prefixes)", source,
+				  lineno, w, why);
 			goto bad;
 		}
 		if (host_bits) {
 			char net[64];
 
 			policy_prefix_format(&c->pfx, net, sizeof(net));
-			diag_fail(d, -EINVAL, "%s:%u: '%s' has host bits set: write the network, %s", source, lineno, w, net);
+			diag_fail(d, -EINVAL, "%s:%u: '%s' has host bits set: write the network, %s", source, lineno, w,
+				  net);
 			goto bad;
 		}
 		c->expires = expires;
@@ -488,7 +496,9 @@ static struct dyn_set *find_set(struct daemon *dm, const char *name, struct diag
 	if (!dm->cur.pol)
 		diag_fail(d, -ENOENT, "no policy is in force");
 	else if (policy_has_set(dm->cur.pol, name ? name : ""))
-		diag_fail(d, -EINVAL, "set '%s' is not dynamic: its entries are in the policy (mark it 'dynamic: true' to change it at run time)",
+		diag_fail(d, -EINVAL,
+			  "set '%s' is not dynamic: its entries are in the policy (mark it 'dynamic: true' to change "
+			  "it at run time)",
 			  name);
 	else
 		diag_fail(d, -ENOENT, "the policy in force has no set '%s'", name ? name : "");
@@ -584,8 +594,10 @@ static int flush_set(struct daemon *dm, struct client *c, const struct ctl_reque
 		struct diags tmp;
 
 		diags_init(&tmp);
-		if (dynset_add(&dm->dyn, set, v, n, &tmp, NULL, NULL, NULL) < 0 || apply(dm, set, v, n, false, &tmp) < 0)
-			log_err("set '%s': the entries of a flush that could not be saved could not all be put back: %s",
+		if (dynset_add(&dm->dyn, set, v, n, &tmp, NULL, NULL, NULL) < 0 ||
+		    apply(dm, set, v, n, false, &tmp) < 0)
+			log_err("set '%s': the entries of a flush that could not be saved could not all be put back: "
+				"%s",
 				set->name, diags_last(&tmp, ""));
 		diags_free(&tmp);
 		resync(dm);

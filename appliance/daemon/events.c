@@ -27,7 +27,8 @@ static double wall_time_of(uint64_t mono_ns)
 
 	clock_gettime(CLOCK_MONOTONIC, &mono);
 	clock_gettime(CLOCK_REALTIME, &real);
-	return (double)real.tv_sec + real.tv_nsec / 1e9 - ((double)mono.tv_sec + mono.tv_nsec / 1e9 - (double)mono_ns / 1e9);
+	return (double)real.tv_sec + real.tv_nsec / 1e9 -
+	       ((double)mono.tv_sec + mono.tv_nsec / 1e9 - (double)mono_ns / 1e9);
 }
 
 static void kv_addr(struct json *j, const char *key, int af, const uint8_t *addr)
@@ -95,7 +96,9 @@ static void vevent_journal(struct daemon *dm, const struct vevent *v)
 	char msg[320], rule[96], action[32], hook[32], fam[16], proto[16], src[64], dst[64], sport[16], dport[16],
 		len[24], in[IF_NAMESIZE + 8], out[IF_NAMESIZE + 8], a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN],
 		ifi[IF_NAMESIZE], ifo[IF_NAMESIZE];
-	const char *fields[] = { msg, "NFBOX_EVENT=verdict", rule, action, hook, fam, proto, src, dst, sport, dport, len, in, out };
+	const char *fields[] = {
+		msg, "NFBOX_EVENT=verdict", rule, action, hook, fam, proto, src, dst, sport, dport, len, in, out
+	};
 	int r;
 
 	inet_ntop(v->af, v->src, a, sizeof(a));
@@ -103,12 +106,13 @@ static void vevent_journal(struct daemon *dm, const struct vevent *v)
 	ifname_of(v->ifin, ifi);
 	ifname_of(v->ifout, ifo);
 	snprintf(msg, sizeof(msg), "MESSAGE=%s %s: rule %s, %s %s -> %s proto %u sport %u dport %u len %u%s%s%s%s",
-		 v->hook, v->action, v->rule, policy_family_name(v->af == AF_INET ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6), a,
-		 b, v->proto, v->sport, v->dport, v->len, ifi[0] ? " in " : "", ifi, ifo[0] ? " out " : "", ifo);
+		 v->hook, v->action, v->rule, policy_family_name(v->af == AF_INET ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6),
+		 a, b, v->proto, v->sport, v->dport, v->len, ifi[0] ? " in " : "", ifi, ifo[0] ? " out " : "", ifo);
 	snprintf(rule, sizeof(rule), "RULE=%s", v->rule);
 	snprintf(action, sizeof(action), "ACTION=%s", v->action);
 	snprintf(hook, sizeof(hook), "HOOK=%s", v->hook);
-	snprintf(fam, sizeof(fam), "FAMILY=%s", policy_family_name(v->af == AF_INET ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6));
+	snprintf(fam, sizeof(fam), "FAMILY=%s",
+		 policy_family_name(v->af == AF_INET ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6));
 	snprintf(proto, sizeof(proto), "PROTO=%u", v->proto);
 	snprintf(src, sizeof(src), "SRC=%s", a);
 	snprintf(dst, sizeof(dst), "DST=%s", b);
@@ -366,7 +370,8 @@ void nflog_events_open(struct daemon *dm)
 	/* The head of each packet is enough for the event. */
 	if ((r = nflog_open(NFT_NFLOG_GROUP, 128, &dm->nflog_sock)) < 0) {
 		log_warn("cannot receive the nftables backend's verdict events (NFLOG group %d): %s%s", NFT_NFLOG_GROUP,
-			 strerror(-r), r == -EBUSY ? " (another program, or another nfbox in this network namespace, has it)" : "");
+			 strerror(-r),
+			 r == -EBUSY ? " (another program, or another nfbox in this network namespace, has it)" : "");
 		return;
 	}
 	dm->nflog = (struct handler){ .fd = nflog_fd(dm->nflog_sock), .fn = on_nflog };

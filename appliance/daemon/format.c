@@ -34,8 +34,9 @@ static void status_links_text(const struct engine_info *e, FILE *f)
 			const struct engine_link *l = &e->link[h][fam];
 
 			if (l->fd >= 0)
-				fprintf(f, "  %-8s %-5s link %u, priority %d%s\n", policy_hook_name((enum policy_hook)h),
-					fam_name(fam), l->id, l->priority, l->defrag ? ", defrag" : "");
+				fprintf(f, "  %-8s %-5s link %u, priority %d%s\n",
+					policy_hook_name((enum policy_hook)h), fam_name(fam), l->id, l->priority,
+					l->defrag ? ", defrag" : "");
 		}
 }
 
@@ -95,7 +96,8 @@ static void status_ha_text(const struct report_ha *h, FILE *f)
 	fprintf(f, ", priority %d, %lu transition%s\n", h->priority, h->transitions, h->transitions == 1 ? "" : "s");
 	if (h->error[0])
 		fprintf(f, "            %s\n", h->error);
-	fprintf(f, "            peer %s over %s%s%s\n", h->peer, h->sync_ifname, h->sync_addr[0] ? " from " : "", h->sync_addr);
+	fprintf(f, "            peer %s over %s%s%s\n", h->peer, h->sync_ifname, h->sync_addr[0] ? " from " : "",
+		h->sync_addr);
 	for (int i = 0; i < 2; i++) {
 		fprintf(f, "            %-10s ", h->daemons[i].name);
 		if (h->daemons[i].pid)
@@ -108,12 +110,14 @@ static void status_ha_text(const struct report_ha *h, FILE *f)
 		fputc('\n', f);
 	}
 	if (h->stats_at)
-		fprintf(f, "            sync: %llu connections held, %llu from the peer; messages %llu sent, %llu received; %llu send errors, %llu receive errors, %llu lost, %llu malformed (%lld s ago)\n",
-			U(s->internal), U(s->external), U(s->msgs_sent), U(s->msgs_recv), U(s->send_errors), U(s->recv_errors),
-			U(s->lost), U(s->malformed), (long long)time(NULL) - h->stats_at);
+		fprintf(f,
+			"            sync: %llu connections held, %llu from the peer; messages %llu sent, %llu "
+			"received; %llu send errors, %llu receive errors, %llu lost, %llu malformed (%lld s ago)\n",
+			U(s->internal), U(s->external), U(s->msgs_sent), U(s->msgs_recv), U(s->send_errors),
+			U(s->recv_errors), U(s->lost), U(s->malformed), (long long)time(NULL) - h->stats_at);
 	for (uint32_t i = 0; i < h->nvirt; i++)
-		fprintf(f, "            %-16s %s on %s, id %u: %s\n", h->virt[i].instance, h->virt[i].address, h->virt[i].ifname,
-			h->virt[i].id, h->virt[i].state);
+		fprintf(f, "            %-16s %s on %s, id %u: %s\n", h->virt[i].instance, h->virt[i].address,
+			h->virt[i].ifname, h->virt[i].id, h->virt[i].state);
 }
 
 static void status_text(const struct status_report *r, FILE *f)
@@ -133,27 +137,34 @@ static void status_text(const struct status_report *r, FILE *f)
 
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 		fprintf(f, "loaded:     %s, sha256 %s; the files on disk: %s\n", when, r->fingerprint,
-			!strcmp(r->on_disk, "same") ? "the same" : !strcmp(r->on_disk, "changed") ? "changed since" : r->on_disk);
+			!strcmp(r->on_disk, "same")	 ? "the same"
+			: !strcmp(r->on_disk, "changed") ? "changed since"
+							 : r->on_disk);
 	}
 	fprintf(f, "version:    %s\n", r->version);
 	if (r->bpf_memory)
 		fprintf(f, "bpf memory: %.1f MiB (the classifier's maps)\n", (double)r->bpf_memory / 1048576);
 	fprintf(f, "defrag:     %s\n", r->defrag ? "on (verdicts on reassembled datagrams)" : "off");
 	fprintf(f, "backend:    %s%s\n", r->backend,
-		r->nft_table != 1 ? "" : r->nft_owned ? " (table inet nfbox, owned by this process)" : " (table inet nfbox)");
+		r->nft_table != 1 ? ""
+		: r->nft_owned	  ? " (table inet nfbox, owned by this process)"
+				  : " (table inet nfbox)");
 	if (r->netns_initial)
 		fprintf(f, "netns:      initial (cookie %llu)\n", U(r->netns_cookie));
 	else
 		fprintf(f, "netns:      %s (cookie %llu)\n", r->netns[0] ? r->netns : "unnamed", U(r->netns_cookie));
 	if (e->pin_dir)
-		fprintf(f, "pin dir:    %s%s\n", e->pin_dir, e->adopted ? " (adopted at start: enforcement had no gap)" : "");
+		fprintf(f, "pin dir:    %s%s\n", e->pin_dir,
+			e->adopted ? " (adopted at start: enforcement had no gap)" : "");
 	else
 		fprintf(f, "pin dir:    none (--no-pin): enforcement ends with this process\n");
 	fprintf(f, "reloads:    %lu ok, %lu failed\n", r->reloads_ok, r->reloads_failed);
 	if (r->pending) {
 		long long left = r->pending_deadline - (long long)time(NULL);
 
-		fprintf(f, "pending:    this policy rolls back to the last confirmed one in %lld s unless 'nfbox confirm' (unconfirmed for %lld s)\n",
+		fprintf(f,
+			"pending:    this policy rolls back to the last confirmed one in %lld s unless 'nfbox confirm' "
+			"(unconfirmed for %lld s)\n",
 			left < 0 ? 0 : left, (long long)time(NULL) - r->pending_since);
 	}
 	fprintf(f, "log events: %llu\n", r->events);
@@ -161,7 +172,9 @@ static void status_text(const struct status_report *r, FILE *f)
 		fputs("missing:   ", f);
 		for (uint32_t i = 0; i < r->nmissing; i++)
 			fprintf(f, "%s%s", i ? ", " : " ", r->missing[i]);
-		fputs(" (interfaces the policy names that do not exist: rules naming them match nothing until they appear)\n", f);
+		fputs(" (interfaces the policy names that do not exist: rules naming them match nothing until they "
+		      "appear)\n",
+		      f);
 	}
 	status_ha_text(&r->ha, f);
 	status_dynsets_text(r->dyn, f);
@@ -384,8 +397,8 @@ static void captures_stats_text(const struct report_capture *c, uint32_t n, FILE
 {
 	if (!n)
 		return;
-	fprintf(f, "\ncapture      %12s %14s %8s %10s %10s %10s %10s %10s\n", "packets", "bytes", "multibuf",
-		"written", "kern-drop", "ring-full", "fill-empty", "wr-drops");
+	fprintf(f, "\ncapture      %12s %14s %8s %10s %10s %10s %10s %10s\n", "packets", "bytes", "multibuf", "written",
+		"kern-drop", "ring-full", "fill-empty", "wr-drops");
 	for (uint32_t i = 0; i < n; i++, c++) {
 		const struct capture_stats *s = &c->stats;
 
@@ -601,28 +614,40 @@ static void ha_metrics(const struct report_ha *h, FILE *f)
 	family(f, "nfbox_ha_daemon_up", "gauge", "1 while keepalived or conntrackd runs.");
 	for (int i = 0; i < 2; i++)
 		fprintf(f, "nfbox_ha_daemon_up{daemon=\"%s\"} %d\n", h->daemons[i].name, h->daemons[i].pid != 0);
-	family(f, "nfbox_ha_daemon_restarts_total", "counter", "Times nfbox started keepalived or conntrackd again after it exited.");
+	family(f, "nfbox_ha_daemon_restarts_total", "counter",
+	       "Times nfbox started keepalived or conntrackd again after it exited.");
 	for (int i = 0; i < 2; i++)
-		fprintf(f, "nfbox_ha_daemon_restarts_total{daemon=\"%s\"} %lu\n", h->daemons[i].name, h->daemons[i].restarts);
-	family(f, "nfbox_ha_sync_connections", "gauge", "Connections in conntrackd's caches: this node's (internal) and the peer's (external).");
-	fprintf(f, "nfbox_ha_sync_connections{cache=\"internal\"} %llu\nnfbox_ha_sync_connections{cache=\"external\"} %llu\n",
+		fprintf(f, "nfbox_ha_daemon_restarts_total{daemon=\"%s\"} %lu\n", h->daemons[i].name,
+			h->daemons[i].restarts);
+	family(f, "nfbox_ha_sync_connections", "gauge",
+	       "Connections in conntrackd's caches: this node's (internal) and the peer's (external).");
+	fprintf(f,
+		"nfbox_ha_sync_connections{cache=\"internal\"} %llu\nnfbox_ha_sync_connections{cache=\"external\"} "
+		"%llu\n",
 		U(s->internal), U(s->external));
 	family(f, "nfbox_ha_sync_messages_total", "counter", "conntrackd's sync messages, by direction.");
-	fprintf(f, "nfbox_ha_sync_messages_total{direction=\"sent\"} %llu\nnfbox_ha_sync_messages_total{direction=\"received\"} %llu\n",
+	fprintf(f,
+		"nfbox_ha_sync_messages_total{direction=\"sent\"} "
+		"%llu\nnfbox_ha_sync_messages_total{direction=\"received\"} %llu\n",
 		U(s->msgs_sent), U(s->msgs_recv));
 	family(f, "nfbox_ha_sync_bytes_total", "counter", "Bytes of conntrackd's sync messages, by direction.");
-	fprintf(f, "nfbox_ha_sync_bytes_total{direction=\"sent\"} %llu\nnfbox_ha_sync_bytes_total{direction=\"received\"} %llu\n",
+	fprintf(f,
+		"nfbox_ha_sync_bytes_total{direction=\"sent\"} %llu\nnfbox_ha_sync_bytes_total{direction=\"received\"} "
+		"%llu\n",
 		U(s->bytes_sent), U(s->bytes_recv));
-	family(f, "nfbox_ha_sync_errors_total", "counter", "Sync messages conntrackd could not send or receive, lost on the way, or malformed.");
-	fprintf(f, "nfbox_ha_sync_errors_total{error=\"send\"} %llu\nnfbox_ha_sync_errors_total{error=\"receive\"} %llu\n"
-		   "nfbox_ha_sync_errors_total{error=\"lost\"} %llu\nnfbox_ha_sync_errors_total{error=\"malformed\"} %llu\n",
+	family(f, "nfbox_ha_sync_errors_total", "counter",
+	       "Sync messages conntrackd could not send or receive, lost on the way, or malformed.");
+	fprintf(f,
+		"nfbox_ha_sync_errors_total{error=\"send\"} %llu\nnfbox_ha_sync_errors_total{error=\"receive\"} %llu\n"
+		"nfbox_ha_sync_errors_total{error=\"lost\"} %llu\nnfbox_ha_sync_errors_total{error=\"malformed\"} "
+		"%llu\n",
 		U(s->send_errors), U(s->recv_errors), U(s->lost), U(s->malformed));
 }
 
 void format_metrics(const struct status_report *st, const struct stats_report *sr, FILE *f)
 {
-	static const char *const capture_keys[] = { "packets", "bytes", "written", "kernel_dropped", "ring_full",
-						     "writer_dropped", "mirrored", "mirror_failed" };
+	static const char *const capture_keys[] = { "packets",	 "bytes",	   "written",  "kernel_dropped",
+						    "ring_full", "writer_dropped", "mirrored", "mirror_failed" };
 
 	family(f, "nfbox_info", "gauge", "The daemon: version, backend and the fingerprint of the policy in force.");
 	fputs("nfbox_info{", f);
@@ -644,7 +669,8 @@ void format_metrics(const struct status_report *st, const struct stats_report *s
 	family(f, "nfbox_pending_confirm", "gauge", "1 while a reload --confirm waits for nfbox confirm.");
 	fprintf(f, "nfbox_pending_confirm %d\n", st->pending ? 1 : 0);
 	if (st->pending) {
-		family(f, "nfbox_pending_confirm_deadline_timestamp_seconds", "gauge", "When the pending change rolls back.");
+		family(f, "nfbox_pending_confirm_deadline_timestamp_seconds", "gauge",
+		       "When the pending change rolls back.");
 		fprintf(f, "nfbox_pending_confirm_deadline_timestamp_seconds %lld\n", st->pending_deadline);
 	}
 	family(f, "nfbox_rule_packets_total", "counter", "Packets each rule matched.");
@@ -680,11 +706,13 @@ void format_metrics(const struct status_report *st, const struct stats_report *s
 	rule_series(f, sr, "nfbox_default_packets_total", false, true);
 	family(f, "nfbox_default_bytes_total", "counter", "Bytes of the packets that got the hook's default verdict.");
 	rule_series(f, sr, "nfbox_default_bytes_total", true, true);
-	family(f, "nfbox_established_packets_total", "counter", "Packets of established and related connections, accepted before the rules.");
+	family(f, "nfbox_established_packets_total", "counter",
+	       "Packets of established and related connections, accepted before the rules.");
 	fprintf(f, "nfbox_established_packets_total %llu\n", U(sr->established.packets));
 	family(f, "nfbox_established_bytes_total", "counter", "Bytes of those packets.");
 	fprintf(f, "nfbox_established_bytes_total %llu\n", U(sr->established.bytes));
-	family(f, "nfbox_drops_total", "counter", "Packets, events and replies lost or dropped, by reason (as nfbox stats names them).");
+	family(f, "nfbox_drops_total", "counter",
+	       "Packets, events and replies lost or dropped, by reason (as nfbox stats names them).");
 	for (size_t i = 0; i < NDROPS; i++) {
 		fputs("nfbox_drops_total{", f);
 		label(f, "reason", drop_counters[i].name, false);
@@ -695,9 +723,10 @@ void format_metrics(const struct status_report *st, const struct stats_report *s
 	family(f, "nfbox_capture_total", "counter", "Capture counters, by capture and what they count.");
 	for (uint32_t i = 0; i < sr->ncaps; i++) {
 		const struct capture_stats *s = &sr->caps[i].stats;
-		const uint64_t v[] = { s->packets, s->bytes, s->written, s->rx_dropped + s->rx_invalid_descs,
+		const uint64_t v[] = { s->packets,	s->bytes,
+				       s->written,	s->rx_dropped + s->rx_invalid_descs,
 				       s->rx_ring_full, s->writer_queue_drops + s->writer_write_drops + s->oversize,
-				       s->mirrored, s->mirror_failed };
+				       s->mirrored,	s->mirror_failed };
 
 		for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
 			fputs("nfbox_capture_total{", f);

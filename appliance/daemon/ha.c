@@ -48,13 +48,13 @@
 #include "lib/log.h"
 #include "system/files.h"
 
-#define STATS_EVERY 5   /* seconds between conntrackd -s */
-#define RETRY_MAX 30    /* seconds: the longest wait before a restart */
-#define STOP_MS 5000    /* a daemon's time to stop before SIGKILL */
-#define QUEUE_MAX 16
-#define JOB_MAX 30      /* seconds a conntrackd command may take before it is killed */
+#define STATS_EVERY 5	 /* seconds between conntrackd -s */
+#define RETRY_MAX   30	 /* seconds: the longest wait before a restart */
+#define STOP_MS	    5000 /* a daemon's time to stop before SIGKILL */
+#define QUEUE_MAX   16
+#define JOB_MAX	    30 /* seconds a conntrackd command may take before it is killed */
 
-#define OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+#define OF(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
 
 struct dha_proc {
 	const char *name;
@@ -80,7 +80,14 @@ struct dha_job {
 };
 
 /* conntrackd's client commands, run in order. */
-enum ha_cmd { CMD_COMMIT, CMD_FLUSH, CMD_RESYNC_KERNEL, CMD_BULK, CMD_SHORTEN, CMD_REQUEST };
+enum ha_cmd {
+	CMD_COMMIT,
+	CMD_FLUSH,
+	CMD_RESYNC_KERNEL,
+	CMD_BULK,
+	CMD_SHORTEN,
+	CMD_REQUEST
+};
 static const char *const cmd_args[][2] = {
 	[CMD_COMMIT] = { "-c", "commit the peer's state to the kernel" },
 	[CMD_FLUSH] = { "-f", "flush the caches" },
@@ -93,12 +100,12 @@ static const char *const cmd_args[][2] = {
 struct dha {
 	struct ha_paths paths;
 	char keepalived_bin[PATH_MAX], conntrackd_bin[PATH_MAX];
-	const struct ha_conf *conf;  /* in force (in dm->cur.pol); NULL: no pair */
-	char source[PATH_MAX];       /* the policy it came from, for the files' heads */
+	const struct ha_conf *conf;	    /* in force (in dm->cur.pol); NULL: no pair */
+	char source[PATH_MAX];		    /* the policy it came from, for the files' heads */
 	struct prefix sync_addr, sync_peer; /* this node's and the peer's; family 0: not found yet */
-	char *kconf, *cconf;         /* the texts in force */
-	char *next_kconf;            /* prepared by ha_prepare */
-	char error[320];             /* why the pair does not run ("" if it does) */
+	char *kconf, *cconf;		    /* the texts in force */
+	char *next_kconf;		    /* prepared by ha_prepare */
+	char error[320];		    /* why the pair does not run ("" if it does) */
 	struct dha_proc kd, cd;
 	struct handler fifo;
 	char fifo_buf[1024];
@@ -106,13 +113,13 @@ struct dha {
 	enum ha_role role, prev_role;
 	time_t role_since;
 	unsigned long transitions;
-	enum ha_role *inst;          /* per virtual address, as keepalived last told */
+	enum ha_role *inst; /* per virtual address, as keepalived last told */
 	uint32_t ninst;
-	struct dha_job cmd;          /* the conntrackd command running */
+	struct dha_job cmd; /* the conntrackd command running */
 	enum ha_cmd running;
 	enum ha_cmd queue[QUEUE_MAX];
 	unsigned qn;
-	struct dha_job st;           /* conntrackd -s */
+	struct dha_job st; /* conntrackd -s */
 	struct ha_sync_stats stats;
 	time_t stats_at, stats_next;
 };
@@ -175,8 +182,10 @@ static void queue_cmds(struct daemon *dm, const enum ha_cmd *v, unsigned n);
 static int start_proc(struct daemon *dm, struct dha_proc *dp)
 {
 	struct dha *ha = dm->ha;
-	char *kd_argv[] = { ha->keepalived_bin, "-n", "-l", "-G", "-P", "-f", ha->paths.keepalived_conf, "-p",
-			    ha->paths.pid, "-r", ha->paths.vrrp_pid, NULL };
+	char *kd_argv[] = {
+		ha->keepalived_bin, "-n", "-l", "-G", "-P", "-f", ha->paths.keepalived_conf, "-p", ha->paths.pid, "-r",
+		ha->paths.vrrp_pid, NULL
+	};
 	char *cd_argv[] = { ha->conntrackd_bin, "-C", ha->paths.conntrackd_conf, NULL };
 	bool is_kd = dp == &ha->kd;
 	int r;
@@ -279,7 +288,9 @@ static void on_exit_proc(struct daemon *dm, struct handler *h, uint32_t events)
 	}
 	proc_close(&dp->p);
 	proc_status_text(status, dp->last_exit, sizeof(dp->last_exit));
-	dp->backoff = now - dp->started >= 60 || !dp->backoff ? 1 : dp->backoff * 2 > RETRY_MAX ? RETRY_MAX : dp->backoff * 2;
+	dp->backoff = now - dp->started >= 60 || !dp->backoff ? 1
+		      : dp->backoff * 2 > RETRY_MAX	      ? RETRY_MAX
+							      : dp->backoff * 2;
 	dp->retry_at = now + dp->backoff;
 	log_err("ha: %s exited (%s); starting it again in %u s", dp->name, dp->last_exit, dp->backoff);
 	if (dp == &ha->kd)
@@ -432,8 +443,8 @@ static void cmd_done(struct daemon *dm, int status)
 
 	if (status) {
 		proc_status_text(status, how, sizeof(how));
-		log_warn("ha: conntrackd %s (%s) failed: %s%s%s", cmd_args[ha->running][0], cmd_args[ha->running][1], how,
-			 ha->cmd.text[0] ? ": " : "", ha->cmd.text);
+		log_warn("ha: conntrackd %s (%s) failed: %s%s%s", cmd_args[ha->running][0], cmd_args[ha->running][1],
+			 how, ha->cmd.text[0] ? ": " : "", ha->cmd.text);
 	} else {
 		log_info("ha: conntrackd %s: %s", cmd_args[ha->running][0], cmd_args[ha->running][1]);
 	}
@@ -521,8 +532,10 @@ static bool if_prefix(const struct ifaddrs *i, uint8_t family, struct prefix *a,
 	memset(a, 0, sizeof(*a));
 	a->family = family;
 	a->plen = (uint8_t)(8 * n);
-	memcpy(a->addr, fam == AF_INET ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
-				       : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, n);
+	memcpy(a->addr,
+	       fam == AF_INET ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
+			      : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+	       n);
 	if (fam == AF_INET6 && a->addr[0] == 0xfe && (a->addr[1] & 0xc0) == 0x80)
 		return false; /* link-local: conntrackd binds a global one */
 	m = fam == AF_INET ? (const uint8_t *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr
@@ -589,11 +602,15 @@ static int resolve_sync(const struct ha_conf *c, struct prefix *local, struct pr
 	if (!iface)
 		snprintf(why, len, "the sync interface %s is not there", c->sync_ifname);
 	else if (c->npeers == 2)
-		snprintf(why, len, "the sync interface %s has neither %s nor %s (ha.sync.peer lists both nodes' addresses: this node must have one)",
+		snprintf(why, len,
+			 "the sync interface %s has neither %s nor %s (ha.sync.peer lists both nodes' addresses: this "
+			 "node must have one)",
 			 c->sync_ifname, a0, a1);
 	else
-		snprintf(why, len, "the sync interface %s has no %s address (the peer is %s): give it one, or set ha.sync.address",
-			 c->sync_ifname, policy_family_name((enum policy_family)p[0].family), a0);
+		snprintf(
+			why, len,
+			"the sync interface %s has no %s address (the peer is %s): give it one, or set ha.sync.address",
+			c->sync_ifname, policy_family_name((enum policy_family)p[0].family), a0);
 	return -ENOENT;
 }
 
@@ -610,7 +627,9 @@ static int need_program(const char *name, char *out, struct diags *d)
 {
 	if (proc_find(name, out, PATH_MAX) == 0)
 		return 0;
-	return diag_fail(d, -ENOENT, "ha: needs %s, which is not installed (not on PATH): install the Debian package %s ('apt install %s'); the nfbox package recommends it",
+	return diag_fail(d, -ENOENT,
+			 "ha: needs %s, which is not installed (not on PATH): install the Debian package %s ('apt "
+			 "install %s'); the nfbox package recommends it",
 			 name, name, name);
 }
 
@@ -656,7 +675,8 @@ int ha_prepare(struct daemon *dm, const struct policy *p, const char *source, st
 		char how[128];
 
 		proc_status_text(r, how, sizeof(how));
-		return diag_fail(d, -EINVAL, "ha: keepalived refuses the configuration nfbox wrote (keepalived -t, %s): %s", how,
+		return diag_fail(d, -EINVAL,
+				 "ha: keepalived refuses the configuration nfbox wrote (keepalived -t, %s): %s", how,
 				 out);
 	}
 	return 0;
@@ -821,7 +841,8 @@ void ha_commit(struct daemon *dm, const struct policy *p, const char *source)
 
 		/* (An address that cannot be found now keeps the one running.) */
 		if (resolve_sync(&p->ha, &addr, &peer, why, sizeof(why)) == 0 &&
-		    (text = ha_conntrackd_conf(&p->ha, &addr, &peer, &ha->paths, source)) && strcmp(body(text), body(ha->cconf))) {
+		    (text = ha_conntrackd_conf(&p->ha, &addr, &peer, &ha->paths, source)) &&
+		    strcmp(body(text), body(ha->cconf))) {
 			log_info("ha: conntrackd's configuration changed: restarting it");
 			stop_cmds(dm);
 			job_stop(dm, &ha->st);

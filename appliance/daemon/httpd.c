@@ -21,19 +21,19 @@
 #include "lib/log.h"
 
 #define HTTPD_MAX_CONNECTIONS 16
-#define HTTPD_IDLE_TIMEOUT_S 10
+#define HTTPD_IDLE_TIMEOUT_S  10
 /* One client address holds at most this many: a scraper from another
  * address is not kept out by a client that holds connections idle. */
 #define HTTPD_PER_ADDRESS 4
-#define METRICS_TYPE "text/plain; version=0.0.4; charset=utf-8"
+#define METRICS_TYPE	  "text/plain; version=0.0.4; charset=utf-8"
 
 struct httpd {
 	struct MHD_Daemon *mhd;
 	struct handler h;
 	unsigned long served, refused;
-	char *body;      /* the last metrics text, served again within HTTPD_CACHE_MS */
+	char *body; /* the last metrics text, served again within HTTPD_CACHE_MS */
 	size_t len;
-	long long made;  /* CLOCK_MONOTONIC ms */
+	long long made; /* CLOCK_MONOTONIC ms */
 };
 
 /* Scrapes come every 15 s or so; a client asking in a loop gets the same
@@ -173,7 +173,9 @@ int httpd_open(struct daemon *dm, struct diags *d)
 	if (!listen)
 		return 0;
 	if (parse_listen(listen, &ss, &v6) < 0)
-		return diag_fail(d, -EINVAL, "--metrics-listen %s: give ADDRESS:PORT (127.0.0.1:9470, [::1]:9470, or :9470 for every address)",
+		return diag_fail(d, -EINVAL,
+				 "--metrics-listen %s: give ADDRESS:PORT (127.0.0.1:9470, [::1]:9470, or :9470 for "
+				 "every address)",
 				 listen);
 	if (!(h = calloc(1, sizeof(*h))))
 		return diag_errno(d, -ENOMEM, "--metrics-listen");

@@ -18,13 +18,13 @@
 #include "daemon/daemon_int.h"
 #include "nft/counters.h"
 
-#define LASTHIT_PERIOD_MS 1000
+#define LASTHIT_PERIOD_MS   1000
 #define LASTHIT_COST_FACTOR 20
 
 struct lasthit {
 	struct nft_counters prev; /* the last read, sorted by name */
-	long long *when;          /* wall ms of each one's last hit (by index in prev), 0: none seen */
-	long long next;           /* monotonic ms of the next read */
+	long long *when;	  /* wall ms of each one's last hit (by index in prev), 0: none seen */
+	long long next;		  /* monotonic ms of the next read */
 	long long period;
 };
 

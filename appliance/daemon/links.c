@@ -69,7 +69,9 @@ static void note_missing(struct daemon *dm)
 		return;
 	}
 	if (dm->missing_ifaces) /* not the first time: a change */
-		log_info("interfaces: %s%s", now[0] ? "missing now (rules naming them match nothing): " : "every interface the policy names is present",
+		log_info("interfaces: %s%s",
+			 now[0] ? "missing now (rules naming them match nothing): "
+				: "every interface the policy names is present",
 			 now);
 	free(dm->missing_ifaces);
 	dm->missing_ifaces = now;

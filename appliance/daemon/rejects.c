@@ -24,7 +24,13 @@
 #include "lib/log.h"
 #include "reject/build.h"
 
-enum { S_RAW4, S_RAW6, S_ICMP4, S_ICMP6, S_COUNT };
+enum {
+	S_RAW4,
+	S_RAW6,
+	S_ICMP4,
+	S_ICMP6,
+	S_COUNT
+};
 
 struct rejecter {
 	int fd[S_COUNT];
@@ -72,7 +78,8 @@ static void send_reply(struct daemon *dm, const struct reject_reply *rp)
 	memcpy(&s6.sin6_addr, rp->dst, 16);
 	if (sendto(fd, rp->buf, rp->len, 0, to, v4 ? sizeof(s4) : sizeof(s6)) < 0) {
 		if (!dm->reject_send_failed++)
-			log_warn("cannot send a reject reply: %s (counted in stats as reject_send_failed)", strerror(errno));
+			log_warn("cannot send a reject reply: %s (counted in stats as reject_send_failed)",
+				 strerror(errno));
 		return;
 	}
 	dm->rejects_sent++;
@@ -81,8 +88,10 @@ static void send_reply(struct daemon *dm, const struct reject_reply *rp)
 static int on_reject(void *ctx, void *data, size_t size)
 {
 	static const enum reject_kind kinds[] = {
-		[NFB_REJECT_TCP_RESET] = REJECT_TCP_RESET, [NFB_REJECT_PORT] = REJECT_PORT,
-		[NFB_REJECT_ADMIN] = REJECT_ADMIN,	   [NFB_REJECT_HOST] = REJECT_HOST,
+		[NFB_REJECT_TCP_RESET] = REJECT_TCP_RESET,
+		[NFB_REJECT_PORT] = REJECT_PORT,
+		[NFB_REJECT_ADMIN] = REJECT_ADMIN,
+		[NFB_REJECT_HOST] = REJECT_HOST,
 		[NFB_REJECT_NET] = REJECT_NET,
 	};
 	struct daemon *dm = ctx;

@@ -72,10 +72,7 @@ static bool carried(const char *name, uint64_t *packets, uint64_t *bytes, void *
 int daemon_nft_apply(struct daemon *dm, const struct policy *p, bool filter, struct diags *d)
 {
 	struct nft_counters old = { 0 };
-	struct nft_build_opts o = { .filter = filter,
-				    .counter_value = carried,
-				    .arg = &old,
-				    .dyn = &dm->dyn };
+	struct nft_build_opts o = { .filter = filter, .counter_value = carried, .arg = &old, .dyn = &dm->dyn };
 	struct nfr_table t;
 	int r;
 
@@ -95,8 +92,7 @@ int daemon_nft_apply(struct daemon *dm, const struct policy *p, bool filter, str
 
 /* Read, check, compile and encode: nothing of the daemon is touched, so
  * any thread may run it. */
-static int reload_prepare(const char *path, int fd, const struct policy_files *via, struct loaded *nl,
-			  struct diags *d)
+static int reload_prepare(const char *path, int fd, const struct policy_files *via, struct loaded *nl, struct diags *d)
 {
 	struct policy_files files = *via;
 	int r;
@@ -181,8 +177,7 @@ static int reload_finish(struct daemon *dm, struct loaded *nl, int r, struct dia
 	return 0;
 }
 
-int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struct policy_files *via,
-			struct diags *d)
+int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struct policy_files *via, struct diags *d)
 {
 	struct loaded nl = { 0 };
 
@@ -195,7 +190,7 @@ struct reload_job {
 	struct handler h; /* an eventfd: the thread is done */
 	pthread_t th;
 	char *path;
-	int fd;           /* the policy file a client sent, or -1 */
+	int fd; /* the policy file a client sent, or -1 */
 	struct policy_files files;
 	struct loaded nl;
 	struct diags d;

@@ -20,64 +20,64 @@ struct daemon;
 struct report_capture {
 	const char *name, *ifname, *file, *mirror_from; /* mirror_from: "" if none */
 	bool running;
-	struct capture_info info;   /* when running */
+	struct capture_info info; /* when running */
 	struct capture_stats stats;
-	const char *error;          /* why it is not running ("" if it is) */
+	const char *error; /* why it is not running ("" if it is) */
 };
 
 /* The pair (ha:), when the policy in force has one. */
 struct report_ha {
 	bool present;
-	const char *role, *prev_role;  /* ha_role_name() */
-	long long since;               /* time() of the last change of role, 0: none */
+	const char *role, *prev_role; /* ha_role_name() */
+	long long since;	      /* time() of the last change of role, 0: none */
 	unsigned long transitions;
 	int priority;
 	const char *sync_ifname, *error, *dirname;
 	char peer[128], sync_addr[64]; /* sync_addr "" until found; peer "A or B" until then */
 	struct {
 		const char *name, *last_exit; /* last_exit "" if it never exited */
-		int pid;                      /* 0: not running */
+		int pid;		      /* 0: not running */
 		unsigned long restarts;
-	} daemons[2];                  /* keepalived, conntrackd */
+	} daemons[2]; /* keepalived, conntrackd */
 	struct ha_sync_stats stats;
-	long long stats_at;            /* time() of the last conntrackd -s, 0: none yet */
+	long long stats_at; /* time() of the last conntrackd -s, 0: none yet */
 	struct report_ha_virtual {
 		char instance[64], address[64];
 		const char *ifname, *state;
 		unsigned id;
-	} *virt;                       /* malloc'd */
+	} *virt; /* malloc'd */
 	uint32_t nvirt;
 };
 
 struct status_report {
-	const char *netns;          /* name, "" for the initial namespace or an unnamed one */
+	const char *netns; /* name, "" for the initial namespace or an unnamed one */
 	bool netns_initial;
 	uint64_t netns_cookie;
 	int pid;
 	long uptime;
-	const char *policy;         /* NULL: none loaded */
+	const char *policy; /* NULL: none loaded */
 	uint32_t rules;
 	bool defrag;
-	const char *backend;        /* "bpf" or "nftables" */
-	int nft_table;              /* table inet nfbox: 1 present, 0 absent, -1 unknown */
-	bool nft_owned;             /* owned by the daemon (NFT_TABLE_F_OWNER, PERSIST) */
+	const char *backend; /* "bpf" or "nftables" */
+	int nft_table;	     /* table inet nfbox: 1 present, 0 absent, -1 unknown */
+	bool nft_owned;	     /* owned by the daemon (NFT_TABLE_F_OWNER, PERSIST) */
 	struct engine_info engine;
-	uint64_t bpf_memory;        /* bytes the engine's maps hold (0: no engine) */
+	uint64_t bpf_memory; /* bytes the engine's maps hold (0: no engine) */
 	unsigned long reloads_ok, reloads_failed;
-	bool pending;               /* a reload --confirm waits for `nfbox confirm` */
+	bool pending;				   /* a reload --confirm waits for `nfbox confirm` */
 	long long pending_deadline, pending_since; /* time(): rolls back at the deadline */
 	const char *state_dir;
 	const char *version;
-	const char *fingerprint;    /* of the policy in force, "" if none */
-	long long loaded_at;        /* time() of its load */
-	const char *on_disk;        /* "same", "changed" or why the files cannot be read */
+	const char *fingerprint; /* of the policy in force, "" if none */
+	long long loaded_at;	 /* time() of its load */
+	const char *on_disk;	 /* "same", "changed" or why the files cannot be read */
 	char disk_fp[65];
 	unsigned long long events;
-	const char *missing[64];    /* interfaces the policy names that do not exist */
+	const char *missing[64]; /* interfaces the policy names that do not exist */
 	uint32_t nmissing;
 	struct report_capture *caps;
 	uint32_t ncaps;
-	const struct dynsets *dyn;  /* the dynamic sets (their names and sizes) */
+	const struct dynsets *dyn; /* the dynamic sets (their names and sizes) */
 	struct report_ha ha;
 };
 
@@ -86,22 +86,22 @@ struct stats_row {
 	bool is_default;
 	struct nfb_counter c;
 	const struct policy_limit *limit; /* the rule's limit:, NULL if none */
-	uint64_t over_limit;              /* packets over it, gone on to later rules */
-	long long last_hit_ms;            /* wall-clock ms of its last packet, 0: none yet */
+	uint64_t over_limit;		  /* packets over it, gone on to later rules */
+	long long last_hit_ms;		  /* wall-clock ms of its last packet, 0: none yet */
 };
 
 struct stats_report {
-	struct stats_row *rows;     /* rules and defaults, hook by hook */
+	struct stats_row *rows; /* rules and defaults, hook by hook */
 	uint32_t nrows;
 	struct nfb_counter established;
-	uint64_t malformed;        /* dropped: headers or the L4 key cut short */
-	uint64_t unreassembled;    /* dropped: fragments the kernel did not reassemble (defrag on) */
+	uint64_t malformed;	/* dropped: headers or the L4 key cut short */
+	uint64_t unreassembled; /* dropped: fragments the kernel did not reassemble (defrag on) */
 	uint64_t log_ring_full, log_rate_limited;
-	uint64_t reject_rate_limited;   /* rejected, unanswered: over reject-rate */
-	uint64_t reject_ring_full;      /* rejected, unanswered: the reject ring was full (bpf) */
-	uint64_t reject_unanswerable;   /* rejected, unanswered by the rules of ICMP (bpf) */
-	uint64_t reject_send_failed;    /* rejected, the reply could not be sent (bpf) */
-	uint64_t reject_replies;        /* replies sent by the daemon (bpf) */
+	uint64_t reject_rate_limited; /* rejected, unanswered: over reject-rate */
+	uint64_t reject_ring_full;    /* rejected, unanswered: the reject ring was full (bpf) */
+	uint64_t reject_unanswerable; /* rejected, unanswered by the rules of ICMP (bpf) */
+	uint64_t reject_send_failed;  /* rejected, the reply could not be sent (bpf) */
+	uint64_t reject_replies;      /* replies sent by the daemon (bpf) */
 	struct report_capture *caps;
 	uint32_t ncaps;
 };

@@ -342,7 +342,9 @@ int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uin
 				if (addr_cmp(f, last, p->e.addr) >= 0) {
 					dyn_entry_format(f, &p->e, a, sizeof(a));
 					dyn_entry_format(f, &q->e, b, sizeof(b));
-					refuse(d, &nref, "%s:%u: %s overlaps %s, also added (set '%s' holds no overlapping entries)",
+					refuse(d, &nref,
+					       "%s:%u: %s overlaps %s, also added (set '%s' holds no overlapping "
+					       "entries)",
 					       p->c->src, p->c->line, a, b, set->name);
 					continue;
 				}
@@ -351,8 +353,8 @@ int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uin
 			if ((o = overlap(set, f, p->e.addr, last, p->e.plen, &exact)) && !exact) {
 				dyn_entry_format(f, &p->e, a, sizeof(a));
 				dyn_entry_format(f, o, b, sizeof(b));
-				refuse(d, &nref, "%s:%u: %s overlaps %s, already in set '%s' (delete it first)", p->c->src,
-				       p->c->line, a, b, set->name);
+				refuse(d, &nref, "%s:%u: %s overlaps %s, already in set '%s' (delete it first)",
+				       p->c->src, p->c->line, a, b, set->name);
 				continue;
 			}
 			p->ri = o ? o - set->v[f] : -1;
@@ -362,8 +364,10 @@ int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uin
 		for (uint32_t i = 0; i < pn[f]; i++)
 			fresh[f] += pv[f][i].ri < 0;
 		if (!nref && s->total[f] + fresh[f] > DYNSET_MAX_ENTRIES) {
-			diag_fail(d, -ENOSPC, "set '%s': %u more %s entries would pass the limit of %u for all dynamic sets together",
-				  set->name, fresh[f], f ? "IPv6" : "IPv4", DYNSET_MAX_ENTRIES);
+			diag_fail(
+				d, -ENOSPC,
+				"set '%s': %u more %s entries would pass the limit of %u for all dynamic sets together",
+				set->name, fresh[f], f ? "IPv6" : "IPv4", DYNSET_MAX_ENTRIES);
 			r = -ENOSPC;
 			goto out;
 		}
@@ -455,7 +459,8 @@ static int del_cmp(const void *a, const void *b)
 int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *c, uint32_t n, struct diags *d,
 	       struct dyn_undo *undo)
 {
-	uint32_t *idx[2] = { calloc(n ? n : 1, sizeof(uint32_t)), calloc(n ? n : 1, sizeof(uint32_t)) }, ni[2] = { 0, 0 };
+	uint32_t *idx[2] = { calloc(n ? n : 1, sizeof(uint32_t)), calloc(n ? n : 1, sizeof(uint32_t)) },
+		 ni[2] = { 0, 0 };
 	unsigned nref = 0;
 	int r = 0;
 
@@ -571,8 +576,7 @@ void dynsets_save(const struct dynsets *s, FILE *f)
 }
 
 /* The entries read for one set, added in one go. */
-static int flush_batch(struct dynsets *s, struct dyn_set *set, struct dyn_change **batch, uint32_t *nb,
-		       struct diags *d)
+static int flush_batch(struct dynsets *s, struct dyn_set *set, struct dyn_change **batch, uint32_t *nb, struct diags *d)
 {
 	int r = set && *nb ? dynset_add(s, set, *batch, *nb, d, NULL, NULL, NULL) : 0;
 
@@ -621,8 +625,8 @@ int dynsets_load(struct dynsets *s, FILE *f, int64_t now, unsigned *bad_line)
 			}
 			continue;
 		}
-		if (sscanf(line, "e %65s %79s %lld", name, what, &exp) != 3 || exp < 0 || !(set = dynsets_find(s, name)) ||
-		    parse_prefix(what, &c.pfx, &host_bits, &why) < 0 || host_bits)
+		if (sscanf(line, "e %65s %79s %lld", name, what, &exp) != 3 || exp < 0 ||
+		    !(set = dynsets_find(s, name)) || parse_prefix(what, &c.pfx, &host_bits, &why) < 0 || host_bits)
 			goto bad;
 		if (exp && exp <= now)
 			continue;

@@ -25,19 +25,19 @@
 
 #include "policy/policy.h"
 
-#define DYNSET_MAX_ENTRIES (1u << 20) /* per family, all sets together (NFB_DYN_ENTRIES) */
+#define DYNSET_MAX_ENTRIES   (1u << 20) /* per family, all sets together (NFB_DYN_ENTRIES) */
 #define DYNSET_MAX_TIMEOUT_S (365u * 86400)
 
 struct dyn_entry {
 	uint8_t addr[16]; /* the prefix's first address; IPv4 in the first 4 bytes */
 	uint8_t plen;
-	int64_t expires;  /* ms, CLOCK_REALTIME; 0: never */
+	int64_t expires; /* ms, CLOCK_REALTIME; 0: never */
 };
 
 struct dyn_set {
 	char *name;
 	uint16_t id;
-	bool in_policy;      /* named by the policy in force (else being dropped) */
+	bool in_policy;		/* named by the policy in force (else being dropped) */
 	struct dyn_entry *v[2]; /* [0] IPv4, [1] IPv6, sorted by address */
 	uint32_t n[2], cap[2];
 };
@@ -54,7 +54,7 @@ struct dynsets {
 struct dyn_change {
 	struct prefix pfx;
 	int64_t expires;
-	bool renew;     /* set by dynset_add: the entry was there (its expiry renewed) */
+	bool renew;	 /* set by dynset_add: the entry was there (its expiry renewed) */
 	const char *src; /* "argument", "stdin", a path */
 	unsigned line;
 };

@@ -95,7 +95,8 @@ int engine_dyn_prune(struct engine *e,
 		struct prune p = { fam, keep, arg };
 
 		if ((r = engine_delete_keys(e->map_fd[fam ? EM_DYN6 : EM_DYN4],
-					    fam ? sizeof(struct nfb_dyn6_key) : sizeof(struct nfb_dyn4_key), unkept, &p)) < 0)
+					    fam ? sizeof(struct nfb_dyn6_key) : sizeof(struct nfb_dyn4_key), unkept,
+					    &p)) < 0)
 			return r;
 		went += r;
 	}

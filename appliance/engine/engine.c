@@ -21,14 +21,25 @@
 #include "lib/nfhook.h"
 #include "bpf/nfbox_filter.skel.h"
 
-
 static const char *const map_names[EM_COUNT] = {
-	[EM_CTL] = "nfb_ctl",       [EM_GEN] = "nfb_gen",         [EM_ADDR4] = "nfb_addr4",
-	[EM_ADDR6] = "nfb_addr6",   [EM_IFACE] = "nfb_iface",     [EM_PORT] = "nfb_port",
-	[EM_MISC] = "nfb_misc",     [EM_RULES] = "nfb_rules",     [EM_LIMITS] = "nfb_limits",
-	[EM_BLOB] = "nfb_blob",     [EM_COUNTERS] = "nfb_counters", [EM_METER] = "nfb_meter",
-	[EM_FIXED] = "nfb_fixed",   [EM_EVENTS] = "nfb_events",   [EM_LOG_BUCKET] = "nfb_log_bucket",
-	[EM_REJECTS] = "nfb_rejects", [EM_DYN4] = "nfb_dyn4",     [EM_DYN6] = "nfb_dyn6",
+	[EM_CTL] = "nfb_ctl",
+	[EM_GEN] = "nfb_gen",
+	[EM_ADDR4] = "nfb_addr4",
+	[EM_ADDR6] = "nfb_addr6",
+	[EM_IFACE] = "nfb_iface",
+	[EM_PORT] = "nfb_port",
+	[EM_MISC] = "nfb_misc",
+	[EM_RULES] = "nfb_rules",
+	[EM_LIMITS] = "nfb_limits",
+	[EM_BLOB] = "nfb_blob",
+	[EM_COUNTERS] = "nfb_counters",
+	[EM_METER] = "nfb_meter",
+	[EM_FIXED] = "nfb_fixed",
+	[EM_EVENTS] = "nfb_events",
+	[EM_LOG_BUCKET] = "nfb_log_bucket",
+	[EM_REJECTS] = "nfb_rejects",
+	[EM_DYN4] = "nfb_dyn4",
+	[EM_DYN6] = "nfb_dyn6",
 	[EM_DYN_NAMES] = "nfb_dyn_names",
 };
 
@@ -119,16 +130,23 @@ static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 	for (int i = 0; i < EM_COUNT; i++) {
 		if (engine_path(path, sizeof(path), e, "maps", map_names[i]) < 0 ||
 		    (e->map_fd[i] = bpf_obj_get(path)) < 0)
-			return diag_fail(d, -ENOENT, "pinned state in %s is incomplete (map %s is missing); remove the pin directory or run 'nfbox run --fresh'",
+			return diag_fail(d, -ENOENT,
+					 "pinned state in %s is incomplete (map %s is missing); remove the pin "
+					 "directory or run 'nfbox run --fresh'",
 					 e->pin_dir, map_names[i]);
 		if (i == EM_CTL &&
 		    (bpf_map_lookup_elem(e->map_fd[EM_CTL], &zero, &ctl) < 0 || ctl.abi != NFB_ABI_VERSION))
-			return diag_fail(d, -EPROTO, "the state pinned in %s was made by another nfbox version; stop it ('nfbox run --fresh' replaces it)",
+			return diag_fail(d, -EPROTO,
+					 "the state pinned in %s was made by another nfbox version; stop it ('nfbox "
+					 "run --fresh' replaces it)",
 					 e->pin_dir);
 	}
 	if (ctl.netns_cookie != cookie)
-		return diag_fail(d, -EXDEV, "the state pinned in %s enforces another network namespace (cookie %llu, this one %llu): give each appliance its own --pin-dir, or replace the stale state with 'nfbox run --fresh'",
-				 e->pin_dir, (unsigned long long)ctl.netns_cookie, (unsigned long long)cookie);
+		return diag_fail(
+			d, -EXDEV,
+			"the state pinned in %s enforces another network namespace (cookie %llu, this one %llu): give "
+			"each appliance its own --pin-dir, or replace the stale state with 'nfbox run --fresh'",
+			e->pin_dir, (unsigned long long)ctl.netns_cookie, (unsigned long long)cookie);
 	e->netns_cookie = cookie;
 	e->active_gen = ctl.active_gen & 1;
 	if (adopt_counters(e) < 0)

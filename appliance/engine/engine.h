@@ -21,7 +21,7 @@
 
 /* One netfilter link of the classifier, as status shows it. */
 struct engine_link {
-	int fd;           /* -1: none */
+	int fd; /* -1: none */
 	bool defrag;
 	int32_t priority;
 	uint32_t id;
@@ -29,9 +29,9 @@ struct engine_link {
 
 /* What the engine runs, for status and the daemon. */
 struct engine_info {
-	const char *pin_dir;  /* NULL: nothing pinned; enforcement ends with the process */
+	const char *pin_dir; /* NULL: nothing pinned; enforcement ends with the process */
 	uint64_t netns_cookie;
-	bool adopted;        /* found enforcing state pinned at start */
+	bool adopted;	     /* found enforcing state pinned at start */
 	uint32_t active_gen; /* map set in force (0 or 1) */
 	uint64_t generation; /* policies loaded by this daemon */
 	struct engine_link link[NFB_HOOK_MAX][NFB_FAM_MAX];
@@ -68,8 +68,8 @@ struct slot_map {
  * or re-attach links so that exactly the plan's hooks are enforced with
  * its defrag setting. On failure the running generation is untouched.
  * Errors, and warnings (an interface that does not exist), go to d. */
-int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob *blob,
-		const struct slot_map *slots, struct diags *d);
+int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob *blob, const struct slot_map *slots,
+		struct diags *d);
 
 /* Free the generation the last engine_load() flipped away from: its maps
  * leave the outer maps (the kernel waits for one RCU grace period first,

@@ -47,7 +47,7 @@ enum engine_map {
 
 /* First outer (per-generation) map and how many there are. */
 #define EM_FIRST_OUTER EM_ADDR4
-#define EM_NUM_OUTER (EM_METER - EM_ADDR4 + 1)
+#define EM_NUM_OUTER   (EM_METER - EM_ADDR4 + 1)
 
 struct inner_shape {
 	uint32_t type, key_size, value_size, max_entries, flags;
@@ -70,7 +70,7 @@ struct engine {
 	uint32_t active_gen;
 	uint64_t generation;
 	uint64_t netns_cookie;
-	int ncpus; /* possible CPUs: the counters map's CPU rows */
+	int ncpus;	    /* possible CPUs: the counters map's CPU rows */
 	struct cnt_map cnt; /* the active generation's counters */
 	/* The generation flipped away from, until engine_settle() frees it;
 	 * when its counters map is another, what the active map's carry row

@@ -30,7 +30,7 @@
 #define ARRAY_STRIDE 2
 
 static const char *const inner_names[EM_NUM_OUTER] = {
-	"nfb_g_addr4", "nfb_g_addr6", "nfb_g_iface", "nfb_g_port",     "nfb_g_misc",
+	"nfb_g_addr4", "nfb_g_addr6",  "nfb_g_iface", "nfb_g_port",	"nfb_g_misc",
 	"nfb_g_rules", "nfb_g_limits", "nfb_g_blob",  "nfb_g_counters", "nfb_g_meter",
 };
 
@@ -39,7 +39,7 @@ static const char *const inner_names[EM_NUM_OUTER] = {
 struct gen_maps {
 	int fd[EM_NUM_OUTER]; /* -1: none (the meter of a policy without per-source limits) */
 	uint32_t size[EM_NUM_OUTER];
-	bool own_counters;    /* a new counters map (else the active one, shared) */
+	bool own_counters; /* a new counters map (else the active one, shared) */
 };
 
 static int inner_create(struct engine *e, int idx, uint32_t max_entries)
@@ -611,8 +611,8 @@ static int gen_plan_make(struct engine *e, const struct plan *pl, const struct p
 	return port_pages_build(pl, b, &gp->pp) < 0 ? -ENOMEM : addr_plan_make(pl, b, &gp->ap);
 }
 
-static int fill_arrays(struct gen_maps *g, const struct gen_plan *gp, const struct plan *pl,
-		       const struct plan_blob *b, const struct slot_map *slots, struct limits *lim)
+static int fill_arrays(struct gen_maps *g, const struct gen_plan *gp, const struct plan *pl, const struct plan_blob *b,
+		       const struct slot_map *slots, struct limits *lim)
 {
 	/* Array maps store each value in 8-byte-aligned slots: a u32 locator
 	 * takes 8 bytes of the mmap()ed area (see ARRAY_STRIDE). */
@@ -648,7 +648,8 @@ static int fill_arrays(struct gen_maps *g, const struct gen_plan *gp, const stru
 
 			rules[gp->rule_base[hk] + bit] = (struct nfb_rule){
 				.action = nfb_action_of(ru->action),
-				.flags = (uint8_t)((ru->log ? NFB_RULE_LOG : 0) | ru->reject_with << NFB_RULE_REJECT_SHIFT),
+				.flags = (uint8_t)((ru->log ? NFB_RULE_LOG : 0) | ru->reject_with
+											  << NFB_RULE_REJECT_SHIFT),
 				.limit = ru->limit.rate.n ? limit_index(lim, slots->rule_slot[hk][bit], &ru->limit) : 0,
 				.counter = slots->rule_slot[hk][bit],
 				.dyn = { dyn_of(slots, &ru->from), dyn_of(slots, &ru->to) },
@@ -703,14 +704,17 @@ static int iface_wanted(const struct plan *pl, const struct plan_blob *b, struct
 
 				if (j < 0)
 					continue;
-				w->k[w->n] = (struct nfb_iface_key){ .hook = (uint8_t)hk, .dir = dir, .ifindex = it->if_index };
+				w->k[w->n] = (struct nfb_iface_key){ .hook = (uint8_t)hk,
+								     .dir = dir,
+								     .ifindex = it->if_index };
 				w->loc[w->n++] = b->loc[hk][h->ifaces[j].vec];
 			}
 		}
 		for (uint32_t i = 0; warn && i < h->nifaces; i++)
 			if (!policy_ifname_wild(h->ifaces[i].ifname) && !if_nametoindex(h->ifaces[i].ifname))
 				diag_warn(warn, DIAG_NOWHERE,
-					  "interface %s does not exist (yet): rules naming it match nothing until it appears",
+					  "interface %s does not exist (yet): rules naming it match nothing until it "
+					  "appears",
 					  h->ifaces[i].ifname);
 	}
 	if_freenameindex(all);
@@ -818,7 +822,6 @@ int engine_delete_keys(int fd, size_t key_size, bool (*drop)(const void *key, vo
 	free(keys);
 	return went;
 }
-
 
 static bool meter_unused(const void *key, void *arg)
 {
@@ -947,7 +950,9 @@ int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob 
 		if (g.fd[i] < 0)
 			continue;
 		op_map[nops] = i;
-		ops[nops++] = (struct outer_op){ .outer_fd = e->map_fd[EM_FIRST_OUTER + i], .key = spare, .inner_fd = g.fd[i] };
+		ops[nops++] = (struct outer_op){ .outer_fd = e->map_fd[EM_FIRST_OUTER + i],
+						 .key = spare,
+						 .inner_fd = g.fd[i] };
 	}
 	outer_ops_start(ops, nops);
 	r = gen_fill(e, &g, gp, pl, b, slots, d);

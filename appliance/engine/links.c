@@ -83,7 +83,9 @@ static int link_replace(struct engine *e, struct engine_link *cur, int hook, int
 		r = link_attach(e, hook, fam, defrag, prio, &nl);
 	}
 	if (r == -EBUSY)
-		return diag_errno(d, r, "cannot attach the netfilter link for %s/%s: priorities %d to %d are all taken by other hooks (nft list hooks shows them)",
+		return diag_errno(d, r,
+				  "cannot attach the netfilter link for %s/%s: priorities %d to %d are all taken by "
+				  "other hooks (nft list hooks shows them)",
 				  policy_hook_name((enum policy_hook)hook), engine_fam_name(fam), NFB_PRIORITY,
 				  NFB_PRIORITY + NFB_PRIORITY_SPAN - 1);
 	if (r < 0)
@@ -151,4 +153,3 @@ bool engine_hooked(const struct engine *e)
 				return true;
 	return false;
 }
-

@@ -9,16 +9,16 @@
 #include "engine/engine.h"
 
 struct slot_table {
-	char **name;          /* by slot: "HOOK:RULE", NULL if free */
-	uint32_t *hash;       /* open addressing over slots, slot + 1 */
+	char **name;	/* by slot: "HOOK:RULE", NULL if free */
+	uint32_t *hash; /* open addressing over slots, slot + 1 */
 	uint32_t hcap;
-	uint32_t tombs;       /* released entries still in hash: past hcap / 4 it is built anew */
-	uint32_t next_free;   /* lowest slot that may be free */
+	uint32_t tombs;	    /* released entries still in hash: past hcap / 4 it is built anew */
+	uint32_t next_free; /* lowest slot that may be free */
 };
 
-#define SLOT_DEFAULT(h) (NFB_CNT_FIRST_RULE + (h))
+#define SLOT_DEFAULT(h)	 (NFB_CNT_FIRST_RULE + (h))
 #define SLOT_ESTABLISHED (NFB_CNT_FIRST_RULE + NFB_HOOK_MAX)
-#define SLOT_FIRST_RULE (NFB_CNT_FIRST_RULE + NFB_HOOK_MAX + 1)
+#define SLOT_FIRST_RULE	 (NFB_CNT_FIRST_RULE + NFB_HOOK_MAX + 1)
 
 int slots_init(struct slot_table *t);
 void slots_free(struct slot_table *t);

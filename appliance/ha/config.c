@@ -59,20 +59,25 @@ char *ha_keepalived_conf(const struct ha_conf *ha, const struct ha_paths *paths,
 
 	if (!f)
 		return NULL;
-	fprintf(f, "# Written by nfbox from the ha: section of %s.\n# Edit the policy, not this file: nfbox writes it again at every load.\n",
+	fprintf(f,
+		"# Written by nfbox from the ha: section of %s.\n# Edit the policy, not this file: nfbox writes it "
+		"again at every load.\n",
 		source);
-	fprintf(f, "global_defs {\n"
-		   "\trouter_id nfbox\n"
-		   "\tnotify_fifo %s\n"
-		   "\tvrrp_version 3\n"
-		   "\t# an interface that is not there yet puts its instance in FAULT until it comes\n"
-		   "\tdynamic_interfaces\n"
-		   "\t# nfbox runs no scripts; keepalived then needs no script user of its own\n"
-		   "\tscript_user nobody\n"
-		   "}\n",
+	fprintf(f,
+		"global_defs {\n"
+		"\trouter_id nfbox\n"
+		"\tnotify_fifo %s\n"
+		"\tvrrp_version 3\n"
+		"\t# an interface that is not there yet puts its instance in FAULT until it comes\n"
+		"\tdynamic_interfaces\n"
+		"\t# nfbox runs no scripts; keepalived then needs no script user of its own\n"
+		"\tscript_user nobody\n"
+		"}\n",
 		paths->fifo);
 	if (ha->nvirt > 1) {
-		fprintf(f, "\n# The addresses move together: a fault on one interface hands all of them over.\nvrrp_sync_group %s {\n\tgroup {\n",
+		fprintf(f,
+			"\n# The addresses move together: a fault on one interface hands all of them "
+			"over.\nvrrp_sync_group %s {\n\tgroup {\n",
 			HA_SYNC_GROUP);
 		for (uint32_t i = 0; i < ha->nvirt; i++) {
 			ha_instance_name(&ha->virt[i], name, sizeof(name));
@@ -85,17 +90,18 @@ char *ha_keepalived_conf(const struct ha_conf *ha, const struct ha_paths *paths,
 
 		ha_instance_name(v, name, sizeof(name));
 		addr_text(&v->addr, addr, sizeof(addr));
-		fprintf(f, "\nvrrp_instance %s {\n"
-			   "\tstate BACKUP\n"
-			   "\tinterface %s\n"
-			   "\tvirtual_router_id %u\n"
-			   "\tpriority %u\n"
-			   "\tadvert_int 1\n"
-			   "\tpreempt_delay %u\n"
-			   "\tvirtual_ipaddress {\n"
-			   "\t\t%s dev %s\n"
-			   "\t}\n"
-			   "}\n",
+		fprintf(f,
+			"\nvrrp_instance %s {\n"
+			"\tstate BACKUP\n"
+			"\tinterface %s\n"
+			"\tvirtual_router_id %u\n"
+			"\tpriority %u\n"
+			"\tadvert_int 1\n"
+			"\tpreempt_delay %u\n"
+			"\tvirtual_ipaddress {\n"
+			"\t\t%s dev %s\n"
+			"\t}\n"
+			"}\n",
 			name, v->ifname, v->id, ha->priority, ha->preempt_delay, addr, v->ifname);
 	}
 	if (fclose(f) != 0) {
@@ -117,56 +123,60 @@ char *ha_conntrackd_conf(const struct ha_conf *ha, const struct prefix *sync_add
 		return NULL;
 	host_text(sync_addr, local, sizeof(local));
 	host_text(sync_peer, peer, sizeof(peer));
-	fprintf(f, "# Written by nfbox from the ha: section of %s.\n# Edit the policy, not this file: nfbox writes it again at every load.\n",
+	fprintf(f,
+		"# Written by nfbox from the ha: section of %s.\n# Edit the policy, not this file: nfbox writes it "
+		"again at every load.\n",
 		source);
-	fprintf(f, "Sync {\n"
-		   "\t# Reliable (acknowledged, resent) sync; what the peer sends waits in\n"
-		   "\t# the external cache and is committed to the kernel on becoming master.\n"
-		   "\tMode FTFW {\n"
-		   "\t\tDisableExternalCache Off\n"
-		   "\t\tPurgeTimeout 60\n"
-		   "\t}\n"
-		   "\tUDP {\n"
-		   "\t\t%s_address %s\n"
-		   "\t\t%s_Destination_Address %s\n"
-		   "\t\tPort %u\n"
-		   "\t\tInterface %s\n"
-		   "\t\tSndSocketBuffer 1249280\n"
-		   "\t\tRcvSocketBuffer 1249280\n"
-		   "\t\tChecksum on\n"
-		   "\t}\n"
-		   "}\n",
+	fprintf(f,
+		"Sync {\n"
+		"\t# Reliable (acknowledged, resent) sync; what the peer sends waits in\n"
+		"\t# the external cache and is committed to the kernel on becoming master.\n"
+		"\tMode FTFW {\n"
+		"\t\tDisableExternalCache Off\n"
+		"\t\tPurgeTimeout 60\n"
+		"\t}\n"
+		"\tUDP {\n"
+		"\t\t%s_address %s\n"
+		"\t\t%s_Destination_Address %s\n"
+		"\t\tPort %u\n"
+		"\t\tInterface %s\n"
+		"\t\tSndSocketBuffer 1249280\n"
+		"\t\tRcvSocketBuffer 1249280\n"
+		"\t\tChecksum on\n"
+		"\t}\n"
+		"}\n",
 		fam, local, fam, peer, HA_SYNC_PORT, ha->sync_ifname);
-	fprintf(f, "General {\n"
-		   "\tSystemd off\n"
-		   "\tHashSize 32768\n"
-		   "\tHashLimit 262144\n"
-		   "\t# Messages go to nfbox, which reads conntrackd's output into its log.\n"
-		   "\tLogFile off\n"
-		   "\tSyslog off\n"
-		   "\tLockFile %s\n"
-		   "\tUNIX {\n"
-		   "\t\tPath %s\n"
-		   "\t}\n"
-		   "\tNetlinkBufferSize 2097152\n"
-		   "\tNetlinkBufferSizeMaxGrowth 8388608\n"
-		   "\tNetlinkOverrunResync On\n"
-		   "\t# Forwarded flows only: not the node's own loopback and sync traffic.\n"
-		   "\tFilter From Userspace {\n"
-		   "\t\tProtocol Accept {\n"
-		   "\t\t\tTCP\n"
-		   "\t\t\tUDP\n"
-		   "\t\t\tSCTP\n"
-		   "\t\t\tICMP\n"
-		   "\t\t\tIPv6-ICMP\n"
-		   "\t\t}\n"
-		   "\t\tAddress Ignore {\n"
-		   "\t\t\tIPv4_address 127.0.0.1\n"
-		   "\t\t\tIPv6_address ::1\n"
-		   "\t\t\t%s_address %s\n"
-		   "\t\t}\n"
-		   "\t}\n"
-		   "}\n",
+	fprintf(f,
+		"General {\n"
+		"\tSystemd off\n"
+		"\tHashSize 32768\n"
+		"\tHashLimit 262144\n"
+		"\t# Messages go to nfbox, which reads conntrackd's output into its log.\n"
+		"\tLogFile off\n"
+		"\tSyslog off\n"
+		"\tLockFile %s\n"
+		"\tUNIX {\n"
+		"\t\tPath %s\n"
+		"\t}\n"
+		"\tNetlinkBufferSize 2097152\n"
+		"\tNetlinkBufferSizeMaxGrowth 8388608\n"
+		"\tNetlinkOverrunResync On\n"
+		"\t# Forwarded flows only: not the node's own loopback and sync traffic.\n"
+		"\tFilter From Userspace {\n"
+		"\t\tProtocol Accept {\n"
+		"\t\t\tTCP\n"
+		"\t\t\tUDP\n"
+		"\t\t\tSCTP\n"
+		"\t\t\tICMP\n"
+		"\t\t\tIPv6-ICMP\n"
+		"\t\t}\n"
+		"\t\tAddress Ignore {\n"
+		"\t\t\tIPv4_address 127.0.0.1\n"
+		"\t\t\tIPv6_address ::1\n"
+		"\t\t\t%s_address %s\n"
+		"\t\t}\n"
+		"\t}\n"
+		"}\n",
 		paths->lock, paths->ctl, fam, local);
 	if (fclose(f) != 0) {
 		free(text);

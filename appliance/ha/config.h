@@ -18,9 +18,9 @@
 struct ha_paths {
 	char dir[PATH_MAX];
 	char keepalived_conf[PATH_MAX], conntrackd_conf[PATH_MAX];
-	char fifo[PATH_MAX];       /* keepalived's notify_fifo, read by nfbox */
-	char ctl[PATH_MAX];        /* conntrackd's control socket */
-	char lock[PATH_MAX];       /* conntrackd's lock file */
+	char fifo[PATH_MAX];			/* keepalived's notify_fifo, read by nfbox */
+	char ctl[PATH_MAX];			/* conntrackd's control socket */
+	char lock[PATH_MAX];			/* conntrackd's lock file */
 	char pid[PATH_MAX], vrrp_pid[PATH_MAX]; /* keepalived's */
 };
 

@@ -20,8 +20,11 @@ int ha_parse_notice(const char *line, struct ha_notice *out)
 	static const struct {
 		const char *word;
 		enum ha_role role;
-	} states[] = { { "MASTER", HA_ROLE_MASTER }, { "BACKUP", HA_ROLE_BACKUP }, { "FAULT", HA_ROLE_FAULT },
-		       { "STOP", HA_ROLE_STOPPED }, { "DELETED", HA_ROLE_STOPPED } };
+	} states[] = { { "MASTER", HA_ROLE_MASTER },
+		       { "BACKUP", HA_ROLE_BACKUP },
+		       { "FAULT", HA_ROLE_FAULT },
+		       { "STOP", HA_ROLE_STOPPED },
+		       { "DELETED", HA_ROLE_STOPPED } };
 	const char *q, *e, *w;
 	size_t n;
 

@@ -22,7 +22,7 @@ enum ha_role {
 const char *ha_role_name(enum ha_role r); /* "stopped", "starting", "backup", "master", "fault" */
 
 struct ha_notice {
-	bool group;         /* GROUP, else INSTANCE */
+	bool group; /* GROUP, else INSTANCE */
 	char name[64];
 	enum ha_role state; /* keepalived's STOP and DELETED are HA_ROLE_STOPPED */
 };
@@ -30,9 +30,9 @@ struct ha_notice {
 int ha_parse_notice(const char *line, struct ha_notice *out);
 
 struct ha_sync_stats {
-	uint64_t internal, external;           /* connections in the caches */
+	uint64_t internal, external; /* connections in the caches */
 	uint64_t bytes_sent, bytes_recv, msgs_sent, msgs_recv, send_errors, recv_errors;
-	uint64_t malformed, lost;              /* sync messages */
+	uint64_t malformed, lost; /* sync messages */
 };
 /* 0, or -EINVAL when text has none of the sections (a field that is
  * missing stays 0). */

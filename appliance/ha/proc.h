@@ -15,9 +15,9 @@
 #include <sys/types.h>
 
 struct proc {
-	pid_t pid;        /* 0: none */
-	int pidfd;        /* readable once it exits; -1 when none */
-	int out;          /* its stdout and stderr; -1 once they are closed */
+	pid_t pid;	    /* 0: none */
+	int pidfd;	    /* readable once it exits; -1 when none */
+	int out;	    /* its stdout and stderr; -1 once they are closed */
 	char buf[4096 + 1]; /* output not yet a whole line (and room for a NUL) */
 	size_t len;
 };

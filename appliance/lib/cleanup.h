@@ -38,22 +38,22 @@ static inline void cleanup_fclosep(FILE **f)
 		fclose(*f);
 }
 
-#define _cleanup_free_ _cleanup_(cleanup_freep)
-#define _cleanup_close_ _cleanup_(cleanup_closep)
+#define _cleanup_free_	 _cleanup_(cleanup_freep)
+#define _cleanup_close_	 _cleanup_(cleanup_closep)
 #define _cleanup_fclose_ _cleanup_(cleanup_fclosep)
 
-#define TAKE_PTR(p)                          \
-	({                                   \
-		__typeof__(p) _taken = (p);  \
-		(p) = NULL;                  \
-		_taken;                      \
+#define TAKE_PTR(p)                         \
+	({                                  \
+		__typeof__(p) _taken = (p); \
+		(p) = NULL;                 \
+		_taken;                     \
 	})
 
-#define TAKE_FD(fd)                  \
-	({                           \
-		int _taken = (fd);   \
-		(fd) = -1;           \
-		_taken;              \
+#define TAKE_FD(fd)                \
+	({                         \
+		int _taken = (fd); \
+		(fd) = -1;         \
+		_taken;            \
 	})
 
 #endif

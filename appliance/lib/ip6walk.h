@@ -12,17 +12,17 @@
 #include <stdint.h>
 
 struct ip6walk {
-	uint8_t proto;  /* the upper-layer protocol; a fragment's: the header after its fragment header */
-	size_t l4off;   /* where the header after the chain starts */
-	bool frag;      /* ended at a fragment header with an offset or M set */
-	bool later;     /* a fragment with an offset: what follows is data */
-	bool more;      /* M set */
+	uint8_t proto; /* the upper-layer protocol; a fragment's: the header after its fragment header */
+	size_t l4off;  /* where the header after the chain starts */
+	bool frag;     /* ended at a fragment header with an offset or M set */
+	bool later;    /* a fragment with an offset: what follows is data */
+	bool more;     /* M set */
 };
 
 enum ip6walk_result {
 	IP6W_OK = 0,
 	IP6W_MALFORMED = -1, /* a header runs past the datagram, or the chain is longer than any */
-	IP6W_CUT = -2,       /* the bytes given end inside the chain (a capture cut short) */
+	IP6W_CUT = -2,	     /* the bytes given end inside the chain (a capture cut short) */
 };
 
 /* The chain of the IPv6 packet p (its fixed header first), of which have

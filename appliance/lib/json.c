@@ -92,7 +92,8 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 			return 0;
 		cp = cp << 6 | (s[i] & 0x3f);
 	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
 		return 0;
 	return len;
 }

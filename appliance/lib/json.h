@@ -28,8 +28,8 @@
 struct json {
 	FILE *f;
 	unsigned depth;
-	bool after_key;                  /* a key was written: the value needs no comma */
-	bool nonempty[JSON_MAX_DEPTH];   /* the container at each depth has members */
+	bool after_key;		       /* a key was written: the value needs no comma */
+	bool nonempty[JSON_MAX_DEPTH]; /* the container at each depth has members */
 };
 
 void json_init(struct json *j, FILE *f);

@@ -34,9 +34,9 @@ bool log_to_journal(void);
 #define LOG_JOURNAL_MAX_FIELDS 24
 int log_journal_fields(int priority, const char *const *fields, size_t n);
 
-#define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
-#define log_warn(...) log_msg(LOG_WARN, __VA_ARGS__)
-#define log_info(...) log_msg(LOG_INFO, __VA_ARGS__)
+#define log_err(...)   log_msg(LOG_ERR, __VA_ARGS__)
+#define log_warn(...)  log_msg(LOG_WARN, __VA_ARGS__)
+#define log_info(...)  log_msg(LOG_INFO, __VA_ARGS__)
 #define log_debug(...) log_msg(LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -27,9 +27,8 @@ static int family_id_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct nlattr *a;
 
-	mnl_attr_for_each(a, nlh, sizeof(struct genlmsghdr))
-		if (mnl_attr_get_type(a) == CTRL_ATTR_FAMILY_ID)
-			*(uint16_t *)data = mnl_attr_get_u16(a);
+	mnl_attr_for_each(a, nlh, sizeof(struct genlmsghdr)) if (mnl_attr_get_type(a) == CTRL_ATTR_FAMILY_ID) *
+		(uint16_t *)data = mnl_attr_get_u16(a);
 	return MNL_CB_OK;
 }
 
@@ -38,7 +37,8 @@ static int dev_features_cb(const struct nlmsghdr *nlh, void *data)
 	struct nl_netdev_xdp *info = data;
 	struct nlattr *a;
 
-	mnl_attr_for_each(a, nlh, sizeof(struct genlmsghdr)) {
+	mnl_attr_for_each(a, nlh, sizeof(struct genlmsghdr))
+	{
 		if (mnl_attr_get_type(a) == NETDEV_A_DEV_XDP_FEATURES)
 			info->xdp_features = mnl_attr_get_u64(a);
 		else if (mnl_attr_get_type(a) == NETDEV_A_DEV_XDP_ZC_MAX_SEGS)

@@ -10,7 +10,6 @@
 #include <sys/socket.h>
 #include <time.h>
 
-
 /* Room kept free for the message being built: the largest nfbox makes is a
  * chunk of set elements (NFT_ELEMS_PER_MSG of them, well under this). */
 #define MSG_ROOM (256u << 10)
@@ -35,13 +34,13 @@ struct told {
 
 struct nft_batch {
 	char *buf;
-	size_t len, cap;   /* len: bytes of finished messages */
-	size_t cur;        /* offset of the message in progress, or SIZE_MAX */
+	size_t len, cap; /* len: bytes of finished messages */
+	size_t cur;	 /* offset of the message in progress, or SIZE_MAX */
 	uint32_t seq, first_seq, last_seq;
-	bool failed;       /* out of memory while building */
+	bool failed; /* out of memory while building */
 	struct note *notes;
 	uint32_t nnotes, capnotes;
-	struct told told;  /* the kernel's answers so far */
+	struct told told; /* the kernel's answers so far */
 };
 
 static bool reserve(struct nft_batch *b)
@@ -163,7 +162,8 @@ static const char *extack_msg(const struct nlmsghdr *h)
 		return NULL;
 	if (!(h->nlmsg_flags & NLM_F_CAPPED))
 		off += mnl_nlmsg_get_payload_len(&e->msg);
-	mnl_attr_for_each_payload((const struct nlattr *)((const char *)e + off), mnl_nlmsg_get_payload_len(h) - off) {
+	mnl_attr_for_each_payload((const struct nlattr *)((const char *)e + off), mnl_nlmsg_get_payload_len(h) - off)
+	{
 		if (mnl_attr_get_type(attr) == NLMSGERR_ATTR_MSG && mnl_attr_validate(attr, MNL_TYPE_NUL_STRING) == 0)
 			return mnl_attr_get_str(attr);
 	}
@@ -198,9 +198,10 @@ static int refused(const struct nft_batch *b, const struct nlmsghdr *h, int err,
 	}
 	if (table && (err == -EPERM || err == -EBUSY)) {
 		t->table_refused = true;
-		diag_error(d, DIAG_NOWHERE,
-			   "nftables refused %s: %s: another program owns it (another nfbox in this network namespace?)",
-			   NFT_TABLE_WHAT, strerror(-err));
+		diag_error(
+			d, DIAG_NOWHERE,
+			"nftables refused %s: %s: another program owns it (another nfbox in this network namespace?)",
+			NFT_TABLE_WHAT, strerror(-err));
 		return err;
 	}
 	if (n && n->loc.src)
@@ -213,8 +214,7 @@ static int refused(const struct nft_batch *b, const struct nlmsghdr *h, int err,
 	return err;
 }
 
-int nft_batch_answers(struct nft_batch *b, uint32_t portid, const void *buf, size_t len, int *err,
-		      struct diags *d)
+int nft_batch_answers(struct nft_batch *b, uint32_t portid, const void *buf, size_t len, int *err, struct diags *d)
 {
 	int n = len > INT32_MAX ? INT32_MAX : (int)len;
 
@@ -233,7 +233,8 @@ int nft_batch_answers(struct nft_batch *b, uint32_t portid, const void *buf, siz
 		}
 		if (h->nlmsg_seq == b->last_seq) {
 			if (b->told.hidden && !b->told.table_refused)
-				diag_note(d, DIAG_NOWHERE, "%u more messages refused for the reasons above", b->told.hidden);
+				diag_note(d, DIAG_NOWHERE, "%u more messages refused for the reasons above",
+					  b->told.hidden);
 			return 1;
 		}
 	}

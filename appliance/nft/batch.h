@@ -53,8 +53,7 @@ int nft_batch_commit(struct nft_batch *b, struct diags *d);
  * a refusal repeated for the same reason folded. *err keeps the first
  * error. Returns 1 once the last message's answer was seen, else 0. Used
  * by nft_batch_commit; exposed for tests. */
-int nft_batch_answers(struct nft_batch *b, uint32_t portid, const void *buf, size_t len, int *err,
-		      struct diags *d);
+int nft_batch_answers(struct nft_batch *b, uint32_t portid, const void *buf, size_t len, int *err, struct diags *d);
 
 /* Close that socket: the table, if this process owned it, is released
  * (kept if it persists, else deleted by the kernel). */

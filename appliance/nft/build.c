@@ -18,11 +18,11 @@
 #include <string.h>
 
 /* nft's conntrack state bits (NF_CT_STATE_*_BIT in the kernel). */
-#define CT_INVALID 1u
+#define CT_INVALID     1u
 #define CT_ESTABLISHED 2u
-#define CT_RELATED 4u
-#define CT_NEW 8u
-#define CT_UNTRACKED 64u
+#define CT_RELATED     4u
+#define CT_NEW	       8u
+#define CT_UNTRACKED   64u
 
 #define FILTER_PRIO 0
 #define DSTNAT_PRIO (-100)
@@ -436,7 +436,7 @@ struct emit {
 	struct ctx *c;
 	const struct rule *ru;
 	enum policy_hook h;
-	uint8_t fam;          /* the chain's family */
+	uint8_t fam; /* the chain's family */
 	char counter[NFR_NAME];
 	char what[160];
 };
@@ -517,7 +517,8 @@ static void limit_match(struct emit *e, struct nfr_rule *r, uint8_t fam)
 	snprintf(name, sizeof(name), "m%c_%s_%s", fam == POLICY_FAM_IPV4 ? '4' : '6', policy_hook_name(e->h),
 		 e->ru->name);
 	if (!(set = nfr_set_find(e->c->t, name))) {
-		struct nfr_set *ns = nfr_set_new(e->c->t, name, fam == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6, false);
+		struct nfr_set *ns =
+			nfr_set_new(e->c->t, name, fam == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6, false);
 		/* An element that has not been updated for as long as its bucket
 		 * takes to fill is a full bucket: it may go; not sooner (a source
 		 * forgotten early would come back to a full bucket). The longest,
@@ -763,8 +764,8 @@ static bool mergeable(const struct rule *r)
 static bool same_shape(const struct rule *a, const struct rule *b)
 {
 	return a->action == b->action && a->proto == b->proto && a->state == b->state && a->families == b->families &&
-	       iface_eq(&a->in, &b->in) && iface_eq(&a->out, &b->out) &&
-	       policy_addrs_equal(&a->from, &b->from) && policy_addrs_equal(&a->to, &b->to);
+	       iface_eq(&a->in, &b->in) && iface_eq(&a->out, &b->out) && policy_addrs_equal(&a->from, &b->from) &&
+	       policy_addrs_equal(&a->to, &b->to);
 }
 
 /* The ports a run has taken: a bit per port and protocol (port_protos),
@@ -888,8 +889,8 @@ static void emit_run(struct ctx *c, enum policy_hook h, uint32_t chain, uint8_t 
 	rule_head(c, &r, ru, fam);
 	s_add(&r, NFR_S_COUNTER_MAP, NULL)->set = map;
 	s_add(&r, ru->action == POLICY_ACCEPT ? NFR_S_ACCEPT : NFR_S_DROP, NULL);
-	snprintf(what, sizeof(what), "rules '%s' to '%s' (%s, one rule with a counter map)", ru->name,
-		 run[n - 1]->name, policy_hook_name(h));
+	snprintf(what, sizeof(what), "rules '%s' to '%s' (%s, one rule with a counter map)", ru->name, run[n - 1]->name,
+		 policy_hook_name(h));
 	nfr_rule_add(c->t, &r, what);
 }
 
@@ -990,7 +991,9 @@ static void fragment_rules(struct ctx *c, enum policy_hook h, uint32_t chain)
 static void filter_hook(struct ctx *c, enum policy_hook h)
 {
 	const struct policy *p = c->p;
-	struct nfr_chain ch = { .base = true, .hook = nf_hook_of(h), .prio = FILTER_PRIO,
+	struct nfr_chain ch = { .base = true,
+				.hook = nf_hook_of(h),
+				.prio = FILTER_PRIO,
 				.policy_drop = p->hooks[h].def != POLICY_ACCEPT };
 	uint32_t chain, fchain[2];
 
@@ -1037,7 +1040,9 @@ static void filter(struct ctx *c)
 
 static uint32_t nat_chain(struct ctx *c, bool pre)
 {
-	struct nfr_chain ch = { .base = true, .nat = true, .hook = pre ? NF_INET_PRE_ROUTING : NF_INET_POST_ROUTING,
+	struct nfr_chain ch = { .base = true,
+				.nat = true,
+				.hook = pre ? NF_INET_PRE_ROUTING : NF_INET_POST_ROUTING,
 				.prio = pre ? DSTNAT_PRIO : SRCNAT_PRIO };
 	const char *name = nf_hook_name(ch.hook);
 

@@ -60,12 +60,12 @@ void nft_rule_counter_name(char *buf, size_t len, enum policy_hook h, const char
 void nft_default_counter_name(char *buf, size_t len, enum policy_hook h);
 /* The packets over a limited rule's limit (that went on to later rules). */
 void nft_over_limit_counter_name(char *buf, size_t len, enum policy_hook h, const char *rule);
-#define NFT_COUNTER_ESTABLISHED "x_established"
-#define NFT_COUNTER_UNREASSEMBLED "x_unreassembled"
+#define NFT_COUNTER_ESTABLISHED	   "x_established"
+#define NFT_COUNTER_UNREASSEMBLED  "x_unreassembled"
 #define NFT_COUNTER_REJECT_LIMITED "x_reject_limited"
 /* Events a log: rule asked for, and those the log-rate let through: the
  * difference is log_rate_limited. */
 #define NFT_COUNTER_LOG_WANTED "x_log_wanted"
-#define NFT_COUNTER_LOGGED "x_logged"
+#define NFT_COUNTER_LOGGED     "x_logged"
 
 #endif

@@ -34,8 +34,8 @@ static int on_set(const struct nlmsghdr *nlh, void *arg)
 		goto out;
 	name = nftnl_set_get_str(s, NFTNL_SET_NAME);
 	len = name ? strlen(name) : 0;
-	if (len < 5 || strncmp(name, "d_", 2) || name[len - 2] != '_' || (name[len - 1] != '4' && name[len - 1] != '6') ||
-	    len >= NFT_DYN_NAME)
+	if (len < 5 || strncmp(name, "d_", 2) || name[len - 2] != '_' ||
+	    (name[len - 1] != '4' && name[len - 1] != '6') || len >= NFT_DYN_NAME)
 		goto out;
 	if (ns->n == ns->cap) {
 		uint32_t cap = ns->cap ? 2 * ns->cap : 16;
@@ -75,7 +75,7 @@ static int set_names(struct mnl_socket *nl, struct names *ns)
 
 struct elem {
 	uint8_t key[16];
-	bool end;        /* an interval's end: the first key past it */
+	bool end;	 /* an interval's end: the first key past it */
 	int64_t expires; /* ms from now; 0: never */
 };
 

@@ -17,8 +17,8 @@ struct nft_dyn_read {
 	void (*fn)(const char *set, int fam, const uint8_t *addr, uint8_t plen, int64_t left_ms, void *arg);
 	void *arg;
 	uint32_t sets; /* d_* sets found (an nftables backend was enforcing: they are the entries) */
-	uint64_t n;   /* entries given to fn */
-	uint64_t odd; /* ranges that are not one prefix (none that nfbox made) */
+	uint64_t n;    /* entries given to fn */
+	uint64_t odd;  /* ranges that are not one prefix (none that nfbox made) */
 };
 
 /* Every element of every d_*_4 and d_*_6 set of the table. 0, or -errno

@@ -35,12 +35,12 @@
 
 /* nft's datatype numbers (its "type ..." of a set), so that `nft list`
  * shows the elements as addresses, ports and names. */
-#define NFT_TYPE_INET_PROTO 12
-#define NFT_TYPE_IPADDR 7
-#define NFT_TYPE_IP6ADDR 8
+#define NFT_TYPE_INET_PROTO   12
+#define NFT_TYPE_IPADDR	      7
+#define NFT_TYPE_IP6ADDR      8
 #define NFT_TYPE_INET_SERVICE 13
-#define NFT_TYPE_IFNAME 41
-#define NFT_TYPE_BITS 6 /* a concatenation's type: each part's, shifted in */
+#define NFT_TYPE_IFNAME	      41
+#define NFT_TYPE_BITS	      6 /* a concatenation's type: each part's, shifted in */
 
 #define ELEMS_PER_MSG 1000
 
@@ -456,7 +456,7 @@ static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
 
 /* ---- what a rule costs the kernel ---- */
 
-_Static_assert(NFR_MAX_MATCH * NFT_MATCH_MAX_EXPRS + NFR_MAX_STMT * NFT_STMT_MAX_EXPRS <= NFT_KERNEL_MAX_EXPRS,
+_Static_assert(NFR_MAX_MATCH *NFT_MATCH_MAX_EXPRS + NFR_MAX_STMT * NFT_STMT_MAX_EXPRS <= NFT_KERNEL_MAX_EXPRS,
 	       "a full rule of the IR must fit in one nftables rule");
 
 static int count_expr(struct nftnl_expr *e, void *arg)
@@ -579,7 +579,10 @@ static int put_obj(struct nft_batch *b, uint32_t type, const char *name, const s
 /* How nft reads the key bytes back (its set user data): without it `nft
  * list` guesses, and shows interface names as "". Strings and one-byte
  * keys are host order, addresses and ports network order. */
-enum { BYTEORDER_HOST = 1, BYTEORDER_BIG = 2 };
+enum {
+	BYTEORDER_HOST = 1,
+	BYTEORDER_BIG = 2
+};
 
 static void set_byteorder(struct nftnl_set *ns, uint32_t order)
 {
@@ -613,8 +616,9 @@ static struct nftnl_set *set_alloc(const struct nfr_set *s)
 	nftnl_set_set_u32(ns, NFTNL_SET_FAMILY, NFPROTO_INET);
 	nftnl_set_set_u32(ns, NFTNL_SET_ID, s->id);
 	nftnl_set_set_u32(ns, NFTNL_SET_FLAGS,
-			  (s->name[0] ? 0 : NFT_SET_ANONYMOUS | NFT_SET_CONSTANT) | (s->interval ? NFT_SET_INTERVAL : 0) |
-				  (concat && s->interval ? NFT_SET_CONCAT : 0) | (s->objmap ? NFT_SET_OBJECT : 0));
+			  (s->name[0] ? 0 : NFT_SET_ANONYMOUS | NFT_SET_CONSTANT) |
+				  (s->interval ? NFT_SET_INTERVAL : 0) | (concat && s->interval ? NFT_SET_CONCAT : 0) |
+				  (s->objmap ? NFT_SET_OBJECT : 0));
 	nftnl_set_set_u32(ns, NFTNL_SET_KEY_TYPE, types[s->key]);
 	nftnl_set_set_u32(ns, NFTNL_SET_KEY_LEN, nfr_key_len(s->key));
 	if (concat && s->interval)
@@ -1091,7 +1095,8 @@ static int transaction(const struct nfr_table *t, uint32_t flags, struct diags *
 		if (r == 0) {
 			diags_free(&tmp);
 			if ((r = retire(t)) < 0) {
-				log_warn("the last counter maps of table inet %s could not be deleted (%s); the next reload "
+				log_warn("the last counter maps of table inet %s could not be deleted (%s); the next "
+					 "reload "
 					 "replaces the table whole",
 					 NFT_TABLE_NAME, strerror(-r));
 				applied_forget();

@@ -32,8 +32,8 @@ int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct
  * static assertion in emit.c says so, and tests/unit/test_nft.c holds
  * every kind of match and statement to its bound with these two. */
 #define NFT_KERNEL_MAX_EXPRS 128
-#define NFT_MATCH_MAX_EXPRS 4
-#define NFT_STMT_MAX_EXPRS 4
+#define NFT_MATCH_MAX_EXPRS  4
+#define NFT_STMT_MAX_EXPRS   4
 uint32_t nft_match_exprs(const struct nfr_match *m);
 uint32_t nft_stmt_exprs(const struct nfr_stmt *s);
 

@@ -247,8 +247,8 @@ void nfr_set_normalize(struct nfr_set *s)
 		struct nfr_elem *cur = &s->v[out];
 		bool same = !s->objmap || s->v[i].chain == cur->chain;
 
-		if (same && (memcmp(s->v[i].lo, cur->hi, len) <= 0 ||
-			     (join_adjacent && adjacent(cur->hi, s->v[i].lo, len)))) {
+		if (same &&
+		    (memcmp(s->v[i].lo, cur->hi, len) <= 0 || (join_adjacent && adjacent(cur->hi, s->v[i].lo, len)))) {
 			if (memcmp(s->v[i].hi, cur->hi, len) > 0)
 				memcpy(cur->hi, s->v[i].hi, len);
 			continue;

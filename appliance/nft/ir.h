@@ -21,79 +21,79 @@ enum nfr_key {
 	NFR_KEY_IFNAME, /* 16 bytes, NUL-padded */
 	NFR_KEY_IPV4,
 	NFR_KEY_IPV6,
-	NFR_KEY_PORT,   /* 2 bytes, network order */
+	NFR_KEY_PORT,	    /* 2 bytes, network order */
 	NFR_KEY_PROTO_PORT, /* meta l4proto . th port: 1 + 2 bytes, each in a 4-byte register */
 };
 
 /* An element: one value (lo) or, in an interval set, the range lo..hi. */
 struct nfr_elem {
 	uint8_t lo[16], hi[16];
-	uint32_t chain;       /* a counter map's element: this counter (index in counters) */
-	uint64_t timeout_ms;  /* a timeout set's element: it goes after this long; 0 never */
+	uint32_t chain;	     /* a counter map's element: this counter (index in counters) */
+	uint64_t timeout_ms; /* a timeout set's element: it goes after this long; 0 never */
 };
 
 struct nfr_set {
-	char name[NFR_NAME];  /* "" for an anonymous set */
-	uint32_t id;          /* unique in the transaction */
+	char name[NFR_NAME]; /* "" for an anonymous set */
+	uint32_t id;	     /* unique in the transaction */
 	enum nfr_key key;
 	bool interval;
-	bool objmap;          /* a counter map: each element names its counter */
-	bool bound;           /* anonymous: used by a rule already (the kernel binds it to one) */
-	bool dynamic;         /* filled by the packet path (a meter): flags dynamic,timeout */
-	bool timeout;         /* a dynamic set of the policy: flags interval,timeout, changed by
+	bool objmap;	    /* a counter map: each element names its counter */
+	bool bound;	    /* anonymous: used by a rule already (the kernel binds it to one) */
+	bool dynamic;	    /* filled by the packet path (a meter): flags dynamic,timeout */
+	bool timeout;	    /* a dynamic set of the policy: flags interval,timeout, changed by
 				 nfbox set (elements added and deleted at run time, each with a timeout) */
-	uint64_t timeout_s;   /* dynamic: an element not updated for this long goes */
-	uint32_t size;        /* dynamic: at most this many elements */
+	uint64_t timeout_s; /* dynamic: an element not updated for this long goes */
+	uint32_t size;	    /* dynamic: at most this many elements */
 	struct nfr_elem *v;
 	uint32_t n, cap;
 };
 
 enum nfr_match_kind {
-	NFR_M_IIFNAME,    /* iifname (set, or the one name) */
+	NFR_M_IIFNAME, /* iifname (set, or the one name) */
 	NFR_M_OIFNAME,
-	NFR_M_NFPROTO,    /* meta nfproto ipv4|ipv6 (value: NFPROTO_*) */
-	NFR_M_ADDR,       /* ip/ip6 saddr|daddr in set (family, dir) */
-	NFR_M_ADDR_EQ,    /* ip/ip6 saddr|daddr in addr/value (family, dir; value: prefix length) */
-	NFR_M_L4PROTO,    /* meta l4proto (value) */
-	NFR_M_PORT,       /* th sport|dport: in set, or lo..hi */
+	NFR_M_NFPROTO,	  /* meta nfproto ipv4|ipv6 (value: NFPROTO_*) */
+	NFR_M_ADDR,	  /* ip/ip6 saddr|daddr in set (family, dir) */
+	NFR_M_ADDR_EQ,	  /* ip/ip6 saddr|daddr in addr/value (family, dir; value: prefix length) */
+	NFR_M_L4PROTO,	  /* meta l4proto (value) */
+	NFR_M_PORT,	  /* th sport|dport: in set, or lo..hi */
 	NFR_M_PROTO_PORT, /* meta l4proto . th sport|dport in set (dir) */
 	NFR_M_ICMP_TYPE,  /* icmp / icmpv6 type (family, value) */
-	NFR_M_CT_STATE,   /* ct state, any of the bits in value (nft's NF_CT_STATE bits) */
-	NFR_M_CT_DNAT,    /* ct status dnat */
+	NFR_M_CT_STATE,	  /* ct state, any of the bits in value (nft's NF_CT_STATE bits) */
+	NFR_M_CT_DNAT,	  /* ct status dnat */
 	NFR_M_FIB_LOCAL,  /* fib daddr type local */
-	NFR_M_FRAG4,      /* ip frag-off & 0x3fff != 0: an IPv4 fragment */
+	NFR_M_FRAG4,	  /* ip frag-off & 0x3fff != 0: an IPv4 fragment */
 	NFR_M_FRAG6_MORE, /* frag more-fragments 1 */
 	NFR_M_FRAG6_OFF,  /* frag frag-off != 0 */
 };
 
 struct nfr_match {
 	enum nfr_match_kind kind;
-	bool neg;                /* iifname/oifname, addresses: != (not in the set) */
-	uint8_t family;          /* POLICY_FAM_IPV4 / _IPV6 where it matters */
-	uint8_t dir;             /* 0 source, 1 destination */
+	bool neg;	/* iifname/oifname, addresses: != (not in the set) */
+	uint8_t family; /* POLICY_FAM_IPV4 / _IPV6 where it matters */
+	uint8_t dir;	/* 0 source, 1 destination */
 	uint32_t value;
-	uint16_t lo, hi;         /* NFR_M_PORT without a set */
-	uint8_t addr[16];        /* NFR_M_ADDR_EQ */
-	char ifname[16];         /* one interface, without a set */
+	uint16_t lo, hi;  /* NFR_M_PORT without a set */
+	uint8_t addr[16]; /* NFR_M_ADDR_EQ */
+	char ifname[16];  /* one interface, without a set */
 	const struct nfr_set *set;
 };
 
 enum nfr_stmt_kind {
-	NFR_S_COUNTER,   /* counter name NAME */
-	NFR_S_LIMIT,     /* limit name NAME (a match: the rule goes on only within it) */
-	NFR_S_LOG,       /* log group GROUP prefix NAME */
+	NFR_S_COUNTER, /* counter name NAME */
+	NFR_S_LIMIT,   /* limit name NAME (a match: the rule goes on only within it) */
+	NFR_S_LOG,     /* log group GROUP prefix NAME */
 	NFR_S_ACCEPT,
 	NFR_S_DROP,
 	NFR_S_REJECT_TCP,   /* reject with tcp reset */
 	NFR_S_REJECT_ICMPX, /* reject with icmpx type CODE (value: NFT_REJECT_ICMPX_*) */
-	NFR_S_JUMP,      /* jump NAME */
+	NFR_S_JUMP,	    /* jump NAME */
 	NFR_S_MASQ,
-	NFR_S_SNAT,      /* snat FAMILY to addr_lo[-addr_hi] */
-	NFR_S_DNAT,      /* dnat FAMILY to addr_lo[:port] */
-	NFR_S_REDIRECT,  /* redirect to :port */
+	NFR_S_SNAT,	   /* snat FAMILY to addr_lo[-addr_hi] */
+	NFR_S_DNAT,	   /* dnat FAMILY to addr_lo[:port] */
+	NFR_S_REDIRECT,	   /* redirect to :port */
 	NFR_S_COUNTER_MAP, /* counter name meta l4proto . th dport map SET: counts
 			      and matches (a key not in the map ends the rule) */
-	NFR_S_METER,     /* update @SET { ip/ip6 saddr limit rate R/PER burst B packets }:
+	NFR_S_METER,	   /* update @SET { ip/ip6 saddr limit rate R/PER burst B packets }:
 			    a bucket per source; over its limit the rule ends (a match) */
 };
 
@@ -111,8 +111,8 @@ struct nfr_stmt {
 struct nfr_chain {
 	char name[32];
 	bool base;
-	bool nat;            /* type nat, else type filter */
-	uint32_t hook;       /* NF_INET_* */
+	bool nat;      /* type nat, else type filter */
+	uint32_t hook; /* NF_INET_* */
 	int32_t prio;
 	bool policy_drop;
 };
@@ -122,17 +122,17 @@ struct nfr_chain {
  * set each, however many names and wildcards they hold); a rule that would
  * need more is refused at its place (nfr_rule_add), never cut short. */
 #define NFR_MAX_MATCH 16
-#define NFR_MAX_STMT 6
+#define NFR_MAX_STMT  6
 
 struct nfr_rule {
-	uint32_t chain;      /* index into the table's chains */
+	uint32_t chain;			       /* index into the table's chains */
 	struct nfr_match m[NFR_MAX_MATCH + 1]; /* the last one: scratch of a full rule */
 	uint32_t nm;
 	struct nfr_stmt s[NFR_MAX_STMT + 1];
 	uint32_t ns;
-	bool full;           /* a match or statement did not fit: the rule is refused */
-	struct loc loc;      /* the policy element it comes from (no place: nfbox's own) */
-	const char *what;    /* e.g. "rule 'web'", for messages */
+	bool full;	  /* a match or statement did not fit: the rule is refused */
+	struct loc loc;	  /* the policy element it comes from (no place: nfbox's own) */
+	const char *what; /* e.g. "rule 'web'", for messages */
 };
 
 struct nfr_counter {
@@ -142,7 +142,7 @@ struct nfr_counter {
 
 struct nfr_limit {
 	char name[NFR_NAME];
-	uint32_t rate, burst;    /* rate per `per` seconds */
+	uint32_t rate, burst; /* rate per `per` seconds */
 	uint32_t per;
 };
 
@@ -156,7 +156,7 @@ struct nfr_index {
 struct nfr_table {
 	struct nfr_chain *chains;
 	uint32_t nchains;
-	struct nfr_set **sets;   /* named and anonymous, in the order they are made */
+	struct nfr_set **sets; /* named and anonymous, in the order they are made */
 	uint32_t nsets;
 	struct nfr_counter *counters;
 	uint32_t ncounters;
@@ -164,10 +164,10 @@ struct nfr_table {
 	uint32_t nlimits;
 	struct nfr_rule *rules;
 	uint32_t nrules;
-	char **whats;            /* rule descriptions, owned */
+	char **whats; /* rule descriptions, owned */
 	uint32_t nwhats;
 	struct nfr_index counter_ix, set_ix, limit_ix; /* named sets only */
-	int err;                 /* first failure, sticky: -ENOMEM, or -E2BIG for a rule
+	int err;				       /* first failure, sticky: -ENOMEM, or -E2BIG for a rule
 				    that does not fit (err_loc, err_what say which) */
 	struct loc err_loc;
 	char err_what[2 * POLICY_MAX_NAME + 96];

@@ -15,15 +15,16 @@ static int judge(const struct stat *st, const char *what, const char *path, char
 	uid_t me = geteuid();
 
 	if (st->st_uid != 0 && st->st_uid != me) {
-		snprintf(why, len, "%s %s belongs to uid %u, not root: chown root %s (or run nfbox with --allow-unsafe-files)",
+		snprintf(why, len,
+			 "%s %s belongs to uid %u, not root: chown root %s (or run nfbox with --allow-unsafe-files)",
 			 what, path, (unsigned)st->st_uid, path);
 		return -EPERM;
 	}
 	/* A directory writable by others is safe with the sticky bit (/tmp):
 	 * no one else can replace root's entries in it. */
 	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX))) {
-		snprintf(why, len, "%s %s is writable by %s: chmod go-w %s (or run nfbox with --allow-unsafe-files)", what,
-			 path, st->st_mode & S_IWOTH ? "everyone" : "its group", path);
+		snprintf(why, len, "%s %s is writable by %s: chmod go-w %s (or run nfbox with --allow-unsafe-files)",
+			 what, path, st->st_mode & S_IWOTH ? "everyone" : "its group", path);
 		return -EPERM;
 	}
 	return 0;

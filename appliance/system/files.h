@@ -30,7 +30,9 @@ int files_private_dir(const char *dir, char *why, size_t len);
  * and the directory after it, so that the new file is on disk when this
  * returns. 0 or -errno (PATH.tmp removed); a directory that cannot be
  * synced after the rename is -errno too, with the new file in place. */
-enum { FILES_SYNC = 1 };
+enum {
+	FILES_SYNC = 1
+};
 /* All n bytes to fd (a short write or EINTR goes on): 0 or -errno. */
 int files_write_all(int fd, const void *p, size_t n);
 int files_write_atomic(const char *path, const void *data, size_t len, unsigned mode, unsigned flags);

@@ -17,13 +17,13 @@
 
 #include "policy/diag/diag.h"
 
-#define NFBOX_RUN_DIR "/run/nfbox"
-#define NFBOX_BPFFS "/sys/fs/bpf"
+#define NFBOX_RUN_DIR	"/run/nfbox"
+#define NFBOX_BPFFS	"/sys/fs/bpf"
 #define NFBOX_STATE_DIR "/var/lib/nfbox"
 
 struct netns_id {
 	uint64_t cookie;
-	bool initial;         /* pid 1's network namespace */
+	bool initial;		 /* pid 1's network namespace */
 	char name[NAME_MAX + 1]; /* from /run/netns (ip netns), "" if none */
 };
 

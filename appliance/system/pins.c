@@ -74,7 +74,7 @@ static pid_t outer_pid(void)
 /* ---- work in the outer namespace, in a child ---- */
 
 enum outer_op {
-	OUTER_STAT,       /* stat(path): is it the same file as ours? */
+	OUTER_STAT,	  /* stat(path): is it the same file as ours? */
 	OUTER_BIND_BPFFS, /* mount a bpffs on path if there is none; send a clone of the mount */
 };
 
@@ -200,7 +200,9 @@ static int bind_outer_bpffs(pid_t pid, struct pin_place *out, struct diags *d)
 	int r;
 
 	if ((r = in_outer(pid, OUTER_BIND_BPFFS, NFBOX_BPFFS, &sock)) < 0)
-		return diag_errno(d, r, "cannot mount a bpf filesystem on %s in the mount namespace of process %d (outside nfbox's own)",
+		return diag_errno(d, r,
+				  "cannot mount a bpf filesystem on %s in the mount namespace of process %d (outside "
+				  "nfbox's own)",
 				  NFBOX_BPFFS, (int)pid);
 	if ((tree = recv_fd(sock)) < 0)
 		return diag_errno(d, tree, "cannot receive the bpf filesystem from the outer namespace");
@@ -243,12 +245,16 @@ static int check_custom(pid_t outer, const char *pin_dir, struct diags *d)
 
 	existing_ancestor(pin_dir, anc, sizeof(anc));
 	if (!is_bpffs(anc))
-		return diag_fail(d, -ENOTSUP, "pin directory %s is not on a bpf filesystem (mount one: mount -t bpf bpf DIR)",
+		return diag_fail(d, -ENOTSUP,
+				 "pin directory %s is not on a bpf filesystem (mount one: mount -t bpf bpf DIR)",
 				 pin_dir);
 	if (outer && (r = same_outside(outer, anc, &same)) < 0)
 		return diag_errno(d, r, "cannot tell whether the bpf filesystem of %s outlives nfbox", pin_dir);
 	if (!same)
-		return diag_fail(d, -EPERM, "pin directory %s is on a bpf filesystem that only nfbox's own mount namespace has (as one made inside 'ip netns exec'): its pins, and so the firewall, would die with nfbox; use a bpf filesystem of the host, or run with --no-pin to accept that",
+		return diag_fail(d, -EPERM,
+				 "pin directory %s is on a bpf filesystem that only nfbox's own mount namespace has "
+				 "(as one made inside 'ip netns exec'): its pins, and so the firewall, would die with "
+				 "nfbox; use a bpf filesystem of the host, or run with --no-pin to accept that",
 				 pin_dir);
 	return 0;
 }
@@ -269,7 +275,8 @@ int pins_make_lasting(const char *pin_dir, struct pin_place *out, struct diags *
 		if (is_bpffs(anc))
 			return 0;
 		return diag_fail(d, -ENOTSUP,
-				 "no bpf filesystem at %s, and from this sandbox nfbox cannot mount one that outlives it: mount one on the host first (mount -t bpf bpf %s; systemd does at boot)",
+				 "no bpf filesystem at %s, and from this sandbox nfbox cannot mount one that outlives "
+				 "it: mount one on the host first (mount -t bpf bpf %s; systemd does at boot)",
 				 anc, NFBOX_BPFFS);
 	}
 	if (!below_bpffs_root(pin_dir))
@@ -278,7 +285,8 @@ int pins_make_lasting(const char *pin_dir, struct pin_place *out, struct diags *
 		if (is_bpffs(NFBOX_BPFFS))
 			return 0;
 		if (mount("bpf", NFBOX_BPFFS, "bpf", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0700") < 0)
-			return diag_errno(d, -errno, "cannot mount a bpf filesystem on %s (needs CAP_SYS_ADMIN)", NFBOX_BPFFS);
+			return diag_errno(d, -errno, "cannot mount a bpf filesystem on %s (needs CAP_SYS_ADMIN)",
+					  NFBOX_BPFFS);
 		out->mounted = true;
 		log_info("mounted a bpf filesystem on %s", NFBOX_BPFFS);
 		return 0;

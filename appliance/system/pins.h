@@ -20,9 +20,9 @@
 #include "policy/diag/diag.h"
 
 struct pin_place {
-	bool private_ns;      /* nfbox runs in a mount namespace of its own */
-	bool mounted;         /* a bpffs was mounted for it (in the outer namespace) */
-	bool bound;           /* the outer namespace's bpffs was bound into ours */
+	bool private_ns; /* nfbox runs in a mount namespace of its own */
+	bool mounted;	 /* a bpffs was mounted for it (in the outer namespace) */
+	bool bound;	 /* the outer namespace's bpffs was bound into ours */
 };
 
 /* Make pin_dir lasting: below /sys/fs/bpf, a bpffs of the outer namespace is

@@ -13,7 +13,9 @@ static void warn_fragments_pass(const struct policy *p, const struct rule *r, st
 		if (!(r->hooks & (1u << h)) || !p->hooks[h].present || p->hooks[h].def != POLICY_ACCEPT)
 			continue;
 		diag_warn(d, r->loc,
-			  "with 'defrag: false', fragments of the datagrams rule '%s' drops carry no ports (every fragment is keyed by its protocol alone), so the %s hook's 'default: accept' lets them through; keep defrag on (the default)",
+			  "with 'defrag: false', fragments of the datagrams rule '%s' drops carry no ports (every "
+			  "fragment is keyed by its protocol alone), so the %s hook's 'default: accept' lets them "
+			  "through; keep defrag on (the default)",
 			  r->name, policy_hook_name((enum policy_hook)h));
 		return;
 	}
@@ -30,18 +32,23 @@ void check_defrag_off(struct policy *p, struct diags *d)
 		return;
 	if (p->opt.established_loc.line && p->opt.established_accept)
 		diag_error(d, p->opt.established_loc,
-			   "'established: accept' needs conntrack, and conntrack reassembles fragments: it cannot be combined with 'defrag: false'");
+			   "'established: accept' needs conntrack, and conntrack reassembles fragments: it cannot be "
+			   "combined with 'defrag: false'");
 	p->opt.established_accept = false;
 	for (uint32_t i = 0; i < p->nrules; i++)
 		if (p->rules[i].state != POLICY_CT_ALL)
 			diag_error(d, p->rules[i].loc,
-				   "rule '%s' matches on conntrack state, which 'defrag: false' turns off (conntrack reassembles fragments); remove 'state:' or the defrag option",
+				   "rule '%s' matches on conntrack state, which 'defrag: false' turns off (conntrack "
+				   "reassembles fragments); remove 'state:' or the defrag option",
 				   p->rules[i].name);
 	if (p->nnat)
-		diag_error(d, p->nat[0].loc, "NAT needs conntrack, which reassembles fragments: it cannot be combined with 'defrag: false'");
+		diag_error(
+			d, p->nat[0].loc,
+			"NAT needs conntrack, which reassembles fragments: it cannot be combined with 'defrag: false'");
 	if (p->ha.present)
 		diag_error(d, p->ha.loc,
-			   "ha: keeps flows going through a failover by syncing conntrack, which 'defrag: false' (line %u) turns off: the pair would have nothing to sync; keep defrag on (the default)",
+			   "ha: keeps flows going through a failover by syncing conntrack, which 'defrag: false' (line "
+			   "%u) turns off: the pair would have nothing to sync; keep defrag on (the default)",
 			   p->opt.defrag_loc.line);
 	for (uint32_t i = 0; i < p->nrules; i++)
 		warn_fragments_pass(p, &p->rules[i], d);

@@ -109,15 +109,17 @@ static void check_dnat_pair(const struct nat_rule *a, const struct nat_rule *b, 
 	    !ports_meet(&a->service, &b->service, port, sizeof(port)))
 		return;
 	target_text(a, target, sizeof(target));
-	diag_error(d, b->loc, "%s arriving on '%s' already goes to %s (%s, line %u): one port has one target",
-		   port, b->in.what ? b->in.what : "any", target, policy_nat_kind_names[a->kind], a->loc.line);
+	diag_error(d, b->loc, "%s arriving on '%s' already goes to %s (%s, line %u): one port has one target", port,
+		   b->in.what ? b->in.what : "any", target, policy_nat_kind_names[a->kind], a->loc.line);
 }
 
 static bool check_snat_pair(const struct nat_rule *a, const struct nat_rule *b, struct diags *d)
 {
 	if (!(a->families & b->families) || !ifaces_meet(&a->out, &b->out))
 		return false;
-	diag_error(d, b->loc, "connections leaving through '%s' already get their source from the %s at line %u: one source translation per interface and family",
+	diag_error(d, b->loc,
+		   "connections leaving through '%s' already get their source from the %s at line %u: one source "
+		   "translation per interface and family",
 		   b->out.what ? b->out.what : "any", policy_nat_kind_names[a->kind], a->loc.line);
 	return true;
 }
@@ -155,7 +157,8 @@ static void check_admitted(const struct policy *p, const struct nat_rule *n, str
 			return;
 	target_text(n, target, sizeof(target));
 	diag_warn(d, n->loc,
-		  "no %s rule accepts what this %s lets in (%s/%u to %s): the %s hook sees the translated destination, and its default drops it",
+		  "no %s rule accepts what this %s lets in (%s/%u to %s): the %s hook sees the translated destination, "
+		  "and its default drops it",
 		  policy_hook_name(h), policy_nat_kind_names[n->kind], policy_proto_name(pr->proto), port, target,
 		  policy_hook_name(h));
 }

@@ -9,7 +9,7 @@
 #include "policy/check/check.h"
 
 /* Pairwise work is bounded so that huge policies still validate quickly. */
-#define SHADOW_MAX_RULES 3000 /* pairwise: ~50 ms at the limit */
+#define SHADOW_MAX_RULES     3000 /* pairwise: ~50 ms at the limit */
 #define SHADOW_MAX_PAIR_WORK 100000u
 
 static bool addr_covers(const struct addr_match *a, const struct addr_match *b)
@@ -81,8 +81,7 @@ static bool ports_cover(const struct port_match *a, const struct port_match *b)
 		bool found = false;
 
 		for (uint32_t j = 0; j < a->n && !found; j++)
-			found = a->v[j].proto == b->v[i].proto && a->v[j].lo <= b->v[i].lo &&
-				a->v[j].hi >= b->v[i].hi;
+			found = a->v[j].proto == b->v[i].proto && a->v[j].lo <= b->v[i].lo && a->v[j].hi >= b->v[i].hi;
 		if (!found)
 			return false;
 	}
@@ -126,15 +125,16 @@ static bool l4_covers(const struct rule *a, const struct rule *b)
 static bool rule_covers(const struct rule *a, const struct rule *b)
 {
 	return !a->limit.rate.n && (b->families & ~a->families) == 0 && (b->state & ~a->state) == 0 &&
-	       iface_covers(&a->in, &b->in) && iface_covers(&a->out, &b->out) &&
-	       addr_covers(&a->from, &b->from) && addr_covers(&a->to, &b->to) && l4_covers(a, b);
+	       iface_covers(&a->in, &b->in) && iface_covers(&a->out, &b->out) && addr_covers(&a->from, &b->from) &&
+	       addr_covers(&a->to, &b->to) && l4_covers(a, b);
 }
 
 void check_shadowed(const struct policy *p, struct diags *d)
 {
 	if (p->nrules > SHADOW_MAX_RULES) {
 		/* Said, so that no warning is not read as no shadowed rule. */
-		diag_note(d, DIAG_NOWHERE, "the shadowed-rule check was skipped: %u rules, more than %u (it compares rules pairwise)",
+		diag_note(d, DIAG_NOWHERE,
+			  "the shadowed-rule check was skipped: %u rules, more than %u (it compares rules pairwise)",
 			  p->nrules, SHADOW_MAX_RULES);
 		return;
 	}
@@ -152,7 +152,8 @@ void check_shadowed(const struct policy *p, struct diags *d)
 				if (!(a->hooks & (1u << h)) || !rule_covers(a, b))
 					continue;
 				diag_warn(d, b->loc,
-					  "rule '%s' is never reached on the %s hook: rule '%s' (line %u) matches every packet it matches",
+					  "rule '%s' is never reached on the %s hook: rule '%s' (line %u) matches "
+					  "every packet it matches",
 					  b->name, policy_hook_names[h], a->name, a->loc.line);
 				break;
 			}

@@ -17,7 +17,10 @@ static void check_capture_ifaces(const struct policy *p, struct diags *d)
 			for (uint32_t k = 0; k < p->groups[g].n; k++)
 				if (!strcmp(p->groups[g].ifnames[k], c->ifname)) {
 					diag_warn(d, c->loc,
-						  "capture '%s' on '%s' (group '%s') takes the frames it matches away from the stack: the appliance would not forward them; to record that traffic, capture a copy with 'mirror-from: %s' and a new interface name",
+						  "capture '%s' on '%s' (group '%s') takes the frames it matches away "
+						  "from the stack: the appliance would not forward them; to record "
+						  "that traffic, capture a copy with 'mirror-from: %s' and a new "
+						  "interface name",
 						  c->name ? c->name : "", c->ifname, p->groups[g].name, c->ifname);
 					g = p->ngroups - 1;
 					break;
@@ -38,7 +41,8 @@ void check_unused(struct policy *p, struct diags *d)
 		if (p->opt.established_accept && r->state != POLICY_CT_ALL &&
 		    !(r->state & ~(POLICY_CT_ESTABLISHED | POLICY_CT_RELATED)))
 			diag_warn(d, r->loc,
-				  "rule '%s' never matches: established and related packets skip the rules (options.established: accept); set 'established: rules' to filter them",
+				  "rule '%s' never matches: established and related packets skip the rules "
+				  "(options.established: accept); set 'established: rules' to filter them",
 				  r->name);
 	}
 	for (uint32_t i = 0; i < p->nsets; i++)
@@ -46,6 +50,5 @@ void check_unused(struct policy *p, struct diags *d)
 			diag_warn(d, p->sets[i].loc, "set '%s' is defined but not used", p->sets[i].name);
 	for (uint32_t i = 0; i < p->nservices; i++)
 		if (!p->services[i].used)
-			diag_warn(d, p->services[i].loc, "service '%s' is defined but not used",
-				  p->services[i].name);
+			diag_warn(d, p->services[i].loc, "service '%s' is defined but not used", p->services[i].name);
 }

@@ -285,8 +285,7 @@ static void print_one(const struct diag *g, FILE *f, bool color)
 		fprintf(f, "%s%s:%u:%u:%s ", bold, g->loc.src->name, g->loc.line, g->loc.col, reset);
 	else if (g->loc.src)
 		fprintf(f, "%s%s:%s ", bold, g->loc.src->name, reset);
-	fprintf(f, "%s%s:%s %s\n", color ? level_color(g->level) : "", level_name(g->level), reset,
-		g->msg);
+	fprintf(f, "%s%s:%s %s\n", color ? level_color(g->level) : "", level_name(g->level), reset, g->msg);
 	if (!g->loc.src || !g->loc.line)
 		return;
 	line = source_line(g->loc.src, g->loc.line, &len);

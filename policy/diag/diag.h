@@ -31,9 +31,9 @@ enum diag_level {
 
 struct loc {
 	const struct source *src; /* NULL: no place (e.g. a whole-policy limit) */
-	unsigned line;            /* 1-based; 0: no line */
-	unsigned col;             /* 1-based */
-	unsigned len;             /* characters of the token there, underlined; 0 or 1: one caret */
+	unsigned line;		  /* 1-based; 0: no line */
+	unsigned col;		  /* 1-based */
+	unsigned len;		  /* characters of the token there, underlined; 0 or 1: one caret */
 };
 
 struct diag {
@@ -46,9 +46,9 @@ struct diags {
 	struct diag *v;
 	size_t n, cap;
 	size_t errors, warnings;
-	size_t max;                /* stop collecting beyond this many (0: 1000) */
+	size_t max; /* stop collecting beyond this many (0: 1000) */
 	size_t dropped;
-	struct source *sources;    /* owned */
+	struct source *sources; /* owned */
 };
 
 void diags_init(struct diags *d);
@@ -64,8 +64,8 @@ int diags_load_source_fd(struct diags *d, const char *path, int fd, struct sourc
 /* Adopt an in-memory buffer (copied) as a source. */
 struct source *diags_add_source(struct diags *d, const char *name, const char *text, size_t len);
 
-__attribute__((format(printf, 4, 5)))
-void diag_add(struct diags *d, enum diag_level level, struct loc loc, const char *fmt, ...);
+__attribute__((format(printf, 4, 5))) void diag_add(struct diags *d, enum diag_level level, struct loc loc,
+						    const char *fmt, ...);
 
 /* No place in a file: an error about the system (a map the kernel refused,
  * a socket that cannot be bound), printed as "error: MESSAGE". */
@@ -83,8 +83,8 @@ __attribute__((format(printf, 3, 4))) int diag_errno(struct diags *d, int err, c
 __attribute__((format(printf, 3, 4))) int diag_fail(struct diags *d, int err, const char *fmt, ...);
 
 #define diag_error(d, ...) diag_add((d), DIAG_ERROR, __VA_ARGS__)
-#define diag_warn(d, ...) diag_add((d), DIAG_WARNING, __VA_ARGS__)
-#define diag_note(d, ...) diag_add((d), DIAG_NOTE, __VA_ARGS__)
+#define diag_warn(d, ...)  diag_add((d), DIAG_WARNING, __VA_ARGS__)
+#define diag_note(d, ...)  diag_add((d), DIAG_NOTE, __VA_ARGS__)
 
 /* Append every diagnostic of from to to; the sources they point into are
  * copied, so to stays valid after from is freed. */

@@ -317,9 +317,24 @@ static void diff_options(struct out *o, const struct policy *a, const struct pol
 /* ---- rules ------------------------------------------------------------------- */
 
 /* Each key of a rule as text ("" for a key it does not have). */
-enum rkey { K_IN, K_OUT, K_FROM, K_TO, K_PROTO, K_ICMP, K_SERVICE, K_SPORT, K_STATE, K_ACTION, K_LOG, K_LIMIT, K_MAX };
-static const char *const rkey_names[K_MAX] = { "in", "out", "from", "to", "proto", "icmp-type", "service",
-					       "source-service", "state", "action", "log", "limit" };
+enum rkey {
+	K_IN,
+	K_OUT,
+	K_FROM,
+	K_TO,
+	K_PROTO,
+	K_ICMP,
+	K_SERVICE,
+	K_SPORT,
+	K_STATE,
+	K_ACTION,
+	K_LOG,
+	K_LIMIT,
+	K_MAX
+};
+static const char *const rkey_names[K_MAX] = { "in",	"out",	     "from",	"to",
+					       "proto", "icmp-type", "service", "source-service",
+					       "state", "action",    "log",	"limit" };
 
 /* Each key of a rule twice: as written (shown) and in its meaning (sets,
  * groups and services expanded, sorted; compared), "" where the rule does
@@ -357,7 +372,11 @@ static char *dupf(const char *fmt, ...)
 	return out;
 }
 
-enum canon_kind { C_IFACE, C_ADDR, C_PORT };
+enum canon_kind {
+	C_IFACE,
+	C_ADDR,
+	C_PORT
+};
 
 /* A key's meaning with names kept as names: the entries of `what` (a list
  * as written, "[a, b]", or one entry), each a defined name ("set:a"), or
@@ -477,7 +496,7 @@ static void rkeys_of(const struct policy *p, const struct rule *r, struct rkeys 
 	}
 	k->written[K_STATE] = strdup(buf);
 	k->written[K_ACTION] = r->action == POLICY_REJECT ? dupf("reject (%s)", policy_reject_names[r->reject_with])
-							   : strdup(policy_action_name(r->action));
+							  : strdup(policy_action_name(r->action));
 	k->written[K_LOG] = strdup(r->log ? "true" : "false");
 	buf[0] = '\0';
 	if (r->limit.rate.n)
@@ -713,9 +732,9 @@ static void diff_captures(struct out *o, const struct policy *a, const struct po
 		}
 		capture_text(old, t1, sizeof(t1));
 		if (strcmp(t1, t2) || !str_eq(old->match.from.what, c->match.from.what) ||
-		    !str_eq(old->match.to.what, c->match.to.what) || !str_eq(old->match.service.what, c->match.service.what) ||
-		    old->match.min_len != c->match.min_len || old->match.max_len != c->match.max_len ||
-		    old->match.non_ip != c->match.non_ip)
+		    !str_eq(old->match.to.what, c->match.to.what) ||
+		    !str_eq(old->match.service.what, c->match.service.what) || old->match.min_len != c->match.min_len ||
+		    old->match.max_len != c->match.max_len || old->match.non_ip != c->match.non_ip)
 			say(o, "capture %s: changed: %s -> %s", c->name, t1, t2);
 	}
 }

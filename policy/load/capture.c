@@ -8,8 +8,9 @@
 
 static void load_capture_match(struct lx *x, struct capture_conf *c, const struct ynode *m)
 {
-	static const char *const keys[] = { "proto", "from", "to", "service", "min-length",
-					    "max-length", "non-ip", NULL };
+	static const char *const keys[] = {
+		"proto", "from", "to", "service", "min-length", "max-length", "non-ip", NULL
+	};
 	const struct ynode *v;
 	uint64_t num;
 	const char *why;
@@ -43,7 +44,9 @@ static void load_capture_match(struct lx *x, struct capture_conf *c, const struc
 		for (uint32_t i = 0; i < c->match.service.n; i++)
 			meets |= c->match.service.v[i].proto == c->match.proto;
 		if (!meets)
-			diag_error(x->d, v->loc, "no port of this service is of proto '%s': the match could catch nothing; drop 'proto:' or fix the service",
+			diag_error(x->d, v->loc,
+				   "no port of this service is of proto '%s': the match could catch nothing; drop "
+				   "'proto:' or fix the service",
 				   policy_proto_name((uint8_t)c->match.proto));
 	}
 }
@@ -58,7 +61,8 @@ static void capture_conflicts(struct lx *x, const struct capture_conf *c, const 
 
 		if (iface && c->ifname[0] && !strcmp(o->ifname, c->ifname))
 			diag_error(x->d, iface->loc,
-				   "capture '%s' also reads interface '%s' (line %u): one capture per interface; combine their matches, or mirror into a second interface (mirror-from)",
+				   "capture '%s' also reads interface '%s' (line %u): one capture per interface; "
+				   "combine their matches, or mirror into a second interface (mirror-from)",
 				   o->name ? o->name : "?", c->ifname, o->loc.line);
 		if (file && c->file && o->file && !strcmp(o->file, c->file))
 			diag_error(x->d, file->loc, "capture '%s' also writes '%s' (line %u): one file per capture",
@@ -75,8 +79,8 @@ static void capture_ifname(struct lx *x, const struct ynode *v, char *out, const
 
 static void load_capture_one(struct lx *x, const struct ynode *n)
 {
-	static const char *const keys[] = { "name", "interface", "match", "file", "rotate", "snaplen",
-					    "mirror-from", NULL };
+	static const char *const keys[] = { "name",   "interface", "match",	  "file",
+					    "rotate", "snaplen",   "mirror-from", NULL };
 	static const char *const rkeys[] = { "size", "keep", NULL };
 	const struct ynode *v, *rot;
 	struct capture_conf *c;
@@ -110,13 +114,16 @@ static void load_capture_one(struct lx *x, const struct ynode *n)
 		capture_ifname(x, v, c->mirror_from, "mirror-from");
 		if (c->mirror_from[0] && !strcmp(c->mirror_from, c->ifname))
 			diag_error(x->d, v->loc,
-				   "mirror-from '%s' is the capture interface itself; name the interface whose traffic is copied, and a new interface for 'interface:' (nfbox creates it)",
+				   "mirror-from '%s' is the capture interface itself; name the interface whose traffic "
+				   "is copied, and a new interface for 'interface:' (nfbox creates it)",
 				   c->mirror_from);
 	}
 	load_capture_match(x, c, ynode_get(n, "match"));
 	if (!(v = ynode_get(n, "file"))) {
 		if (!ynode_has(n, "file"))
-			diag_error(x->d, n->loc, "a capture needs 'file:' (an absolute path, e.g. /var/lib/nfbox/capture/NAME.pcapng)");
+			diag_error(
+				x->d, n->loc,
+				"a capture needs 'file:' (an absolute path, e.g. /var/lib/nfbox/capture/NAME.pcapng)");
 	} else if (lx_is(x, v, YNODE_SCALAR, "file")) {
 		if (v->str[0] != '/')
 			diag_error(x->d, v->loc, "capture file '%s' must be an absolute path", v->str);

@@ -36,14 +36,12 @@ static void group_add_ifname(struct lx *x, const struct ynode *n, void *arg)
 		return;
 	for (uint32_t i = 0; i < g->n; i++) {
 		if (strcmp(g->ifnames[i], n->str) == 0) {
-			diag_warn(x->d, n->loc, "interface '%s' is listed twice in group '%s'", n->str,
-				  g->name);
+			diag_warn(x->d, n->loc, "interface '%s' is listed twice in group '%s'", n->str, g->name);
 			return;
 		}
 	}
 	if (g->n == POLICY_MAX_GROUP_IFACES) {
-		diag_error(x->d, n->loc, "group '%s' has more than %d interfaces", g->name,
-			   POLICY_MAX_GROUP_IFACES);
+		diag_error(x->d, n->loc, "group '%s' has more than %d interfaces", g->name, POLICY_MAX_GROUP_IFACES);
 		return;
 	}
 	if (!LX_APPEND(x, g->ifnames, g->n))
@@ -59,7 +57,8 @@ void load_interfaces(struct lx *x, const struct ynode *n)
 		const struct ynode *k = ynode_map_key(n, i), *v = ynode_map_val(n, i);
 		struct iface_group *g;
 
-		if (!check_name(x, k, "interface group") || reserved_name(x, k, "interface group") || lx_find_group(x, k->str))
+		if (!check_name(x, k, "interface group") || reserved_name(x, k, "interface group") ||
+		    lx_find_group(x, k->str))
 			continue; /* a duplicate key was reported by the parser */
 		g = LX_APPEND(x, x->p->groups, x->p->ngroups);
 		if (!g || !(g->name = strdup(k->str)) || lx_index_add(&x->groups, g->name, x->p->ngroups - 1) < 0) {
@@ -70,8 +69,7 @@ void load_interfaces(struct lx *x, const struct ynode *n)
 		if (!ynode_is_null(v)) /* "lan:" with nothing: an empty group, as [] */
 			lx_each_scalar(x, v, "an interface group", group_add_ifname, g);
 		if ((!v->nkids && v->type == YNODE_SEQ) || ynode_is_null(v))
-			diag_warn(x->d, v->loc, "interface group '%s' is empty: rules using it never match",
-				  g->name);
+			diag_warn(x->d, v->loc, "interface group '%s' is empty: rules using it never match", g->name);
 	}
 	/* 'in: NAME' means the group NAME first: a group named like an
 	 * interface of another group would silently stand for that interface. */
@@ -84,7 +82,8 @@ void load_interfaces(struct lx *x, const struct ynode *n)
 					other = &x->p->groups[j];
 		if (other)
 			diag_error(x->d, g->loc,
-				   "group '%s' is named like an interface of group '%s' (line %u): 'in: %s' would mean this group, not the interface; rename the group",
+				   "group '%s' is named like an interface of group '%s' (line %u): 'in: %s' would mean "
+				   "this group, not the interface; rename the group",
 				   g->name, other->name, other->loc.line, g->name);
 	}
 }
@@ -116,7 +115,9 @@ static bool set_add(struct lx *x, const struct prefix *pf, void *arg)
 static void set_add_node(struct lx *x, const struct ynode *n, void *arg)
 {
 	if (!parse_looks_like_address(n->str)) {
-		diag_error(x->d, n->loc, "'%s' is not an address, prefix or range (sets hold addresses like 192.0.2.0/24, 2001:db8::/32 or 192.0.2.10-192.0.2.20)",
+		diag_error(x->d, n->loc,
+			   "'%s' is not an address, prefix or range (sets hold addresses like 192.0.2.0/24, "
+			   "2001:db8::/32 or 192.0.2.10-192.0.2.20)",
 			   n->str);
 		return;
 	}
@@ -161,7 +162,8 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 			continue;
 		wlen = strcspn(text + start, " \t\r\n#;");
 		if (wlen >= sizeof(word) || start + wlen > len) {
-			diag_error(x->d, ((struct loc){ src, line, (unsigned)start + 1, 0 }), "line too long for a prefix");
+			diag_error(x->d, ((struct loc){ src, line, (unsigned)start + 1, 0 }),
+				   "line too long for a prefix");
 			continue;
 		}
 		memcpy(word, text + start, wlen);
@@ -170,7 +172,9 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 			size_t rest = start + wlen + strspn(text + start + wlen, " \t\r");
 
 			if (rest < len && text[rest] != '#' && text[rest] != ';') {
-				diag_error(x->d, ((struct loc){ src, line, (unsigned)rest + 1, (unsigned)strcspn(text + rest, " \t\r\n") }),
+				diag_error(x->d,
+					   ((struct loc){ src, line, (unsigned)rest + 1,
+							  (unsigned)strcspn(text + rest, " \t\r\n") }),
 					   "one prefix per line: '%.*s' follows '%s' (start a comment with '#' or ';')",
 					   (int)strcspn(text + rest, " \t\r\n"), text + rest, word);
 				continue;
@@ -213,12 +217,16 @@ void load_sets(struct lx *x, const struct ynode *n)
 					diag_error(x->d, dn->loc, "more than %d dynamic sets", POLICY_MAX_DYNSETS);
 				if (fn || ynode_has(v, "file"))
 					diag_error(x->d, fn ? fn->loc : v->loc,
-						   "a dynamic set gets its entries at run time: drop 'file:' and load the file with 'nfbox set add %s --file PATH'",
+						   "a dynamic set gets its entries at run time: drop 'file:' and load "
+						   "the file with 'nfbox set add %s --file PATH'",
 						   s->name);
 			} else if (ok && !fn && !ynode_has(v, "file")) {
 				diag_error(x->d, v->loc,
-					   "set '%s' %s: it must be a list of prefixes, { file: PATH } or { dynamic: true } (an empty set is written '%s: []')",
-					   s->name, dn ? "is not dynamic and names no file" : "names neither a file nor dynamic", s->name);
+					   "set '%s' %s: it must be a list of prefixes, { file: PATH } or { dynamic: "
+					   "true } (an empty set is written '%s: []')",
+					   s->name,
+					   dn ? "is not dynamic and names no file" : "names neither a file nor dynamic",
+					   s->name);
 			} else if (fn) {
 				set_load_file(x, s, fn);
 			}
@@ -296,7 +304,8 @@ void load_hooks(struct lx *x, const struct ynode *n)
 		lx_check_keys(x, v, keys, "a hook");
 		def = ynode_get(v, "default");
 		if (!def) {
-			diag_error(x->d, v->loc, "hook '%s' needs a default verdict: { default: drop } or { default: accept }",
+			diag_error(x->d, v->loc,
+				   "hook '%s' needs a default verdict: { default: drop } or { default: accept }",
 				   k->str);
 			continue;
 		}
@@ -309,7 +318,8 @@ void load_hooks(struct lx *x, const struct ynode *n)
 
 void load_options(struct lx *x, const struct ynode *n)
 {
-	static const char *const keys[] = { "defrag", "established", "log-rate", "log-burst", "reject-rate", "backend", NULL };
+	static const char *const keys[] = { "defrag",	   "established", "log-rate", "log-burst",
+					    "reject-rate", "backend",	  NULL };
 	static const char *const est[] = { "accept", "rules", NULL };
 	static const char *const backends[] = { "bpf", "nftables", NULL };
 	const struct ynode *v;

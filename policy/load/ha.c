@@ -16,7 +16,8 @@
 #include "policy/syntax/parse.h"
 
 static const struct prefix vrrp_group4 = { .family = POLICY_FAM_IPV4, .plen = 32, .addr = { 224, 0, 0, 18 } };
-static const struct prefix vrrp_group6 = { .family = POLICY_FAM_IPV6, .plen = 128,
+static const struct prefix vrrp_group6 = { .family = POLICY_FAM_IPV6,
+					   .plen = 128,
 					   .addr = { 0xff, 0x02, [15] = 0x12 } };
 
 /* "192.0.2.1/24": the address with all its bits, and the prefix length. */
@@ -28,7 +29,8 @@ static bool ha_address(struct lx *x, const struct ynode *v, struct prefix *out)
 	bool host_bits;
 
 	if (!slash) {
-		diag_error(x->d, v->loc, "'%s' needs its prefix length, as on the interface: e.g. '192.0.2.1/24'", v->str);
+		diag_error(x->d, v->loc, "'%s' needs its prefix length, as on the interface: e.g. '192.0.2.1/24'",
+			   v->str);
 		return false;
 	}
 	snprintf(addr, sizeof(addr), "%.*s", (int)(slash - v->str), v->str);
@@ -40,7 +42,8 @@ static bool ha_address(struct lx *x, const struct ynode *v, struct prefix *out)
 	out->loc = v->loc;
 	/* IPv4 below /31: the host bits all clear (network) or all set (broadcast). */
 	if (whole.family == POLICY_FAM_IPV4 && whole.plen < 31) {
-		uint32_t a = (uint32_t)out->addr[0] << 24 | (uint32_t)out->addr[1] << 16 | (uint32_t)out->addr[2] << 8 | out->addr[3];
+		uint32_t a = (uint32_t)out->addr[0] << 24 | (uint32_t)out->addr[1] << 16 | (uint32_t)out->addr[2] << 8 |
+			     out->addr[3];
 		uint32_t host = whole.plen ? 0xffffffffu >> whole.plen : 0xffffffffu;
 
 		if (!(a & host) || (a & host) == host) {
@@ -49,8 +52,10 @@ static bool ha_address(struct lx *x, const struct ynode *v, struct prefix *out)
 			return false;
 		}
 	}
-	if ((out->family == POLICY_FAM_IPV4 && out->addr[0] >= 224) || (out->family == POLICY_FAM_IPV6 && out->addr[0] == 0xff)) {
-		diag_error(x->d, v->loc, "'%s' is a multicast or reserved address; a virtual address is a unicast one", v->str);
+	if ((out->family == POLICY_FAM_IPV4 && out->addr[0] >= 224) ||
+	    (out->family == POLICY_FAM_IPV6 && out->addr[0] == 0xff)) {
+		diag_error(x->d, v->loc, "'%s' is a multicast or reserved address; a virtual address is a unicast one",
+			   v->str);
 		return false;
 	}
 	return true;
@@ -175,18 +180,22 @@ static void ha_peers(struct lx *x, struct ha_conf *ha, const struct ynode *v)
 	size_t n = v->type == YNODE_SEQ ? v->nkids : 1;
 
 	if (v->type == YNODE_SEQ && n != 2) {
-		diag_error(x->d, v->loc, "ha.sync.peer lists %zu addresses: give the other node's address, or both nodes' (two), of which this node has one",
+		diag_error(x->d, v->loc,
+			   "ha.sync.peer lists %zu addresses: give the other node's address, or both nodes' (two), of "
+			   "which this node has one",
 			   n);
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (v->type == YNODE_SEQ)
 			one = v->kids[i];
-		if (!lx_is(x, one, YNODE_SCALAR, "ha.sync.peer") || !ha_host(x, one, "ha.sync.peer", &ha->sync_peers[i]))
+		if (!lx_is(x, one, YNODE_SCALAR, "ha.sync.peer") ||
+		    !ha_host(x, one, "ha.sync.peer", &ha->sync_peers[i]))
 			return;
 	}
 	if (n == 2 && ha->sync_peers[0].family != ha->sync_peers[1].family) {
-		diag_error(x->d, v->kids[1]->loc, "the two sync addresses are of two families; both ends of the sync link are of one");
+		diag_error(x->d, v->kids[1]->loc,
+			   "the two sync addresses are of two families; both ends of the sync link are of one");
 		return;
 	}
 	if (n == 2 && !memcmp(ha->sync_peers[0].addr, ha->sync_peers[1].addr, 16)) {
@@ -211,17 +220,22 @@ static void ha_sync(struct lx *x, struct ha_conf *ha, const struct ynode *n)
 	if ((peer = ynode_get(n, "peer")))
 		ha_peers(x, ha, peer);
 	else if (!ynode_has(n, "peer"))
-		diag_error(x->d, n->loc, "ha.sync needs 'peer:' (the other node's address on the sync link, or both nodes')");
+		diag_error(x->d, n->loc,
+			   "ha.sync needs 'peer:' (the other node's address on the sync link, or both nodes')");
 	if ((v = ynode_get(n, "address")) && lx_is(x, v, YNODE_SCALAR, "ha.sync.address") &&
 	    ha_host(x, v, "ha.sync.address", &ha->sync_addr) && ha->npeers) {
 		if (ha->sync_addr.family != ha->sync_peers[0].family)
-			diag_error(x->d, v->loc, "ha.sync.address '%s' is %s, the peer %s: both ends of the sync link are of one family",
-				   v->str, policy_family_name((enum policy_family)ha->sync_addr.family),
-				   policy_family_name((enum policy_family)ha->sync_peers[0].family));
+			diag_error(
+				x->d, v->loc,
+				"ha.sync.address '%s' is %s, the peer %s: both ends of the sync link are of one family",
+				v->str, policy_family_name((enum policy_family)ha->sync_addr.family),
+				policy_family_name((enum policy_family)ha->sync_peers[0].family));
 		else if (ha->npeers == 1 && is_peer(ha, &ha->sync_addr))
 			diag_error(x->d, v->loc, "ha.sync.address is the peer's address; give this node's own");
 		else if (ha->npeers == 2 && !is_peer(ha, &ha->sync_addr))
-			diag_error(x->d, v->loc, "ha.sync.address '%s' is neither of the two in 'peer:' (this node's must be one of them)",
+			diag_error(x->d, v->loc,
+				   "ha.sync.address '%s' is neither of the two in 'peer:' (this node's must be one of "
+				   "them)",
 				   v->str);
 	}
 }
@@ -229,7 +243,8 @@ static void ha_sync(struct lx *x, struct ha_conf *ha, const struct ynode *n)
 static void ha_virtual_one(struct lx *x, struct ha_conf *ha, const struct ynode *n)
 {
 	static const char *const keys[] = { "interface", "address", "id", NULL };
-	const struct ynode *iface = ynode_get(n, "interface"), *addr = ynode_get(n, "address"), *id = ynode_get(n, "id");
+	const struct ynode *iface = ynode_get(n, "interface"), *addr = ynode_get(n, "address"),
+			   *id = ynode_get(n, "id");
 	struct ha_virtual *hv;
 	uint64_t num;
 	bool ok = true;
@@ -239,7 +254,9 @@ static void ha_virtual_one(struct lx *x, struct ha_conf *ha, const struct ynode 
 	lx_check_keys(x, n, keys, "a virtual address");
 	for (int i = 0; keys[i]; i++)
 		if (!ynode_has(n, keys[i])) {
-			diag_error(x->d, n->loc, "a virtual address needs 'interface:', 'address:' and 'id:', e.g. { interface: lan0, address: 192.0.2.1/24, id: 51 }");
+			diag_error(x->d, n->loc,
+				   "a virtual address needs 'interface:', 'address:' and 'id:', e.g. { interface: "
+				   "lan0, address: 192.0.2.1/24, id: 51 }");
 			return;
 		}
 	if (!(hv = LX_APPEND(x, ha->virt, ha->nvirt)))
@@ -254,21 +271,29 @@ static void ha_virtual_one(struct lx *x, struct ha_conf *ha, const struct ynode 
 	if (!ok)
 		return;
 	if (!strcmp(hv->ifname, ha->sync_ifname))
-		diag_error(x->d, iface->loc, "'%s' is the sync interface; the sync link is its own, with no virtual address", hv->ifname);
+		diag_error(x->d, iface->loc,
+			   "'%s' is the sync interface; the sync link is its own, with no virtual address", hv->ifname);
 	else if (!iface_known(x, hv->ifname))
-		diag_error(x->d, iface->loc, "unknown interface '%s': no group lists it and no rule or NAT names it; list it in interfaces: (e.g. 'lan: [%s]')",
+		diag_error(x->d, iface->loc,
+			   "unknown interface '%s': no group lists it and no rule or NAT names it; list it in "
+			   "interfaces: (e.g. 'lan: [%s]')",
 			   hv->ifname, hv->ifname);
 	for (uint32_t i = 0; i + 1 < ha->nvirt; i++) {
 		const struct ha_virtual *o = &ha->virt[i];
 
 		if (o->id == hv->id && o->addr.family == hv->addr.family)
-			diag_error(x->d, id->loc, "VRRP id %u is also used on %s (line %u) for %s: each virtual address of a family needs its own id",
-				   hv->id, o->ifname, o->loc.line, policy_family_name((enum policy_family)o->addr.family));
+			diag_error(x->d, id->loc,
+				   "VRRP id %u is also used on %s (line %u) for %s: each virtual address of a family "
+				   "needs its own id",
+				   hv->id, o->ifname, o->loc.line,
+				   policy_family_name((enum policy_family)o->addr.family));
 		if (o->addr.family == hv->addr.family && !memcmp(o->addr.addr, hv->addr.addr, 16))
-			diag_error(x->d, addr->loc, "virtual address '%s' is listed twice (line %u)", addr->str, o->loc.line);
+			diag_error(x->d, addr->loc, "virtual address '%s' is listed twice (line %u)", addr->str,
+				   o->loc.line);
 	}
 	if (is_peer(ha, &hv->addr))
-		diag_error(x->d, addr->loc, "'%s' is a sync address; a virtual address belongs to neither node", addr->str);
+		diag_error(x->d, addr->loc, "'%s' is a sync address; a virtual address belongs to neither node",
+			   addr->str);
 }
 
 /* A masquerade out of interfaces with virtual addresses takes them. */
@@ -292,14 +317,15 @@ static void masquerade_vips(struct lx *x, struct nat_rule *nr)
 		nv->addr = v->addr;
 		nv->addr.plen = v->addr.family == POLICY_FAM_IPV4 ? 32 : 128;
 		policy_prefix_format(&nv->addr, buf, sizeof(buf));
-		diag_note(x->d, nr->loc,
-			  "masquerade out of %s takes its virtual address %s (snat to it): the kernel's masquerade forgets its flows when an address or a link goes away, and the peer would forget them with it",
-			  v->ifname, buf);
+		diag_note(
+			x->d, nr->loc,
+			"masquerade out of %s takes its virtual address %s (snat to it): the kernel's masquerade "
+			"forgets its flows when an address or a link goes away, and the peer would forget them with it",
+			v->ifname, buf);
 	}
 }
 
 /* ---- the rules ha: adds ---- */
-
 
 /* Out of memory here must fail the load: a match left 'any' would let
  * everything through. */
@@ -332,7 +358,7 @@ static struct rule *implicit_rule(struct lx *x, struct rule **v, uint32_t *n, co
 
 static void iface_add(struct lx *x, struct iface_match *m, const char *ifname)
 {
-	char(*v)[POLICY_IFNAMSIZ];
+	char (*v)[POLICY_IFNAMSIZ];
 
 	if (iface_named(m, ifname))
 		return;
@@ -427,7 +453,8 @@ static void implicit_hook(struct lx *x, struct rule **v, uint32_t *n, enum polic
 		for (uint32_t i = 0; i < ha->nvirt; i++) {
 			iface_add(x, in ? &r->in : &r->out, ha->virt[i].ifname);
 			if (!(r->to.families & ha->virt[i].addr.family) || r->to.any)
-				addr_add(x, &r->to, ha->virt[i].addr.family == POLICY_FAM_IPV4 ? &vrrp_group4 : &vrrp_group6);
+				addr_add(x, &r->to,
+					 ha->virt[i].addr.family == POLICY_FAM_IPV4 ? &vrrp_group4 : &vrrp_group6);
 		}
 		finish_rule(r);
 	}
@@ -439,7 +466,8 @@ static void implicit_hook(struct lx *x, struct rule **v, uint32_t *n, enum polic
 		if (!(r->service.v = calloc(1, sizeof(*r->service.v)))) {
 			no_memory(x);
 		} else {
-			r->service.v[0] = (struct port_range){ .proto = IPPROTO_UDP, .lo = HA_SYNC_PORT, .hi = HA_SYNC_PORT };
+			r->service.v[0] =
+				(struct port_range){ .proto = IPPROTO_UDP, .lo = HA_SYNC_PORT, .hi = HA_SYNC_PORT };
 			r->service.n = 1;
 			r->service.any = false;
 			r->service.what = strdup("udp/3780");
@@ -509,7 +537,9 @@ static void add_implicit_rules(struct lx *x)
 
 		diag_note(x->d, p->ha.loc, "ha: adds rule %s first on the %s hook: accept %s %s %s%s", r->name,
 			  policy_hook_names[in ? POLICY_HOOK_INPUT : POLICY_HOOK_OUTPUT],
-			  r->proto == HA_VRRP_PROTO ? "VRRP" : r->proto == IPPROTO_UDP ? "conntrackd's udp/3780" : "neighbour discovery",
+			  r->proto == HA_VRRP_PROTO ? "VRRP"
+			  : r->proto == IPPROTO_UDP ? "conntrackd's udp/3780"
+						    : "neighbour discovery",
 			  in ? "in" : "out", (in ? r->in.what : r->out.what) ? (in ? r->in.what : r->out.what) : "?",
 			  r->proto == IPPROTO_UDP ? (in ? " from the peer" : " to the peer") : "");
 	}
@@ -531,21 +561,28 @@ void load_ha(struct lx *x, const struct ynode *n, const struct ynode *key)
 	ha->preempt_delay = 5;
 	if ((v = ynode_get(n, "priority"))) {
 		if (v->type == YNODE_SCALAR && !strcmp(v->str, "255"))
-			diag_error(x->d, v->loc, "priority 255 is VRRP's address owner, and neither node owns a virtual address: use 1..254 (the higher node is master)");
+			diag_error(x->d, v->loc,
+				   "priority 255 is VRRP's address owner, and neither node owns a virtual address: use "
+				   "1..254 (the higher node is master)");
 		else if (lx_uint(x, v, "ha.priority", 1, 254, &num))
 			ha->priority = (uint8_t)num;
 	} else if (!ynode_has(n, "priority")) {
-		diag_error(x->d, n->loc, "ha needs 'priority:' (1..254; the node with the higher one is master, so the two differ)");
+		diag_error(x->d, n->loc,
+			   "ha needs 'priority:' (1..254; the node with the higher one is master, so the two differ)");
 	}
 	if ((v = ynode_get(n, "preempt-delay")) && lx_uint(x, v, "ha.preempt-delay (seconds)", 0, 1000, &num))
 		ha->preempt_delay = (uint32_t)num;
 	if ((v = ynode_get(n, "sync")))
 		ha_sync(x, ha, v);
 	else if (!ynode_has(n, "sync"))
-		diag_error(x->d, n->loc, "ha needs 'sync: { interface: IFNAME, peer: ADDRESS }' (the link conntrackd copies the state over)");
+		diag_error(x->d, n->loc,
+			   "ha needs 'sync: { interface: IFNAME, peer: ADDRESS }' (the link conntrackd copies the "
+			   "state over)");
 	if (!(v = ynode_get(n, "virtual"))) {
 		if (!ynode_has(n, "virtual"))
-			diag_error(x->d, n->loc, "ha needs 'virtual:' (the addresses that move to the master, e.g. '- { interface: lan0, address: 192.0.2.1/24, id: 51 }')");
+			diag_error(x->d, n->loc,
+				   "ha needs 'virtual:' (the addresses that move to the master, e.g. '- { interface: "
+				   "lan0, address: 192.0.2.1/24, id: 51 }')");
 	} else if (lx_is(x, v, YNODE_SEQ, "ha.virtual")) {
 		if (!v->nkids)
 			diag_error(x->d, v->loc, "ha.virtual is empty: a pair needs at least one virtual address");
@@ -561,7 +598,9 @@ void load_ha(struct lx *x, const struct ynode *n, const struct ynode *key)
 			continue;
 		policy_prefix_format(&ha->virt[i].addr, buf, sizeof(buf));
 		diag_error(x->d, ha->virt[i].loc,
-			   "virtual address %s on %s would carry nothing: the forward hook drops by default and no rule accepts %s traffic in or out of %s, nor does NAT name it; add a rule with '%s' in 'in:' or 'out:'",
+			   "virtual address %s on %s would carry nothing: the forward hook drops by default and no "
+			   "rule accepts %s traffic in or out of %s, nor does NAT name it; add a rule with '%s' in "
+			   "'in:' or 'out:'",
 			   buf, ha->virt[i].ifname, policy_family_name((enum policy_family)ha->virt[i].addr.family),
 			   ha->virt[i].ifname, ha->virt[i].ifname);
 	}

@@ -17,8 +17,8 @@
 #include "policy/load/load.h"
 #include "policy/yaml/ytree.h"
 
-static const char *const top_keys[] = { "version", "interfaces", "sets", "services", "hooks",
-					"options", "rules", "nat", "capture", "ha", NULL };
+static const char *const top_keys[] = { "version", "interfaces", "sets",    "services", "hooks", "options",
+					"rules",   "nat",	 "capture", "ha",	NULL };
 
 static void load_version(struct lx *x, const struct ynode *root)
 {
@@ -75,9 +75,9 @@ static void load_all(struct lx *x, const struct ynode *root)
 	load_captures(x, section(root, "capture"));
 	load_ha(x, section(root, "ha"), key_of(root, "ha"));
 	check_defrag_off(x->p, x->d);
-	if (!x->p->hooks[0].present && !x->p->hooks[1].present && !x->p->hooks[2].present &&
-	    x->p->nrules)
-		diag_error(x->d, root->loc, "the policy has rules but no hooks; add e.g. 'hooks: { forward: { default: drop } }'");
+	if (!x->p->hooks[0].present && !x->p->hooks[1].present && !x->p->hooks[2].present && x->p->nrules)
+		diag_error(x->d, root->loc,
+			   "the policy has rules but no hooks; add e.g. 'hooks: { forward: { default: drop } }'");
 	/* Both checks would only echo the errors above (a misspelt set is
 	 * "unused", a rule with a bad field "covers" others). */
 	if (x->d->errors == x->errors0) {
@@ -157,8 +157,7 @@ int policy_load(const char *path, struct diags *d, struct policy **out)
 	return policy_load_files(path, NULL, d, out);
 }
 
-int policy_load_buffer(const char *name, const char *text, size_t len, struct diags *d,
-		       struct policy **out)
+int policy_load_buffer(const char *name, const char *text, size_t len, struct diags *d, struct policy **out)
 {
 	struct source *src = diags_add_source(d, name, text, len);
 

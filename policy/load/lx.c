@@ -75,13 +75,14 @@ bool lx_is(struct lx *x, const struct ynode *n, enum ynode_type type, const char
 	if (n->broken) /* reported where it broke */
 		return false;
 	diag_error(x->d, n->loc, "%s must be %s, not %s", what, article[type],
-		   n->type == YNODE_SCALAR ? "a scalar" : n->type == YNODE_SEQ ? "a list" : "a mapping");
+		   n->type == YNODE_SCALAR ? "a scalar"
+		   : n->type == YNODE_SEQ  ? "a list"
+					   : "a mapping");
 	return false;
 }
 
 /* Unknown keys, with the closest valid one as a suggestion. */
-void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *allowed,
-		   const char *where)
+void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *allowed, const char *where)
 {
 	lx_check_keys_hinted(x, map, allowed, where, NULL);
 }
@@ -96,16 +97,18 @@ static void comma_split(struct lx *x, const struct ynode *map, size_t i, const c
 
 	if (pv && pv->type == YNODE_SCALAR && !pv->quoted && strchr(pv->str, '/'))
 		diag_error(x->d, k->loc,
-			   "unknown key '%s' in %s: inside { } a comma ends a value, so YAML ended %s: at '%s' and took '%s' for a key; quote the list: %s: \"%s,%s\"",
+			   "unknown key '%s' in %s: inside { } a comma ends a value, so YAML ended %s: at '%s' and "
+			   "took '%s' for a key; quote the list: %s: \"%s,%s\"",
 			   k->str, where, pk->str, pv->str, k->str, pk->str, pv->str, k->str);
 	else
 		diag_error(x->d, k->loc,
-			   "unknown key '%s' in %s: inside { } a comma ends a value, so a list of ports there must be quoted (\"tcp/80,%s\")",
+			   "unknown key '%s' in %s: inside { } a comma ends a value, so a list of ports there must be "
+			   "quoted (\"tcp/80,%s\")",
 			   k->str, where, k->str);
 }
 
-void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *const *allowed,
-			  const char *where, const struct lx_key_hint *hints)
+void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *const *allowed, const char *where,
+			  const struct lx_key_hint *hints)
 {
 	for (size_t i = 0; i < ynode_map_len(map); i++) {
 		const struct ynode *k = ynode_map_key(map, i);
@@ -126,8 +129,7 @@ void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *con
 		if (k->str[0] && strspn(k->str, "0123456789-") == strlen(k->str))
 			comma_split(x, map, i, where);
 		else if (near)
-			diag_error(x->d, k->loc, "unknown key '%s' in %s; did you mean '%s'?", k->str, where,
-				   near);
+			diag_error(x->d, k->loc, "unknown key '%s' in %s; did you mean '%s'?", k->str, where, near);
 		else
 			diag_error(x->d, k->loc, "unknown key '%s' in %s", k->str, where);
 	}
@@ -154,16 +156,15 @@ bool lx_bool(struct lx *x, const struct ynode *n, const char *what, bool *out)
 	return false;
 }
 
-bool lx_uint(struct lx *x, const struct ynode *n, const char *what, uint64_t min, uint64_t max,
-	     uint64_t *out)
+bool lx_uint(struct lx *x, const struct ynode *n, const char *what, uint64_t min, uint64_t max, uint64_t *out)
 {
 	const char *why = NULL;
 
 	if (!lx_is(x, n, YNODE_SCALAR, what))
 		return false;
 	if (parse_uint(n->str, max, out, &why) < 0 || *out < min) {
-		diag_error(x->d, n->loc, "%s must be a number %llu..%llu, not '%s'", what,
-			   (unsigned long long)min, (unsigned long long)max, n->str);
+		diag_error(x->d, n->loc, "%s must be a number %llu..%llu, not '%s'", what, (unsigned long long)min,
+			   (unsigned long long)max, n->str);
 		return false;
 	}
 	return true;
@@ -185,8 +186,8 @@ int lx_choice(struct lx *x, const struct ynode *n, const char *what, const char 
 		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", choices[i]);
 	near = diag_closest(n->str, choices);
 	if (near)
-		diag_error(x->d, n->loc, "%s '%s' is not valid; did you mean '%s'? (one of: %s)", what,
-			   n->str, near, list);
+		diag_error(x->d, n->loc, "%s '%s' is not valid; did you mean '%s'? (one of: %s)", what, n->str, near,
+			   list);
 	else
 		diag_error(x->d, n->loc, "%s '%s' is not valid; use one of: %s", what, n->str, list);
 	return -1;

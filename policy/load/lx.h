@@ -15,7 +15,7 @@ struct lx_index {
 		const char *name; /* the element's own copy (stable across growth) */
 		uint32_t idx;
 	} *v;
-	uint32_t cap, n;      /* cap: a power of two, or 0 */
+	uint32_t cap, n; /* cap: a power of two, or 0 */
 };
 /* Index of name, or UINT32_MAX. */
 uint32_t lx_index_find(const struct lx_index *ix, const char *name);
@@ -27,42 +27,40 @@ struct lx {
 	struct lx_index groups, sets, services;
 	struct diags *d;
 	const struct source *src;
-	const char *dir; /* directory of the policy file, for set files */
+	const char *dir;		  /* directory of the policy file, for set files */
 	const struct policy_files *files; /* NULL: open and read as they are */
-	size_t errors0;  /* d->errors before this policy */
-	size_t rule_errors0; /* d->errors before the rule being loaded: its
+	size_t errors0;			  /* d->errors before this policy */
+	size_t rule_errors0;		  /* d->errors before the rule being loaded: its
 				consequences are warned of only when it is sound */
-	bool oom;        /* an allocation failed: the policy is not loaded (-ENOMEM) */
+	bool oom;			  /* an allocation failed: the policy is not loaded (-ENOMEM) */
 };
 
 /* Append helper: returns the (possibly moved) array with room for n + 1;
  * NULL (and x->oom) when out of memory. */
 void *lx_grow(void *v, uint32_t n, size_t size);
-#define LX_APPEND(x, arr, n)                                                      \
-	({                                                                        \
-		__typeof__(arr) _v = lx_grow((arr), (n), sizeof(*(arr)));         \
-		if (_v) {                                                         \
-			(arr) = _v;                                               \
-			memset(&(arr)[(n)], 0, sizeof(*(arr)));                   \
-		} else {                                                          \
-			(x)->oom = true;                                          \
-		}                                                                 \
-		_v ? &(arr)[(n)++] : NULL;                                        \
+#define LX_APPEND(x, arr, n)                                              \
+	({                                                                \
+		__typeof__(arr) _v = lx_grow((arr), (n), sizeof(*(arr))); \
+		if (_v) {                                                 \
+			(arr) = _v;                                       \
+			memset(&(arr)[(n)], 0, sizeof(*(arr)));           \
+		} else {                                                  \
+			(x)->oom = true;                                  \
+		}                                                         \
+		_v ? &(arr)[(n)++] : NULL;                                \
 	})
 
 bool lx_is(struct lx *x, const struct ynode *n, enum ynode_type type, const char *what);
-void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *allowed,
-		   const char *where);
+void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *allowed, const char *where);
 /* The same; a key of hints (NULL-terminated) is an error with its own
  * message (a key that belongs elsewhere says where). */
 struct lx_key_hint {
 	const char *key, *hint;
 };
-void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *const *allowed,
-			  const char *where, const struct lx_key_hint *hints);
+void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *const *allowed, const char *where,
+			  const struct lx_key_hint *hints);
 bool lx_bool(struct lx *x, const struct ynode *n, const char *what, bool *out);
-bool lx_uint(struct lx *x, const struct ynode *n, const char *what, uint64_t min, uint64_t max,
-	     uint64_t *out);
+bool lx_uint(struct lx *x, const struct ynode *n, const char *what, uint64_t min, uint64_t max, uint64_t *out);
 int lx_choice(struct lx *x, const struct ynode *n, const char *what, const char *const *choices);
 void lx_each_scalar(struct lx *x, const struct ynode *n, const char *what,
 		    void (*fn)(struct lx *, const struct ynode *, void *), void *arg);

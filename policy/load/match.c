@@ -121,11 +121,13 @@ static const char *entry_name(struct lx *x, const struct ynode *n, bool *neg, in
 		s += 1 + strspn(s + 1, " \t");
 	if (*state && (*state > 0) != this)
 		diag_error(x->d, n->loc,
-			   "a list is negated entry by entry or not at all: every entry with a leading '!' (none of them), or none");
+			   "a list is negated entry by entry or not at all: every entry with a leading '!' (none of "
+			   "them), or none");
 	*state = this ? 1 : -1;
 	*neg = this;
 	if (this && (!*s || !strcmp(s, "any"))) {
-		diag_error(x->d, n->loc, "'%s' negates nothing: name a set, address, prefix or group after '!'", n->str);
+		diag_error(x->d, n->loc, "'%s' negates nothing: name a set, address, prefix or group after '!'",
+			   n->str);
 		return NULL;
 	}
 	if (!strcmp(s, "any")) {
@@ -143,8 +145,9 @@ static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 
 	if (m->dyn && (name || m->any)) {
 		/* 'any' too: the list would match every address */
-		diag_error(x->d, n->loc, "'%s' follows dynamic set '%s', which stands alone in %s: write another rule for it",
-			   n->str, x->p->sets[m->dyn - 1].name, m->what ? m->what : "the list");
+		diag_error(x->d, n->loc,
+			   "'%s' follows dynamic set '%s', which stands alone in %s: write another rule for it", n->str,
+			   x->p->sets[m->dyn - 1].name, m->what ? m->what : "the list");
 		return;
 	}
 	if (!name)
@@ -165,7 +168,9 @@ static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 	s->used = true;
 	if (s->dynamic) {
 		if (m->n || m->any) {
-			diag_error(x->d, n->loc, "dynamic set '%s' stands alone in a from: or to: (its entries change at run time): write another rule for the other entries",
+			diag_error(x->d, n->loc,
+				   "dynamic set '%s' stands alone in a from: or to: (its entries change at run time): "
+				   "write another rule for the other entries",
 				   name);
 			return;
 		}
@@ -178,7 +183,8 @@ static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 	 * which an empty blocklist file should never do. */
 	if (!s->n && m->neg) {
 		diag_error(x->d, n->loc,
-			   "set '%s' is empty, so '%s' would match every address: fill the set, or write 'any' if that is what is meant",
+			   "set '%s' is empty, so '%s' would match every address: fill the set, or write 'any' if that "
+			   "is what is meant",
 			   name, n->str);
 		return;
 	}
@@ -253,11 +259,13 @@ static void iface_item(struct lx *x, const struct ynode *n, void *arg)
 
 		if (near)
 			diag_warn(x->d, n->loc,
-				  "'%s' is no interface group, so it is taken as the interface of that name; did you mean the group '%s'?",
+				  "'%s' is no interface group, so it is taken as the interface of that name; did you "
+				  "mean the group '%s'?",
 				  n->str, near);
 		else if (x->files && x->files->iface_exists && !x->files->iface_exists(n->str, x->files->arg))
 			diag_warn(x->d, n->loc,
-				  "no interface group '%s', and no interface of that name here: the rule matches only once one appears (define the group, or check the name)",
+				  "no interface group '%s', and no interface of that name here: the rule matches only "
+				  "once one appears (define the group, or check the name)",
 				  n->str);
 		free(names);
 	}
@@ -278,8 +286,8 @@ void lx_iface_match(struct lx *x, const struct ynode *n, const char *what, struc
 		for (uint32_t i = 0; i < m->n; i++)
 			wild += policy_ifname_wild(m->ifnames[i]);
 		if (wild > POLICY_MAX_IFACE_WILDCARDS)
-			diag_error(x->d, n->loc, "%s has %u interface wildcards; at most %d (use a group of names)", what,
-				   wild, POLICY_MAX_IFACE_WILDCARDS);
+			diag_error(x->d, n->loc, "%s has %u interface wildcards; at most %d (use a group of names)",
+				   what, wild, POLICY_MAX_IFACE_WILDCARDS);
 	}
 	if (m->any) {
 		free(m->ifnames);
@@ -335,7 +343,8 @@ void lx_port_list(struct lx *x, const struct ynode *n, uint8_t *cont,
 void lx_bare_port(struct lx *x, const struct ynode *n)
 {
 	diag_error(x->d, n->loc,
-		   "'%s' is a port without its protocol: write tcp/%s or udp/%s, or put it after a PROTO/PORT item of the same list, whose protocol it then takes ([tcp/80, %s])",
+		   "'%s' is a port without its protocol: write tcp/%s or udp/%s, or put it after a PROTO/PORT item of "
+		   "the same list, whose protocol it then takes ([tcp/80, %s])",
 		   n->str, n->str, n->str, n->str);
 }
 
@@ -351,7 +360,8 @@ static void port_item(struct lx *x, const struct ynode *n, void *arg)
 	}
 	if (n->str[0] == '!') {
 		diag_error(x->d, n->loc,
-			   "negating a service or port ('%s') is not supported yet: negation takes addresses, sets and interfaces; list the ports to match",
+			   "negating a service or port ('%s') is not supported yet: negation takes addresses, sets and "
+			   "interfaces; list the ports to match",
 			   n->str);
 		return;
 	}
@@ -388,8 +398,8 @@ void lx_port_match(struct lx *x, const struct ynode *n, const char *what, struct
 	x->oom |= !(m->what = lx_describe(n));
 	lx_each_scalar(x, n, what, port_item, m);
 	if (n->type == YNODE_SEQ && !n->nkids)
-		diag_error(x->d, n->loc, "%s is an empty list: nothing would match; list ports or leave %s out",
-			   what, what);
+		diag_error(x->d, n->loc, "%s is an empty list: nothing would match; list ports or leave %s out", what,
+			   what);
 	if (m->any) {
 		free(m->v);
 		m->v = NULL;
@@ -407,7 +417,9 @@ void lx_no_negation(struct lx *x, const struct ynode *n, bool neg, const char *w
 void lx_no_dynamic(struct lx *x, const struct ynode *n, struct addr_match *m, const char *where)
 {
 	if (n && m->dyn) {
-		diag_error(x->d, n->loc, "dynamic set '%s' is taken in rules' from: and to: only, not in %s; use a set without dynamic: here",
+		diag_error(x->d, n->loc,
+			   "dynamic set '%s' is taken in rules' from: and to: only, not in %s; use a set without "
+			   "dynamic: here",
 			   x->p->sets[m->dyn - 1].name, where);
 		m->dyn = 0;
 		m->any = true; /* no further errors from it */
@@ -418,7 +430,8 @@ void lx_no_wildcard(struct lx *x, const struct ynode *n, const struct iface_matc
 {
 	for (uint32_t i = 0; n && i < m->n; i++) {
 		if (policy_ifname_wild(m->ifnames[i])) {
-			diag_error(x->d, n->loc, "interface wildcard '%s' is taken in rules only, not in %s yet; name the interfaces",
+			diag_error(x->d, n->loc,
+				   "interface wildcard '%s' is taken in rules only, not in %s yet; name the interfaces",
 				   m->ifnames[i], where);
 			return;
 		}

@@ -37,25 +37,27 @@ bool lx_check_ifname_in(struct lx *x, const struct ynode *n, bool wild)
 	size_t len = strlen(n->str);
 
 	if (len && n->str[len - 1] == '+') {
-		diag_error(x->d, n->loc, "'%s' is iptables' wildcard; nfbox writes it as nftables does: '%.*s*' (quoted)",
-			   n->str, (int)len - 1, n->str);
+		diag_error(x->d, n->loc,
+			   "'%s' is iptables' wildcard; nfbox writes it as nftables does: '%.*s*' (quoted)", n->str,
+			   (int)len - 1, n->str);
 		return false;
 	}
 	if (len && n->str[len - 1] == '*') {
 		if (!wild) {
-			diag_error(x->d, n->loc, "'%s': an interface wildcard cannot stand here; name one interface", n->str);
+			diag_error(x->d, n->loc, "'%s': an interface wildcard cannot stand here; name one interface",
+				   n->str);
 			return false;
 		}
 		if (len == 1 || strchr(n->str, '*') != n->str + len - 1) {
 			diag_error(x->d, n->loc,
-				   "'%s': a wildcard is a name's beginning and one '*' at its end, e.g. 'eth*' ('any' takes every interface)",
+				   "'%s': a wildcard is a name's beginning and one '*' at its end, e.g. 'eth*' ('any' "
+				   "takes every interface)",
 				   n->str);
 			return false;
 		}
 	}
 	if (!parse_valid_ifname(n->str)) {
-		diag_error(x->d, n->loc,
-			   "'%s' is not a valid interface name (1..15 characters, no '/', ':' or spaces)",
+		diag_error(x->d, n->loc, "'%s' is not a valid interface name (1..15 characters, no '/', ':' or spaces)",
 			   n->str);
 		return false;
 	}

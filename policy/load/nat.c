@@ -38,7 +38,8 @@ static void nat_snat_to(struct lx *x, struct nat_rule *nr, const struct ynode *t
 	}
 	if (!snat_sources_ok(&nr->to_addr, &nr->to_last))
 		diag_error(x->d, to->loc,
-			   "snat to '%s': the unspecified, broadcast and multicast addresses are no address packets can come from",
+			   "snat to '%s': the unspecified, broadcast and multicast addresses are no address packets "
+			   "can come from",
 			   to->str);
 	nr->families = nr->to_addr.family;
 }
@@ -53,7 +54,8 @@ static void nat_forward_to(struct lx *x, struct nat_rule *nr, const struct ynode
 	}
 	nr->families = nr->to_addr.family;
 	if (!nr->from.any && !(nr->from.families & nr->families))
-		diag_error(x->d, to->loc, "the target %s is %s, but 'from' lists only %s addresses: no packet could be forwarded",
+		diag_error(x->d, to->loc,
+			   "the target %s is %s, but 'from' lists only %s addresses: no packet could be forwarded",
 			   to->str, policy_family_name((enum policy_family)nr->families),
 			   policy_family_name((enum policy_family)nr->from.families));
 }
@@ -97,7 +99,8 @@ static void load_nat_one(struct lx *x, const struct ynode *item)
 	if (!lx_is(x, item, YNODE_MAP, "a nat entry"))
 		return;
 	if (ynode_map_len(item) != 1) {
-		diag_error(x->d, item->loc, "a nat entry has exactly one of masquerade:, snat:, forward-port: or redirect:");
+		diag_error(x->d, item->loc,
+			   "a nat entry has exactly one of masquerade:, snat:, forward-port: or redirect:");
 		return;
 	}
 	k = ynode_map_key(item, 0);

@@ -18,9 +18,10 @@ int lx_read_file(const struct policy_files *files, const char *path, bool is_pol
 	bool given = is_policy && files && files->policy_fd >= 0, strict = files && files->check;
 	/* A daemon reads regular files only: a FIFO there must not hang it
 	 * (O_NONBLOCK). The commands read what they are given (/dev/stdin). */
-	int fd = given ? files->policy_fd
-		       : files && files->open ? files->open(path, files->arg)
-					      : open(path, O_RDONLY | O_CLOEXEC | (strict ? O_NONBLOCK : 0)), r;
+	int fd = given			? files->policy_fd
+		 : files && files->open ? files->open(path, files->arg)
+					: open(path, O_RDONLY | O_CLOEXEC | (strict ? O_NONBLOCK : 0)),
+	    r;
 	struct stat st;
 
 	if (fd < 0) {

@@ -16,7 +16,8 @@ static void hook_item(struct lx *x, const struct ynode *n, void *arg)
 		return;
 	if (!x->p->hooks[h].present)
 		diag_error(x->d, n->loc,
-			   "hook '%s' is not declared; add it under hooks: with its default, e.g. '%s: { default: accept }'",
+			   "hook '%s' is not declared; add it under hooks: with its default, e.g. '%s: { default: "
+			   "accept }'",
 			   n->str, n->str);
 	r->hooks |= (uint8_t)(1u << h);
 }
@@ -64,8 +65,11 @@ static void icmp_type_item(struct lx *x, const struct ynode *n, void *arg)
 			diag_error(x->d, n->loc, "unknown %s type '%s'; did you mean '%s'?", v6 ? "ICMPv6" : "ICMP",
 				   n->str, near);
 		else
-			diag_error(x->d, n->loc, "unknown %s type '%s' (e.g. echo-request, echo-reply, destination-unreachable%s, or a number 0..255)",
-				   v6 ? "ICMPv6" : "ICMP", n->str, v6 ? ", nd-neighbor-solicit, mld-listener-query" : "");
+			diag_error(x->d, n->loc,
+				   "unknown %s type '%s' (e.g. echo-request, echo-reply, destination-unreachable%s, or "
+				   "a number 0..255)",
+				   v6 ? "ICMPv6" : "ICMP", n->str,
+				   v6 ? ", nd-neighbor-solicit, mld-listener-query" : "");
 		return;
 	}
 	for (uint16_t i = 0; i < r->nicmp; i++) {
@@ -94,7 +98,8 @@ static void rule_icmp_type(struct lx *x, struct rule *r, const struct ynode *n)
 	}
 	lx_each_scalar(x, n, "icmp-type", icmp_type_item, r);
 	if (n->type == YNODE_SEQ && !n->nkids)
-		diag_error(x->d, n->loc, "icmp-type is an empty list: nothing would match; list types or leave icmp-type out");
+		diag_error(x->d, n->loc,
+			   "icmp-type is an empty list: nothing would match; list types or leave icmp-type out");
 }
 
 /* With both proto and service, keep the service entries of that protocol. */
@@ -111,11 +116,11 @@ static void rule_narrow_service(struct lx *x, struct rule *r, struct port_match 
 	if (!kept && !m->n)
 		return; /* an empty list, reported where it is parsed */
 	if (!kept && m->n && policy_proto_name(r->proto))
-		diag_error(x->d, n->loc, "%s '%s' has no %s ports, but the rule says 'proto: %s'", what,
-			   m->what, policy_proto_name(r->proto), policy_proto_name(r->proto));
+		diag_error(x->d, n->loc, "%s '%s' has no %s ports, but the rule says 'proto: %s'", what, m->what,
+			   policy_proto_name(r->proto), policy_proto_name(r->proto));
 	else if (!kept && m->n)
-		diag_error(x->d, n->loc, "%s '%s' has no ports of protocol %d, but the rule says 'proto: %d'",
-			   what, m->what, r->proto, r->proto);
+		diag_error(x->d, n->loc, "%s '%s' has no ports of protocol %d, but the rule says 'proto: %d'", what,
+			   m->what, r->proto, r->proto);
 
 	m->n = kept;
 }
@@ -131,9 +136,10 @@ static uint8_t rule_families(const struct rule *r)
 	return f;
 }
 
-static const char *const rule_keys[] = { "name", "hook", "in", "out", "from", "to", "service",
-					 "source-service", "proto", "icmp-type", "state", "action",
-					 "reject-with", "log", "limit", "comment", NULL };
+static const char *const rule_keys[] = {
+	"name",	 "hook",   "in",	  "out", "from",  "to",	     "service", "source-service", "proto", "icmp-type",
+	"state", "action", "reject-with", "log", "limit", "comment", NULL
+};
 static const struct lx_key_hint rule_key_hints[] = {
 	{ "burst", "'burst' belongs inside limit:, e.g. 'limit: { rate: 10/second, burst: 20 }'" },
 	{ "rate", "a rule's rate is its limit:, e.g. 'limit: 10/second' or 'limit: { rate: 10/second, burst: 20 }'" },
@@ -148,18 +154,20 @@ static void rule_hooks_and_sides(struct lx *x, struct rule *r, const struct ynod
 		lx_each_scalar(x, v, "hook", hook_item, r);
 		if (v->type == YNODE_SEQ && !v->nkids)
 			diag_error(x->d, v->loc, "the hook list is empty; name at least one of input, forward, output");
-	}
-	else if (!x->p->hooks[POLICY_HOOK_FORWARD].present && (x->p->hooks[0].present || x->p->hooks[2].present))
-		diag_error(x->d, n->loc, "rule '%s' has no 'hook:', so it is for forward, which is not declared under hooks:",
-			   r->name);
+	} else if (!x->p->hooks[POLICY_HOOK_FORWARD].present && (x->p->hooks[0].present || x->p->hooks[2].present))
+		diag_error(
+			x->d, n->loc,
+			"rule '%s' has no 'hook:', so it is for forward, which is not declared under hooks:", r->name);
 	else
 		r->hooks = 1u << POLICY_HOOK_FORWARD;
 	lx_iface_match(x, v = ynode_get(n, "in"), "in", &r->in);
 	if (v && (r->hooks & (1u << POLICY_HOOK_OUTPUT)))
-		diag_error(x->d, v->loc, "'in:' cannot be used on the output hook: locally sent packets have no input interface");
+		diag_error(x->d, v->loc,
+			   "'in:' cannot be used on the output hook: locally sent packets have no input interface");
 	lx_iface_match(x, v = ynode_get(n, "out"), "out", &r->out);
 	if (v && (r->hooks & (1u << POLICY_HOOK_INPUT)))
-		diag_error(x->d, v->loc, "'out:' cannot be used on the input hook: packets to this host have no output interface");
+		diag_error(x->d, v->loc,
+			   "'out:' cannot be used on the input hook: packets to this host have no output interface");
 }
 
 static void rule_l4(struct lx *x, struct rule *r, const struct ynode *n)
@@ -207,11 +215,13 @@ static void rule_limit(struct lx *x, struct rule *r, const struct ynode *n)
 		rate = ynode_get(n, "rate");
 		if (!rate) {
 			if (!ynode_has(n, "rate"))
-				diag_error(x->d, n->loc, "limit needs a 'rate:', e.g. 'limit: { rate: 10/second, burst: 20 }'");
+				diag_error(x->d, n->loc,
+					   "limit needs a 'rate:', e.g. 'limit: { rate: 10/second, burst: 20 }'");
 			return;
 		}
 	} else if (n->type != YNODE_SCALAR) {
-		diag_error(x->d, n->loc, "limit is a rate (limit: 10/second) or a mapping (limit: { rate: 5/minute, per: source })");
+		diag_error(x->d, n->loc,
+			   "limit is a rate (limit: 10/second) or a mapping (limit: { rate: 5/minute, per: source })");
 		return;
 	}
 	if (lx_is(x, rate, YNODE_SCALAR, "limit rate") && parse_rate(rate->str, &l->rate, &why) < 0) {
@@ -249,7 +259,9 @@ static void load_rule(struct lx *x, const struct ynode *n)
 		diag_error(x->d, n->loc, "a rule needs a 'name:' (it names the rule's counters and log events)");
 	} else if (v && lx_is(x, v, YNODE_SCALAR, "a rule name")) {
 		if (!parse_valid_name(v->str))
-			diag_error(x->d, v->loc, "rule name '%s' is not valid: use up to %d letters, digits, '_', '-' or '.', starting with a letter",
+			diag_error(x->d, v->loc,
+				   "rule name '%s' is not valid: use up to %d letters, digits, '_', '-' or '.', "
+				   "starting with a letter",
 				   v->str, POLICY_MAX_NAME);
 		x->oom |= !(r->name = strdup(v->str));
 		r->loc = v->loc;
@@ -273,7 +285,8 @@ static void load_rule(struct lx *x, const struct ynode *n)
 	}
 	v = ynode_get(n, "action");
 	if (!v && !ynode_has(n, "action"))
-		diag_error(x->d, n->loc, "rule '%s' needs an 'action:' (accept, drop or reject)", r->name ? r->name : "?");
+		diag_error(x->d, n->loc, "rule '%s' needs an 'action:' (accept, drop or reject)",
+			   r->name ? r->name : "?");
 	else if (v && (a = lx_choice(x, v, "action", actions)) >= 0)
 		r->action = (enum policy_action)a;
 	if ((v = ynode_get(n, "reject-with"))) {
@@ -292,7 +305,9 @@ static void load_rule(struct lx *x, const struct ynode *n)
 		x->oom |= !(r->comment = strdup(v->str));
 	r->families = rule_families(r);
 	if (!r->families && x->d->errors == x->errors0)
-		diag_warn(x->d, r->loc, "rule '%s' can never match: its addresses and protocol share no address family (or a set is empty)",
+		diag_warn(x->d, r->loc,
+			  "rule '%s' can never match: its addresses and protocol share no address family (or a set is "
+			  "empty)",
 			  r->name);
 }
 
@@ -347,9 +362,10 @@ void load_rules(struct lx *x, const struct ynode *n)
 				diag_error(x->d, n->kids[i]->loc, "more than %d rules on the %s hook (the limit)",
 					   POLICY_MAX_RULES, policy_hook_names[h]);
 			if (x->p->rules[x->p->nrules - 1].limit.rate.n && ++limits == POLICY_MAX_LIMITS + 1)
-				diag_error(x->d, x->p->rules[x->p->nrules - 1].limit.loc,
-					   "more than %d rules with limit: (a rule on several hooks counts once per hook)",
-					   POLICY_MAX_LIMITS);
+				diag_error(
+					x->d, x->p->rules[x->p->nrules - 1].limit.loc,
+					"more than %d rules with limit: (a rule on several hooks counts once per hook)",
+					POLICY_MAX_LIMITS);
 			if ((x->p->rules[x->p->nrules - 1].limit.rate.n || x->p->rules[x->p->nrules - 1].from.dyn ||
 			     x->p->rules[x->p->nrules - 1].to.dyn) &&
 			    ++rounds[h] == POLICY_MAX_LIMITS + 1)

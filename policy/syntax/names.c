@@ -31,16 +31,13 @@ const char *policy_action_name(enum policy_action a)
 	}
 }
 
-const char *const policy_ct_names[POLICY_CT_STATES + 1] = { "new", "established", "related", "invalid", "untracked",
-							   NULL };
+const char *const policy_ct_names[POLICY_CT_STATES + 1] = { "new",     "established", "related",
+							    "invalid", "untracked",   NULL };
 
 const char *const policy_reject_names[POLICY_REJECT_MAX + 1] = {
-	[POLICY_REJECT_TCP_RESET] = "tcp-reset",
-	[POLICY_REJECT_PORT] = "port-unreachable",
-	[POLICY_REJECT_ADMIN] = "admin-prohibited",
-	[POLICY_REJECT_HOST] = "host-unreachable",
-	[POLICY_REJECT_NET] = "net-unreachable",
-	[POLICY_REJECT_MAX] = NULL,
+	[POLICY_REJECT_TCP_RESET] = "tcp-reset",    [POLICY_REJECT_PORT] = "port-unreachable",
+	[POLICY_REJECT_ADMIN] = "admin-prohibited", [POLICY_REJECT_HOST] = "host-unreachable",
+	[POLICY_REJECT_NET] = "net-unreachable",    [POLICY_REJECT_MAX] = NULL,
 };
 
 const char *const policy_nat_kind_names[] = {
@@ -75,19 +72,19 @@ int policy_limit_format(const struct policy_limit *l, char *buf, size_t len)
 }
 
 /* The protocols nfbox knows by name, each written once: name and number. */
-#define PROTOS(X)                                                                                                      \
-	X("tcp", IPPROTO_TCP)                                                                                          \
-	X("udp", IPPROTO_UDP)                                                                                          \
-	X("icmp", IPPROTO_ICMP)                                                                                        \
-	X("icmpv6", IPPROTO_ICMPV6)                                                                                    \
-	X("sctp", IPPROTO_SCTP)                                                                                        \
-	X("gre", IPPROTO_GRE)                                                                                          \
-	X("esp", IPPROTO_ESP)                                                                                          \
-	X("ah", IPPROTO_AH)                                                                                            \
+#define PROTOS(X)                   \
+	X("tcp", IPPROTO_TCP)       \
+	X("udp", IPPROTO_UDP)       \
+	X("icmp", IPPROTO_ICMP)     \
+	X("icmpv6", IPPROTO_ICMPV6) \
+	X("sctp", IPPROTO_SCTP)     \
+	X("gre", IPPROTO_GRE)       \
+	X("esp", IPPROTO_ESP)       \
+	X("ah", IPPROTO_AH)         \
 	X("udplite", IPPROTO_UDPLITE)
 
 #define PROTO_NAME(n, v) n,
-#define PROTO_NUM(n, v) v,
+#define PROTO_NUM(n, v)	 v,
 const char *const policy_proto_names[] = { PROTOS(PROTO_NAME) NULL };
 static const int proto_nums[] = { PROTOS(PROTO_NUM) };
 
@@ -113,26 +110,44 @@ struct icmp_name {
 };
 
 static const struct icmp_name icmp4[] = {
-	{ "echo-reply", 0 }, { "destination-unreachable", 3 }, { "source-quench", 4 },
-	{ "redirect", 5 }, { "echo-request", 8 }, { "router-advertisement", 9 },
-	{ "router-solicitation", 10 }, { "time-exceeded", 11 }, { "parameter-problem", 12 },
-	{ "timestamp-request", 13 }, { "timestamp-reply", 14 }, { "info-request", 15 },
-	{ "info-reply", 16 }, { "address-mask-request", 17 }, { "address-mask-reply", 18 },
-	{ NULL, 0 },
+	{ "echo-reply", 0 },	       { "destination-unreachable", 3 },
+	{ "source-quench", 4 },	       { "redirect", 5 },
+	{ "echo-request", 8 },	       { "router-advertisement", 9 },
+	{ "router-solicitation", 10 }, { "time-exceeded", 11 },
+	{ "parameter-problem", 12 },   { "timestamp-request", 13 },
+	{ "timestamp-reply", 14 },     { "info-request", 15 },
+	{ "info-reply", 16 },	       { "address-mask-request", 17 },
+	{ "address-mask-reply", 18 },  { NULL, 0 },
 };
 
 static const struct icmp_name icmp6[] = {
-	{ "destination-unreachable", 1 }, { "packet-too-big", 2 }, { "time-exceeded", 3 },
-	{ "parameter-problem", 4 }, { "echo-request", 128 }, { "echo-reply", 129 },
-	{ "mld-listener-query", 130 }, { "mld-listener-report", 131 }, { "mld-listener-done", 132 },
-	{ "router-solicitation", 133 }, { "router-advertisement", 134 },
-	{ "neighbour-solicitation", 135 }, { "neighbour-advertisement", 136 },
-	{ "neighbor-solicitation", 135 }, { "neighbor-advertisement", 136 }, { "redirect", 137 },
-	{ "router-renumbering", 138 }, { "ind-neighbor-solicit", 141 }, { "ind-neighbor-advert", 142 },
+	{ "destination-unreachable", 1 },
+	{ "packet-too-big", 2 },
+	{ "time-exceeded", 3 },
+	{ "parameter-problem", 4 },
+	{ "echo-request", 128 },
+	{ "echo-reply", 129 },
+	{ "mld-listener-query", 130 },
+	{ "mld-listener-report", 131 },
+	{ "mld-listener-done", 132 },
+	{ "router-solicitation", 133 },
+	{ "router-advertisement", 134 },
+	{ "neighbour-solicitation", 135 },
+	{ "neighbour-advertisement", 136 },
+	{ "neighbor-solicitation", 135 },
+	{ "neighbor-advertisement", 136 },
+	{ "redirect", 137 },
+	{ "router-renumbering", 138 },
+	{ "ind-neighbor-solicit", 141 },
+	{ "ind-neighbor-advert", 142 },
 	{ "mld2-listener-report", 143 },
 	/* nftables' names for the same types (the first name of a type is the one printed) */
-	{ "mld-listener-reduction", 132 }, { "nd-router-solicit", 133 }, { "nd-router-advert", 134 },
-	{ "nd-neighbor-solicit", 135 }, { "nd-neighbor-advert", 136 }, { "nd-redirect", 137 },
+	{ "mld-listener-reduction", 132 },
+	{ "nd-router-solicit", 133 },
+	{ "nd-router-advert", 134 },
+	{ "nd-neighbor-solicit", 135 },
+	{ "nd-neighbor-advert", 136 },
+	{ "nd-redirect", 137 },
 	{ NULL, 0 },
 };
 

@@ -127,8 +127,10 @@ int parse_proto(const char *s, int *out, const char **why)
 		return 0;
 	}
 	*why = access("/etc/protocols", R_OK)
-		       ? "unknown protocol; use tcp, udp, icmp, icmpv6, sctp, gre, esp, ah, udplite or a number 0..255 (there is no /etc/protocols for other names: install netbase)"
-		       : "unknown protocol; use tcp, udp, icmp, icmpv6, sctp, gre, esp, ah, udplite, a name from /etc/protocols or a number 0..255";
+		       ? "unknown protocol; use tcp, udp, icmp, icmpv6, sctp, gre, esp, ah, udplite or a number 0..255 "
+			 "(there is no /etc/protocols for other names: install netbase)"
+		       : "unknown protocol; use tcp, udp, icmp, icmpv6, sctp, gre, esp, ah, udplite, a name from "
+			 "/etc/protocols or a number 0..255";
 	return -EINVAL;
 }
 
@@ -148,15 +150,16 @@ static int parse_port(const char *s, size_t len, int proto, uint64_t *out, const
 	if (isdigit((unsigned char)buf[0])) {
 		if (parse_uint(buf, 65535, out, why) < 0) {
 			*why = strcmp(*why, "number out of range") == 0 ? "port out of range 0..65535"
-								      : "a port must be a number 0..65535";
+									: "a port must be a number 0..65535";
 			return -ERANGE;
 		}
 		return 0;
 	}
 	se = getservbyname(buf, policy_proto_name(proto));
 	if (!se) {
-		*why = access("/etc/services", R_OK) ? "unknown port name (there is no /etc/services: install netbase, or give the number)"
-						     : "unknown port name for this protocol (see /etc/services), or give the number";
+		*why = access("/etc/services", R_OK)
+			       ? "unknown port name (there is no /etc/services: install netbase, or give the number)"
+			       : "unknown port name for this protocol (see /etc/services), or give the number";
 		return -EINVAL;
 	}
 	*out = ntohs((uint16_t)se->s_port);
@@ -172,7 +175,8 @@ int parse_ports(const char *s, struct port_range *out, size_t max, size_t *n, si
 	*n = 0;
 	*bad = 0;
 	if (!slash || (size_t)(slash - s) >= sizeof(proto)) {
-		*why = "a port is written PROTO/PORT, PROTO/LOW-HIGH or PROTO/P1,P2,..., e.g. tcp/443, udp/10000-20000, tcp/80,443";
+		*why = "a port is written PROTO/PORT, PROTO/LOW-HIGH or PROTO/P1,P2,..., e.g. tcp/443, "
+		       "udp/10000-20000, tcp/80,443";
 		return -EINVAL;
 	}
 	memcpy(proto, s, (size_t)(slash - s));
@@ -253,9 +257,9 @@ int parse_size(const char *s, uint64_t *out, const char **why)
 		const char *suffix;
 		uint64_t mult;
 	} units[] = {
-		{ "", 1 }, { "B", 1 }, { "K", 1000 }, { "KB", 1000 }, { "KiB", 1024 },
-		{ "M", 1000000 }, { "MB", 1000000 }, { "MiB", 1 << 20 }, { "G", 1000000000 },
-		{ "GB", 1000000000 }, { "GiB", 1 << 30 }, { "TiB", UINT64_C(1) << 40 },
+		{ "", 1 },	     { "B", 1 },	   { "K", 1000 },      { "KB", 1000 },
+		{ "KiB", 1024 },     { "M", 1000000 },	   { "MB", 1000000 },  { "MiB", 1 << 20 },
+		{ "G", 1000000000 }, { "GB", 1000000000 }, { "GiB", 1 << 30 }, { "TiB", UINT64_C(1) << 40 },
 	};
 	char num[32];
 	size_t n = strspn(s, "0123456789"), nfrac = 0;
@@ -303,8 +307,8 @@ int parse_rate(const char *s, struct policy_rate *out, const char **why)
 		const char *name;
 		uint32_t per;
 	} units[] = {
-		{ "second", 1 }, { "s", 1 }, { "sec", 1 }, { "minute", 60 }, { "min", 60 }, { "m", 60 },
-		{ "hour", 3600 }, { "h", 3600 },
+		{ "second", 1 }, { "s", 1 },  { "sec", 1 },	{ "minute", 60 },
+		{ "min", 60 },	 { "m", 60 }, { "hour", 3600 }, { "h", 3600 },
 	};
 	const char *slash = strchr(s, '/');
 	char num[16];

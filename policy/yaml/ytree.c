@@ -16,7 +16,7 @@ struct anchor {
  * (50,000 sets are one mapping). */
 struct keyset {
 	const struct ynode **v; /* key nodes; NULL: empty slot */
-	size_t cap, n;          /* cap: a power of two, or 0 */
+	size_t cap, n;		/* cap: a power of two, or 0 */
 };
 
 struct builder {
@@ -137,8 +137,7 @@ static int attach(struct builder *b, struct ynode *n)
 	if (parent->type == YNODE_MAP && parent->nkids % 2 == 0) {
 		/* n is a key: reject duplicates here, where both places are known. */
 		if (n->type != YNODE_SCALAR) {
-			diag_error(b->d, n->loc, "mapping keys must be plain words, not a %s",
-				   ynode_type_name(n));
+			diag_error(b->d, n->loc, "mapping keys must be plain words, not a %s", ynode_type_name(n));
 			b->failed = true;
 			return -EINVAL;
 		} else if (!n->broken) { /* an unknown alias as a key: said already */
@@ -189,11 +188,13 @@ static bool count_expansion(struct builder *b, size_t weight, yaml_mark_t m, boo
 	if (b->expanded > YTREE_MAX_EXPANDED) {
 		if (alias)
 			diag_error(b->d, mark_loc(b, m),
-				   "aliases expand the document beyond %u nodes; write the data out or use fewer nested aliases",
+				   "aliases expand the document beyond %u nodes; write the data out or use fewer "
+				   "nested aliases",
 				   YTREE_MAX_EXPANDED);
 		else
 			diag_error(b->d, mark_loc(b, m),
-				   "the document has more than %u nodes; put large address lists in a set file ({ file: PATH })",
+				   "the document has more than %u nodes; put large address lists in a set file ({ "
+				   "file: PATH })",
 				   YTREE_MAX_EXPANDED);
 		b->failed = true;
 		return false;
@@ -212,7 +213,8 @@ static void refuse_tag(struct builder *b, const yaml_char_t *tag, yaml_mark_t m)
 		return;
 	if (!strcmp((const char *)tag, "!"))
 		diag_error(b->d, mark_loc(b, m),
-			   "a leading '!' is a YAML tag, which nfbox does not take (it would be ignored, not negate); quote the value if the '!' belongs to it, e.g. \"!office\"");
+			   "a leading '!' is a YAML tag, which nfbox does not take (it would be ignored, not negate); "
+			   "quote the value if the '!' belongs to it, e.g. \"!office\"");
 	else if (!strncmp((const char *)tag, "tag:yaml.org,2002:", 18))
 		diag_error(b->d, mark_loc(b, m),
 			   "YAML tag '!!%s': nfbox takes no tags; remove it, or quote the value if it is part of it",
@@ -252,8 +254,7 @@ static int on_scalar(struct builder *b, const yaml_event_t *ev)
 
 static int on_open(struct builder *b, const yaml_event_t *ev, enum ynode_type type)
 {
-	const yaml_char_t *anchor = type == YNODE_SEQ ? ev->data.sequence_start.anchor
-						       : ev->data.mapping_start.anchor;
+	const yaml_char_t *anchor = type == YNODE_SEQ ? ev->data.sequence_start.anchor : ev->data.mapping_start.anchor;
 	struct ynode *n = node_new(b, type, ev->start_mark);
 
 	refuse_tag(b, type == YNODE_SEQ ? ev->data.sequence_start.tag : ev->data.mapping_start.tag, ev->start_mark);
@@ -297,10 +298,12 @@ static int on_alias(struct builder *b, const yaml_event_t *ev)
 			near = diag_closest(name, names);
 		free(names);
 		if (near)
-			diag_error(b->d, mark_loc(b, ev->start_mark), "unknown alias '*%s'; did you mean '*%s'?", name, near);
+			diag_error(b->d, mark_loc(b, ev->start_mark), "unknown alias '*%s'; did you mean '*%s'?", name,
+				   near);
 		else
 			diag_error(b->d, mark_loc(b, ev->start_mark),
-				   "unknown alias '*%s': an alias names an anchor '&%s' given earlier in the file", name, name);
+				   "unknown alias '*%s': an alias names an anchor '&%s' given earlier in the file",
+				   name, name);
 		/* Keep its place, or the keys after it would shift to values. */
 		if (!n || !(n->str = strdup("")))
 			return -ENOMEM;
@@ -310,8 +313,8 @@ static int on_alias(struct builder *b, const yaml_event_t *ev)
 	/* An alias of a collection that is still open would make a cycle. */
 	for (size_t i = 0; i < b->depth; i++) {
 		if (b->stack[i] == target) {
-			diag_error(b->d, mark_loc(b, ev->start_mark),
-				   "alias '*%s' refers to a node that contains it", name);
+			diag_error(b->d, mark_loc(b, ev->start_mark), "alias '*%s' refers to a node that contains it",
+				   name);
 			return 0;
 		}
 	}
@@ -336,21 +339,27 @@ static bool plain_words(struct builder *b, const yaml_parser_t *p, const char *a
 	if (has(p->problem, "cannot start any token") && at < end && *at == '\t') {
 		diag_error(b->d, loc, "a tab in the indentation: YAML indents with spaces only");
 	} else if (has(p->problem, "expected ',' or ']'")) {
-		diag_error(b->d, loc, "the '[' at line %u, column %u is not closed: a ']' (or a ',' between entries) is missing before this%s",
+		diag_error(b->d, loc,
+			   "the '[' at line %u, column %u is not closed: a ']' (or a ',' between entries) is missing "
+			   "before this%s",
 			   open_line, open_col, hint);
 	} else if (has(p->problem, "expected ',' or '}'")) {
-		diag_error(b->d, loc, "the '{' at line %u, column %u is not closed: a '}' (or a ',' between entries) is missing before this%s",
+		diag_error(b->d, loc,
+			   "the '{' at line %u, column %u is not closed: a '}' (or a ',' between entries) is missing "
+			   "before this%s",
 			   open_line, open_col, hint);
 	} else if (has(p->problem, "end of stream") && has(p->context, "quoted scalar")) {
 		/* at the quote itself: the end of the file says nothing */
 		diag_error(b->d, mark_loc(b, p->context_mark), "this quote is not closed (the file ends inside it)");
 	} else if (has(p->problem, "expected '-' indicator") || has(p->problem, "did not find expected key")) {
 		diag_error(b->d, loc,
-			   "this line's indentation does not fit the %s that starts at line %u: its entries line up under one another%s",
+			   "this line's indentation does not fit the %s that starts at line %u: its entries line up "
+			   "under one another%s",
 			   has(p->problem, "'-'") ? "list" : "mapping", open_line, hint);
 	} else if (has(p->problem, "mapping values are not allowed")) {
 		diag_error(b->d, loc,
-			   "a ': ' where no key can start: quote a value that holds ': ', or check the indentation of this line%s",
+			   "a ': ' where no key can start: quote a value that holds ': ', or check the indentation of "
+			   "this line%s",
 			   hint);
 	} else {
 		return false;
@@ -379,16 +388,17 @@ static void report_parser_error(struct builder *b, const yaml_parser_t *p)
 	yaml_mark_t m = p->problem_mark;
 	struct loc loc = mark_loc(b, m);
 	const char *at = mark_ptr(b->src, m), *end = b->src->text + b->src->len;
-	const char *hint = end - at >= 2 && at[0] == ':' && at[1] == ':' ?
-		"; an IPv6 address that starts with ':' must be quoted, e.g. \"::/0\"" : "";
+	const char *hint = end - at >= 2 && at[0] == ':' && at[1] == ':'
+				   ? "; an IPv6 address that starts with ':' must be quoted, e.g. \"::/0\""
+				   : "";
 
 	if (p->error == YAML_MEMORY_ERROR) {
 		diag_error(b->d, loc, "out of memory while parsing");
 	} else if (plain_words(b, p, at, end, loc, hint)) {
 		/* said in plain words */
 	} else if (p->context) {
-		diag_error(b->d, loc, "YAML syntax: %s %s (line %u)%s", p->problem ? p->problem : "error",
-			   p->context, (unsigned)p->context_mark.line + 1, hint);
+		diag_error(b->d, loc, "YAML syntax: %s %s (line %u)%s", p->problem ? p->problem : "error", p->context,
+			   (unsigned)p->context_mark.line + 1, hint);
 	} else {
 		diag_error(b->d, loc, "YAML syntax: %s%s", p->problem ? p->problem : "error", hint);
 	}

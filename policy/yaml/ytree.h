@@ -18,18 +18,18 @@ enum ynode_type {
 struct ynode {
 	enum ynode_type type;
 	struct loc loc;
-	bool quoted;        /* scalar was quoted: never a number or boolean */
-	bool broken;        /* stands for a value already reported (an unknown alias):
+	bool quoted; /* scalar was quoted: never a number or boolean */
+	bool broken; /* stands for a value already reported (an unknown alias):
 			       ynode_get() does not see it, so nothing is said twice */
-	char *str;          /* scalar text (NUL-terminated) */
+	char *str;   /* scalar text (NUL-terminated) */
 	size_t len;
 	struct ynode **kids; /* SEQ: items; MAP: key0, value0, key1, value1, ... */
 	size_t nkids;
-	size_t weight;      /* nodes in this subtree, aliases expanded */
+	size_t weight; /* nodes in this subtree, aliases expanded */
 };
 
 #define YTREE_MAX_EXPANDED 4000000u /* nodes, aliases expanded */
-#define YTREE_MAX_DEPTH 64
+#define YTREE_MAX_DEPTH	   64
 
 struct ytree {
 	struct ynode *root; /* NULL for an empty document */

@@ -179,14 +179,14 @@ static uint16_t rule_port(uint32_t i, uint32_t n)
 static struct pkt pkt_rule4(const uint8_t src[4], uint32_t i, uint32_t n)
 {
 	return rule_proto(i, n)[0] == 'u' ? pkt_udp4(src, DST4, 40000, rule_port(i, n))
-					   : pkt_tcp4(src, DST4, 40000, rule_port(i, n));
+					  : pkt_tcp4(src, DST4, 40000, rule_port(i, n));
 }
 static const uint8_t DST6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 2, [15] = 0x10 };
 
 /* ---- policies ----------------------------------------------------------- */
 
 enum shape {
-	SHAPE_PORT,      /* rule i: service tcp/(1000+i) */
+	SHAPE_PORT,	 /* rule i: service tcp/(1000+i) */
 	SHAPE_ADDR_PORT, /* rule i: from 192.0.2.(i%256), service tcp/(1000+i) */
 };
 
@@ -234,8 +234,8 @@ static char *policy_text(uint32_t nrules, enum shape shape, bool big, size_t *le
 			fprintf(f, "  - { name: r%u, service: %s/%u, action: accept }\n", i, rule_proto(i, nrules),
 				rule_port(i, nrules));
 		else
-			fprintf(f, "  - { name: r%u, from: 192.0.2.%u, service: %s/%u, action: accept }\n", i,
-				i % 256, rule_proto(i, nrules), rule_port(i, nrules));
+			fprintf(f, "  - { name: r%u, from: 192.0.2.%u, service: %s/%u, action: accept }\n", i, i % 256,
+				rule_proto(i, nrules), rule_port(i, nrules));
 	}
 	fclose(f);
 	return text;
@@ -405,8 +405,8 @@ static double measure(const struct pkt *p, int expect_rule, uint32_t expect_verd
 	after = counter(slot);
 	if (before == UINT64_MAX || after == UINT64_MAX || after - before != runs) {
 		fprintf(stderr, "bench: %s: counter of %s %d moved by %llu, expected %llu\n", p->what,
-			expect_rule < 0 ? "default" : "rule", expect_rule,
-			(unsigned long long)(after - before), (unsigned long long)runs);
+			expect_rule < 0 ? "default" : "rule", expect_rule, (unsigned long long)(after - before),
+			(unsigned long long)runs);
 		return -1;
 	}
 	return median(v, batches < 64 ? batches : 64);
@@ -491,7 +491,7 @@ static int setup(void)
 /* ---- the benchmark ------------------------------------------------------ */
 
 static const uint32_t sizes[] = { 10, 100, 1000, 10000, 65536 };
-#define S10K 3 /* sizes[S10K] == 10000 */
+#define S10K   3 /* sizes[S10K] == 10000 */
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 static void print_times(const char *what, const struct loaded *l)
@@ -593,11 +593,15 @@ int main(int argc, char **argv)
 			worst = rm;
 		snprintf(label, sizeof(label), "%uk/10", sizes[big] / 1000);
 		printf("%8s %11.2fx %11.2fx %11.2fx\n", label, rp, ra, rm);
-		printf("%8s %11.2fx %11.2fx %11.2fx   (above the 0-rule floor: the classification's own cost)\n",
-		       "net", (last_port[big] - floor_ns) / (last_port[0] - floor_ns),
-		       (last_ap[big] - floor_ns) / (last_ap[0] - floor_ns), (miss[big] - floor_ns) / (miss[0] - floor_ns));
-		printf("ratio %u rules / 10 rules, ns/packet: worst %.2fx (target: within 1.5x) %s\n", sizes[big], worst,
-		       !ok ? "FAILED" : worst <= 1.5 ? "MET" : "MISSED");
+		printf("%8s %11.2fx %11.2fx %11.2fx   (above the 0-rule floor: the classification's own cost)\n", "net",
+		       (last_port[big] - floor_ns) / (last_port[0] - floor_ns),
+		       (last_ap[big] - floor_ns) / (last_ap[0] - floor_ns),
+		       (miss[big] - floor_ns) / (miss[0] - floor_ns));
+		printf("ratio %u rules / 10 rules, ns/packet: worst %.2fx (target: within 1.5x) %s\n", sizes[big],
+		       worst,
+		       !ok	      ? "FAILED"
+		       : worst <= 1.5 ? "MET"
+				      : "MISSED");
 	}
 	/* A load's fixed cost: the median of 7 loads of 10 rules, each over
 	 * the other shape (a real replacement every time). */
@@ -615,7 +619,8 @@ int main(int argc, char **argv)
 		t_load10 = median(tl, 7);
 		t_settle10 = median(ts, 7);
 	}
-	printf("fixed cost of a load: engine_load of a 10-rule policy (median of 7) %.1f ms (target: < 20 ms; before: about 100 ms) %s\n"
+	printf("fixed cost of a load: engine_load of a 10-rule policy (median of 7) %.1f ms (target: < 20 ms; before: "
+	       "about 100 ms) %s\n"
 	       "  (then, after the answer, engine_settle frees the replaced maps: %.1f ms)\n",
 	       t_load10 * 1e3, t_load10 > 0 && t_load10 < 0.020 ? "MET" : "MISSED", t_settle10 * 1e3);
 
@@ -688,7 +693,8 @@ int main(int argc, char **argv)
 		printf("reload of the 100,000-prefix policy, compile+encode+slots+engine_load: %.0f ms "
 		       "(target: < 1 s) %s\n",
 		       total * 1e3, total < 1.0 ? "MET" : "MISSED");
-		printf("  end to end with policy_load_buffer (YAML + validation) first, as 'nfbox reload' does: %.0f ms (%s 1 s)\n",
+		printf("  end to end with policy_load_buffer (YAML + validation) first, as 'nfbox reload' does: %.0f "
+		       "ms (%s 1 s)\n",
 		       (total + med.t_parse) * 1e3, total + med.t_parse < 1.0 ? "under" : "OVER");
 		/* Still right after the reloads. */
 		{

@@ -65,12 +65,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_BATCH 1024
-#define MIN_FRAME 60 /* the Ethernet minimum without FCS; a 64-byte frame with it */
-#define MAX_FRAME 65535
-#define SPIN_NS 60000ll
+#define MAX_BATCH  1024
+#define MIN_FRAME  60 /* the Ethernet minimum without FCS; a 64-byte frame with it */
+#define MAX_FRAME  65535
+#define SPIN_NS	   60000ll
 #define MAX_LAG_NS 10000000ll
-#define SEQ_OFF 42 /* Ethernet 14 + IPv4 20 + UDP 8 */
+#define SEQ_OFF	   42 /* Ethernet 14 + IPv4 20 + UDP 8 */
 
 static volatile sig_atomic_t stop;
 
@@ -231,7 +231,7 @@ fail:
 }
 
 #define HOLD_CHUNK (64ul << 20)
-#define HOLD_MAX 4096
+#define HOLD_MAX   4096
 
 /* --hold: see the top of the file. */
 static int hold_main(void)
@@ -276,7 +276,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "src", required_argument, NULL, 'A' },   { "dst", required_argument, NULL, 'B' },
 		{ "sport", required_argument, NULL, 'P' }, { "dport", required_argument, NULL, 'Q' },
-		{ "help", no_argument, NULL, 'h' },        { 0 },
+		{ "help", no_argument, NULL, 'h' },	   { 0 },
 	};
 	struct frame_spec f = { .sport = 4000, .dport = 9 };
 	const char *ifname = NULL, *dmac = NULL;

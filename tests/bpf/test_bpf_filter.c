@@ -42,8 +42,8 @@
 
 /* Zero means "any" everywhere, hence the +1 encodings. */
 #define ICMPT(t) ((t) + 1)
-#define IFX(i) ((i) + 1)
-#define CTS(s) (1u << (s))
+#define IFX(i)	 ((i) + 1)
+#define CTS(s)	 (1u << (s))
 
 struct trule {
 	int action; /* NFB_ACT_* */
@@ -69,8 +69,8 @@ struct tpolicy {
 	uint32_t options, log_rate, log_burst, log_period;
 };
 
-#define RULES(...) (const struct trule[]){ __VA_ARGS__ }, \
-	sizeof((const struct trule[]){ __VA_ARGS__ }) / sizeof(struct trule)
+#define RULES(...) \
+	(const struct trule[]){ __VA_ARGS__ }, sizeof((const struct trule[]){ __VA_ARGS__ }) / sizeof(struct trule)
 
 static uint32_t slot_rule(int hook, uint32_t rule)
 {
@@ -179,7 +179,7 @@ static int parse_prefix(const char *s, struct tprefix *p)
 
 /* Array maps keep each element in an 8-byte slot (elem_size is value_size
  * rounded up to 8): through mmap() a u32 locator is every other u32. */
-#define U32_STRIDE 2
+#define U32_STRIDE	   2
 #define U32_ARRAY_BYTES(n) ((size_t)(n) * U32_STRIDE * sizeof(uint32_t))
 
 struct gen_maps {
@@ -191,7 +191,17 @@ struct gen_maps {
 	uint32_t n4, n6, cap4, cap6; /* ranges written, room */
 };
 
-enum { GM_ADDR4, GM_ADDR6, GM_IFACE, GM_PORT, GM_MISC, GM_RULES, GM_BLOB, GM_COUNTERS, GM_N };
+enum {
+	GM_ADDR4,
+	GM_ADDR6,
+	GM_IFACE,
+	GM_PORT,
+	GM_MISC,
+	GM_RULES,
+	GM_BLOB,
+	GM_COUNTERS,
+	GM_N
+};
 
 /* This harness's port map: every page stored, none shared (the engine
  * shares identical ones: the classifier must not care). Page 0 is all
@@ -225,7 +235,7 @@ struct env {
 struct build {
 	struct gen_maps m;
 	struct blob blob;
-	uint64_t *v;     /* dense scratch vector */
+	uint64_t *v; /* dense scratch vector */
 	uint32_t nwords;
 	struct tprefix *src, *dst; /* per rule */
 };
@@ -362,9 +372,13 @@ static int vec_unrestricted(struct build *bd, const struct thook *th, int field,
 	vzero(bd);
 	for (uint32_t i = 0; i < th->nrules; i++) {
 		const struct trule *r = &th->rules[i];
-		bool any = field == NFB_F_IIF ? !r->iif : field == NFB_F_OIF ? !r->oif :
-			   field == NFB_F_SRC ? !r->src : field == NFB_F_DST ? !r->dst :
-			   field == NFB_F_L4 ? l4_any(r) : field == NFB_F_SPORT ? !r->sport_hi : !r->ct;
+		bool any = field == NFB_F_IIF	  ? !r->iif
+			   : field == NFB_F_OIF	  ? !r->oif
+			   : field == NFB_F_SRC	  ? !r->src
+			   : field == NFB_F_DST	  ? !r->dst
+			   : field == NFB_F_L4	  ? l4_any(r)
+			   : field == NFB_F_SPORT ? !r->sport_hi
+						  : !r->ct;
 
 		if (any)
 			bd->v[i / 64] |= UINT64_C(1) << (i % 64);
@@ -479,7 +493,8 @@ static int compile_addr(struct build *bd, const struct thook *th, int dir, struc
 				break;
 			if (fi && base + k < bd->m.cap6)
 				bd->m.r6[base + k] = (struct nfb_range6){ .hi = (uint64_t)(pt[i] >> 64),
-									 .lo = (uint64_t)pt[i], .loc = loc };
+									  .lo = (uint64_t)pt[i],
+									  .loc = loc };
 			else if (!fi && base + k < bd->m.cap4)
 				bd->m.r4[base + k] = (struct nfb_range4){ .start = (uint32_t)pt[i], .loc = loc };
 			else
@@ -522,8 +537,8 @@ static int compile_hook(struct build *bd, int h, const struct thook *th, struct 
 			return -EINVAL;
 		hc->fields |= (r->iif ? 1u << NFB_F_IIF : 0) | (r->oif ? 1u << NFB_F_OIF : 0) |
 			      (r->src ? 1u << NFB_F_SRC : 0) | (r->dst ? 1u << NFB_F_DST : 0) |
-			      (!l4_any(r) ? 1u << NFB_F_L4 : 0) |
-			      (r->sport_hi ? 1u << NFB_F_SPORT : 0) | (r->ct ? 1u << NFB_F_CT : 0);
+			      (!l4_any(r) ? 1u << NFB_F_L4 : 0) | (r->sport_hi ? 1u << NFB_F_SPORT : 0) |
+			      (r->ct ? 1u << NFB_F_CT : 0);
 		bd->m.rules[hc->rule_base + i] = (struct nfb_rule){
 			.action = r->action,
 			.flags = r->log ? NFB_RULE_LOG : 0,
@@ -709,15 +724,15 @@ struct tpkt {
 	int proto;
 	int sport, dport;
 	int icmp_type, icmp_code;
-	int l4bytes;    /* L4B(n): n bytes of L4; 0: a full header */
-	uint16_t frag;  /* IPv4 frag_off field, host order */
+	int l4bytes;   /* L4B(n): n bytes of L4; 0: a full header */
+	uint16_t frag; /* IPv4 frag_off field, host order */
 	struct text ext[12];
 	int next;
 	/* malformations */
-	int ihl;        /* 0: 5 */
-	int version;    /* 0: the right one */
-	int cut;        /* truncate to this many bytes (length fields follow) */
-	int len_delta;  /* then add this to the length field */
+	int ihl;       /* 0: 5 */
+	int version;   /* 0: the right one */
+	int cut;       /* truncate to this many bytes (length fields follow) */
+	int len_delta; /* then add this to the length field */
 };
 
 #define MF 0x2000
@@ -836,8 +851,8 @@ struct nf_state_in {
 	uint64_t in, out, sk, net, okfn;
 };
 
-static int run_ip(struct env *e, int hook, int fam, const uint8_t *ip, size_t len, uint32_t repeat,
-		  uint32_t *retval, uint32_t *duration)
+static int run_ip(struct env *e, int hook, int fam, const uint8_t *ip, size_t len, uint32_t repeat, uint32_t *retval,
+		  uint32_t *duration)
 {
 	uint8_t frame[4096] = { 0 };
 	size_t off = 0;
@@ -886,10 +901,10 @@ static int read_counter(struct env *e, uint32_t slot, struct nfb_counter *sum)
 /* ---- fixtures ---------------------------------------------------------- */
 
 enum {
-	X_DEFAULT = -1,   /* the hook's default verdict and counter */
+	X_DEFAULT = -1,	  /* the hook's default verdict and counter */
 	X_MALFORMED = -2, /* NFB_CNT_MALFORMED */
-	X_NOGEN = -3,     /* NFB_CNT_NO_GEN */
-	X_NONE = -4,      /* no counter at all (hook not enforced) */
+	X_NOGEN = -3,	  /* NFB_CNT_NO_GEN */
+	X_NONE = -4,	  /* no counter at all (hook not enforced) */
 	X_FRAGMENT = -5,  /* NFB_CNT_FRAGMENT */
 };
 
@@ -901,7 +916,7 @@ struct fixture {
 	int expect; /* rule index, or X_* */
 };
 
-#define DROP NF_DROP
+#define DROP   NF_DROP
 #define ACCEPT NF_ACCEPT
 
 static uint32_t expect_slot(const struct fixture *f)
@@ -924,7 +939,9 @@ static uint32_t expect_slot(const struct fixture *f)
 /* After a failure: run the packet again and name the counter it moved. */
 static void explain(struct env *e, int hook, int fam, const uint8_t *pkt, size_t len)
 {
-	enum { N = 64 };
+	enum {
+		N = 64
+	};
 	struct nfb_counter before[N + 2], after;
 	uint32_t slots[N + 2], retval;
 
@@ -940,7 +957,10 @@ static void explain(struct env *e, int hook, int fam, const uint8_t *pkt, size_t
 		read_counter(e, slots[i], &after);
 		if (after.packets != before[i].packets)
 			printf("# verdict %u, counted in %s %d\n", retval,
-			       i < N ? "rule" : i == N ? "default" : "malformed", i < N ? i : -1);
+			       i < N	? "rule"
+			       : i == N ? "default"
+					: "malformed",
+			       i < N ? i : -1);
 	}
 }
 
@@ -1001,31 +1021,50 @@ static void run_group(struct env *e, const char *group, const struct tpolicy *po
 
 #define RUN_GROUP(e, name, pol, gen, fx) run_group(e, name, pol, gen, fx, sizeof(fx) / sizeof(fx[0]))
 
-#define TCP(...) { .fam = 4, .proto = 6, __VA_ARGS__ }
-#define UDP(...) { .fam = 4, .proto = 17, __VA_ARGS__ }
+#define TCP(...)  { .fam = 4, .proto = 6, __VA_ARGS__ }
+#define UDP(...)  { .fam = 4, .proto = 17, __VA_ARGS__ }
 #define TCP6(...) { .fam = 6, .proto = 6, __VA_ARGS__ }
 #define UDP6(...) { .fam = 6, .proto = 17, __VA_ARGS__ }
 
 /* Group "match": every field kind, both families, INPUT hook. */
 static const struct tpolicy pol_match = {
-	.hook[NFB_HOOK_INPUT] = { .enabled = true, .default_action = NFB_ACT_ACCEPT, .rules = RULES(
-		/* 0 */ { .action = NFB_ACT_ACCEPT, .src = "192.0.2.128/25" },
-		/* 1 */ { .action = NFB_ACT_DROP, .src = "192.0.2.0/24" },
-		/* 2 */ { .action = NFB_ACT_ACCEPT, .dst = "203.0.113.0/24", .proto = 6, .dport_lo = 22, .dport_hi = 22 },
-		/* 3 */ { .action = NFB_ACT_DROP, .proto = 6, .dport_lo = 8000, .dport_hi = 8099 },
-		/* 4 */ { .action = NFB_ACT_ACCEPT, .proto = 17, .sport_lo = 53, .sport_hi = 53 },
-		/* 5 */ { .action = NFB_ACT_DROP, .proto = 47 },
-		/* 6 */ { .action = NFB_ACT_ACCEPT, .proto = 1, .icmp_type = ICMPT(8) },
-		/* 7 */ { .action = NFB_ACT_DROP, .proto = 1 },
-		/* 8 */ { .action = NFB_ACT_ACCEPT, .src = "2001:db8:1:1::/64" },
-		/* 9 */ { .action = NFB_ACT_DROP, .src = "2001:db8:1::/48" },
-		/* 10 */ { .action = NFB_ACT_DROP, .dst = "2001:db8:ff::/48", .proto = 6, .dport_lo = 443, .dport_hi = 443 },
-		/* 11 */ { .action = NFB_ACT_ACCEPT, .proto = 58, .icmp_type = ICMPT(128) },
-		/* 12 */ { .action = NFB_ACT_DROP, .proto = 58 },
-		/* 13 */ { .action = NFB_ACT_DROP, .proto = 132, .dport_lo = 9, .dport_hi = 9,
-			   .sport_lo = 1000, .sport_hi = 2000 },
-		/* 14 */ { .action = NFB_ACT_DROP, .proto = 17, .dport_lo = 7, .dport_hi = 7 },
-	) },
+	.hook[NFB_HOOK_INPUT] = { .enabled = true,
+				  .default_action = NFB_ACT_ACCEPT,
+				  .rules = RULES(
+					  /* 0 */ { .action = NFB_ACT_ACCEPT, .src = "192.0.2.128/25" },
+					  /* 1 */ { .action = NFB_ACT_DROP, .src = "192.0.2.0/24" },
+					  /* 2 */
+					  { .action = NFB_ACT_ACCEPT,
+					    .dst = "203.0.113.0/24",
+					    .proto = 6,
+					    .dport_lo = 22,
+					    .dport_hi = 22 },
+					  /* 3 */
+					  { .action = NFB_ACT_DROP, .proto = 6, .dport_lo = 8000, .dport_hi = 8099 },
+					  /* 4 */
+					  { .action = NFB_ACT_ACCEPT, .proto = 17, .sport_lo = 53, .sport_hi = 53 },
+					  /* 5 */ { .action = NFB_ACT_DROP, .proto = 47 },
+					  /* 6 */ { .action = NFB_ACT_ACCEPT, .proto = 1, .icmp_type = ICMPT(8) },
+					  /* 7 */ { .action = NFB_ACT_DROP, .proto = 1 },
+					  /* 8 */ { .action = NFB_ACT_ACCEPT, .src = "2001:db8:1:1::/64" },
+					  /* 9 */ { .action = NFB_ACT_DROP, .src = "2001:db8:1::/48" },
+					  /* 10 */
+					  { .action = NFB_ACT_DROP,
+					    .dst = "2001:db8:ff::/48",
+					    .proto = 6,
+					    .dport_lo = 443,
+					    .dport_hi = 443 },
+					  /* 11 */ { .action = NFB_ACT_ACCEPT, .proto = 58, .icmp_type = ICMPT(128) },
+					  /* 12 */ { .action = NFB_ACT_DROP, .proto = 58 },
+					  /* 13 */
+					  { .action = NFB_ACT_DROP,
+					    .proto = 132,
+					    .dport_lo = 9,
+					    .dport_hi = 9,
+					    .sport_lo = 1000,
+					    .sport_hi = 2000 },
+					  /* 14 */
+					  { .action = NFB_ACT_DROP, .proto = 17, .dport_lo = 7, .dport_hi = 7 }, ) },
 };
 
 static const struct fixture fx_match[] = {
@@ -1070,16 +1109,24 @@ static const struct trule rules_iface_ct[] = {
 	/* 3 */ { .action = NFB_ACT_DROP, .iif = IFX(1), .proto = 17, .dport_lo = 12, .dport_hi = 12 },
 	/* 4 */ { .action = NFB_ACT_DROP, .ct = CTS(NFB_CT_INVALID), .proto = 17, .dport_lo = 13, .dport_hi = 13 },
 	/* 5 */ { .action = NFB_ACT_DROP, .ct = CTS(NFB_CT_NEW), .proto = 17, .dport_lo = 14, .dport_hi = 14 },
-	/* 6 */ { .action = NFB_ACT_DROP, .ct = CTS(NFB_CT_ESTABLISHED) | CTS(NFB_CT_RELATED) |
-		  CTS(NFB_CT_UNTRACKED), .proto = 17, .dport_lo = 15, .dport_hi = 15 },
+	/* 6 */
+	{ .action = NFB_ACT_DROP,
+	  .ct = CTS(NFB_CT_ESTABLISHED) | CTS(NFB_CT_RELATED) | CTS(NFB_CT_UNTRACKED),
+	  .proto = 17,
+	  .dport_lo = 15,
+	  .dport_hi = 15 },
 };
 
 static const struct tpolicy pol_iface_ct = {
 	.options = NFB_OPT_ESTABLISHED_ACCEPT,
-	.hook[NFB_HOOK_FORWARD] = { .enabled = true, .default_action = NFB_ACT_ACCEPT,
-				    .rules = rules_iface_ct, .nrules = 7 },
-	.hook[NFB_HOOK_OUTPUT] = { .enabled = true, .default_action = NFB_ACT_ACCEPT,
-				   .rules = rules_iface_ct, .nrules = 7 },
+	.hook[NFB_HOOK_FORWARD] = { .enabled = true,
+				    .default_action = NFB_ACT_ACCEPT,
+				    .rules = rules_iface_ct,
+				    .nrules = 7 },
+	.hook[NFB_HOOK_OUTPUT] = { .enabled = true,
+				   .default_action = NFB_ACT_ACCEPT,
+				   .rules = rules_iface_ct,
+				   .nrules = 7 },
 };
 
 static const struct fixture fx_iface_ct[] = {
@@ -1099,17 +1146,25 @@ static const struct fixture fx_iface_ct[] = {
 
 /* Group "order": first match wins, defaults, no-field and empty hooks. */
 static const struct tpolicy pol_order = {
-	.hook[NFB_HOOK_INPUT] = { .enabled = true, .default_action = NFB_ACT_DROP, .rules = RULES(
-		/* 0 */ { .action = NFB_ACT_ACCEPT, .src = "192.0.2.0/24", .proto = 6, .dport_lo = 80, .dport_hi = 80 },
-		/* 1 */ { .action = NFB_ACT_DROP, .proto = 6, .dport_lo = 80, .dport_hi = 80 },
-		/* 2 */ { .action = NFB_ACT_ACCEPT, .proto = 6, .dport_lo = 1, .dport_hi = 1024 },
-		/* 3 */ { .action = NFB_ACT_DROP, .src = "192.0.2.0/24" },
-		/* 4 */ { .action = NFB_ACT_ACCEPT, .proto = 17 },
-	) },
-	.hook[NFB_HOOK_FORWARD] = { .enabled = true, .default_action = NFB_ACT_DROP, .rules = RULES(
-		/* 0 */ { .action = NFB_ACT_ACCEPT }, /* no field at all: every packet */
-		/* 1 */ { .action = NFB_ACT_DROP },
-	) },
+	.hook[NFB_HOOK_INPUT] = { .enabled = true,
+				  .default_action = NFB_ACT_DROP,
+				  .rules = RULES(
+					  /* 0 */ { .action = NFB_ACT_ACCEPT,
+						    .src = "192.0.2.0/24",
+						    .proto = 6,
+						    .dport_lo = 80,
+						    .dport_hi = 80 },
+					  /* 1 */
+					  { .action = NFB_ACT_DROP, .proto = 6, .dport_lo = 80, .dport_hi = 80 },
+					  /* 2 */
+					  { .action = NFB_ACT_ACCEPT, .proto = 6, .dport_lo = 1, .dport_hi = 1024 },
+					  /* 3 */ { .action = NFB_ACT_DROP, .src = "192.0.2.0/24" },
+					  /* 4 */ { .action = NFB_ACT_ACCEPT, .proto = 17 }, ) },
+	.hook[NFB_HOOK_FORWARD] = { .enabled = true,
+				    .default_action = NFB_ACT_DROP,
+				    .rules = RULES(
+					    /* 0 */ { .action = NFB_ACT_ACCEPT }, /* no field at all: every packet */
+					    /* 1 */ { .action = NFB_ACT_DROP }, ) },
 	.hook[NFB_HOOK_OUTPUT] = { .enabled = true, .default_action = NFB_ACT_DROP }, /* no rules */
 };
 
@@ -1136,16 +1191,20 @@ static const struct trule rules_malformed[] = {
 };
 
 static const struct tpolicy pol_malformed = {
-	.hook[NFB_HOOK_INPUT] = { .enabled = true, .default_action = NFB_ACT_ACCEPT,
-				  .rules = rules_malformed, .nrules = 5 },
-	.hook[NFB_HOOK_OUTPUT] = { .enabled = true, .default_action = NFB_ACT_ACCEPT,
-				   .rules = rules_malformed, .nrules = 5 },
+	.hook[NFB_HOOK_INPUT] = { .enabled = true,
+				  .default_action = NFB_ACT_ACCEPT,
+				  .rules = rules_malformed,
+				  .nrules = 5 },
+	.hook[NFB_HOOK_OUTPUT] = { .enabled = true,
+				   .default_action = NFB_ACT_ACCEPT,
+				   .rules = rules_malformed,
+				   .nrules = 5 },
 };
 
-#define HBH(n) { .type = 0, .len = (n) }
-#define DSTO(n) { .type = 60, .len = (n) }
-#define RTH(n) { .type = 43, .len = (n) }
-#define AH(n) { .type = 51, .len = (n) }
+#define HBH(n)	 { .type = 0, .len = (n) }
+#define DSTO(n)	 { .type = 60, .len = (n) }
+#define RTH(n)	 { .type = 43, .len = (n) }
+#define AH(n)	 { .type = 51, .len = (n) }
 #define FRAG6(f) { .type = 44, .len = 8, .frag_off = (f) }
 
 static const struct fixture fx_malformed[] = {
@@ -1182,16 +1241,23 @@ static const struct fixture fx_malformed[] = {
 	{ "v6_ext_ah", 0, UDP6(.dport = 53, .ext = { HBH(8), AH(24) }, .next = 2), DROP, 1 },
 	/* The chain claims more than the datagram holds: malformed, never a
 	 * fragment-like key that only the proto-only rule would see. */
-	{ "v6_chain_ends_early", 0, UDP6(.dport = 53, .ext = { HBH(8), DSTO(32) }, .next = 2, .cut = 40 + 8 + 16),
-	  DROP, X_MALFORMED },
+	{ "v6_chain_ends_early", 0, UDP6(.dport = 53, .ext = { HBH(8), DSTO(32) }, .next = 2, .cut = 40 + 8 + 16), DROP,
+	  X_MALFORMED },
 	{ "v6_ext_header_cut", 2, UDP6(.dport = 53, .ext = { HBH(8) }, .next = 1, .cut = 40 + 4), DROP, X_MALFORMED },
-	{ "v6_frag_header_cut", 0, UDP6(.dport = 53, .ext = { FRAG6(0) }, .next = 1, .cut = 40 + 6), DROP, X_MALFORMED },
+	{ "v6_frag_header_cut", 0, UDP6(.dport = 53, .ext = { FRAG6(0) }, .next = 1, .cut = 40 + 6), DROP,
+	  X_MALFORMED },
 	/* Nine headers (one more than the old walk took) and twelve: the port
 	 * rule sees the real key. */
-	{ "v6_chain_nine", 0, UDP6(.dport = 53, .ext = { HBH(8), DSTO(8), DSTO(8), DSTO(8), DSTO(8),
-		DSTO(8), DSTO(8), DSTO(8), DSTO(8) }, .next = 9), DROP, 1 },
-	{ "v6_chain_twelve_mixed", 0, UDP6(.dport = 53, .ext = { HBH(8), DSTO(16), RTH(24), AH(16), FRAG6(0),
-		DSTO(8), AH(12), RTH(8), FRAG6(0), DSTO(40), DSTO(8), DSTO(8) }, .next = 12), DROP, 1 },
+	{ "v6_chain_nine", 0,
+	  UDP6(.dport = 53, .ext = { HBH(8), DSTO(8), DSTO(8), DSTO(8), DSTO(8), DSTO(8), DSTO(8), DSTO(8), DSTO(8) },
+	       .next = 9),
+	  DROP, 1 },
+	{ "v6_chain_twelve_mixed", 0,
+	  UDP6(.dport = 53,
+	       .ext = { HBH(8), DSTO(16), RTH(24), AH(16), FRAG6(0), DSTO(8), AH(12), RTH(8), FRAG6(0), DSTO(40),
+			DSTO(8), DSTO(8) },
+	       .next = 12),
+	  DROP, 1 },
 	{ "v6_udp_truncated_proto_rule", 0, UDP6(.dport = 53, .l4bytes = L4B(2)), DROP, X_MALFORMED },
 	{ "v6_udp_ports_only_ok", 0, UDP6(.dport = 53, .l4bytes = L4B(4)), DROP, 1 },
 	{ "v6_no_next_header", 0, { .fam = 6, .proto = 59, .l4bytes = L4B(0) }, ACCEPT, X_DEFAULT },
@@ -1203,8 +1269,10 @@ static const struct fixture fx_malformed[] = {
  * its own, whatever the rules say; an atomic fragment is a whole datagram. */
 static const struct tpolicy pol_defrag = {
 	.options = NFB_OPT_DEFRAG,
-	.hook[NFB_HOOK_INPUT] = { .enabled = true, .default_action = NFB_ACT_ACCEPT,
-				  .rules = rules_malformed, .nrules = 5 },
+	.hook[NFB_HOOK_INPUT] = { .enabled = true,
+				  .default_action = NFB_ACT_ACCEPT,
+				  .rules = rules_malformed,
+				  .nrules = 5 },
 };
 
 static const struct fixture fx_defrag[] = {
@@ -1214,7 +1282,8 @@ static const struct fixture fx_defrag[] = {
 	{ "v4_df_whole", 0, UDP(.dport = 53, .frag = 0x4000), DROP, 1 },
 	{ "v4_whole_default", 0, UDP(.dport = 99), ACCEPT, 2 },
 	{ "v6_first_fragment", 0, UDP6(.dport = 99, .ext = { FRAG6(1) }, .next = 1), DROP, X_FRAGMENT },
-	{ "v6_nonfirst_fragment", 0, UDP6(.dport = 99, .ext = { HBH(8), FRAG6(100 << 3) }, .next = 2), DROP, X_FRAGMENT },
+	{ "v6_nonfirst_fragment", 0, UDP6(.dport = 99, .ext = { HBH(8), FRAG6(100 << 3) }, .next = 2), DROP,
+	  X_FRAGMENT },
 	{ "v6_atomic_fragment", 0, UDP6(.dport = 53, .ext = { FRAG6(0) }, .next = 1), DROP, 1 },
 	{ "v6_malformed_before_fragment", 0, UDP6(.dport = 53, .ext = { HBH(8), FRAG6(1) }, .next = 2, .cut = 40 + 4),
 	  DROP, X_MALFORMED },
@@ -1296,10 +1365,12 @@ static struct trule *big_rules(void)
 		return NULL;
 	for (uint32_t i = 0; i < BIG_N; i++)
 		r[i] = (struct trule){ .action = i & 1, .proto = 6, .dport_lo = 10000 + i, .dport_hi = 10000 + i };
-	r[4097] = (struct trule){ .action = NFB_ACT_ACCEPT, .src = "192.0.2.0/24", .proto = 6,
-				  .dport_lo = 7777, .dport_hi = 7777 };
-	r[6000] = (struct trule){ .action = NFB_ACT_ACCEPT, .src = "198.51.100.0/24", .proto = 17,
-				  .dport_lo = 7777, .dport_hi = 7777 };
+	r[4097] = (struct trule){
+		.action = NFB_ACT_ACCEPT, .src = "192.0.2.0/24", .proto = 6, .dport_lo = 7777, .dport_hi = 7777
+	};
+	r[6000] = (struct trule){
+		.action = NFB_ACT_ACCEPT, .src = "198.51.100.0/24", .proto = 17, .dport_lo = 7777, .dport_hi = 7777
+	};
 	r[8191] = (struct trule){ .action = NFB_ACT_DROP, .proto = 6, .dport_lo = 7777, .dport_hi = 7777 };
 	r[11000] = (struct trule){ .action = NFB_ACT_DROP, .src = "192.0.2.0/24" };
 	return r;
@@ -1421,8 +1492,10 @@ static void test_log(struct env *e)
 		{ .action = NFB_ACT_ACCEPT, .proto = 17 },
 	};
 	struct tpolicy pol = {
-		.hook[NFB_HOOK_INPUT] = { .enabled = true, .default_action = NFB_ACT_ACCEPT,
-					  .rules = rules, .nrules = 2 },
+		.hook[NFB_HOOK_INPUT] = { .enabled = true,
+					  .default_action = NFB_ACT_ACCEPT,
+					  .rules = rules,
+					  .nrules = 2 },
 	};
 	struct tpkt t = UDP(.src = "192.0.2.7", .dst = "203.0.113.8", .sport = 4321, .dport = 514);
 	struct tpkt t_nolog = UDP(.dport = 515);
@@ -1563,9 +1636,15 @@ static void test_log(struct env *e)
 static void test_generations(struct env *e)
 {
 	static const struct trule drop80[] = { { .action = NFB_ACT_DROP, .proto = 6, .dport_lo = 80, .dport_hi = 80 } };
-	static const struct trule accept80[] = { { .action = NFB_ACT_ACCEPT, .proto = 6, .dport_lo = 80, .dport_hi = 80 } };
-	struct tpolicy a = { .hook[0] = { .enabled = true, .default_action = NFB_ACT_ACCEPT, .rules = drop80, .nrules = 1 } };
-	struct tpolicy b = { .hook[0] = { .enabled = true, .default_action = NFB_ACT_DROP, .rules = accept80, .nrules = 1 } };
+	static const struct trule accept80[] = {
+		{ .action = NFB_ACT_ACCEPT, .proto = 6, .dport_lo = 80, .dport_hi = 80 }
+	};
+	struct tpolicy a = {
+		.hook[0] = { .enabled = true, .default_action = NFB_ACT_ACCEPT, .rules = drop80, .nrules = 1 }
+	};
+	struct tpolicy b = {
+		.hook[0] = { .enabled = true, .default_action = NFB_ACT_DROP, .rules = accept80, .nrules = 1 }
+	};
 	struct tpolicy none = { 0 };
 	struct tpkt t = TCP(.dport = 80);
 	uint8_t pkt[128];
@@ -1622,11 +1701,17 @@ static struct trule *bench_rules(uint32_t n, bool v6, char (*names)[48])
 	for (uint32_t i = 0; i < n; i++) {
 		if (v6)
 			snprintf(names[i], 48, "2001:db8:%x:%x::/64", i >> 16, i & 0xffff);
-		r[i] = (struct trule){ .action = NFB_ACT_DROP, .src = v6 ? names[i] : "198.51.100.0/24",
-				       .proto = 6, .dport_lo = 1000 + i, .dport_hi = 1000 + i };
+		r[i] = (struct trule){ .action = NFB_ACT_DROP,
+				       .src = v6 ? names[i] : "198.51.100.0/24",
+				       .proto = 6,
+				       .dport_lo = 1000 + i,
+				       .dport_hi = 1000 + i };
 	}
-	r[n - 1] = (struct trule){ .action = NFB_ACT_ACCEPT, .src = v6 ? "2001:db8:ffff::/48" : "192.0.2.0/24",
-				   .proto = 6, .dport_lo = 80, .dport_hi = 80 };
+	r[n - 1] = (struct trule){ .action = NFB_ACT_ACCEPT,
+				   .src = v6 ? "2001:db8:ffff::/48" : "192.0.2.0/24",
+				   .proto = 6,
+				   .dport_lo = 80,
+				   .dport_hi = 80 };
 	return r;
 }
 
@@ -1647,8 +1732,9 @@ static int cmp_u32(const void *a, const void *b)
 static int bench_pair(struct env *e, bool v6, uint32_t min[2], uint32_t med[2])
 {
 	static const uint32_t sizes[2] = { 10, 10000 };
-	struct tpkt t = { .fam = v6 ? 6 : 4, .proto = 6, .src = v6 ? "2001:db8:ffff::1" : "192.0.2.1",
-			  .sport = 40000, .dport = 80 };
+	struct tpkt t = {
+		.fam = v6 ? 6 : 4, .proto = 6, .src = v6 ? "2001:db8:ffff::1" : "192.0.2.1", .sport = 40000, .dport = 80
+	};
 	uint32_t d[2][BENCH_ROUNDS], retval = 0;
 	uint8_t pkt[128];
 	size_t len = build_pkt(&t, pkt, sizeof(pkt));
@@ -1657,8 +1743,9 @@ static int bench_pair(struct env *e, bool v6, uint32_t min[2], uint32_t med[2])
 	for (uint32_t g = 0; g < 2 && !err; g++) {
 		char (*names)[48] = calloc(sizes[g], 48);
 		struct trule *r = names ? bench_rules(sizes[g], v6, names) : NULL;
-		struct tpolicy pol = { .hook[0] = { .enabled = true, .default_action = NFB_ACT_DROP,
-						    .rules = r, .nrules = sizes[g] } };
+		struct tpolicy pol = {
+			.hook[0] = { .enabled = true, .default_action = NFB_ACT_DROP, .rules = r, .nrules = sizes[g] }
+		};
 
 		err = r ? install(e, &pol, g) : -ENOMEM;
 		free(r);
@@ -1666,8 +1753,7 @@ static int bench_pair(struct env *e, bool v6, uint32_t min[2], uint32_t med[2])
 	}
 	for (int i = 0; i < BENCH_ROUNDS && !err; i++) {
 		for (uint32_t g = 0; g < 2 && !err; g++) {
-			if ((err = set_ctl(e, g)) ||
-			    (err = run_ip(e, 0, t.fam, pkt, len, 100000, &retval, &d[g][i])))
+			if ((err = set_ctl(e, g)) || (err = run_ip(e, 0, t.fam, pkt, len, 100000, &retval, &d[g][i])))
 				break;
 			if (retval != NF_ACCEPT)
 				err = -EBADMSG;
@@ -1683,8 +1769,8 @@ static int bench_pair(struct env *e, bool v6, uint32_t min[2], uint32_t med[2])
 }
 
 /* Best of BENCH_ROUNDS runs of 100,000 of one packet on generation 0. */
-static int bench_min(struct env *e, const struct tpolicy *pol, const struct tpkt *t, int hook,
-		     uint32_t want, uint32_t *ns)
+static int bench_min(struct env *e, const struct tpolicy *pol, const struct tpkt *t, int hook, uint32_t want,
+		     uint32_t *ns)
 {
 	uint8_t pkt[128];
 	size_t len = build_pkt(t, pkt, sizeof(pkt));
@@ -1739,8 +1825,8 @@ static void test_bench(struct env *e)
 		CHECK_EQ_INT(bench_pair(e, v6, min, med), 0);
 		printf("# bench %s, last rule matches: 10 rules %u ns/packet (median %u), "
 		       "10000 rules %u ns/packet (median %u): ratio %.2f (target <= 1.5)\n",
-		       v6 ? "v6, 10,000 distinct /64 src prefixes" : "v4, dport per rule", min[0], med[0],
-		       min[1], med[1], min[0] ? (double)min[1] / min[0] : 0.0);
+		       v6 ? "v6, 10,000 distinct /64 src prefixes" : "v4, dport per rule", min[0], med[0], min[1],
+		       med[1], min[0] ? (double)min[1] / min[0] : 0.0);
 		check_end();
 	}
 }
@@ -1754,11 +1840,12 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, ap);
 }
 
-static void run_generated(struct env *e, const char *group, struct trule *rules, uint32_t n,
-			  int default_action, const struct fixture *fx, size_t nfx)
+static void run_generated(struct env *e, const char *group, struct trule *rules, uint32_t n, int default_action,
+			  const struct fixture *fx, size_t nfx)
 {
-	struct tpolicy pol = { .hook[0] = { .enabled = true, .default_action = default_action,
-					    .rules = rules, .nrules = n } };
+	struct tpolicy pol = {
+		.hook[0] = { .enabled = true, .default_action = default_action, .rules = rules, .nrules = n }
+	};
 
 	if (!rules) {
 		check_begin(group);
@@ -1823,9 +1910,8 @@ static void check_stack(const char *log)
 			}
 		}
 	}
-	printf("# stack: main %d, largest callees %d %d %d; chains %d and %d of %d allowed\n", main_depth,
-	       top[0], top[1], top[2], main_depth + top[0], main_depth + top[1] + top[2],
-	       512 - NFB_STACK_MARGIN);
+	printf("# stack: main %d, largest callees %d %d %d; chains %d and %d of %d allowed\n", main_depth, top[0],
+	       top[1], top[2], main_depth + top[0], main_depth + top[1] + top[2], 512 - NFB_STACK_MARGIN);
 	CHECK(main_depth + top[0] <= 512 - NFB_STACK_MARGIN);
 	CHECK(main_depth + top[1] + top[2] <= 512 - NFB_STACK_MARGIN);
 	check_end();
@@ -1834,7 +1920,7 @@ static void check_stack(const char *log)
 int main(void)
 {
 	static const char *outer_names[GM_N] = { "nfb_addr4", "nfb_addr6", "nfb_iface", "nfb_port",
-						 "nfb_misc", "nfb_rules", "nfb_blob", "nfb_counters" };
+						 "nfb_misc",  "nfb_rules", "nfb_blob",	"nfb_counters" };
 	struct env e = { 0 };
 	cpu_set_t cpus;
 	int err;
@@ -1895,8 +1981,7 @@ int main(void)
 	RUN_GROUP(&e, "malformed", &pol_malformed, 1, fx_malformed);
 	RUN_GROUP(&e, "defrag", &pol_defrag, 0, fx_defrag);
 	test_long_chains(&e);
-	run_generated(&e, "big12000", big_rules(), BIG_N, NFB_ACT_DROP, fx_big,
-		      sizeof(fx_big) / sizeof(fx_big[0]));
+	run_generated(&e, "big12000", big_rules(), BIG_N, NFB_ACT_DROP, fx_big, sizeof(fx_big) / sizeof(fx_big[0]));
 	{
 		static const struct fixture fx_decoy[] = {
 			{ "all_candidates_then_last", 0, TCP(.src = "192.0.2.1", .dst = "203.0.113.1"), ACCEPT, 8191 },

@@ -90,7 +90,8 @@ static int load(struct world *w, const char *text, size_t len, struct loaded *l)
 static int run(struct world *w, int hook, uint8_t fam, const uint8_t *ip, size_t len, uint32_t *verdict)
 {
 	uint8_t frame[4096] = { 0 };
-	struct nf_state_in st = { .hook = (uint8_t)nf_hook_of[hook], .pf = fam == POLICY_FAM_IPV4 ? NFPROTO_IPV4 : NFPROTO_IPV6 };
+	struct nf_state_in st = { .hook = (uint8_t)nf_hook_of[hook],
+				  .pf = fam == POLICY_FAM_IPV4 ? NFPROTO_IPV4 : NFPROTO_IPV6 };
 	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &st, .ctx_size_in = sizeof(st), .repeat = 1);
 	size_t off = 0;
 
@@ -180,8 +181,9 @@ static bool one_seed(struct world *w, uint64_t seed, uint32_t nrules, uint32_t n
 	char prefix[32];
 	/* Names of their own per seed: a rule that keeps its name keeps its
 	 * limit's bucket across a reload, as it keeps its counters. */
-	struct ref_policy_opts po = { .nrules = nrules, .ifaces = ifaces, .random_defaults = true, .limits = true,
-				      .name_prefix = prefix };
+	struct ref_policy_opts po = {
+		.nrules = nrules, .ifaces = ifaces, .random_defaults = true, .limits = true, .name_prefix = prefix
+	};
 	struct ref_limits lim = { 0 };
 	struct loaded l = { 0 };
 	uint8_t ip[3000];
@@ -219,10 +221,14 @@ static bool one_seed(struct world *w, uint64_t seed, uint32_t nrules, uint32_t n
 		}
 		after = packets(w, slot);
 		if (got != want || after != before + 1) {
-			snprintf(what, sizeof(what), "packet %u: verdict %u, counter %u moved by %lld; expected verdict %u in %s %d (%s)",
+			snprintf(what, sizeof(what),
+				 "packet %u: verdict %u, counter %u moved by %lld; expected verdict %u in %s %d (%s)",
 				 i, got, slot, (long long)(after - before), want,
-				 kind == REF_MALFORMED ? "malformed" : kind == REF_FRAGMENT && l.p->opt.defrag ? "fragment" :
-				 rule < 0 ? "default" : "rule", rule, kind == REF_FRAGMENT ? "a fragment" : "keyed");
+				 kind == REF_MALFORMED			   ? "malformed"
+				 : kind == REF_FRAGMENT && l.p->opt.defrag ? "fragment"
+				 : rule < 0				   ? "default"
+									   : "rule",
+				 rule, kind == REF_FRAGMENT ? "a fragment" : "keyed");
 			report(seed, text, hook, fam, ip, len, what);
 			ok = false;
 		}
@@ -315,10 +321,12 @@ int main(void)
 					break;
 		}
 		check_end();
-		printf("# packets: %llu matched a rule, %llu the default, %llu malformed, %llu fragments dropped, %llu fragments keyed; %llu IPv6 with a long chain; %llu times over a limit\n",
-		       (unsigned long long)seen.rule, (unsigned long long)seen.deflt, (unsigned long long)seen.malformed,
-		       (unsigned long long)seen.fragment_dropped, (unsigned long long)seen.fragment_keyed,
-		       (unsigned long long)seen.chain_long, (unsigned long long)seen.over_limit);
+		printf("# packets: %llu matched a rule, %llu the default, %llu malformed, %llu fragments dropped, %llu "
+		       "fragments keyed; %llu IPv6 with a long chain; %llu times over a limit\n",
+		       (unsigned long long)seen.rule, (unsigned long long)seen.deflt,
+		       (unsigned long long)seen.malformed, (unsigned long long)seen.fragment_dropped,
+		       (unsigned long long)seen.fragment_keyed, (unsigned long long)seen.chain_long,
+		       (unsigned long long)seen.over_limit);
 	}
 	teardown(&w);
 	CHECK_EXIT();

@@ -35,8 +35,7 @@ static inline void check_end(void)
 	fflush(stdout);
 }
 
-__attribute__((format(printf, 3, 4))) static inline void check_fail_at(const char *file, int line,
-									const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static inline void check_fail_at(const char *file, int line, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -63,20 +62,19 @@ static inline void check_skip(const char *name, const char *why)
 			check_fail_at(__FILE__, __LINE__, "check failed: %s", #cond); \
 	} while (0)
 
-#define CHECK_EQ_INT(a, b)                                                               \
-	do {                                                                             \
-		long long _a = (long long)(a), _b = (long long)(b);                      \
-		if (_a != _b)                                                            \
-			check_fail_at(__FILE__, __LINE__, "%s == %lld, expected %s == %lld", \
-				      #a, _a, #b, _b);                                   \
+#define CHECK_EQ_INT(a, b)                                                                                    \
+	do {                                                                                                  \
+		long long _a = (long long)(a), _b = (long long)(b);                                           \
+		if (_a != _b)                                                                                 \
+			check_fail_at(__FILE__, __LINE__, "%s == %lld, expected %s == %lld", #a, _a, #b, _b); \
 	} while (0)
 
-#define CHECK_EQ_STR(a, b)                                                                  \
-	do {                                                                                \
-		const char *_a = (a), *_b = (b);                                            \
-		if (!_a || !_b || strcmp(_a, _b))                                           \
-			check_fail_at(__FILE__, __LINE__, "%s is\n  [%s]\nexpected\n  [%s]", #a, \
-				      _a ? _a : "(null)", _b ? _b : "(null)");               \
+#define CHECK_EQ_STR(a, b)                                                                                           \
+	do {                                                                                                         \
+		const char *_a = (a), *_b = (b);                                                                     \
+		if (!_a || !_b || strcmp(_a, _b))                                                                    \
+			check_fail_at(__FILE__, __LINE__, "%s is\n  [%s]\nexpected\n  [%s]", #a, _a ? _a : "(null)", \
+				      _b ? _b : "(null)");                                                           \
 	} while (0)
 
 #define CHECK_EXIT() return check_failed_cases ? 1 : 0

@@ -179,12 +179,13 @@ void ref_limits_free(struct ref_limits *lim)
 	memset(lim, 0, sizeof(*lim));
 }
 
-static const char *const v4_pool[] = { "192.0.2.0/24", "192.0.2.0/25", "192.0.2.128/26", "192.0.2.7",
-				       "198.51.100.0/24", "198.51.100.0/22", "203.0.113.9", "0.0.0.0/0",
-				       "192.0.2.5-192.0.2.130" };
-static const char *const v6_pool[] = { "2001:db8::/32", "2001:db8:1::/48", "2001:db8:1::5", "2001:db8:2::/64",
-				       "::/0", "2001:db8:1::3-2001:db8:1::9" };
-static const char *const port_pool[] = { "tcp/80", "tcp/1-1000", "udp/53", "udp/50-60", "sctp/9",
+static const char *const v4_pool[] = { "192.0.2.0/24", "192.0.2.0/25",	  "192.0.2.128/26",
+				       "192.0.2.7",    "198.51.100.0/24", "198.51.100.0/22",
+				       "203.0.113.9",  "0.0.0.0/0",	  "192.0.2.5-192.0.2.130" };
+static const char *const v6_pool[] = { "2001:db8::/32", "2001:db8:1::/48",
+				       "2001:db8:1::5", "2001:db8:2::/64",
+				       "::/0",		"2001:db8:1::3-2001:db8:1::9" };
+static const char *const port_pool[] = { "tcp/80",  "tcp/1-1000",    "udp/53",	  "udp/50-60", "sctp/9",
 					 "tcp/443", "udp/1000-2000", "tcp/65535", "udplite/53" };
 static const char *const proto_pool[] = { "tcp", "udp", "icmp", "icmpv6", "sctp", "47", "udplite" };
 static const char *const state_pool[] = { "new", "established", "related", "invalid", "untracked" };
@@ -211,13 +212,18 @@ static void policy_head(FILE *f, const struct ref_policy_opts *o)
 {
 	const char *const *ifs = o->ifaces ? o->ifaces : default_ifaces;
 
-	fprintf(f, "version: 1\ninterfaces:\n  lan: [%s, %s]\n  wan: [%s]\n  dmz: [%s]\n", ifs[0], ifs[1], ifs[2], ifs[3]);
+	fprintf(f, "version: 1\ninterfaces:\n  lan: [%s, %s]\n  wan: [%s]\n  dmz: [%s]\n", ifs[0], ifs[1], ifs[2],
+		ifs[3]);
 	if (!o->random_defaults) {
-		fprintf(f, "hooks:\n  input: { default: accept }\n  forward: { default: drop }\n  output: { default: accept }\n");
+		fprintf(f, "hooks:\n  input: { default: accept }\n  forward: { default: drop }\n  output: { default: "
+			   "accept }\n");
 	} else {
 		fprintf(f, "hooks:\n");
 		for (int h = 0; h < 3; h++)
-			fprintf(f, "  %s: { default: %s }\n", h == 0 ? "input" : h == 1 ? "forward" : "output",
+			fprintf(f, "  %s: { default: %s }\n",
+				h == 0	 ? "input"
+				: h == 1 ? "forward"
+					 : "output",
 				ref_rnd(2) ? "accept" : "drop");
 		/* defrag: false turns conntrack off, and state: with it. */
 		if (ref_rnd(3) == 0)
@@ -245,7 +251,10 @@ char *ref_random_policy(const struct ref_policy_opts *o, size_t *len)
 		uint32_t icmp_kind = 2;
 
 		fprintf(f, "  - name: %sr%u\n    hook: %s\n    action: %s\n", o->name_prefix ? o->name_prefix : "", i,
-			hk == 0 ? "input" : hk == 1 ? "forward" : "[forward, output]", ref_rnd(2) ? "accept" : "drop");
+			hk == 0	  ? "input"
+			: hk == 1 ? "forward"
+				  : "[forward, output]",
+			ref_rnd(2) ? "accept" : "drop");
 		if (o->limits && !ref_rnd(3))
 			fprintf(f, "    limit: { rate: 1/hour, burst: %u, per: %s }\n", 1 + ref_rnd(3),
 				ref_rnd(2) ? "source" : "rule");
@@ -271,7 +280,8 @@ char *ref_random_policy(const struct ref_policy_opts *o, size_t *len)
 			fprintf(f, "    icmp-type: [%u, %u]\n", proto == 2 ? 8 : 128, ref_rnd(4));
 		else if ((proto < 0 || proto == 0 || proto == 1 || proto == 4 || proto == 6) && !ref_rnd(2)) {
 			const char *const *pool = port_pool;
-			const char *tcp[] = { "tcp/80", "tcp/1-1000", "tcp/443" }, *udp[] = { "udp/53", "udp/50-60", "udp/1000-2000" };
+			const char *tcp[] = { "tcp/80", "tcp/1-1000", "tcp/443" },
+				   *udp[] = { "udp/53", "udp/50-60", "udp/1000-2000" };
 			const char *sctp[] = { "sctp/9" }, *udplite[] = { "udplite/53", "udplite/1-1000" };
 
 			if (proto == 0)
@@ -297,11 +307,11 @@ char *ref_random_policy(const struct ref_policy_opts *o, size_t *len)
 void ref_random_addr_bytes(uint8_t fam, uint8_t *a)
 {
 	/* inside and just outside the pools' prefixes and ranges */
-	static const char *const v4[] = { "192.0.2.1", "192.0.2.4", "192.0.2.7", "192.0.2.130", "192.0.2.131",
-					  "192.0.2.200", "198.51.100.4", "198.51.101.1", "203.0.113.9", "203.0.113.10",
-					  "10.1.1.1" };
-	static const char *const v6[] = { "2001:db8::1", "2001:db8:1::3", "2001:db8:1::5", "2001:db8:1::6",
-					  "2001:db8:1::a", "2001:db8:2::1", "2001:db9::1", "fe80::1" };
+	static const char *const v4[] = { "192.0.2.1",	 "192.0.2.4",	 "192.0.2.7",	 "192.0.2.130",
+					  "192.0.2.131", "192.0.2.200",	 "198.51.100.4", "198.51.101.1",
+					  "203.0.113.9", "203.0.113.10", "10.1.1.1" };
+	static const char *const v6[] = { "2001:db8::1",   "2001:db8:1::3", "2001:db8:1::5", "2001:db8:1::6",
+					  "2001:db8:1::a", "2001:db8:2::1", "2001:db9::1",   "fe80::1" };
 
 	memset(a, 0, fam == POLICY_FAM_IPV4 ? 4 : 16);
 	if (fam == POLICY_FAM_IPV4)
@@ -313,8 +323,8 @@ void ref_random_addr_bytes(uint8_t fam, uint8_t *a)
 void ref_random_pkt(struct ref_pkt *k)
 {
 	static const char *const ifs[] = { "lan0", "lan1", "wan0", "dmz0", "other0" };
-	static const int protos[] = { IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP, IPPROTO_ICMP, IPPROTO_ICMPV6, 47, 50,
-				      IPPROTO_UDPLITE };
+	static const int protos[] = { IPPROTO_TCP,    IPPROTO_UDP, IPPROTO_SCTP, IPPROTO_ICMP,
+				      IPPROTO_ICMPV6, 47,	   50,		 IPPROTO_UDPLITE };
 	static const uint16_t ports[] = { 0, 1, 9, 53, 55, 80, 443, 999, 1000, 1001, 1500, 2000, 65535 };
 
 	memset(k, 0, sizeof(*k));
@@ -331,7 +341,6 @@ void ref_random_pkt(struct ref_pkt *k)
 	k->frag = !ref_rnd(8);
 	k->ct = (int)ref_rnd(NFB_CT_MAX);
 }
-
 
 /* ---- bytes ------------------------------------------------------------ */
 
@@ -501,7 +510,9 @@ static size_t put_ext(uint8_t *buf, size_t off, uint8_t t, uint8_t nh)
 
 	buf[off] = nh;
 	if (t == 44) {
-		put16(buf + off + 2, ref_rnd(4) ? 0 : ref_rnd(2) ? 1 : (uint16_t)((1 + ref_rnd(500)) << 3 | ref_rnd(2)));
+		put16(buf + off + 2, ref_rnd(4)	  ? 0
+				     : ref_rnd(2) ? 1
+						  : (uint16_t)((1 + ref_rnd(500)) << 3 | ref_rnd(2)));
 		return 8;
 	}
 	buf[off + 1] = t == 51 ? (uint8_t)(len * 2 + 0) : len;
@@ -545,7 +556,7 @@ static size_t damage(uint8_t *buf, size_t len, uint8_t fam)
 	if (len <= min)
 		return len;
 	if (r < 8)
-		return min + ref_rnd((uint32_t)(len - min));     /* cut short (length field unchanged) */
+		return min + ref_rnd((uint32_t)(len - min)); /* cut short (length field unchanged) */
 	if (r < 12) {
 		size_t cut = min + ref_rnd((uint32_t)(len - min)); /* cut short, length field follows */
 
@@ -556,7 +567,7 @@ static size_t damage(uint8_t *buf, size_t len, uint8_t fam)
 		return cut;
 	}
 	if (r < 15) {
-		int delta = (int)ref_rnd(9) - 4;                  /* the length field lies a little */
+		int delta = (int)ref_rnd(9) - 4; /* the length field lies a little */
 		size_t at = fam == POLICY_FAM_IPV4 ? 2 : 4;
 
 		put16(buf + at, (unsigned)((int)get16(buf + at) + delta) & 0xffff);

@@ -21,14 +21,14 @@
 /* A packet as the classifier keys it. */
 struct ref_pkt {
 	int hook;
-	uint8_t fam;           /* POLICY_FAM_IPV4 / _IPV6 */
+	uint8_t fam;	       /* POLICY_FAM_IPV4 / _IPV6 */
 	const char *iif, *oif; /* NULL: none */
 	uint8_t src[16], dst[16];
 	int proto;
 	uint16_t sport, dport;
 	int icmp_type;
-	bool frag;             /* a fragment: keyed by protocol only */
-	int ct;                /* NFB_CT_* */
+	bool frag; /* a fragment: keyed by protocol only */
+	int ct;	   /* NFB_CT_* */
 };
 
 void ref_seed(uint64_t seed);
@@ -57,7 +57,7 @@ struct ref_limits {
 	struct ref_bucket {
 		int hook;
 		const struct rule *rule;
-		uint8_t fam, src[16];  /* per source: the address; else zero */
+		uint8_t fam, src[16]; /* per source: the address; else zero */
 		uint32_t left;
 	} *v;
 	uint32_t n, cap;
@@ -72,10 +72,10 @@ void ref_limits_free(struct ref_limits *lim);
 /* A random valid policy of nrules rules (malloc'd YAML). */
 struct ref_policy_opts {
 	uint32_t nrules;
-	const char *const *ifaces;   /* interface names the groups list */
-	bool random_defaults;        /* default verdicts and options.defrag at random */
-	bool limits;                 /* limit: 1/hour with a small burst on some rules */
-	const char *name_prefix;     /* before each rule's name ("r0"); NULL: none */
+	const char *const *ifaces; /* interface names the groups list */
+	bool random_defaults;	   /* default verdicts and options.defrag at random */
+	bool limits;		   /* limit: 1/hour with a small burst on some rules */
+	const char *name_prefix;   /* before each rule's name ("r0"); NULL: none */
 };
 char *ref_random_policy(const struct ref_policy_opts *o, size_t *len);
 /* A random key (the unit test's packets). */

@@ -78,8 +78,10 @@ static void test_types(void)
 	int first = 0;
 
 	check_begin("cli-every-type");
-	CHECK_EQ_INT(parse(&a, &first, ARGV("--flag", "--str", "x", "--need", "y", "--num", "42", "--size", "2MiB",
-					     "--secs", "0.25", "--mode", "skb", "f1")), 0);
+	CHECK_EQ_INT(parse(&a, &first,
+			   ARGV("--flag", "--str", "x", "--need", "y", "--num", "42", "--size", "2MiB", "--secs",
+				"0.25", "--mode", "skb", "f1")),
+		     0);
 	CHECK(a.flag && !strcmp(a.str, "x") && !strcmp(a.need, "y"));
 	CHECK_EQ_INT(a.num, 42);
 	CHECK_EQ_INT(a.size, 2097152);
@@ -101,20 +103,20 @@ static void test_errors(void)
 	int first;
 
 	check_begin("cli-usage-errors");
-	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--num", "0", "f")), EXIT_USAGE);    /* below min */
-	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--num", "101", "f")), EXIT_USAGE);  /* above max */
-	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--num", "4x", "f")), EXIT_USAGE);   /* not a number */
-	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--num", "-1", "f")), EXIT_USAGE);   /* negative */
+	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--num", "0", "f")), EXIT_USAGE);	 /* below min */
+	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--num", "101", "f")), EXIT_USAGE);	 /* above max */
+	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--num", "4x", "f")), EXIT_USAGE);	 /* not a number */
+	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--num", "-1", "f")), EXIT_USAGE);	 /* negative */
 	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--size", "1KiB", "f")), EXIT_USAGE); /* too small */
 	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--secs", "0", "f")), EXIT_USAGE);
 	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--secs", "nan", "f")), EXIT_USAGE);
 	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--mode", "Native", "f")), EXIT_USAGE);
 	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--bogus", "f")), EXIT_USAGE);
 	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "-x", "f")), EXIT_USAGE);
-	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--str")), EXIT_USAGE);               /* no argument */
-	CHECK_EQ_INT(parse(&a, &first, ARGV("--num", "5", "f")), EXIT_USAGE);                    /* required */
-	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y")), EXIT_USAGE);                        /* no operand */
-	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "a", "b", "c")), EXIT_USAGE);         /* too many */
+	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "--str")), EXIT_USAGE);	 /* no argument */
+	CHECK_EQ_INT(parse(&a, &first, ARGV("--num", "5", "f")), EXIT_USAGE);		 /* required */
+	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y")), EXIT_USAGE);		 /* no operand */
+	CHECK_EQ_INT(parse(&a, &first, ARGV("--need", "y", "a", "b", "c")), EXIT_USAGE); /* too many */
 	check_end();
 }
 

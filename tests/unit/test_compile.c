@@ -46,8 +46,8 @@ static uint32_t lookup_lpm(const struct plan_hook *h, const struct ref_pkt *k, u
 	return best >= 0 ? h->lpm[fi][best].vec : h->miss[dir ? NFB_F_DST : NFB_F_SRC];
 }
 
-static uint32_t lookup_seg(const struct plan_seg *s, uint32_t n, bool ports, uint8_t dir, uint8_t cls,
-			   uint32_t value, uint32_t fallback)
+static uint32_t lookup_seg(const struct plan_seg *s, uint32_t n, bool ports, uint8_t dir, uint8_t cls, uint32_t value,
+			   uint32_t fallback)
 {
 	for (uint32_t i = 0; i < n; i++)
 		if ((!ports || s[i].dir == dir) && s[i].cls == cls && s[i].lo <= value && value <= s[i].hi)
@@ -57,8 +57,10 @@ static uint32_t lookup_seg(const struct plan_seg *s, uint32_t n, bool ports, uin
 
 static uint8_t pclass(int proto)
 {
-	return proto == IPPROTO_TCP ? NFB_PC_TCP : proto == IPPROTO_UDP ? NFB_PC_UDP
-		: proto == IPPROTO_SCTP ? NFB_PC_SCTP : NFB_PC_UDPLITE;
+	return proto == IPPROTO_TCP    ? NFB_PC_TCP
+	       : proto == IPPROTO_UDP  ? NFB_PC_UDP
+	       : proto == IPPROTO_SCTP ? NFB_PC_SCTP
+				       : NFB_PC_UDPLITE;
 }
 
 /* The plan's answer, computed as the BPF program does. */
@@ -73,15 +75,17 @@ static int through_plan(const struct plan_hook *h, const struct plan_blob *blob,
 	ids[NFB_F_SRC] = lookup_lpm(h, k, 0);
 	ids[NFB_F_DST] = lookup_lpm(h, k, 1);
 	if (k->frag)
-		ids[NFB_F_L4] = lookup_seg(h->misc, h->nmisc, false, 0, NFB_MC_FRAG, (uint32_t)k->proto, h->miss[NFB_F_L4]);
+		ids[NFB_F_L4] =
+			lookup_seg(h->misc, h->nmisc, false, 0, NFB_MC_FRAG, (uint32_t)k->proto, h->miss[NFB_F_L4]);
 	else if (ref_has_ports(k->proto))
 		ids[NFB_F_L4] = lookup_seg(h->ports, h->nports, true, 1, pclass(k->proto), k->dport, h->miss[NFB_F_L4]);
 	else if (k->proto == icmp)
-		ids[NFB_F_L4] = lookup_seg(h->misc, h->nmisc, false, 0,
-					   icmp == IPPROTO_ICMP ? NFB_MC_ICMP : NFB_MC_ICMPV6,
-					   (uint32_t)k->icmp_type, h->miss[NFB_F_L4]);
+		ids[NFB_F_L4] =
+			lookup_seg(h->misc, h->nmisc, false, 0, icmp == IPPROTO_ICMP ? NFB_MC_ICMP : NFB_MC_ICMPV6,
+				   (uint32_t)k->icmp_type, h->miss[NFB_F_L4]);
 	else
-		ids[NFB_F_L4] = lookup_seg(h->misc, h->nmisc, false, 0, NFB_MC_PROTO, (uint32_t)k->proto, h->miss[NFB_F_L4]);
+		ids[NFB_F_L4] =
+			lookup_seg(h->misc, h->nmisc, false, 0, NFB_MC_PROTO, (uint32_t)k->proto, h->miss[NFB_F_L4]);
 	ids[NFB_F_SPORT] = !k->frag && ref_has_ports(k->proto)
 				   ? lookup_seg(h->ports, h->nports, true, 0, pclass(k->proto), k->sport, h->sport_none)
 				   : h->sport_none;
@@ -147,7 +151,8 @@ static void differential(uint32_t policies, uint32_t nrules, uint32_t packets)
 			got = through_plan(&pl->hook[k.hook], &blob, k.hook, &k);
 			if (want != got) {
 				check_fail_at(__FILE__, __LINE__,
-					      "policy %u packet %u hook %d fam %u proto %d sport %u dport %u frag %d ct %d iif %s oif %s: rule %d expected, plan says %d",
+					      "policy %u packet %u hook %d fam %u proto %d sport %u dport %u frag %d "
+					      "ct %d iif %s oif %s: rule %d expected, plan says %d",
 					      it, i, k.hook, k.fam, k.proto, k.sport, k.dport, k.frag, k.ct,
 					      k.iif ? k.iif : "-", k.oif ? k.oif : "-", want, got);
 				fputs(text, stdout);
@@ -240,9 +245,11 @@ static void longest_wildcard(void)
 		const struct plan_hook *h;
 		int64_t j;
 
-		snprintf(yaml, sizeof(yaml), "version: 1\nhooks: { forward: { default: drop } }\nrules:\n"
+		snprintf(yaml, sizeof(yaml),
+			 "version: 1\nhooks: { forward: { default: drop } }\nrules:\n"
 			 "  - { name: a, in: %s, service: tcp/1, action: accept }\n"
-			 "  - { name: b, in: wg7, service: tcp/2, action: accept }\n", orders[o]);
+			 "  - { name: b, in: wg7, service: tcp/2, action: accept }\n",
+			 orders[o]);
 		diags_init(&d);
 		if (policy_load_buffer("wild.yaml", yaml, strlen(yaml), &d, &p) < 0 || plan_compile(p, &pl) < 0) {
 			CHECK(0);

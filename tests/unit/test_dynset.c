@@ -26,8 +26,7 @@ static struct dyn_change ch(const char *text, int64_t expires)
 	return c;
 }
 
-static int add(struct dynsets *s, struct dyn_set *set, const char *const *texts, size_t n, int64_t exp,
-	       struct diags *d)
+static int add(struct dynsets *s, struct dyn_set *set, const char *const *texts, size_t n, int64_t exp, struct diags *d)
 {
 	struct dyn_change c[16];
 

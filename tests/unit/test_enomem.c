@@ -134,23 +134,27 @@ static void every_allocation(const char *name, const char *text)
 
 int main(void)
 {
-	every_allocation("enomem-office",
-			 "version: 1\n"
-			 "interfaces: { lan: [lan0, \"vlan*\"], wan: [wan0] }\n"
-			 "sets: { office: [198.51.100.0/24, \"2001:db8:1::/64\", 192.0.2.10-192.0.2.20], bad: { dynamic: true } }\n"
-			 "services: { web: [tcp/80, tcp/443, udp/443], mail: [tcp/25, tcp/587] }\n"
-			 "hooks: { forward: { default: drop }, input: { default: drop }, output: { default: accept } }\n"
-			 "options: { established: rules }\n"
-			 "nat:\n  - masquerade: { out: wan }\n"
-			 "  - forward-port: { in: wan, service: tcp/8080, to: \"198.51.100.10:80\" }\n"
-			 "rules:\n"
-			 "  - { name: bad, from: bad, action: drop }\n"
-			 "  - { name: web, in: lan, out: \"!lan\", from: office, service: web, state: new, action: accept, log: true }\n"
-			 "  - { name: mail, in: lan, service: mail, action: accept }\n"
-			 "  - { name: dns, service: [udp/53, tcp/53], action: accept, limit: { rate: 10/second, per: source } }\n"
-			 "  - { name: ping, proto: icmp, icmp-type: [echo-request, 0], action: accept, limit: 5/second }\n"
-			 "  - { name: ping6, hook: [input, forward], proto: icmpv6, icmp-type: echo-request, action: reject }\n"
-			 "  - { name: ssh, hook: input, in: lan, service: tcp/22, action: accept }\n"
-			 "  - { name: out, hook: output, to: \"!office\", source-service: udp/1000-2000, action: drop }\n");
+	every_allocation(
+		"enomem-office",
+		"version: 1\n"
+		"interfaces: { lan: [lan0, \"vlan*\"], wan: [wan0] }\n"
+		"sets: { office: [198.51.100.0/24, \"2001:db8:1::/64\", 192.0.2.10-192.0.2.20], bad: { dynamic: true } "
+		"}\n"
+		"services: { web: [tcp/80, tcp/443, udp/443], mail: [tcp/25, tcp/587] }\n"
+		"hooks: { forward: { default: drop }, input: { default: drop }, output: { default: accept } }\n"
+		"options: { established: rules }\n"
+		"nat:\n  - masquerade: { out: wan }\n"
+		"  - forward-port: { in: wan, service: tcp/8080, to: \"198.51.100.10:80\" }\n"
+		"rules:\n"
+		"  - { name: bad, from: bad, action: drop }\n"
+		"  - { name: web, in: lan, out: \"!lan\", from: office, service: web, state: new, action: accept, log: "
+		"true }\n"
+		"  - { name: mail, in: lan, service: mail, action: accept }\n"
+		"  - { name: dns, service: [udp/53, tcp/53], action: accept, limit: { rate: 10/second, per: source } "
+		"}\n"
+		"  - { name: ping, proto: icmp, icmp-type: [echo-request, 0], action: accept, limit: 5/second }\n"
+		"  - { name: ping6, hook: [input, forward], proto: icmpv6, icmp-type: echo-request, action: reject }\n"
+		"  - { name: ssh, hook: input, in: lan, service: tcp/22, action: accept }\n"
+		"  - { name: out, hook: output, to: \"!office\", source-service: udp/1000-2000, action: drop }\n");
 	CHECK_EXIT();
 }

@@ -52,7 +52,8 @@ static void keepalived_accepts(const char *conf)
 	int fd, r;
 
 	if (proc_find("keepalived", prog, sizeof(prog)) < 0 && access(strcpy(prog, "/usr/sbin/keepalived"), X_OK) < 0) {
-		check_fail_at(__FILE__, __LINE__, "keepalived is not installed (packaging/install-deps.sh installs it)");
+		check_fail_at(__FILE__, __LINE__,
+			      "keepalived is not installed (packaging/install-deps.sh installs it)");
 		return;
 	}
 	if ((fd = mkstemp(path)) < 0 || write(fd, conf, strlen(conf)) != (ssize_t)strlen(conf)) {
@@ -92,17 +93,21 @@ static void test_pair_config(void)
 	k = ha_keepalived_conf(&p->ha, &paths, "/etc/nfbox/policy.yaml");
 	CHECK(has(k, "notify_fifo /run/nfbox/nfbox-fw1.ha/keepalived.fifo\n"));
 	CHECK(has(k, "vrrp_sync_group nfbox {\n\tgroup {\n\t\tlan0_51\n\t\tlan0_51_v6\n\t\twan0_52\n\t}\n}"));
-	CHECK(has(k, "vrrp_instance wan0_52 {\n\tstate BACKUP\n\tinterface wan0\n\tvirtual_router_id 52\n\tpriority 150\n"));
+	CHECK(has(
+		k,
+		"vrrp_instance wan0_52 {\n\tstate BACKUP\n\tinterface wan0\n\tvirtual_router_id 52\n\tpriority 150\n"));
 	CHECK(has(k, "\tpreempt_delay 7\n"));
 	CHECK(has(k, "\t\t192.0.2.1/24 dev lan0\n"));
 	CHECK(has(k, "\t\t2001:db8:1::1/64 dev lan0\n"));
 	CHECK(has(k, "from the ha: section of /etc/nfbox/policy.yaml"));
 	if (k)
 		keepalived_accepts(k);
-	c = ha_conntrackd_conf(&p->ha, &(struct prefix){ .family = POLICY_FAM_IPV4, .plen = 32, .addr = { 203, 0, 113, 1 } },
+	c = ha_conntrackd_conf(&p->ha,
+			       &(struct prefix){ .family = POLICY_FAM_IPV4, .plen = 32, .addr = { 203, 0, 113, 1 } },
 			       &p->ha.sync_peers[0], &paths, "/etc/nfbox/policy.yaml");
 	CHECK(has(c, "Mode FTFW {"));
-	CHECK(has(c, "\t\tIPv4_address 203.0.113.1\n\t\tIPv4_Destination_Address 203.0.113.2\n\t\tPort 3780\n\t\tInterface sync0\n"));
+	CHECK(has(c, "\t\tIPv4_address 203.0.113.1\n\t\tIPv4_Destination_Address 203.0.113.2\n\t\tPort "
+		     "3780\n\t\tInterface sync0\n"));
 	CHECK(has(c, "LockFile /run/nfbox/nfbox-fw1.ha/conntrackd.lock\n"));
 	CHECK(has(c, "Path /run/nfbox/nfbox-fw1.ha/conntrackd.ctl\n"));
 	free(k);

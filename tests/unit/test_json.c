@@ -96,9 +96,9 @@ static void test_utf8(void)
 	check_begin("json-non-utf8-replaced");
 	CHECK_EQ_STR(STR("\x80"), "\"\\ufffd\"");
 	CHECK_EQ_STR(STR("a\xffz"), "\"a\\ufffdz\"");
-	CHECK_EQ_STR(STR("\xc0\x80"), "\"\\ufffd\\ufffd\"");            /* overlong NUL */
-	CHECK_EQ_STR(STR("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\""); /* surrogate */
-	CHECK_EQ_STR(STR("x\xe2\x82"), "\"x\\ufffd\\ufffd\"");          /* cut short */
+	CHECK_EQ_STR(STR("\xc0\x80"), "\"\\ufffd\\ufffd\"");			   /* overlong NUL */
+	CHECK_EQ_STR(STR("\xed\xa0\x80"), "\"\\ufffd\\ufffd\\ufffd\"");		   /* surrogate */
+	CHECK_EQ_STR(STR("x\xe2\x82"), "\"x\\ufffd\\ufffd\"");			   /* cut short */
 	CHECK_EQ_STR(STR("\xf4\x90\x80\x80"), "\"\\ufffd\\ufffd\\ufffd\\ufffd\""); /* > U+10FFFF */
 	check_end();
 }

@@ -93,7 +93,8 @@ static void past_limit(const char *name, struct text *t, const char *why, unsign
 		if (d.v[i].level == DIAG_ERROR && strstr(d.v[i].msg, why)) {
 			found = true;
 			if (line && d.v[i].loc.line != line)
-				check_fail_at(__FILE__, __LINE__, "'%s' on line %u, not %u", why, d.v[i].loc.line, line);
+				check_fail_at(__FILE__, __LINE__, "'%s' on line %u, not %u", why, d.v[i].loc.line,
+					      line);
 		}
 	if (!found) {
 		check_fail_at(__FILE__, __LINE__, "no error saying '%s'", why);
@@ -106,7 +107,8 @@ static void past_limit(const char *name, struct text *t, const char *why, unsign
 	check_end();
 }
 
-#define HEAD "version: 1\nhooks: { input: { default: drop }, forward: { default: drop }, output: { default: accept } }\n"
+#define HEAD \
+	"version: 1\nhooks: { input: { default: drop }, forward: { default: drop }, output: { default: accept } }\n"
 
 /* n rules on the forward hook, each on its own line (rule i on line 4 + i),
  * after a rules: key on line 3. */
@@ -206,12 +208,14 @@ static void limits(void)
 	for (int pass = 0; pass < 2; pass++) {
 		put(&t, HEAD "rules:\n");
 		for (int i = 0; i < POLICY_MAX_LIMITS + pass; i++)
-			put(&t, "  - { name: l%d, service: tcp/%d, limit: { rate: 10/second, per: %s }, action: accept }\n", i,
-			    1 + i, i % 2 ? "source" : "rule");
+			put(&t,
+			    "  - { name: l%d, service: tcp/%d, limit: { rate: 10/second, per: %s }, action: accept }\n",
+			    i, 1 + i, i % 2 ? "source" : "rule");
 		if (!pass)
 			at_limit("limit-rate-limits-at", &t);
 		else
-			past_limit("limit-rate-limits-past", &t, "more than 4096 rules with limit:", 4 + POLICY_MAX_LIMITS);
+			past_limit("limit-rate-limits-past", &t,
+				   "more than 4096 rules with limit:", 4 + POLICY_MAX_LIMITS);
 	}
 }
 
@@ -225,11 +229,13 @@ static void dynsets(void)
 			put(&t, "  d%d: { dynamic: true }\n", i);
 		put(&t, "rules:\n");
 		for (int i = 0; i < POLICY_MAX_DYNSETS + pass; i++)
-			put(&t, "  - { name: r%d, hook: %s, from: d%d, action: drop }\n", i, i % 2 ? "input" : "forward", i);
+			put(&t, "  - { name: r%d, hook: %s, from: d%d, action: drop }\n", i,
+			    i % 2 ? "input" : "forward", i);
 		if (!pass)
 			at_limit("limit-dynamic-sets-at", &t);
 		else
-			past_limit("limit-dynamic-sets-past", &t, "more than 1022 dynamic sets", 4 + POLICY_MAX_DYNSETS);
+			past_limit("limit-dynamic-sets-past", &t, "more than 1022 dynamic sets",
+				   4 + POLICY_MAX_DYNSETS);
 	}
 }
 
@@ -251,7 +257,9 @@ static void prefixes(const char *at, const char *past, bool in_set)
 		if (!pass)
 			at_limit(at, &t);
 		else
-			past_limit(past, &t, in_set ? "more than 2000000 prefixes in its sets" : "the rules have more than 2000000 prefixes",
+			past_limit(past, &t,
+				   in_set ? "more than 2000000 prefixes in its sets"
+					  : "the rules have more than 2000000 prefixes",
 				   0);
 	}
 }
@@ -263,7 +271,9 @@ static void names(void)
 
 	memset(name, 'n', sizeof(name));
 	name[POLICY_MAX_NAME] = '\0';
-	put(&t, HEAD "sets: { %s: [192.0.2.0/24] }\nrules:\n  - { name: %s, from: %s, limit: { rate: 1/second, per: source }, action: drop }\n",
+	put(&t,
+	    HEAD "sets: { %s: [192.0.2.0/24] }\nrules:\n  - { name: %s, from: %s, limit: { rate: 1/second, per: source "
+		 "}, action: drop }\n",
 	    name, name, name);
 	at_limit("limit-name-length-at", &t);
 	name[POLICY_MAX_NAME] = 'n';

@@ -128,17 +128,20 @@ static void anon_sets_bound_once(const struct nfr_table *t)
 	}
 }
 
-#define HEAD "version: 1\ninterfaces: { lan: [lan0, lan1], wan: [wan0], up2: [wan2] }\nhooks: { forward: { default: drop } }\n"
+#define HEAD                                                                                                          \
+	"version: 1\ninterfaces: { lan: [lan0, lan1], wan: [wan0], up2: [wan2] }\nhooks: { forward: { default: drop " \
+	"} }\n"
 
 static void shape(void)
 {
 	struct built b;
 
 	if (build(&b, HEAD "options: { backend: nftables }\nsets: { office: [198.51.100.0/24, \"2001:db8:1::/64\"] }\n"
-		      "rules:\n"
-		      "  - { name: web, in: lan, from: office, service: [tcp/80, tcp/443, tcp/8000-8100], action: accept }\n"
-		      "  - { name: dns, service: [udp/53, tcp/53], action: accept }\n"
-		      "  - { name: v4, from: 192.0.2.0/24, action: drop }\n") < 0) {
+			   "rules:\n"
+			   "  - { name: web, in: lan, from: office, service: [tcp/80, tcp/443, tcp/8000-8100], action: "
+			   "accept }\n"
+			   "  - { name: dns, service: [udp/53, tcp/53], action: accept }\n"
+			   "  - { name: v4, from: 192.0.2.0/24, action: drop }\n") < 0) {
 		CHECK(0);
 		built_free(&b);
 		return;
@@ -147,11 +150,16 @@ static void shape(void)
 	CHECK_EQ_INT(rules_in(&b.t, "forward_ip"), 3);
 	CHECK_EQ_INT(rules_in(&b.t, "forward_ip6"), 2);
 	/* the family dispatch: jump rules, never a map (build.c, filter_hook) */
-	CHECK(strstr(b.text, "\t\tmeta nfproto ipv4 jump forward_ip\n\t\tmeta nfproto ipv6 jump forward_ip6\n") != NULL);
+	CHECK(strstr(b.text, "\t\tmeta nfproto ipv4 jump forward_ip\n\t\tmeta nfproto ipv6 jump forward_ip6\n") !=
+	      NULL);
 	CHECK(strstr(b.text, "vmap") == NULL);
-	CHECK(strstr(b.text, "iifname { \"lan0\", \"lan1\" } meta nfproto ipv4 ip saddr @s_office_4 meta l4proto tcp th dport { 80, 443, 8000-8100 } counter name \"r_forward_web\" accept") != NULL);
-	CHECK(strstr(b.text, "meta l4proto . th dport { tcp . 53, udp . 53 } counter name \"r_forward_dns\" accept") != NULL);
-	CHECK(strstr(b.text, "set s_office_6 {\n\t\ttype ipv6_addr\n\t\tflags interval\n\t\telements = { 2001:db8:1::/64 }") != NULL);
+	CHECK(strstr(b.text, "iifname { \"lan0\", \"lan1\" } meta nfproto ipv4 ip saddr @s_office_4 meta l4proto tcp "
+			     "th dport { 80, 443, 8000-8100 } counter name \"r_forward_web\" accept") != NULL);
+	CHECK(strstr(b.text, "meta l4proto . th dport { tcp . 53, udp . 53 } counter name \"r_forward_dns\" accept") !=
+	      NULL);
+	CHECK(strstr(b.text,
+		     "set s_office_6 {\n\t\ttype ipv6_addr\n\t\tflags interval\n\t\telements = { 2001:db8:1::/64 }") !=
+	      NULL);
 	CHECK(strstr(b.text, "counter name \"x_forward_default\" drop") != NULL);
 	anon_sets_bound_once(&b.t);
 	built_free(&b);
@@ -167,8 +175,10 @@ static void anon_sets(void)
 	 * whole table. And the log rule and the reject rules of one policy
 	 * rule each need their own copy of its anonymous sets. */
 	if (build(&b, HEAD "options: { backend: nftables }\nrules:\n"
-		      "  - { name: never, in: lan, from: [192.0.2.1, 192.0.2.9], service: tcp/80, source-service: udp/53, action: accept }\n"
-		      "  - { name: rej, in: lan, to: [203.0.113.1, 203.0.113.7], service: [tcp/81, udp/81], action: reject, log: true }\n") < 0) {
+			   "  - { name: never, in: lan, from: [192.0.2.1, 192.0.2.9], service: tcp/80, source-service: "
+			   "udp/53, action: accept }\n"
+			   "  - { name: rej, in: lan, to: [203.0.113.1, 203.0.113.7], service: [tcp/81, udp/81], "
+			   "action: reject, log: true }\n") < 0) {
 		CHECK(0);
 		built_free(&b);
 		return;
@@ -177,9 +187,13 @@ static void anon_sets(void)
 	CHECK(strstr(b.text, "r_forward_never\" accept") == NULL);
 	/* rej: log, then tcp reset within the rate, over it, then icmpx, over it. */
 	CHECK_EQ_INT(rules_in(&b.t, "forward_ip"), 5);
-	CHECK(strstr(b.text, "meta l4proto tcp limit name \"x_reject\" counter name \"r_forward_rej\" reject with tcp reset") != NULL);
+	CHECK(strstr(b.text,
+		     "meta l4proto tcp limit name \"x_reject\" counter name \"r_forward_rej\" reject with tcp reset") !=
+	      NULL);
 	CHECK(strstr(b.text, "counter name \"r_forward_rej\" counter name \"x_reject_limited\" drop") != NULL);
-	CHECK(strstr(b.text, "limit name \"x_log\" counter name \"x_logged\" log prefix \"forward reject rej\" group 6770") != NULL);
+	CHECK(strstr(b.text,
+		     "limit name \"x_log\" counter name \"x_logged\" log prefix \"forward reject rej\" group 6770") !=
+	      NULL);
 	built_free(&b);
 }
 
@@ -191,17 +205,19 @@ static void counter_map(void)
 	 * protocol and port to each one's counter. d overlaps c: a new run
 	 * (first match), alone. e has another verdict. */
 	if (build(&b, HEAD "options: { backend: nftables }\nrules:\n"
-		      "  - { name: a, in: lan, service: tcp/80, action: accept }\n"
-		      "  - { name: b, in: lan, service: [udp/53, tcp/53], action: accept }\n"
-		      "  - { name: c, in: lan, service: tcp/8000-8100, action: accept }\n"
-		      "  - { name: d, in: lan, service: tcp/8050-8200, action: accept }\n"
-		      "  - { name: e, in: lan, service: tcp/9, action: drop }\n") < 0) {
+			   "  - { name: a, in: lan, service: tcp/80, action: accept }\n"
+			   "  - { name: b, in: lan, service: [udp/53, tcp/53], action: accept }\n"
+			   "  - { name: c, in: lan, service: tcp/8000-8100, action: accept }\n"
+			   "  - { name: d, in: lan, service: tcp/8050-8200, action: accept }\n"
+			   "  - { name: e, in: lan, service: tcp/9, action: drop }\n") < 0) {
 		CHECK(0);
 		built_free(&b);
 		return;
 	}
 	CHECK_EQ_INT(rules_in(&b.t, "forward_ip"), 3);
-	CHECK(strstr(b.text, "iifname { \"lan0\", \"lan1\" } counter name meta l4proto . th dport map { tcp . 53 : \"r_forward_b\", tcp . 80 : \"r_forward_a\", tcp . 8000-8100 : \"r_forward_c\", udp . 53 : \"r_forward_b\" } accept") != NULL);
+	CHECK(strstr(b.text, "iifname { \"lan0\", \"lan1\" } counter name meta l4proto . th dport map { tcp . 53 : "
+			     "\"r_forward_b\", tcp . 80 : \"r_forward_a\", tcp . 8000-8100 : \"r_forward_c\", udp . 53 "
+			     ": \"r_forward_b\" } accept") != NULL);
 	CHECK(strstr(b.text, "th dport 8050-8200 counter name \"r_forward_d\" accept") != NULL);
 	anon_sets_bound_once(&b.t);
 	built_free(&b);
@@ -211,10 +227,11 @@ static void nat(void)
 {
 	struct built b;
 
-	if (build(&b, HEAD "nat:\n  - masquerade: { out: wan }\n"
-		      "  - forward-port: { in: wan, service: [tcp/8080], to: 198.51.100.10:80 }\n"
-		      "  - snat: { out: up2, to: 192.0.2.8/30 }\n"
-		      "rules:\n  - { name: in, in: wan, to: 198.51.100.10, service: tcp/80, action: accept }\n") < 0) {
+	if (build(&b,
+		  HEAD "nat:\n  - masquerade: { out: wan }\n"
+		       "  - forward-port: { in: wan, service: [tcp/8080], to: 198.51.100.10:80 }\n"
+		       "  - snat: { out: up2, to: 192.0.2.8/30 }\n"
+		       "rules:\n  - { name: in, in: wan, to: 198.51.100.10, service: tcp/80, action: accept }\n") < 0) {
 		CHECK(0);
 		built_free(&b);
 		return;
@@ -223,10 +240,14 @@ static void nat(void)
 	CHECK(strstr(b.text, "chain forward") == NULL);
 	CHECK(strstr(b.text, "chain conntrack {\n\t\tct state established,related accept") != NULL);
 	CHECK(strstr(b.text, "type nat hook prerouting priority -100; policy accept;") != NULL);
-	CHECK(strstr(b.text, "iifname \"wan0\" meta nfproto ipv4 meta l4proto tcp th dport 8080 dnat ip to 198.51.100.10:80") != NULL);
+	CHECK(strstr(b.text,
+		     "iifname \"wan0\" meta nfproto ipv4 meta l4proto tcp th dport 8080 dnat ip to 198.51.100.10:80") !=
+	      NULL);
 	/* Hairpin: from inside to the appliance's own address, and back out masqueraded. */
-	CHECK(strstr(b.text, "iifname != \"wan0\" meta nfproto ipv4 fib daddr type local meta l4proto tcp th dport 8080 dnat ip to 198.51.100.10:80") != NULL);
-	CHECK(strstr(b.text, "iifname != \"wan0\" ct status dnat meta nfproto ipv4 ip daddr 198.51.100.10 meta l4proto tcp masquerade") != NULL);
+	CHECK(strstr(b.text, "iifname != \"wan0\" meta nfproto ipv4 fib daddr type local meta l4proto tcp th dport "
+			     "8080 dnat ip to 198.51.100.10:80") != NULL);
+	CHECK(strstr(b.text, "iifname != \"wan0\" ct status dnat meta nfproto ipv4 ip daddr 198.51.100.10 meta l4proto "
+			     "tcp masquerade") != NULL);
 	CHECK(strstr(b.text, "oifname \"wan2\" meta nfproto ipv4 snat ip to 192.0.2.8-192.0.2.11") != NULL);
 	anon_sets_bound_once(&b.t);
 	built_free(&b);
@@ -270,7 +291,8 @@ static void refusal_located(void)
 		bool rule = i == 1 || i == 2;
 
 		m[i] = nft_batch_msg(nb, rule ? NFT_MSG_NEWRULE : NFT_MSG_NEWTABLE, NFPROTO_INET, NLM_F_CREATE);
-		nft_batch_note(nb, rule ? b.p->rules[0].loc : DIAG_NOWHERE, rule ? "rule 'web' (forward)" : NFT_TABLE_WHAT);
+		nft_batch_note(nb, rule ? b.p->rules[0].loc : DIAG_NOWHERE,
+			       rule ? "rule 'web' (forward)" : NFT_TABLE_WHAT);
 	}
 	len += put_answer(buf + len, m[1]->nlmsg_seq, 77, -EINVAL, "Could not process rule");
 	len += put_answer(buf + len, m[2]->nlmsg_seq, 77, -EINVAL, "Could not process rule");
@@ -286,7 +308,9 @@ static void refusal_located(void)
 
 		if (g->level == DIAG_ERROR) {
 			CHECK_EQ_INT(g->loc.line, b.p->rules[0].loc.line);
-			CHECK_EQ_STR(g->msg, "nftables refused rule 'web' (forward): Invalid argument (Could not process rule)");
+			CHECK_EQ_STR(
+				g->msg,
+				"nftables refused rule 'web' (forward): Invalid argument (Could not process rule)");
 		}
 		if (g->level == DIAG_NOTE)
 			CHECK_EQ_STR(g->msg, "1 more messages refused for the reasons above");
@@ -311,10 +335,13 @@ static void negated_wildcards(void)
 		used += (size_t)snprintf(group + used, sizeof(group) - used, "%s\"w%02d*\"", i ? ", " : "", i);
 	snprintf(yaml, sizeof(yaml),
 		 "version: 1\noptions: { backend: nftables }\n"
-		 "interfaces: { vpn: [\"a*\", \"b*\", \"c*\", \"d*\", \"e*\", \"f*\", \"g*\", \"h*\", \"i*\", \"j*\"], many: [%s] }\n"
+		 "interfaces: { vpn: [\"a*\", \"b*\", \"c*\", \"d*\", \"e*\", \"f*\", \"g*\", \"h*\", \"i*\", \"j*\"], "
+		 "many: [%s] }\n"
 		 "hooks: { forward: { default: drop } }\nrules:\n"
-		 "  - { name: r1, in: \"!vpn\", from: [198.51.100.0/24], to: [203.0.113.10], state: new, service: [tcp/22], action: accept }\n"
-		 "  - { name: r2, in: \"!many\", out: \"!many\", from: [198.51.100.0/24], to: [203.0.113.10], state: new, service: [tcp/22, udp/53], action: accept }\n",
+		 "  - { name: r1, in: \"!vpn\", from: [198.51.100.0/24], to: [203.0.113.10], state: new, service: "
+		 "[tcp/22], action: accept }\n"
+		 "  - { name: r2, in: \"!many\", out: \"!many\", from: [198.51.100.0/24], to: [203.0.113.10], state: "
+		 "new, service: [tcp/22, udp/53], action: accept }\n",
 		 group);
 	if (build(&b, yaml) < 0) {
 		CHECK(0);
@@ -322,9 +349,12 @@ static void negated_wildcards(void)
 		return;
 	}
 	rule = strstr(b.text, "r_forward_r1\" accept");
-	CHECK(strstr(b.text, "iifname != @g_vpn meta nfproto ipv4 ip saddr 198.51.100.0/24 ip daddr 203.0.113.10 ct state new meta l4proto tcp th dport 22 counter name \"r_forward_r1\" accept") != NULL);
+	CHECK(strstr(b.text, "iifname != @g_vpn meta nfproto ipv4 ip saddr 198.51.100.0/24 ip daddr 203.0.113.10 ct "
+			     "state new meta l4proto tcp th dport 22 counter name \"r_forward_r1\" accept") != NULL);
 	CHECK(rule != NULL);
-	CHECK(strstr(b.text, "iifname != @g_many oifname != @g_many meta nfproto ipv4 ip saddr 198.51.100.0/24 ip daddr 203.0.113.10 ct state new meta l4proto . th dport { tcp . 22, udp . 53 } counter name \"r_forward_r2\" accept") != NULL);
+	CHECK(strstr(b.text, "iifname != @g_many oifname != @g_many meta nfproto ipv4 ip saddr 198.51.100.0/24 ip "
+			     "daddr 203.0.113.10 ct state new meta l4proto . th dport { tcp . 22, udp . 53 } counter "
+			     "name \"r_forward_r2\" accept") != NULL);
 	for (uint32_t i = 0; i < b.t.nsets; i++)
 		if (!strcmp(b.t.sets[i]->name, "g_many")) {
 			CHECK(b.t.sets[i]->interval);
@@ -342,8 +372,9 @@ static void wildcard_ranges(void)
 {
 	struct built b;
 
-	if (build(&b, "version: 1\noptions: { backend: nftables }\nhooks: { forward: { default: drop } }\nrules:\n"
-		      "  - { name: r, in: [\"vlan1*\", \"vlan2*\", vlan15, \"vlan1x*\", eth0], action: accept }\n") < 0) {
+	if (build(&b,
+		  "version: 1\noptions: { backend: nftables }\nhooks: { forward: { default: drop } }\nrules:\n"
+		  "  - { name: r, in: [\"vlan1*\", \"vlan2*\", vlan15, \"vlan1x*\", eth0], action: accept }\n") < 0) {
 		CHECK(0);
 		built_free(&b);
 		return;
@@ -401,8 +432,12 @@ static void exprs_bounded(void)
 	set = nfr_set_new(&t, "s", NFR_KEY_PROTO_PORT, true);
 	for (int k = NFR_M_IIFNAME; k <= NFR_M_FRAG6_OFF; k++)
 		for (int form = 0; form < 4; form++) {
-			struct nfr_match m = { .kind = (enum nfr_match_kind)k, .neg = form & 1, .family = form & 2 ? 2 : 1,
-					       .lo = 1, .hi = form & 2 ? 9 : 1, .value = 24 };
+			struct nfr_match m = { .kind = (enum nfr_match_kind)k,
+					       .neg = form & 1,
+					       .family = form & 2 ? 2 : 1,
+					       .lo = 1,
+					       .hi = form & 2 ? 9 : 1,
+					       .value = 24 };
 			uint32_t n;
 
 			snprintf(m.ifname, sizeof(m.ifname), "%s", form & 2 ? "eth*" : "eth0");
@@ -416,8 +451,12 @@ static void exprs_bounded(void)
 		}
 	for (int k = NFR_S_COUNTER; k <= NFR_S_METER; k++)
 		for (int form = 0; form < 4; form++) {
-			struct nfr_stmt st = { .kind = (enum nfr_stmt_kind)k, .family = form & 2 ? 2 : 1,
-					       .port = form & 1 ? 80 : 0, .rate = 1, .per = 1, .burst = 1 };
+			struct nfr_stmt st = { .kind = (enum nfr_stmt_kind)k,
+					       .family = form & 2 ? 2 : 1,
+					       .port = form & 1 ? 80 : 0,
+					       .rate = 1,
+					       .per = 1,
+					       .burst = 1 };
 			uint32_t n;
 
 			snprintf(st.name, sizeof(st.name), "x");
@@ -425,7 +464,8 @@ static void exprs_bounded(void)
 			st.set = set;
 			n = nft_stmt_exprs(&st);
 			if (n > NFT_STMT_MAX_EXPRS)
-				check_fail_at(__FILE__, __LINE__, "statement kind %d form %d: %u expressions", k, form, n);
+				check_fail_at(__FILE__, __LINE__, "statement kind %d form %d: %u expressions", k, form,
+					      n);
 			worst_s = n > worst_s ? n : worst_s;
 		}
 	/* the bounds are the worst cases, not loose guesses */
@@ -486,11 +526,15 @@ static void port_runs(void)
 		built_free(&b);
 		return;
 	}
-	CHECK(strstr(b.text, "\t\tiifname \"lan0\" meta l4proto tcp th dport 70-90 counter name \"r_forward_r1\" accept\n"
-			     "\t\tiifname \"lan0\" meta l4proto tcp th dport 80 counter name \"r_forward_r2\" accept\n") != NULL);
-	CHECK(strstr(b.text, "map { udplite . 96 : \"r_forward_w2\", udplite . 100-110 : \"r_forward_w1\", "
-			     "udplite . 120 : \"r_forward_w3\", udplite . 65500-65535 : \"r_forward_w4\" } accept") != NULL);
-	CHECK(strstr(b.text, "map { udplite . 1 : \"r_forward_w6\", udplite . 65400 : \"r_forward_w5\" } drop") != NULL);
+	CHECK(strstr(b.text,
+		     "\t\tiifname \"lan0\" meta l4proto tcp th dport 70-90 counter name \"r_forward_r1\" accept\n"
+		     "\t\tiifname \"lan0\" meta l4proto tcp th dport 80 counter name \"r_forward_r2\" accept\n") !=
+	      NULL);
+	CHECK(strstr(b.text,
+		     "map { udplite . 96 : \"r_forward_w2\", udplite . 100-110 : \"r_forward_w1\", "
+		     "udplite . 120 : \"r_forward_w3\", udplite . 65500-65535 : \"r_forward_w4\" } accept") != NULL);
+	CHECK(strstr(b.text, "map { udplite . 1 : \"r_forward_w6\", udplite . 65400 : \"r_forward_w5\" } drop") !=
+	      NULL);
 	anon_sets_bound_once(&b.t);
 	built_free(&b);
 
@@ -505,21 +549,26 @@ static void port_runs(void)
 		built_free(&b);
 		return;
 	}
-	CHECK(strstr(b.text, "\t\tiifname \"lan0\" meta l4proto tcp th dport 100-300 counter name \"r_forward_wide\" accept\n"
-			     "\t\tiifname \"lan0\" meta l4proto tcp th dport 150 counter name \"r_forward_inside\" accept\n") != NULL);
+	CHECK(strstr(b.text,
+		     "\t\tiifname \"lan0\" meta l4proto tcp th dport 100-300 counter name \"r_forward_wide\" accept\n"
+		     "\t\tiifname \"lan0\" meta l4proto tcp th dport 150 counter name \"r_forward_inside\" accept\n") !=
+	      NULL);
 	built_free(&b);
 
 	/* Destination and source ports of two protocols: one rule per
 	 * protocol, each with only that protocol's ports. */
 	if (build(&b, "version: 1\ninterfaces: { lan: [lan0] }\n"
 		      "hooks: { forward: { default: drop } }\noptions: { backend: nftables }\nrules:\n"
-		      "  - { name: both, in: lan, service: [tcp/80, udp/53], source-service: [tcp/1000, udp/2000], action: accept }\n") < 0) {
+		      "  - { name: both, in: lan, service: [tcp/80, udp/53], source-service: [tcp/1000, udp/2000], "
+		      "action: accept }\n") < 0) {
 		CHECK(0);
 		built_free(&b);
 		return;
 	}
-	CHECK(strstr(b.text, "\t\tiifname \"lan0\" meta l4proto tcp th dport 80 th sport 1000 counter name \"r_forward_both\" accept\n"
-			     "\t\tiifname \"lan0\" meta l4proto udp th dport 53 th sport 2000 counter name \"r_forward_both\" accept\n") != NULL);
+	CHECK(strstr(b.text, "\t\tiifname \"lan0\" meta l4proto tcp th dport 80 th sport 1000 counter name "
+			     "\"r_forward_both\" accept\n"
+			     "\t\tiifname \"lan0\" meta l4proto udp th dport 53 th sport 2000 counter name "
+			     "\"r_forward_both\" accept\n") != NULL);
 	built_free(&b);
 
 	/* A port listed twice in a run of single ports (a map of single
@@ -544,16 +593,19 @@ static void sets_and_nat(void)
 {
 	struct built b;
 
-	if (build(&b, HEAD "options: { backend: nftables }\n"
-		      "sets: { nest: [198.51.100.128/25, 198.51.100.0/24, 203.0.113.0/25, 203.0.113.64/26] }\n"
-		      "nat:\n  - redirect: { in: lan, from: [192.0.2.0/24, \"2001:db8:9::/48\"], service: tcp/80, to: 3128 }\n"
-		      "rules:\n"
-		      "  - { name: n, from: nest, action: drop }\n"
-		      "  - { name: lg, in: lan, service: [tcp/8000-8010, tcp/9000-9005], action: accept, log: true }\n"
-		      "  - { name: ov, in: wan, service: [udp/10-20, udp/15-30, udp/25-26, udp/30-35, udp/40], action: accept }\n"
-		      "  - { name: a1, in: up2, service: tcp/90, action: accept }\n"
-		      "  - { name: a2, in: up2, service: tcp/91-95, action: accept }\n"
-		      "  - { name: cy, in: wan, proto: tcp, service: [tcp/200-255, tcp/256-300], action: drop }\n") < 0) {
+	if (build(&b, HEAD
+		  "options: { backend: nftables }\n"
+		  "sets: { nest: [198.51.100.128/25, 198.51.100.0/24, 203.0.113.0/25, 203.0.113.64/26] }\n"
+		  "nat:\n  - redirect: { in: lan, from: [192.0.2.0/24, \"2001:db8:9::/48\"], service: tcp/80, to: 3128 "
+		  "}\n"
+		  "rules:\n"
+		  "  - { name: n, from: nest, action: drop }\n"
+		  "  - { name: lg, in: lan, service: [tcp/8000-8010, tcp/9000-9005], action: accept, log: true }\n"
+		  "  - { name: ov, in: wan, service: [udp/10-20, udp/15-30, udp/25-26, udp/30-35, udp/40], action: "
+		  "accept }\n"
+		  "  - { name: a1, in: up2, service: tcp/90, action: accept }\n"
+		  "  - { name: a2, in: up2, service: tcp/91-95, action: accept }\n"
+		  "  - { name: cy, in: wan, proto: tcp, service: [tcp/200-255, tcp/256-300], action: drop }\n") < 0) {
 		CHECK(0);
 		built_free(&b);
 		return;
@@ -561,7 +613,8 @@ static void sets_and_nat(void)
 	CHECK(strstr(b.text, "elements = { 198.51.100.0/24, 203.0.113.0/25 }") != NULL);
 	CHECK(strstr(b.text, "ip saddr 192.0.2.0/24 meta l4proto tcp th dport 80 redirect to :3128") != NULL);
 	CHECK(strstr(b.text, "ip6 saddr 2001:db8:9::/48 meta l4proto tcp th dport 80 redirect to :3128") != NULL);
-	CHECK(strstr(b.text, "th dport { 8000-8010, 9000-9005 } counter name \"x_log_wanted\" limit name \"x_log\"") != NULL);
+	CHECK(strstr(b.text, "th dport { 8000-8010, 9000-9005 } counter name \"x_log_wanted\" limit name \"x_log\"") !=
+	      NULL);
 	CHECK(strstr(b.text, "th dport { 8000-8010, 9000-9005 } counter name \"r_forward_lg\" accept") != NULL);
 	/* overlapping ranges (also by one port) merge into their union */
 	CHECK(strstr(b.text, "th dport { 10-35, 40 } counter name \"r_forward_ov\" accept") != NULL);
@@ -584,16 +637,17 @@ static void defrag_off(void)
 	struct built b;
 
 	if (build(&b, HEAD "options: { backend: nftables, defrag: false }\nrules:\n"
-		      "  - { name: gre, proto: gre, action: accept }\n"
-		      "  - { name: web, service: tcp/80, action: accept }\n") < 0) {
+			   "  - { name: gre, proto: gre, action: accept }\n"
+			   "  - { name: web, service: tcp/80, action: accept }\n") < 0) {
 		CHECK(0);
 		built_free(&b);
 		return;
 	}
 	CHECK(strstr(b.text, "meta nfproto ipv4 ip frag-off & 0x3fff != 0 jump forward_ip_fragments") != NULL);
 	CHECK(strstr(b.text, "meta nfproto ipv6 frag more-fragments 1 jump forward_ip6_fragments") != NULL);
-	CHECK(strstr(b.text, "chain forward_ip_fragments {\n\t\tmeta l4proto gre counter name \"r_forward_gre\" accept\n"
-			     "\t\tcounter name \"x_forward_default\" drop\n\t}") != NULL);
+	CHECK(strstr(b.text,
+		     "chain forward_ip_fragments {\n\t\tmeta l4proto gre counter name \"r_forward_gre\" accept\n"
+		     "\t\tcounter name \"x_forward_default\" drop\n\t}") != NULL);
 	CHECK(strstr(b.text, "counter name \"x_unreassembled\" drop") == NULL); /* that is defrag on's */
 	built_free(&b);
 }
@@ -610,7 +664,8 @@ static void dynamic_timeouts(void)
 	const struct nfr_set *s;
 	const char *why;
 	bool host;
-	static const char yaml[] = HEAD "sets: { ban: { dynamic: true } }\nrules:\n  - { name: b, from: ban, action: drop }\n";
+	static const char yaml[] =
+		HEAD "sets: { ban: { dynamic: true } }\nrules:\n  - { name: b, from: ban, action: drop }\n";
 
 	dynsets_init(&ds);
 	diags_init(&b.d);
@@ -618,8 +673,8 @@ static void dynamic_timeouts(void)
 	c[1].expires = dyn_now_ms() + 60000;
 	parse_prefix("192.0.2.7", &c[0].pfx, &host, &why);
 	parse_prefix("198.51.100.0/24", &c[1].pfx, &host, &why);
-	if (policy_load_buffer("t.yaml", yaml, strlen(yaml), &b.d, &b.p) < 0 ||
-	    dynsets_sync_policy(&ds, b.p) < 0 || dynset_add(&ds, dynsets_find(&ds, "ban"), c, 2, &b.d, NULL, NULL, NULL) < 0) {
+	if (policy_load_buffer("t.yaml", yaml, strlen(yaml), &b.d, &b.p) < 0 || dynsets_sync_policy(&ds, b.p) < 0 ||
+	    dynset_add(&ds, dynsets_find(&ds, "ban"), c, 2, &b.d, NULL, NULL, NULL) < 0) {
 		diags_print(&b.d, stdout, false);
 		CHECK(0);
 	} else {
@@ -646,23 +701,28 @@ static void shapes(void)
 	struct built b;
 
 	if (build(&b, HEAD "options: { backend: nftables }\n"
-		      "nat:\n  - redirect: { in: lan, from: 192.0.2.0/24, service: tcp/81, to: 3129 }\n"
-		      "rules:\n"
-		      "  - { name: a, in: lan, service: tcp/1, action: accept }\n"
-		      "  - { name: b, in: \"!lan\", service: tcp/2, action: accept }\n"
-		      "  - { name: c, in: wan, service: tcp/3, action: accept }\n"
-		      "  - { name: d, in: [wan0, lan0], service: tcp/4, action: accept }\n"
-		      "  - { name: p, in: up2, proto: tcp, service: [tcp/80, udp/53], action: drop }\n"
-		      "  - { name: q, in: up2, proto: tcp, service: [tcp/81, udp/54], action: drop }\n") < 0) {
+			   "nat:\n  - redirect: { in: lan, from: 192.0.2.0/24, service: tcp/81, to: 3129 }\n"
+			   "rules:\n"
+			   "  - { name: a, in: lan, service: tcp/1, action: accept }\n"
+			   "  - { name: b, in: \"!lan\", service: tcp/2, action: accept }\n"
+			   "  - { name: c, in: wan, service: tcp/3, action: accept }\n"
+			   "  - { name: d, in: [wan0, lan0], service: tcp/4, action: accept }\n"
+			   "  - { name: p, in: up2, proto: tcp, service: [tcp/80, udp/53], action: drop }\n"
+			   "  - { name: q, in: up2, proto: tcp, service: [tcp/81, udp/54], action: drop }\n") < 0) {
 		CHECK(0);
 		built_free(&b);
 		return;
 	}
-	CHECK(strstr(b.text, "iifname { \"lan0\", \"lan1\" } meta l4proto tcp th dport 1 counter name \"r_forward_a\" accept") != NULL);
-	CHECK(strstr(b.text, "iifname != { \"lan0\", \"lan1\" } meta l4proto tcp th dport 2 counter name \"r_forward_b\" accept") != NULL);
-	CHECK(strstr(b.text, "iifname \"wan0\" meta l4proto tcp th dport 3 counter name \"r_forward_c\" accept") != NULL);
-	CHECK(strstr(b.text, "iifname { \"lan0\", \"wan0\" } meta l4proto tcp th dport 4 counter name \"r_forward_d\" accept") != NULL);
-	CHECK(strstr(b.text, "iifname \"wan2\" counter name meta l4proto . th dport map { tcp . 80 : \"r_forward_p\", tcp . 81 : \"r_forward_q\" } drop") != NULL);
+	CHECK(strstr(b.text, "iifname { \"lan0\", \"lan1\" } meta l4proto tcp th dport 1 counter name \"r_forward_a\" "
+			     "accept") != NULL);
+	CHECK(strstr(b.text, "iifname != { \"lan0\", \"lan1\" } meta l4proto tcp th dport 2 counter name "
+			     "\"r_forward_b\" accept") != NULL);
+	CHECK(strstr(b.text, "iifname \"wan0\" meta l4proto tcp th dport 3 counter name \"r_forward_c\" accept") !=
+	      NULL);
+	CHECK(strstr(b.text, "iifname { \"lan0\", \"wan0\" } meta l4proto tcp th dport 4 counter name \"r_forward_d\" "
+			     "accept") != NULL);
+	CHECK(strstr(b.text, "iifname \"wan2\" counter name meta l4proto . th dport map { tcp . 80 : \"r_forward_p\", "
+			     "tcp . 81 : \"r_forward_q\" } drop") != NULL);
 	CHECK(strstr(b.text, "ip saddr 192.0.2.0/24 meta l4proto tcp th dport 81 redirect to :3129") != NULL);
 	CHECK(strstr(b.text, "ip6 saddr") == NULL);
 	built_free(&b);

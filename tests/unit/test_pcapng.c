@@ -201,7 +201,8 @@ static void test_roundtrip(void)
 	check_begin("roundtrip-iovec-pieces");
 	CHECK_EQ_INT(pcapng_open(&o, &w), 0);
 	for (uint32_t i = 0; i < 300; i++) {
-		sizes[n] = i < 10 ? (uint32_t[]){ 0, 1, 2, 3, 4, 5, 3840, 3841, 7680, 9014 }[i] : 14 + rnd() % (MAXPKT - 14);
+		sizes[n] = i < 10 ? (uint32_t[]){ 0, 1, 2, 3, 4, 5, 3840, 3841, 7680, 9014 }[i]
+				  : 14 + rnd() % (MAXPKT - 14);
 		CHECK_EQ_INT(write_pkt(w, i, sizes[n], 1000000000ull * 1700000000 + i), 0);
 		n++;
 	}
@@ -371,7 +372,7 @@ static void test_queue_full(void)
 #define POOL 48
 static struct {
 	uint8_t data[MAXPKT];
-	int out;   /* pieces the writer holds */
+	int out; /* pieces the writer holds */
 } pool[POOL];
 static uint64_t released, bad_release;
 
@@ -403,9 +404,12 @@ static int pool_take(struct pcapng_writer *w)
 
 static void test_by_reference(void)
 {
-	struct pcapng_opts o = { .path = path_of("ref.pcapng"), .snaplen = 5000, .queue_bytes = 32768,
-				 .release = pool_release };
-	enum { N = 3000 };
+	struct pcapng_opts o = {
+		.path = path_of("ref.pcapng"), .snaplen = 5000, .queue_bytes = 32768, .release = pool_release
+	};
+	enum {
+		N = 3000
+	};
 	static uint32_t sizes[N];
 	uint64_t lent = 0, refs = 0;
 	struct pcapng_writer *w;

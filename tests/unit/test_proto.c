@@ -50,36 +50,36 @@ static void test_accepts(void)
 static void test_refuses(void)
 {
 	static const char *const bad[] = {
-		"",                          /* nothing */
-		"statusX",                   /* no prefix matching */
-		"Status",                    /* case matters */
-		"status  json",              /* one space between words */
-		"status json ",              /* no trailing space */
-		" status",                   /* no leading space */
-		"status json json",          /* an argument once */
-		"status verbose",            /* unknown argument */
-		"log json",                  /* not for log */
-		"status policy=/x",          /* not for status */
-		"reload policy=relative.yaml", /* absolute only */
-		"reload policy=",            /* empty */
-		"reload policy=/a%2",        /* cut escape */
-		"reload policy=/a%zz",       /* bad escape */
-		"reload policy=/a%00b",      /* NUL */
-		"reload /etc/nfbox/p.yaml",  /* the old form */
-		"stop keep keep",            /* an argument once */
-		"reload keep",               /* keep is stop's */
-		"stop json",                 /* not for stop */
-		"reload confirm=0",          /* 1 s at least */
-		"reload confirm=604801",     /* a week at most */
+		"",				       /* nothing */
+		"statusX",			       /* no prefix matching */
+		"Status",			       /* case matters */
+		"status  json",			       /* one space between words */
+		"status json ",			       /* no trailing space */
+		" status",			       /* no leading space */
+		"status json json",		       /* an argument once */
+		"status verbose",		       /* unknown argument */
+		"log json",			       /* not for log */
+		"status policy=/x",		       /* not for status */
+		"reload policy=relative.yaml",	       /* absolute only */
+		"reload policy=",		       /* empty */
+		"reload policy=/a%2",		       /* cut escape */
+		"reload policy=/a%zz",		       /* bad escape */
+		"reload policy=/a%00b",		       /* NUL */
+		"reload /etc/nfbox/p.yaml",	       /* the old form */
+		"stop keep keep",		       /* an argument once */
+		"reload keep",			       /* keep is stop's */
+		"stop json",			       /* not for stop */
+		"reload confirm=0",		       /* 1 s at least */
+		"reload confirm=604801",	       /* a week at most */
 		"reload confirm=99999999999999999999", /* no wrap-around */
-		"reload confirm=5s",         /* seconds only: units are the command's */
+		"reload confirm=5s",		       /* seconds only: units are the command's */
 		"reload confirm=-5",
 		"reload confirm=",
 		"reload confirm=5 confirm=6", /* an argument once */
-		"stop confirm=5",            /* confirm= is reload's */
-		"confirm json",              /* confirm takes nothing */
-		"status zero",               /* zero is stats' */
-		"metrics json",              /* metrics takes nothing */
+		"stop confirm=5",	      /* confirm= is reload's */
+		"confirm json",		      /* confirm takes nothing */
+		"status zero",		      /* zero is stats' */
+		"metrics json",		      /* metrics takes nothing */
 		"stats zero zero",
 	};
 	struct ctl_request r;
@@ -119,11 +119,13 @@ static void test_roundtrip(void)
 	for (int v = 0; v < CTL_NVERBS; v++)
 		for (int json = 0; json < 2; json++)
 			for (size_t p = 0; p <= sizeof(paths) / sizeof(paths[0]); p++) {
-				struct ctl_request in = { .verb = (enum ctl_verb)v, .json = json,
+				struct ctl_request in = { .verb = (enum ctl_verb)v,
+							  .json = json,
 							  .policy = p < 5 ? (char *)paths[p] : NULL };
 				struct ctl_request out;
 				char *line;
-				bool valid = (!json || v == CTL_STATUS || v == CTL_STATS) && (!in.policy || v == CTL_RELOAD);
+				bool valid =
+					(!json || v == CTL_STATUS || v == CTL_STATS) && (!in.policy || v == CTL_RELOAD);
 
 				if (!valid)
 					continue;
@@ -135,7 +137,8 @@ static void test_roundtrip(void)
 					check_fail_at(__FILE__, __LINE__, "'%s' did not parse back", line);
 				} else {
 					CHECK(out.verb == in.verb && out.json == in.json);
-					CHECK(!in.policy == !out.policy && (!in.policy || !strcmp(in.policy, out.policy)));
+					CHECK(!in.policy == !out.policy &&
+					      (!in.policy || !strcmp(in.policy, out.policy)));
 					ctl_request_free(&out);
 				}
 				free(line);
@@ -153,7 +156,9 @@ static void test_roundtrip(void)
 		free(line);
 	}
 	{
-		struct ctl_request in = { .verb = CTL_SET_ADD, .set = (char *)"block-list.v2", .timeout = 600,
+		struct ctl_request in = { .verb = CTL_SET_ADD,
+					  .set = (char *)"block-list.v2",
+					  .timeout = 600,
 					  .source = (char *)"/tmp/a b.txt" },
 				   out;
 		char *line = ctl_request_format(&in);
@@ -175,7 +180,7 @@ static void test_roundtrip(void)
 		ctl_request_free(&out);
 		CHECK(parse("set-add set=x timeout=0", &out) < 0);
 		CHECK(parse("set-add set=x timeout=31536001", &out) < 0); /* over a year */
-		CHECK(parse("set-del set=x timeout=5", &out) < 0);        /* del takes no timeout */
+		CHECK(parse("set-del set=x timeout=5", &out) < 0);	  /* del takes no timeout */
 		CHECK(parse("set-flush source=x", &out) < 0);
 		CHECK(parse("set-add set=", &out) < 0);
 	}

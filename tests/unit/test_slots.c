@@ -72,7 +72,8 @@ static void test_keep_and_reuse(void)
 	sc = slot_of(&a, "c");
 	CHECK(sa != sb && sb != sc && sa != sc);
 	CHECK(sa >= SLOT_FIRST_RULE && sb >= SLOT_FIRST_RULE && sc >= SLOT_FIRST_RULE);
-	CHECK(slots_rule_name(&t, sb, &hook) && !strcmp(slots_rule_name(&t, sb, &hook), "b") && hook == NFB_HOOK_FORWARD);
+	CHECK(slots_rule_name(&t, sb, &hook) && !strcmp(slots_rule_name(&t, sb, &hook), "b") &&
+	      hook == NFB_HOOK_FORWARD);
 	CHECK_EQ_INT(a.m.default_slot[NFB_HOOK_FORWARD], SLOT_DEFAULT(NFB_HOOK_FORWARD));
 
 	/* Reordered, b removed, d added: a and c keep theirs, d takes b's. */
@@ -124,14 +125,14 @@ static void test_hooks_apart(void)
 static void test_save_load(void)
 {
 	static const char *const bad[] = {
-		"7 1:a\n",            /* below the rule slots */
-		"100 9:a\n",          /* no such hook */
-		"100 1a\n",           /* no colon */
-		"100 1:\n",           /* no name */
+		"7 1:a\n",	      /* below the rule slots */
+		"100 9:a\n",	      /* no such hook */
+		"100 1a\n",	      /* no colon */
+		"100 1:\n",	      /* no name */
 		"100 1:a\n100 1:b\n", /* a slot twice */
 		"100 1:a\n101 1:a\n", /* a name twice */
 		"x 1:a\n",
-		"100 1:a",             /* cut */
+		"100 1:a", /* cut */
 	};
 	struct slot_table t, u;
 	struct loaded a, b;
@@ -184,7 +185,10 @@ static void test_save_load(void)
  * through a table of 2^20 entries. */
 static void test_renamed_forever(void)
 {
-	enum { RULES = 1000, RELOADS = 1200 };
+	enum {
+		RULES = 1000,
+		RELOADS = 1200
+	};
 	static struct rule rules[2][RULES];
 	static const struct rule *ptrs[2][RULES];
 	static char names[2][RULES][32];

@@ -14,7 +14,7 @@
 
 struct intern {
 	uint32_t *slots; /* vector id + 1, 0 = empty */
-	uint32_t cap;    /* power of two */
+	uint32_t cap;	 /* power of two */
 };
 
 static uint64_t hash_list(uint8_t field, const uint32_t *v, uint32_t n)
@@ -29,8 +29,7 @@ static uint64_t hash_list(uint8_t field, const uint32_t *v, uint32_t n)
 	return h ^ n;
 }
 
-static bool vec_equal(const struct plan_hook *h, const struct plan_vec *a, uint8_t field,
-		      const uint32_t *v, uint32_t n)
+static bool vec_equal(const struct plan_hook *h, const struct plan_vec *a, uint8_t field, const uint32_t *v, uint32_t n)
 {
 	return a->field == field && a->n == n && (!n || memcmp(h->bits + a->off, v, n * sizeof(*v)) == 0);
 }
@@ -98,13 +97,13 @@ static uint32_t vec_intern(struct plan_hook *h, uint8_t field, const uint32_t *v
 
 /* ---- growable arrays --------------------------------------------------- */
 
-#define APPEND(arr, n)                                                                        \
-	({                                                                                    \
-		__typeof__(arr) _v = ((n) & ((n) - 1)) ? (arr)                                \
-						       : realloc((arr), ((n) ? 2 * (size_t)(n) : 16) * sizeof(*(arr))); \
-		if (_v)                                                                       \
-			(arr) = _v;                                                           \
-		_v ? &(arr)[(n)++] : NULL;                                                    \
+#define APPEND(arr, n)                                                                                             \
+	({                                                                                                         \
+		__typeof__(arr) _v =                                                                               \
+			((n) & ((n) - 1)) ? (arr) : realloc((arr), ((n) ? 2 * (size_t)(n) : 16) * sizeof(*(arr))); \
+		if (_v)                                                                                            \
+			(arr) = _v;                                                                                \
+		_v ? &(arr)[(n)++] : NULL;                                                                         \
 	})
 
 /* A list of rule bits under construction (kept sorted by the callers). */
@@ -145,9 +144,12 @@ static int compile_wildcards(struct plan_hook *h)
 	for (uint32_t b = 0; b < h->nrules; b++) {
 		const struct rule *r = h->rules[b];
 		bool restricts[NFB_F_MAX] = {
-			[NFB_F_IIF] = !r->in.any,         [NFB_F_OIF] = !r->out.any,
-			[NFB_F_SRC] = addr_restricts(&r->from), [NFB_F_DST] = addr_restricts(&r->to),
-			[NFB_F_L4] = rule_restricts_l4(r), [NFB_F_SPORT] = !r->sport.any,
+			[NFB_F_IIF] = !r->in.any,
+			[NFB_F_OIF] = !r->out.any,
+			[NFB_F_SRC] = addr_restricts(&r->from),
+			[NFB_F_DST] = addr_restricts(&r->to),
+			[NFB_F_L4] = rule_restricts_l4(r),
+			[NFB_F_SPORT] = !r->sport.any,
 			[NFB_F_CT] = r->state != POLICY_CT_ALL,
 		};
 
@@ -260,7 +262,7 @@ int64_t plan_iface_find(const struct plan_hook *h, uint8_t dir, const char *ifna
 struct lpm_item {
 	struct prefix pfx;
 	uint32_t bit;
-	bool neg;        /* an exclusion: the rule does not take this prefix */
+	bool neg; /* an exclusion: the rule does not take this prefix */
 };
 
 static int prefix_cmp(const struct prefix *a, const struct prefix *b)
@@ -294,8 +296,7 @@ static bool covers(const struct prefix *a, const struct prefix *b)
 }
 
 /* Sorted union of vector `base` of h with the sorted bits own[0..n). */
-static uint32_t vec_union(struct plan_hook *h, uint8_t field, uint32_t base, const uint32_t *own,
-			  uint32_t n)
+static uint32_t vec_union(struct plan_hook *h, uint8_t field, uint32_t base, const uint32_t *own, uint32_t n)
 {
 	const struct plan_vec bv = h->vecs[base];
 	uint32_t *out = malloc((bv.n + n + 1) * sizeof(*out)), k = 0, i = 0, j = 0, id;
@@ -372,7 +373,7 @@ static int resolve_lpm(struct plan_hook *h, struct lpm_item *items, uint32_t n, 
 	uint8_t field = dir ? NFB_F_DST : NFB_F_SRC;
 	struct {
 		struct prefix pfx;
-		uint32_t vec;        /* the rules taking P (before exclusions) */
+		uint32_t vec;	     /* the rules taking P (before exclusions) */
 		struct bitlist excl; /* the rules excluding P or a prefix covering it */
 	} stack[130];
 	uint32_t depth = 0, empty = h->miss[field];
@@ -429,8 +430,7 @@ out:
 }
 
 /* The rules' own prefixes of one family and direction. */
-static int collect_prefixes(const struct plan_hook *h, uint8_t fam, uint8_t dir, struct lpm_item **items,
-			    uint32_t *n)
+static int collect_prefixes(const struct plan_hook *h, uint8_t fam, uint8_t dir, struct lpm_item **items, uint32_t *n)
 {
 	for (uint32_t b = 0; b < h->nrules; b++) {
 		const struct addr_match *m = dir ? &h->rules[b]->to : &h->rules[b]->from;
@@ -509,8 +509,8 @@ static int ev_cmp(const void *x, const void *y)
 	return a->bit < b->bit ? -1 : a->bit > b->bit;
 }
 
-static int sweep(struct plan_hook *h, uint8_t field, struct range_ev *ev, uint32_t nev, uint32_t limit,
-		 uint8_t dir, uint8_t cls, struct plan_seg **segs, uint32_t *nsegs)
+static int sweep(struct plan_hook *h, uint8_t field, struct range_ev *ev, uint32_t nev, uint32_t limit, uint8_t dir,
+		 uint8_t cls, struct plan_seg **segs, uint32_t *nsegs)
 {
 	uint32_t *count = calloc(h->nrules ? h->nrules : 1, sizeof(*count));
 	uint32_t nwords = (h->nrules + 63) / 64;
@@ -551,8 +551,9 @@ static int sweep(struct plan_hook *h, uint8_t field, struct range_ev *ev, uint32
 		} else {
 			if (!(s = APPEND(*segs, *nsegs)))
 				goto out;
-			*s = (struct plan_seg){ .dir = dir, .cls = cls, .lo = (uint16_t)pos,
-						.hi = (uint16_t)(next - 1), .vec = vec };
+			*s = (struct plan_seg){
+				.dir = dir, .cls = cls, .lo = (uint16_t)pos, .hi = (uint16_t)(next - 1), .vec = vec
+			};
 			prev_vec = vec;
 		}
 		pos = next;

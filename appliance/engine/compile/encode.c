@@ -19,9 +19,9 @@ struct stored {
 
 struct packer {
 	struct plan_blob *b;
-	uint32_t used;       /* words used in the last chunk */
+	uint32_t used; /* words used in the last chunk */
 	uint32_t cap_chunks;
-	struct stored *tab;  /* open addressing; len == 0 marks empty */
+	struct stored *tab; /* open addressing; len == 0 marks empty */
 	uint32_t cap, n;
 };
 

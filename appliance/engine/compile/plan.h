@@ -17,26 +17,26 @@
 #include "policy/policy.h"
 
 struct plan_vec {
-	uint8_t field;     /* NFB_F_* */
-	uint32_t off, n;   /* specific rule bits: plan_hook.bits[off .. off + n) */
+	uint8_t field;	 /* NFB_F_* */
+	uint32_t off, n; /* specific rule bits: plan_hook.bits[off .. off + n) */
 };
 
 struct plan_lpm {
 	struct prefix pfx;
-	uint8_t dir;       /* 0 source, 1 destination */
+	uint8_t dir; /* 0 source, 1 destination */
 	uint32_t vec;
 };
 
 struct plan_iface {
 	char ifname[POLICY_IFNAMSIZ];
-	uint8_t dir;       /* 0 input, 1 output */
+	uint8_t dir; /* 0 input, 1 output */
 	uint32_t vec;
 };
 
 /* A run of equal vectors over a port (or misc value) range. */
 struct plan_seg {
-	uint8_t dir;       /* ports: 0 source, 1 destination */
-	uint8_t cls;       /* NFB_PC_* for ports, NFB_MC_* for misc */
+	uint8_t dir; /* ports: 0 source, 1 destination */
+	uint8_t cls; /* NFB_PC_* for ports, NFB_MC_* for misc */
 	uint16_t lo, hi;
 	uint32_t vec;
 };
@@ -45,14 +45,14 @@ struct plan_hook {
 	bool enabled;
 	enum policy_action def;
 	uint32_t nrules;
-	const struct rule **rules;   /* by bit */
-	uint32_t fields;             /* NFB_F_* bits that some rule restricts */
+	const struct rule **rules; /* by bit */
+	uint32_t fields;	   /* NFB_F_* bits that some rule restricts */
 	uint32_t nwords, nsum;
 	struct bitvec wild[NFB_F_MAX];
-	uint32_t miss[NFB_F_MAX];    /* vector ids */
+	uint32_t miss[NFB_F_MAX]; /* vector ids */
 	uint32_t ct[NFB_CT_MAX];
 	uint32_t sport_none;
-	struct plan_lpm *lpm[2];     /* [0] IPv4, [1] IPv6, in preorder */
+	struct plan_lpm *lpm[2]; /* [0] IPv4, [1] IPv6, in preorder */
 	uint32_t nlpm[2];
 	struct plan_iface *ifaces;
 	uint32_t nifaces;
@@ -60,9 +60,9 @@ struct plan_hook {
 	uint32_t nports, nmisc;
 	struct plan_vec *vecs;
 	uint32_t nvecs;
-	uint32_t *bits;              /* arena of specific rule lists */
+	uint32_t *bits; /* arena of specific rule lists */
 	uint32_t nbits, capbits;
-	void *intern;                /* vector de-duplication table */
+	void *intern; /* vector de-duplication table */
 };
 
 struct plan {
@@ -84,10 +84,10 @@ void plan_vec_dense(const struct plan_hook *h, uint32_t v, uint64_t *out);
 
 /* Blob of encoded vectors for the BPF engine (format in bpf/nfbox.h). */
 struct plan_blob {
-	uint64_t *words;             /* nchunks * NFB_CHUNK_WORDS */
+	uint64_t *words; /* nchunks * NFB_CHUNK_WORDS */
 	uint32_t nchunks;
 	uint32_t *loc[NFB_HOOK_MAX]; /* locator of each vector id */
-	uint32_t unique;             /* vectors stored after de-duplication */
+	uint32_t unique;	     /* vectors stored after de-duplication */
 };
 int plan_encode(const struct plan *pl, struct plan_blob *out);
 void plan_blob_free(struct plan_blob *b);

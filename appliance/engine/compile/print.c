@@ -143,14 +143,15 @@ static void print_fields(const struct plan_hook *h, FILE *f)
 		fputs("none", f);
 }
 
-static void print_segs(const struct plan_hook *h, const struct plan_seg *s, uint32_t n, bool ports,
-		       uint8_t dir, FILE *f)
+static void print_segs(const struct plan_hook *h, const struct plan_seg *s, uint32_t n, bool ports, uint8_t dir,
+		       FILE *f)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		if (ports && s[i].dir != dir)
 			continue;
 		if (s[i].lo == s[i].hi)
-			fprintf(f, "    %-8s %-11u -> ", ports ? pclass_names[s[i].cls] : mclass_names[s[i].cls], s[i].lo);
+			fprintf(f, "    %-8s %-11u -> ", ports ? pclass_names[s[i].cls] : mclass_names[s[i].cls],
+				s[i].lo);
 		else
 			fprintf(f, "    %-8s %5u-%-5u -> ", ports ? pclass_names[s[i].cls] : mclass_names[s[i].cls],
 				s[i].lo, s[i].hi);
@@ -163,8 +164,8 @@ static void print_lpm(const struct plan_hook *h, int fi, uint8_t dir, FILE *f)
 {
 	char buf[64];
 
-	fprintf(f, "  %s %s prefixes (longest match wins):\n", policy_family_name(fi ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4),
-		dir ? "destination" : "source");
+	fprintf(f, "  %s %s prefixes (longest match wins):\n",
+		policy_family_name(fi ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4), dir ? "destination" : "source");
 	print_wild(h, dir ? NFB_F_DST : NFB_F_SRC, "", f);
 	for (uint32_t i = 0; i < h->nlpm[fi]; i++) {
 		if (h->lpm[fi][i].dir != dir)
@@ -189,8 +190,8 @@ static void print_hook_text(const struct plan_hook *h, int hk, FILE *f)
 	for (uint32_t b = 0; b < h->nrules; b++) {
 		const struct rule *r = h->rules[b];
 
-		fprintf(f, "    %-24s %-6s %-9s%s", r->name, policy_action_name(r->action),
-			families_str(r->families), r->log ? " log" : "");
+		fprintf(f, "    %-24s %-6s %-9s%s", r->name, policy_action_name(r->action), families_str(r->families),
+			r->log ? " log" : "");
 		rule_summary(r, f);
 		fputc('\n', f);
 	}
@@ -263,8 +264,7 @@ void plan_print(const struct plan *pl, FILE *f)
 			p->captures[i].file);
 }
 
-static void json_segs(const struct plan_hook *h, const struct plan_seg *s, uint32_t n, bool ports,
-		      struct json *j)
+static void json_segs(const struct plan_hook *h, const struct plan_seg *s, uint32_t n, bool ports, struct json *j)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		json_object_begin(j);
