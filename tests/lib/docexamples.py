@@ -12,7 +12,7 @@ file). Without shown output an example must pass `validate --strict`. In
 the man page, every .nf/.fi block that starts with "version: 1" is an
 example and must pass `validate` (its warnings are told in the text).
 
-Usage: docexamples.py NFBOX README MANPAGE
+Usage: docexamples.py NFBOX README [MANPAGE]
 Prints "ok NAME" / "FAIL NAME: why" lines (tests/run.sh protocol).
 """
 import os
@@ -73,7 +73,8 @@ def run(nfbox, d, *args):
 
 
 def main():
-    nfbox, readme, man = os.path.abspath(sys.argv[1]), sys.argv[2], sys.argv[3]
+    nfbox, readme = os.path.abspath(sys.argv[1]), sys.argv[2]
+    man = sys.argv[3] if len(sys.argv) > 3 else None
     failed = 0
     blocks = readme_blocks(open(readme).read())
     files = {}
@@ -92,8 +93,8 @@ def main():
             if body2.startswith("policy.yaml:") or body2.startswith("# nfbox plan of policy.yaml"):
                 shown = body2
                 break
-        cases.append(("README.md:%d" % line, body, shown, True))
-    for body, line in man_examples(open(man).read()):
+        cases.append(("%s:%d" % (readme, line), body, shown, True))
+    for body, line in man_examples(open(man).read()) if man else []:
         cases.append(("nfbox-policy.5:%d" % line, body, None, False))
     for name, body, shown, strict in cases:
         with tempfile.TemporaryDirectory() as d:

@@ -40,4 +40,6 @@ done
 extra=$(grep -v -F -x -f <(printf '%s\n' "$help_synopsis") <<<"$man_synopsis")
 [ -z "$extra" ] && t_ok synopsis-no-extra || t_fail synopsis-no-extra "nfbox(8) lists what the code lacks: $extra"
 /usr/bin/python3 tests/lib/docexamples.py "$NFBOX" policy/README.md packaging/man/nfbox-policy.5 || T_FAILED=$((T_FAILED + 1))
+# and the README's own example (its ten-line policy)
+/usr/bin/python3 tests/lib/docexamples.py "$NFBOX" README.md || T_FAILED=$((T_FAILED + 1))
 t_done
