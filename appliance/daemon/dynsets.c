@@ -523,8 +523,9 @@ static int change(struct daemon *dm, struct client *c, const struct ctl_request 
 	bool del = req->verb == CTL_SET_DEL;
 	const char *source = req->source ? req->source : "argument";
 	struct dyn_change *v = NULL;
-	uint32_t n = 0, added = 0, renewed = 0;
+	uint32_t n = 0;
 	struct dyn_undo undo = { 0 };
+	struct dyn_added did = { .undo = &undo };
 	struct dyn_set *set;
 	int64_t expires = req->timeout ? dyn_now_ms() + (int64_t)req->timeout * 1000 : 0;
 	int r;
@@ -536,7 +537,7 @@ static int change(struct daemon *dm, struct client *c, const struct ctl_request 
 	if (del)
 		r = dynset_del(&dm->dyn, set, v, n, d, &undo);
 	else
-		r = dynset_add(&dm->dyn, set, v, n, d, &added, &renewed, &undo);
+		r = dynset_add(&dm->dyn, set, v, n, d, &did);
 	if (r == 0 && (r = apply(dm, set, v, n, del, d)) < 0) {
 		/* the kernel refused: the store goes back to what it was */
 		dynset_undo(&dm->dyn, set, &undo);
@@ -557,7 +558,7 @@ static int change(struct daemon *dm, struct client *c, const struct ctl_request 
 	if (del)
 		fprintf(f, "set %s: %u deleted; %llu entries\n", set->name, n, (unsigned long long)set_size(set));
 	else
-		fprintf(f, "set %s: %u added, %u renewed%s; %llu entries\n", set->name, added, renewed,
+		fprintf(f, "set %s: %u added, %u renewed%s; %llu entries\n", set->name, did.added, did.renewed,
 			req->timeout ? "" : " (no timeout)", (unsigned long long)set_size(set));
 	log_info("set %s (control socket, uid %u): %u %s from %s; %llu entries", set->name, (unsigned)c->uid, n,
 		 del ? "deleted" : "added or renewed", source, (unsigned long long)set_size(set));
@@ -594,8 +595,7 @@ static int flush_set(struct daemon *dm, struct client *c, const struct ctl_reque
 		struct diags tmp;
 
 		diags_init(&tmp);
-		if (dynset_add(&dm->dyn, set, v, n, &tmp, NULL, NULL, NULL) < 0 ||
-		    apply(dm, set, v, n, false, &tmp) < 0)
+		if (dynset_add(&dm->dyn, set, v, n, &tmp, NULL) < 0 || apply(dm, set, v, n, false, &tmp) < 0)
 			log_err("set '%s': the entries of a flush that could not be saved could not all be put back: "
 				"%s",
 				set->name, diags_last(&tmp, ""));

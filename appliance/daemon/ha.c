@@ -27,7 +27,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ifaddrs.h>
 #include <libgen.h>
 #include <poll.h>
 #include <netinet/in.h>
@@ -44,7 +43,8 @@
 #include "daemon/report.h"
 #include "ha/config.h"
 #include "ha/parse.h"
-#include "ha/proc.h"
+#include "netlink/addr.h"
+#include "system/proc.h"
 #include "lib/log.h"
 #include "system/files.h"
 
@@ -520,36 +520,37 @@ static bool same_prefix(const struct prefix *net, const struct prefix *a)
 	return net->family == a->family && policy_prefix_holds(net, a);
 }
 
-/* An interface address (getifaddrs) as a prefix of its own length. */
-static bool if_prefix(const struct ifaddrs *i, uint8_t family, struct prefix *a, struct prefix *net)
-{
-	int fam = family == POLICY_FAM_IPV4 ? AF_INET : AF_INET6;
-	const uint8_t *m;
-	size_t n = fam == AF_INET ? 4 : 16;
-
-	if (!i->ifa_addr || i->ifa_addr->sa_family != fam || !i->ifa_netmask)
-		return false;
-	memset(a, 0, sizeof(*a));
-	a->family = family;
-	a->plen = (uint8_t)(8 * n);
-	memcpy(a->addr,
-	       fam == AF_INET ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
-			      : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
-	       n);
-	if (fam == AF_INET6 && a->addr[0] == 0xfe && (a->addr[1] & 0xc0) == 0x80)
-		return false; /* link-local: conntrackd binds a global one */
-	m = fam == AF_INET ? (const uint8_t *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr
-			   : ((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr.s6_addr;
-	*net = *a;
-	net->plen = 0;
-	for (size_t b = 0; b < n; b++)
-		net->plen = (uint8_t)(net->plen + __builtin_popcount(m[b]));
-	return true;
-}
-
 static bool same_addr(const struct prefix *a, const struct prefix *b)
 {
 	return a->family == b->family && !memcmp(a->addr, b->addr, 16);
+}
+
+/* What resolve_sync looks for among the sync interface's addresses. */
+struct sync_search {
+	const struct ha_conf *c;
+	struct prefix *local, *peer;
+	bool found;
+};
+
+static bool sync_candidate(const struct prefix *a, const struct prefix *net, void *arg)
+{
+	struct sync_search *s = arg;
+	const struct prefix *p = s->c->sync_peers;
+
+	if (s->c->npeers == 2) {
+		if ((s->found = same_addr(a, &p[0]) || same_addr(a, &p[1]))) {
+			*s->local = *a;
+			*s->peer = same_addr(a, &p[0]) ? p[1] : p[0];
+		}
+		return !s->found;
+	}
+	if (!s->found || same_prefix(net, &p[0])) {
+		*s->local = *a;
+		s->found = true;
+		if (same_prefix(net, &p[0]))
+			return false;
+	}
+	return true;
 }
 
 /* This node's address on the sync link and the peer's. One peer: this
@@ -559,9 +560,9 @@ static bool same_addr(const struct prefix *a, const struct prefix *b)
 static int resolve_sync(const struct ha_conf *c, struct prefix *local, struct prefix *peer, char *why, size_t len)
 {
 	const struct prefix *p = c->sync_peers;
-	struct ifaddrs *all, *i;
-	bool found = false, iface = false;
+	struct sync_search s = { .c = c, .local = local, .peer = peer };
 	char a0[64], a1[64];
+	int r;
 
 	*peer = p[0];
 	if (c->sync_addr.family) {
@@ -570,36 +571,16 @@ static int resolve_sync(const struct ha_conf *c, struct prefix *local, struct pr
 			*peer = same_addr(&p[0], local) ? p[1] : p[0];
 		return 0;
 	}
-	if (getifaddrs(&all) < 0) {
-		snprintf(why, len, "cannot list the addresses: %s", strerror(errno));
-		return -errno;
+	r = nl_iface_addrs(c->sync_ifname, p[0].family, sync_candidate, &s);
+	if (r < 0 && r != -ENODEV) {
+		snprintf(why, len, "cannot list the addresses: %s", strerror(-r));
+		return r;
 	}
-	for (i = all; i && !(found && c->npeers == 2); i = i->ifa_next) {
-		struct prefix a, net;
-
-		if (strcmp(i->ifa_name, c->sync_ifname))
-			continue;
-		iface = true;
-		if (!if_prefix(i, p[0].family, &a, &net))
-			continue;
-		if (c->npeers == 2) {
-			if ((found = same_addr(&a, &p[0]) || same_addr(&a, &p[1]))) {
-				*local = a;
-				*peer = same_addr(&a, &p[0]) ? p[1] : p[0];
-			}
-		} else if (!found || same_prefix(&net, &p[0])) {
-			*local = a;
-			found = true;
-			if (same_prefix(&net, &p[0]))
-				break;
-		}
-	}
-	freeifaddrs(all);
-	if (found)
+	if (s.found)
 		return 0;
 	policy_prefix_format(&p[0], a0, sizeof(a0));
 	policy_prefix_format(&p[1], a1, sizeof(a1));
-	if (!iface)
+	if (r == -ENODEV)
 		snprintf(why, len, "the sync interface %s is not there", c->sync_ifname);
 	else if (c->npeers == 2)
 		snprintf(why, len,

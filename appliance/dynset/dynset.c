@@ -291,27 +291,28 @@ void dynset_undo(struct dynsets *s, struct dyn_set *set, const struct dyn_undo *
 		if (u->changed[i].renew)
 			gone[n++] = u->changed[i]; /* renewed: out, then back with its expiry */
 	dynset_del(s, set, gone, n, &tmp, NULL);
-	dynset_add(s, set, u->changed, u->nchanged, &tmp, NULL, NULL, NULL);
+	dynset_add(s, set, u->changed, u->nchanged, &tmp, NULL);
 	diags_free(&tmp);
 	free(gone);
 }
 
-int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uint32_t n, struct diags *d,
-	       uint32_t *added, uint32_t *renewed, struct dyn_undo *undo)
-{
-	struct pending *pv[2] = { NULL, NULL };
-	uint32_t pn[2] = { 0, 0 }, fresh[2] = { 0, 0 }, nren = 0;
-	unsigned nref = 0;
-	int r = 0;
+/* An add's entries by family (pv[f], pn[f] of them), sorted, and what
+ * each does: ri, the index of the entry it renews, or -1 for a new one
+ * (fresh[f] of those). */
+struct add_plan {
+	struct pending *pv[2];
+	uint32_t pn[2], fresh[2];
+	unsigned nref; /* entries refused */
+};
 
+static int plan_entries(struct add_plan *ap, struct dyn_change *c, uint32_t n)
+{
 	for (int f = 0; f < 2; f++)
-		if (!(pv[f] = calloc(n ? n : 1, sizeof(*pv[f])))) {
-			r = -ENOMEM;
-			goto out;
-		}
+		if (!(ap->pv[f] = calloc(n ? n : 1, sizeof(*ap->pv[f]))))
+			return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		int f = fam_of(&c[i].pfx);
-		struct pending *p = &pv[f][pn[f]++];
+		struct pending *p = &ap->pv[f][ap->pn[f]++];
 
 		memcpy(p->e.addr, c[i].pfx.addr, 16);
 		p->e.plen = c[i].pfx.plen;
@@ -320,134 +321,165 @@ int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uin
 		p->ri = -1;
 		c[i].renew = false;
 	}
+	for (int f = 0; f < 2; f++)
+		qsort(ap->pv[f], ap->pn[f], sizeof(ap->pv[f][0]), pending_cmp);
+	return 0;
+}
+
+/* p against the entry kept before it (q; NULL: none) and the set: false
+ * when it is left out (the same as q, which takes its expiry; or refused,
+ * told in d). */
+static bool entry_fits(const struct dyn_set *set, int f, struct pending *q, struct pending *p, struct diags *d,
+		       unsigned *nref)
+{
+	uint8_t last[16];
+	char a[64], b[64];
+	const struct dyn_entry *o;
+	bool exact;
+
+	if (q) { /* against the change's own entries before it */
+		last_addr(f, q->e.addr, q->e.plen, last);
+		if (!pending_cmp(q, p)) {
+			q->e.expires = p->e.expires; /* the same twice: the last says */
+			return false;
+		}
+		if (addr_cmp(f, last, p->e.addr) >= 0) {
+			dyn_entry_format(f, &p->e, a, sizeof(a));
+			dyn_entry_format(f, &q->e, b, sizeof(b));
+			refuse(d, nref, "%s:%u: %s overlaps %s, also added (set '%s' holds no overlapping entries)",
+			       p->c->src, p->c->line, a, b, set->name);
+			return false;
+		}
+	}
+	last_addr(f, p->e.addr, p->e.plen, last);
+	if ((o = overlap(set, f, p->e.addr, last, p->e.plen, &exact)) && !exact) {
+		dyn_entry_format(f, &p->e, a, sizeof(a));
+		dyn_entry_format(f, o, b, sizeof(b));
+		refuse(d, nref, "%s:%u: %s overlaps %s, already in set '%s' (delete it first)", p->c->src, p->c->line,
+		       a, b, set->name);
+		return false;
+	}
+	p->ri = o ? o - set->v[f] : -1;
+	return true;
+}
+
+/* Every entry checked; fresh counted; the limit of all sets together. */
+static int check_entries(const struct dynsets *s, const struct dyn_set *set, struct add_plan *ap, struct diags *d)
+{
 	for (int f = 0; f < 2; f++) {
 		uint32_t kept = 0;
 
-		qsort(pv[f], pn[f], sizeof(pv[f][0]), pending_cmp);
-		for (uint32_t i = 0; i < pn[f]; i++) {
-			struct pending *p = &pv[f][i];
-			uint8_t last[16];
-			char a[64], b[64];
-			const struct dyn_entry *o;
-			bool exact;
-
-			if (kept) { /* against the change's own entries before it */
-				struct pending *q = &pv[f][kept - 1];
-
-				last_addr(f, q->e.addr, q->e.plen, last);
-				if (!pending_cmp(q, p)) {
-					q->e.expires = p->e.expires; /* the same twice: the last says */
-					continue;
-				}
-				if (addr_cmp(f, last, p->e.addr) >= 0) {
-					dyn_entry_format(f, &p->e, a, sizeof(a));
-					dyn_entry_format(f, &q->e, b, sizeof(b));
-					refuse(d, &nref,
-					       "%s:%u: %s overlaps %s, also added (set '%s' holds no overlapping "
-					       "entries)",
-					       p->c->src, p->c->line, a, b, set->name);
-					continue;
-				}
-			}
-			last_addr(f, p->e.addr, p->e.plen, last);
-			if ((o = overlap(set, f, p->e.addr, last, p->e.plen, &exact)) && !exact) {
-				dyn_entry_format(f, &p->e, a, sizeof(a));
-				dyn_entry_format(f, o, b, sizeof(b));
-				refuse(d, &nref, "%s:%u: %s overlaps %s, already in set '%s' (delete it first)",
-				       p->c->src, p->c->line, a, b, set->name);
-				continue;
-			}
-			p->ri = o ? o - set->v[f] : -1;
-			pv[f][kept++] = *p;
-		}
-		pn[f] = kept;
-		for (uint32_t i = 0; i < pn[f]; i++)
-			fresh[f] += pv[f][i].ri < 0;
-		if (!nref && s->total[f] + fresh[f] > DYNSET_MAX_ENTRIES) {
-			diag_fail(
+		for (uint32_t i = 0; i < ap->pn[f]; i++)
+			if (entry_fits(set, f, kept ? &ap->pv[f][kept - 1] : NULL, &ap->pv[f][i], d, &ap->nref))
+				ap->pv[f][kept++] = ap->pv[f][i];
+		ap->pn[f] = kept;
+		for (uint32_t i = 0; i < kept; i++)
+			ap->fresh[f] += ap->pv[f][i].ri < 0;
+		if (!ap->nref && s->total[f] + ap->fresh[f] > DYNSET_MAX_ENTRIES)
+			return diag_fail(
 				d, -ENOSPC,
 				"set '%s': %u more %s entries would pass the limit of %u for all dynamic sets together",
-				set->name, fresh[f], f ? "IPv6" : "IPv4", DYNSET_MAX_ENTRIES);
-			r = -ENOSPC;
-			goto out;
-		}
+				set->name, ap->fresh[f], f ? "IPv6" : "IPv4", DYNSET_MAX_ENTRIES);
 	}
-	if (nref) {
-		if (nref > MAX_REASONS)
-			diag_fail(d, -EINVAL, "... and %u more refused", nref - MAX_REASONS);
-		diag_fail(d, -EEXIST, "set '%s': nothing added", set->name);
-		r = -EEXIST;
-		goto out;
-	}
-	/* everything that can fail first: nothing changes on -ENOMEM */
+	if (!ap->nref)
+		return 0;
+	if (ap->nref > MAX_REASONS)
+		diag_fail(d, -EINVAL, "... and %u more refused", ap->nref - MAX_REASONS);
+	return diag_fail(d, -EEXIST, "set '%s': nothing added", set->name);
+}
+
+/* Everything that can fail, before anything changes: the undo record and
+ * the room for the fresh entries. */
+static int make_room(struct dyn_set *set, const struct add_plan *ap, struct dyn_undo *undo)
+{
+	uint32_t fresh = ap->fresh[0] + ap->fresh[1];
+	int r;
+
 	if (undo) {
 		memset(undo, 0, sizeof(*undo));
-		if (!(undo->added = calloc(fresh[0] + fresh[1] + 1, sizeof(*undo->added))) ||
-		    !(undo->changed = calloc(pn[0] + pn[1] - fresh[0] - fresh[1] + 1, sizeof(*undo->changed)))) {
+		if (!(undo->added = calloc(fresh + 1, sizeof(*undo->added))) ||
+		    !(undo->changed = calloc(ap->pn[0] + ap->pn[1] - fresh + 1, sizeof(*undo->changed)))) {
 			dyn_undo_free(undo);
-			r = -ENOMEM;
-			goto out;
+			return -ENOMEM;
 		}
 	}
 	for (int f = 0; f < 2; f++)
-		if (fresh[f] && (r = grow(set, f, set->n[f] + fresh[f])) < 0) {
+		if (ap->fresh[f] && (r = grow(set, f, set->n[f] + ap->fresh[f])) < 0) {
 			if (undo)
 				dyn_undo_free(undo);
-			goto out;
+			return r;
 		}
-	for (int f = 0; f < 2; f++) {
-		struct dyn_entry *old;
-		uint32_t i, j, k, nold = set->n[f];
+	return 0;
+}
 
-		for (i = 0; i < pn[f]; i++) {
-			if (!undo)
-				continue;
-			if (pv[f][i].ri >= 0)
-				undo->changed[undo->nchanged++] = undo_entry(f, &set->v[f][pv[f][i].ri], true);
-			else
-				undo->added[undo->nadded++] = undo_entry(f, &pv[f][i].e, false);
-		}
-		for (i = 0; i < pn[f]; i++)
-			if (pv[f][i].ri >= 0) {
-				pv[f][i].c->renew = true;
-				set->v[f][pv[f][i].ri].expires = pv[f][i].e.expires;
-				nren++;
-			}
-		if (!fresh[f])
-			continue;
-		/* merge the fresh entries (sorted) into the sorted array */
-		old = set->v[f];
-		k = nold + fresh[f];
-		i = nold;
-		j = pn[f];
-		while (j > 0) {
-			if (pv[f][j - 1].ri >= 0) {
-				j--;
-				continue;
-			}
-			if (i > 0 && addr_cmp(f, old[i - 1].addr, pv[f][j - 1].e.addr) > 0)
-				old[--k] = old[--i];
-			else
-				old[--k] = pv[f][--j].e;
-		}
-		set->n[f] = nold + fresh[f];
+/* Family f of the plan into the set: renewals in place, the fresh entries
+ * (sorted) merged into the sorted array; what it did into undo. The
+ * renewals' count. */
+static uint32_t commit_family(struct dyn_set *set, int f, const struct add_plan *ap, struct dyn_undo *undo)
+{
+	const struct pending *pv = ap->pv[f];
+	uint32_t i, j, k, nold = set->n[f], nren = 0;
+	struct dyn_entry *v = set->v[f];
+
+	for (i = 0; undo && i < ap->pn[f]; i++) {
+		if (pv[i].ri >= 0)
+			undo->changed[undo->nchanged++] = undo_entry(f, &v[pv[i].ri], true);
+		else
+			undo->added[undo->nadded++] = undo_entry(f, &pv[i].e, false);
 	}
-	if (added)
-		*added = fresh[0] + fresh[1];
-	if (renewed)
-		*renewed = nren;
+	for (i = 0; i < ap->pn[f]; i++)
+		if (pv[i].ri >= 0) {
+			pv[i].c->renew = true;
+			v[pv[i].ri].expires = pv[i].e.expires;
+			nren++;
+		}
+	if (!ap->fresh[f])
+		return nren;
+	k = nold + ap->fresh[f];
+	i = nold;
+	j = ap->pn[f];
+	while (j > 0) {
+		if (pv[j - 1].ri >= 0) {
+			j--;
+			continue;
+		}
+		if (i > 0 && addr_cmp(f, v[i - 1].addr, pv[j - 1].e.addr) > 0)
+			v[--k] = v[--i];
+		else
+			v[--k] = pv[--j].e;
+	}
+	set->n[f] = nold + ap->fresh[f];
+	return nren;
+}
+
+int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uint32_t n, struct diags *d,
+	       struct dyn_added *out)
+{
+	struct add_plan ap = { 0 };
+	struct dyn_undo *undo = out ? out->undo : NULL;
+	uint32_t nren = 0;
+	int r;
+
+	if ((r = plan_entries(&ap, c, n)) < 0 || (r = check_entries(s, set, &ap, d)) < 0 ||
+	    (r = make_room(set, &ap, undo)) < 0)
+		goto out;
 	for (int f = 0; f < 2; f++) {
-		s->total[f] += fresh[f];
-		for (uint32_t i = 0; i < pn[f]; i++) {
-			int64_t x = pv[f][i].e.expires;
+		nren += commit_family(set, f, &ap, undo);
+		s->total[f] += ap.fresh[f];
+		for (uint32_t i = 0; i < ap.pn[f]; i++) {
+			int64_t x = ap.pv[f][i].e.expires;
 
 			if (x && (!s->next_expiry || x < s->next_expiry))
 				s->next_expiry = x; /* only ever early: expiry then counts again */
 		}
 	}
+	if (out) {
+		out->added = ap.fresh[0] + ap.fresh[1];
+		out->renewed = nren;
+	}
 out:
-	free(pv[0]);
-	free(pv[1]);
+	free(ap.pv[0]);
+	free(ap.pv[1]);
 	return r;
 }
 
@@ -578,7 +610,7 @@ void dynsets_save(const struct dynsets *s, FILE *f)
 /* The entries read for one set, added in one go. */
 static int flush_batch(struct dynsets *s, struct dyn_set *set, struct dyn_change **batch, uint32_t *nb, struct diags *d)
 {
-	int r = set && *nb ? dynset_add(s, set, *batch, *nb, d, NULL, NULL, NULL) : 0;
+	int r = set && *nb ? dynset_add(s, set, *batch, *nb, d, NULL) : 0;
 
 	*nb = 0;
 	return r;

@@ -82,14 +82,20 @@ struct dyn_undo {
 void dynset_undo(struct dynsets *s, struct dyn_set *set, const struct dyn_undo *u);
 void dyn_undo_free(struct dyn_undo *u);
 
+/* What an add did: how many entries were new to the set and how many
+ * renewed; and, when undo is not NULL (it is zeroed first), what to take
+ * back. */
+struct dyn_added {
+	uint32_t added, renewed;
+	struct dyn_undo *undo;
+};
 /* Add the entries of c (n of them) to set: all or nothing. An entry equal
  * to one there renews its expiry; one that overlaps another entry (of the
  * set or of c) or would pass DYNSET_MAX_ENTRIES is refused: -EEXIST,
  * -ENOSPC, each explained in d at its src:line (at most a few reasons).
- * added/renewed: how many of each, when not NULL; undo (if not NULL,
- * zeroed): what to take back. -ENOMEM changes nothing. */
+ * out (NULL: not wanted) says what it did. -ENOMEM changes nothing. */
 int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uint32_t n, struct diags *d,
-	       uint32_t *added, uint32_t *renewed, struct dyn_undo *undo);
+	       struct dyn_added *out);
 /* Delete the entries of c: each must be in the set exactly (-ENOENT
  * explained otherwise; then nothing is deleted). */
 int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *c, uint32_t n, struct diags *d,

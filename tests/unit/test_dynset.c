@@ -32,7 +32,7 @@ static int add(struct dynsets *s, struct dyn_set *set, const char *const *texts,
 
 	for (size_t i = 0; i < n; i++)
 		c[i] = ch(texts[i], exp);
-	return dynset_add(s, set, c, (uint32_t)n, d, NULL, NULL, NULL);
+	return dynset_add(s, set, c, (uint32_t)n, d, NULL);
 }
 
 static struct policy *policy_with(const char *const *names, size_t n)
@@ -70,7 +70,7 @@ static void test_overlap_and_renew(void)
 	struct dynsets s;
 	struct dyn_set *b;
 	struct diags d;
-	uint32_t added = 9, renewed = 9;
+	struct dyn_added did = { .added = 9, .renewed = 9 };
 	struct dyn_change c;
 
 	check_begin("dynset-overlap-refused-whole-renew-counted");
@@ -91,9 +91,9 @@ static void test_overlap_and_renew(void)
 	/* adjacent is not overlapping; the same again renews */
 	diags_init(&d);
 	c = ch("192.0.2.128/25", 0);
-	CHECK(dynset_add(&s, b, &c, 1, &d, &added, &renewed, NULL) == 0 && added == 1 && renewed == 0);
+	CHECK(dynset_add(&s, b, &c, 1, &d, &did) == 0 && did.added == 1 && did.renewed == 0);
 	c = ch("192.0.2.128/25", 5000);
-	CHECK(dynset_add(&s, b, &c, 1, &d, &added, &renewed, NULL) == 0 && added == 0 && renewed == 1 && c.renew);
+	CHECK(dynset_add(&s, b, &c, 1, &d, &did) == 0 && did.added == 0 && did.renewed == 1 && c.renew);
 	CHECK(b->n[0] == 3 && b->v[0][1].expires == 5000 && s.next_expiry == 5000 && sorted_apart(b));
 	/* expiry */
 	CHECK(dynsets_expire(&s, 4999, NULL, NULL) == 0);
@@ -223,7 +223,7 @@ static void test_model(void)
 			if (r == 0)
 				memset(owner + base, 0, size);
 		} else {
-			r = dynset_add(&s, m, &c, 1, &d, NULL, NULL, NULL);
+			r = dynset_add(&s, m, &c, 1, &d, NULL);
 			CHECK((r == 0) == (free_all || exact));
 			if (r == 0 && free_all) {
 				memset(owner + base, plen + 1, size);
@@ -270,7 +270,8 @@ static void test_undo(void)
 	c[0] = ch("192.0.2.1", 0);
 	c[1] = ch("192.0.2.1", 0);
 	c[2] = ch("198.51.100.0/24", 0);
-	CHECK(dynset_add(&s, u, c, 3, &d, NULL, NULL, &undo) == 0 && u->n[0] == 3 && !u->v[0][0].expires);
+	CHECK(dynset_add(&s, u, c, 3, &d, &(struct dyn_added){ .undo = &undo }) == 0 && u->n[0] == 3 &&
+	      !u->v[0][0].expires);
 	dynset_undo(&s, u, &undo);
 	dyn_undo_free(&undo);
 	CHECK(u->n[0] == 2 && u->v[0][0].expires == 600000 && u->v[0][1].expires == 600000 && s.total[0] == 2);

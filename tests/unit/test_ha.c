@@ -14,7 +14,7 @@
 
 #include "ha/config.h"
 #include "ha/parse.h"
-#include "ha/proc.h"
+#include "system/proc.h"
 #include "tests/lib/check.h"
 
 static const char *const base = "version: 1\n"

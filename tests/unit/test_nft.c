@@ -674,7 +674,7 @@ static void dynamic_timeouts(void)
 	parse_prefix("192.0.2.7", &c[0].pfx, &host, &why);
 	parse_prefix("198.51.100.0/24", &c[1].pfx, &host, &why);
 	if (policy_load_buffer("t.yaml", yaml, strlen(yaml), &b.d, &b.p) < 0 || dynsets_sync_policy(&ds, b.p) < 0 ||
-	    dynset_add(&ds, dynsets_find(&ds, "ban"), c, 2, &b.d, NULL, NULL, NULL) < 0) {
+	    dynset_add(&ds, dynsets_find(&ds, "ban"), c, 2, &b.d, NULL) < 0) {
 		diags_print(&b.d, stdout, false);
 		CHECK(0);
 	} else {

@@ -509,25 +509,62 @@ static int ev_cmp(const void *x, const void *y)
 	return a->bit < b->bit ? -1 : a->bit > b->bit;
 }
 
-static int sweep(struct plan_hook *h, uint8_t field, struct range_ev *ev, uint32_t nev, uint32_t limit, uint8_t dir,
-		 uint8_t cls, struct plan_seg **segs, uint32_t *nsegs)
+/* A sweep's input: the events (sorted by the sweep) over [0, limit]; and
+ * where its segments go, with the direction and class they carry. */
+struct sweep {
+	struct range_ev *ev;
+	uint32_t nev, limit;
+	uint8_t dir, cls;
+	struct plan_seg **segs;
+	uint32_t *nsegs;
+};
+
+/* The rules whose count is not 0 (bits of on) into active, in order. */
+static int active_rules(const uint64_t *on, uint32_t nwords, struct bitlist *active)
+{
+	active->n = 0;
+	for (uint32_t w = 0; w < nwords; w++)
+		for (uint64_t x = on[w]; x; x &= x - 1)
+			if (bitlist_push(active, w * 64 + (uint32_t)__builtin_ctzll(x)) < 0)
+				return -ENOMEM;
+	return 0;
+}
+
+/* [lo, hi] has vector vec: it widens the last segment if that has vec too
+ * (prev), else it is a new one. */
+static int put_segment(const struct sweep *sw, uint32_t lo, uint32_t hi, uint32_t vec, uint32_t *prev)
+{
+	struct plan_seg *s;
+
+	if (vec == *prev) {
+		(*sw->segs)[*sw->nsegs - 1].hi = (uint16_t)hi;
+		return 0;
+	}
+	if (!(s = APPEND(*sw->segs, *sw->nsegs)))
+		return -ENOMEM;
+	*s = (struct plan_seg){ .dir = sw->dir, .cls = sw->cls, .lo = (uint16_t)lo, .hi = (uint16_t)hi, .vec = vec };
+	*prev = vec;
+	return 0;
+}
+
+static int sweep(struct plan_hook *h, uint8_t field, const struct sweep *sw)
 {
 	uint32_t *count = calloc(h->nrules ? h->nrules : 1, sizeof(*count));
 	uint32_t nwords = (h->nrules + 63) / 64;
 	uint64_t *on = calloc(nwords ? nwords : 1, sizeof(*on)); /* rules whose count is not 0 */
 	struct bitlist active = { 0 };
 	uint32_t pos = 0, e = 0, prev_vec = UINT32_MAX;
+	const struct range_ev *ev = sw->ev;
 	int r = -ENOMEM;
 
 	if (!count || !on)
 		goto out;
-	if (nev)
-		qsort(ev, nev, sizeof(*ev), ev_cmp);
-	while (pos <= limit) {
-		uint32_t next = limit + 1, vec;
-		struct plan_seg *s;
+	if (sw->nev)
+		qsort(sw->ev, sw->nev, sizeof(*sw->ev), ev_cmp);
+	while (pos <= sw->limit) {
+		uint32_t next = sw->limit + 1, vec;
 
-		for (; e < nev && ev[e].at <= pos; e++) {
+		for (; e < sw->nev && ev[e].at <= pos; e++) {
 			uint32_t b = ev[e].bit;
 
 			count[b] += (uint32_t)ev[e].delta;
@@ -536,26 +573,12 @@ static int sweep(struct plan_hook *h, uint8_t field, struct range_ev *ev, uint32
 			else
 				on[b / 64] &= ~(UINT64_C(1) << (b % 64));
 		}
-		if (e < nev && ev[e].at < next)
+		if (e < sw->nev && ev[e].at < next)
 			next = ev[e].at;
-		active.n = 0;
-		for (uint32_t w = 0; w < nwords; w++)
-			for (uint64_t x = on[w]; x; x &= x - 1)
-				if (bitlist_push(&active, w * 64 + (uint32_t)__builtin_ctzll(x)) < 0)
-					goto out;
-		vec = vec_intern(h, field, active.v, active.n);
-		if (vec == UINT32_MAX)
+		if (active_rules(on, nwords, &active) < 0 ||
+		    (vec = vec_intern(h, field, active.v, active.n)) == UINT32_MAX ||
+		    put_segment(sw, pos, next - 1, vec, &prev_vec) < 0)
 			goto out;
-		if (vec == prev_vec) {
-			(*segs)[*nsegs - 1].hi = (uint16_t)(next - 1);
-		} else {
-			if (!(s = APPEND(*segs, *nsegs)))
-				goto out;
-			*s = (struct plan_seg){
-				.dir = dir, .cls = cls, .lo = (uint16_t)pos, .hi = (uint16_t)(next - 1), .vec = vec
-			};
-			prev_vec = vec;
-		}
 		pos = next;
 	}
 	r = 0;
@@ -616,7 +639,9 @@ static int compile_ports(struct plan_hook *h, uint8_t dir, uint8_t pc)
 		}
 	}
 	if (!r)
-		r = sweep(h, field, ev, nev, 65535, dir, pc, &h->ports, &h->nports);
+		r = sweep(h, field,
+			  &(struct sweep){ ev, nev, 65535, .dir = dir, .cls = pc, .segs = &h->ports,
+					   .nsegs = &h->nports });
 	free(ev);
 	return r;
 }
@@ -654,7 +679,8 @@ static int compile_misc(struct plan_hook *h, uint8_t mc)
 		}
 	}
 	if (!r)
-		r = sweep(h, NFB_F_L4, ev, nev, 255, 0, mc, &h->misc, &h->nmisc);
+		r = sweep(h, NFB_F_L4,
+			  &(struct sweep){ ev, nev, 255, .dir = 0, .cls = mc, .segs = &h->misc, .nsegs = &h->nmisc });
 	free(ev);
 	return r;
 }

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ha/proc.h"
+#include "system/proc.h"
 
 void proc_init(struct proc *p)
 {

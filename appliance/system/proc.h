@@ -7,8 +7,8 @@
  * crashed nfbox takes keepalived down with it (its peer then takes over)
  * instead of leaving a master whose firewall nobody runs.
  */
-#ifndef NFBOX_HA_PROC_H
-#define NFBOX_HA_PROC_H
+#ifndef NFBOX_SYSTEM_PROC_H
+#define NFBOX_SYSTEM_PROC_H
 
 #include <stdbool.h>
 #include <stddef.h>

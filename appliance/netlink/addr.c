@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The addresses an interface has (getifaddrs, which asks rtnetlink). */
+#include "netlink/addr.h"
+
+#include <errno.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* An interface address (getifaddrs) as a prefix of its own length, and
+ * its network. */
+static bool if_prefix(const struct ifaddrs *i, uint8_t family, struct prefix *a, struct prefix *net)
+{
+	int fam = family == POLICY_FAM_IPV4 ? AF_INET : AF_INET6;
+	const uint8_t *m;
+	size_t n = fam == AF_INET ? 4 : 16;
+
+	if (!i->ifa_addr || i->ifa_addr->sa_family != fam || !i->ifa_netmask)
+		return false;
+	memset(a, 0, sizeof(*a));
+	a->family = family;
+	a->plen = (uint8_t)(8 * n);
+	memcpy(a->addr,
+	       fam == AF_INET ? (const void *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr
+			      : (const void *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr,
+	       n);
+	if (fam == AF_INET6 && a->addr[0] == 0xfe && (a->addr[1] & 0xc0) == 0x80)
+		return false; /* link-local: conntrackd binds a global one */
+	m = fam == AF_INET ? (const uint8_t *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr
+			   : ((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr.s6_addr;
+	*net = *a;
+	net->plen = 0;
+	for (size_t b = 0; b < n; b++)
+		net->plen = (uint8_t)(net->plen + __builtin_popcount(m[b]));
+	return true;
+}
+
+int nl_iface_addrs(const char *ifname, uint8_t family,
+		   bool (*fn)(const struct prefix *addr, const struct prefix *net, void *arg), void *arg)
+{
+	struct ifaddrs *all, *i;
+	bool seen = false;
+
+	if (getifaddrs(&all) < 0)
+		return -errno;
+	for (i = all; i; i = i->ifa_next) {
+		struct prefix a, net;
+
+		if (strcmp(i->ifa_name, ifname))
+			continue;
+		seen = true;
+		if (if_prefix(i, family, &a, &net) && !fn(&a, &net, arg))
+			break;
+	}
+	freeifaddrs(all);
+	return seen ? 0 : -ENODEV;
+}
