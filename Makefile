@@ -65,11 +65,14 @@ BPF_ARCH := $(BPF_ARCH_$(ARCH))
 VMLINUX_H := bpf/vmlinux/$(ARCH)/vmlinux.h
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Wall -Werror -D__TARGET_ARCH_$(BPF_ARCH) -Ibpf/vmlinux/$(ARCH) -Ibpf
 
-POLICY_SRCS := $(sort $(shell find policy -name '*.c'))
+# base/: what the language and the appliance both stand on (diagnostics,
+# cleanup, JSON, the log); linked wherever policy/ is.
+BASE_SRCS   := $(sort $(shell find base -name '*.c'))
+POLICY_SRCS := $(BASE_SRCS) $(sort $(shell find policy -name '*.c'))
 APP_SRCS    := $(sort $(shell find appliance -name '*.c'))
 APP_MAIN    := appliance/cli/main.c
 # What the fuzzer links: the language and the BPF backend's compiler.
-COMPILE_SRCS := $(sort $(shell find appliance/engine/compile -name '*.c')) appliance/lib/json.c
+COMPILE_SRCS := $(sort $(shell find appliance/engine/compile -name '*.c'))
 APP_LIB_SRCS := $(filter-out $(APP_MAIN),$(APP_SRCS))
 BPF_SRCS    := $(wildcard bpf/*.bpf.c)
 BPF_OBJS    := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -180,7 +183,7 @@ $(B)/bench_%: $(call rel_obj,tests/bench/bench_%.c) $(call rel_obj,$(APP_LIB_SRC
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 
 # libFuzzer harness: clang, with ASan+UBSan, over the policy loader only.
-$(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(COMPILE_SRCS) $(shell find policy appliance/engine -name '*.h')
+$(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(COMPILE_SRCS) $(shell find base policy appliance/engine -name '*.h')
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -iquote . -iquote appliance -fsanitize=fuzzer,address,undefined \

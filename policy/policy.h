@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy/diag/diag.h"
+#include "base/diag.h"
 
 /* Limits (documented in policy/README.md; exceeding one is an error). */
 #define POLICY_MAX_RULES	   65536    /* per hook */

@@ -50,7 +50,7 @@
 #include <xdp/libxdp.h>
 #include <xdp/xsk.h>
 
-#include "lib/log.h"
+#include "base/log.h"
 #include "capture/mirror.h"
 #include "netlink/netdev.h"
 #include "bpf/nfbox_capture.h"

@@ -15,7 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "lib/log.h"
+#include "base/log.h"
 #include "netlink/link.h"
 #include "bpf/nfbox_capture.h"
 #include "bpf/nfbox_mirror.skel.h"

@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "policy/diag/diag.h"
+#include "base/diag.h"
 
 struct mirror;
 

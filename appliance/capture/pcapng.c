@@ -57,7 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/log.h"
+#include "base/log.h"
 #include "capture/thread.h"
 
 #ifndef SYS_fchmodat2

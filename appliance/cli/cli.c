@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lib/cleanup.h"
+#include "base/cleanup.h"
 #include "policy/syntax/parse.h"
 
 bool cli_color(FILE *f)

@@ -16,7 +16,8 @@
 
 #include "capture/capture.h"
 #include "cli/cli.h"
-#include "lib/log.h"
+#include "base/log.h"
+#include "lib/liblog.h"
 #include "policy/syntax/parse.h"
 #include "policy/policy.h"
 
@@ -305,6 +306,7 @@ static int run(void *args, int argc, char **argv)
 	int r;
 
 	log_init(LOG_INFO);
+	log_libraries();
 	if (check_args(a) < 0)
 		return EXIT_USAGE;
 	if (load_match(a->match, &p) < 0 || !p || p->ncaptures != 1) {

@@ -9,7 +9,7 @@
 
 #include "cli/cli.h"
 #include "control/client.h"
-#include "lib/cleanup.h"
+#include "base/cleanup.h"
 #include "engine/compile/plan.h"
 #include "nft/build.h"
 #include "nft/print.h"

@@ -12,8 +12,9 @@
 #include "cli/cli.h"
 #include "control/client.h"
 #include "daemon/daemon.h"
-#include "lib/cleanup.h"
-#include "lib/log.h"
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "lib/liblog.h"
 #include "system/netns.h"
 
 struct run_args {
@@ -61,6 +62,7 @@ static int run_run(void *args, int argc, char **argv)
 	struct run_args *a = args;
 
 	log_init(a->verbose ? LOG_DEBUG : LOG_INFO);
+	log_libraries();
 	return daemon_run(&a->o);
 }
 

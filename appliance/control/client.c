@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "lib/cleanup.h"
+#include "base/cleanup.h"
 #include "system/files.h"
 
 static volatile sig_atomic_t stop_following;

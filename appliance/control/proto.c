@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/cleanup.h"
+#include "base/cleanup.h"
 
 enum ctl_arg {
 	ARG_JSON = 1u << 0,

@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "policy/diag/diag.h"
+#include "base/diag.h"
 
 #define CTL_MAX_REQUEST 4096
 

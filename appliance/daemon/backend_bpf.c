@@ -14,7 +14,7 @@
 #include "daemon/backend.h"
 #include "daemon/daemon_int.h"
 #include "daemon/report.h"
-#include "lib/log.h"
+#include "base/log.h"
 #include "nft/batch.h"
 #include "nft/emit.h"
 

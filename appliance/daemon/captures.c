@@ -17,7 +17,7 @@
 #include "capture/capture.h"
 #include "daemon/daemon_int.h"
 #include "daemon/report.h"
-#include "lib/log.h"
+#include "base/log.h"
 
 #define U(x) ((unsigned long long)(x))
 

@@ -24,9 +24,9 @@
 #include "daemon/daemon_int.h"
 #include "policy/diff/diff.h"
 #include "daemon/report.h"
-#include "lib/cleanup.h"
-#include "lib/json.h"
-#include "lib/log.h"
+#include "base/cleanup.h"
+#include "base/json.h"
+#include "base/log.h"
 #include "system/files.h"
 
 #define CLIENT_REQUEST_SECS 5

@@ -25,8 +25,8 @@
 #include <unistd.h>
 
 #include "daemon/daemon_int.h"
-#include "lib/cleanup.h"
-#include "lib/log.h"
+#include "base/cleanup.h"
+#include "base/log.h"
 #include "system/files.h"
 #include "system/sdnotify.h"
 

@@ -21,9 +21,9 @@
 
 #include "daemon/backend.h"
 #include "daemon/daemon_int.h"
-#include "lib/cleanup.h"
-#include "lib/json.h"
-#include "lib/log.h"
+#include "base/cleanup.h"
+#include "base/json.h"
+#include "base/log.h"
 #include "lib/plant.h"
 #include "nft/batch.h"
 #include "nft/build.h"

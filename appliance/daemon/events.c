@@ -15,8 +15,8 @@
 #include "daemon/daemon_int.h"
 #include "bpf/nfbox.h"
 #include "lib/ip6walk.h"
-#include "lib/json.h"
-#include "lib/log.h"
+#include "base/json.h"
+#include "base/log.h"
 #include "netlink/nflog.h"
 #include "nft/build.h"
 

@@ -6,7 +6,7 @@
 
 #include "daemon/report.h"
 #include "dynset/dynset.h"
-#include "lib/json.h"
+#include "base/json.h"
 
 #define U(x) ((unsigned long long)(x))
 

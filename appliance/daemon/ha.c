@@ -45,7 +45,7 @@
 #include "ha/parse.h"
 #include "netlink/addr.h"
 #include "system/proc.h"
-#include "lib/log.h"
+#include "base/log.h"
 #include "system/files.h"
 
 #define STATS_EVERY 5	 /* seconds between conntrackd -s */

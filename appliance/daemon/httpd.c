@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "daemon/daemon_int.h"
-#include "lib/log.h"
+#include "base/log.h"
 
 #define HTTPD_MAX_CONNECTIONS 16
 #define HTTPD_IDLE_TIMEOUT_S  10

@@ -14,7 +14,7 @@
 
 #include "daemon/backend.h"
 #include "daemon/daemon_int.h"
-#include "lib/log.h"
+#include "base/log.h"
 #include "netlink/monitor.h"
 
 #define MAX_LISTED 64

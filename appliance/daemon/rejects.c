@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon_int.h"
-#include "lib/log.h"
+#include "base/log.h"
 #include "reject/build.h"
 
 enum {

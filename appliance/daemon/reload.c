@@ -38,8 +38,8 @@
 
 #include "daemon/backend.h"
 #include "daemon/daemon_int.h"
-#include "lib/cleanup.h"
-#include "lib/log.h"
+#include "base/cleanup.h"
+#include "base/log.h"
 #include "nft/batch.h"
 #include "nft/build.h"
 #include "nft/counters.h"

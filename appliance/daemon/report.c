@@ -9,7 +9,7 @@
 #include "daemon/backend.h"
 #include "daemon/daemon_int.h"
 #include "daemon/report.h"
-#include "lib/log.h"
+#include "base/log.h"
 #include "nft/emit.h"
 
 int report_status(struct daemon *dm, struct status_report *out)

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 
 #include "daemon/daemon_int.h"
-#include "lib/cleanup.h"
-#include "lib/log.h"
+#include "base/cleanup.h"
+#include "base/log.h"
 #include "system/files.h"
 
 int state_path(const struct daemon *dm, const char *name, char *buf, size_t len)

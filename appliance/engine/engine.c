@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "engine/engine_int.h"
-#include "lib/cleanup.h"
-#include "lib/log.h"
+#include "base/cleanup.h"
+#include "base/log.h"
 #include "lib/nfhook.h"
 #include "bpf/nfbox_filter.skel.h"
 

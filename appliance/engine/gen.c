@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "engine/engine_int.h"
-#include "lib/log.h"
+#include "base/log.h"
 
 /* u32 units between two elements of a u32-valued array map: the kernel
  * rounds array element sizes up to 8 bytes. */

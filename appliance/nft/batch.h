@@ -21,7 +21,7 @@
 #include <libmnl/libmnl.h>
 #include <stdint.h>
 
-#include "policy/diag/diag.h"
+#include "base/diag.h"
 
 /* The one table nfbox owns; it never touches any other. */
 #define NFT_TABLE_NAME "nfbox"

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/log.h"
+#include "base/log.h"
 #include "nft/batch.h"
 
 /* nft's datatype numbers (its "type ..." of a set), so that `nft list`

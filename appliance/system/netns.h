@@ -15,7 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "policy/diag/diag.h"
+#include "base/diag.h"
 
 #define NFBOX_RUN_DIR	"/run/nfbox"
 #define NFBOX_BPFFS	"/sys/fs/bpf"

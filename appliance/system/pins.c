@@ -15,8 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "lib/cleanup.h"
-#include "lib/log.h"
+#include "base/cleanup.h"
+#include "base/log.h"
 #include "system/netns.h"
 
 static bool is_bpffs(const char *path)

@@ -17,7 +17,7 @@
 #include <limits.h>
 #include <stdbool.h>
 
-#include "policy/diag/diag.h"
+#include "base/diag.h"
 
 struct pin_place {
 	bool private_ns; /* nfbox runs in a mount namespace of its own */

@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lib/cleanup.h"
-#include "lib/log.h"
+#include "base/cleanup.h"
+#include "base/log.h"
 
 static int notify_send(const char *msg, size_t len)
 {

@@ -7,7 +7,7 @@
 #ifndef NFBOX_YTREE_H
 #define NFBOX_YTREE_H
 
-#include "policy/diag/diag.h"
+#include "base/diag.h"
 
 enum ynode_type {
 	YNODE_SCALAR,

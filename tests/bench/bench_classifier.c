@@ -39,7 +39,8 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
-#include "lib/log.h"
+#include "base/log.h"
+#include "lib/liblog.h"
 #include "engine/compile/plan.h"
 #include "policy/policy.h"
 #include "engine/slots.h"
@@ -528,6 +529,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	log_init(LOG_WARN);
+	log_libraries();
 	if (setup() < 0) {
 		cleanup();
 		return 1;

@@ -40,6 +40,16 @@ else
 	tar --exclude=./build -cf - . | tar -C "$root/src/nfbox" -xf -
 fi
 
+# The pinned formatter as this machine's install-deps fetched it and
+# checked its SHA-512 (make check-debian13 runs deps first): the root
+# reaches Debian's archive, but may not reach the npm registry over TLS the
+# way this machine does (a proxy's certificate authority is this machine's).
+tools=${NFBOX_TOOL_CACHE:-/var/cache/nfbox/tools}
+if [ -d "$tools" ]; then
+	mkdir -p "$root/var/cache/nfbox"
+	cp -a "$tools" "$root/var/cache/nfbox/"
+fi
+
 # As a new user would: install-deps first (it needs only sh and apt).
 step "packaging/install-deps.sh"
 if ! in_root "$root" sh -c 'cd /src/nfbox && packaging/install-deps.sh'; then

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The one error channel (policy/diag/diag.c): diag_errno/diag_fail return
+ * The one error channel (base/diag.c): diag_errno/diag_fail return
  * the error they report; diagnostics without a place print after located
  * ones; diags_append keeps the source lines after the original is freed
  * (a reload reports a policy's mistakes after freeing the policy);
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "policy/diag/diag.h"
+#include "base/diag.h"
 #include "tests/lib/check.h"
 
 static void test_errno(void)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The JSON writer (appliance/lib/json.c): commas and nesting placed by the
+ * The JSON writer (base/json.c): commas and nesting placed by the
  * writer, and strings that stay valid JSON and valid UTF-8 whatever bytes
  * they carry (interface names, paths, rule names).
  */
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lib/json.h"
+#include "base/json.h"
 #include "tests/lib/check.h"
 
 struct buf {

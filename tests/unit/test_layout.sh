@@ -1,6 +1,7 @@
 #!/bin/bash
 # The layout keeps the data flow: each folder is a room with one job, and
 # rooms include each other only downstream. Checked from the sources:
+#   - base/ (diagnostics, cleanup, JSON, log) includes only base/;
 #   - policy/ (the language) includes nothing of appliance/ or bpf/;
 #   - bpf/ includes only bpf/ (and the checked-in vmlinux.h);
 #   - includes are folder-qualified ("engine/engine.h", not "engine.h");
@@ -19,11 +20,11 @@ room() {
 }
 
 edges=$(mktemp)
-bad_policy= bad_bpf= unqualified=
+bad_base= bad_policy= bad_bpf= unqualified=
 trap 'rm -f "$edges"' EXIT
 # (no file read would read as no bad include)
-sources=$(find policy appliance bpf -name '*.[ch]' | sort) && [ -n "$sources" ] ||
-	{ t_fail sources "no sources found under policy/, appliance/ and bpf/"; t_done; }
+sources=$(find base policy appliance bpf -name '*.[ch]' | sort) && [ -n "$sources" ] ||
+	{ t_fail sources "no sources found under base/, policy/, appliance/ and bpf/"; t_done; }
 while IFS= read -r f; do
 	from=$(room "$f")
 	while IFS= read -r inc; do
@@ -39,12 +40,14 @@ while IFS= read -r f; do
 		esac
 		case $inc in tests/*) continue ;; esac
 		to=${inc%/*}
-		case $f in policy/*) case $to in policy | policy/*) ;; *) bad_policy="$bad_policy $f:$inc" ;; esac ;; esac
+		case $f in base/*) [ "$to" = base ] || bad_base="$bad_base $f:$inc" ;; esac
+		case $f in policy/*) case $to in base | policy | policy/*) ;; *) bad_policy="$bad_policy $f:$inc" ;; esac ;; esac
 		case $f in bpf/*) [ "$to" = bpf ] || bad_bpf="$bad_bpf $f:$inc" ;; esac
 		[ "$from" != "$to" ] && echo "$from $to" >>"$edges"
 	done < <(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$f")
 done <<<"$sources"
 
+[ -z "$bad_base" ] && t_ok base-includes-base-only || t_fail base-includes-base-only "$bad_base"
 [ -z "$bad_policy" ] && t_ok policy-is-backend-neutral || t_fail policy-is-backend-neutral "$bad_policy"
 [ -z "$bad_bpf" ] && t_ok bpf-includes-bpf-only || t_fail bpf-includes-bpf-only "$bad_bpf"
 [ -z "$unqualified" ] && t_ok includes-folder-qualified || t_fail includes-folder-qualified "$unqualified"

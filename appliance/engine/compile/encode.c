@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "engine/compile/plan.h"
-#include "policy/diag/diag.h"
+#include "base/diag.h"
 
 struct stored {
 	uint64_t hash;

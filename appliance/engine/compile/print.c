@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "engine/compile/plan.h"
-#include "lib/json.h"
+#include "base/json.h"
 
 static const char *const field_names[NFB_F_MAX] = { "in", "out", "src", "dst", "l4", "sport", "ct" };
 _Static_assert(NFB_CT_MAX == POLICY_CT_STATES, "the classifier's states are the policy's");

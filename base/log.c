@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-#include "lib/log.h"
+#include "base/log.h"
 
-#include <bpf/libbpf.h>
-#include <xdp/libxdp.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -124,7 +122,7 @@ static void log_buf(enum log_level level, const char *word, char *buf)
 	free(buf);
 }
 
-static void log_line(enum log_level level, const char *fmt, va_list ap)
+void log_vmsg(enum log_level level, const char *fmt, va_list ap)
 {
 	char *buf = NULL;
 
@@ -146,30 +144,12 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	log_line(level, fmt, ap);
+	log_vmsg(level, fmt, ap);
 	va_end(ap);
-}
-
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	/* libbpf's warnings are what a failed load explains itself with
-	 * (including the verifier log); its info and debug lines are noise. */
-	enum log_level l = level == LIBBPF_WARN ? LOG_WARN : LOG_DEBUG;
-
-	log_line(l, fmt, ap);
-	return 0;
-}
-
-static int libxdp_print(enum libxdp_print_level level, const char *fmt, va_list ap)
-{
-	log_line(level == LIBXDP_WARN ? LOG_WARN : LOG_DEBUG, fmt, ap);
-	return 0;
 }
 
 void log_init(enum log_level max)
 {
 	log_max = max;
 	log_journal = stderr_is_journal();
-	libbpf_set_print(libbpf_print);
-	libxdp_set_print(libxdp_print);
 }

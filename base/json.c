@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-#include "lib/json.h"
+#include "base/json.h"
 
 #include <inttypes.h>
 #include <string.h>

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-/* One logging module for nfbox and the libraries under it (libbpf, libxdp):
+/* One logging module for nfbox and the libraries under it (libbpf and
+ * libxdp through lib/liblog.h):
  * whole messages to stderr, "nfbox: error: ..." on a terminal or a file.
  * When stderr is systemd's journal ($JOURNAL_STREAM), each message is one
  * journal entry with its priority: a "<3>".."<7>" prefix on the line, and a
@@ -8,6 +9,7 @@
 #ifndef NFBOX_LOG_H
 #define NFBOX_LOG_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -18,10 +20,10 @@ enum log_level {
 	LOG_DEBUG = 3,
 };
 
-/* Messages up to max are written; libbpf's and libxdp's output is routed
- * here too (their warnings as warnings, the rest as debug). */
+/* Messages up to max are written. */
 void log_init(enum log_level max);
 __attribute__((format(printf, 2, 3))) void log_msg(enum log_level level, const char *fmt, ...);
+void log_vmsg(enum log_level level, const char *fmt, va_list ap);
 
 /* A message that says its level itself (a diagnostic's "FILE:L:C: error:
  * ..."), at that level but without the level's word. */

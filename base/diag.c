@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-#include "policy/diag/diag.h"
+#include "base/diag.h"
 
 #include <ctype.h>
 #include <errno.h>
