@@ -23,23 +23,35 @@ const char *diags_last(const struct diags *d, const char *none)
 	return d->n ? d->v[d->n - 1].msg : none;
 }
 
+static void diag_release(struct diag *g)
+{
+	free(g->msg);
+	free(g->file);
+	free(g->line);
+}
+
 void diags_free(struct diags *d)
 {
-	struct source *s, *next;
-
 	for (size_t i = 0; i < d->n; i++)
-		free(d->v[i].msg);
+		diag_release(&d->v[i]);
 	free(d->v);
-	for (s = d->sources; s; s = next) {
-		next = s->next;
-		free(s->name);
-		free(s->text);
-		free(s);
-	}
 	memset(d, 0, sizeof(*d));
 }
 
-struct source *diags_add_source(struct diags *d, const char *name, const char *text, size_t len)
+void sources_free(struct sources *s)
+{
+	struct source *x, *next;
+
+	for (x = s->head; x; x = next) {
+		next = x->next;
+		free(x->name);
+		free(x->text);
+		free(x);
+	}
+	s->head = NULL;
+}
+
+struct source *sources_add(struct sources *o, const char *name, const char *text, size_t len)
 {
 	struct source *s = calloc(1, sizeof(*s));
 
@@ -56,8 +68,8 @@ struct source *diags_add_source(struct diags *d, const char *name, const char *t
 	memcpy(s->text, text, len);
 	s->text[len] = '\0';
 	s->len = len;
-	s->next = d->sources;
-	d->sources = s;
+	s->next = o->head;
+	o->head = s;
 	return s;
 }
 
@@ -104,18 +116,18 @@ static int read_all(int fd, char **out, size_t *out_len)
 	return 0;
 }
 
-int diags_load_source(struct diags *d, const char *path, struct source **out)
+int sources_load(struct sources *o, const char *path, struct source **out)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), r;
 
 	if (fd < 0)
 		return -errno;
-	r = diags_load_source_fd(d, path, fd, out);
+	r = sources_load_fd(o, path, fd, out);
 	close(fd);
 	return r;
 }
 
-int diags_load_source_fd(struct diags *d, const char *path, int fd, struct source **out)
+int sources_load_fd(struct sources *o, const char *path, int fd, struct source **out)
 {
 	struct source *s;
 	struct stat st;
@@ -136,10 +148,64 @@ int diags_load_source_fd(struct diags *d, const char *path, int fd, struct sourc
 	}
 	s->text = text;
 	s->len = len;
-	s->next = d->sources;
-	d->sources = s;
+	s->next = o->head;
+	o->head = s;
 	*out = s;
 	return 0;
+}
+
+/* Start of line `line` (1-based) in src, and its length without newline. */
+static const char *source_line(const struct source *src, unsigned line, size_t *len)
+{
+	const char *p = src->text, *end = src->text + src->len;
+
+	for (unsigned l = 1; l < line && p < end; l++) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		if (!nl)
+			return NULL;
+		p = nl + 1;
+	}
+	if (p > end)
+		return NULL;
+	{
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+
+		*len = (size_t)((nl ? nl : end) - p);
+	}
+	if (*len && p[*len - 1] == '\r')
+		(*len)--;
+	return p;
+}
+
+/* What g shows of its place, copied from src: the name, and the line.
+ * false when out of memory. */
+static bool capture(struct diag *g, const struct source *src)
+{
+	const char *line;
+	size_t len = 0;
+
+	g->loc.src = NULL;
+	if (!src)
+		return true;
+	if (!(g->file = strdup(src->name)))
+		return false;
+	if (g->loc.line && (line = source_line(src, g->loc.line, &len)) && !(g->line = strndup(line, len)))
+		return false;
+	return true;
+}
+
+void diag_place(struct diag *g, const struct source *src, unsigned line, unsigned col)
+{
+	free(g->file);
+	free(g->line);
+	g->file = g->line = NULL;
+	g->loc.line = line;
+	g->loc.col = col;
+	if (!capture(g, src)) { /* out of memory: shown without its place */
+		free(g->file);
+		g->file = NULL;
+	}
 }
 
 void diag_add(struct diags *d, enum diag_level level, struct loc loc, const char *fmt, ...)
@@ -175,7 +241,13 @@ void diag_add(struct diags *d, enum diag_level level, struct loc loc, const char
 		d->dropped++;
 		return;
 	}
-	d->v[d->n++] = (struct diag){ .level = level, .loc = loc, .msg = msg };
+	d->v[d->n] = (struct diag){ .level = level, .loc = loc, .msg = msg };
+	if (!capture(&d->v[d->n], loc.src)) { /* as one that could not be written */
+		diag_release(&d->v[d->n]);
+		d->dropped++;
+		return;
+	}
+	d->n++;
 }
 
 static int diag_vfail(struct diags *d, int err, bool with_errno, const char *fmt, va_list ap)
@@ -238,30 +310,6 @@ static const char *level_color(enum diag_level l)
 	}
 }
 
-/* Start of line `line` (1-based) in src, and its length without newline. */
-static const char *source_line(const struct source *src, unsigned line, size_t *len)
-{
-	const char *p = src->text, *end = src->text + src->len;
-
-	for (unsigned l = 1; l < line && p < end; l++) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-
-		if (!nl)
-			return NULL;
-		p = nl + 1;
-	}
-	if (p > end)
-		return NULL;
-	{
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-
-		*len = (size_t)((nl ? nl : end) - p);
-	}
-	if (*len && p[*len - 1] == '\r')
-		(*len)--;
-	return p;
-}
-
 static void print_caret(FILE *f, const char *line, size_t len, unsigned col, unsigned width, bool color)
 {
 	/* Tabs in the source line are kept in the caret line so the caret
@@ -278,21 +326,16 @@ static void print_caret(FILE *f, const char *line, size_t len, unsigned col, uns
 static void print_one(const struct diag *g, FILE *f, bool color)
 {
 	const char *bold = color ? "\033[1m" : "", *reset = color ? "\033[0m" : "";
-	const char *line;
-	size_t len = 0;
 
-	if (g->loc.src && g->loc.line)
-		fprintf(f, "%s%s:%u:%u:%s ", bold, g->loc.src->name, g->loc.line, g->loc.col, reset);
-	else if (g->loc.src)
-		fprintf(f, "%s%s:%s ", bold, g->loc.src->name, reset);
+	if (g->file && g->loc.line)
+		fprintf(f, "%s%s:%u:%u:%s ", bold, g->file, g->loc.line, g->loc.col, reset);
+	else if (g->file)
+		fprintf(f, "%s%s:%s ", bold, g->file, reset);
 	fprintf(f, "%s%s:%s %s\n", color ? level_color(g->level) : "", level_name(g->level), reset, g->msg);
-	if (!g->loc.src || !g->loc.line)
+	if (!g->file || !g->line)
 		return;
-	line = source_line(g->loc.src, g->loc.line, &len);
-	if (!line)
-		return;
-	fprintf(f, "%.*s\n", (int)len, line);
-	print_caret(f, line, len, g->loc.col ? g->loc.col : 1, g->loc.len, color);
+	fprintf(f, "%s\n", g->line);
+	print_caret(f, g->line, strlen(g->line), g->loc.col ? g->loc.col : 1, g->loc.len, color);
 }
 
 static int diag_cmp(const void *a, const void *b)
@@ -300,13 +343,10 @@ static int diag_cmp(const void *a, const void *b)
 	const struct diag *x = a, *y = b;
 	int c;
 
-	if (x->loc.src != y->loc.src) {
-		if (!x->loc.src || !y->loc.src)
-			return x->loc.src ? -1 : 1; /* no place: last */
-		c = strcmp(x->loc.src->name, y->loc.src->name);
-		if (c)
-			return c;
-	}
+	if (!x->file != !y->file)
+		return x->file ? -1 : 1; /* no place: last */
+	if (x->file && (c = strcmp(x->file, y->file)))
+		return c;
 	if (x->loc.line != y->loc.line)
 		return x->loc.line < y->loc.line ? -1 : 1;
 	if (x->loc.col != y->loc.col)
@@ -370,38 +410,20 @@ void diags_each(const struct diags *d, void (*fn)(enum diag_level level, const c
 	}
 }
 
-/* to's copy of source src (made on first use); NULL if it cannot be made. */
-static const struct source *copied_source(struct diags *to, const struct source *src, const struct source **from,
-					  const struct source **copy, size_t *n)
-{
-	for (size_t i = 0; i < *n; i++)
-		if (from[i] == src)
-			return copy[i];
-	from[*n] = src;
-	copy[*n] = diags_add_source(to, src->name, src->text, src->len);
-	return copy[(*n)++];
-}
-
 void diags_append(struct diags *to, const struct diags *from)
 {
-	const struct source **orig = calloc(from->n + 1, sizeof(*orig));
-	const struct source **copy = calloc(from->n + 1, sizeof(*copy));
-	size_t ncopied = 0;
-
 	for (size_t i = 0; i < from->n; i++) {
-		struct loc loc = from->v[i].loc;
+		const struct diag *g = &from->v[i];
+		size_t n = to->n;
 
-		if (loc.src && orig && copy)
-			loc.src = copied_source(to, loc.src, orig, copy, &ncopied);
-		else
-			loc.src = NULL;
-		if (!loc.src)
-			loc = DIAG_NOWHERE;
-		diag_add(to, from->v[i].level, loc, "%s", from->v[i].msg);
+		diag_add(to, g->level, g->loc, "%s", g->msg);
+		if (to->n > n && g->file &&
+		    (!(to->v[n].file = strdup(g->file)) || (g->line && !(to->v[n].line = strdup(g->line))))) {
+			diag_release(&to->v[--to->n]); /* its place could not be kept: as one dropped */
+			to->dropped++;
+		}
 	}
 	to->dropped += from->dropped;
-	free(orig);
-	free(copy);
 }
 
 char *diags_to_text(const struct diags *d)

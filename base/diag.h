@@ -15,13 +15,29 @@
 #include <stddef.h>
 #include <stdio.h>
 
-/* A loaded text file; diagnostics keep a pointer to it for the source line. */
+/* A loaded text file. Places (struct loc) point into it; a diagnostic
+ * copies what it shows of it (the file's name, the line), so that the
+ * diagnostics and the sources may go in any order. */
 struct source {
 	char *name;
 	char *text;
 	size_t len;
 	struct source *next;
 };
+
+/* The sources of one owner (a policy holds the files it was read from). */
+struct sources {
+	struct source *head;
+};
+
+/* Read a whole file into a new source of s. Returns 0 or -errno. */
+int sources_load(struct sources *s, const char *path, struct source **out);
+/* The same from an open file (read from its current offset, not closed);
+ * path names it in messages. */
+int sources_load_fd(struct sources *s, const char *path, int fd, struct source **out);
+/* Adopt an in-memory buffer (copied) as a source of s. */
+struct source *sources_add(struct sources *s, const char *name, const char *text, size_t len);
+void sources_free(struct sources *s);
 
 enum diag_level {
 	DIAG_ERROR,
@@ -38,7 +54,9 @@ struct loc {
 
 struct diag {
 	enum diag_level level;
-	struct loc loc;
+	struct loc loc; /* line, col, len; its src is NULL once added (file, line say it) */
+	char *file;	/* the source's name; NULL: no place */
+	char *line;	/* that line of it, as it was; NULL: none */
 	char *msg;
 };
 
@@ -48,7 +66,6 @@ struct diags {
 	size_t errors, warnings;
 	size_t max; /* stop collecting beyond this many (0: 1000) */
 	size_t dropped;
-	struct source *sources; /* owned */
 };
 
 void diags_init(struct diags *d);
@@ -56,13 +73,8 @@ void diags_free(struct diags *d);
 /* The last message added, for a one-line report; none when there is none. */
 const char *diags_last(const struct diags *d, const char *none);
 
-/* Read a whole file into a new source owned by d. Returns 0 or -errno. */
-int diags_load_source(struct diags *d, const char *path, struct source **out);
-/* The same from an open file (read from its current offset, not closed);
- * path names it in messages. */
-int diags_load_source_fd(struct diags *d, const char *path, int fd, struct source **out);
-/* Adopt an in-memory buffer (copied) as a source. */
-struct source *diags_add_source(struct diags *d, const char *name, const char *text, size_t len);
+/* Diagnostic g placed again: at line and col of src (its line copied). */
+void diag_place(struct diag *g, const struct source *src, unsigned line, unsigned col);
 
 __attribute__((format(printf, 4, 5))) void diag_add(struct diags *d, enum diag_level level, struct loc loc,
 						    const char *fmt, ...);

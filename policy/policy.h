@@ -277,6 +277,7 @@ struct policy_options {
 
 struct policy {
 	const struct source *src;
+	struct sources sources; /* the files it was read from (src, set files): its places point into them */
 	int version;
 	struct iface_group *groups;
 	uint32_t ngroups;

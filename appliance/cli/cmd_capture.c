@@ -113,21 +113,20 @@ static void diags_to_expr(struct diags *d, const struct source *expr, const char
 			last_len = 0;
 		}
 	for (size_t i = 0; i < d->n; i++) {
-		struct loc *l = &d->v[i].loc;
+		const struct loc *l = &d->v[i].loc;
+		unsigned line = l->line, col = l->col;
 
-		if (!l->src || !l->line)
+		if (!d->v[i].file || !line)
 			continue;
-		l->src = expr;
-		if (l->line == 1) {
-			l->col = 1;
-		} else if (l->line - 1 > lines) {
-			l->line = lines;
-			l->col = last_len + 1;
+		if (line == 1) {
+			col = 1;
+		} else if (line - 1 > lines) {
+			line = lines;
+			col = last_len + 1;
 		} else {
-			l->line--;
+			line--;
 		}
-		if (l->line == 0)
-			l->line = 1;
+		diag_place(&d->v[i], expr, line ? line : 1, col);
 	}
 }
 
@@ -151,7 +150,6 @@ static char *wrap_match(const char *match)
 static int load_match(const char *match, struct policy **out)
 {
 	char *doc = wrap_match(match);
-	struct source *expr;
 	struct diags d;
 	int r;
 
@@ -159,8 +157,11 @@ static int load_match(const char *match, struct policy **out)
 		return -ENOMEM;
 	diags_init(&d);
 	r = policy_load_buffer(MATCH_NAME, doc, strlen(doc), &d, out);
-	if (match && d.n && (expr = diags_add_source(&d, MATCH_NAME, match, strlen(match))))
-		diags_to_expr(&d, expr, match);
+	if (match && d.n) {
+		struct source expr = { .name = MATCH_NAME, .text = (char *)match, .len = strlen(match) };
+
+		diags_to_expr(&d, &expr, match);
+	}
 	diags_print(&d, stderr, cli_color(stderr));
 	diags_free(&d);
 	free(doc);

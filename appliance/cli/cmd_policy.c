@@ -172,7 +172,7 @@ static int run_plan(void *args, int argc, char **argv)
 		plan_print(pl, stdout);
 	plan_free(pl);
 	policy_free(p);
-	diags_free(&d); /* last: the policy points into its sources */
+	diags_free(&d);
 	return r < 0 ? 1 : 0;
 }
 

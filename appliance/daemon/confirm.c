@@ -78,7 +78,7 @@ int confirm_save(struct daemon *dm)
 	if (!(f = open_memstream(&buf, &len)))
 		return -ENOMEM;
 	fprintf(f, SNAP_MAGIC "policy %zu\n%s\n", strlen(dm->cur.path), dm->cur.path);
-	for (const struct source *s = dm->cur.diags.sources; s; s = s->next) {
+	for (const struct source *s = dm->cur.pol->sources.head; s; s = s->next) {
 		fprintf(f, "file %zu %zu\n%s\n", strlen(s->name), s->len, s->name);
 		fwrite(s->text, 1, s->len, f);
 		fputc('\n', f);

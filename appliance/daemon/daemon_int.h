@@ -57,7 +57,6 @@ struct client {
 /* A policy in force, with everything it owns. */
 struct loaded {
 	char *path;
-	struct diags diags; /* owns the policy's sources */
 	struct policy *pol;
 	struct plan *plan;
 	struct plan_blob blob;

@@ -53,7 +53,6 @@ void loaded_free(struct loaded *l)
 	plan_blob_free(&l->blob);
 	plan_free(l->plan);
 	policy_free(l->pol);
-	diags_free(&l->diags);
 	free(l->path);
 	memset(l, 0, sizeof(*l));
 }
@@ -98,10 +97,8 @@ static int reload_prepare(const char *path, int fd, const struct policy_files *v
 	int r;
 
 	files.policy_fd = fd;
-	diags_init(&nl->diags);
 	nl->path = fd >= 0 ? strdup(path) : realpath(path, NULL);
-	r = policy_load_files(path, &files, &nl->diags, &nl->pol);
-	diags_append(d, &nl->diags); /* nl keeps its own: the policy points into them */
+	r = policy_load_files(path, &files, d, &nl->pol);
 	if (r == 0)
 		r = plan_make(nl->pol, &nl->plan, &nl->blob, d);
 	return r;
@@ -169,7 +166,7 @@ static int reload_finish(struct daemon *dm, struct loaded *nl, int r, struct dia
 	memset(nl, 0, sizeof(*nl));
 	dm->reloads_ok++;
 	dm->loaded_at = time(NULL);
-	if (fingerprint_loaded(dm->cur.diags.sources, dm->fingerprint) < 0)
+	if (fingerprint_loaded(dm->cur.pol->sources.head, dm->fingerprint) < 0)
 		dm->fingerprint[0] = '\0';
 	links_after_reload(dm);
 	backend_of(dm->cur.pol)->in_force(dm);

@@ -47,7 +47,7 @@ int report_status(struct daemon *dm, struct status_report *out)
 	if (!p || !dm->fingerprint[0]) {
 		out->on_disk = "";
 	} else {
-		int r = fingerprint_on_disk(dm->cur.diags.sources, out->disk_fp);
+		int r = fingerprint_on_disk(dm->cur.pol->sources.head, out->disk_fp);
 
 		out->on_disk = r < 0 ? strerror(-r) : !strcmp(out->disk_fp, dm->fingerprint) ? "same" : "changed";
 	}

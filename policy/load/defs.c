@@ -143,7 +143,7 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 		x->oom = true;
 		return;
 	}
-	r = lx_read_file(x->files, path, false, x->d, &src, err, sizeof(err));
+	r = lx_read_file(x->files, path, false, &x->p->sources, &src, err, sizeof(err));
 	if (r < 0) {
 		diag_error(x->d, fn->loc, "cannot read set file '%s': %s", path, err);
 		free(path);

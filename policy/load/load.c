@@ -87,8 +87,10 @@ static void load_all(struct lx *x, const struct ynode *root)
 	}
 }
 
-static int load_from_source(const struct source *src, const struct policy_files *files, struct diags *d,
-			    struct policy **out)
+/* The policy in src, which own holds: on success the policy takes own
+ * (its places point into it), else own is freed. */
+static int load_from_source(const struct source *src, struct sources *own, const struct policy_files *files,
+			    struct diags *d, struct policy **out)
 {
 	size_t errors = d->errors;
 	struct policy *p;
@@ -98,12 +100,14 @@ static int load_from_source(const struct source *src, const struct policy_files 
 
 	if (ytree_parse(&t, src, d) < 0) {
 		ytree_free(&t);
+		sources_free(own);
 		return -EINVAL;
 	}
 	if (!t.root) {
 		diag_error(d, (struct loc){ .src = src, .line = 1, .col = 1 },
 			   "the policy is empty; it needs at least 'version: 1'");
 		ytree_free(&t);
+		sources_free(own);
 		return -EINVAL;
 	}
 	p = calloc(1, sizeof(*p));
@@ -112,8 +116,11 @@ static int load_from_source(const struct source *src, const struct policy_files 
 		free(p);
 		free(dup);
 		ytree_free(&t);
+		sources_free(own);
 		return -ENOMEM;
 	}
+	p->sources = *own; /* set files join them */
+	own->head = NULL;
 	p->src = src;
 	p->opt.defrag = true;
 	p->opt.established_accept = true;
@@ -139,17 +146,18 @@ static int load_from_source(const struct source *src, const struct policy_files 
 
 int policy_load_files(const char *path, const struct policy_files *files, struct diags *d, struct policy **out)
 {
+	struct sources own = { 0 };
 	struct source *src = NULL;
 	char why[256];
-	int r = lx_read_file(files, path, true, d, &src, why, sizeof(why));
+	int r = lx_read_file(files, path, true, &own, &src, why, sizeof(why));
 
 	if (r < 0) {
-		struct source *named = diags_add_source(d, path, "", 0);
+		struct source named = { .name = (char *)path, .text = "" };
 
-		diag_error(d, (struct loc){ .src = named }, "cannot read the policy: %s", why);
+		diag_error(d, (struct loc){ .src = &named }, "cannot read the policy: %s", why);
 		return r;
 	}
-	return load_from_source(src, files, d, out);
+	return load_from_source(src, &own, files, d, out);
 }
 
 int policy_load(const char *path, struct diags *d, struct policy **out)
@@ -159,11 +167,12 @@ int policy_load(const char *path, struct diags *d, struct policy **out)
 
 int policy_load_buffer(const char *name, const char *text, size_t len, struct diags *d, struct policy **out)
 {
-	struct source *src = diags_add_source(d, name, text, len);
+	struct sources own = { 0 };
+	struct source *src = sources_add(&own, name, text, len);
 
 	if (!src)
 		return -ENOMEM;
-	return load_from_source(src, NULL, d, out);
+	return load_from_source(src, &own, NULL, d, out);
 }
 
 static void free_addr_match(struct addr_match *m)
@@ -188,6 +197,7 @@ void policy_free(struct policy *p)
 {
 	if (!p)
 		return;
+	sources_free(&p->sources);
 	for (uint32_t i = 0; i < p->ngroups; i++) {
 		free(p->groups[i].name);
 		free(p->groups[i].ifnames);

@@ -69,8 +69,9 @@ char *lx_describe(const struct ynode *n);
 struct loc lx_loc_in(const struct ynode *n, size_t off);
 
 /* A file of the policy (the policy itself, or a set file) read through the
- * caller's rules (policy.h, struct policy_files): 0, or -errno with why. */
-int lx_read_file(const struct policy_files *files, const char *path, bool is_policy, struct diags *d,
+ * caller's rules (policy.h, struct policy_files) into a new source of into:
+ * 0, or -errno with why. */
+int lx_read_file(const struct policy_files *files, const char *path, bool is_policy, struct sources *into,
 		 struct source **out, char *why, size_t len);
 
 #endif

@@ -12,7 +12,7 @@
 
 /* Read path into a source: the policy file from files->policy_fd when
  * given, anything else opened here; every file checked before it is read. */
-int lx_read_file(const struct policy_files *files, const char *path, bool is_policy, struct diags *d,
+int lx_read_file(const struct policy_files *files, const char *path, bool is_policy, struct sources *into,
 		 struct source **out, char *why, size_t len)
 {
 	bool given = is_policy && files && files->policy_fd >= 0, strict = files && files->check;
@@ -35,7 +35,7 @@ int lx_read_file(const struct policy_files *files, const char *path, bool is_pol
 	} else {
 		r = files && files->check ? files->check(fd, path, why, len, files->arg) : 0;
 	}
-	if (r == 0 && (r = diags_load_source_fd(d, path, fd, out)) < 0)
+	if (r == 0 && (r = sources_load_fd(into, path, fd, out)) < 0)
 		snprintf(why, len, "%s", strerror(-r));
 	if (!given)
 		close(fd);
