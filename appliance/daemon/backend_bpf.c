@@ -13,6 +13,10 @@
 
 #include "daemon/backend.h"
 #include "daemon/daemon_int.h"
+#include "daemon/reload.h"
+#include "daemon/dynsets.h"
+#include "daemon/lasthit.h"
+#include "daemon/events.h"
 #include "daemon/report.h"
 #include "base/log.h"
 #include "nft/batch.h"

@@ -16,6 +16,7 @@
 
 #include "capture/capture.h"
 #include "daemon/daemon_int.h"
+#include "daemon/captures.h"
 #include "daemon/report.h"
 #include "base/log.h"
 

@@ -22,6 +22,12 @@
 #include <unistd.h>
 
 #include "daemon/daemon_int.h"
+#include "daemon/reload.h"
+#include "daemon/confirm.h"
+#include "daemon/dynsets.h"
+#include "daemon/metrics.h"
+#include "daemon/clients.h"
+#include "daemon/events.h"
 #include "policy/diff/diff.h"
 #include "daemon/report.h"
 #include "base/cleanup.h"

@@ -25,6 +25,10 @@
 #include <unistd.h>
 
 #include "daemon/daemon_int.h"
+#include "daemon/reload.h"
+#include "daemon/confirm.h"
+#include "daemon/state.h"
+#include "daemon/dynsets.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "system/files.h"

@@ -21,6 +21,8 @@
 
 #include "daemon/backend.h"
 #include "daemon/daemon_int.h"
+#include "daemon/state.h"
+#include "daemon/dynsets.h"
 #include "base/cleanup.h"
 #include "base/json.h"
 #include "base/log.h"

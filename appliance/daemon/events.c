@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "daemon/daemon_int.h"
+#include "daemon/events.h"
 #include "bpf/nfbox.h"
 #include "lib/ip6walk.h"
 #include "base/json.h"

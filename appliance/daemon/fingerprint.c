@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon_int.h"
+#include "daemon/fingerprint.h"
 
 static void hash_file(EVP_MD_CTX *ctx, const char *name, const char *text, size_t len)
 {

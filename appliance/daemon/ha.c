@@ -40,6 +40,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon_int.h"
+#include "daemon/ha.h"
 #include "daemon/report.h"
 #include "ha/config.h"
 #include "ha/parse.h"

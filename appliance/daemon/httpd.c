@@ -18,6 +18,8 @@
 #include <time.h>
 
 #include "daemon/daemon_int.h"
+#include "daemon/httpd.h"
+#include "daemon/metrics.h"
 #include "base/log.h"
 
 #define HTTPD_MAX_CONNECTIONS 16

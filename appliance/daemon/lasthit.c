@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "daemon/daemon_int.h"
+#include "daemon/lasthit.h"
 #include "nft/counters.h"
 
 #define LASTHIT_PERIOD_MS   1000

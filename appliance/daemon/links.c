@@ -14,6 +14,7 @@
 
 #include "daemon/backend.h"
 #include "daemon/daemon_int.h"
+#include "daemon/links.h"
 #include "base/log.h"
 #include "netlink/monitor.h"
 

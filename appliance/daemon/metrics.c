@@ -3,6 +3,7 @@
  * collected (report.c) and written in the Prometheus text format
  * (format.c), for the control socket and the HTTP server alike. */
 #include "daemon/daemon_int.h"
+#include "daemon/metrics.h"
 #include "daemon/report.h"
 
 int daemon_metrics(struct daemon *dm, FILE *f)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon/daemon_int.h"
+#include "daemon/rejects.h"
 #include "base/log.h"
 #include "reject/build.h"
 

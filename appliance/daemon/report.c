@@ -8,6 +8,8 @@
 
 #include "daemon/backend.h"
 #include "daemon/daemon_int.h"
+#include "daemon/fingerprint.h"
+#include "daemon/links.h"
 #include "daemon/report.h"
 #include "base/log.h"
 #include "nft/emit.h"

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "daemon/daemon_int.h"
+#include "daemon/state.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "system/files.h"

@@ -678,20 +678,54 @@ struct iface_want {
 	uint32_t n;
 };
 
+static int ifindex_cmp(const void *a, const void *b)
+{
+	const struct if_nameindex *x = *(const struct if_nameindex *const *)a,
+				  *y = *(const struct if_nameindex *const *)b;
+
+	return (x->if_index > y->if_index) - (x->if_index < y->if_index);
+}
+
+/* The links of if_nameindex() once each, by index: a dump of the links
+ * taken while links come and go may list one twice, and one counted twice
+ * would count twice against the map's limit. NULL when out of memory. */
+static const struct if_nameindex **unique_ifaces(const struct if_nameindex *all, uint32_t *n)
+{
+	uint32_t nall = 0, k = 0;
+	const struct if_nameindex **u;
+
+	while (all[nall].if_index)
+		nall++;
+	if (!(u = calloc(nall + 1, sizeof(*u))))
+		return NULL;
+	for (uint32_t i = 0; i < nall; i++)
+		u[i] = &all[i];
+	qsort(u, nall, sizeof(*u), ifindex_cmp);
+	for (uint32_t i = 0; i < nall; i++)
+		if (!k || u[i]->if_index != u[k - 1]->if_index)
+			u[k++] = u[i];
+	*n = k;
+	return u;
+}
+
 static int iface_wanted(const struct plan *pl, const struct plan_blob *b, struct iface_want *w, struct diags *warn)
 {
-	struct if_nameindex *all = if_nameindex(), *it;
+	struct if_nameindex *all = if_nameindex();
+	const struct if_nameindex **u;
 	uint32_t nall = 0, cap;
 
 	memset(w, 0, sizeof(*w));
 	if (!all)
 		return -errno;
-	for (it = all; it->if_index; it++)
-		nall++;
+	if (!(u = unique_ifaces(all, &nall))) {
+		if_freenameindex(all);
+		return -ENOMEM;
+	}
 	cap = (nall ? nall : 1) * NFB_HOOK_MAX * 2;
 	w->k = calloc(cap, sizeof(*w->k));
 	w->loc = calloc(cap, sizeof(*w->loc));
 	if (!w->k || !w->loc) {
+		free(u);
 		if_freenameindex(all);
 		return -ENOMEM;
 	}
@@ -699,7 +733,8 @@ static int iface_wanted(const struct plan *pl, const struct plan_blob *b, struct
 		const struct plan_hook *h = &pl->hook[hk];
 
 		for (uint8_t dir = 0; h->nifaces && dir < 2; dir++) {
-			for (it = all; it->if_index; it++) {
+			for (uint32_t x = 0; x < nall; x++) {
+				const struct if_nameindex *it = u[x];
 				int64_t j = plan_iface_find(h, dir, it->if_name);
 
 				if (j < 0)
@@ -717,6 +752,7 @@ static int iface_wanted(const struct plan *pl, const struct plan_blob *b, struct
 					  "appears",
 					  h->ifaces[i].ifname);
 	}
+	free(u);
 	if_freenameindex(all);
 	return 0;
 }

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The control socket and its clients (clients.c). */
+#ifndef NFBOX_DAEMON_CLIENTS_H
+#define NFBOX_DAEMON_CLIENTS_H
+
+#include "daemon/daemon_int.h"
+
+/* clients.c: the control socket. */
+int clients_listen(struct daemon *dm, struct diags *d);
+void clients_close_all(struct daemon *dm);
+/* Drop the clients marked dead (after each round of the loop). */
+void clients_reap(struct daemon *dm);
+/* Once a second: timeouts. */
+void clients_tick(struct daemon *dm);
+
+#endif

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Dynamic sets in the daemon (dynsets.c). */
+#ifndef NFBOX_DAEMON_DYNSETS_H
+#define NFBOX_DAEMON_DYNSETS_H
+
+#include "daemon/daemon_int.h"
+
+/* dynsets.c: dynamic sets (`nfbox set`). dyn_state_load at start reads
+ * the saved entries; dyn_prepare gives a new policy's dynamic sets their
+ * ids (in m); dyn_after_reload after every load (r: its result); dyn_answer
+ * the set-* requests; dyn_tick expires entries. */
+void dyn_state_load(struct daemon *dm);
+/* After the engine is open: when STATE/dynsets could not be read, the
+ * entries come from the pinned classifier that was enforcing them; where
+ * nothing holds them the start fails (-EIO, explained in d) unless
+ * --fresh, which starts the sets empty. */
+int dyn_recover(struct daemon *dm, struct diags *d);
+int dyn_prepare(struct daemon *dm, const struct policy *p, struct slot_map *m, struct diags *d);
+void dyn_after_reload(struct daemon *dm, int r);
+/* Once no change waits for `nfbox confirm`: the entries of sets the policy
+ * in force dropped go (kept until then, for a rollback). */
+void dyn_settle(struct daemon *dm);
+struct client;
+void dyn_answer(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f);
+void dyn_tick(struct daemon *dm);
+
+#endif
