@@ -13,6 +13,7 @@
 
 #include "daemon/backend.h"
 #include "daemon/daemon_int.h"
+#include "daemon/rejects.h"
 #include "daemon/reload.h"
 #include "daemon/dynsets.h"
 #include "daemon/lasthit.h"
@@ -153,9 +154,7 @@ static int bpf_stats(struct daemon *dm, struct stats_report *out, bool zero)
 	out->log_rate_limited = bpf_packets_of(dm, NFB_CNT_LOG_LIMITED);
 	out->reject_rate_limited = bpf_packets_of(dm, NFB_CNT_REJECT_LIMITED);
 	out->reject_ring_full = bpf_packets_of(dm, NFB_CNT_REJECT_LOST);
-	out->reject_unanswerable = dm->rejects_unanswerable;
-	out->reject_send_failed = dm->reject_send_failed;
-	out->reject_replies = dm->rejects_sent;
+	rejects_counts(dm, &out->reject_replies, &out->reject_send_failed, &out->reject_unanswerable);
 	if (zero && dm->e)
 		bpf_zero_all(dm);
 	return 0;

@@ -103,12 +103,10 @@ struct daemon {
 	uint64_t log_dropped_seen; /* NFB_CNT_LOG_DROPPED already told to followers */
 	int nft_table;		   /* table inet nfbox: 1 present, 0 absent, -1 not known yet */
 	bool dropped_pins;	   /* --fresh done */
-	struct handler rejects, nflog;
-	struct ring_buffer *rejects_rb;
+	struct handler nflog;
 	struct rejecter *rejecter; /* rejects.c */
 	struct nflog *nflog_sock;  /* the nftables backend's verdict events */
 	uint64_t nflog_lost_seen;
-	uint64_t rejects_sent, reject_send_failed, rejects_unanswerable;
 	bool stop;	   /* leave the loop */
 	bool keep;	   /* ... leaving pins and table for the next daemon (stop keep) */
 	bool policy_fault; /* the last reload failed because of the policy file */

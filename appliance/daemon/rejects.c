@@ -33,8 +33,13 @@ enum {
 	S_COUNT
 };
 
+/* The rejects' state, the daemon's dm->rejecter: the raw sockets that
+ * answer, the classifier's ring they come from, and the counts. */
 struct rejecter {
+	struct handler h;
 	int fd[S_COUNT];
+	struct ring_buffer *rb;
+	uint64_t sent, send_failed, unanswerable;
 };
 
 /* Raw sockets that send and never queue what they would receive. */
@@ -78,12 +83,12 @@ static void send_reply(struct daemon *dm, const struct reject_reply *rp)
 	memcpy(&s4.sin_addr, rp->dst, 4);
 	memcpy(&s6.sin6_addr, rp->dst, 16);
 	if (sendto(fd, rp->buf, rp->len, 0, to, v4 ? sizeof(s4) : sizeof(s6)) < 0) {
-		if (!dm->reject_send_failed++)
+		if (!rj->send_failed++)
 			log_warn("cannot send a reject reply: %s (counted in stats as reject_send_failed)",
 				 strerror(errno));
 		return;
 	}
-	dm->rejects_sent++;
+	rj->sent++;
 }
 
 static int on_reject(void *ctx, void *data, size_t size)
@@ -102,7 +107,7 @@ static int on_reject(void *ctx, void *data, size_t size)
 	if (size < sizeof(*e) || e->kind >= sizeof(kinds) / sizeof(kinds[0]) || e->len > sizeof(e->data))
 		return 0;
 	if (reject_build(e->data, e->len, e->family == NFB_FAM_IPV4 ? AF_INET : AF_INET6, kinds[e->kind], &rp) < 0) {
-		dm->rejects_unanswerable++; /* an ICMP error, a broadcast...: never answered */
+		dm->rejecter->unanswerable++; /* an ICMP error, a broadcast...: never answered */
 		return 0;
 	}
 	send_reply(dm, &rp);
@@ -111,7 +116,7 @@ static int on_reject(void *ctx, void *data, size_t size)
 
 static void on_rejects(struct daemon *dm, struct handler *h, uint32_t events)
 {
-	ring_buffer__consume(dm->rejects_rb);
+	ring_buffer__consume(dm->rejecter->rb);
 }
 
 int rejects_open(struct daemon *dm, struct diags *d)
@@ -129,21 +134,35 @@ int rejects_open(struct daemon *dm, struct diags *d)
 	for (int i = 0; i < S_COUNT; i++)
 		if ((rj->fd[i] = raw_socket(af[i], proto[i])) < 0)
 			return diag_errno(d, rj->fd[i], "cannot open a raw socket to answer rejected packets");
-	dm->rejects_rb = ring_buffer__new(engine_rejects_fd(dm->e), on_reject, dm, NULL);
-	if (!dm->rejects_rb)
+	rj->rb = ring_buffer__new(engine_rejects_fd(dm->e), on_reject, dm, NULL);
+	if (!rj->rb)
 		return diag_errno(d, -errno, "cannot open the reject ring buffer");
-	dm->rejects = (struct handler){ .fd = ring_buffer__epoll_fd(dm->rejects_rb), .fn = on_rejects };
-	if ((r = daemon_watch(dm, &dm->rejects)) < 0)
+	rj->h = (struct handler){ .fd = ring_buffer__epoll_fd(rj->rb), .fn = on_rejects };
+	if ((r = daemon_watch(dm, &rj->h)) < 0)
 		return diag_errno(d, r, "epoll");
 	return 0;
 }
 
+void rejects_counts(const struct daemon *dm, uint64_t *sent, uint64_t *send_failed, uint64_t *unanswerable)
+{
+	const struct rejecter *rj = dm->rejecter;
+
+	*sent = rj ? rj->sent : 0;
+	*send_failed = rj ? rj->send_failed : 0;
+	*unanswerable = rj ? rj->unanswerable : 0;
+}
+
+void rejects_zero(struct daemon *dm)
+{
+	if (dm->rejecter)
+		dm->rejecter->sent = dm->rejecter->send_failed = dm->rejecter->unanswerable = 0;
+}
+
 void rejects_close(struct daemon *dm)
 {
-	ring_buffer__free(dm->rejects_rb);
-	dm->rejects_rb = NULL;
 	if (!dm->rejecter)
 		return;
+	ring_buffer__free(dm->rejecter->rb);
 	for (int i = 0; i < S_COUNT; i++)
 		if (dm->rejecter->fd[i] >= 0)
 			close(dm->rejecter->fd[i]);

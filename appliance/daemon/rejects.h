@@ -10,5 +10,9 @@
  * or an ICMP error, marked NFB_REPLY_MARK. */
 int rejects_open(struct daemon *dm, struct diags *d);
 void rejects_close(struct daemon *dm);
+/* Replies sent, replies the kernel refused, rejected packets no reply may
+ * answer (an ICMP error, a broadcast); since the start or rejects_zero. */
+void rejects_counts(const struct daemon *dm, uint64_t *sent, uint64_t *send_failed, uint64_t *unanswerable);
+void rejects_zero(struct daemon *dm);
 
 #endif

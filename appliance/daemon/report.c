@@ -10,6 +10,7 @@
 #include "daemon/daemon_int.h"
 #include "daemon/fingerprint.h"
 #include "daemon/links.h"
+#include "daemon/rejects.h"
 #include "daemon/report.h"
 #include "base/log.h"
 #include "nft/emit.h"
@@ -116,7 +117,7 @@ int report_stats(struct daemon *dm, struct stats_report *out, bool zero)
 		return r;
 	}
 	if (zero) {
-		dm->rejects_unanswerable = dm->reject_send_failed = dm->rejects_sent = 0;
+		rejects_zero(dm);
 		log_info("counters set to 0 (nfbox stats --zero)");
 	}
 	return daemon_captures_report(dm, true, &out->caps, &out->ncaps);
