@@ -152,10 +152,13 @@ static int wait_exit(int pidfd, int timeout_ms, struct diags *d)
  * "missed"; 0 for a verdict event or anything else), and why in reason. */
 static unsigned long long missed_of(const char *line, char *reason, size_t len)
 {
-	json_t *o = json_loads(line, JSON_DECODE_ANY, NULL), *m, *why;
+	json_t *o, *m, *why;
 	unsigned long long n = 0;
 
 	reason[0] = '\0';
+	if (!strstr(line, "\"missed\"")) /* most lines are verdict events: not parsed for nothing */
+		return 0;
+	o = json_loads(line, JSON_DECODE_ANY, NULL);
 	if (json_is_object(o) && json_is_integer(m = json_object_get(o, "missed")) && json_integer_value(m) > 0) {
 		n = (unsigned long long)json_integer_value(m);
 		if (json_is_string(why = json_object_get(o, "reason")))

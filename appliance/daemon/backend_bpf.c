@@ -25,12 +25,13 @@
 
 /* ---- enforcing ---- */
 
+/* The table of the BPF policy in force before (its conntrack and NAT). */
 static void bpf_restore_table(struct daemon *dm, const struct policy *old)
 {
 	struct diags tmp;
 
 	diags_init(&tmp);
-	if (old && daemon_nft_apply(dm, old, backend_of(old) == &backend_nftables, &tmp) < 0)
+	if (old && daemon_nft_apply(dm, old, false, &tmp) < 0)
 		log_err("cannot put the previous table inet %s back: %s", NFT_TABLE_NAME, diags_last(&tmp, ""));
 	diags_free(&tmp);
 }

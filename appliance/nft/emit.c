@@ -1004,31 +1004,26 @@ static void grace_period(void)
 
 /* After an in-place commit: the last counter maps, which no rule uses any
  * more, and then the last counters the new table does not have, deleted
- * once no packet can be looking into them. */
+ * once no packet can be looking into them (the deletes are built first;
+ * the kernel sees them only at the commit, after the grace period). */
 static int retire(const struct nfr_table *t)
 {
 	struct nft_batch *b;
-	uint32_t k = last.nsets;
-	bool any = false;
+	uint32_t k = last.nsets, n = 0;
 	int r;
 
-	if (!last.nmaps) {
-		for (uint32_t i = 0; i < last.ncounters && !any; i++)
-			any = nfr_counter_find(t, last.names[k + i]) == UINT32_MAX;
-		if (!any)
-			return 0;
-	}
 	if ((r = nft_batch_new(&b)) < 0)
 		return r;
-	grace_period();
-	for (uint32_t i = 0; i < last.nmaps && !r; i++)
+	for (uint32_t i = 0; i < last.nmaps && !r; i++, n++)
 		r = put_del(b, NFT_MSG_DELSET, last.names[k++], 0);
 	for (uint32_t i = 0; i < last.ncounters && !r; i++, k++)
-		if (nfr_counter_find(t, last.names[k]) == UINT32_MAX)
-			r = put_del(b, NFT_MSG_DELOBJ, last.names[k], NFT_OBJECT_COUNTER);
-	if (!r) {
+		if (nfr_counter_find(t, last.names[k]) == UINT32_MAX &&
+		    (r = put_del(b, NFT_MSG_DELOBJ, last.names[k], NFT_OBJECT_COUNTER)) == 0)
+			n++;
+	if (!r && n) {
 		struct diags d;
 
+		grace_period();
 		diags_init(&d);
 		r = nft_batch_commit(b, &d);
 		diags_free(&d);
@@ -1095,9 +1090,8 @@ static int transaction(const struct nfr_table *t, uint32_t flags, struct diags *
 		if (r == 0) {
 			diags_free(&tmp);
 			if ((r = retire(t)) < 0) {
-				log_warn("the last counter maps of table inet %s could not be deleted (%s); the next "
-					 "reload "
-					 "replaces the table whole",
+				log_warn("the last counter maps of table inet %s could not be deleted (%s); "
+					 "the next reload replaces the table whole",
 					 NFT_TABLE_NAME, strerror(-r));
 				applied_forget();
 				return 0;
