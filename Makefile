@@ -45,7 +45,7 @@ WARN    := -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
 CPPFLAGS ?=
 LDFLAGS ?=
-# Includes are folder-qualified ("policy/policy.h", "engine/engine.h",
+# Includes are folder-qualified ("policy/policy.h", "backend/bpf/engine/engine.h",
 # "bpf/nfbox.h", "bpf/nfbox_filter.skel.h" from $(B)); -iquote keeps the
 # project's folders out of the <...> search. -MMD -MP: each object depends on
 # the headers it includes.
@@ -54,7 +54,7 @@ BASE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -DNFBOX_VERSION='"$(VERSION)"' \
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 # The test build (build/asan/) also takes NFBOX_TEST_PLANT=BUG from the
 # environment: a bug planted on purpose, which the differential test must
-# catch (appliance/nft/build.c). The release build has no such switch.
+# catch (appliance/backend/nftables/nft/build.c). The release build has no such switch.
 TEST_DEFS := -DNFBOX_TEST_PLANT
 
 # BPF objects are built for the target architecture's kernel types: the
@@ -72,7 +72,7 @@ POLICY_SRCS := $(BASE_SRCS) $(sort $(shell find policy -name '*.c'))
 APP_SRCS    := $(sort $(shell find appliance -name '*.c'))
 APP_MAIN    := appliance/cli/main.c
 # What the fuzzer links: the language and the BPF backend's compiler.
-COMPILE_SRCS := $(sort $(shell find appliance/engine/compile -name '*.c'))
+COMPILE_SRCS := $(sort $(shell find appliance/backend/bpf/compile -name '*.c'))
 APP_LIB_SRCS := $(filter-out $(APP_MAIN),$(APP_SRCS))
 BPF_SRCS    := $(wildcard bpf/*.bpf.c)
 BPF_OBJS    := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
@@ -183,7 +183,7 @@ $(B)/bench_%: $(call rel_obj,tests/bench/bench_%.c) $(call rel_obj,$(APP_LIB_SRC
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 
 # libFuzzer harness: clang, with ASan+UBSan, over the policy loader only.
-$(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(COMPILE_SRCS) $(shell find base policy appliance/engine -name '*.h')
+$(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(COMPILE_SRCS) $(shell find base policy appliance/backend/bpf/engine -name '*.h')
 	$(call msg,FUZZ,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -iquote . -iquote appliance -fsanitize=fuzzer,address,undefined \

@@ -2,7 +2,7 @@
 /*
  * nfbox engine ABI: the layout of the BPF maps that the fixed netfilter
  * classifier (bpf/nfbox_filter.bpf.c) reads and that user space
- * (appliance/engine/compile/ encodes, appliance/engine/ loads) writes.
+ * (appliance/backend/bpf/compile/ encodes, appliance/backend/bpf/engine/ loads) writes.
  * Included by BPF code (after vmlinux.h) and by user space. Change it only together with both sides.
  *
  * Classification is a linear bit-vector search: every rule of a hook has a
@@ -175,7 +175,7 @@ struct nfb_range6 {
  * more. The loader allows POLICY_MAX_PREFIXES (2,000,000) in sets and as
  * many again written in rules, so one hook, family and direction has at
  * most 2 * 4,000,000 + 1 ranges: the bisection's 24 steps reach 2^24 of
- * them (a static assertion in appliance/engine/gen.c says so). The maps'
+ * them (a static assertion in appliance/backend/bpf/engine/gen.c says so). The maps'
  * template size; each generation's maps are sized to what they hold. */
 #define NFB_RANGE_MAX_ENTRIES (2 * 2000000 + 2 * NFB_HOOK_MAX)
 #define NFB_RANGE_STEPS	      24 /* bisection steps: ranges of one hook, family and direction < 2^24 */

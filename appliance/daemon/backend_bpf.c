@@ -20,8 +20,8 @@
 #include "daemon/events.h"
 #include "daemon/report.h"
 #include "base/log.h"
-#include "nft/batch.h"
-#include "nft/emit.h"
+#include "backend/nftables/nft/batch.h"
+#include "backend/nftables/nft/emit.h"
 
 /* ---- enforcing ---- */
 

@@ -17,10 +17,10 @@
 #include "daemon/events.h"
 #include "daemon/report.h"
 #include "base/log.h"
-#include "nft/batch.h"
-#include "nft/build.h"
-#include "nft/counters.h"
-#include "nft/emit.h"
+#include "backend/nftables/nft/batch.h"
+#include "backend/nftables/nft/build.h"
+#include "backend/nftables/nft/counters.h"
+#include "backend/nftables/nft/emit.h"
 
 /* The table first; the classifier, if one was enforcing, is unhooked
  * only once the table is in force. */

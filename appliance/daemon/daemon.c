@@ -30,8 +30,8 @@
 #include "daemon/ha.h"
 #include "base/cleanup.h"
 #include "base/log.h"
-#include "nft/batch.h"
-#include "nft/emit.h"
+#include "backend/nftables/nft/batch.h"
+#include "backend/nftables/nft/emit.h"
 #include "system/sdnotify.h"
 
 /* ---- signals ---- */

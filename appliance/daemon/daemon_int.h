@@ -16,9 +16,9 @@
 
 #include "control/proto.h"
 #include "daemon/daemon.h"
-#include "engine/engine.h"
+#include "backend/bpf/engine/engine.h"
 #include "dynset/dynset.h"
-#include "engine/slots.h"
+#include "backend/bpf/engine/slots.h"
 #include "system/netns.h"
 #include "system/pins.h"
 

@@ -19,7 +19,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "netlink/nflog.h"
-#include "nft/build.h"
+#include "backend/nftables/nft/build.h"
 
 /* Event times are CLOCK_MONOTONIC (bpf_ktime_get_ns); shown as wall time. */
 static double wall_time_of(uint64_t mono_ns)

@@ -17,7 +17,7 @@
 
 #include "daemon/daemon_int.h"
 #include "daemon/lasthit.h"
-#include "nft/counters.h"
+#include "backend/nftables/nft/counters.h"
 
 #define LASTHIT_PERIOD_MS   1000
 #define LASTHIT_COST_FACTOR 20

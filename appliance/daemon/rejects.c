@@ -23,7 +23,7 @@
 #include "daemon/daemon_int.h"
 #include "daemon/rejects.h"
 #include "base/log.h"
-#include "reject/build.h"
+#include "backend/bpf/reject/build.h"
 
 enum {
 	S_RAW4,

@@ -13,7 +13,7 @@
 #include "daemon/rejects.h"
 #include "daemon/report.h"
 #include "base/log.h"
-#include "nft/emit.h"
+#include "backend/nftables/nft/emit.h"
 
 int report_status(struct daemon *dm, struct status_report *out)
 {

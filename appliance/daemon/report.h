@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "capture/capture.h"
-#include "engine/engine.h"
+#include "backend/bpf/engine/engine.h"
 #include "ha/parse.h"
 
 struct daemon;

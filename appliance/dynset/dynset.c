@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/compile/plan.h"
+#include "backend/bpf/compile/plan.h"
 #include "policy/syntax/parse.h"
 
 #define MAX_REASONS 8 /* refusals explained per change; the rest are counted */

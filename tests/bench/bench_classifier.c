@@ -38,12 +38,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "backend/bpf/engine/engine.h"
 #include "base/log.h"
 #include "lib/liblog.h"
-#include "engine/compile/plan.h"
+#include "backend/bpf/compile/plan.h"
 #include "policy/policy.h"
-#include "engine/slots.h"
+#include "backend/bpf/engine/slots.h"
 
 /* The kernel's struct nf_hook_state (include/linux/netfilter.h), which is
  * what BPF_PROG_TEST_RUN takes as ctx_in for netfilter programs (it builds

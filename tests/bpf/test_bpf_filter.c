@@ -33,7 +33,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "engine/compile/bitvec.h"
+#include "backend/bpf/compile/bitvec.h"
 #include "bpf/nfbox.h"
 #include "bpf/nfbox_filter.skel.h"
 #include "tests/lib/check.h"

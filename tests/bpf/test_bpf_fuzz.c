@@ -25,8 +25,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "engine/engine.h"
-#include "engine/slots.h"
+#include "backend/bpf/engine/engine.h"
+#include "backend/bpf/engine/slots.h"
 #include "tests/lib/check.h"
 #include "tests/lib/ref.h"
 

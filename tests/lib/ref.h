@@ -16,7 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine/compile/plan.h"
+#include "backend/bpf/compile/plan.h"
 
 /* A packet as the classifier keys it. */
 struct ref_pkt {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Line and branch coverage of the code that decides verdicts: the policy
-# language (policy/), the BPF backend's compiler (appliance/engine/compile/)
-# and the nftables builder (appliance/nft/), under every suite of make
+# language (policy/), the BPF backend's compiler (appliance/backend/bpf/compile/)
+# and the nftables builder (appliance/backend/nftables/nft/), under every suite of make
 # check. `make coverage` builds the test build with gcov instead of the
 # sanitizers (build/cov), runs tests/run.sh on it, then this prints one
 # line per folder and fails when a folder's lines are under its target.
@@ -20,7 +20,7 @@ tmp=$(mktemp -d /tmp/nfbox-coverage.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
 printf '%-28s %8s %8s %10s\n' folder lines branches "(lines)"
-for dir in policy appliance/engine/compile appliance/nft; do
+for dir in policy appliance/backend/bpf/compile appliance/backend/nftables/nft; do
 	out=$(gcovr --root . --object-directory "$B/asan/obj" --filter "$dir/" --print-summary \
 		--gcov-ignore-parse-errors --txt "$tmp/report.txt" 2>/dev/null)
 	lines=$(sed -n 's/^lines: *\([0-9.]*\)% (\([0-9]*\) out of \([0-9]*\)).*/\1 \2\/\3/p' <<<"$out")

@@ -23,7 +23,7 @@
 # (keep the copy, /tmp/nfbox-mutants.*).
 set -u
 cd "$(dirname "$0")/../.."
-FILES="appliance/engine/compile/compile.c appliance/engine/compile/encode.c appliance/engine/compile/bitvec.c appliance/nft/build.c appliance/nft/ir.c"
+FILES="appliance/backend/bpf/compile/compile.c appliance/backend/bpf/compile/encode.c appliance/backend/bpf/compile/bitvec.c appliance/backend/nftables/nft/build.c appliance/backend/nftables/nft/ir.c"
 SUITES="test_nft test_enomem test_compile test_bpf_fuzz test_golden test_limits"
 N=${NFBOX_MUTANTS:-80}
 SEED=${NFBOX_MUTANT_SEED:-1}

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "tests/lib/check.h"
-#include "engine/compile/plan.h"
+#include "backend/bpf/compile/plan.h"
 #include "tests/lib/ref.h"
 
 /* As the engine resolves an interface (gen.c): its entry, else the miss vector. */

@@ -17,8 +17,8 @@
 #include <sanitizer/common_interface_defs.h>
 
 #include "../lib/check.h"
-#include "engine/compile/plan.h"
-#include "nft/build.h"
+#include "backend/bpf/compile/plan.h"
+#include "backend/nftables/nft/build.h"
 #include "policy/policy.h"
 
 static long fail_at = -1; /* the allocation that fails (counted from 1); -1: none */

@@ -4,7 +4,7 @@
 #   - base/ (diagnostics, cleanup, JSON, log) includes only base/;
 #   - policy/ (the language) includes nothing of appliance/ or bpf/;
 #   - bpf/ includes only bpf/ (and the checked-in vmlinux.h);
-#   - includes are folder-qualified ("engine/engine.h", not "engine.h");
+#   - includes are folder-qualified ("backend/bpf/engine/engine.h", not "engine.h");
 #   - the include graph between rooms has no cycle.
 set -u
 cd "$(dirname "$0")/../.."

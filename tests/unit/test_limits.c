@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "../lib/check.h"
-#include "engine/compile/plan.h"
-#include "nft/build.h"
+#include "backend/bpf/compile/plan.h"
+#include "backend/nftables/nft/build.h"
 #include "policy/policy.h"
 
 /* A growing YAML text. */

@@ -18,10 +18,10 @@
 
 #include "../lib/check.h"
 #include "dynset/dynset.h"
-#include "nft/batch.h"
-#include "nft/build.h"
-#include "nft/emit.h"
-#include "nft/print.h"
+#include "backend/nftables/nft/batch.h"
+#include "backend/nftables/nft/build.h"
+#include "backend/nftables/nft/emit.h"
+#include "backend/nftables/nft/print.h"
 #include "policy/policy.h"
 #include "policy/syntax/parse.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The reject replies (appliance/reject/build.c): packets crafted byte by
+ * The reject replies (appliance/backend/bpf/reject/build.c): packets crafted byte by
  * byte, replies read back field by field, checksums verified by a routine
  * of this file's own (a whole message sums to 0xffff).
  */
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "reject/build.h"
+#include "backend/bpf/reject/build.h"
 #include "tests/lib/check.h"
 
 #define SRC4  "192.0.2.1"

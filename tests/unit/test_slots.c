@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Counter slot bookkeeping (appliance/engine/slots.c), without an engine:
+ * Counter slot bookkeeping (appliance/backend/bpf/engine/slots.c), without an engine:
  * a rule keeps its slot across reloads while it keeps its hook and name; a
  * new rule gets a slot no live rule has; slots of removed rules are given
  * back on commit and reused; a failed reload (abort) gives back what it
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/slots.h"
+#include "backend/bpf/engine/slots.h"
 #include "tests/lib/check.h"
 
 struct loaded {

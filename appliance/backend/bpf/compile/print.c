@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/compile/plan.h"
+#include "backend/bpf/compile/plan.h"
 #include "base/json.h"
 
 static const char *const field_names[NFB_F_MAX] = { "in", "out", "src", "dst", "l4", "sport", "ct" };

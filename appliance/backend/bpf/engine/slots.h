@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "engine/engine.h"
+#include "backend/bpf/engine/engine.h"
 
 struct slot_table {
 	char **name;	/* by slot: "HOOK:RULE", NULL if free */

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "engine/compile/bitvec.h"
+#include "backend/bpf/compile/bitvec.h"
 #include "bpf/nfbox.h"
 #include "policy/policy.h"
 

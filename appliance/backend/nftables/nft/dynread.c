@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-#include "nft/dynread.h"
+#include "backend/nftables/nft/dynread.h"
 
 #include <errno.h>
 #include <libnftnl/set.h>
@@ -12,8 +12,8 @@
 #include <time.h>
 
 #include "netlink/nl.h"
-#include "nft/batch.h"
-#include "nft/ir.h"
+#include "backend/nftables/nft/batch.h"
+#include "backend/nftables/nft/ir.h"
 
 /* ---- the dynamic sets' names: d_NAME_4, d_NAME_6 ---- */
 

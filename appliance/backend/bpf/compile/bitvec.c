@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-#include "engine/compile/bitvec.h"
+#include "backend/bpf/compile/bitvec.h"
 
 #include <errno.h>
 #include <stdlib.h>

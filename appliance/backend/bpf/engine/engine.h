@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/compile/plan.h"
+#include "backend/bpf/compile/plan.h"
 
 /* One netfilter link of the classifier, as status shows it. */
 struct engine_link {

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/compile/plan.h"
+#include "backend/bpf/compile/plan.h"
 #include "base/diag.h"
 
 struct stored {

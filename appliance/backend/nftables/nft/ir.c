@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-#include "nft/ir.h"
+#include "backend/nftables/nft/ir.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/engine_int.h"
+#include "backend/bpf/engine/engine_int.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "lib/nfhook.h"

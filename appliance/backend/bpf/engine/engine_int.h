@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "engine/engine.h"
+#include "backend/bpf/engine/engine.h"
 
 /* Written in nfb_ctl.abi: pinned state of another layout is not adopted.
  * 2: nfb_ctl carries the network namespace; one log-rate bucket for all CPUs.

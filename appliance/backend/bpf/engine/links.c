@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "engine/engine_int.h"
+#include "backend/bpf/engine/engine_int.h"
 #include "lib/nfhook.h"
 
 static const uint32_t nf_pf[NFB_FAM_MAX] = { NFPROTO_IPV4, NFPROTO_IPV6 };

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#include "nft/ir.h"
+#include "backend/nftables/nft/ir.h"
 
 struct nft_counters {
 	struct nfr_counter *v; /* sorted by name */

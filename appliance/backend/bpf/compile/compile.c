@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/compile/plan.h"
+#include "backend/bpf/compile/plan.h"
 
 /* ---- vector interning ------------------------------------------------ */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-#include "reject/build.h"
+#include "backend/bpf/reject/build.h"
 
 #include <errno.h>
 #include <netinet/in.h>

@@ -6,7 +6,7 @@
 
 #include <stdio.h>
 
-#include "nft/ir.h"
+#include "backend/nftables/nft/ir.h"
 
 void nfr_print(const struct nfr_table *t, FILE *f);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-#include "nft/print.h"
+#include "backend/nftables/nft/print.h"
 
 /* glibc's <netinet/in.h> before the kernel's headers, so they step aside. */
 #include <netinet/in.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "lib/nfhook.h"
-#include "nft/batch.h"
+#include "backend/nftables/nft/batch.h"
 
 /* nft's name in `meta l4proto` (its own for ICMPv6), else the number. */
 static const char *proto_name(uint32_t p, char *buf, size_t len)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-#include "engine/slots.h"
+#include "backend/bpf/engine/slots.h"
 
 #include <errno.h>
 #include <stdio.h>

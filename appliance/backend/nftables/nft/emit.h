@@ -5,7 +5,7 @@
 
 #include <stdbool.h>
 
-#include "nft/ir.h"
+#include "backend/nftables/nft/ir.h"
 
 /* Replace table inet nfbox with t, whole or not at all: 0, or -errno with
  * the kernel's refusal in d, at the policy element that made the refused

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-#include "nft/batch.h"
+#include "backend/nftables/nft/batch.h"
 
 #include <errno.h>
 #include <libnftnl/common.h>

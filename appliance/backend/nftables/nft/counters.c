@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
-#include "nft/counters.h"
+#include "backend/nftables/nft/counters.h"
 
 #include <errno.h>
 #include <libnftnl/object.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 
 #include "netlink/nl.h"
-#include "nft/batch.h"
+#include "backend/nftables/nft/batch.h"
 
 struct acc {
 	struct nft_counters *c;

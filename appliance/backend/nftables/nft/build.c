@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* A policy as table inet nfbox (build.h). */
-#include "nft/build.h"
+#include "backend/nftables/nft/build.h"
 
 #include "dynset/dynset.h"
 #include "lib/nfhook.h"
 #include "lib/plant.h"
-#include "nft/batch.h"
+#include "backend/nftables/nft/batch.h"
 
 /* glibc's <netinet/in.h> before the kernel's headers, so they step aside. */
 #include <netinet/in.h>

@@ -22,7 +22,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "engine/engine_int.h"
+#include "backend/bpf/engine/engine_int.h"
 #include "base/log.h"
 
 /* u32 units between two elements of a u32-valued array map: the kernel

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "engine/engine_int.h"
+#include "backend/bpf/engine/engine_int.h"
 
 union dyn_key {
 	struct nfb_dyn4_key k4;

@@ -5,7 +5,7 @@
  * it, so that it is replaced whole or not at all; or, when this process
  * made the table, replaced in place (put_in_place, retire).
  */
-#include "nft/emit.h"
+#include "backend/nftables/nft/emit.h"
 
 /* glibc's <netinet/in.h> before the kernel's headers, so they step aside. */
 #include <netinet/in.h>
@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
-#include "nft/batch.h"
+#include "backend/nftables/nft/batch.h"
 
 /* nft's datatype numbers (its "type ..." of a set), so that `nft list`
  * shows the elements as addresses, ports and names. */

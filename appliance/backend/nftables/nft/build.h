@@ -19,7 +19,7 @@
 #ifndef NFBOX_NFT_BUILD_H
 #define NFBOX_NFT_BUILD_H
 
-#include "nft/ir.h"
+#include "backend/nftables/nft/ir.h"
 
 struct dynsets;
 
