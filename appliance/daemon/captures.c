@@ -67,7 +67,7 @@ static void dcap_stop(struct daemon *dm, struct dcap *d)
 
 	if (!d->c)
 		return;
-	daemon_unwatch(dm, &d->done);
+	loop_unwatch(&dm->loop, &d->done);
 	r = capture_stop(d->c, &d->last);
 	d->c = NULL;
 	if (r < 0)
@@ -86,8 +86,9 @@ static void dcap_free(struct daemon *dm, struct dcap *d)
 }
 
 /* The capture ended by itself (interface gone, packet limit). */
-static void on_done(struct daemon *dm, struct handler *h, uint32_t events)
+static void on_done(struct handler *h, uint32_t events)
 {
+	struct daemon *dm = h->ctx;
 	struct dcap *d = (struct dcap *)h; /* done is the first member */
 	struct capture_stats st;
 
@@ -126,8 +127,8 @@ static int dcap_start(struct daemon *dm, struct dcap *d, struct diags *report)
 	}
 	diags_free(&why);
 	capture_get_info(d->c, &d->info);
-	d->done = (struct handler){ .fd = capture_done_fd(d->c), .fn = on_done };
-	daemon_watch(dm, &d->done);
+	d->done = (struct handler){ .fd = capture_done_fd(d->c), .fn = on_done, .ctx = dm };
+	loop_watch(&dm->loop, &d->done);
 	log_info("capture %s: %s, %u queue(s), %s XDP, %s, to %s", d->name, d->info.ifname, d->info.nqueues,
 		 capture_xdp_mode_name(d->info.xdp_mode), d->info.zerocopy ? "zero-copy" : "copy mode", d->conf->file);
 	return 0;

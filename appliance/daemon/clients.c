@@ -35,6 +35,35 @@
 #include "base/log.h"
 #include "system/files.h"
 
+#define DAEMON_MAX_CLIENTS 64
+
+struct client {
+	struct handler h;
+	bool follow;  /* `nfbox log`: receives verdict events */
+	bool closing; /* the reply is queued: close once it is written */
+	bool dead;
+	bool root;	 /* may do anything; else status, stats and log */
+	bool want_write; /* EPOLLOUT is watched */
+	bool waiting;	 /* its reload runs in a thread: answered when it is done */
+	uint64_t serial; /* which connection this is (a freed client's memory is reused) */
+	uid_t uid;
+	int fd_passed;	 /* a file sent with the request (SCM_RIGHTS), or -1 */
+	time_t since;	 /* accepted, or the last progress writing */
+	uint64_t missed; /* events a follower could not take */
+	size_t len;
+	char buf[CTL_MAX_REQUEST + 1];
+	char *out; /* queued output: out[out_off .. out_len) */
+	size_t out_len, out_off, out_cap;
+};
+
+/* The control socket's state (the daemon's dm->clients). */
+struct clients {
+	struct handler listener;
+	struct client *v[DAEMON_MAX_CLIENTS];
+	int n;
+	gid_t socket_gid; /* --socket-group, (gid_t)-1 if none */
+};
+
 #define CLIENT_REQUEST_SECS 5
 #define CLIENT_WRITE_SECS   30
 #define CLIENT_MAX_REPLY    (64u << 20) /* a reply larger than this is an error */
@@ -53,9 +82,7 @@ _Static_assert(CLIENT_ROOT_SLOTS + CLIENT_PER_UID <= DAEMON_MAX_CLIENTS && CLIEN
 
 static void want_write(struct daemon *dm, struct client *c, bool on)
 {
-	struct epoll_event ev = { .events = EPOLLIN | (on ? EPOLLOUT : 0), .data.ptr = &c->h };
-
-	if (c->want_write != on && epoll_ctl(dm->epfd, EPOLL_CTL_MOD, c->h.fd, &ev) == 0)
+	if (c->want_write != on && loop_want_write(&dm->loop, &c->h, on) == 0)
 		c->want_write = on;
 }
 
@@ -69,8 +96,9 @@ static int held_by(const struct daemon *dm, uid_t uid, bool follow_only)
 {
 	int n = 0;
 
-	for (int i = 0; i < dm->nclients; i++)
-		n += dm->clients[i]->uid == uid && !dm->clients[i]->dead && (!follow_only || dm->clients[i]->follow);
+	for (int i = 0; i < dm->clients->n; i++)
+		n += dm->clients->v[i]->uid == uid && !dm->clients->v[i]->dead &&
+		     (!follow_only || dm->clients->v[i]->follow);
 	return n;
 }
 
@@ -146,10 +174,12 @@ static void reply_str(struct daemon *dm, struct client *c, const char *text)
 	reply(dm, c, text, strlen(text));
 }
 
-static void clients_broadcast(struct daemon *dm, const char *line, size_t len)
+static void clients_broadcast(void *arg, const char *line, size_t len)
 {
-	for (int i = 0; i < dm->nclients; i++) {
-		struct client *c = dm->clients[i];
+	struct daemon *dm = arg;
+
+	for (int i = 0; i < dm->clients->n; i++) {
+		struct client *c = dm->clients->v[i];
 
 		if (!c->follow || c->dead)
 			continue;
@@ -173,8 +203,8 @@ struct reload_wait {
 
 static struct client *client_alive(struct daemon *dm, struct client *c, uint64_t serial)
 {
-	for (int i = 0; i < dm->nclients; i++)
-		if (dm->clients[i] == c && c->serial == serial && !c->dead)
+	for (int i = 0; i < dm->clients->n; i++)
+		if (dm->clients->v[i] == c && c->serial == serial && !c->dead)
 			return c;
 	return NULL; /* it went away meanwhile */
 }
@@ -400,7 +430,7 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 	else if (req->verb == CTL_DIFF)
 		answer_diff(dm, c, req, f);
 	else if (req->verb >= CTL_SET_ADD && req->verb <= CTL_SET_FLUSH)
-		dyn_answer(dm, c, req, f);
+		dyn_answer(dm, &(struct dyn_caller){ .uid = c->uid, .fd = c->fd_passed }, req, f);
 	else
 		r = answer_report(dm, req, f);
 	if (fclose(f) != 0 || r < 0)
@@ -455,8 +485,9 @@ static ssize_t read_some(struct client *c)
 	return n;
 }
 
-static void on_client(struct daemon *dm, struct handler *h, uint32_t events)
+static void on_client(struct handler *h, uint32_t events)
 {
+	struct daemon *dm = h->ctx;
 	struct client *c = (struct client *)h; /* h is the first member */
 	ssize_t n;
 	char *nl;
@@ -513,7 +544,7 @@ static bool credentials(struct daemon *dm, struct client *c)
 		return false;
 	c->uid = cred.uid;
 	c->root = cred.uid == 0;
-	return c->root || (dm->socket_gid != (gid_t)-1 && in_group(c->h.fd, dm->socket_gid, &cred));
+	return c->root || (dm->clients->socket_gid != (gid_t)-1 && in_group(c->h.fd, dm->clients->socket_gid, &cred));
 }
 
 static void turn_away(int fd, const char *why)
@@ -527,11 +558,11 @@ static void turn_away(int fd, const char *why)
  * more than CLIENT_PER_UID at once. */
 static const char *no_slot(const struct daemon *dm, const struct client *c, char *buf, size_t len)
 {
-	if (dm->nclients == DAEMON_MAX_CLIENTS)
+	if (dm->clients->n == DAEMON_MAX_CLIENTS)
 		return CTL_REPLY_ERROR "busy: every control connection is taken; try again in a few seconds\n";
 	if (c->root)
 		return NULL;
-	if (dm->nclients >= DAEMON_MAX_CLIENTS - CLIENT_ROOT_SLOTS)
+	if (dm->clients->n >= DAEMON_MAX_CLIENTS - CLIENT_ROOT_SLOTS)
 		return CTL_REPLY_ERROR
 			"busy: the control connections left are kept for root; try again in a few seconds\n";
 	if (held_by(dm, c->uid, false) >= CLIENT_PER_UID) {
@@ -542,8 +573,9 @@ static const char *no_slot(const struct daemon *dm, const struct client *c, char
 	return NULL;
 }
 
-static void on_listener(struct daemon *dm, struct handler *h, uint32_t events)
+static void on_listener(struct handler *h, uint32_t events)
 {
+	struct daemon *dm = h->ctx;
 	int fd = accept4(h->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	static uint64_t serial;
 	const char *why;
@@ -559,7 +591,7 @@ static void on_listener(struct daemon *dm, struct handler *h, uint32_t events)
 		return;
 	}
 	*c = (struct client){
-		.h = { .fd = fd, .fn = on_client }, .fd_passed = -1, .since = time(NULL), .serial = ++serial
+		.h = { .fd = fd, .fn = on_client, .ctx = dm }, .fd_passed = -1, .since = time(NULL), .serial = ++serial
 	};
 	/* Who it is first: its share of the slots depends on it. */
 	if (!credentials(dm, c))
@@ -571,33 +603,33 @@ static void on_listener(struct daemon *dm, struct handler *h, uint32_t events)
 		free(c);
 		return;
 	}
-	if (daemon_watch(dm, &c->h) < 0) {
+	if (loop_watch(&dm->loop, &c->h) < 0) {
 		close(fd);
 		free(c);
 		return;
 	}
-	dm->clients[dm->nclients++] = c;
+	dm->clients->v[dm->clients->n++] = c;
 }
 
 /* ---- bookkeeping ---- */
 
 static void client_drop(struct daemon *dm, int i)
 {
-	struct client *c = dm->clients[i];
+	struct client *c = dm->clients->v[i];
 
-	daemon_unwatch(dm, &c->h);
+	loop_unwatch(&dm->loop, &c->h);
 	close(c->h.fd);
 	if (c->fd_passed >= 0)
 		close(c->fd_passed);
 	free(c->out);
 	free(c);
-	dm->clients[i] = dm->clients[--dm->nclients];
+	dm->clients->v[i] = dm->clients->v[--dm->clients->n];
 }
 
 void clients_reap(struct daemon *dm)
 {
-	for (int i = dm->nclients - 1; i >= 0; i--)
-		if (dm->clients[i]->dead)
+	for (int i = dm->clients->n - 1; i >= 0; i--)
+		if (dm->clients->v[i]->dead)
 			client_drop(dm, i);
 }
 
@@ -607,8 +639,8 @@ void clients_tick(struct daemon *dm)
 {
 	time_t now = time(NULL);
 
-	for (int i = 0; i < dm->nclients; i++) {
-		struct client *c = dm->clients[i];
+	for (int i = 0; i < dm->clients->n; i++) {
+		struct client *c = dm->clients->v[i];
 
 		if (!c->follow && !c->closing && !c->waiting && now - c->since >= CLIENT_REQUEST_SECS)
 			reply_str(dm, c, CTL_REPLY_ERROR "request timed out: send one line within 5 seconds\n");
@@ -620,13 +652,22 @@ void clients_tick(struct daemon *dm)
 
 void clients_close_all(struct daemon *dm)
 {
-	while (dm->nclients)
-		client_drop(dm, dm->nclients - 1);
-	if (dm->listener.fd >= 0) {
-		daemon_unwatch(dm, &dm->listener);
-		close(dm->listener.fd);
-		dm->listener.fd = -1;
+	if (!dm->clients)
+		return;
+	while (dm->clients->n)
+		client_drop(dm, dm->clients->n - 1);
+	if (dm->clients->listener.fd >= 0) {
+		loop_unwatch(&dm->loop, &dm->clients->listener);
+		close(dm->clients->listener.fd);
+		dm->clients->listener.fd = -1;
 	}
+	free(dm->clients);
+	dm->clients = NULL;
+}
+
+bool clients_listening(const struct daemon *dm)
+{
+	return dm->clients && dm->clients->listener.fd >= 0;
 }
 
 /* ---- the socket ---- */
@@ -651,12 +692,12 @@ static int socket_group(struct daemon *dm, const char *path, struct diags *d)
 {
 	struct group *g;
 
-	dm->socket_gid = (gid_t)-1;
+	dm->clients->socket_gid = (gid_t)-1;
 	if (!dm->opts->socket_group)
 		return chmod(path, 0600) < 0 ? diag_errno(d, -errno, "chmod %s", path) : 0;
 	if (!(g = getgrnam(dm->opts->socket_group)))
 		return diag_fail(d, -ENOENT, "no group '%s' for --socket-group", dm->opts->socket_group);
-	dm->socket_gid = g->gr_gid;
+	dm->clients->socket_gid = g->gr_gid;
 	if (chown(path, 0, g->gr_gid) < 0 || chmod(path, 0660) < 0)
 		return diag_errno(d, -errno, "cannot give %s to group %s", path, g->gr_name);
 	return 0;
@@ -670,7 +711,11 @@ int clients_listen(struct daemon *dm, struct diags *d)
 	mode_t old;
 	int r;
 
-	dm->publish = clients_broadcast;
+	if (!(dm->clients = calloc(1, sizeof(*dm->clients))))
+		return diag_errno(d, -ENOMEM, "control socket");
+	dm->clients->listener.fd = -1;
+	dm->clients->socket_gid = (gid_t)-1;
+	eventlog_follow(dm->events, clients_broadcast, dm);
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return diag_fail(d, -ENAMETOOLONG, "control socket path %s is too long", path);
 	strcpy(sa.sun_path, path);
@@ -688,6 +733,6 @@ int clients_listen(struct daemon *dm, struct diags *d)
 		return diag_errno(d, -errno, "cannot create the control socket %s", path);
 	if ((r = socket_group(dm, path, d)) < 0)
 		return r;
-	dm->listener = (struct handler){ .fd = TAKE_FD(fd), .fn = on_listener };
-	return daemon_watch(dm, &dm->listener) < 0 ? diag_errno(d, -errno, "epoll") : 0;
+	dm->clients->listener = (struct handler){ .fd = TAKE_FD(fd), .fn = on_listener, .ctx = dm };
+	return loop_watch(&dm->loop, &dm->clients->listener) < 0 ? diag_errno(d, -errno, "epoll") : 0;
 }

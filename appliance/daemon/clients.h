@@ -8,6 +8,8 @@
 /* clients.c: the control socket. */
 int clients_listen(struct daemon *dm, struct diags *d);
 void clients_close_all(struct daemon *dm);
+/* The control socket is open (a start that fails removes it). */
+bool clients_listening(const struct daemon *dm);
 /* Drop the clients marked dead (after each round of the loop). */
 void clients_reap(struct daemon *dm);
 /* Once a second: timeouts. */

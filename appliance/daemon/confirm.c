@@ -34,6 +34,12 @@
 #include "system/files.h"
 #include "system/sdnotify.h"
 
+/* The change waiting for its confirmation, and what was pending before a
+ * reload --confirm began (back if it fails): the daemon's dm->confirm. */
+struct confirm {
+	struct confirm_pending pending, before;
+};
+
 #define SNAP_MAGIC     "nfbox-snapshot 1\n"
 #define SNAP_MAX_BYTES (1ull << 31)
 
@@ -48,6 +54,8 @@ int confirm_init(struct daemon *dm, struct diags *d)
 	FILE *f;
 	int r;
 
+	if (!(dm->confirm = calloc(1, sizeof(*dm->confirm))))
+		return diag_errno(d, -ENOMEM, "confirm");
 	if (!dm->state_dir[0])
 		return 0;
 	/* Made here as the socket's directory is: a daemon run from a build
@@ -63,9 +71,10 @@ int confirm_init(struct daemon *dm, struct diags *d)
 		log_warn("the state directory: %s", why);
 	if (state_path(dm, "pending", path, sizeof(path)) < 0 || !(f = fopen(path, "re")))
 		return 0;
-	dm->pending.active = fscanf(f, "deadline %lld since %lld", &dm->pending.deadline, &dm->pending.since) == 2;
+	dm->confirm->pending.active =
+		fscanf(f, "deadline %lld since %lld", &dm->confirm->pending.deadline, &dm->confirm->pending.since) == 2;
 	fclose(f);
-	if (!dm->pending.active)
+	if (!dm->confirm->pending.active)
 		log_warn("%s cannot be read; it is ignored", path);
 	return 0;
 }
@@ -99,7 +108,8 @@ int confirm_save(struct daemon *dm)
 static int write_pending(struct daemon *dm)
 {
 	char line[96];
-	int n = snprintf(line, sizeof(line), "deadline %lld since %lld\n", dm->pending.deadline, dm->pending.since);
+	int n = snprintf(line, sizeof(line), "deadline %lld since %lld\n", dm->confirm->pending.deadline,
+			 dm->confirm->pending.since);
 
 	return write_atomic(dm, "pending", line, (size_t)n);
 }
@@ -108,7 +118,7 @@ static void remove_pending(struct daemon *dm)
 {
 	char path[PATH_MAX];
 
-	dm->pending.active = false;
+	dm->confirm->pending.active = false;
 	if (state_path(dm, "pending", path, sizeof(path)) == 0 && unlink(path) < 0 && errno != ENOENT)
 		log_err("cannot remove %s: %s", path, strerror(errno));
 	dyn_settle(dm); /* dynamic sets the policy now in force dropped: their entries go */
@@ -151,11 +161,45 @@ static int take(char **p, const char *end, const char *word, size_t *n1, size_t 
 	return 0;
 }
 
+/* The snapshot's text (s->buf, size bytes) taken apart in place. */
+static int snapshot_parse(struct snapshot *s, size_t size)
+{
+	char *p = s->buf, *end = s->buf + size;
+	size_t n;
+
+	if (size < strlen(SNAP_MAGIC) || memcmp(p, SNAP_MAGIC, strlen(SNAP_MAGIC)))
+		return -EINVAL;
+	p += strlen(SNAP_MAGIC);
+	if (take(&p, end, "policy", &n, NULL) || (size_t)(end - p) < n + 1)
+		return -EINVAL;
+	s->policy = p;
+	p[n] = '\0';
+	p += n + 1;
+	while (p < end) {
+		size_t nn, tn;
+		struct snap_file *v;
+
+		if (take(&p, end, "file", &nn, &tn) || (size_t)(end - p) < nn + tn + 2)
+			return -EINVAL;
+		if (!(v = realloc(s->v, (s->n + 1) * sizeof(*v))))
+			return -EINVAL;
+		s->v = v;
+		v[s->n].name = p;
+		p[nn] = '\0';
+		p += nn + 1;
+		v[s->n].text = p;
+		v[s->n++].len = tn;
+		p += tn + 1;
+	}
+	return 0;
+}
+
 static int snapshot_read(const struct daemon *dm, struct snapshot *s)
 {
-	char path[PATH_MAX], *p, *end;
+	char path[PATH_MAX];
+	_cleanup_close_ int fd = -1;
 	struct stat st;
-	int fd, r = 0;
+	int r = 0;
 
 	memset(s, 0, sizeof(*s));
 	if ((r = state_path(dm, "confirmed.snap", path, sizeof(path))) < 0)
@@ -173,43 +217,11 @@ static int snapshot_read(const struct daemon *dm, struct snapshot *s)
 		else
 			got += (size_t)n;
 	}
-	close(fd);
-	if (r)
-		goto bad;
-	p = s->buf;
-	end = s->buf + st.st_size;
-	if ((size_t)st.st_size < strlen(SNAP_MAGIC) || memcmp(p, SNAP_MAGIC, strlen(SNAP_MAGIC)))
-		goto bad;
-	p += strlen(SNAP_MAGIC);
-	{
-		size_t n;
-
-		if (take(&p, end, "policy", &n, NULL) || (size_t)(end - p) < n + 1)
-			goto bad;
-		s->policy = p;
-		p[n] = '\0';
-		p += n + 1;
-	}
-	while (p < end) {
-		size_t nn, tn;
-		struct snap_file *v;
-
-		if (take(&p, end, "file", &nn, &tn) || (size_t)(end - p) < nn + tn + 2)
-			goto bad;
-		if (!(v = realloc(s->v, (s->n + 1) * sizeof(*v))))
-			goto bad;
-		s->v = v;
-		v[s->n].name = p;
-		p[nn] = '\0';
-		p += nn + 1;
-		v[s->n].text = p;
-		v[s->n++].len = tn;
-		p += tn + 1;
-	}
-	return 0;
-bad:
-	snapshot_free(s);
-	return r ? r : -EINVAL;
+	if (r == 0)
+		r = snapshot_parse(s, (size_t)st.st_size);
+	if (r < 0)
+		snapshot_free(s); /* the caller gets nothing of a snapshot it cannot use */
+	return r;
 }
 
 /* A file's text as an fd (memfd). */
@@ -275,13 +287,13 @@ int confirm_begin(struct daemon *dm, unsigned seconds, struct diags *d)
 		return diag_fail(d, -ENOENT,
 				 "no confirmed policy is saved in %s to roll back to; reload without --confirm first",
 				 dm->state_dir);
-	dm->pending_before = dm->pending;
-	if (!dm->pending.active)
-		dm->pending.since = now;
-	dm->pending.active = true;
-	dm->pending.deadline = now + (time_t)seconds;
+	dm->confirm->before = dm->confirm->pending;
+	if (!dm->confirm->pending.active)
+		dm->confirm->pending.since = now;
+	dm->confirm->pending.active = true;
+	dm->confirm->pending.deadline = now + (time_t)seconds;
 	if ((r = write_pending(dm)) < 0) {
-		dm->pending = dm->pending_before;
+		dm->confirm->pending = dm->confirm->before;
 		return diag_errno(d, r, "cannot write %s/pending", dm->state_dir);
 	}
 	return 0;
@@ -289,8 +301,8 @@ int confirm_begin(struct daemon *dm, unsigned seconds, struct diags *d)
 
 void confirm_begin_failed(struct daemon *dm)
 {
-	dm->pending = dm->pending_before;
-	if (dm->pending.active)
+	dm->confirm->pending = dm->confirm->before;
+	if (dm->confirm->pending.active)
 		write_pending(dm);
 	else
 		remove_pending(dm);
@@ -300,7 +312,7 @@ int confirm_done(struct daemon *dm, struct diags *d)
 {
 	int r;
 
-	if (!dm->pending.active)
+	if (!dm->confirm->pending.active)
 		return diag_fail(d, -ENOENT, "no change is waiting for a confirmation");
 	if ((r = confirm_save(dm)) < 0)
 		return diag_errno(d, r, "cannot save the policy as confirmed; it stays pending");
@@ -311,7 +323,7 @@ int confirm_done(struct daemon *dm, struct diags *d)
 
 void confirm_loaded(struct daemon *dm)
 {
-	if (dm->pending.active) {
+	if (dm->confirm->pending.active) {
 		log_info("a reload without --confirm while a change was pending: the new policy is confirmed");
 		remove_pending(dm);
 	}
@@ -347,6 +359,19 @@ void confirm_tick(struct daemon *dm)
 {
 	if (dm->reload_job)
 		return; /* once the reload running is done (it may be a confirm's own) */
-	if (dm->pending.active && time(NULL) >= dm->pending.deadline)
+	if (dm->confirm->pending.active && time(NULL) >= dm->confirm->pending.deadline)
 		confirm_rollback(dm, "no 'nfbox confirm' before the deadline", true);
+}
+
+void confirm_free(struct daemon *dm)
+{
+	free(dm->confirm);
+	dm->confirm = NULL;
+}
+
+const struct confirm_pending *confirm_pending(const struct daemon *dm)
+{
+	static const struct confirm_pending none;
+
+	return dm->confirm ? &dm->confirm->pending : &none;
 }

@@ -21,5 +21,13 @@ int confirm_done(struct daemon *dm, struct diags *d);
 /* running: a reload of the running daemon (systemd is told), not its start. */
 int confirm_rollback(struct daemon *dm, const char *why, bool running);
 void confirm_tick(struct daemon *dm);
+void confirm_free(struct daemon *dm);
+
+/* A change waiting for `nfbox confirm`. */
+struct confirm_pending {
+	bool active;
+	long long deadline, since; /* time(): rolls back at deadline; pending since */
+};
+const struct confirm_pending *confirm_pending(const struct daemon *dm);
 
 #endif

@@ -14,24 +14,20 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "daemon/backend.h"
+#include "daemon/backends.h"
 #include "daemon/daemon_int.h"
 #include "daemon/reload.h"
 #include "daemon/confirm.h"
 #include "daemon/state.h"
 #include "daemon/dynsets.h"
 #include "daemon/httpd.h"
-#include "daemon/lasthit.h"
 #include "daemon/clients.h"
 #include "daemon/links.h"
 #include "daemon/events.h"
-#include "daemon/rejects.h"
 #include "daemon/captures.h"
 #include "daemon/ha.h"
 #include "base/cleanup.h"
 #include "base/log.h"
-#include "backend/nftables/nft/batch.h"
-#include "backend/nftables/nft/emit.h"
 #include "system/sdnotify.h"
 
 /* ---- signals ---- */
@@ -58,28 +54,9 @@ void daemon_reload_sighup(struct daemon *dm)
 		log_err("reload on SIGHUP: cannot start it: %s", strerror(-r));
 }
 
-/* SIGUSR1: the --log file opened again by its name (after logrotate moved
- * it). The new file is opened before the old is closed: no event is
- * written to nowhere, and a failure keeps the old one. */
-static void reopen_log(struct daemon *dm)
+static void on_signal(struct handler *h, uint32_t events)
 {
-	const char *path = dm->opts->log;
-	FILE *f;
-
-	if (!path || !strcmp(path, "-") || !dm->logf)
-		return;
-	if (!(f = fopen(path, "ae"))) {
-		log_err("SIGUSR1: cannot open the log file %s again (%s); writing on to the one open", path,
-			strerror(errno));
-		return;
-	}
-	fclose(dm->logf);
-	dm->logf = f;
-	log_info("SIGUSR1: the log file %s opened again", path);
-}
-
-static void on_signal(struct daemon *dm, struct handler *h, uint32_t events)
-{
+	struct daemon *dm = h->ctx;
 	struct signalfd_siginfo si;
 
 	while (read(h->fd, &si, sizeof(si)) == sizeof(si)) {
@@ -88,7 +65,7 @@ static void on_signal(struct daemon *dm, struct handler *h, uint32_t events)
 			continue;
 		}
 		if (si.ssi_signo == SIGUSR1) {
-			reopen_log(dm);
+			eventlog_reopen(dm->events);
 			continue;
 		}
 		log_info("signal %d: detaching and stopping", si.ssi_signo);
@@ -115,31 +92,20 @@ static int setup_signals(void)
 
 static void loop(struct daemon *dm)
 {
-	struct epoll_event evs[16];
-
 	while (!dm->stop) {
-		int n = epoll_wait(dm->epfd, evs, 16, 1000);
-
-		for (int i = 0; i < n && !dm->stop; i++) {
-			struct handler *h = evs[i].data.ptr;
-
-			h->fn(dm, h, evs[i].events);
-		}
+		loop_run_once(&dm->loop, 1000, &dm->stop);
 		if (dm->reload_again && !dm->reload_job && !dm->stop) {
 			dm->reload_again = false;
 			daemon_reload_sighup(dm); /* the file may have changed since the last one began */
 		}
 		clients_reap(dm);
 		clients_tick(dm);
-		events_tick(dm);
 		daemon_captures_tick(dm);
 		confirm_tick(dm);
 		dyn_tick(dm);
 		httpd_tick(dm);
-		if (dm->cur.pol)
-			backend_of(dm->cur.pol)->tick(dm);
+		backends_tick(dm);
 		ha_tick(dm);
-		engine_settle(dm->e); /* a reload is answered: free the policy it replaced */
 	}
 }
 
@@ -147,43 +113,11 @@ static void loop(struct daemon *dm)
 
 static void shutdown_all(struct daemon *dm)
 {
-	struct engine_info info;
-	struct diags d;
-
-	diags_init(&d);
 	daemon_reload_wait(dm);	      /* a reload still reading: it ends, unenforced */
 	ha_stop_all(dm);	      /* keepalived first: the peer takes the addresses while this node still filters */
 	daemon_captures_stop_all(dm); /* files closed complete */
-	if (dm->keep) {
-		/* The pins hold the links and maps; table inet nfbox persists
-		 * (NFT_TABLE_F_PERSIST) when its owner, this process, exits. */
-		engine_get_info(dm->e, &info);
-		log_info("stopped; the policy stays enforced (generation %llu pinned in %s, table inet %s) for the "
-			 "next nfbox run to adopt",
-			 (unsigned long long)info.generation, dm->pin_dir, NFT_TABLE_NAME);
-		unlink(dm->socket_path);
-		diags_free(&d);
-		return;
-	}
-	if (dm->e)
-		engine_destroy_pins(dm->e);
-	if (nft_table_remove(&d) < 0)
-		log_warn("removing table inet %s: %s", NFT_TABLE_NAME, diags_last(&d, ""));
-	diags_free(&d);
+	backends_stop(dm, dm->keep);  /* kept: pins and table for the next daemon to adopt */
 	unlink(dm->socket_path);
-}
-
-static void drop_pinned(const struct engine_opts *eo)
-{
-	struct engine *old;
-	struct diags d;
-
-	diags_init(&d);
-	if (engine_open(eo, &d, &old) == 0) {
-		engine_destroy_pins(old);
-		engine_close(old);
-	}
-	diags_free(&d);
 }
 
 /* The socket and pin directory: given, or this network namespace's. */
@@ -211,81 +145,57 @@ static int resolve_paths(struct daemon *dm, struct diags *d)
 	return 0;
 }
 
-int daemon_engine_open(struct daemon *dm, struct diags *d)
+/* What the backends are given (backend.h). */
+static void backend_env_init(struct daemon *dm)
 {
-	struct engine_opts eo = { .pin_dir = dm->pin_dir[0] ? dm->pin_dir : NULL, .netns_cookie = dm->netns.cookie };
-	struct engine_info info;
-	int r;
-
-	if (dm->opts->fresh && eo.pin_dir && !dm->dropped_pins) {
-		drop_pinned(&eo);
-		dm->dropped_pins = true;
-	}
-	if ((r = engine_open(&eo, d, &dm->e)) < 0)
-		return r;
-	engine_get_info(dm->e, &info);
-	if (info.adopted)
-		log_info("adopted the enforcing state pinned in %s (map set %u in force)", dm->pin_dir,
-			 info.active_gen);
-	if (!eo.pin_dir)
-		log_warn("--no-pin: nothing is pinned; if nfbox stops or dies, enforcement ends with it");
-	if ((r = events_open(dm, d)) < 0 || (r = rejects_open(dm, d)) < 0) {
-		events_close(dm);
-		rejects_close(dm);
-		engine_close(dm->e);
-		dm->e = NULL;
-	}
-	return r;
+	dm->table.present = -1;
+	dm->benv = (struct backend_env){
+		.loop = &dm->loop,
+		.pin_dir = dm->pin_dir,
+		.state_dir = dm->state_dir,
+		.netns_cookie = dm->netns.cookie,
+		.fresh = dm->opts->fresh,
+		.dyn = dyn_store(dm),
+		.sink = eventlog_sink(dm->events),
+		.table = &dm->table,
+	};
 }
 
 static int start(struct daemon *dm, struct diags *d)
 {
-	struct engine_info info;
-	struct diags ed;
+	bool adopted;
 	int r;
 
 	if ((r = resolve_paths(dm, d)) < 0)
 		return r;
-	if ((dm->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0)
-		return diag_errno(d, -errno, "epoll");
+	if ((r = loop_open(&dm->loop)) < 0)
+		return diag_errno(d, r, "epoll");
 	dm->signals.fn = on_signal;
-	if ((dm->signals.fd = setup_signals()) < 0 || daemon_watch(dm, &dm->signals) < 0)
+	dm->signals.ctx = dm;
+	if ((dm->signals.fd = setup_signals()) < 0 || loop_watch(&dm->loop, &dm->signals) < 0)
 		return diag_errno(d, -errno, "cannot set up signals");
 	if ((r = clients_listen(dm, d)) < 0 || (r = confirm_init(dm, d)) < 0)
 		return r;
-	dyn_state_load(dm);
+	if ((r = dyn_state_load(dm)) < 0)
+		return diag_errno(d, r, "dynamic sets");
 	if (!dm->opts->no_pin && (r = pins_make_lasting(dm->pin_dir, &dm->pins, d)) < 0)
 		return r;
-	/* Without netfilter BPF (a kernel before 6.4) only the nftables
-	 * backend can enforce; a BPF policy then fails to load, saying why. */
-	diags_init(&ed);
-	if (daemon_engine_open(dm, &ed) < 0) {
-		_cleanup_free_ char *why = diags_to_text(&ed);
-
-		log_warn("the BPF engine is not available, only 'backend: nftables' can be enforced: %s",
-			 why ? why : "");
-	}
-	diags_free(&ed);
-	if ((r = links_open(dm, d)) < 0 || (r = httpd_open(dm, d)) < 0)
+	backend_env_init(dm);
+	if ((r = backends_open(dm, d)) < 0 || (r = links_open(dm, d)) < 0 || (r = httpd_open(dm, d)) < 0)
 		return r;
-	dm->journal_events = log_to_journal() && !dm->opts->no_journal_events;
-	if (dm->journal_events)
-		log_info("verdict events go to the journal too (journalctl NFBOX_EVENT=verdict; --no-journal-events: "
-			 "not)");
-	engine_get_info(dm->e, &info);
-	if (info.adopted)
-		state_load_slots(dm);
+	eventlog_journal(dm->events, log_to_journal() && !dm->opts->no_journal_events);
+	adopted = backends_adopted(dm);
 	if ((r = dyn_recover(dm, d)) < 0)
 		return r;
 	/* A change was waiting for its confirmation when the daemon before
 	 * this one stopped: the last confirmed policy comes back, not the
 	 * configured file (which may hold the unconfirmed change). */
-	if (dm->pending.active &&
+	if (confirm_pending(dm)->active &&
 	    confirm_rollback(dm, "a change was pending confirmation when the last daemon stopped", false) == 0)
 		return 0;
 	if ((r = daemon_reload(dm, dm->opts->policy, -1, d)) < 0)
 		return diag_fail(d, r, "%s: not loaded; %s", dm->opts->policy,
-				 info.adopted ? "the adopted policy stays in force" : "nothing is enforced");
+				 adopted ? "the adopted policy stays in force" : "nothing is enforced");
 	confirm_loaded(dm);
 	return 0;
 }
@@ -309,36 +219,13 @@ static void print_diags(const struct diags *d)
  * adopted enforcing. */
 static void start_failed(struct daemon *dm, struct diags *d)
 {
-	struct engine_info info = { 0 };
-	struct diags tmp;
-
 	print_diags(d);
-	if (dm->e)
-		engine_get_info(dm->e, &info);
-	if (!info.adopted && !dm->cur.pol) {
-		/* Nothing was enforced: leave nothing, not even the table this
-		 * start put in place before the engine failed (it persists). */
-		if (dm->e)
-			engine_destroy_pins(dm->e);
-		diags_init(&tmp);
-		if (dm->nft_table == 1 && nft_table_remove(&tmp) < 0)
-			log_warn("removing table inet %s: %s", NFT_TABLE_NAME, diags_last(&tmp, ""));
-		diags_free(&tmp);
-	}
-	if (dm->listener.fd >= 0)
+	/* Nothing was enforced: leave nothing, not even the table this start
+	 * put in place before the engine failed (it persists). */
+	if (!backends_adopted(dm) && !dm->cur.pol)
+		backends_discard(dm);
+	if (clients_listening(dm))
 		unlink(dm->socket_path);
-}
-
-static int open_log(struct daemon *dm, const char *path)
-{
-	if (!path)
-		return 0;
-	dm->logf = strcmp(path, "-") ? fopen(path, "ae") : stdout;
-	if (!dm->logf) {
-		log_err("cannot open log file %s: %s", path, strerror(errno));
-		return -errno;
-	}
-	return 0;
 }
 
 static void daemon_free(struct daemon *dm)
@@ -346,38 +233,28 @@ static void daemon_free(struct daemon *dm)
 	ha_free(dm);
 	daemon_captures_stop_all(dm);
 	clients_close_all(dm);
-	events_close(dm);
-	rejects_close(dm);
-	nflog_events_close(dm);
 	links_close(dm);
 	httpd_close(dm);
-	lasthit_free(dm);
 	if (dm->signals.fd >= 0)
 		close(dm->signals.fd);
-	if (dm->epfd >= 0)
-		close(dm->epfd);
-	engine_close(dm->e);
+	loop_close(&dm->loop);
+	backends_close(dm);
+	confirm_free(dm);
 	loaded_free(&dm->cur);
-	slots_free(&dm->slots);
-	dynsets_free(&dm->dyn);
-	if (dm->logf && dm->logf != stdout)
-		fclose(dm->logf);
+	dyn_free(dm);
+	eventlog_close(dm->events);
 }
 
 int daemon_run(const struct daemon_opts *o)
 {
-	struct daemon dm = { .opts = o, .epfd = -1, .nft_table = -1, .listener.fd = -1, .signals.fd = -1 };
+	struct daemon dm = { .opts = o, .loop.epfd = -1, .signals.fd = -1 };
 	char status[256];
 	struct diags d;
 	int r;
 
 	dm.started = time(NULL);
-	if (open_log(&dm, o->log) < 0)
+	if (eventlog_open(o->log, &dm.events) < 0)
 		return 1;
-	if (slots_init(&dm.slots) < 0) {
-		log_err("out of memory");
-		return 1;
-	}
 	diags_init(&d);
 	r = start(&dm, &d);
 	if (r < 0) {

@@ -19,27 +19,30 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/backend.h"
+#include "daemon/backends.h"
 #include "daemon/daemon_int.h"
 #include "daemon/state.h"
 #include "daemon/dynsets.h"
+#include "daemon/confirm.h"
 #include "base/cleanup.h"
 #include "base/json.h"
 #include "base/log.h"
 #include "lib/plant.h"
-#include "backend/nftables/nft/batch.h"
-#include "backend/nftables/nft/build.h"
-#include "backend/nftables/nft/dynread.h"
-#include "backend/nftables/nft/emit.h"
 #include "policy/syntax/parse.h"
 #include "system/files.h"
+
+/* The dynamic sets' state (the daemon's dm->dyn). */
+struct dynstore {
+	struct dynsets store; /* the entries: the authority */
+	char unread[512];     /* why STATE/dynsets could not be read at start ("": it could, or there is none) */
+};
 
 #define DYN_STATE     "dynsets"
 #define DYN_MAX_INPUT (256u << 20) /* bytes of prefixes in one request */
 /* The backend in force, NULL for none. */
-static const struct backend_ops *be_of(const struct daemon *dm)
+static struct backend *be_of(const struct daemon *dm)
 {
-	return backend_of(dm->cur.pol);
+	return backend_in_force(dm);
 }
 
 static void save_dyn(const void *obj, FILE *f)
@@ -54,14 +57,14 @@ static void save_dyn(const void *obj, FILE *f)
 static int dyn_save(struct daemon *dm)
 {
 	/* the crash test's positive control: a daemon that answers without saving */
-	int r = planted("dyn-no-save") ? 0 : state_save(dm, DYN_STATE, save_dyn, &dm->dyn, true);
+	int r = planted("dyn-no-save") ? 0 : state_save(dm, DYN_STATE, save_dyn, &dm->dyn->store, true);
 
 	if (r < 0)
 		log_warn("cannot save the dynamic sets in %s: %s", dm->state_dir, strerror(-r));
 	return r;
 }
 
-void dyn_state_load(struct daemon *dm)
+int dyn_state_load(struct daemon *dm)
 {
 	char path[PATH_MAX], why[256];
 	unsigned bad = 0;
@@ -69,58 +72,38 @@ void dyn_state_load(struct daemon *dm)
 	FILE *f;
 	int fd;
 
-	dm->dyn_unread[0] = '\0';
+	if (!dm->dyn && !(dm->dyn = calloc(1, sizeof(*dm->dyn))))
+		return -ENOMEM;
+	dynsets_init(&dm->dyn->store);
 	if (!dm->state_dir[0] || state_path(dm, DYN_STATE, path, sizeof(path)) < 0)
-		return;
+		return 0;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
 		if (errno != ENOENT)
-			snprintf(dm->dyn_unread, sizeof(dm->dyn_unread), "%s", strerror(errno));
-		return;
+			snprintf(dm->dyn->unread, sizeof(dm->dyn->unread), "%s", strerror(errno));
+		return 0;
 	}
 	if (files_check_trusted(fd, path, why, sizeof(why)) < 0) {
-		snprintf(dm->dyn_unread, sizeof(dm->dyn_unread), "%s", why);
+		snprintf(dm->dyn->unread, sizeof(dm->dyn->unread), "%s", why);
 		close(fd);
-		return;
+		return 0;
 	}
 	if (!(f = fdopen(fd, "re"))) {
-		snprintf(dm->dyn_unread, sizeof(dm->dyn_unread), "%s", strerror(errno));
+		snprintf(dm->dyn->unread, sizeof(dm->dyn->unread), "%s", strerror(errno));
 		close(fd);
-		return;
+		return 0;
 	}
-	if (dynsets_load(&dm->dyn, f, dyn_now_ms(), &bad) < 0)
-		snprintf(dm->dyn_unread, sizeof(dm->dyn_unread),
+	if (dynsets_load(&dm->dyn->store, f, dyn_now_ms(), &bad) < 0)
+		snprintf(dm->dyn->unread, sizeof(dm->dyn->unread),
 			 "line %u is not a dynamic-set entry (the file is damaged)", bad);
 	fclose(f);
-	for (uint32_t i = 0; i < dm->dyn.n; i++)
-		n += dm->dyn.sets[i].n[0] + dm->dyn.sets[i].n[1];
+	for (uint32_t i = 0; i < dm->dyn->store.n; i++)
+		n += dm->dyn->store.sets[i].n[0] + dm->dyn->store.sets[i].n[1];
 	if (n)
 		log_info("dynamic sets: %llu entries read back from %s", (unsigned long long)n, path);
+	return 0;
 }
 
 /* ---- the entries taken from the kernel when the file cannot be read ---- */
-
-struct recovered {
-	FILE *f;    /* the entries in the file's own format, for dynsets_load */
-	FILE *sets; /* nftables: the set lines, found as the entries come */
-	uint64_t n, orphans;
-	char names[NFB_MAX_DYNSETS][NFB_DYN_NAME_LEN];
-};
-
-static void recover_one(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires_ms, void *arg)
-{
-	struct recovered *rc = arg;
-	struct dyn_entry e = { .plen = plen, .expires = expires_ms };
-	char a[64];
-
-	if (set >= NFB_MAX_DYNSETS || !rc->names[set][0]) {
-		rc->orphans++;
-		return;
-	}
-	memcpy(e.addr, addr, fam ? 16 : 4);
-	dyn_entry_format(fam, &e, a, sizeof(a));
-	fprintf(rc->f, "e %s %s %" PRId64 "\n", rc->names[set], a, expires_ms);
-	rc->n++;
-}
 
 /* The store made to hold the entries of text (the saved file's format),
  * read from where. */
@@ -132,124 +115,13 @@ static int store_from_text(struct daemon *dm, char *text, size_t len, const char
 
 	if (!in)
 		return diag_errno(d, -ENOMEM, "dynamic sets");
-	dynsets_free(&dm->dyn);
-	dynsets_init(&dm->dyn);
-	r = dynsets_load(&dm->dyn, in, dyn_now_ms(), &bad);
+	dynsets_free(&dm->dyn->store);
+	dynsets_init(&dm->dyn->store);
+	r = dynsets_load(&dm->dyn->store, in, dyn_now_ms(), &bad);
 	fclose(in);
 	if (r < 0)
 		return diag_fail(d, -EIO, "the dynamic sets' entries in %s cannot be read back (entry %u)", where, bad);
 	return 0;
-}
-
-/* The BPF backend's tries and the names kept beside them. */
-static int recover_bpf(struct daemon *dm, uint64_t *n, struct diags *d)
-{
-	_cleanup_free_ char *buf = NULL;
-	_cleanup_free_ struct recovered *rc = calloc(1, sizeof(*rc));
-	size_t len = 0;
-	int r;
-
-	if (!rc || !(rc->f = open_memstream(&buf, &len)))
-		return diag_errno(d, -ENOMEM, "dynamic sets");
-	fputs("nfbox-dynsets 1\n", rc->f);
-	for (uint16_t id = 1; id < NFB_MAX_DYNSETS; id++)
-		if (engine_dyn_name_get(dm->e, id, rc->names[id], sizeof(rc->names[id])) == 0 && rc->names[id][0])
-			fprintf(rc->f, "set %s %u\n", rc->names[id], id);
-	r = engine_dyn_walk(dm->e, recover_one, rc);
-	if (fclose(rc->f) != 0)
-		return diag_errno(d, -ENOMEM, "dynamic sets");
-	if (r < 0)
-		return diag_errno(d, r, "cannot read the dynamic sets' entries from the pinned classifier");
-	if (rc->orphans)
-		log_warn("dynamic sets: %llu entries of the pinned classifier belong to no named set and are left out",
-			 (unsigned long long)rc->orphans);
-	if ((r = store_from_text(dm, buf, len, "the pinned classifier", d)) < 0)
-		return r;
-	*n = rc->n;
-	return 0;
-}
-
-/* The nftables backend's sets d_NAME_4 and d_NAME_6, as the table that
- * outlived the daemon holds them: each set gets an id here (ids matter to
- * the BPF backend only). */
-static void recover_nft_one(const char *set, int fam, const uint8_t *addr, uint8_t plen, int64_t left_ms, void *arg)
-{
-	struct recovered *rc = arg;
-	size_t len = strlen(set);
-	char name[NFB_DYN_NAME_LEN];
-	uint16_t id;
-
-	if (len < 5 || len - 4 >= sizeof(name)) {
-		rc->orphans++;
-		return;
-	}
-	memcpy(name, set + 2, len - 4); /* d_NAME_4 */
-	name[len - 4] = '\0';
-	for (id = 1; id < NFB_MAX_DYNSETS && rc->names[id][0] && strcmp(rc->names[id], name); id++)
-		;
-	if (id == NFB_MAX_DYNSETS) {
-		rc->orphans++;
-		return;
-	}
-	if (!rc->names[id][0]) {
-		snprintf(rc->names[id], sizeof(rc->names[id]), "%s", name);
-		fprintf(rc->sets, "set %s %u\n", name, id);
-	}
-	/* the kernel's timeout runs NFT_TIMEOUT_MARGIN_MS past the store's */
-	recover_one(id, fam, addr, plen,
-		    left_ms ? dyn_now_ms() + (left_ms > NFT_TIMEOUT_MARGIN_MS ? left_ms - NFT_TIMEOUT_MARGIN_MS : 1)
-			    : 0,
-		    rc);
-}
-
-static int recover_nft(struct daemon *dm, uint64_t *n, bool *found, struct diags *d)
-{
-	_cleanup_free_ char *ebuf = NULL, *sbuf = NULL, *all = NULL;
-	_cleanup_free_ struct recovered *rc = calloc(1, sizeof(*rc));
-	size_t elen = 0, slen = 0;
-	struct nft_dyn_read rd = { .fn = recover_nft_one };
-	int r;
-
-	*found = false;
-	if (!rc || !(rc->f = open_memstream(&ebuf, &elen)) || !(rc->sets = open_memstream(&sbuf, &slen))) {
-		if (rc && rc->f)
-			fclose(rc->f);
-		return diag_errno(d, -ENOMEM, "dynamic sets");
-	}
-	rd.arg = rc;
-	r = nft_dyn_read(&rd);
-	if (fclose(rc->f) != 0 || fclose(rc->sets) != 0)
-		return diag_errno(d, -ENOMEM, "dynamic sets");
-	if (r == -ENOENT || (r == 0 && !rd.sets))
-		return 0; /* no table, or one without dynamic sets: not the nftables backend's */
-	if (r < 0)
-		return diag_errno(d, r, "cannot read the dynamic sets' entries from table inet %s", NFT_TABLE_NAME);
-	*found = true;
-	if (rc->orphans || rd.odd)
-		log_warn("dynamic sets: %llu elements of table inet %s are no entry nfbox made and are left out",
-			 (unsigned long long)(rc->orphans + rd.odd), NFT_TABLE_NAME);
-	if (asprintf(&all, "nfbox-dynsets 1\n%s%s", sbuf ? sbuf : "", ebuf ? ebuf : "") < 0)
-		return diag_errno(d, -ENOMEM, "dynamic sets");
-	if ((r = store_from_text(dm, all, strlen(all), "table inet " NFT_TABLE_NAME, d)) < 0)
-		return r;
-	*n = rc->n;
-	return 0;
-}
-
-static bool bpf_was_enforcing(struct daemon *dm)
-{
-	struct engine_info info;
-
-	if (!dm->e)
-		return false;
-	engine_get_info(dm->e, &info);
-	if (!info.adopted)
-		return false;
-	for (int h = 0; h < NFB_HOOK_MAX; h++)
-		for (int f = 0; f < NFB_FAM_MAX; f++)
-			if (info.link[h][f].fd >= 0)
-				return true;
-	return false;
 }
 
 /* The unreadable file is kept beside, for a post-mortem; the next save
@@ -269,36 +141,31 @@ static void keep_bad_file(struct daemon *dm, char *kept, size_t len)
 int dyn_recover(struct daemon *dm, struct diags *d)
 {
 	char path[PATH_MAX], kept[PATH_MAX + 64];
-	const char *source;
+	_cleanup_free_ char *text = NULL;
+	const char *source = NULL;
+	size_t len = 0;
 	uint64_t n = 0;
-	bool found = false;
 	int r;
 
-	if (!dm->dyn_unread[0])
+	if (!dm->dyn->unread[0])
 		return 0;
 	state_path(dm, DYN_STATE, path, sizeof(path));
 	if (dm->opts->fresh) {
-		dynsets_free(&dm->dyn);
-		dynsets_init(&dm->dyn);
+		dynsets_free(&dm->dyn->store);
+		dynsets_init(&dm->dyn->store);
 		keep_bad_file(dm, kept, sizeof(kept));
 		log_warn("%s cannot be read (%s): --fresh, so the dynamic sets start empty; the file is kept as %s",
-			 path, dm->dyn_unread, kept);
+			 path, dm->dyn->unread, kept);
 		return 0;
 	}
-	if (bpf_was_enforcing(dm)) {
-		if ((r = recover_bpf(dm, &n, d)) < 0)
-			return r;
-		source = "the pinned classifier";
-	} else {
-		if ((r = recover_nft(dm, &n, &found, d)) < 0)
-			return r;
-		source = found ? "table inet " NFT_TABLE_NAME : NULL;
-	}
+	if ((r = backends_dyn_read_back(dm, &text, &len, &n, &source, d)) < 0 ||
+	    (r > 0 && (r = store_from_text(dm, text, len, source, d)) < 0))
+		return r;
 	if (source) {
 		keep_bad_file(dm, kept, sizeof(kept));
 		log_warn("%s cannot be read (%s): the dynamic sets' %llu entries were taken from %s, which enforced "
 			 "them; the file is kept as %s",
-			 path, dm->dyn_unread, (unsigned long long)n, source, kept);
+			 path, dm->dyn->unread, (unsigned long long)n, source, kept);
 		return 0;
 	}
 	return diag_fail(
@@ -306,14 +173,14 @@ int dyn_recover(struct daemon *dm, struct diags *d)
 		"%s cannot be read (%s), and neither a pinned classifier nor table inet nfbox holds the dynamic sets' "
 		"entries: starting would lose every entry added at run time (a blocklist fed by fail2ban or CrowdSec "
 		"would stop blocking). Repair or remove the file, or start with --fresh to start the sets empty",
-		path, dm->dyn_unread);
+		path, dm->dyn->unread);
 }
 
 int dyn_prepare(struct daemon *dm, const struct policy *p, struct slot_map *m, struct diags *d)
 {
 	int r;
 
-	if ((r = dynsets_sync_policy(&dm->dyn, p)) < 0)
+	if ((r = dynsets_sync_policy(&dm->dyn->store, p)) < 0)
 		return diag_errno(d, r, "dynamic sets");
 	if (!p->nsets)
 		return 0;
@@ -321,7 +188,7 @@ int dyn_prepare(struct daemon *dm, const struct policy *p, struct slot_map *m, s
 		return diag_errno(d, -ENOMEM, "dynamic sets");
 	m->nsets = p->nsets;
 	for (uint32_t i = 0; i < p->nsets; i++) {
-		const struct dyn_set *s = p->sets[i].dynamic ? dynsets_find(&dm->dyn, p->sets[i].name) : NULL;
+		const struct dyn_set *s = p->sets[i].dynamic ? dynsets_find(&dm->dyn->store, p->sets[i].name) : NULL;
 
 		m->set_id[i] = s ? s->id : 0;
 	}
@@ -335,11 +202,11 @@ static bool drop_gone(struct daemon *dm)
 {
 	bool gone = false;
 
-	if (dm->pending.active)
+	if (confirm_pending(dm)->active)
 		return false;
-	for (uint32_t i = 0; i < dm->dyn.n; i++)
-		gone |= !dm->dyn.sets[i].in_policy;
-	dynsets_drop_gone(&dm->dyn);
+	for (uint32_t i = 0; i < dm->dyn->store.n; i++)
+		gone |= !dm->dyn->store.sets[i].in_policy;
+	dynsets_drop_gone(&dm->dyn->store);
 	return gone;
 }
 
@@ -349,14 +216,12 @@ void dyn_after_reload(struct daemon *dm, int r)
 
 	if (r < 0) { /* the policy in force keeps its sets */
 		if (dm->cur.pol)
-			dynsets_sync_policy(&dm->dyn, dm->cur.pol);
+			dynsets_sync_policy(&dm->dyn->store, dm->cur.pol);
 		return;
 	}
 	gone = drop_gone(dm);
 	if (be_of(dm))
-		be_of(dm)->dyn_after_reload(dm, gone);
-	else
-		dm->dyn_bpf_synced = false;
+		be_of(dm)->ops->dyn_after_reload(be_of(dm), gone);
 	dyn_save(dm);
 }
 
@@ -365,7 +230,7 @@ void dyn_settle(struct daemon *dm)
 	if (!drop_gone(dm))
 		return;
 	if (be_of(dm))
-		be_of(dm)->dyn_resync(dm);
+		be_of(dm)->ops->dyn_resync(be_of(dm));
 	dyn_save(dm);
 }
 
@@ -375,14 +240,14 @@ void dyn_settle(struct daemon *dm)
 static int apply(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
 		 struct diags *d)
 {
-	return be_of(dm) ? be_of(dm)->dyn_apply(dm, set, c, n, del, d) : 0;
+	return be_of(dm) ? be_of(dm)->ops->dyn_apply(be_of(dm), set, c, n, del, d) : 0;
 }
 
 /* The kernel made to hold the store again, after the store changed. */
 static void resync(struct daemon *dm)
 {
 	if (be_of(dm))
-		be_of(dm)->dyn_resync(dm);
+		be_of(dm)->ops->dyn_resync(be_of(dm));
 }
 
 /* The prefixes of the file the client sent: one per line, blank lines and
@@ -391,7 +256,7 @@ static int read_changes(int fd, const char *source, int64_t expires, struct dyn_
 			struct diags *d)
 {
 	_cleanup_free_ char *text = NULL;
-	struct dyn_change *v = NULL;
+	_cleanup_free_ struct dyn_change *v = NULL;
 	uint32_t n = 0, cap = 0, lineno = 0;
 	size_t len = 0;
 	struct stat st;
@@ -436,20 +301,20 @@ static int read_changes(int fd, const char *source, int64_t expires, struct dyn_
 		if (*end && !strchr("#;", *(end + strspn(end, " \t\r")))) {
 			diag_fail(d, -EINVAL, "%s:%u: one prefix per line: '%s' follows '%.*s'", source, lineno,
 				  end + strspn(end, " \t\r"), (int)(end - w), w);
-			goto bad;
+			return -EINVAL;
 		}
 		*end = '\0';
 		if (n == 2 * DYNSET_MAX_ENTRIES) {
 			diag_fail(d, -E2BIG, "%s:%u: more entries than all dynamic sets may hold (%u of each family)",
 				  source, lineno, DYNSET_MAX_ENTRIES);
-			goto bad;
+			return -EINVAL;
 		}
 		if (n == cap) {
 			struct dyn_change *nv = realloc(v, (cap = cap ? 2 * cap : 256) * sizeof(*v));
 
 			if (!nv) {
 				diag_errno(d, -ENOMEM, "%s", source);
-				goto bad;
+				return -EINVAL;
 			}
 			v = nv;
 		}
@@ -458,7 +323,7 @@ static int read_changes(int fd, const char *source, int64_t expires, struct dyn_
 		if (parse_prefix(w, &c->pfx, &host_bits, &why) < 0) {
 			diag_fail(d, -EINVAL, "%s:%u: '%s': %s (a dynamic set takes addresses and prefixes)", source,
 				  lineno, w, why);
-			goto bad;
+			return -EINVAL;
 		}
 		if (host_bits) {
 			char net[64];
@@ -466,19 +331,16 @@ static int read_changes(int fd, const char *source, int64_t expires, struct dyn_
 			policy_prefix_format(&c->pfx, net, sizeof(net));
 			diag_fail(d, -EINVAL, "%s:%u: '%s' has host bits set: write the network, %s", source, lineno, w,
 				  net);
-			goto bad;
+			return -EINVAL;
 		}
 		c->expires = expires;
 		c->src = source;
 		c->line = lineno;
 		n++;
 	}
-	*out = v;
+	*out = TAKE_PTR(v);
 	*nout = n;
 	return 0;
-bad:
-	free(v);
-	return -EINVAL;
 }
 
 static bool policy_has_set(const struct policy *p, const char *name)
@@ -491,7 +353,7 @@ static bool policy_has_set(const struct policy *p, const char *name)
 
 static struct dyn_set *find_set(struct daemon *dm, const char *name, struct diags *d)
 {
-	struct dyn_set *s = dynsets_find(&dm->dyn, name ? name : "");
+	struct dyn_set *s = dynsets_find(&dm->dyn->store, name ? name : "");
 
 	if (s && s->in_policy)
 		return s;
@@ -517,10 +379,11 @@ static uint64_t set_size(const struct dyn_set *s)
 static void undo_kernel(struct daemon *dm, const struct dyn_set *set, const struct dyn_undo *u)
 {
 	if (be_of(dm))
-		be_of(dm)->dyn_undo(dm, set, u);
+		be_of(dm)->ops->dyn_undo(be_of(dm), set, u);
 }
 
-static int change(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f, struct diags *d)
+static int change(struct daemon *dm, const struct dyn_caller *c, const struct ctl_request *req, FILE *f,
+		  struct diags *d)
 {
 	bool del = req->verb == CTL_SET_DEL;
 	const char *source = req->source ? req->source : "argument";
@@ -534,15 +397,15 @@ static int change(struct daemon *dm, struct client *c, const struct ctl_request 
 
 	if (!(set = find_set(dm, req->set, d)))
 		return -ENOENT;
-	if ((r = read_changes(c->fd_passed, source, expires, &v, &n, d)) < 0)
+	if ((r = read_changes(c->fd, source, expires, &v, &n, d)) < 0)
 		return r;
 	if (del)
-		r = dynset_del(&dm->dyn, set, v, n, d, &undo);
+		r = dynset_del(&dm->dyn->store, set, v, n, d, &undo);
 	else
-		r = dynset_add(&dm->dyn, set, v, n, d, &did);
+		r = dynset_add(&dm->dyn->store, set, v, n, d, &did);
 	if (r == 0 && (r = apply(dm, set, v, n, del, d)) < 0) {
 		/* the kernel refused: the store goes back to what it was */
-		dynset_undo(&dm->dyn, set, &undo);
+		dynset_undo(&dm->dyn->store, set, &undo);
 		resync(dm);
 	} else if (r == 0 && (r = dyn_save(dm)) < 0) {
 		/* Not kept, so not done: the kernel and the store go back to
@@ -550,7 +413,7 @@ static int change(struct daemon *dm, struct client *c, const struct ctl_request 
 		diag_errno(d, r, "set '%s': the change could not be saved in %s, so it was taken back", set->name,
 			   dm->state_dir);
 		undo_kernel(dm, set, &undo);
-		dynset_undo(&dm->dyn, set, &undo);
+		dynset_undo(&dm->dyn->store, set, &undo);
 		resync(dm);
 	}
 	dyn_undo_free(&undo);
@@ -567,7 +430,8 @@ static int change(struct daemon *dm, struct client *c, const struct ctl_request 
 	return 0;
 }
 
-static int flush_set(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f, struct diags *d)
+static int flush_set(struct daemon *dm, const struct dyn_caller *c, const struct ctl_request *req, FILE *f,
+		     struct diags *d)
 {
 	struct dyn_change *v = NULL;
 	struct dyn_set *set;
@@ -589,7 +453,7 @@ static int flush_set(struct daemon *dm, struct client *c, const struct ctl_reque
 		free(v);
 		return r;
 	}
-	dynset_flush(&dm->dyn, set);
+	dynset_flush(&dm->dyn->store, set);
 	if ((r = dyn_save(dm)) < 0) {
 		/* not kept, so not done: the entries come back */
 		diag_errno(d, r, "set '%s': the flush could not be saved in %s, so it was taken back", set->name,
@@ -597,7 +461,7 @@ static int flush_set(struct daemon *dm, struct client *c, const struct ctl_reque
 		struct diags tmp;
 
 		diags_init(&tmp);
-		if (dynset_add(&dm->dyn, set, v, n, &tmp, NULL) < 0 || apply(dm, set, v, n, false, &tmp) < 0)
+		if (dynset_add(&dm->dyn->store, set, v, n, &tmp, NULL) < 0 || apply(dm, set, v, n, false, &tmp) < 0)
 			log_err("set '%s': the entries of a flush that could not be saved could not all be put back: "
 				"%s",
 				set->name, diags_last(&tmp, ""));
@@ -675,17 +539,17 @@ static int list(struct daemon *dm, const struct ctl_request *req, FILE *f, struc
 	} else {
 		if (req->json)
 			json_array_begin(&j);
-		for (uint32_t i = 0; i < dm->dyn.n; i++) {
-			if (!dm->dyn.sets[i].in_policy)
+		for (uint32_t i = 0; i < dm->dyn->store.n; i++) {
+			if (!dm->dyn->store.sets[i].in_policy)
 				continue;
 			if (req->json) {
 				json_object_begin(&j);
-				json_kv_str(&j, "set", dm->dyn.sets[i].name);
-				json_kv_u64(&j, "entries", set_size(&dm->dyn.sets[i]));
+				json_kv_str(&j, "set", dm->dyn->store.sets[i].name);
+				json_kv_u64(&j, "entries", set_size(&dm->dyn->store.sets[i]));
 				json_object_end(&j);
 			} else {
-				fprintf(f, "%s\t%llu entries\n", dm->dyn.sets[i].name,
-					(unsigned long long)set_size(&dm->dyn.sets[i]));
+				fprintf(f, "%s\t%llu entries\n", dm->dyn->store.sets[i].name,
+					(unsigned long long)set_size(&dm->dyn->store.sets[i]));
 			}
 		}
 		if (req->json)
@@ -696,7 +560,7 @@ static int list(struct daemon *dm, const struct ctl_request *req, FILE *f, struc
 	return 0;
 }
 
-void dyn_answer(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f)
+void dyn_answer(struct daemon *dm, const struct dyn_caller *c, const struct ctl_request *req, FILE *f)
 {
 	_cleanup_free_ char *out = NULL;
 	size_t len = 0;
@@ -736,15 +600,29 @@ static void expired(const struct dyn_set *set, int fam, const struct dyn_entry *
 	struct daemon *dm = arg;
 
 	if (be_of(dm))
-		be_of(dm)->dyn_expired(dm, set, fam, e);
+		be_of(dm)->ops->dyn_expired(be_of(dm), set, fam, e);
 }
 
 void dyn_tick(struct daemon *dm)
 {
-	uint32_t n = dynsets_expire(&dm->dyn, dyn_now_ms(), expired, dm);
+	uint32_t n = dynsets_expire(&dm->dyn->store, dyn_now_ms(), expired, dm);
 
 	if (n) {
 		log_info("dynamic sets: %u entries expired", n);
 		dyn_save(dm);
 	}
+}
+
+const struct dynsets *dyn_store(const struct daemon *dm)
+{
+	return &dm->dyn->store;
+}
+
+void dyn_free(struct daemon *dm)
+{
+	if (!dm->dyn)
+		return;
+	dynsets_free(&dm->dyn->store);
+	free(dm->dyn);
+	dm->dyn = NULL;
 }

@@ -9,7 +9,7 @@
  * the saved entries; dyn_prepare gives a new policy's dynamic sets their
  * ids (in m); dyn_after_reload after every load (r: its result); dyn_answer
  * the set-* requests; dyn_tick expires entries. */
-void dyn_state_load(struct daemon *dm);
+int dyn_state_load(struct daemon *dm); /* 0 or -ENOMEM */
 /* After the engine is open: when STATE/dynsets could not be read, the
  * entries come from the pinned classifier that was enforcing them; where
  * nothing holds them the start fails (-EIO, explained in d) unless
@@ -20,8 +20,15 @@ void dyn_after_reload(struct daemon *dm, int r);
 /* Once no change waits for `nfbox confirm`: the entries of sets the policy
  * in force dropped go (kept until then, for a rollback). */
 void dyn_settle(struct daemon *dm);
-struct client;
-void dyn_answer(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f);
+/* Who asked: uid, and a file of prefixes sent with the request (-1: none). */
+struct dyn_caller {
+	uid_t uid;
+	int fd;
+};
+void dyn_answer(struct daemon *dm, const struct dyn_caller *who, const struct ctl_request *req, FILE *f);
 void dyn_tick(struct daemon *dm);
+/* The store (read only: dyn_answer changes it). */
+const struct dynsets *dyn_store(const struct daemon *dm);
+void dyn_free(struct daemon *dm);
 
 #endif

@@ -3,22 +3,31 @@
 #ifndef NFBOX_DAEMON_EVENTS_H
 #define NFBOX_DAEMON_EVENTS_H
 
-#include "daemon/daemon_int.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-/* events.c: verdict events from the classifier's ring buffer, written to
- * the log and handed to dm->publish (the followers: clients.c). The notice
- * that n events were missed, and why, as one JSON line in line: its
- * length, 0 if it did not fit. */
-int events_open(struct daemon *dm, struct diags *d);
+#include "backend/backend.h"
+
+/* events.c: the verdict events the backends hand over (their sink), each
+ * written to the log file (--log), to the journal under systemd, and to
+ * the followers (`nfbox log`, clients.c); the notice of events missed to
+ * the followers. */
+struct eventlog;
+/* path: NULL none, "-" stdout. 0 or -errno (logged). */
+int eventlog_open(const char *path, struct eventlog **out);
+void eventlog_close(struct eventlog *el);
+/* SIGUSR1: the log file opened again by its name (after logrotate moved it). */
+void eventlog_reopen(struct eventlog *el);
+/* Events to the journal too (said in the log when on). */
+void eventlog_journal(struct eventlog *el, bool on);
+/* Each event line to publish (the followers); NULL: none. */
+void eventlog_follow(struct eventlog *el, void (*publish)(void *arg, const char *line, size_t len), void *arg);
+/* Events seen since the start. */
+unsigned long long eventlog_seen(const struct eventlog *el);
+struct backend_sink eventlog_sink(struct eventlog *el);
+/* The notice that n events were missed, and why, as one JSON line in line:
+ * its length, 0 if it did not fit. */
 size_t events_missed_line(char *line, size_t len, uint64_t n, const char *why);
-void events_close(struct daemon *dm);
-/* Once a second: events the kernel's ring had no room for. */
-void events_tick(struct daemon *dm);
-
-/* events.c, with the nftables backend: verdict events logged by its rules
- * (NFLOG group NFT_NFLOG_GROUP) in the same JSON form, followed from open
- * (when that backend comes into force) to close (when it leaves). */
-void nflog_events_open(struct daemon *dm);
-void nflog_events_close(struct daemon *dm);
 
 #endif

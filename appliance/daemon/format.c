@@ -122,7 +122,7 @@ static void status_ha_text(const struct report_ha *h, FILE *f)
 
 static void status_text(const struct status_report *r, FILE *f)
 {
-	const struct engine_info *e = &r->engine;
+	const struct engine_info *e = &r->be.engine;
 
 	fprintf(f, "nfbox running: pid %d, up %lds\n", r->pid, r->uptime);
 	if (!strcmp(r->backend, "nftables"))
@@ -142,13 +142,13 @@ static void status_text(const struct status_report *r, FILE *f)
 							 : r->on_disk);
 	}
 	fprintf(f, "version:    %s\n", r->version);
-	if (r->bpf_memory)
-		fprintf(f, "bpf memory: %.1f MiB (the classifier's maps)\n", (double)r->bpf_memory / 1048576);
+	if (r->be.bpf_memory)
+		fprintf(f, "bpf memory: %.1f MiB (the classifier's maps)\n", (double)r->be.bpf_memory / 1048576);
 	fprintf(f, "defrag:     %s\n", r->defrag ? "on (verdicts on reassembled datagrams)" : "off");
 	fprintf(f, "backend:    %s%s\n", r->backend,
-		r->nft_table != 1 ? ""
-		: r->nft_owned	  ? " (table inet nfbox, owned by this process)"
-				  : " (table inet nfbox)");
+		r->be.nft_table != 1 ? ""
+		: r->be.nft_owned    ? " (table inet nfbox, owned by this process)"
+				     : " (table inet nfbox)");
 	if (r->netns_initial)
 		fprintf(f, "netns:      initial (cookie %llu)\n", U(r->netns_cookie));
 	else
@@ -296,7 +296,7 @@ static void status_ha_json(const struct report_ha *h, struct json *j)
 
 static void status_json(const struct status_report *r, FILE *f)
 {
-	const struct engine_info *e = &r->engine;
+	const struct engine_info *e = &r->be.engine;
 	struct json j;
 
 	json_init(&j, f);
@@ -311,12 +311,12 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_kv_u64(&j, "rules", r->rules);
 	json_kv_u64(&j, "generation", e->generation);
 	json_kv_u64(&j, "active_gen", e->active_gen);
-	json_kv_u64(&j, "bpf_memory_bytes", r->bpf_memory);
+	json_kv_u64(&j, "bpf_memory_bytes", r->be.bpf_memory);
 	json_kv_bool(&j, "adopted", e->adopted);
 	json_kv_bool(&j, "defrag", r->defrag);
 	json_kv_str(&j, "backend", r->backend);
-	json_kv_bool(&j, "nft_table", r->nft_table == 1);
-	json_kv_bool(&j, "nft_table_owned", r->nft_table == 1 && r->nft_owned);
+	json_kv_bool(&j, "nft_table", r->be.nft_table == 1);
+	json_kv_bool(&j, "nft_table_owned", r->be.nft_table == 1 && r->be.nft_owned);
 	json_kv_u64(&j, "reloads_ok", r->reloads_ok);
 	json_key(&j, "pending");
 	if (r->pending) {
@@ -375,15 +375,15 @@ static const struct {
 	const char *name;
 	size_t off;
 } drop_counters[] = {
-	{ "malformed", offsetof(struct stats_report, malformed) },
-	{ "unreassembled", offsetof(struct stats_report, unreassembled) },
-	{ "log_ring_full", offsetof(struct stats_report, log_ring_full) },
-	{ "log_rate_limited", offsetof(struct stats_report, log_rate_limited) },
-	{ "reject_rate_limited", offsetof(struct stats_report, reject_rate_limited) },
-	{ "reject_ring_full", offsetof(struct stats_report, reject_ring_full) },
-	{ "reject_unanswerable", offsetof(struct stats_report, reject_unanswerable) },
-	{ "reject_send_failed", offsetof(struct stats_report, reject_send_failed) },
-	{ "reject_replies", offsetof(struct stats_report, reject_replies) },
+	{ "malformed", offsetof(struct stats_report, be.malformed) },
+	{ "unreassembled", offsetof(struct stats_report, be.unreassembled) },
+	{ "log_ring_full", offsetof(struct stats_report, be.log_ring_full) },
+	{ "log_rate_limited", offsetof(struct stats_report, be.log_rate_limited) },
+	{ "reject_rate_limited", offsetof(struct stats_report, be.reject_rate_limited) },
+	{ "reject_ring_full", offsetof(struct stats_report, be.reject_ring_full) },
+	{ "reject_unanswerable", offsetof(struct stats_report, be.reject_unanswerable) },
+	{ "reject_send_failed", offsetof(struct stats_report, be.reject_send_failed) },
+	{ "reject_replies", offsetof(struct stats_report, be.reject_replies) },
 };
 
 #define NDROPS (sizeof(drop_counters) / sizeof(drop_counters[0]))
@@ -461,7 +461,7 @@ static void stats_text(const struct stats_report *r, FILE *f)
 		fputc('\n', f);
 	}
 	fprintf(f, "%-8s %-32s %-6s %16llu %16llu\n", "all", "(established/related, skip rules)", "accept",
-		U(r->established.packets), U(r->established.bytes));
+		U(r->be.established.packets), U(r->be.established.bytes));
 	fputc('\n', f);
 	for (size_t i = 0; i < NDROPS; i++)
 		fprintf(f, "%-24s %llu\n", drop_counters[i].name, U(drop_value(r, i)));
@@ -538,7 +538,7 @@ static void stats_json(const struct stats_report *r, FILE *f)
 		json_object_end(&j);
 	}
 	json_array_end(&j);
-	counter_json(&j, "established", &r->established);
+	counter_json(&j, "established", &r->be.established);
 	json_key(&j, "drops");
 	json_object_begin(&j);
 	for (size_t i = 0; i < NDROPS; i++)
@@ -660,9 +660,9 @@ void format_metrics(const struct status_report *st, const struct stats_report *s
 	family(f, "nfbox_policy_loaded_timestamp_seconds", "gauge", "When the policy in force was loaded.");
 	fprintf(f, "nfbox_policy_loaded_timestamp_seconds %lld\n", st->loaded_at);
 	family(f, "nfbox_generation", "gauge", "Policies this daemon has loaded into the BPF engine.");
-	fprintf(f, "nfbox_generation %llu\n", U(st->engine.generation));
+	fprintf(f, "nfbox_generation %llu\n", U(st->be.engine.generation));
 	family(f, "nfbox_bpf_memory_bytes", "gauge", "Kernel memory the classifier's BPF maps hold.");
-	fprintf(f, "nfbox_bpf_memory_bytes %llu\n", U(st->bpf_memory));
+	fprintf(f, "nfbox_bpf_memory_bytes %llu\n", U(st->be.bpf_memory));
 	family(f, "nfbox_reloads_total", "counter", "Reloads, by result.");
 	fprintf(f, "nfbox_reloads_total{result=\"ok\"} %lu\nnfbox_reloads_total{result=\"failed\"} %lu\n",
 		st->reloads_ok, st->reloads_failed);
@@ -708,9 +708,9 @@ void format_metrics(const struct status_report *st, const struct stats_report *s
 	rule_series(f, sr, "nfbox_default_bytes_total", true, true);
 	family(f, "nfbox_established_packets_total", "counter",
 	       "Packets of established and related connections, accepted before the rules.");
-	fprintf(f, "nfbox_established_packets_total %llu\n", U(sr->established.packets));
+	fprintf(f, "nfbox_established_packets_total %llu\n", U(sr->be.established.packets));
 	family(f, "nfbox_established_bytes_total", "counter", "Bytes of those packets.");
-	fprintf(f, "nfbox_established_bytes_total %llu\n", U(sr->established.bytes));
+	fprintf(f, "nfbox_established_bytes_total %llu\n", U(sr->be.established.bytes));
 	family(f, "nfbox_drops_total", "counter",
 	       "Packets, events and replies lost or dropped, by reason (as nfbox stats names them).");
 	for (size_t i = 0; i < NDROPS; i++) {

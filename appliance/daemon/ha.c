@@ -167,17 +167,18 @@ static void log_line(const char *line, void *arg)
 	log_msg(level, "%s: %s", dp->name, t);
 }
 
-static void on_out(struct daemon *dm, struct handler *h, uint32_t events)
+static void on_out(struct handler *h, uint32_t events)
 {
+	struct daemon *dm = h->ctx;
 	struct dha_proc *dp = OF(h, struct dha_proc, out_h);
 
 	if (proc_read(&dp->p, log_line, dp))
-		daemon_unwatch(dm, h); /* closed by proc_read */
+		loop_unwatch(&dm->loop, h); /* closed by proc_read */
 }
 
 /* ---- starting and stopping ---- */
 
-static void on_exit_proc(struct daemon *dm, struct handler *h, uint32_t events);
+static void on_exit_proc(struct handler *h, uint32_t events);
 static void queue_cmds(struct daemon *dm, const enum ha_cmd *v, unsigned n);
 
 static int start_proc(struct daemon *dm, struct dha_proc *dp)
@@ -207,9 +208,9 @@ static int start_proc(struct daemon *dm, struct dha_proc *dp)
 		return r;
 	}
 	dp->started = time(NULL);
-	dp->exit_h = (struct handler){ .fd = dp->p.pidfd, .fn = on_exit_proc };
-	dp->out_h = (struct handler){ .fd = dp->p.out, .fn = on_out };
-	if ((r = daemon_watch(dm, &dp->exit_h)) < 0 || (r = daemon_watch(dm, &dp->out_h)) < 0)
+	dp->exit_h = (struct handler){ .fd = dp->p.pidfd, .fn = on_exit_proc, .ctx = dm };
+	dp->out_h = (struct handler){ .fd = dp->p.out, .fn = on_out, .ctx = dm };
+	if ((r = loop_watch(&dm->loop, &dp->exit_h)) < 0 || (r = loop_watch(&dm->loop, &dp->out_h)) < 0)
 		log_err("ha: cannot follow %s (epoll: %s): its exit goes unnoticed", dp->name, strerror(-r));
 	if (is_kd) {
 		ha->role = HA_ROLE_STARTING;
@@ -230,9 +231,9 @@ static int start_proc(struct daemon *dm, struct dha_proc *dp)
 static void unwatch_proc(struct daemon *dm, struct dha_proc *dp)
 {
 	if (dp->p.pidfd >= 0)
-		daemon_unwatch(dm, &dp->exit_h);
+		loop_unwatch(&dm->loop, &dp->exit_h);
 	if (dp->p.out >= 0)
-		daemon_unwatch(dm, &dp->out_h);
+		loop_unwatch(&dm->loop, &dp->out_h);
 }
 
 static void stop_proc(struct daemon *dm, struct dha_proc *dp)
@@ -266,8 +267,9 @@ static void set_role(struct daemon *dm, enum ha_role role, const char *why)
 		queue_cmds(dm, to_backup, 1);
 }
 
-static void on_exit_proc(struct daemon *dm, struct handler *h, uint32_t events)
+static void on_exit_proc(struct handler *h, uint32_t events)
 {
+	struct daemon *dm = h->ctx;
 	struct dha_proc *dp = OF(h, struct dha_proc, exit_h);
 	struct dha *ha = dm->ha;
 	time_t now = time(NULL);
@@ -277,14 +279,14 @@ static void on_exit_proc(struct daemon *dm, struct handler *h, uint32_t events)
 	pgid = dp->p.pid;
 	if (!proc_reap(&dp->p, &status))
 		return; /* an event for the process before this one */
-	daemon_unwatch(dm, h);
+	loop_unwatch(&dm->loop, h);
 	/* keepalived's VRRP process outlives a parent killed by SIGKILL: it
 	 * must go (its addresses with it) before another keepalived starts. */
 	if (pgid > 0 && kill(-pgid, SIGTERM) == 0)
 		dp->lingering = pgid;
 	dp->exited = now;
 	if (dp->p.out >= 0) {
-		daemon_unwatch(dm, &dp->out_h);
+		loop_unwatch(&dm->loop, &dp->out_h);
 		proc_drain(&dp->p, 200, log_line, dp);
 	}
 	proc_close(&dp->p);
@@ -323,8 +325,9 @@ static void notice(struct daemon *dm, const char *line)
 	}
 }
 
-static void on_fifo(struct daemon *dm, struct handler *h, uint32_t events)
+static void on_fifo(struct handler *h, uint32_t events)
 {
+	struct daemon *dm = h->ctx;
 	struct dha *ha = dm->ha;
 	ssize_t n;
 
@@ -361,7 +364,8 @@ static int open_fifo(struct daemon *dm)
 	if ((ha->fifo.fd = open(ha->paths.fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0)
 		return -errno;
 	ha->fifo.fn = on_fifo;
-	return daemon_watch(dm, &ha->fifo);
+	ha->fifo.ctx = dm;
+	return loop_watch(&dm->loop, &ha->fifo);
 }
 
 static void close_fifo(struct daemon *dm)
@@ -370,7 +374,7 @@ static void close_fifo(struct daemon *dm)
 
 	if (ha->fifo.fd < 0)
 		return;
-	daemon_unwatch(dm, &ha->fifo);
+	loop_unwatch(&dm->loop, &ha->fifo);
 	close(ha->fifo.fd);
 	ha->fifo.fd = -1;
 	ha->fifo_len = 0;
@@ -378,24 +382,26 @@ static void close_fifo(struct daemon *dm)
 
 /* ---- conntrackd's client commands ---- */
 
-static void on_job_out(struct daemon *dm, struct handler *h, uint32_t events)
+static void on_job_out(struct handler *h, uint32_t events)
 {
+	struct daemon *dm = h->ctx;
 	struct dha_job *j = OF(h, struct dha_job, out_h);
 
 	if (proc_read(&j->p, proc_text_line, &j->out))
-		daemon_unwatch(dm, h);
+		loop_unwatch(&dm->loop, h);
 }
 
-static void on_job_exit(struct daemon *dm, struct handler *h, uint32_t events)
+static void on_job_exit(struct handler *h, uint32_t events)
 {
+	struct daemon *dm = h->ctx;
 	struct dha_job *j = OF(h, struct dha_job, exit_h);
 	int status;
 
 	if (!proc_reap(&j->p, &status))
 		return;
-	daemon_unwatch(dm, h);
+	loop_unwatch(&dm->loop, h);
 	if (j->p.out >= 0) {
-		daemon_unwatch(dm, &j->out_h);
+		loop_unwatch(&dm->loop, &j->out_h);
 		proc_drain(&j->p, 200, proc_text_line, &j->out);
 	}
 	proc_close(&j->p);
@@ -416,10 +422,10 @@ static int job_start(struct daemon *dm, struct dha_job *j, const char *arg, cons
 	if ((r = proc_start(&j->p, argv)) < 0)
 		return r;
 	j->started = time(NULL);
-	j->exit_h = (struct handler){ .fd = j->p.pidfd, .fn = on_job_exit };
-	j->out_h = (struct handler){ .fd = j->p.out, .fn = on_job_out };
-	daemon_watch(dm, &j->exit_h);
-	daemon_watch(dm, &j->out_h);
+	j->exit_h = (struct handler){ .fd = j->p.pidfd, .fn = on_job_exit, .ctx = dm };
+	j->out_h = (struct handler){ .fd = j->p.out, .fn = on_job_out, .ctx = dm };
+	loop_watch(&dm->loop, &j->exit_h);
+	loop_watch(&dm->loop, &j->out_h);
 	return 0;
 }
 
@@ -428,9 +434,9 @@ static void job_stop(struct daemon *dm, struct dha_job *j)
 	if (!j->p.pid)
 		return;
 	if (j->p.pidfd >= 0)
-		daemon_unwatch(dm, &j->exit_h);
+		loop_unwatch(&dm->loop, &j->exit_h);
 	if (j->p.out >= 0)
-		daemon_unwatch(dm, &j->out_h);
+		loop_unwatch(&dm->loop, &j->out_h);
 	proc_stop(&j->p, 1000, NULL, NULL);
 }
 

@@ -110,8 +110,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return ret;
 }
 
-static void on_ready(struct daemon *dm, struct handler *h, uint32_t events)
+static void on_ready(struct handler *h, uint32_t events)
 {
+	struct daemon *dm = h->ctx;
 	(void)h;
 	(void)events;
 	MHD_run(dm->httpd->mhd);
@@ -195,9 +196,9 @@ int httpd_open(struct daemon *dm, struct diags *d)
 		free(h);
 		return diag_errno(d, -e, "--metrics-listen %s: cannot listen", listen);
 	}
-	h->h = (struct handler){ .fd = info->epoll_fd, .fn = on_ready };
+	h->h = (struct handler){ .fd = info->epoll_fd, .fn = on_ready, .ctx = dm };
 	dm->httpd = h;
-	if (daemon_watch(dm, &h->h) < 0) {
+	if (loop_watch(&dm->loop, &h->h) < 0) {
 		httpd_close(dm);
 		return diag_errno(d, -errno, "--metrics-listen");
 	}
@@ -215,7 +216,7 @@ void httpd_close(struct daemon *dm)
 {
 	if (!dm->httpd)
 		return;
-	daemon_unwatch(dm, &dm->httpd->h);
+	loop_unwatch(&dm->loop, &dm->httpd->h);
 	MHD_stop_daemon(dm->httpd->mhd);
 	free(dm->httpd->body);
 	free(dm->httpd);

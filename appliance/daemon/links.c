@@ -12,13 +12,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/backend.h"
+#include "daemon/backends.h"
 #include "daemon/daemon_int.h"
 #include "daemon/links.h"
 #include "base/log.h"
 #include "netlink/monitor.h"
 
 #define MAX_LISTED 64
+
+/* The links' state (the daemon's dm->links). */
+struct links {
+	struct handler h;
+	struct nl_monitor *monitor;
+	char *missing; /* as last logged: "wg0, ppp0", "" if none */
+};
 
 static bool listed(const char **v, uint32_t n, const char *name)
 {
@@ -65,33 +72,34 @@ static void note_missing(struct daemon *dm)
 
 	if (!now)
 		return;
-	if (dm->missing_ifaces && !strcmp(now, dm->missing_ifaces)) {
+	if (dm->links->missing && !strcmp(now, dm->links->missing)) {
 		free(now);
 		return;
 	}
-	if (dm->missing_ifaces) /* not the first time: a change */
+	if (dm->links->missing) /* not the first time: a change */
 		log_info("interfaces: %s%s",
 			 now[0] ? "missing now (rules naming them match nothing): "
 				: "every interface the policy names is present",
 			 now);
-	free(dm->missing_ifaces);
-	dm->missing_ifaces = now;
+	free(dm->links->missing);
+	dm->links->missing = now;
 }
 
-static void on_links(struct daemon *dm, struct handler *h, uint32_t events)
+static void on_links(struct handler *h, uint32_t events)
 {
+	struct daemon *dm = h->ctx;
 	(void)h;
 	(void)events;
-	if (!nl_monitor_links_changed(dm->monitor) || !dm->cur.plan)
+	if (!nl_monitor_links_changed(dm->links->monitor) || !dm->cur.plan)
 		return;
-	backend_of(dm->cur.pol)->links_changed(dm);
+	backend_in_force(dm)->ops->links_changed(backend_in_force(dm), &dm->cur);
 	note_missing(dm);
 }
 
 void links_after_reload(struct daemon *dm)
 {
-	free(dm->missing_ifaces);
-	dm->missing_ifaces = NULL;
+	free(dm->links->missing);
+	dm->links->missing = NULL;
 	note_missing(dm);
 }
 
@@ -99,20 +107,24 @@ int links_open(struct daemon *dm, struct diags *d)
 {
 	int r;
 
-	if ((r = nl_monitor_open(&dm->monitor)) < 0)
+	if (!(dm->links = calloc(1, sizeof(*dm->links))))
+		return diag_errno(d, -ENOMEM, "links");
+	if ((r = nl_monitor_open(&dm->links->monitor)) < 0)
 		return diag_errno(d, r, "cannot follow interfaces over rtnetlink");
-	dm->links = (struct handler){ .fd = nl_monitor_fd(dm->monitor), .fn = on_links };
+	dm->links->h = (struct handler){ .fd = nl_monitor_fd(dm->links->monitor), .fn = on_links, .ctx = dm };
 	/* Open before the first load: a link that changes after the load
 	 * resolved its names is in the monitor's queue. */
-	if ((r = daemon_watch(dm, &dm->links)) < 0)
+	if ((r = loop_watch(&dm->loop, &dm->links->h)) < 0)
 		return diag_errno(d, r, "epoll");
 	return 0;
 }
 
 void links_close(struct daemon *dm)
 {
-	nl_monitor_close(dm->monitor);
-	dm->monitor = NULL;
-	free(dm->missing_ifaces);
-	dm->missing_ifaces = NULL;
+	if (!dm->links)
+		return;
+	nl_monitor_close(dm->links->monitor);
+	free(dm->links->missing);
+	free(dm->links);
+	dm->links = NULL;
 }

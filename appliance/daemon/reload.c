@@ -36,22 +36,17 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "daemon/backend.h"
+#include "daemon/backends.h"
 #include "daemon/daemon_int.h"
 #include "daemon/reload.h"
 #include "daemon/fingerprint.h"
 #include "daemon/state.h"
 #include "daemon/dynsets.h"
-#include "daemon/lasthit.h"
 #include "daemon/links.h"
 #include "daemon/captures.h"
 #include "daemon/ha.h"
 #include "base/cleanup.h"
 #include "base/log.h"
-#include "backend/nftables/nft/batch.h"
-#include "backend/nftables/nft/build.h"
-#include "backend/nftables/nft/counters.h"
-#include "backend/nftables/nft/emit.h"
 #include "system/files.h"
 #include "system/sdnotify.h"
 
@@ -63,38 +58,6 @@ void loaded_free(struct loaded *l)
 	policy_free(l->pol);
 	free(l->path);
 	memset(l, 0, sizeof(*l));
-}
-
-static bool carried(const char *name, uint64_t *packets, uint64_t *bytes, void *arg)
-{
-	const struct nfr_counter *c = nft_counters_find(arg, name);
-
-	if (!c)
-		return false;
-	*packets = c->packets;
-	*bytes = c->bytes;
-	return true;
-}
-
-int daemon_nft_apply(struct daemon *dm, const struct policy *p, bool filter, struct diags *d)
-{
-	struct nft_counters old = { 0 };
-	struct nft_build_opts o = { .filter = filter, .counter_value = carried, .arg = &old, .dyn = &dm->dyn };
-	struct nfr_table t;
-	int r;
-
-	if (o.filter && nft_counters_read(&old) < 0)
-		log_warn("cannot read the counters of table inet %s: they start again from 0", NFT_TABLE_NAME);
-	nfr_init(&t);
-	if ((r = nft_build(p, &o, &t, d)) == 0)
-		r = t.nchains ? nft_table_apply(&t, d) : nft_table_remove(d); /* none: nothing to do in nftables */
-	if (r == 0)
-		dm->nft_table = t.nchains ? 1 : 0;
-	if (r == 0 && o.filter)
-		lasthit_start(dm, &t);
-	nfr_free(&t);
-	nft_counters_free(&old);
-	return r;
 }
 
 /* Read, check, compile and encode: nothing of the daemon is touched, so
@@ -110,12 +73,6 @@ static int reload_prepare(const char *path, int fd, const struct policy_files *v
 	if (r == 0)
 		r = plan_make(nl->pol, &nl->plan, &nl->blob, d);
 	return r;
-}
-
-/* The backend of the new policy enforces it (backend.h). */
-static int enforce(struct daemon *dm, struct loaded *nl, struct diags *d)
-{
-	return backend_of(nl->pol)->enforce(dm, nl, d);
 }
 
 static int check_file(int fd, const char *path, char *why, size_t len, void *arg)
@@ -142,15 +99,15 @@ int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d)
 /* The rest of a reload, in the loop: r is what reload_prepare returned. */
 static int reload_finish(struct daemon *dm, struct loaded *nl, int r, struct diags *d)
 {
-	if (r == 0 && (r = slots_assign(&dm->slots, dm->e, nl->plan, &nl->slots)) < 0)
-		r = diag_errno(d, r, "cannot assign counters");
+	if (r == 0)
+		r = backends_prepare(dm, nl, d);
 	if (r == 0)
 		r = dyn_prepare(dm, nl->pol, &nl->slots, d);
 	if (r == 0) {
 		const char *source = nl->path ? nl->path : "the policy";
 
 		dm->policy_fault = false; /* from here on, a failure is the system's */
-		if ((r = ha_prepare(dm, nl->pol, source, d)) == 0 && (r = enforce(dm, nl, d)) == 0) {
+		if ((r = ha_prepare(dm, nl->pol, source, d)) == 0 && (r = backends_enforce(dm, nl, d)) == 0) {
 			daemon_captures_apply(dm, nl->pol, d); /* while the old policy is alive */
 			ha_commit(dm, nl->pol, source);
 		} else {
@@ -161,14 +118,13 @@ static int reload_finish(struct daemon *dm, struct loaded *nl, int r, struct dia
 	}
 	if (r < 0) {
 		if (nl->plan)
-			slots_abort(&dm->slots, &dm->cur.slots, dm->cur.plan);
+			backends_abort(dm);
 		loaded_free(nl);
 		dm->reloads_failed++;
 		dyn_after_reload(dm, r);
 		return r;
 	}
-	slots_commit(&dm->slots, &nl->slots, nl->plan);
-	state_save_slots(dm);
+	backends_commit(dm, nl);
 	loaded_free(&dm->cur);
 	dm->cur = *nl;
 	memset(nl, 0, sizeof(*nl));
@@ -177,7 +133,7 @@ static int reload_finish(struct daemon *dm, struct loaded *nl, int r, struct dia
 	if (fingerprint_loaded(dm->cur.pol->sources.head, dm->fingerprint) < 0)
 		dm->fingerprint[0] = '\0';
 	links_after_reload(dm);
-	backend_of(dm->cur.pol)->in_force(dm);
+	backend_in_force(dm)->ops->in_force_now(backend_in_force(dm), &dm->cur);
 	dyn_after_reload(dm, 0);
 	return 0;
 }
@@ -228,13 +184,20 @@ static void job_free(struct reload_job *j)
 	free(j);
 }
 
-static void reload_thread_done(struct daemon *dm, struct handler *h, uint32_t events)
+static void job_freep(struct reload_job **j)
 {
+	if (*j)
+		job_free(*j);
+}
+
+static void reload_thread_done(struct handler *h, uint32_t events)
+{
+	struct daemon *dm = h->ctx;
 	struct reload_job *j = (struct reload_job *)h;
 	int r;
 
 	(void)events;
-	daemon_unwatch(dm, &j->h);
+	loop_unwatch(&dm->loop, &j->h);
 	pthread_join(j->th, NULL);
 	dm->reload_job = NULL;
 	r = reload_finish(dm, &j->nl, j->r, &j->d);
@@ -247,7 +210,7 @@ static int check_file(int fd, const char *path, char *why, size_t len, void *arg
 
 int daemon_reload_start(struct daemon *dm, const char *path, int fd, reload_done_fn done, void *arg)
 {
-	struct reload_job *j;
+	_cleanup_(job_freep) struct reload_job *j = NULL;
 	int r;
 
 	if (dm->reload_job)
@@ -257,31 +220,25 @@ int daemon_reload_start(struct daemon *dm, const char *path, int fd, reload_done
 	j->fd = -1;
 	j->h.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	j->h.fn = reload_thread_done;
+	j->h.ctx = dm;
 	j->path = strdup(path);
 	j->files.check = dm->opts->allow_unsafe_files ? NULL : check_file;
 	j->done = done;
 	j->arg = arg;
 	diags_init(&j->d);
-	if (fd >= 0 && (j->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
-		r = -errno;
-		goto fail;
-	}
-	if (j->h.fd < 0 || !j->path) {
-		r = j->path ? -errno : -ENOMEM;
-		goto fail;
-	}
-	if ((r = daemon_watch(dm, &j->h)) < 0)
-		goto fail;
+	if (fd >= 0 && (j->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+		return -errno;
+	if (j->h.fd < 0 || !j->path)
+		return j->path ? -errno : -ENOMEM;
+	if ((r = loop_watch(&dm->loop, &j->h)) < 0)
+		return r;
 	if ((r = -pthread_create(&j->th, NULL, reload_thread, j)) < 0) {
-		daemon_unwatch(dm, &j->h);
-		goto fail;
+		loop_unwatch(&dm->loop, &j->h);
+		return r;
 	}
 	sd_notify_reloading();
-	dm->reload_job = j;
+	dm->reload_job = TAKE_PTR(j);
 	return 0;
-fail:
-	job_free(j);
-	return r;
 }
 
 void daemon_reload_wait(struct daemon *dm)
@@ -291,7 +248,7 @@ void daemon_reload_wait(struct daemon *dm)
 	if (!j)
 		return;
 	/* a stop while the thread reads: it finishes, nothing is enforced */
-	daemon_unwatch(dm, &j->h);
+	loop_unwatch(&dm->loop, &j->h);
 	pthread_join(j->th, NULL);
 	dm->reload_job = NULL;
 	diag_fail(&j->d, -ECANCELED, "nfbox stopped before the policy was loaded");
@@ -313,7 +270,7 @@ void daemon_status_line(const struct daemon *dm, char *buf, size_t len)
 		snprintf(buf, len, "no policy loaded");
 		return;
 	}
-	backend_of(dm->cur.pol)->status_line(dm, buf, len);
+	backend_in_force(dm)->ops->status_line(backend_in_force(dm), &dm->cur, buf, len);
 }
 
 void daemon_reload_summary(const struct daemon *dm, const char *path, int r, FILE *f)
@@ -322,5 +279,5 @@ void daemon_reload_summary(const struct daemon *dm, const char *path, int r, FIL
 		fprintf(f, "%s: not loaded; the policy in force is unchanged%s\n", path, dm->cur.pol ? "" : " (none)");
 		return;
 	}
-	backend_of(dm->cur.pol)->summary(dm, path, f);
+	backend_in_force(dm)->ops->summary(backend_in_force(dm), &dm->cur, path, f);
 }

@@ -36,10 +36,4 @@ void daemon_status_line(const struct daemon *dm, char *buf, size_t len);
 void daemon_reload_summary(const struct daemon *dm, const char *path, int r, FILE *f);
 void loaded_free(struct loaded *l);
 
-/* reload.c: table inet nfbox for policy p, in one transaction (removed if
- * p needs nothing from nftables); filter: with the whole filter (the
- * nftables backend), else conntrack and NAT only (the BPF backend's).
- * 0 or -errno explained in d. */
-int daemon_nft_apply(struct daemon *dm, const struct policy *p, bool filter, struct diags *d);
-
 #endif

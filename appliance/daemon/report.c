@@ -6,14 +6,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/backend.h"
+#include "daemon/backends.h"
 #include "daemon/daemon_int.h"
+#include "daemon/confirm.h"
+#include "daemon/dynsets.h"
+#include "daemon/events.h"
 #include "daemon/fingerprint.h"
 #include "daemon/links.h"
-#include "daemon/rejects.h"
 #include "daemon/report.h"
 #include "base/log.h"
-#include "backend/nftables/nft/emit.h"
 
 int report_status(struct daemon *dm, struct status_report *out)
 {
@@ -28,24 +29,20 @@ int report_status(struct daemon *dm, struct status_report *out)
 		.policy = dm->cur.path,
 		.rules = p ? p->nrules : 0,
 		.defrag = p && p->opt.defrag,
-		.backend = p ? backend_of(p)->name : "bpf",
-		.nft_table = dm->nft_table,
-		.nft_owned = nft_table_owned(),
+		.backend = p ? backend_of(dm, p)->ops->name : "bpf",
 		.reloads_ok = dm->reloads_ok,
 		.reloads_failed = dm->reloads_failed,
-		.pending = dm->pending.active,
-		.pending_deadline = dm->pending.deadline,
-		.pending_since = dm->pending.since,
+		.pending = confirm_pending(dm)->active,
+		.pending_deadline = confirm_pending(dm)->deadline,
+		.pending_since = confirm_pending(dm)->since,
 		.state_dir = dm->state_dir,
 		.version = NFBOX_VERSION,
 		.fingerprint = dm->fingerprint,
 		.loaded_at = dm->loaded_at,
-		.events = dm->events_seen,
-		.dyn = &dm->dyn,
+		.events = eventlog_seen(dm->events),
+		.dyn = dyn_store(dm),
 	};
-	engine_get_info(dm->e, &out->engine);
-	if (dm->e)
-		engine_memory(dm->e, &out->bpf_memory);
+	backends_status(dm, &out->be);
 	/* Whether the files on disk are still what runs: read and hashed again. */
 	if (!p || !dm->fingerprint[0]) {
 		out->on_disk = "";
@@ -78,10 +75,10 @@ static uint32_t count_rows(const struct plan *pl)
 	return n;
 }
 
-int report_rows(struct daemon *dm, struct stats_report *out,
-		void (*fill)(struct daemon *dm, int h, uint32_t b, struct stats_row *row, void *arg), void *arg)
+/* A row for each rule and default of pl, hook by hook, each given its
+ * hook, name, action and limit; the backend fills in the counts. */
+static int report_rows(const struct plan *pl, struct stats_report *out)
 {
-	const struct plan *pl = dm->cur.plan;
 	uint32_t n = count_rows(pl);
 
 	if (!(out->rows = calloc(n ? n : 1, sizeof(*out->rows))))
@@ -98,9 +95,10 @@ int report_rows(struct daemon *dm, struct stats_report *out,
 			row->hook = policy_hook_name((enum policy_hook)h);
 			row->rule = def ? "(default)" : ph->rules[b]->name;
 			row->action = policy_action_name(def ? ph->def : ph->rules[b]->action);
+			row->h = h;
+			row->b = b;
 			row->is_default = def;
 			row->limit = !def && ph->rules[b]->limit.rate.n ? &ph->rules[b]->limit : NULL;
-			fill(dm, h, b, row, arg);
 		}
 	}
 	return 0;
@@ -108,18 +106,17 @@ int report_rows(struct daemon *dm, struct stats_report *out,
 
 int report_stats(struct daemon *dm, struct stats_report *out, bool zero)
 {
-	const struct backend_ops *be = backend_of(dm->cur.pol);
+	struct backend *be = backend_in_force(dm);
 	int r;
 
 	*out = (struct stats_report){ 0 };
-	if (be && (r = be->stats(dm, out, zero)) < 0) {
+	if (be && ((r = report_rows(dm->cur.plan, out)) < 0 ||
+		   (r = be->ops->stats(be, &dm->cur, out->rows, out->nrows, &out->be, zero)) < 0)) {
 		report_stats_free(out);
 		return r;
 	}
-	if (zero) {
-		rejects_zero(dm);
+	if (zero)
 		log_info("counters set to 0 (nfbox stats --zero)");
-	}
 	return daemon_captures_report(dm, true, &out->caps, &out->ncaps);
 }
 

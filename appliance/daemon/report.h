@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 #include "capture/capture.h"
-#include "backend/bpf/engine/engine.h"
+#include "backend/backend.h"
 #include "ha/parse.h"
 
 struct daemon;
@@ -58,11 +58,8 @@ struct status_report {
 	const char *policy; /* NULL: none loaded */
 	uint32_t rules;
 	bool defrag;
-	const char *backend; /* "bpf" or "nftables" */
-	int nft_table;	     /* table inet nfbox: 1 present, 0 absent, -1 unknown */
-	bool nft_owned;	     /* owned by the daemon (NFT_TABLE_F_OWNER, PERSIST) */
-	struct engine_info engine;
-	uint64_t bpf_memory; /* bytes the engine's maps hold (0: no engine) */
+	const char *backend;	  /* "bpf" or "nftables" */
+	struct backend_status be; /* the engine's links and memory, the table */
 	unsigned long reloads_ok, reloads_failed;
 	bool pending;				   /* a reload --confirm waits for `nfbox confirm` */
 	long long pending_deadline, pending_since; /* time(): rolls back at the deadline */
@@ -81,27 +78,10 @@ struct status_report {
 	struct report_ha ha;
 };
 
-struct stats_row {
-	const char *hook, *rule, *action;
-	bool is_default;
-	struct nfb_counter c;
-	const struct policy_limit *limit; /* the rule's limit:, NULL if none */
-	uint64_t over_limit;		  /* packets over it, gone on to later rules */
-	long long last_hit_ms;		  /* wall-clock ms of its last packet, 0: none yet */
-};
-
 struct stats_report {
 	struct stats_row *rows; /* rules and defaults, hook by hook */
 	uint32_t nrows;
-	struct nfb_counter established;
-	uint64_t malformed;	/* dropped: headers or the L4 key cut short */
-	uint64_t unreassembled; /* dropped: fragments the kernel did not reassemble (defrag on) */
-	uint64_t log_ring_full, log_rate_limited;
-	uint64_t reject_rate_limited; /* rejected, unanswered: over reject-rate */
-	uint64_t reject_ring_full;    /* rejected, unanswered: the reject ring was full (bpf) */
-	uint64_t reject_unanswerable; /* rejected, unanswered by the rules of ICMP (bpf) */
-	uint64_t reject_send_failed;  /* rejected, the reply could not be sent (bpf) */
-	uint64_t reject_replies;      /* replies sent by the daemon (bpf) */
+	struct backend_stats be; /* the backend's own counts */
 	struct report_capture *caps;
 	uint32_t ncaps;
 };
@@ -111,11 +91,6 @@ struct stats_report {
 int report_status(struct daemon *dm, struct status_report *out);
 /* zero: then every counter shown (but the captures') back to 0. */
 int report_stats(struct daemon *dm, struct stats_report *out, bool zero);
-/* For a backend's stats (backend.h): out->rows allocated, a row for each
- * rule and default of the plan in force, hook by hook, each given its
- * hook, name, action and limit, and then filled by fill (its counters). */
-int report_rows(struct daemon *dm, struct stats_report *out,
-		void (*fill)(struct daemon *dm, int h, uint32_t b, struct stats_row *row, void *arg), void *arg);
 void report_status_free(struct status_report *r);
 void report_stats_free(struct stats_report *r);
 

@@ -13,9 +13,5 @@ int state_write(const struct daemon *dm, const char *name, const char *data, siz
  * directory) or -errno. */
 int state_save(const struct daemon *dm, const char *name, void (*save)(const void *obj, FILE *f), const void *obj,
 	       bool sync);
-/* The counter slots' names in the state directory: saved after every load,
- * loaded by a daemon that adopted pinned state. */
-void state_save_slots(struct daemon *dm);
-void state_load_slots(struct daemon *dm);
 
 #endif

@@ -20,8 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon/daemon_int.h"
-#include "daemon/rejects.h"
+#include "backend/bpf/bpf.h"
 #include "base/log.h"
 #include "backend/bpf/reject/build.h"
 
@@ -33,7 +32,7 @@ enum {
 	S_COUNT
 };
 
-/* The rejects' state, the daemon's dm->rejecter: the raw sockets that
+/* The rejects' state (bpf_backend.rejecter): the raw sockets that
  * answer, the classifier's ring they come from, and the counts. */
 struct rejecter {
 	struct handler h;
@@ -71,9 +70,8 @@ static int raw_socket(int af, int proto)
 	return fd;
 }
 
-static void send_reply(struct daemon *dm, const struct reject_reply *rp)
+static void send_reply(struct rejecter *rj, const struct reject_reply *rp)
 {
-	struct rejecter *rj = dm->rejecter;
 	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6 };
 	struct sockaddr_in s4 = { .sin_family = AF_INET };
 	bool v4 = rp->family == AF_INET;
@@ -100,26 +98,29 @@ static int on_reject(void *ctx, void *data, size_t size)
 		[NFB_REJECT_HOST] = REJECT_HOST,
 		[NFB_REJECT_NET] = REJECT_NET,
 	};
-	struct daemon *dm = ctx;
+	struct rejecter *rj = ctx;
 	const struct nfb_reject *e = data;
 	struct reject_reply rp;
 
 	if (size < sizeof(*e) || e->kind >= sizeof(kinds) / sizeof(kinds[0]) || e->len > sizeof(e->data))
 		return 0;
 	if (reject_build(e->data, e->len, e->family == NFB_FAM_IPV4 ? AF_INET : AF_INET6, kinds[e->kind], &rp) < 0) {
-		dm->rejecter->unanswerable++; /* an ICMP error, a broadcast...: never answered */
+		rj->unanswerable++; /* an ICMP error, a broadcast...: never answered */
 		return 0;
 	}
-	send_reply(dm, &rp);
+	send_reply(rj, &rp);
 	return 0;
 }
 
-static void on_rejects(struct daemon *dm, struct handler *h, uint32_t events)
+static void on_rejects(struct handler *h, uint32_t events)
 {
-	ring_buffer__consume(dm->rejecter->rb);
+	struct rejecter *rj = h->ctx;
+
+	(void)events;
+	ring_buffer__consume(rj->rb);
 }
 
-int rejects_open(struct daemon *dm, struct diags *d)
+int bpf_rejects_open(struct bpf_backend *bb, struct diags *d)
 {
 	static const int af[S_COUNT] = { AF_INET, AF_INET6, AF_INET, AF_INET6 };
 	static const int proto[S_COUNT] = { IPPROTO_RAW, IPPROTO_RAW, IPPROTO_ICMP, IPPROTO_ICMPV6 };
@@ -128,44 +129,46 @@ int rejects_open(struct daemon *dm, struct diags *d)
 
 	if (!rj)
 		return diag_errno(d, -ENOMEM, "rejects");
-	dm->rejecter = rj;
+	bb->rejecter = rj;
 	for (int i = 0; i < S_COUNT; i++)
 		rj->fd[i] = -1;
 	for (int i = 0; i < S_COUNT; i++)
 		if ((rj->fd[i] = raw_socket(af[i], proto[i])) < 0)
 			return diag_errno(d, rj->fd[i], "cannot open a raw socket to answer rejected packets");
-	rj->rb = ring_buffer__new(engine_rejects_fd(dm->e), on_reject, dm, NULL);
+	rj->rb = ring_buffer__new(engine_rejects_fd(bb->e), on_reject, rj, NULL);
 	if (!rj->rb)
 		return diag_errno(d, -errno, "cannot open the reject ring buffer");
-	rj->h = (struct handler){ .fd = ring_buffer__epoll_fd(rj->rb), .fn = on_rejects };
-	if ((r = daemon_watch(dm, &rj->h)) < 0)
+	rj->h = (struct handler){ .fd = ring_buffer__epoll_fd(rj->rb), .fn = on_rejects, .ctx = rj };
+	if ((r = loop_watch(bb->b.env->loop, &rj->h)) < 0)
 		return diag_errno(d, r, "epoll");
 	return 0;
 }
 
-void rejects_counts(const struct daemon *dm, uint64_t *sent, uint64_t *send_failed, uint64_t *unanswerable)
+void bpf_rejects_counts(const struct bpf_backend *bb, uint64_t *sent, uint64_t *send_failed, uint64_t *unanswerable)
 {
-	const struct rejecter *rj = dm->rejecter;
+	const struct rejecter *rj = bb->rejecter;
 
 	*sent = rj ? rj->sent : 0;
 	*send_failed = rj ? rj->send_failed : 0;
 	*unanswerable = rj ? rj->unanswerable : 0;
 }
 
-void rejects_zero(struct daemon *dm)
+void bpf_rejects_zero(struct bpf_backend *bb)
 {
-	if (dm->rejecter)
-		dm->rejecter->sent = dm->rejecter->send_failed = dm->rejecter->unanswerable = 0;
+	if (bb->rejecter)
+		bb->rejecter->sent = bb->rejecter->send_failed = bb->rejecter->unanswerable = 0;
 }
 
-void rejects_close(struct daemon *dm)
+void bpf_rejects_close(struct bpf_backend *bb)
 {
-	if (!dm->rejecter)
+	struct rejecter *rj = bb->rejecter;
+
+	if (!rj)
 		return;
-	ring_buffer__free(dm->rejecter->rb);
+	ring_buffer__free(rj->rb);
 	for (int i = 0; i < S_COUNT; i++)
-		if (dm->rejecter->fd[i] >= 0)
-			close(dm->rejecter->fd[i]);
-	free(dm->rejecter);
-	dm->rejecter = NULL;
+		if (rj->fd[i] >= 0)
+			close(rj->fd[i]);
+	free(rj);
+	bb->rejecter = NULL;
 }

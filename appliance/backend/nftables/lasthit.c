@@ -15,8 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/daemon_int.h"
-#include "daemon/lasthit.h"
+#include "backend/nftables/lasthit.h"
 #include "backend/nftables/nft/counters.h"
 
 #define LASTHIT_PERIOD_MS   1000
@@ -37,30 +36,26 @@ static long long ms_of(clockid_t c)
 	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void lasthit_free(struct daemon *dm)
+void lasthit_free(struct lasthit **lhp)
 {
-	if (!dm->lasthit)
+	if (!*lhp)
 		return;
-	nft_counters_free(&dm->lasthit->prev);
-	free(dm->lasthit->when);
-	free(dm->lasthit);
-	dm->lasthit = NULL;
+	nft_counters_free(&(*lhp)->prev);
+	free((*lhp)->when);
+	free(*lhp);
+	*lhp = NULL;
 }
 
-void lasthit_tick(struct daemon *dm)
+void lasthit_tick(struct lasthit **lhp)
 {
-	struct lasthit *lh = dm->lasthit;
+	struct lasthit *lh = *lhp;
 	struct nft_counters cur;
 	long long t0 = ms_of(CLOCK_MONOTONIC), now, *when;
 	bool first = !lh;
 
-	if (!dm->cur.pol) {
-		lasthit_free(dm);
-		return;
-	}
 	if (lh && t0 < lh->next)
 		return;
-	if (!lh && !(lh = dm->lasthit = calloc(1, sizeof(*lh))))
+	if (!lh && !(lh = *lhp = calloc(1, sizeof(*lh))))
 		return;
 	if (nft_counters_read(&cur) < 0) {
 		lh->next = t0 + LASTHIT_PERIOD_MS;
@@ -97,13 +92,13 @@ static int counter_cmp(const void *a, const void *b)
 	return strcmp(((const struct nfr_counter *)a)->name, ((const struct nfr_counter *)b)->name);
 }
 
-void lasthit_start(struct daemon *dm, const struct nfr_table *t)
+void lasthit_start(struct lasthit **lhp, const struct nfr_table *t)
 {
-	struct lasthit *lh = dm->lasthit;
+	struct lasthit *lh = *lhp;
 	struct nft_counters start = { 0 };
 	long long *when;
 
-	if (!lh && !(lh = dm->lasthit = calloc(1, sizeof(*lh))))
+	if (!lh && !(lh = *lhp = calloc(1, sizeof(*lh))))
 		return;
 	start.v = malloc((t->ncounters ? t->ncounters : 1) * sizeof(*start.v));
 	when = calloc(t->ncounters ? t->ncounters : 1, sizeof(*when));
@@ -116,7 +111,7 @@ void lasthit_start(struct daemon *dm, const struct nfr_table *t)
 	start.n = t->ncounters;
 	qsort(start.v, start.n, sizeof(*start.v), counter_cmp);
 	for (uint32_t i = 0; i < start.n; i++)
-		when[i] = lasthit_of(dm, start.v[i].name);
+		when[i] = lasthit_of(lh, start.v[i].name);
 	nft_counters_free(&lh->prev);
 	free(lh->when);
 	lh->prev = start;
@@ -126,9 +121,8 @@ void lasthit_start(struct daemon *dm, const struct nfr_table *t)
 	lh->next = ms_of(CLOCK_MONOTONIC) + lh->period;
 }
 
-long long lasthit_of(const struct daemon *dm, const char *counter)
+long long lasthit_of(const struct lasthit *lh, const char *counter)
 {
-	const struct lasthit *lh = dm->lasthit;
 	uint32_t lo = 0, hi = lh ? lh->prev.n : 0;
 
 	while (lo < hi) {
@@ -145,10 +139,8 @@ long long lasthit_of(const struct daemon *dm, const char *counter)
 	return 0;
 }
 
-void lasthit_zero(struct daemon *dm)
+void lasthit_zero(struct lasthit *lh)
 {
-	struct lasthit *lh = dm->lasthit;
-
 	for (uint32_t i = 0; lh && i < lh->prev.n; i++) {
 		lh->prev.v[i].packets = 0;
 		lh->when[i] = 0;

@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * The BPF backend (backend.h): the classifier in its netfilter links
+ * (engine/), and table inet nfbox for what BPF cannot do (the conntrack
+ * anchor, NAT), put in place by the nftables backend's table.c. It owns
+ * the engine, the counter slots (kept in the state directory, so that a
+ * daemon that adopts the pins gives each rule its counters back), the
+ * verdict events (events.c), the reject replies (rejects.c) and the
+ * dynamic sets' tries (dyn.c).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend/bpf/bpf.h"
+#include "backend/nftables/table.h"
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "system/files.h"
+
+/* ---- opening, adopting, closing ---- */
+
+static int bpf_open(const struct backend_env *env, struct backend **out)
+{
+	struct bpf_backend *bb = calloc(1, sizeof(*bb));
+
+	if (!bb)
+		return -ENOMEM;
+	bb->b = (struct backend){ .ops = &backend_bpf_ops, .env = env };
+	if (slots_init(&bb->slots) < 0) {
+		free(bb);
+		return -ENOMEM;
+	}
+	*out = &bb->b;
+	return 0;
+}
+
+static void drop_pinned(const struct engine_opts *eo)
+{
+	struct engine *old;
+	struct diags d;
+
+	diags_init(&d);
+	if (engine_open(eo, &d, &old) == 0) {
+		engine_destroy_pins(old);
+		engine_close(old);
+	}
+	diags_free(&d);
+}
+
+static int slots_path(const struct bpf_backend *bb, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%s/slots", bb->b.env->state_dir);
+
+	return bb->b.env->state_dir[0] && n > 0 && (size_t)n < len ? 0 : -ENAMETOOLONG;
+}
+
+/* The counter slots' names, after every load (STATE/slots). */
+static void save_slots(const struct bpf_backend *bb)
+{
+	_cleanup_free_ char *buf = NULL;
+	char path[PATH_MAX];
+	size_t len = 0;
+	FILE *f;
+	int r = -ENOMEM;
+
+	if (!bb->b.env->state_dir[0] || slots_path(bb, path, sizeof(path)) < 0)
+		return;
+	if ((f = open_memstream(&buf, &len))) {
+		slots_save(&bb->slots, f);
+		r = fclose(f) == 0 ? files_write_atomic(path, buf, len, 0600, FILES_SYNC) : -ENOMEM;
+	}
+	if (r < 0)
+		log_warn("cannot save the counters' names in %s (a restart would start them from 0): %s",
+			 bb->b.env->state_dir, strerror(-r));
+}
+
+/* An adopted classifier's rules get their counter slots back. */
+static void load_slots(struct bpf_backend *bb)
+{
+	char path[PATH_MAX];
+	unsigned n = 0;
+	FILE *f;
+
+	if (slots_path(bb, path, sizeof(path)) < 0 || !(f = fopen(path, "re")))
+		return;
+	if (slots_load(&bb->slots, f) < 0)
+		log_warn("%s is not readable as counter names; the counters of the adopted policy start from 0", path);
+	fclose(f);
+	for (uint32_t s = 0; s < NFB_MAX_COUNTERS; s++)
+		n += bb->slots.name[s] != NULL;
+	if (n)
+		log_info("the counters of %u rules go on from the adopted state", n);
+}
+
+/* The engine, adopting what is pinned (or dropping it: --fresh), and its
+ * rings. */
+static int bpf_start(struct backend *b, struct diags *d)
+{
+	struct bpf_backend *bb = bpf_of(b);
+	const struct backend_env *env = b->env;
+	struct engine_opts eo = { .pin_dir = env->pin_dir[0] ? env->pin_dir : NULL, .netns_cookie = env->netns_cookie };
+	struct engine_info info;
+	int r;
+
+	if (bb->e)
+		return 0;
+	if (env->fresh && eo.pin_dir && !bb->dropped_pins) {
+		drop_pinned(&eo);
+		bb->dropped_pins = true;
+	}
+	if ((r = engine_open(&eo, d, &bb->e)) < 0)
+		return r;
+	engine_get_info(bb->e, &info);
+	if (info.adopted)
+		log_info("adopted the enforcing state pinned in %s (map set %u in force)", env->pin_dir,
+			 info.active_gen);
+	if (!eo.pin_dir)
+		log_warn("--no-pin: nothing is pinned; if nfbox stops or dies, enforcement ends with it");
+	if ((r = bpf_events_open(bb, d)) < 0 || (r = bpf_rejects_open(bb, d)) < 0) {
+		bpf_events_close(bb);
+		bpf_rejects_close(bb);
+		engine_close(bb->e);
+		bb->e = NULL;
+		return r;
+	}
+	if (info.adopted)
+		load_slots(bb);
+	return 0;
+}
+
+static void bpf_close(struct backend *b)
+{
+	struct bpf_backend *bb;
+
+	if (!b)
+		return;
+	bb = bpf_of(b);
+	bpf_events_close(bb);
+	bpf_rejects_close(bb);
+	engine_close(bb->e);
+	slots_free(&bb->slots);
+	free(bb);
+}
+
+/* The pins hold the links and maps for the next daemon (keep), or go. */
+static void bpf_stop(struct backend *b, bool keep)
+{
+	struct bpf_backend *bb = bpf_of(b);
+	struct engine_info info;
+
+	if (!keep) {
+		if (bb->e)
+			engine_destroy_pins(bb->e);
+		return;
+	}
+	engine_get_info(bb->e, &info);
+	log_info("stopped; the policy stays enforced (generation %llu pinned in %s, table inet %s) for the next nfbox "
+		 "run to adopt",
+		 (unsigned long long)info.generation, b->env->pin_dir, NFT_TABLE_NAME);
+}
+
+static void bpf_discard(struct backend *b)
+{
+	bpf_stop(b, false);
+}
+
+static bool bpf_adopted(const struct backend *b)
+{
+	struct engine_info info;
+
+	engine_get_info(bpf_of_const(b)->e, &info);
+	return info.adopted;
+}
+
+/* ---- every reload: the counter slots ---- */
+
+static int bpf_prepare(struct backend *b, struct loaded *nl, struct diags *d)
+{
+	struct bpf_backend *bb = bpf_of(b);
+	int r;
+
+	if ((r = slots_assign(&bb->slots, bb->e, nl->plan, &nl->slots)) < 0)
+		return diag_errno(d, r, "cannot assign counters");
+	return 0;
+}
+
+static void bpf_commit(struct backend *b, const struct loaded *nl)
+{
+	struct bpf_backend *bb = bpf_of(b);
+
+	slots_commit(&bb->slots, &nl->slots, nl->plan);
+	save_slots(bb);
+}
+
+static void bpf_abort(struct backend *b, const struct loaded *cur)
+{
+	slots_abort(&bpf_of(b)->slots, &cur->slots, cur->plan);
+}
+
+static void bpf_tick(struct backend *b)
+{
+	struct bpf_backend *bb = bpf_of(b);
+
+	bpf_events_tick(bb);
+	engine_settle(bb->e); /* a reload is answered: free the policy it replaced */
+}
+
+static void bpf_status(struct backend *b, struct backend_status *out)
+{
+	struct bpf_backend *bb = bpf_of(b);
+
+	engine_get_info(bb->e, &out->engine);
+	if (bb->e)
+		engine_memory(bb->e, &out->bpf_memory);
+}
+
+/* ---- enforcing ---- */
+
+/* The table of the BPF policy in force before (its conntrack and NAT). */
+static void restore_table(struct backend *b, const struct loaded *cur)
+{
+	struct diags tmp;
+
+	diags_init(&tmp);
+	if (cur && nft_table_put(b->env->table, b->env->dyn, cur->pol, false, NULL, NULL, &tmp) < 0)
+		log_err("cannot put the previous table inet %s back: %s", NFT_TABLE_NAME, diags_last(&tmp, ""));
+	diags_free(&tmp);
+}
+
+/* The table first (the step the kernel may refuse: then nothing changes),
+ * then the generation; if that fails, the previous table goes back. From
+ * the nftables backend: the classifier first, then the table without the
+ * filter (if that fails, the classifier is unhooked and the nftables
+ * filter in force stays alone). */
+static int bpf_enforce(struct backend *b, const struct loaded *cur, const struct loaded *nl, bool switching,
+		       struct diags *d)
+{
+	struct bpf_backend *bb = bpf_of(b);
+	const struct backend_env *env = b->env;
+	int r;
+
+	if (!bb->e && (r = bpf_start(b, d)) < 0)
+		return r;
+	if (switching) {
+		if ((r = engine_load(bb->e, nl->plan, &nl->blob, &nl->slots, d)) < 0)
+			return r;
+		if ((r = nft_table_put(env->table, env->dyn, nl->pol, false, NULL, NULL, d)) < 0)
+			engine_unhook(bb->e);
+		return r;
+	}
+	if ((r = nft_table_put(env->table, env->dyn, nl->pol, false, NULL, NULL, d)) < 0)
+		return r;
+	if ((r = engine_load(bb->e, nl->plan, &nl->blob, &nl->slots, d)) < 0)
+		restore_table(b, cur);
+	return r;
+}
+
+static void bpf_in_force_now(struct backend *b, const struct loaded *cur)
+{
+	(void)b;
+	(void)cur;
+}
+
+/* The nftables backend enforces now, its table in place: the classifier
+ * unhooked, its tries no longer kept up to date. */
+static void bpf_retire(struct backend *b)
+{
+	struct bpf_backend *bb = bpf_of(b);
+
+	engine_unhook(bb->e);
+	bb->dyn_synced = false;
+}
+
+static void bpf_status_line(const struct backend *b, const struct loaded *cur, char *buf, size_t len)
+{
+	struct engine_info e;
+
+	engine_get_info(bpf_of_const(b)->e, &e);
+	snprintf(buf, len, "enforcing generation %llu: %u rules", (unsigned long long)e.generation, cur->pol->nrules);
+}
+
+static void bpf_summary(const struct backend *b, const struct loaded *cur, const char *path, FILE *f)
+{
+	struct engine_info e;
+
+	engine_get_info(bpf_of_const(b)->e, &e);
+	fprintf(f, "generation %llu: %s: %u rules enforced\n", (unsigned long long)e.generation, path,
+		cur->pol->nrules);
+}
+
+/* ---- counters ---- */
+
+/* A CLOCK_MONOTONIC time in ns (bpf_ktime_get_ns) as wall-clock ms; 0 stays 0. */
+static long long wall_ms_of(uint64_t mono_ns)
+{
+	struct timespec m, w;
+
+	if (!mono_ns)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &m);
+	clock_gettime(CLOCK_REALTIME, &w);
+	return ((long long)w.tv_sec * 1000000000 + w.tv_nsec - ((long long)m.tv_sec * 1000000000 + m.tv_nsec) +
+		(long long)mono_ns) /
+	       1000000;
+}
+
+static void fill_row(struct engine *e, const struct loaded *cur, struct stats_row *r)
+{
+	uint32_t slot = r->is_default ? cur->slots.default_slot[r->h] : cur->slots.rule_slot[r->h][r->b];
+
+	engine_counter_read(e, slot, &r->c);
+	r->last_hit_ms = wall_ms_of(r->c.last_ns);
+	if (r->limit)
+		engine_limit_over(e, slot, &r->over_limit);
+}
+
+static uint64_t packets_of(struct engine *e, uint32_t slot)
+{
+	struct nfb_counter c;
+
+	engine_counter_read(e, slot, &c);
+	return c.packets;
+}
+
+/* After the report: every counter it showed back to 0 (read, then zeroed,
+ * so what is counted in between is lost). */
+static void zero_all(struct engine *e, const struct loaded *cur)
+{
+	const struct plan *pl = cur->plan;
+
+	for (int h = 0; pl && h < NFB_HOOK_MAX; h++) {
+		for (uint32_t b = 0; b < pl->hook[h].nrules; b++)
+			engine_counter_reset(e, cur->slots.rule_slot[h][b]);
+		engine_counter_reset(e, cur->slots.default_slot[h]);
+	}
+	engine_counter_reset(e, cur->slots.established_slot);
+	for (uint32_t s = 0; s < NFB_CNT_FIRST_RULE; s++)
+		engine_counter_reset(e, s);
+}
+
+static int bpf_stats(struct backend *b, const struct loaded *cur, struct stats_row *rows, uint32_t n,
+		     struct backend_stats *out, bool zero)
+{
+	struct bpf_backend *bb = bpf_of(b);
+	struct engine *e = bb->e;
+
+	for (uint32_t i = 0; i < n; i++)
+		fill_row(e, cur, &rows[i]);
+	engine_counter_read(e, cur->slots.established_slot, &out->established);
+	out->malformed = packets_of(e, NFB_CNT_MALFORMED);
+	out->unreassembled = packets_of(e, NFB_CNT_FRAGMENT);
+	out->log_ring_full = packets_of(e, NFB_CNT_LOG_DROPPED);
+	out->log_rate_limited = packets_of(e, NFB_CNT_LOG_LIMITED);
+	out->reject_rate_limited = packets_of(e, NFB_CNT_REJECT_LIMITED);
+	out->reject_ring_full = packets_of(e, NFB_CNT_REJECT_LOST);
+	bpf_rejects_counts(bb, &out->reject_replies, &out->reject_send_failed, &out->reject_unanswerable);
+	if (zero && e)
+		zero_all(e, cur);
+	if (zero)
+		bpf_rejects_zero(bb);
+	return 0;
+}
+
+static void bpf_links_changed(struct backend *b, const struct loaded *cur)
+{
+	uint32_t need = 0;
+	int r;
+
+	if ((r = engine_ifaces_refresh(bpf_of(b)->e, cur->plan, &cur->blob, &need)) == -E2BIG)
+		log_err("interfaces changed: the policy's interfaces now need %u entries and the BPF engine holds %u; "
+			"those that did not fit match only the rules that exclude them (name fewer interfaces, or use "
+			"'backend: nftables')",
+			need, NFB_IFACE_MAX_ENTRIES);
+	else if (r < 0)
+		log_err("interfaces changed, but the interface map could not be updated: %s", strerror(-r));
+}
+
+const struct backend_ops backend_bpf_ops = {
+	.name = "bpf",
+	.holder = "the pinned classifier",
+	.open = bpf_open,
+	.start = bpf_start,
+	.close = bpf_close,
+	.stop = bpf_stop,
+	.discard = bpf_discard,
+	.adopted = bpf_adopted,
+	.prepare = bpf_prepare,
+	.commit = bpf_commit,
+	.abort = bpf_abort,
+	.tick = bpf_tick,
+	.status = bpf_status,
+	.dyn_read_back = bpf_dyn_read_back,
+	.enforce = bpf_enforce,
+	.in_force_now = bpf_in_force_now,
+	.retire = bpf_retire,
+	.status_line = bpf_status_line,
+	.summary = bpf_summary,
+	.stats = bpf_stats,
+	.links_changed = bpf_links_changed,
+	.dyn_apply = bpf_dyn_apply,
+	.dyn_undo = bpf_dyn_undo,
+	.dyn_resync = bpf_dyn_resync,
+	.dyn_expired = bpf_dyn_expired,
+	.dyn_after_reload = bpf_dyn_after_reload,
+};

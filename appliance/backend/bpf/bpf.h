@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Inside the BPF backend: its state, shared by its files. */
+#ifndef NFBOX_BACKEND_BPF_BPF_H
+#define NFBOX_BACKEND_BPF_BPF_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+
+struct ring_buffer;
+struct rejecter;
+
+struct bpf_backend {
+	struct backend b;
+	struct engine *e;	 /* NULL until started (a kernel without netfilter BPF: never) */
+	struct slot_table slots; /* each rule's counter slot, kept across reloads */
+	bool dropped_pins;	 /* --fresh done */
+	bool dyn_synced;	 /* the tries hold the store's entries (kept so while in force) */
+	struct ring_buffer *rb;	 /* verdict events (events.c) */
+	struct handler events_h;
+	uint64_t log_dropped_seen; /* NFB_CNT_LOG_DROPPED already told to the sink */
+	struct rejecter *rejecter; /* rejects.c */
+};
+
+static inline struct bpf_backend *bpf_of(struct backend *b)
+{
+	return (struct bpf_backend *)((char *)b - offsetof(struct bpf_backend, b));
+}
+
+static inline const struct bpf_backend *bpf_of_const(const struct backend *b)
+{
+	return (const struct bpf_backend *)((const char *)b - offsetof(struct bpf_backend, b));
+}
+
+/* events.c: verdict events from the classifier's ring buffer to the sink;
+ * once a second, the events the ring had no room for. */
+int bpf_events_open(struct bpf_backend *bb, struct diags *d);
+void bpf_events_close(struct bpf_backend *bb);
+void bpf_events_tick(struct bpf_backend *bb);
+
+/* rejects.c: the classifier hands each rejected packet's head over
+ * (nfb_rejects), the backend answers it with a TCP reset or an ICMP error,
+ * marked NFB_REPLY_MARK. Counts: replies sent, refused by the kernel, and
+ * rejected packets no reply may answer (an ICMP error, a broadcast). */
+int bpf_rejects_open(struct bpf_backend *bb, struct diags *d);
+void bpf_rejects_close(struct bpf_backend *bb);
+void bpf_rejects_counts(const struct bpf_backend *bb, uint64_t *sent, uint64_t *send_failed, uint64_t *unanswerable);
+void bpf_rejects_zero(struct bpf_backend *bb);
+
+/* dyn.c: the dynamic sets in the classifier's tries. */
+int bpf_dyn_apply(struct backend *b, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
+		  struct diags *d);
+void bpf_dyn_undo(struct backend *b, const struct dyn_set *set, const struct dyn_undo *u);
+void bpf_dyn_resync(struct backend *b);
+void bpf_dyn_expired(struct backend *b, const struct dyn_set *set, int fam, const struct dyn_entry *e);
+void bpf_dyn_after_reload(struct backend *b, bool gone);
+int bpf_dyn_read_back(struct backend *b, char **text, size_t *len, uint64_t *n, struct diags *d);
+
+#endif

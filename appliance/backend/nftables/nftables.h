@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* Inside the nftables backend: its state, shared by its files. */
+#ifndef NFBOX_BACKEND_NFTABLES_NFTABLES_H
+#define NFBOX_BACKEND_NFTABLES_NFTABLES_H
+
+#include <stddef.h>
+
+#include "backend/backend.h"
+
+struct nflog;
+struct lasthit;
+
+struct nft_backend {
+	struct backend b;
+	struct nflog *nflog; /* the verdict events (events.c), while in force */
+	struct handler nflog_h;
+	uint64_t nflog_lost_seen;
+	struct lasthit *lasthit; /* each rule's last hit (lasthit.c) */
+};
+
+static inline struct nft_backend *nft_of(struct backend *b)
+{
+	return (struct nft_backend *)((char *)b - offsetof(struct nft_backend, b));
+}
+
+static inline const struct nft_backend *nft_of_const(const struct backend *b)
+{
+	return (const struct nft_backend *)((const char *)b - offsetof(struct nft_backend, b));
+}
+
+/* events.c: verdict events logged by the rules (NFLOG group
+ * NFT_NFLOG_GROUP), followed from open to close. */
+void nft_events_open(struct nft_backend *nb);
+void nft_events_close(struct nft_backend *nb);
+
+/* dyn.c: the dynamic sets' operations. */
+int nft_dyn_apply(struct backend *b, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
+		  struct diags *d);
+void nft_dyn_undo(struct backend *b, const struct dyn_set *set, const struct dyn_undo *u);
+int nft_dyn_read_back(struct backend *b, char **text, size_t *len, uint64_t *n, struct diags *d);
+
+#endif

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* table inet nfbox put in place whole (table.h). */
+#include "backend/nftables/table.h"
+#include "backend/nftables/nft/build.h"
+#include "backend/nftables/nft/counters.h"
+#include "backend/nftables/nft/emit.h"
+#include "base/log.h"
+
+static bool carried(const char *name, uint64_t *packets, uint64_t *bytes, void *arg)
+{
+	const struct nfr_counter *c = nft_counters_find(arg, name);
+
+	if (!c)
+		return false;
+	*packets = c->packets;
+	*bytes = c->bytes;
+	return true;
+}
+
+int nft_table_put(struct backend_table *t, const struct dynsets *dyn, const struct policy *p, bool filter,
+		  void (*applied)(const struct nfr_table *nt, void *arg), void *arg, struct diags *d)
+{
+	struct nft_counters old = { 0 };
+	struct nft_build_opts o = { .filter = filter, .counter_value = carried, .arg = &old, .dyn = dyn };
+	struct nfr_table nt;
+	int r;
+
+	if (o.filter && nft_counters_read(&old) < 0)
+		log_warn("cannot read the counters of table inet %s: they start again from 0", NFT_TABLE_NAME);
+	nfr_init(&nt);
+	if ((r = nft_build(p, &o, &nt, d)) == 0)
+		r = nt.nchains ? nft_table_apply(&nt, d) : nft_table_remove(d); /* none: nothing to do in nftables */
+	if (r == 0)
+		t->present = nt.nchains ? 1 : 0;
+	if (r == 0 && applied)
+		applied(&nt, arg);
+	nfr_free(&nt);
+	nft_counters_free(&old);
+	return r;
+}
+
+int nft_table_drop(struct backend_table *t, struct diags *d)
+{
+	int r;
+
+	if ((r = nft_table_remove(d)) == 0)
+		t->present = 0;
+	return r;
+}

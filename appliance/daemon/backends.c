@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* The daemon's backends (backends.h). */
+#include <errno.h>
+
+#include "daemon/backends.h"
+#include "base/cleanup.h"
+#include "base/log.h"
+
+#define NBACKENDS 2
+
+struct backend *backend_of(const struct daemon *dm, const struct policy *p)
+{
+	if (!p)
+		return NULL;
+	return dm->backends[p->opt.backend == POLICY_BACKEND_NFTABLES ? 1 : 0];
+}
+
+struct backend *backend_in_force(const struct daemon *dm)
+{
+	return backend_of(dm, dm->cur.pol);
+}
+
+int backends_open(struct daemon *dm, struct diags *d)
+{
+	static const struct backend_ops *const ops[NBACKENDS] = { &backend_bpf_ops, &backend_nftables_ops };
+	int r;
+
+	for (int i = 0; i < NBACKENDS; i++) {
+		struct diags sd;
+
+		if ((r = ops[i]->open(&dm->benv, &dm->backends[i])) < 0)
+			return diag_errno(d, r, "backend %s", ops[i]->name);
+		diags_init(&sd);
+		/* Without netfilter BPF (a kernel before 6.4) only the nftables
+		 * backend can enforce; a BPF policy then fails to load, saying why. */
+		if (ops[i]->start(dm->backends[i], &sd) < 0) {
+			_cleanup_free_ char *why = diags_to_text(&sd);
+
+			log_warn("the %s backend is not available, its policies cannot be enforced: %s", ops[i]->name,
+				 why ? why : "");
+		}
+		diags_free(&sd);
+	}
+	return 0;
+}
+
+void backends_close(struct daemon *dm)
+{
+	for (int i = 0; i < NBACKENDS; i++) {
+		if (dm->backends[i])
+			dm->backends[i]->ops->close(dm->backends[i]);
+		dm->backends[i] = NULL;
+	}
+}
+
+int backends_prepare(struct daemon *dm, struct loaded *nl, struct diags *d)
+{
+	int r;
+
+	for (int i = 0; i < NBACKENDS; i++)
+		if ((r = dm->backends[i]->ops->prepare(dm->backends[i], nl, d)) < 0)
+			return r;
+	return 0;
+}
+
+int backends_enforce(struct daemon *dm, const struct loaded *nl, struct diags *d)
+{
+	struct backend *b = backend_of(dm, nl->pol), *was = backend_in_force(dm);
+
+	return b->ops->enforce(b, dm->cur.pol ? &dm->cur : NULL, nl, was && was != b, d);
+}
+
+void backends_commit(struct daemon *dm, const struct loaded *nl)
+{
+	struct backend *in = backend_of(dm, nl->pol);
+
+	for (int i = 0; i < NBACKENDS; i++) {
+		struct backend *b = dm->backends[i];
+
+		b->ops->commit(b, nl);
+		b->in_force = b == in;
+		if (b != in)
+			b->ops->retire(b);
+	}
+}
+
+void backends_abort(struct daemon *dm)
+{
+	for (int i = 0; i < NBACKENDS; i++)
+		dm->backends[i]->ops->abort(dm->backends[i], &dm->cur);
+}
+
+void backends_tick(struct daemon *dm)
+{
+	for (int i = 0; i < NBACKENDS; i++)
+		dm->backends[i]->ops->tick(dm->backends[i]);
+}
+
+void backends_status(struct daemon *dm, struct backend_status *out)
+{
+	*out = (struct backend_status){ .nft_table = -1 };
+	for (int i = 0; i < NBACKENDS; i++)
+		dm->backends[i]->ops->status(dm->backends[i], out);
+}
+
+bool backends_adopted(const struct daemon *dm)
+{
+	for (int i = 0; i < NBACKENDS; i++)
+		if (dm->backends[i] && dm->backends[i]->ops->adopted(dm->backends[i]))
+			return true;
+	return false;
+}
+
+void backends_stop(struct daemon *dm, bool keep)
+{
+	for (int i = 0; i < NBACKENDS; i++)
+		dm->backends[i]->ops->stop(dm->backends[i], keep);
+}
+
+void backends_discard(struct daemon *dm)
+{
+	for (int i = 0; i < NBACKENDS; i++)
+		if (dm->backends[i])
+			dm->backends[i]->ops->discard(dm->backends[i]);
+}
+
+int backends_dyn_read_back(struct daemon *dm, char **text, size_t *len, uint64_t *n, const char **from, struct diags *d)
+{
+	int r;
+
+	for (int i = 0; i < NBACKENDS; i++)
+		if ((r = dm->backends[i]->ops->dyn_read_back(dm->backends[i], text, len, n, d)) != 0) {
+			*from = dm->backends[i]->ops->holder;
+			return r;
+		}
+	return 0;
+}
