@@ -319,9 +319,18 @@ static int attach_mode(struct capture *c, uint32_t flags)
 	return 0;
 }
 
+/* attach_program()'s failure r, explained in d. */
+static int attach_failed(const struct capture *c, int r, struct diags *d)
+{
+	if (r == -EBUSY || r == -EEXIST)
+		return diag_fail(d, r, "capture: %s already has an XDP program attached; one capture per interface",
+				 c->info.ifname);
+	return diag_errno(d, r, "capture: cannot attach XDP to %s", c->info.ifname);
+}
+
 static int attach_program(struct capture *c, enum capture_xdp_mode want, struct diags *d)
 {
-	int r = -EOPNOTSUPP;
+	int r;
 
 	if (want != CAPTURE_XDP_SKB) {
 		r = attach_mode(c, XDP_FLAGS_DRV_MODE);
@@ -330,7 +339,7 @@ static int attach_program(struct capture *c, enum capture_xdp_mode want, struct 
 			return 0;
 		}
 		if (r == -EBUSY || r == -EEXIST || want == CAPTURE_XDP_NATIVE)
-			goto fail;
+			return attach_failed(c, r, d);
 		log_info("capture: native XDP on %s failed (%s); using generic (skb) mode", c->info.ifname,
 			 strerror(-r));
 	}
@@ -339,11 +348,7 @@ static int attach_program(struct capture *c, enum capture_xdp_mode want, struct 
 		c->info.xdp_mode = CAPTURE_XDP_SKB;
 		return 0;
 	}
-fail:
-	if (r == -EBUSY || r == -EEXIST)
-		return diag_fail(d, r, "capture: %s already has an XDP program attached; one capture per interface",
-				 c->info.ifname);
-	return diag_errno(d, r, "capture: cannot attach XDP to %s", c->info.ifname);
+	return attach_failed(c, r, d);
 }
 
 /* ---- sockets ---- */

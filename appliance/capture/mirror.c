@@ -15,6 +15,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "base/cleanup.h"
 #include "base/log.h"
 #include "netlink/link.h"
 #include "bpf/nfbox_capture.h"
@@ -82,29 +83,11 @@ static int clear_leftover(const struct mirror *m, struct diags *d)
 
 /* ---- API ---- */
 
-int mirror_create(const char *from, const char *capif, struct diags *d, struct mirror **out)
+/* The pair just made, without IPv6 and up. */
+static int pair_up(struct mirror *m, struct diags *d)
 {
-	struct mirror *m = calloc(1, sizeof(*m));
-	size_t keep;
-	int r, cap_idx;
+	int r = 0, cap_idx = (int)if_nametoindex(m->capif);
 
-	if (!m)
-		return diag_errno(d, -ENOMEM, "capture: mirror");
-	snprintf(m->from, sizeof(m->from), "%s", from);
-	snprintf(m->capif, sizeof(m->capif), "%s", capif);
-	keep = strlen(capif) < IF_NAMESIZE - sizeof(PEER_SUFFIX) ? strlen(capif) : IF_NAMESIZE - sizeof(PEER_SUFFIX);
-	snprintf(m->peer, sizeof(m->peer), "%.*s%s", (int)keep, capif, PEER_SUFFIX);
-	if (!(m->from_ifindex = (int)if_nametoindex(from))) {
-		r = diag_errno(d, -errno, "capture: mirror-from %s: no such interface", from);
-		goto fail;
-	}
-	if ((r = clear_leftover(m, d)) < 0)
-		goto fail;
-	if ((r = nl_link_veth_create(m->capif, m->peer, MIRROR_MTU)) < 0) {
-		diag_errno(d, r, "capture: cannot create the mirror pair %s/%s", m->capif, m->peer);
-		goto fail;
-	}
-	cap_idx = (int)if_nametoindex(m->capif);
 	m->peer_ifindex = (int)if_nametoindex(m->peer);
 	if (cap_idx && m->peer_ifindex) {
 		no_ipv6_addr(cap_idx, m->capif);
@@ -113,16 +96,38 @@ int mirror_create(const char *from, const char *capif, struct diags *d, struct m
 	ipv6_off(m->capif);
 	ipv6_off(m->peer);
 	if (!cap_idx || !m->peer_ifindex || (r = nl_link_set_up(cap_idx)) < 0 ||
-	    (r = nl_link_set_up(m->peer_ifindex)) < 0) {
-		r = diag_errno(d, r < 0 ? r : -ENODEV, "capture: cannot bring the mirror pair %s/%s up", m->capif,
-			       m->peer);
-		goto fail;
-	}
-	*out = m;
+	    (r = nl_link_set_up(m->peer_ifindex)) < 0)
+		return diag_errno(d, r < 0 ? r : -ENODEV, "capture: cannot bring the mirror pair %s/%s up", m->capif,
+				  m->peer);
 	return 0;
-fail:
-	mirror_destroy(m);
-	return r;
+}
+
+int mirror_create(const char *from, const char *capif, struct diags *d, struct mirror **out)
+{
+	_cleanup_free_ struct mirror *m = calloc(1, sizeof(*m));
+	size_t keep;
+	int r;
+
+	if (!m)
+		return diag_errno(d, -ENOMEM, "capture: mirror");
+	snprintf(m->from, sizeof(m->from), "%s", from);
+	snprintf(m->capif, sizeof(m->capif), "%s", capif);
+	keep = strlen(capif) < IF_NAMESIZE - sizeof(PEER_SUFFIX) ? strlen(capif) : IF_NAMESIZE - sizeof(PEER_SUFFIX);
+	snprintf(m->peer, sizeof(m->peer), "%.*s%s", (int)keep, capif, PEER_SUFFIX);
+	if (!(m->from_ifindex = (int)if_nametoindex(from)))
+		return diag_errno(d, -errno, "capture: mirror-from %s: no such interface", from);
+	if ((r = clear_leftover(m, d)) < 0)
+		return r;
+	if ((r = nl_link_veth_create(m->capif, m->peer, MIRROR_MTU)) < 0) {
+		diag_errno(d, r, "capture: cannot create the mirror pair %s/%s", m->capif, m->peer);
+		return r;
+	}
+	if ((r = pair_up(m, d)) < 0) {
+		mirror_destroy(TAKE_PTR(m)); /* the pair made above is deleted again */
+		return r;
+	}
+	*out = TAKE_PTR(m);
+	return 0;
 }
 
 int mirror_attach(struct mirror *m, struct diags *d)
@@ -137,18 +142,9 @@ int mirror_attach(struct mirror *m, struct diags *d)
 	if ((r = nfbox_mirror_bpf__load(m->skel)) < 0)
 		return diag_errno(d, r, "capture: cannot load the mirror program");
 	m->in = bpf_program__attach_tcx(m->skel->progs.nfb_mirror_in, m->from_ifindex, &opts);
-	if (!m->in) {
-		r = -errno;
-		goto fail;
-	}
-	m->out = bpf_program__attach_tcx(m->skel->progs.nfb_mirror_out, m->from_ifindex, &opts);
-	if (!m->out) {
-		r = -errno;
-		goto fail;
-	}
+	if (!m->in || !(m->out = bpf_program__attach_tcx(m->skel->progs.nfb_mirror_out, m->from_ifindex, &opts)))
+		return diag_errno(d, -errno, "capture: cannot attach the mirror to %s (tcx)", m->from);
 	return 0;
-fail:
-	return diag_errno(d, r, "capture: cannot attach the mirror to %s (tcx)", m->from);
 }
 
 void mirror_get_stats(struct mirror *m, struct mirror_stats *out)

@@ -262,59 +262,66 @@ static const struct cli_opt set_opts[] = {
 	CLI_OPT_END,
 };
 
+/* The operands, one per line, into fd. */
+static int write_operands(int fd, int argc, char **argv)
+{
+	FILE *f = fdopen(dup(fd), "w");
+
+	for (int i = 0; f && i < argc; i++)
+		fprintf(f, "%s\n", argv[i]);
+	if (!f || fclose(f) != 0) {
+		fprintf(stderr, "nfbox set: cannot pass the prefixes\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* The stream in, copied into fd. */
+static int copy_stream(int in, int fd, const char *source)
+{
+	char buf[65536];
+	ssize_t n;
+
+	while ((n = read(in, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(fd, buf, (size_t)n) != n) {
+			fprintf(stderr, "nfbox set: %s: %s\n", source, strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* The prefixes as the daemon reads them: a regular file given as is, or a
  * memfd with the operands (one per line) or a copy of a stream. */
 static int prefixes_fd(const char *file, int argc, char **argv, const char **source)
 {
-	int fd, in = -1;
+	_cleanup_close_ int opened = -1;
+	_cleanup_close_ int fd = -1;
+	int in = -1;
 	struct stat st;
-	char buf[65536];
-	ssize_t n;
 
 	if (file && strcmp(file, "-")) {
-		if ((in = open(file, O_RDONLY | O_CLOEXEC)) < 0) {
+		if ((opened = open(file, O_RDONLY | O_CLOEXEC)) < 0) {
 			fprintf(stderr, "nfbox set: %s: %s\n", file, strerror(errno));
 			return -1;
 		}
 		*source = file;
-		if (fstat(in, &st) == 0 && S_ISREG(st.st_mode))
-			return in;
+		if (fstat(opened, &st) == 0 && S_ISREG(st.st_mode))
+			return TAKE_FD(opened);
+		in = opened;
 	} else if (file) {
 		in = STDIN_FILENO;
 		*source = "stdin";
 	}
 	if ((fd = memfd_create("nfbox-set", MFD_CLOEXEC)) < 0) {
 		fprintf(stderr, "nfbox set: memfd: %s\n", strerror(errno));
-		goto fail;
+		return -1;
 	}
-	if (in < 0) {
-		FILE *f = fdopen(dup(fd), "w");
-
-		for (int i = 0; f && i < argc; i++)
-			fprintf(f, "%s\n", argv[i]);
-		if (!f || fclose(f) != 0) {
-			fprintf(stderr, "nfbox set: cannot pass the prefixes\n");
-			goto fail;
-		}
-		return fd;
-	}
-	while ((n = read(in, buf, sizeof(buf))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || write(fd, buf, (size_t)n) != n) {
-			fprintf(stderr, "nfbox set: %s: %s\n", *source, strerror(errno));
-			goto fail;
-		}
-	}
-	if (in != STDIN_FILENO)
-		close(in);
-	return fd;
-fail:
-	if (fd >= 0)
-		close(fd);
-	if (in > STDIN_FILENO)
-		close(in);
-	return -1;
+	if ((in < 0 ? write_operands(fd, argc, argv) : copy_stream(in, fd, *source)) < 0)
+		return -1;
+	return TAKE_FD(fd);
 }
 
 static int run_set(void *args, int argc, char **argv)

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "backend/bpf/compile/plan.h"
+#include "base/cleanup.h"
 #include "policy/syntax/parse.h"
 
 #define MAX_REASONS 8 /* refusals explained per change; the rest are counted */
@@ -452,17 +453,23 @@ static uint32_t commit_family(struct dyn_set *set, int f, const struct add_plan 
 	return nren;
 }
 
+static void add_plan_free(struct add_plan *ap)
+{
+	free(ap->pv[0]);
+	free(ap->pv[1]);
+}
+
 int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uint32_t n, struct diags *d,
 	       struct dyn_added *out)
 {
-	struct add_plan ap = { 0 };
+	_cleanup_(add_plan_free) struct add_plan ap = { 0 };
 	struct dyn_undo *undo = out ? out->undo : NULL;
 	uint32_t nren = 0;
 	int r;
 
 	if ((r = plan_entries(&ap, c, n)) < 0 || (r = check_entries(s, set, &ap, d)) < 0 ||
 	    (r = make_room(set, &ap, undo)) < 0)
-		goto out;
+		return r;
 	for (int f = 0; f < 2; f++) {
 		nren += commit_family(set, f, &ap, undo);
 		s->total[f] += ap.fresh[f];
@@ -477,9 +484,6 @@ int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uin
 		out->added = ap.fresh[0] + ap.fresh[1];
 		out->renewed = nren;
 	}
-out:
-	free(ap.pv[0]);
-	free(ap.pv[1]);
 	return r;
 }
 
@@ -488,18 +492,21 @@ static int del_cmp(const void *a, const void *b)
 	return (int)(*(const uint32_t *)a > *(const uint32_t *)b) - (int)(*(const uint32_t *)a < *(const uint32_t *)b);
 }
 
+static void idx_pair_free(uint32_t *(*idx)[2])
+{
+	free((*idx)[0]);
+	free((*idx)[1]);
+}
+
 int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *c, uint32_t n, struct diags *d,
 	       struct dyn_undo *undo)
 {
-	uint32_t *idx[2] = { calloc(n ? n : 1, sizeof(uint32_t)), calloc(n ? n : 1, sizeof(uint32_t)) },
-		 ni[2] = { 0, 0 };
+	uint32_t cap = n ? n : 1, ni[2] = { 0, 0 };
+	_cleanup_(idx_pair_free) uint32_t *idx[2] = { calloc(cap, sizeof(uint32_t)), calloc(cap, sizeof(uint32_t)) };
 	unsigned nref = 0;
-	int r = 0;
 
-	if (!idx[0] || !idx[1]) {
-		r = -ENOMEM;
-		goto out;
-	}
+	if (!idx[0] || !idx[1])
+		return -ENOMEM;
 	for (uint32_t i = 0; i < n; i++) {
 		int f = fam_of(&c[i].pfx);
 		int64_t at = dynset_index(set, f, c[i].pfx.addr, c[i].pfx.plen);
@@ -516,15 +523,12 @@ int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *
 		if (nref > MAX_REASONS)
 			diag_fail(d, -EINVAL, "... and %u more not found", nref - MAX_REASONS);
 		diag_fail(d, -ENOENT, "set '%s': nothing deleted", set->name);
-		r = -ENOENT;
-		goto out;
+		return -ENOENT;
 	}
 	if (undo) {
 		memset(undo, 0, sizeof(*undo));
-		if (!(undo->changed = calloc(n + 1, sizeof(*undo->changed)))) {
-			r = -ENOMEM;
-			goto out;
-		}
+		if (!(undo->changed = calloc(n + 1, sizeof(*undo->changed))))
+			return -ENOMEM;
 	}
 	for (int f = 0; f < 2; f++) {
 		uint32_t kept = 0, k = 0;
@@ -543,10 +547,7 @@ int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *
 		s->total[f] -= set->n[f] - kept;
 		set->n[f] = kept;
 	}
-out:
-	free(idx[0]);
-	free(idx[1]);
-	return r;
+	return 0;
 }
 
 void dynset_flush(struct dynsets *s, struct dyn_set *set)
@@ -616,79 +617,106 @@ static int flush_batch(struct dynsets *s, struct dyn_set *set, struct dyn_change
 	return r;
 }
 
+/* dynsets_load()'s reading: the set whose entries are being read, and
+ * those read so far (added in one go). */
+struct loader {
+	struct dynsets *s;
+	int64_t now;
+	unsigned lineno;
+	struct dyn_set *cur;
+	struct dyn_change *batch;
+	uint32_t nb, cap;
+	struct diags tmp;
+};
+
+static void loader_free(struct loader *ld)
+{
+	free(ld->batch);
+	diags_free(&ld->tmp);
+}
+
+/* "set NAME ID": 0, -EINVAL (a bad line) or -ENOMEM. */
+static int load_set(struct loader *ld, const char *name, unsigned id)
+{
+	struct dynsets *s = ld->s;
+
+	if (!parse_valid_name(name) || !id || id >= NFB_MAX_DYNSETS || dynsets_find(s, name))
+		return -EINVAL;
+	for (uint32_t i = 0; i < s->n; i++)
+		if (s->sets[i].id == id)
+			return -EINVAL;
+	if (flush_batch(s, ld->cur, &ld->batch, &ld->nb, &ld->tmp) < 0) /* before set_new moves the sets */
+		return -EINVAL;
+	ld->cur = NULL;
+	return set_new(s, name, (uint16_t)id) ? 0 : -ENOMEM;
+}
+
+/* "e NAME PREFIX EXPIRES": 0, -EINVAL (a bad line) or -ENOMEM. */
+static int load_entry(struct loader *ld, const char *name, const char *what, long long exp)
+{
+	struct dyn_change c = { 0 };
+	struct dyn_set *set;
+	const char *why;
+	bool host_bits;
+
+	if (exp < 0 || !(set = dynsets_find(ld->s, name)) || parse_prefix(what, &c.pfx, &host_bits, &why) < 0 ||
+	    host_bits)
+		return -EINVAL;
+	if (exp && exp <= ld->now)
+		return 0;
+	c.expires = exp;
+	c.src = "saved";
+	c.line = ld->lineno;
+	if (set != ld->cur && flush_batch(ld->s, ld->cur, &ld->batch, &ld->nb, &ld->tmp) < 0)
+		return -EINVAL;
+	ld->cur = set;
+	if (ld->nb == ld->cap) {
+		struct dyn_change *v = realloc(ld->batch, (ld->cap = ld->cap ? 2 * ld->cap : 1024) * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		ld->batch = v;
+	}
+	ld->batch[ld->nb++] = c;
+	return 0;
+}
+
+static int load_line(struct loader *ld, const char *line)
+{
+	char name[POLICY_MAX_NAME + 2], what[80];
+	unsigned id;
+	long long exp;
+
+	if (ld->lineno == 1)
+		return strcmp(line, "nfbox-dynsets 1\n") ? -EINVAL : 0;
+	if (sscanf(line, "set %65s %u", name, &id) == 2)
+		return load_set(ld, name, id);
+	if (sscanf(line, "e %65s %79s %lld", name, what, &exp) != 3)
+		return -EINVAL;
+	return load_entry(ld, name, what, exp);
+}
+
 int dynsets_load(struct dynsets *s, FILE *f, int64_t now, unsigned *bad_line)
 {
-	char line[512], name[POLICY_MAX_NAME + 2], what[80];
-	struct dyn_change *batch = NULL;
-	struct dyn_set *cur = NULL;
-	uint32_t nb = 0, cap = 0;
-	unsigned lineno = 0;
-	struct diags tmp;
-	int r = 0;
+	_cleanup_(loader_free) struct loader ld = { .s = s, .now = now };
+	char line[512];
+	int r;
 
 	dynsets_init(s);
-	diags_init(&tmp);
+	diags_init(&ld.tmp);
 	while (fgets(line, sizeof(line), f)) {
-		struct dyn_change c = { 0 };
-		struct dyn_set *set;
-		const char *why;
-		bool host_bits;
-		unsigned id;
-		long long exp;
-
-		lineno++;
-		if (lineno == 1) {
-			if (strcmp(line, "nfbox-dynsets 1\n"))
-				goto bad;
-			continue;
-		}
-		if (sscanf(line, "set %65s %u", name, &id) == 2) {
-			if (!parse_valid_name(name) || !id || id >= NFB_MAX_DYNSETS || dynsets_find(s, name))
-				goto bad;
-			for (uint32_t i = 0; i < s->n; i++)
-				if (s->sets[i].id == id)
-					goto bad;
-			if (flush_batch(s, cur, &batch, &nb, &tmp) < 0) /* before set_new moves the sets */
-				goto bad;
-			cur = NULL;
-			if (!set_new(s, name, (uint16_t)id)) {
-				r = -ENOMEM;
-				goto out;
-			}
-			continue;
-		}
-		if (sscanf(line, "e %65s %79s %lld", name, what, &exp) != 3 || exp < 0 ||
-		    !(set = dynsets_find(s, name)) || parse_prefix(what, &c.pfx, &host_bits, &why) < 0 || host_bits)
-			goto bad;
-		if (exp && exp <= now)
-			continue;
-		c.expires = exp;
-		c.src = "saved";
-		c.line = lineno;
-		if (set != cur && (r = flush_batch(s, cur, &batch, &nb, &tmp)) < 0)
-			goto bad;
-		cur = set;
-		if (nb == cap) {
-			struct dyn_change *v = realloc(batch, (cap = cap ? 2 * cap : 1024) * sizeof(*v));
-
-			if (!v) {
-				r = -ENOMEM;
-				goto out;
-			}
-			batch = v;
-		}
-		batch[nb++] = c;
+		ld.lineno++;
+		if ((r = load_line(&ld, line)) < 0)
+			goto undo;
 	}
-	if ((r = flush_batch(s, cur, &batch, &nb, &tmp)) < 0)
-		goto bad;
-	goto out;
-bad:
-	*bad_line = lineno;
-	r = -EINVAL;
-out:
-	free(batch);
-	diags_free(&tmp);
-	if (r < 0)
-		dynsets_free(s);
+	if ((r = flush_batch(s, ld.cur, &ld.batch, &ld.nb, &ld.tmp)) < 0) {
+		r = -EINVAL;
+		goto undo;
+	}
+	return r;
+undo: /* the sets already read into s come out again: s is empty on failure */
+	if (r == -EINVAL)
+		*bad_line = ld.lineno;
+	dynsets_free(s);
 	return r;
 }

@@ -7,7 +7,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/cleanup.h"
 #include "netlink/nl.h"
+
+static void mnl_socket_closep(struct mnl_socket **nl)
+{
+	if (*nl)
+		mnl_socket_close(*nl);
+}
 
 static struct nlmsghdr *genl_start(char *buf, uint16_t family, uint8_t cmd, uint8_t version)
 {
@@ -50,7 +57,7 @@ static int dev_features_cb(const struct nlmsghdr *nlh, void *data)
 int nl_netdev_xdp_probe(int ifindex, struct nl_netdev_xdp *info)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct mnl_socket *nl = nl_open(NETLINK_GENERIC);
+	_cleanup_(mnl_socket_closep) struct mnl_socket *nl = nl_open(NETLINK_GENERIC);
 	struct nlmsghdr *nlh;
 	uint16_t family = 0;
 	int r;
@@ -61,11 +68,8 @@ int nl_netdev_xdp_probe(int ifindex, struct nl_netdev_xdp *info)
 	nlh = genl_start(buf, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
 	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, NETDEV_FAMILY_NAME);
 	if ((r = nl_talk(nl, nlh, family_id_cb, &family)) < 0)
-		goto out;
+		return r;
 	nlh = genl_start(buf, family, NETDEV_CMD_DEV_GET, NETDEV_FAMILY_VERSION);
 	mnl_attr_put_u32(nlh, NETDEV_A_DEV_IFINDEX, (uint32_t)ifindex);
-	r = nl_talk(nl, nlh, dev_features_cb, info);
-out:
-	mnl_socket_close(nl);
-	return r;
+	return nl_talk(nl, nlh, dev_features_cb, info);
 }

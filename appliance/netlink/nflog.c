@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "base/cleanup.h"
+
 /* The largest datagram nfnetlink_log sends one instance: its skb holds one
  * packet of up to 64 KiB (copy range and attributes), and the kernel may
  * append further packets into that skb's tailroom (a rule's queue-threshold
@@ -149,9 +151,23 @@ static int set_rcvbuf(struct nflog *n)
 	return 0;
 }
 
+/* One that nflog_open() did not finish: closing its socket frees the group
+ * it may have bound (no unbind, unlike nflog_close()). */
+static void nflog_freep(struct nflog **p)
+{
+	struct nflog *n = *p;
+
+	if (!n)
+		return;
+	if (n->nl)
+		mnl_socket_close(n->nl);
+	free(n->buf);
+	free(n);
+}
+
 int nflog_open(uint16_t group, uint32_t copy_bytes, struct nflog **out)
 {
-	struct nflog *n = calloc(1, sizeof(*n));
+	_cleanup_(nflog_freep) struct nflog *n = calloc(1, sizeof(*n));
 	int r;
 
 	if (!n)
@@ -160,25 +176,17 @@ int nflog_open(uint16_t group, uint32_t copy_bytes, struct nflog **out)
 	n->seq = (uint32_t)time(NULL);
 	n->buf = malloc(NFLOG_BUF_SIZE);
 	n->nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (!n->buf || !n->nl || mnl_socket_bind(n->nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		r = n->buf ? -errno : -ENOMEM;
-		goto fail;
-	}
+	if (!n->buf || !n->nl || mnl_socket_bind(n->nl, 0, MNL_SOCKET_AUTOPID) < 0)
+		return n->buf ? -errno : -ENOMEM;
 	if ((r = set_rcvbuf(n)) < 0)
-		goto fail;
+		return r;
 	r = bind_group(n, copy_bytes);
 	if (r == -EPERM)
 		r = eperm_cause(n);
 	if (r < 0)
-		goto fail;
-	*out = n;
+		return r;
+	*out = TAKE_PTR(n);
 	return 0;
-fail:
-	if (n->nl)
-		mnl_socket_close(n->nl);
-	free(n->buf);
-	free(n);
-	return r;
 }
 
 void nflog_close(struct nflog *n)

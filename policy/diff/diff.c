@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cleanup.h"
+
 #define MAX_LISTED 8 /* elements named per line; the rest are counted */
 
 struct out {
@@ -584,13 +586,16 @@ static void diff_hook_rules(struct out *o, const struct policy *a, const struct 
 {
 	const char *hn = policy_hook_name((enum policy_hook)h);
 	uint32_t na, nb, nc = 0;
-	const struct rule **va = hook_rules(a, h, &na), **vb = hook_rules(b, h, &nb);
-	struct named *sa = by_name(va, na), *sb = by_name(vb, nb);
-	uint32_t *common = calloc(na ? na : 1, sizeof(*common)), *newpos = calloc(na ? na : 1, sizeof(*newpos));
-	bool *kept = NULL;
+	_cleanup_free_ const struct rule **va = hook_rules(a, h, &na);
+	_cleanup_free_ const struct rule **vb = hook_rules(b, h, &nb);
+	_cleanup_free_ struct named *sa = by_name(va, na);
+	_cleanup_free_ struct named *sb = by_name(vb, nb);
+	_cleanup_free_ uint32_t *common = calloc(na ? na : 1, sizeof(*common));
+	_cleanup_free_ uint32_t *newpos = calloc(na ? na : 1, sizeof(*newpos));
+	_cleanup_free_ bool *kept = NULL;
 
 	if (!va || !vb || !sa || !sb || !common || !newpos)
-		goto out;
+		return;
 	for (uint32_t i = 0; i < na; i++) {
 		int64_t j = lookup(sb, nb, va[i]->name);
 
@@ -638,14 +643,6 @@ static void diff_hook_rules(struct out *o, const struct policy *a, const struct 
 		rkeys_free(&kx);
 		rkeys_free(&ky);
 	}
-out:
-	free(kept);
-	free(common);
-	free(newpos);
-	free(sa);
-	free(sb);
-	free(va);
-	free(vb);
 }
 
 /* ---- NAT and captures ---------------------------------------------------------- */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/bpf/compile/plan.h"
+#include "base/cleanup.h"
 
 /* ---- vector interning ------------------------------------------------ */
 
@@ -111,6 +112,11 @@ struct bitlist {
 	uint32_t *v;
 	uint32_t n;
 };
+
+static void bitlist_free(struct bitlist *l)
+{
+	free(l->v);
+}
 
 static int bitlist_push(struct bitlist *l, uint32_t bit)
 {
@@ -355,6 +361,21 @@ static int bits_union(struct bitlist *out, const uint32_t *a, uint32_t na, const
 	return 0;
 }
 
+#define LPM_LEVELS 130 /* resolve_lpm()'s stack of the prefixes covering one */
+
+/* A stored prefix P on resolve_lpm()'s walk (below). */
+struct lpm_level {
+	struct prefix pfx;
+	uint32_t vec;	     /* the rules taking P (before exclusions) */
+	struct bitlist excl; /* the rules excluding P or a prefix covering it */
+};
+
+static void lpm_stack_free(struct lpm_level (*stack)[LPM_LEVELS])
+{
+	for (uint32_t k = 0; k < LPM_LEVELS; k++)
+		free((*stack)[k].excl.v);
+}
+
 /*
  * Longest-prefix-match resolution: the trie returns the longest stored
  * prefix P containing the address, and every rule prefix Q containing the
@@ -371,16 +392,12 @@ static int bits_union(struct bitlist *out, const uint32_t *a, uint32_t na, const
 static int resolve_lpm(struct plan_hook *h, struct lpm_item *items, uint32_t n, uint8_t fam, uint8_t dir)
 {
 	uint8_t field = dir ? NFB_F_DST : NFB_F_SRC;
-	struct {
-		struct prefix pfx;
-		uint32_t vec;	     /* the rules taking P (before exclusions) */
-		struct bitlist excl; /* the rules excluding P or a prefix covering it */
-	} stack[130];
+	_cleanup_(lpm_stack_free) struct lpm_level stack[LPM_LEVELS] = { 0 };
 	uint32_t depth = 0, empty = h->miss[field];
-	struct bitlist own = { 0 }, own_excl = { 0 };
-	int fi = fam == POLICY_FAM_IPV4 ? 0 : 1, r = -ENOMEM;
+	_cleanup_(bitlist_free) struct bitlist own = { 0 };
+	_cleanup_(bitlist_free) struct bitlist own_excl = { 0 };
+	int fi = fam == POLICY_FAM_IPV4 ? 0 : 1;
 
-	memset(stack, 0, sizeof(stack));
 	if (n)
 		qsort(items, n, sizeof(*items), lpm_item_cmp);
 	for (uint32_t i = 0; i < n;) {
@@ -394,39 +411,31 @@ static int resolve_lpm(struct plan_hook *h, struct lpm_item *items, uint32_t n, 
 			struct bitlist *l = items[j].neg ? &own_excl : &own;
 
 			if ((!l->n || l->v[l->n - 1] != items[j].bit) && bitlist_push(l, items[j].bit) < 0)
-				goto out;
+				return -ENOMEM;
 		}
 		while (depth && !covers(&stack[depth - 1].pfx, &items[i].pfx))
 			depth--;
 		/* Nested distinct prefixes are at most 129 deep (lengths 0..128;
 		 * the loader clears host bits): more is a caller's bug, refused. */
-		if (depth == sizeof(stack) / sizeof(stack[0])) {
-			r = -E2BIG;
-			goto out;
-		}
+		if (depth == sizeof(stack) / sizeof(stack[0]))
+			return -E2BIG;
 		base = depth ? stack[depth - 1].vec : empty;
 		up = depth ? &stack[depth - 1].excl : NULL;
 		if (!(e = APPEND(h->lpm[fi], h->nlpm[fi])))
-			goto out;
+			return -ENOMEM;
 		e->pfx = items[i].pfx;
 		e->dir = dir;
 		stack[depth].pfx = items[i].pfx;
 		if ((stack[depth].vec = vec_union(h, field, base, own.v, own.n)) == UINT32_MAX ||
 		    bits_union(&stack[depth].excl, up ? up->v : NULL, up ? up->n : 0, own_excl.v, own_excl.n) < 0)
-			goto out;
+			return -ENOMEM;
 		e->vec = vec_minus(h, field, stack[depth].vec, stack[depth].excl.v, stack[depth].excl.n);
 		if (e->vec == UINT32_MAX)
-			goto out;
+			return -ENOMEM;
 		depth++;
 		i = j;
 	}
-	r = 0;
-out:
-	for (uint32_t k = 0; k < sizeof(stack) / sizeof(stack[0]); k++)
-		free(stack[k].excl.v);
-	free(own.v);
-	free(own_excl.v);
-	return r;
+	return 0;
 }
 
 /* The rules' own prefixes of one family and direction. */
@@ -549,16 +558,15 @@ static int put_segment(const struct sweep *sw, uint32_t lo, uint32_t hi, uint32_
 
 static int sweep(struct plan_hook *h, uint8_t field, const struct sweep *sw)
 {
-	uint32_t *count = calloc(h->nrules ? h->nrules : 1, sizeof(*count));
+	_cleanup_free_ uint32_t *count = calloc(h->nrules ? h->nrules : 1, sizeof(*count));
 	uint32_t nwords = (h->nrules + 63) / 64;
-	uint64_t *on = calloc(nwords ? nwords : 1, sizeof(*on)); /* rules whose count is not 0 */
-	struct bitlist active = { 0 };
+	_cleanup_free_ uint64_t *on = calloc(nwords ? nwords : 1, sizeof(*on)); /* rules whose count is not 0 */
+	_cleanup_(bitlist_free) struct bitlist active = { 0 };
 	uint32_t pos = 0, e = 0, prev_vec = UINT32_MAX;
 	const struct range_ev *ev = sw->ev;
-	int r = -ENOMEM;
 
 	if (!count || !on)
-		goto out;
+		return -ENOMEM;
 	if (sw->nev)
 		qsort(sw->ev, sw->nev, sizeof(*sw->ev), ev_cmp);
 	while (pos <= sw->limit) {
@@ -578,15 +586,10 @@ static int sweep(struct plan_hook *h, uint8_t field, const struct sweep *sw)
 		if (active_rules(on, nwords, &active) < 0 ||
 		    (vec = vec_intern(h, field, active.v, active.n)) == UINT32_MAX ||
 		    put_segment(sw, pos, next - 1, vec, &prev_vec) < 0)
-			goto out;
+			return -ENOMEM;
 		pos = next;
 	}
-	r = 0;
-out:
-	free(active.v);
-	free(on);
-	free(count);
-	return r;
+	return 0;
 }
 
 static int ev_range(struct range_ev **ev, uint32_t *n, uint32_t bit, uint32_t lo, uint32_t hi)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backend/bpf/compile/plan.h"
+#include "base/cleanup.h"
 #include "base/diag.h"
 
 struct stored {
@@ -117,14 +118,12 @@ static int packer_put(struct packer *pk, const uint64_t *enc, uint32_t n, uint32
 
 static int encode_hook(struct packer *pk, const struct plan_hook *h, uint32_t *locs)
 {
-	uint64_t *dense = calloc(h->nwords, sizeof(*dense));
-	uint64_t *enc = calloc(NFB_VEC_MAX_WORDS, sizeof(*enc));
+	_cleanup_free_ uint64_t *dense = calloc(h->nwords, sizeof(*dense));
+	_cleanup_free_ uint64_t *enc = calloc(NFB_VEC_MAX_WORDS, sizeof(*enc));
 	int r = 0;
 
-	if (!dense || !enc) {
-		r = -ENOMEM;
-		goto out;
-	}
+	if (!dense || !enc)
+		return -ENOMEM;
 	for (uint32_t v = 0; v < h->nvecs && !r; v++) {
 		int n;
 
@@ -132,9 +131,6 @@ static int encode_hook(struct packer *pk, const struct plan_hook *h, uint32_t *l
 		n = bitvec_encode(dense, h->nwords, enc, NFB_VEC_MAX_WORDS);
 		r = n < 0 ? n : packer_put(pk, enc, (uint32_t)n, h->nsum, &locs[v]);
 	}
-out:
-	free(dense);
-	free(enc);
 	return r;
 }
 

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "backend/bpf/engine/engine_int.h"
+#include "base/cleanup.h"
 #include "base/log.h"
 
 /* u32 units between two elements of a u32-valued array map: the kernel
@@ -533,18 +534,15 @@ static void port_pages_free(struct port_pages *pp)
 
 static int port_pages_build(const struct plan *pl, const struct plan_blob *b, struct port_pages *pp)
 {
-	uint32_t *full = malloc(65536 * sizeof(*full));
-	int r = 0;
+	_cleanup_free_ uint32_t *full = malloc(65536 * sizeof(*full));
 
 	memset(pp->top, 0, sizeof(pp->top));
 	pp->npages = 0;
 	pp->index_cap = 16384; /* > 2 x NFB_PORT_MAX_PAGES */
 	pp->page = malloc((size_t)NFB_PORT_MAX_PAGES * 256 * sizeof(*pp->page));
 	pp->index = calloc(pp->index_cap, sizeof(*pp->index));
-	if (!full || !pp->page || !pp->index) {
-		r = -ENOMEM;
-		goto out;
-	}
+	if (!full || !pp->page || !pp->index)
+		return -ENOMEM;
 	memset(full, 0xff, 256 * sizeof(*full)); /* page 0: every port unset */
 	page_find_add(pp, full);
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
@@ -568,18 +566,14 @@ static int port_pages_build(const struct plan *pl, const struct plan_blob *b, st
 				for (uint32_t pg = 0; pg < 256; pg++) {
 					int64_t n = page_find_add(pp, &full[pg * 256]);
 
-					if (n < 0) {
-						r = (int)n;
-						goto out;
-					}
+					if (n < 0)
+						return (int)n;
 					pp->top[nfb_port_top((uint32_t)hk, dir, cls, pg << 8)] = (uint32_t)n;
 				}
 			}
 		}
 	}
-out:
-	free(full);
-	return r;
+	return 0;
 }
 
 /* Sizes and contents worked out before any map is made. */
@@ -611,29 +605,44 @@ static int gen_plan_make(struct engine *e, const struct plan *pl, const struct p
 	return port_pages_build(pl, b, &gp->pp) < 0 ? -ENOMEM : addr_plan_make(pl, b, &gp->ap);
 }
 
+/* The array maps' values, mmap()ed while fill_arrays() writes them. */
+struct array_views {
+	uint32_t *port, *misc;
+	struct nfb_rule *rules;
+	void *blob;
+	size_t port_bytes, misc_bytes, rule_bytes, blob_bytes;
+};
+
+static void array_views_unmap(struct array_views *v)
+{
+	map_munmap(v->port, v->port_bytes);
+	map_munmap(v->misc, v->misc_bytes);
+	map_munmap(v->rules, v->rule_bytes);
+	map_munmap(v->blob, v->blob_bytes);
+}
+
 static int fill_arrays(struct gen_maps *g, const struct gen_plan *gp, const struct plan *pl, const struct plan_blob *b,
 		       const struct slot_map *slots, struct limits *lim)
 {
 	/* Array maps store each value in 8-byte-aligned slots: a u32 locator
 	 * takes 8 bytes of the mmap()ed area (see ARRAY_STRIDE). */
-	size_t port_bytes = (size_t)g->size[GM(EM_PORT)] * ARRAY_STRIDE * 4;
-	size_t misc_bytes = (size_t)NFB_MISC_ENTRIES * ARRAY_STRIDE * 4;
-	size_t rule_bytes = (size_t)g->size[GM(EM_RULES)] * sizeof(struct nfb_rule);
-	size_t blob_bytes = (size_t)b->nchunks * sizeof(struct nfb_chunk);
-	uint32_t *port = map_mmap(g->fd[GM(EM_PORT)], port_bytes);
-	uint32_t *misc = map_mmap(g->fd[GM(EM_MISC)], misc_bytes);
-	struct nfb_rule *rules = map_mmap(g->fd[GM(EM_RULES)], rule_bytes);
-	void *blob = blob_bytes ? map_mmap(g->fd[GM(EM_BLOB)], blob_bytes) : NULL;
-	int r = 0;
+	_cleanup_(array_views_unmap) struct array_views m = {
+		.port_bytes = (size_t)g->size[GM(EM_PORT)] * ARRAY_STRIDE * 4,
+		.misc_bytes = (size_t)NFB_MISC_ENTRIES * ARRAY_STRIDE * 4,
+		.rule_bytes = (size_t)g->size[GM(EM_RULES)] * sizeof(struct nfb_rule),
+		.blob_bytes = (size_t)b->nchunks * sizeof(struct nfb_chunk),
+	};
 
-	if (!port || !misc || !rules || (blob_bytes && !blob)) {
-		r = -errno;
-		goto out;
-	}
+	m.port = map_mmap(g->fd[GM(EM_PORT)], m.port_bytes);
+	m.misc = map_mmap(g->fd[GM(EM_MISC)], m.misc_bytes);
+	m.rules = map_mmap(g->fd[GM(EM_RULES)], m.rule_bytes);
+	m.blob = m.blob_bytes ? map_mmap(g->fd[GM(EM_BLOB)], m.blob_bytes) : NULL;
+	if (!m.port || !m.misc || !m.rules || (m.blob_bytes && !m.blob))
+		return -errno;
 	for (uint32_t i = 0; i < NFB_PORT_TOP; i++)
-		port[ARRAY_STRIDE * i] = gp->pp.top[i];
+		m.port[ARRAY_STRIDE * i] = gp->pp.top[i];
 	for (size_t i = 0; i < (size_t)gp->pp.npages * 256; i++)
-		port[ARRAY_STRIDE * (NFB_PORT_TOP + i)] = gp->pp.page[i];
+		m.port[ARRAY_STRIDE * (NFB_PORT_TOP + i)] = gp->pp.page[i];
 	for (int hk = 0; hk < NFB_HOOK_MAX; hk++) {
 		const struct plan_hook *h = &pl->hook[hk];
 
@@ -641,12 +650,12 @@ static int fill_arrays(struct gen_maps *g, const struct gen_plan *gp, const stru
 			const struct plan_seg *s = &h->misc[i];
 
 			for (uint32_t v = s->lo; v <= s->hi; v++)
-				misc[ARRAY_STRIDE * nfb_misc_index((uint32_t)hk, s->cls, v)] = b->loc[hk][s->vec];
+				m.misc[ARRAY_STRIDE * nfb_misc_index((uint32_t)hk, s->cls, v)] = b->loc[hk][s->vec];
 		}
 		for (uint32_t bit = 0; bit < h->nrules; bit++) {
 			const struct rule *ru = h->rules[bit];
 
-			rules[gp->rule_base[hk] + bit] = (struct nfb_rule){
+			m.rules[gp->rule_base[hk] + bit] = (struct nfb_rule){
 				.action = nfb_action_of(ru->action),
 				.flags = (uint8_t)((ru->log ? NFB_RULE_LOG : 0) | ru->reject_with
 											  << NFB_RULE_REJECT_SHIFT),
@@ -656,14 +665,9 @@ static int fill_arrays(struct gen_maps *g, const struct gen_plan *gp, const stru
 			};
 		}
 	}
-	if (blob_bytes)
-		memcpy(blob, b->words, blob_bytes);
-out:
-	map_munmap(port, port_bytes);
-	map_munmap(misc, misc_bytes);
-	map_munmap(rules, rule_bytes);
-	map_munmap(blob, blob_bytes);
-	return r;
+	if (m.blob_bytes)
+		memcpy(m.blob, b->words, m.blob_bytes);
+	return 0;
 }
 
 /* The map entries the plan wants for the interfaces there are now, in this
@@ -955,31 +959,56 @@ static int ctl_write(struct engine *e, uint32_t gen)
 	return bpf_map_update_elem(e->map_fd[EM_CTL], &zero, &ctl, BPF_ANY) < 0 ? -errno : 0;
 }
 
+static void gen_plan_freep(struct gen_plan **gp)
+{
+	if (!*gp)
+		return;
+	port_pages_free(&(*gp)->pp);
+	addr_plan_free(&(*gp)->ap);
+	free(*gp);
+}
+
+static void gen_maps_close(struct gen_maps *g)
+{
+	for (int i = 0; i < EM_NUM_OUTER; i++)
+		if (g->fd[i] >= 0)
+			close(g->fd[i]); /* the outer maps hold them now */
+}
+
+/* The new policy's own counters and their snapshot, until the engine
+ * takes them. */
+struct new_counters {
+	struct engine *e;
+	struct cnt_map cnt;
+	struct nfb_counter *snap;
+};
+
+static void new_counters_drop(struct new_counters *nc)
+{
+	if (nc->cnt.v || nc->cnt.fd >= 0)
+		cnt_map_close(nc->e, &nc->cnt);
+	free(nc->snap);
+}
+
 int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob *b, const struct slot_map *slots,
 		struct diags *d)
 {
 	uint32_t spare = e->active_gen ^ 1, old = e->active_gen;
 	struct outer_op ops[EM_NUM_OUTER];
 	int op_map[EM_NUM_OUTER], failed = 0;
-	struct cnt_map cnt = { .fd = -1 };
-	struct nfb_counter *snap = NULL;
+	_cleanup_(gen_plan_freep) struct gen_plan *gp = NULL;
+	_cleanup_(new_counters_drop) struct new_counters nc = { .e = e, .cnt = { .fd = -1 } };
+	_cleanup_(gen_maps_close) struct gen_maps g = { .fd = { [0 ... EM_NUM_OUTER - 1] = -1 } };
 	struct nfb_gen_cfg cfg;
-	struct gen_plan *gp;
-	struct gen_maps g;
 	int r, nops = 0, meter_fd;
 
 	engine_settle(e); /* the slots of the spare generation are empty */
-	memset(&g, 0, sizeof(g));
-	for (int i = 0; i < EM_NUM_OUTER; i++)
-		g.fd[i] = -1;
 	if (!(gp = calloc(1, sizeof(*gp))))
 		return diag_errno(d, -ENOMEM, "the new policy's maps");
-	if ((r = gen_plan_make(e, pl, b, slots, gp)) < 0) {
-		r = diag_errno(d, r, "the new policy's port and address maps");
-		goto out;
-	}
+	if ((r = gen_plan_make(e, pl, b, slots, gp)) < 0)
+		return diag_errno(d, r, "the new policy's port and address maps");
 	if ((r = gen_create(e, &g, gp, pl, b, d)) < 0)
-		goto out;
+		return r;
 	/* Into the spare slots now (threads: one grace period for all), filled
 	 * meanwhile: no program reads the spare generation. */
 	for (int i = 0; i < EM_NUM_OUTER; i++) {
@@ -992,7 +1021,7 @@ int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob 
 	}
 	outer_ops_start(ops, nops);
 	r = gen_fill(e, &g, gp, pl, b, slots, d);
-	if (r >= 0 && g.own_counters && (r = cnt_fill(e, g.fd[GM(EM_COUNTERS)], gp->cnt_cap, &cnt, &snap)) < 0)
+	if (r >= 0 && g.own_counters && (r = cnt_fill(e, g.fd[GM(EM_COUNTERS)], gp->cnt_cap, &nc.cnt, &nc.snap)) < 0)
 		r = diag_errno(d, r, "cannot fill the new policy's counters");
 	gen_cfg(e, &cfg, gp, pl, b, slots);
 	if (r >= 0 && bpf_map_update_elem(e->map_fd[EM_GEN], &spare, &cfg, BPF_ANY) < 0)
@@ -1005,22 +1034,21 @@ int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob 
 	}
 	if (r < 0) {
 		gen_clear(e, spare); /* the running generation was not touched */
-		goto out;
+		return r;
 	}
 	/* The flip: one write; each packet reads the generation once. */
 	if ((r = ctl_write(e, spare)) < 0) {
 		r = diag_errno(d, r, "cannot switch to the new policy");
 		gen_clear(e, spare);
-		goto out;
+		return r;
 	}
 	e->active_gen = spare;
 	e->retired = true;
 	if (g.own_counters) {
 		e->old_cnt = e->cnt;
-		e->cnt = cnt;
-		e->snap = snap;
-		cnt = (struct cnt_map){ .fd = -1 };
-		snap = NULL;
+		e->cnt = nc.cnt;
+		e->snap = TAKE_PTR(nc.snap);
+		nc.cnt = (struct cnt_map){ .fd = -1 };
 	}
 	r = engine_links_sync(e, pl, d);
 	if (r < 0 && (e->generation || e->adopted)) {
@@ -1033,22 +1061,12 @@ int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob 
 			e->cnt = e->old_cnt;
 			e->old_cnt = t;
 		}
-		goto out;
+		return r;
 	}
 	meter_fd = g.fd[GM(EM_METER)];
 	if (meter_fd >= 0)
 		prune_meter(meter_fd, pl, slots);
 	e->generation++;
-out:
-	for (int i = 0; i < EM_NUM_OUTER; i++)
-		if (g.fd[i] >= 0)
-			close(g.fd[i]); /* the outer maps hold them now */
-	if (cnt.v || cnt.fd >= 0)
-		cnt_map_close(e, &cnt);
-	free(snap);
-	port_pages_free(&gp->pp);
-	addr_plan_free(&gp->ap);
-	free(gp);
 	return r;
 }
 

@@ -196,7 +196,7 @@ int slots_load(struct slot_table *t, FILE *f)
 	}
 	t->next_free = SLOT_FIRST_RULE;
 	return 0;
-bad:
+bad: /* the names already put into the table come out again */
 	slots_abort(t, NULL, NULL);
 	t->next_free = SLOT_FIRST_RULE;
 	return -EINVAL;

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/cleanup.h"
 #include "netlink/nl.h"
 #include "backend/nftables/nft/batch.h"
 
@@ -20,26 +21,32 @@ struct acc {
 	int err;
 };
 
+static void nftnl_obj_freep(struct nftnl_obj **o)
+{
+	if (*o)
+		nftnl_obj_free(*o);
+}
+
 static int on_obj(const struct nlmsghdr *nlh, void *arg)
 {
 	struct acc *a = arg;
-	struct nftnl_obj *o = nftnl_obj_alloc();
+	_cleanup_(nftnl_obj_freep) struct nftnl_obj *o = nftnl_obj_alloc();
 	struct nfr_counter *slot;
 	const char *name;
 
 	if (!o || nftnl_obj_nlmsg_parse(nlh, o) < 0)
-		goto out;
+		return MNL_CB_OK;
 	name = nftnl_obj_get_str(o, NFTNL_OBJ_NAME);
 	if (nftnl_obj_get_u32(o, NFTNL_OBJ_TYPE) != NFT_OBJECT_COUNTER || !name ||
 	    strcmp(nftnl_obj_get_str(o, NFTNL_OBJ_TABLE), NFT_TABLE_NAME))
-		goto out;
+		return MNL_CB_OK;
 	if (a->c->n == a->cap) {
 		uint32_t cap = a->cap ? 2 * a->cap : 64;
 		struct nfr_counter *v = realloc(a->c->v, cap * sizeof(*v));
 
 		if (!v) {
 			a->err = -ENOMEM;
-			goto out;
+			return MNL_CB_OK;
 		}
 		a->c->v = v;
 		a->cap = cap;
@@ -48,8 +55,6 @@ static int on_obj(const struct nlmsghdr *nlh, void *arg)
 	snprintf(slot->name, sizeof(slot->name), "%s", name);
 	slot->packets = nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_PKTS);
 	slot->bytes = nftnl_obj_get_u64(o, NFTNL_OBJ_CTR_BYTES);
-out:
-	nftnl_obj_free(o);
 	return MNL_CB_OK;
 }
 

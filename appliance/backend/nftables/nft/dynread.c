@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/cleanup.h"
 #include "netlink/nl.h"
 #include "backend/nftables/nft/batch.h"
 #include "backend/nftables/nft/ir.h"
@@ -23,34 +24,44 @@ struct names {
 	int err;
 };
 
+static void nftnl_set_freep(struct nftnl_set **s)
+{
+	if (*s)
+		nftnl_set_free(*s);
+}
+
+static void nftnl_set_elems_iter_destroyp(struct nftnl_set_elems_iter **it)
+{
+	if (*it)
+		nftnl_set_elems_iter_destroy(*it);
+}
+
 static int on_set(const struct nlmsghdr *nlh, void *arg)
 {
 	struct names *ns = arg;
-	struct nftnl_set *s = nftnl_set_alloc();
+	_cleanup_(nftnl_set_freep) struct nftnl_set *s = nftnl_set_alloc();
 	const char *name;
 	size_t len;
 
 	if (!s || nftnl_set_nlmsg_parse(nlh, s) < 0)
-		goto out;
+		return MNL_CB_OK;
 	name = nftnl_set_get_str(s, NFTNL_SET_NAME);
 	len = name ? strlen(name) : 0;
 	if (len < 5 || strncmp(name, "d_", 2) || name[len - 2] != '_' ||
 	    (name[len - 1] != '4' && name[len - 1] != '6') || len >= NFT_DYN_NAME)
-		goto out;
+		return MNL_CB_OK;
 	if (ns->n == ns->cap) {
 		uint32_t cap = ns->cap ? 2 * ns->cap : 16;
 		void *v = realloc(ns->v, cap * sizeof(*ns->v));
 
 		if (!v) {
 			ns->err = -ENOMEM;
-			goto out;
+			return MNL_CB_OK;
 		}
 		ns->v = v;
 		ns->cap = cap;
 	}
 	snprintf(ns->v[ns->n++], NFT_DYN_NAME, "%s", name);
-out:
-	nftnl_set_free(s);
 	return MNL_CB_OK;
 }
 
@@ -88,12 +99,12 @@ struct elems {
 static int on_elems(const struct nlmsghdr *nlh, void *arg)
 {
 	struct elems *es = arg;
-	struct nftnl_set *s = nftnl_set_alloc();
-	struct nftnl_set_elems_iter *it = NULL;
+	_cleanup_(nftnl_set_freep) struct nftnl_set *s = nftnl_set_alloc();
+	_cleanup_(nftnl_set_elems_iter_destroyp) struct nftnl_set_elems_iter *it = NULL;
 	struct nftnl_set_elem *e;
 
 	if (!s || nftnl_set_elems_nlmsg_parse(nlh, s) < 0 || !(it = nftnl_set_elems_iter_create(s)))
-		goto out;
+		return MNL_CB_OK;
 	while ((e = nftnl_set_elems_iter_next(it))) {
 		uint32_t len = 0;
 		const void *key = nftnl_set_elem_get(e, NFTNL_SET_ELEM_KEY, &len);
@@ -122,9 +133,6 @@ static int on_elems(const struct nlmsghdr *nlh, void *arg)
 		if (!x->expires && nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_TIMEOUT))
 			x->expires = (int64_t)nftnl_set_elem_get_u64(e, NFTNL_SET_ELEM_TIMEOUT);
 	}
-out:
-	nftnl_set_elems_iter_destroy(it);
-	nftnl_set_free(s);
 	return MNL_CB_OK;
 }
 

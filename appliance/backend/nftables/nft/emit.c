@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/cleanup.h"
 #include "base/log.h"
 #include "backend/nftables/nft/batch.h"
 
@@ -757,10 +758,15 @@ static int change_elems(struct nft_batch *b, const struct nfr_set *s, uint16_t t
 	return r;
 }
 
+static void nft_batch_freep(struct nft_batch **b)
+{
+	nft_batch_free(*b);
+}
+
 int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct nfr_set *const *add, uint32_t nadd,
 		   struct diags *d)
 {
-	struct nft_batch *b;
+	_cleanup_(nft_batch_freep) struct nft_batch *b = NULL;
 	int r = 0;
 
 	if ((r = nft_batch_new(&b)) < 0)
@@ -770,14 +776,9 @@ int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct
 	for (uint32_t i = 0; i < nadd && !r; i++)
 		r = change_elems(b, add[i], NFT_MSG_NEWSETELEM);
 	if (r < 0)
-		goto out;
+		return diag_errno(d, r, "building the nftables transaction");
 	nft_batch_note(b, (struct loc){ 0 }, "a dynamic set's elements");
-	r = nft_batch_commit(b, d);
-	nft_batch_free(b);
-	return r;
-out:
-	nft_batch_free(b);
-	return diag_errno(d, r, "building the nftables transaction");
+	return nft_batch_commit(b, d);
 }
 
 static int put_elems(struct nft_batch *b, const struct nfr_table *t, const struct nfr_set *s)
