@@ -16,7 +16,7 @@ set -eu
 # (for clang 19) on 13.
 BUILD_PKGS="make gcc build-essential clang llvm pkg-config libbpf-dev bpftool linux-libc-dev
  libxdp-dev libnftnl-dev libmnl-dev libyaml-dev libssl-dev libmicrohttpd-dev libjansson-dev libelf-dev zlib1g-dev debhelper dpkg-dev"
-TEST_PKGS="iproute2 iputils-ping nftables python3 python3-scapy iperf3 hping3 man-db groff-base systemd
+TEST_PKGS="iproute2 iputils-ping ethtool nftables python3 python3-scapy iperf3 hping3 man-db groff-base systemd
  tcpdump tshark jq procps kmod lintian debootstrap bash-completion systemd-container netbase
  python3-jsonschema python3-yaml python3-prometheus-client logrotate keepalived conntrackd gcovr
  nodejs curl ca-certificates"

@@ -67,7 +67,8 @@ enum policy_ct {
 	POLICY_CT_UNTRACKED = 1 << 4,
 	POLICY_CT_ALL = 0x1f,
 };
-#define POLICY_CT_STATES 5 /* bit s of a state mask is policy_ct_names[s] */
+#define POLICY_MAX_EARLY 64 /* rules with early: true (the XDP program's rule mask) */
+#define POLICY_CT_STATES 5  /* bit s of a state mask is policy_ct_names[s] */
 
 struct prefix {
 	uint8_t family; /* POLICY_FAM_IPV4 or _IPV6 */
@@ -176,6 +177,8 @@ struct rule {
 	char *comment;
 	uint8_t families; /* families the rule can match at all */
 	bool implicit;	  /* added by ha: (the pair's own traffic), not written by the operator */
+	bool early;	  /* early: true: dropped at XDP on its in: interfaces, before the stack */
+	struct loc early_loc;
 };
 
 struct hook_conf {

@@ -83,8 +83,10 @@ struct backend {
 struct backend_status {
 	struct engine_info engine; /* the BPF engine: generation, links, adoption */
 	uint64_t bpf_memory;	   /* bytes its maps hold (0: no engine) */
-	int nft_table;		   /* as struct backend_table */
-	bool nft_owned;		   /* owned by the daemon (NFT_TABLE_F_OWNER, PERSIST) */
+	char early_ifaces[256];	   /* interfaces the early drop at XDP is attached to: "wan0, wan1" */
+	uint32_t early_ifaces_n;
+	int nft_table;	/* as struct backend_table */
+	bool nft_owned; /* owned by the daemon (NFT_TABLE_F_OWNER, PERSIST) */
 };
 
 /* A row of `nfbox stats`: the daemon fills in which rule (hook, index and

@@ -144,6 +144,8 @@ static void status_text(const struct status_report *r, FILE *f)
 	fprintf(f, "version:    %s\n", r->version);
 	if (r->be.bpf_memory)
 		fprintf(f, "bpf memory: %.1f MiB (the classifier's maps)\n", (double)r->be.bpf_memory / 1048576);
+	if (r->be.early_ifaces_n)
+		fprintf(f, "early drop at XDP on: %s\n", r->be.early_ifaces);
 	fprintf(f, "defrag:     %s\n", r->defrag ? "on (verdicts on reassembled datagrams)" : "off");
 	fprintf(f, "backend:    %s%s\n", r->backend,
 		r->be.nft_table != 1 ? ""
@@ -312,6 +314,7 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_kv_u64(&j, "generation", e->generation);
 	json_kv_u64(&j, "active_gen", e->active_gen);
 	json_kv_u64(&j, "bpf_memory_bytes", r->be.bpf_memory);
+	json_kv_str(&j, "early_xdp", r->be.early_ifaces);
 	json_kv_bool(&j, "adopted", e->adopted);
 	json_kv_bool(&j, "defrag", r->defrag);
 	json_kv_str(&j, "backend", r->backend);

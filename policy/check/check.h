@@ -17,5 +17,8 @@ void check_defrag_off(struct policy *p, struct diags *d);
 /* Two targets for one port, two source translations for one interface
  * (errors); a forward-port or redirect that no rule lets in (warning). */
 void check_nat(const struct policy *p, struct diags *d);
+/* Rules with early: true keep their meaning when dropped at XDP: errors
+ * where they would not. */
+void check_early(const struct policy *p, struct diags *d);
 
 #endif

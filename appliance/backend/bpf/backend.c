@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend/bpf/bpf.h"
+#include "backend/bpf/early/early.h"
 #include "backend/nftables/table.h"
 #include "base/cleanup.h"
 #include "base/log.h"
@@ -95,6 +97,15 @@ static void load_slots(struct bpf_backend *bb)
 		log_info("the counters of %u rules go on from the adopted state", n);
 }
 
+/* A daemon before this one left an early drop at XDP pinned. */
+static bool early_pinned(const struct bpf_backend *bb)
+{
+	char path[PATH_MAX];
+	int n = snprintf(path, sizeof(path), "%s/early/nfb_early_cfg", bb->b.env->pin_dir);
+
+	return bb->b.env->pin_dir[0] && n > 0 && (size_t)n < sizeof(path) && access(path, F_OK) == 0;
+}
+
 /* The engine, adopting what is pinned (or dropping it: --fresh), and its
  * rings. */
 static int bpf_start(struct backend *b, struct diags *d)
@@ -128,6 +139,8 @@ static int bpf_start(struct backend *b, struct diags *d)
 	}
 	if (info.adopted)
 		load_slots(bb);
+	if (info.adopted && early_pinned(bb) && (r = early_open(bb->e, env->pin_dir, &bb->early, d)) < 0)
+		log_warn("early: the XDP early drop a daemon before left cannot be adopted: %s", diags_last(d, ""));
 	return 0;
 }
 
@@ -138,6 +151,7 @@ static void bpf_close(struct backend *b)
 	if (!b)
 		return;
 	bb = bpf_of(b);
+	early_close(bb->early);
 	bpf_events_close(bb);
 	bpf_rejects_close(bb);
 	engine_close(bb->e);
@@ -152,6 +166,11 @@ static void bpf_stop(struct backend *b, bool keep)
 	struct engine_info info;
 
 	if (!keep) {
+		if (bb->early) {
+			early_destroy(bb->early);
+			early_close(bb->early);
+			bb->early = NULL;
+		}
 		if (bb->e)
 			engine_destroy_pins(bb->e);
 		return;
@@ -215,6 +234,7 @@ static void bpf_status(struct backend *b, struct backend_status *out)
 	engine_get_info(bb->e, &out->engine);
 	if (bb->e)
 		engine_memory(bb->e, &out->bpf_memory);
+	out->early_ifaces_n = early_ifaces(bb->early, out->early_ifaces, sizeof(out->early_ifaces));
 }
 
 /* ---- enforcing ---- */
@@ -244,6 +264,10 @@ static int bpf_enforce(struct backend *b, const struct loaded *cur, const struct
 
 	if (!bb->e && (r = bpf_start(b, d)) < 0)
 		return r;
+	if (!bb->early && early_count(nl->plan) && (r = early_open(bb->e, env->pin_dir, &bb->early, d)) < 0)
+		return r;
+	if (bb->early && (r = early_prepare(bb->early, nl->plan, d)) < 0)
+		return r;
 	if (switching) {
 		if ((r = engine_load(bb->e, nl->plan, &nl->blob, &nl->slots, d)) < 0)
 			return r;
@@ -258,10 +282,18 @@ static int bpf_enforce(struct backend *b, const struct loaded *cur, const struct
 	return r;
 }
 
+/* The early rules at XDP follow the classifier's generation. */
 static void bpf_in_force_now(struct backend *b, const struct loaded *cur)
 {
-	(void)b;
-	(void)cur;
+	struct bpf_backend *bb = bpf_of(b);
+	struct diags d;
+
+	if (!bb->early)
+		return;
+	diags_init(&d);
+	if (early_apply(bb->early, cur->plan, &cur->slots, &d) < 0)
+		log_err("%s; the hook still drops what they drop", diags_last(&d, "early: not in force"));
+	diags_free(&d);
 }
 
 /* The nftables backend enforces now, its table in place: the classifier
@@ -272,6 +304,11 @@ static void bpf_retire(struct backend *b)
 
 	engine_unhook(bb->e);
 	bb->dyn_synced = false;
+	if (bb->early) { /* the nftables backend drops them at ingress */
+		early_destroy(bb->early);
+		early_close(bb->early);
+		bb->early = NULL;
+	}
 }
 
 static void bpf_status_line(const struct backend *b, const struct loaded *cur, char *buf, size_t len)
@@ -366,16 +403,25 @@ static int bpf_stats(struct backend *b, const struct loaded *cur, struct stats_r
 
 static void bpf_links_changed(struct backend *b, const struct loaded *cur)
 {
+	struct bpf_backend *bb = bpf_of(b);
 	uint32_t need = 0;
 	int r;
 
-	if ((r = engine_ifaces_refresh(bpf_of(b)->e, cur->plan, &cur->blob, &need)) == -E2BIG)
+	if ((r = engine_ifaces_refresh(bb->e, cur->plan, &cur->blob, &need)) == -E2BIG)
 		log_err("interfaces changed: the policy's interfaces now need %u entries and the BPF engine holds %u; "
 			"those that did not fit match only the rules that exclude them (name fewer interfaces, or use "
 			"'backend: nftables')",
 			need, NFB_IFACE_MAX_ENTRIES);
 	else if (r < 0)
 		log_err("interfaces changed, but the interface map could not be updated: %s", strerror(-r));
+	if (bb->early) {
+		struct diags d;
+
+		diags_init(&d);
+		if (early_links_changed(bb->early, cur->plan, &cur->slots, &d) < 0)
+			log_err("interfaces changed: %s", diags_last(&d, "early: not followed"));
+		diags_free(&d);
+	}
 }
 
 const struct backend_ops backend_bpf_ops = {

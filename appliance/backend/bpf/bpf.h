@@ -9,6 +9,7 @@
 
 struct ring_buffer;
 struct rejecter;
+struct early;
 
 struct bpf_backend {
 	struct backend b;
@@ -20,6 +21,7 @@ struct bpf_backend {
 	struct handler events_h;
 	uint64_t log_dropped_seen; /* NFB_CNT_LOG_DROPPED already told to the sink */
 	struct rejecter *rejecter; /* rejects.c */
+	struct early *early;	   /* rules with early: true at XDP (early/), NULL until a policy has one */
 };
 
 static inline struct bpf_backend *bpf_of(struct backend *b)

@@ -282,6 +282,14 @@ int engine_open(const struct engine_opts *o, struct diags *d, struct engine **ou
 	return 0;
 }
 
+int engine_map_fd(const struct engine *e, const char *name)
+{
+	for (int i = 0; e && i < EM_COUNT; i++)
+		if (!strcmp(map_names[i], name))
+			return e->map_fd[i] >= 0 ? e->map_fd[i] : -ENOENT;
+	return -ENOENT;
+}
+
 void engine_close(struct engine *e)
 {
 	if (!e)

@@ -99,6 +99,10 @@ int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct 
 /* NULL (no engine: the nftables backend on a kernel without netfilter BPF
  * links) gives an empty info, every link -1. */
 void engine_get_info(const struct engine *e, struct engine_info *out);
+/* The fd of the engine's map called name (nfb_ctl, nfb_counters, ...: the
+ * ones the early-drop program shares, bpf/nfbox_shared.bpf.h), or
+ * -ENOENT. The engine keeps it open. */
+int engine_map_fd(const struct engine *e, const char *name);
 /* The verdict-event ring buffer map; the classifier program (tests, bench). */
 int engine_events_fd(const struct engine *e);
 /* The ring buffer of rejected packets' heads (struct nfb_reject). */
