@@ -22,8 +22,6 @@
 #define ETH_P_IP   0x0800
 #define ETH_P_IPV6 0x86dd
 #define ETH_HLEN   14
-#define AF_INET	   2
-#define AF_INET6   10
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -78,6 +76,14 @@ struct {
 	__type(key, __u32);
 	__type(value, struct nfb_early_cfg);
 } nfb_early_cfg SEC(".maps");
+
+/* This host's addresses, kept up to date by user space (not per generation). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NFB_EARLY_LOCALS);
+	__type(key, struct nfb_early_local_key);
+	__type(value, __u8);
+} nfb_early_local SEC(".maps");
 
 /* What the frame says, as far as the early rules look. */
 struct early_pkt {
@@ -181,23 +187,25 @@ static __noinline __u64 dynamic_rules(void *rules, __u64 want, const struct earl
 	return w.got;
 }
 
-/* 0: for this host (input), 1: to be forwarded, as the FIB has it. */
-static __always_inline int hook_of(struct xdp_md *ctx, const struct early_pkt *p)
+/* 0: for this host (input), 1: to be forwarded: addressed to one of this
+ * host's addresses (or a multicast or the limited broadcast address) is
+ * input. A FIB lookup would say the same for unicast, at three times the
+ * cost of the rest of the program. */
+static __always_inline int hook_of(const struct early_pkt *p)
 {
-	struct bpf_fib_lookup f = { .ifindex = ctx->ingress_ifindex };
-	long r;
+	struct nfb_early_local_key k = { .family = p->family };
 
 	if (p->family == NFB_FAM_IPV4) {
-		f.family = AF_INET;
-		__builtin_memcpy(&f.ipv4_src, p->saddr, 4);
-		__builtin_memcpy(&f.ipv4_dst, p->daddr, 4);
+		if ((p->daddr[0] & 0xf0) == 0xe0 ||
+		    (p->daddr[0] == 0xff && p->daddr[1] == 0xff && p->daddr[2] == 0xff && p->daddr[3] == 0xff))
+			return 0;
+		__builtin_memcpy(k.addr, p->daddr, 4);
 	} else {
-		f.family = AF_INET6;
-		__builtin_memcpy(f.ipv6_src, p->saddr, 16);
-		__builtin_memcpy(f.ipv6_dst, p->daddr, 16);
+		if (p->daddr[0] == 0xff)
+			return 0;
+		__builtin_memcpy(k.addr, p->daddr, 16);
 	}
-	r = bpf_fib_lookup(ctx, &f, sizeof(f), BPF_FIB_LOOKUP_SKIP_NEIGH);
-	return r == BPF_FIB_LKUP_RET_NOT_FWDED || r == BPF_FIB_LKUP_RET_FWD_DISABLED ? 0 : 1;
+	return bpf_map_lookup_elem(&nfb_early_local, &k) ? 0 : 1;
 }
 
 static __noinline void early_log(const struct nfb_gen_cfg *cfg, __u32 gen, const struct early_pkt *p,
@@ -270,7 +278,7 @@ int nfb_early(struct xdp_md *ctx)
 	ctl = bpf_map_lookup_elem(&nfb_ctl, &zero);
 	gen = ctl ? ctl->active_gen : 0;
 	cfg = bpf_map_lookup_elem(&nfb_gen, &gen);
-	p.hook = (__u8)hook_of(ctx, &p);
+	p.hook = (__u8)hook_of(&p);
 	nfb_count(cfg, gen, r->slot[p.hook & 1], p.len);
 	if (r->flags & NFB_EARLY_LOG)
 		early_log(cfg, gen, &p, r);

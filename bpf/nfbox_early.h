@@ -15,8 +15,8 @@
  *                                       that covers it, user space says so),
  *     or the rule's dynamic set holds it (the classifier's nfb_dyn4/6);
  * the lowest such bit is the rule that counts and logs it, in its counter
- * slot of the hook the frame would have taken (input when the FIB says it
- * is for this host, else forward).
+ * slot of the hook the frame would have taken (input when it is addressed to
+ * this host, else forward).
  */
 #ifndef NFBOX_EARLY_H
 #define NFBOX_EARLY_H
@@ -46,6 +46,16 @@ struct nfb_early_cfg {
 	__u32 prog_id; /* the program these maps belong to (an adopter finds it by id) */
 	__u32 pad;
 	__u64 dyn_rules; /* bit i: rule i of the generation in force has a dynamic set */
+};
+
+/* This host's addresses (and IPv4 broadcast addresses), in
+ * nfb_early_local: a frame to one of them, or to a multicast or the
+ * limited broadcast address, is the input hook's; any other, forward's. */
+#define NFB_EARLY_LOCALS 4096
+struct nfb_early_local_key {
+	__u8 family; /* NFB_FAM_* */
+	__u8 pad[3];
+	__u8 addr[16];
 };
 
 struct nfb_early4_key {

@@ -7,11 +7,18 @@
 
 #include "base/log.h"
 
+static bool quiet;
+
+void log_libraries_quiet(bool q)
+{
+	quiet = q;
+}
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	/* libbpf's warnings are what a failed load explains itself with
 	 * (including the verifier log); its info and debug lines are noise. */
-	enum log_level l = level == LIBBPF_WARN ? LOG_WARN : LOG_DEBUG;
+	enum log_level l = level == LIBBPF_WARN && !quiet ? LOG_WARN : LOG_DEBUG;
 
 	log_vmsg(l, fmt, ap);
 	return 0;
@@ -19,7 +26,7 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 
 static int libxdp_print(enum libxdp_print_level level, const char *fmt, va_list ap)
 {
-	log_vmsg(level == LIBXDP_WARN ? LOG_WARN : LOG_DEBUG, fmt, ap);
+	log_vmsg(level == LIBXDP_WARN && !quiet ? LOG_WARN : LOG_DEBUG, fmt, ap);
 	return 0;
 }
 

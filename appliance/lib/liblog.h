@@ -4,6 +4,11 @@
 #ifndef NFBOX_LIB_LIBLOG_H
 #define NFBOX_LIB_LIBLOG_H
 
+#include <stdbool.h>
+
 void log_libraries(void);
+/* While quiet, their warnings are debug too: around a call whose failure
+ * the caller explains itself (libxdp trying its dispatcher first). */
+void log_libraries_quiet(bool quiet);
 
 #endif

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -55,4 +56,28 @@ int nl_iface_addrs(const char *ifname, uint8_t family,
 	}
 	freeifaddrs(all);
 	return seen ? 0 : -ENODEV;
+}
+
+static void each_sockaddr(const struct sockaddr *sa, void (*fn)(uint8_t family, const uint8_t *addr, void *arg),
+			  void *arg)
+{
+	if (sa && sa->sa_family == AF_INET)
+		fn(POLICY_FAM_IPV4, (const uint8_t *)&((const struct sockaddr_in *)sa)->sin_addr, arg);
+	else if (sa && sa->sa_family == AF_INET6)
+		fn(POLICY_FAM_IPV6, ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr, arg);
+}
+
+int nl_local_addrs(void (*fn)(uint8_t family, const uint8_t *addr, void *arg), void *arg)
+{
+	struct ifaddrs *all;
+
+	if (getifaddrs(&all) < 0)
+		return -errno;
+	for (struct ifaddrs *i = all; i; i = i->ifa_next) {
+		each_sockaddr(i->ifa_addr, fn, arg);
+		if ((i->ifa_flags & IFF_BROADCAST) && i->ifa_addr && i->ifa_addr->sa_family == AF_INET)
+			each_sockaddr(i->ifa_broadaddr, fn, arg);
+	}
+	freeifaddrs(all);
+	return 0;
 }

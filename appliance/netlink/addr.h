@@ -16,4 +16,9 @@
 int nl_iface_addrs(const char *ifname, uint8_t family,
 		   bool (*fn)(const struct prefix *addr, const struct prefix *net, void *arg), void *arg);
 
+/* Every address this network namespace's interfaces have (IPv4 and IPv6,
+ * link-local ones too), and each IPv4 broadcast address: fn(family, addr)
+ * with family POLICY_FAM_IPV4 (4 bytes) or _IPV6 (16). 0 or -errno. */
+int nl_local_addrs(void (*fn)(uint8_t family, const uint8_t *addr, void *arg), void *arg);
+
 #endif

@@ -21,7 +21,8 @@ int nl_monitor_open(struct nl_monitor **out)
 	if (!m)
 		return -ENOMEM;
 	m->nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (!m->nl || mnl_socket_bind(m->nl, RTMGRP_LINK, MNL_SOCKET_AUTOPID) < 0) {
+	if (!m->nl ||
+	    mnl_socket_bind(m->nl, RTMGRP_LINK | RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR, MNL_SOCKET_AUTOPID) < 0) {
 		r = -errno;
 		nl_monitor_close(m);
 		return r;
@@ -48,9 +49,11 @@ static int link_cb(const struct nlmsghdr *nlh, void *data)
 {
 	bool *changed = data;
 
-	/* Every RTM_NEWLINK (new device, rename, state change) and
-	 * RTM_DELLINK: names are resolved again, which is cheap. */
-	if (nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK)
+	/* Every RTM_NEWLINK (new device, rename, state change), RTM_DELLINK
+	 * and address change: names and addresses are resolved again, which
+	 * is cheap. */
+	if (nlh->nlmsg_type == RTM_NEWLINK || nlh->nlmsg_type == RTM_DELLINK || nlh->nlmsg_type == RTM_NEWADDR ||
+	    nlh->nlmsg_type == RTM_DELADDR)
 		*changed = true;
 	return MNL_CB_OK;
 }

@@ -16,7 +16,8 @@
 # Then policy tooling at scale (tests/bench/policy.sh), dynamic-set
 # changes (tests/bench/dynset.sh) and the engine at scale (memory, reloads
 # of 1,000,000 prefixes and 65,536 rules, status during a reload:
-# tests/bench/scale.sh).
+# tests/bench/scale.sh), and flood defence: the early drop at XDP against
+# the hook and nftables (tests/bench/early.sh).
 # Loads: new-flow UDP (hping3 --udp --flood: the source port changes every
 # packet) counted as packets/s received at the server; one established TCP
 # stream (iperf3), Mbit/s. Variants are interleaved: each round samples every
@@ -81,6 +82,7 @@ fi
 tests/bench/policy.sh "$BIN/nfbox" || fail "policy tooling benchmark (tests/bench/policy.sh)"
 tests/bench/dynset.sh "$BIN/nfbox" || fail "dynamic set benchmark (tests/bench/dynset.sh)"
 tests/bench/scale.sh "$BIN/nfbox" || fail "engine scale benchmark (tests/bench/scale.sh)"
+tests/bench/early.sh "$BIN" || fail "flood defence benchmark (tests/bench/early.sh)"
 echo
 
 # ---- 2. forwarding --------------------------------------------------------

@@ -14,6 +14,8 @@
 #include "backend/bpf/early/early.h"
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "lib/liblog.h"
+#include "netlink/addr.h"
 #include "bpf/nfbox_early.h"
 #include "bpf/nfbox_early.skel.h"
 
@@ -43,6 +45,7 @@ struct early {
 	struct xdp_program *prog;     /* NULL until attached once or adopted */
 	uint32_t prog_id;
 	int cfg_fd, outer_fd[EO_COUNT]; /* -1 until loaded (or adopted) */
+	int local_fd;			/* this host's addresses */
 	int inner_fd[EO_COUNT];		/* the generation in force's, -1: none */
 	struct nfb_early_cfg cfg;	/* as written */
 	int *att;			/* ifindexes it is attached to */
@@ -150,6 +153,8 @@ static void unpin_all(struct early *ea)
 
 	if (pin_path(ea, "nfb_early_cfg", path, sizeof(path)) == 0)
 		unlink(path);
+	if (pin_path(ea, "nfb_early_local", path, sizeof(path)) == 0)
+		unlink(path);
 	for (int i = 0; i < EO_COUNT; i++)
 		if (pin_path(ea, outer_names[i], path, sizeof(path)) == 0)
 			unlink(path);
@@ -178,6 +183,8 @@ static bool adoptable(struct early *ea)
 	for (int i = 0; i < EO_COUNT; i++)
 		if ((ea->outer_fd[i] = open_pinned(ea, outer_names[i])) < 0)
 			return false;
+	if ((ea->local_fd = open_pinned(ea, "nfb_early_local")) < 0)
+		return false;
 	p = xdp_program__from_id(ea->cfg.prog_id);
 	if (libxdp_get_error(p) || !p)
 		return false;
@@ -209,6 +216,9 @@ static void remove_stale(struct early *ea)
 			close(ea->outer_fd[i]);
 		ea->outer_fd[i] = -1;
 	}
+	if (ea->local_fd >= 0)
+		close(ea->local_fd);
+	ea->local_fd = -1;
 	unpin_all(ea);
 }
 
@@ -245,8 +255,8 @@ static int fresh(struct early *ea, struct diags *d)
 			return diag_fail(d, fd < 0 ? fd : -ENOENT, "early: cannot share the classifier's map %s",
 					 shared_names[i]);
 	}
-	for (int i = 0; i <= EO_COUNT; i++) {
-		const char *name = i == EO_COUNT ? "nfb_early_cfg" : outer_names[i];
+	for (int i = 0; i <= EO_COUNT + 1; i++) {
+		const char *name = i == EO_COUNT ? "nfb_early_cfg" : i > EO_COUNT ? "nfb_early_local" : outer_names[i];
 
 		m = bpf_object__find_map_by_name(ea->skel->obj, name);
 		if (!m || pin_path(ea, name, path, sizeof(path)) < 0 || bpf_map__set_pin_path(m, path) < 0)
@@ -274,7 +284,7 @@ int early_open(struct engine *e, const char *pin_dir, struct early **out, struct
 	if (!ea)
 		return diag_errno(d, -ENOMEM, "early");
 	ea->e = e;
-	ea->cfg_fd = -1;
+	ea->cfg_fd = ea->local_fd = -1;
 	for (int i = 0; i < EO_COUNT; i++)
 		ea->outer_fd[i] = ea->inner_fd[i] = -1;
 	ea->cfg.active = EARLY_NONE;
@@ -308,6 +318,8 @@ void early_close(struct early *ea)
 	}
 	if (ea->cfg_fd >= 0 && !ea->skel)
 		close(ea->cfg_fd);
+	if (ea->local_fd >= 0 && !ea->skel)
+		close(ea->local_fd);
 	xdp_program__close(ea->prog);
 	nfbox_early_bpf__destroy(ea->skel);
 	free(ea->att);
@@ -327,11 +339,38 @@ static int after_load(struct early *ea, struct diags *d)
 	ea->outer_fd[EO_SRC4] = bpf_map__fd(ea->skel->maps.nfb_early_src4);
 	ea->outer_fd[EO_SRC6] = bpf_map__fd(ea->skel->maps.nfb_early_src6);
 	ea->outer_fd[EO_RULES] = bpf_map__fd(ea->skel->maps.nfb_early_rules);
+	ea->local_fd = bpf_map__fd(ea->skel->maps.nfb_early_local);
 	ea->prog_id = xdp_program__id(ea->prog);
 	ea->cfg = (struct nfb_early_cfg){ .active = EARLY_NONE, .abi = NFB_EARLY_ABI, .prog_id = ea->prog_id };
 	if (bpf_map_update_elem(ea->cfg_fd, &zero, &ea->cfg, BPF_ANY) < 0)
 		return diag_errno(d, -errno, "early: cannot write the XDP program's configuration");
 	return 0;
+}
+
+/* libxdp tries its dispatcher first, and falls back to the program alone
+ * where the kernel refuses the dispatcher's extension programs (lockdown):
+ * said once here, not as libbpf's load failures (nfbox run -v shows them). */
+static int attach_mode(struct early *ea, int ifindex, enum xdp_attach_mode mode)
+{
+	int r;
+
+	log_libraries_quiet(true);
+	r = xdp_program__attach(ea->prog, ifindex, mode, 0);
+	log_libraries_quiet(false);
+	return r;
+}
+
+static void say_mode(int ifindex, const char *name)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+
+	if (libxdp_get_error(mp) || !mp)
+		return;
+	if (xdp_multiprog__is_legacy(mp))
+		log_info("early: %s: the kernel refused libxdp's dispatcher, so the XDP program runs alone there (no "
+			 "other XDP program, such as a capture, can attach beside it)",
+			 name);
+	xdp_multiprog__close(mp);
 }
 
 static int attach(struct early *ea, int ifindex, const char *name, struct diags *d)
@@ -341,17 +380,19 @@ static int attach(struct early *ea, int ifindex, const char *name, struct diags 
 
 	if (attached_to(ea, ifindex))
 		return 0;
-	if ((r = xdp_program__attach(ea->prog, ifindex, XDP_MODE_NATIVE, 0)) < 0) {
+	if ((r = attach_mode(ea, ifindex, XDP_MODE_NATIVE)) < 0) {
 		int native = r;
 
-		if ((r = xdp_program__attach(ea->prog, ifindex, XDP_MODE_SKB, 0)) < 0)
-			return diag_fail(d, r,
-					 "early: cannot attach the XDP program to %s (native: %s; generic: %s); remove "
-					 "'early' from the rules on it",
-					 name, strerror(-native), strerror(-r));
+		if ((r = attach_mode(ea, ifindex, XDP_MODE_SKB)) < 0)
+			return diag_fail(
+				d, r,
+				"early: cannot attach the XDP program to %s (native: %s; generic: %s; nfbox run -v "
+				"says why); remove 'early' from the rules on it",
+				name, strerror(-native), strerror(-r));
 		log_info("early: native XDP on %s failed (%s); dropping in generic (skb) mode", name,
 			 strerror(-native));
 	}
+	say_mode(ifindex, name);
 	if (first && (r = after_load(ea, d)) < 0)
 		return r;
 	return note_attached(ea, ifindex) < 0 ? diag_errno(d, -ENOMEM, "early") : 0;
@@ -462,29 +503,37 @@ static int collect(const struct plan *pl, struct epfx **out, size_t *n)
 
 /* Each prefix also takes the rules of every shorter prefix that holds it:
  * the trie answers with the longest match only. v is sorted by family,
- * length, address, so a prefix's holders come before it. */
-static void unite(struct epfx *v, size_t n)
+ * length, address, so a prefix's holders come before it, each length a
+ * run of its own (at most 2 * 129 runs): one search per shorter run. */
+static int unite(struct epfx *v, size_t n)
 {
+	struct run {
+		size_t lo, hi;
+	} runs[2 * 129];
+	size_t nruns = 0;
+
 	for (size_t i = 0; i < n; i++) {
-		size_t lo = 0;
-
-		while (lo < i) { /* each shorter length of the family present before i */
-			size_t hi = lo;
-			struct epfx key = v[i];
-
-			while (hi < i && v[hi].fam == v[lo].fam && v[hi].plen == v[lo].plen)
-				hi++;
-			if (v[lo].fam == v[i].fam && v[lo].plen < v[i].plen) {
-				struct epfx *f;
-
-				key.plen = v[lo].plen;
-				mask_to(key.addr, key.plen);
-				if ((f = bsearch(&key, v + lo, hi - lo, sizeof(*v), epfx_cmp)))
-					v[i].mask |= f->mask;
-			}
-			lo = hi;
+		if (!nruns || v[runs[nruns - 1].lo].fam != v[i].fam || v[runs[nruns - 1].lo].plen != v[i].plen) {
+			if (nruns == sizeof(runs) / sizeof(runs[0]))
+				return -EINVAL;
+			runs[nruns++] = (struct run){ .lo = i };
 		}
+		runs[nruns - 1].hi = i + 1;
 	}
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < nruns && runs[k].lo < i; k++) {
+			const struct epfx *h = &v[runs[k].lo];
+			struct epfx key = v[i];
+			struct epfx *f;
+
+			if (h->fam != v[i].fam || h->plen >= v[i].plen)
+				continue;
+			key.plen = h->plen;
+			mask_to(key.addr, key.plen);
+			if ((f = bsearch(&key, v + runs[k].lo, runs[k].hi - runs[k].lo, sizeof(*v), epfx_cmp)))
+				v[i].mask |= f->mask;
+		}
+	return 0;
 }
 
 static int create_inner(int k)
@@ -513,9 +562,8 @@ static int fill_sources(int fd4, int fd6, const struct plan *pl)
 	size_t n = 0;
 	int r;
 
-	if ((r = collect(pl, &v, &n)) < 0)
+	if ((r = collect(pl, &v, &n)) < 0 || (r = unite(v, n)) < 0)
 		return r;
-	unite(v, n);
 	for (size_t i = 0; i < n; i++) {
 		struct nfb_early4_key k4 = { .prefixlen = v[i].plen };
 		struct nfb_early6_key k6 = { .prefixlen = v[i].plen };
@@ -659,6 +707,58 @@ static void close_all(int fd[EO_COUNT])
 			close(fd[k]);
 }
 
+/* ---- this host's addresses ---- */
+
+struct locals {
+	struct nfb_early_local_key v[NFB_EARLY_LOCALS];
+	uint32_t n;
+};
+
+static void add_local(uint8_t family, const uint8_t *addr, void *arg)
+{
+	struct locals *l = arg;
+	struct nfb_early_local_key k = { .family = family == POLICY_FAM_IPV6 ? NFB_FAM_IPV6 : NFB_FAM_IPV4 };
+
+	if (l->n == NFB_EARLY_LOCALS)
+		return;
+	memcpy(k.addr, addr, family == POLICY_FAM_IPV6 ? 16 : 4);
+	l->v[l->n++] = k;
+}
+
+static bool is_local(const struct locals *l, const struct nfb_early_local_key *k)
+{
+	for (uint32_t i = 0; i < l->n; i++)
+		if (!memcmp(&l->v[i], k, sizeof(*k)))
+			return true;
+	return false;
+}
+
+static bool not_local(const void *key, void *arg)
+{
+	return !is_local(arg, key);
+}
+
+/* nfb_early_local made to hold this host's addresses now: which hook a
+ * dropped frame is counted on. */
+static void sync_locals(struct early *ea)
+{
+	_cleanup_free_ struct locals *l = calloc(1, sizeof(*l));
+	uint8_t one = 1;
+	int r;
+
+	if (!l || ea->local_fd < 0)
+		return;
+	if ((r = nl_local_addrs(add_local, l)) < 0) {
+		log_warn("early: cannot list this host's addresses (%s); frames dropped at XDP may be counted on the "
+			 "forward hook instead of input",
+			 strerror(-r));
+		return;
+	}
+	engine_delete_keys(ea->local_fd, sizeof(struct nfb_early_local_key), not_local, l);
+	for (uint32_t i = 0; i < l->n; i++)
+		bpf_map_update_elem(ea->local_fd, &l->v[i], &one, BPF_ANY);
+}
+
 /* A generation of maps for pl in fd[] (made here), flipped to. */
 static int write_gen(struct early *ea, const struct plan *pl, const struct slot_map *slots, int fd[EO_COUNT])
 {
@@ -690,6 +790,7 @@ int early_apply(struct early *ea, const struct plan *pl, const struct slot_map *
 		detach_unused(ea, pl);
 		return 0;
 	}
+	sync_locals(ea);
 	if ((r = write_gen(ea, pl, slots, fd)) < 0) {
 		/* XDP drops nothing until the next apply (the hook still does) */
 		close_all(fd);
@@ -711,6 +812,7 @@ int early_links_changed(struct early *ea, const struct plan *pl, const struct sl
 		return r;
 	if (!loaded(ea))
 		return 0;
+	sync_locals(ea);
 	if (ea->inner_fd[EO_RULES] < 0 || ea->cfg.active >= NFB_EARLY_GENS) /* nothing written yet */
 		return early_apply(ea, pl, slots, d);
 	/* a new interface map beside the same sources and rules */

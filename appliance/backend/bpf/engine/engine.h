@@ -99,6 +99,11 @@ int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct 
 /* NULL (no engine: the nftables backend on a kernel without netfilter BPF
  * links) gives an empty info, every link -1. */
 void engine_get_info(const struct engine *e, struct engine_info *out);
+/* Delete every key of map fd (keys of key_size <= 64 bytes) for which
+ * drop(key, arg) says so: keys collected first, then deleted. How many
+ * went, or -ENOMEM. (gen.c) */
+int engine_delete_keys(int fd, size_t key_size, bool (*drop)(const void *key, void *arg), void *arg);
+
 /* The fd of the engine's map called name (nfb_ctl, nfb_counters, ...: the
  * ones the early-drop program shares, bpf/nfbox_shared.bpf.h), or
  * -ENOENT. The engine keeps it open. */

@@ -80,11 +80,6 @@ struct engine {
 	struct nfb_counter *snap;
 };
 
-/* Delete every key of map fd (keys of key_size <= 64 bytes) for which
- * drop(key, arg) says so: keys collected first, then deleted. How many
- * went, or -ENOMEM. (gen.c) */
-int engine_delete_keys(int fd, size_t key_size, bool (*drop)(const void *key, void *arg), void *arg);
-
 /* "ipv4" or "ipv6": the engine's family f is the policy's bit 1 << f. */
 static inline const char *engine_fam_name(int fam)
 {
