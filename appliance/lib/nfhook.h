@@ -32,6 +32,8 @@ static inline const char *nf_hook_name(uint32_t hooknum)
 							     [NF_INET_LOCAL_OUT] = "output",
 							     [NF_INET_POST_ROUTING] = "postrouting" };
 
+	if (hooknum == NF_INET_INGRESS)
+		return "ingress";
 	return hooknum < NF_INET_NUMHOOKS ? names[hooknum] : "?";
 }
 

@@ -145,12 +145,6 @@ void check_early(const struct policy *p, struct diags *d)
 		if (++n == POLICY_MAX_EARLY + 1)
 			diag_error(d, r->early_loc, "more than %d rules with early: true (the limit)",
 				   POLICY_MAX_EARLY);
-		if (p->opt.backend == POLICY_BACKEND_NFTABLES) {
-			diag_error(d, r->early_loc,
-				   "early: the nftables backend does not drop at ingress yet; remove 'early' (the hook "
-				   "drops these packets) or use the BPF backend");
-			continue;
-		}
 		if (check_shape(r, d) < 0)
 			continue;
 		if ((a = earlier_taker(p, r))) {

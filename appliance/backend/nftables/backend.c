@@ -210,11 +210,22 @@ static int nftables_stats(struct backend *b, const struct loaded *cur, struct st
 	return 0;
 }
 
-/* nftables matches interfaces by name itself (iifname). */
+/* nftables matches interfaces by name itself (iifname); the ingress
+ * chains of early: true rules count by this host's addresses, and hook
+ * their devices: the table put in place again when they change. */
 static void nftables_links_changed(struct backend *b, const struct loaded *cur)
 {
-	(void)b;
-	(void)cur;
+	struct diags d;
+	bool early = false;
+
+	for (uint32_t i = 0; i < cur->pol->nrules && !early; i++)
+		early = cur->pol->rules[i].early;
+	if (!early)
+		return;
+	diags_init(&d);
+	if (nft_table_put(b->env->table, b->env->dyn, cur->pol, true, applied, &nft_of(b)->lasthit, &d) < 0)
+		log_err("interfaces changed: the early drop at ingress could not follow: %s", diags_last(&d, ""));
+	diags_free(&d);
 }
 
 /* A reload rebuilt the table with the store's entries. */

@@ -5,6 +5,9 @@
 #include "backend/nftables/nft/counters.h"
 #include "backend/nftables/nft/emit.h"
 #include "base/log.h"
+#include "netlink/addr.h"
+
+#include <string.h>
 
 static bool carried(const char *name, uint64_t *packets, uint64_t *bytes, void *arg)
 {
@@ -17,11 +20,25 @@ static bool carried(const char *name, uint64_t *packets, uint64_t *bytes, void *
 	return true;
 }
 
+/* This host's addresses, for the ingress chains of early: true rules. */
+static void table_locals(void (*add)(uint8_t fam, const uint8_t *addr, void *l), void *l, void *arg)
+{
+	int r;
+
+	(void)arg;
+	if ((r = nl_local_addrs(add, l)) < 0)
+		log_warn("cannot list this host's addresses (%s): early drops at ingress are counted on the forward "
+			 "hook",
+			 strerror(-r));
+}
+
 int nft_table_put(struct backend_table *t, const struct dynsets *dyn, const struct policy *p, bool filter,
 		  void (*applied)(const struct nfr_table *nt, void *arg), void *arg, struct diags *d)
 {
 	struct nft_counters old = { 0 };
-	struct nft_build_opts o = { .filter = filter, .counter_value = carried, .arg = &old, .dyn = dyn };
+	struct nft_build_opts o = {
+		.filter = filter, .counter_value = carried, .arg = &old, .dyn = dyn, .local = table_locals
+	};
 	struct nfr_table nt;
 	int r;
 

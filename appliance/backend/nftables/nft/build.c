@@ -1036,6 +1036,120 @@ static void filter(struct ctx *c)
 			filter_hook(c, (enum policy_hook)h);
 }
 
+/* ---- early: true: dropped at ingress ---- */
+
+/*
+ * A rule with early: true is dropped in an ingress chain of each of its
+ * input interfaces too (early_IFNAME, before defrag and conntrack), with
+ * the rule's own counters: a frame to one of this host's addresses
+ * (x_local_4/6, which the daemon fills, with multicast and the limited
+ * broadcast) on the input row, any other on the forward row. An anonymous
+ * counter in each rule says what ingress itself dropped (nft list).
+ */
+#define EARLY_PRIO (-500)
+
+static void local_add(struct nfr_table *t, struct nfr_set *s, uint8_t fam, const uint8_t *addr, unsigned plen)
+{
+	struct prefix pf = { .family = fam, .plen = (uint8_t)plen };
+	uint8_t lo[16], hi[16];
+
+	memcpy(pf.addr, addr, fam == POLICY_FAM_IPV4 ? 4 : 16);
+	nft_prefix_range(&pf, lo, hi);
+	nfr_set_add(t, s, lo, hi);
+}
+
+struct locals {
+	struct nfr_table *t;
+	struct nfr_set *s[2];
+};
+
+static void add_local(uint8_t fam, const uint8_t *addr, void *arg)
+{
+	struct locals *l = arg;
+
+	local_add(l->t, l->s[fam == POLICY_FAM_IPV6], fam, addr, fam == POLICY_FAM_IPV6 ? 128 : 32);
+}
+
+/* x_local_4 and x_local_6: multicast, the limited broadcast and, from a
+ * running daemon (o->local), this host's addresses. */
+static void local_sets(struct ctx *c)
+{
+	static const uint8_t mc4[4] = { 224 }, bc4[4] = { 255, 255, 255, 255 }, mc6[16] = { 0xff };
+	struct locals l = { .t = c->t };
+
+	if (nfr_set_find(c->t, "x_local_4"))
+		return;
+	l.s[0] = nfr_set_new(c->t, "x_local_4", NFR_KEY_IPV4, true);
+	l.s[1] = nfr_set_new(c->t, "x_local_6", NFR_KEY_IPV6, true);
+	if (!l.s[0] || !l.s[1])
+		return;
+	local_add(c->t, l.s[0], POLICY_FAM_IPV4, mc4, 4);
+	local_add(c->t, l.s[0], POLICY_FAM_IPV4, bc4, 32);
+	local_add(c->t, l.s[1], POLICY_FAM_IPV6, mc6, 8);
+	if (c->o->local)
+		c->o->local(add_local, &l, c->o->arg);
+	nfr_set_normalize(l.s[0]);
+	nfr_set_normalize(l.s[1]);
+}
+
+static uint32_t early_chain(struct ctx *c, const char *ifname)
+{
+	struct nfr_chain ch = { .base = true, .hook = NF_INET_INGRESS, .prio = EARLY_PRIO };
+
+	snprintf(ch.name, sizeof(ch.name), "early_%s", ifname);
+	for (uint32_t i = 0; i < c->t->nchains; i++)
+		if (!strcmp(c->t->chains[i].name, ch.name))
+			return i;
+	snprintf(ch.device, sizeof(ch.device), "%s", ifname);
+	return nfr_chain_add(c->t, &ch);
+}
+
+static void early_rule(struct ctx *c, const struct rule *ru, uint32_t chain, uint8_t fam)
+{
+	static const enum policy_hook hooks[2] = { POLICY_HOOK_INPUT, POLICY_HOOK_FORWARD };
+
+	for (int k = 0; k < 2; k++) {
+		struct emit e = { .c = c, .ru = ru, .h = hooks[k], .fam = fam };
+		struct nfr_rule r = { .chain = chain, .loc = ru->loc };
+
+		nft_rule_counter_name(e.counter, sizeof(e.counter), hooks[k], ru->name);
+		snprintf(e.what, sizeof(e.what), "rule '%s' (early, ingress)", ru->name);
+		match_nfproto(&r, fam);
+		match_addrs(c, &r, &ru->from, 0, fam);
+		if (k == 0) {
+			struct nfr_match *m = m_add(&r, NFR_M_ADDR);
+
+			m->dir = 1;
+			m->family = fam;
+			m->set = nfr_set_find(c->t, fam == POLICY_FAM_IPV4 ? "x_local_4" : "x_local_6");
+		}
+		if (ru->log)
+			emit_log(&e, &r);
+		s_add(&r, NFR_S_COUNTER, ""); /* what ingress dropped: nft list shows it */
+		s_add(&r, NFR_S_COUNTER, e.counter);
+		s_add(&r, NFR_S_DROP, NULL);
+		nfr_rule_add(c->t, &r, e.what);
+	}
+}
+
+static void early(struct ctx *c)
+{
+	for (uint32_t i = 0; i < c->p->nrules; i++) {
+		const struct rule *ru = &c->p->rules[i];
+
+		if (!ru->early)
+			continue;
+		local_sets(c);
+		for (uint32_t j = 0; j < ru->in.n; j++) {
+			uint32_t chain = early_chain(c, ru->in.ifnames[j]);
+
+			for (uint8_t fam = POLICY_FAM_IPV4; fam <= POLICY_FAM_IPV6; fam <<= 1)
+				if (applies(ru, fam))
+					early_rule(c, ru, chain, fam);
+		}
+	}
+}
+
 /* ---- NAT ---- */
 
 static uint32_t nat_chain(struct ctx *c, bool pre)
@@ -1211,6 +1325,7 @@ int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr
 	nat(&c);
 	if (o->filter) {
 		filter(&c);
+		early(&c);
 		/* every dynamic set has its sets, used by a rule or not:
 		 * `nfbox set` changes them all alike */
 		for (uint32_t i = 0; i < p->nsets; i++)

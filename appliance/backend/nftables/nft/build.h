@@ -37,6 +37,9 @@ struct nft_build_opts {
 	/* The dynamic sets' entries at run time (dynset/dynset.h); NULL: none
 	 * (`nfbox plan`). */
 	const struct dynsets *dyn;
+	/* This host's addresses, for early: true rules' ingress chains: each
+	 * given to add (family, address); NULL: none (`nfbox plan`). */
+	void (*local)(void (*add)(uint8_t fam, const uint8_t *addr, void *l), void *l, void *arg);
 };
 
 /* The kernel's timeout of a dynamic set's element is this much longer than

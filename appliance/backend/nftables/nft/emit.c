@@ -384,7 +384,10 @@ static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
 
 	switch (s->kind) {
 	case NFR_S_COUNTER:
-		e_objref(r, NFT_OBJECT_COUNTER, s->name);
+		if (s->name[0])
+			e_objref(r, NFT_OBJECT_COUNTER, s->name);
+		else
+			expr(r, "counter");
 		break;
 	case NFR_S_LIMIT:
 		e_objref(r, NFT_OBJECT_LIMIT, s->name);
@@ -538,6 +541,8 @@ static int put_chain(struct nft_batch *b, const struct nfr_chain *c)
 	nftnl_chain_set_u32(ch, NFTNL_CHAIN_FAMILY, NFPROTO_INET);
 	if (c->base) {
 		nftnl_chain_set_u32(ch, NFTNL_CHAIN_HOOKNUM, c->hook);
+		if (c->device[0])
+			nftnl_chain_set_str(ch, NFTNL_CHAIN_DEV, c->device);
 		nftnl_chain_set_s32(ch, NFTNL_CHAIN_PRIO, c->prio);
 		nftnl_chain_set_str(ch, NFTNL_CHAIN_TYPE, c->nat ? "nat" : "filter");
 		nftnl_chain_set_u32(ch, NFTNL_CHAIN_POLICY, c->policy_drop ? NF_DROP : NF_ACCEPT);

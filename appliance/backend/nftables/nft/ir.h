@@ -79,7 +79,7 @@ struct nfr_match {
 };
 
 enum nfr_stmt_kind {
-	NFR_S_COUNTER, /* counter name NAME */
+	NFR_S_COUNTER, /* counter name NAME ("": an anonymous counter of the rule's own) */
 	NFR_S_LIMIT,   /* limit name NAME (a match: the rule goes on only within it) */
 	NFR_S_LOG,     /* log group GROUP prefix NAME */
 	NFR_S_ACCEPT,
@@ -112,7 +112,8 @@ struct nfr_chain {
 	char name[32];
 	bool base;
 	bool nat;      /* type nat, else type filter */
-	uint32_t hook; /* NF_INET_* */
+	uint32_t hook; /* NF_INET_* (NF_INET_INGRESS: with device) */
+	char device[16];
 	int32_t prio;
 	bool policy_drop;
 };

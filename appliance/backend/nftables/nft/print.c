@@ -208,7 +208,10 @@ static void print_stmt(const struct nfr_table *t, const struct nfr_stmt *s, FILE
 
 	switch (s->kind) {
 	case NFR_S_COUNTER:
-		fprintf(f, "counter name \"%s\"", s->name);
+		if (s->name[0])
+			fprintf(f, "counter name \"%s\"", s->name);
+		else
+			fputs("counter", f);
 		break;
 	case NFR_S_LIMIT:
 		fprintf(f, "limit name \"%s\"", s->name);
@@ -342,7 +345,10 @@ void nfr_print(const struct nfr_table *t, FILE *f)
 		const struct nfr_chain *ch = &t->chains[c];
 
 		fprintf(f, "\tchain %s {\n", ch->name);
-		if (ch->base)
+		if (ch->base && ch->device[0])
+			fprintf(f, "\t\ttype filter hook %s device \"%s\" priority %d; policy %s;\n",
+				nf_hook_name(ch->hook), ch->device, ch->prio, ch->policy_drop ? "drop" : "accept");
+		else if (ch->base)
 			fprintf(f, "\t\ttype %s hook %s priority %d; policy %s;\n", ch->nat ? "nat" : "filter",
 				nf_hook_name(ch->hook), ch->prio, ch->policy_drop ? "drop" : "accept");
 		for (uint32_t i = 0; i < t->nrules; i++)
