@@ -179,6 +179,8 @@ struct rule {
 	bool implicit;	  /* added by ha: (the pair's own traffic), not written by the operator */
 	bool early;	  /* early: true: dropped at XDP on its in: interfaces, before the stack */
 	struct loc early_loc;
+	bool synproxy; /* synproxy: true: the kernel answers the TCP handshake (SYN cookies) first */
+	struct loc synproxy_loc;
 };
 
 struct hook_conf {

@@ -20,5 +20,8 @@ void check_nat(const struct policy *p, struct diags *d);
 /* Rules with early: true keep their meaning when dropped at XDP: errors
  * where they would not. */
 void check_early(const struct policy *p, struct diags *d);
+/* Rules with synproxy: true: TCP accept rules on input or forward, with
+ * conntrack, that no earlier rule keeps the handshake's last ACK from. */
+void check_synproxy(const struct policy *p, struct diags *d);
 
 #endif

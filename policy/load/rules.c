@@ -137,8 +137,8 @@ static uint8_t rule_families(const struct rule *r)
 }
 
 static const char *const rule_keys[] = {
-	"name",	     "hook",  "in",	"out",	       "from", "to",	"service", "source-service", "proto",
-	"icmp-type", "state", "action", "reject-with", "log",  "limit", "early",   "comment",	     NULL
+	"name",	 "hook",   "in",	  "out", "from",  "to",	   "service",  "source-service", "proto", "icmp-type",
+	"state", "action", "reject-with", "log", "limit", "early", "synproxy", "comment",	 NULL
 };
 static const struct lx_key_hint rule_key_hints[] = {
 	{ "burst", "'burst' belongs inside limit:, e.g. 'limit: { rate: 10/second, burst: 20 }'" },
@@ -304,6 +304,10 @@ static void load_rule(struct lx *x, const struct ynode *n)
 	if ((v = ynode_get(n, "early"))) {
 		lx_bool(x, v, "early", &r->early);
 		r->early_loc = v->loc;
+	}
+	if ((v = ynode_get(n, "synproxy"))) {
+		lx_bool(x, v, "synproxy", &r->synproxy);
+		r->synproxy_loc = v->loc;
 	}
 	if ((v = ynode_get(n, "comment")) && lx_is(x, v, YNODE_SCALAR, "comment"))
 		x->oom |= !(r->comment = strdup(v->str));

@@ -190,8 +190,9 @@ static void print_hook_text(const struct plan_hook *h, int hk, FILE *f)
 	for (uint32_t b = 0; b < h->nrules; b++) {
 		const struct rule *r = h->rules[b];
 
-		fprintf(f, "    %-24s %-6s %-9s%s%s", r->name, policy_action_name(r->action), families_str(r->families),
-			r->log ? " log" : "", r->early ? " early(xdp)" : "");
+		fprintf(f, "    %-24s %-6s %-9s%s%s%s", r->name, policy_action_name(r->action),
+			families_str(r->families), r->log ? " log" : "", r->early ? " early(xdp)" : "",
+			r->synproxy ? " synproxy" : "");
 		rule_summary(r, f);
 		fputc('\n', f);
 	}
@@ -399,6 +400,7 @@ static void json_rules(const struct plan_hook *h, struct json *j)
 		json_kv_str(j, "action", policy_action_name(r->action));
 		json_kv_bool(j, "log", r->log);
 		json_kv_bool(j, "early", r->early);
+		json_kv_bool(j, "synproxy", r->synproxy);
 		json_kv_str(j, "families", families_str(r->families));
 		json_kv_u64(j, "line", r->loc.line);
 		json_kv_str(j, "comment", r->comment);

@@ -686,6 +686,64 @@ static void rule_head(struct ctx *c, struct nfr_rule *r, const struct rule *ru, 
 		m_add(r, NFR_M_CT_STATE)->value = ct_bits(ru->state);
 }
 
+/* ---- synproxy: true ---- */
+
+/*
+ * A rule with synproxy: true first lets its SYNs pass untracked (a raw
+ * chain before conntrack, synproxy_raw), so a flood of forged SYNs makes no
+ * conntrack entry; in its place among the rules, the untracked SYN and the
+ * client's ACK (invalid to conntrack until then) go to nftables' synproxy,
+ * which answers with a SYN cookie and, once the ACK proves the address,
+ * opens the connection to the server: tracked from then on, it meets the
+ * rule again like any other connection. Counted in the rule's counter.
+ */
+#define SYNPROXY_RAW_PRIO (-300)
+#define SYNPROXY_WSCALE	  7
+
+static uint32_t synproxy_raw_chain(struct ctx *c)
+{
+	struct nfr_chain ch = {
+		.name = "synproxy_raw", .base = true, .hook = NF_INET_PRE_ROUTING, .prio = SYNPROXY_RAW_PRIO
+	};
+
+	for (uint32_t i = 0; i < c->t->nchains; i++)
+		if (!strcmp(c->t->chains[i].name, ch.name))
+			return i;
+	return nfr_chain_add(c->t, &ch);
+}
+
+/* The rule's interfaces, addresses and TCP ports (no state), on r. */
+static void synproxy_match(struct ctx *c, struct nfr_rule *r, const struct rule *ru, uint8_t fam)
+{
+	match_ifaces(c, r, &ru->in, false, ru->in.neg, ru->name);
+	match_nfproto(r, fam);
+	match_addrs(c, r, &ru->from, 0, fam);
+	match_addrs(c, r, &ru->to, 1, fam);
+	if (ru->service.any)
+		m_add(r, NFR_M_L4PROTO)->value = IPPROTO_TCP;
+	else
+		match_ports(c, r, &ru->service, 1, 1u << 0 /* port_protos[0]: TCP */);
+}
+
+static void synproxy_rules(struct emit *e, uint32_t chain)
+{
+	struct nfr_rule raw = { .chain = synproxy_raw_chain(e->c), .loc = e->ru->loc };
+	struct nfr_rule r = { .chain = chain, .loc = e->ru->loc };
+	struct nfr_stmt *s;
+
+	synproxy_match(e->c, &raw, e->ru, e->fam);
+	m_add(&raw, NFR_M_TCP_SYN);
+	s_add(&raw, NFR_S_NOTRACK, NULL);
+	nfr_rule_add(e->c->t, &raw, e->what);
+	synproxy_match(e->c, &r, e->ru, e->fam);
+	m_add(&r, NFR_M_CT_STATE)->value = CT_INVALID | CT_UNTRACKED;
+	s_add(&r, NFR_S_COUNTER, e->counter);
+	s = s_add(&r, NFR_S_SYNPROXY, NULL);
+	s->port = e->fam == POLICY_FAM_IPV4 ? 1460 : 1440;
+	s->value = SYNPROXY_WSCALE;
+	nfr_rule_add(e->c->t, &r, e->what);
+}
+
 /* A rule in the chain of one family (fam): nothing if it cannot match it. */
 static void filter_rule(struct ctx *c, const struct rule *ru, enum policy_hook h, uint32_t chain, uint8_t fam,
 			bool frag_chain)
@@ -700,6 +758,8 @@ static void filter_rule(struct ctx *c, const struct rule *ru, enum policy_hook h
 	counter(c, e.counter);
 	if (iface_none(&ru->in) || iface_none(&ru->out))
 		return; /* an empty group: the rule matches no interface, nothing is emitted */
+	if (ru->synproxy && !frag_chain)
+		synproxy_rules(&e, chain);
 	rule_head(c, &r, ru, fam);
 	emit_l4(&e, &r, frag_chain);
 }
@@ -758,7 +818,7 @@ static bool mergeable(const struct rule *r)
 {
 	return !r->limit.rate.n && !iface_none(&r->in) && !iface_none(&r->out) &&
 	       (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && !r->nicmp && !r->service.any &&
-	       r->sport.any;
+	       r->sport.any && !r->synproxy;
 }
 
 static bool same_shape(const struct rule *a, const struct rule *b)

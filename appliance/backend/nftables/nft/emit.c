@@ -21,6 +21,7 @@
 #include <libnftnl/udata.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_nat.h>
+#include <linux/netfilter/nf_synproxy.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/rtnetlink.h>
 #include <linux/membarrier.h>
@@ -345,6 +346,14 @@ static void emit_match(struct nftnl_rule *r, const struct nfr_match *m)
 		nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_DREG, REG1);
 		e_cmp(r, NFT_CMP_EQ, &local, 4);
 		break;
+	case NFR_M_TCP_SYN: {
+		uint8_t flags = 0x02 | 0x10, syn = 0x02; /* syn, ack */
+
+		e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 13, 1);
+		e_mask(r, &flags, 1);
+		e_cmp(r, NFT_CMP_EQ, &syn, 1);
+		break;
+	}
 	default:
 		m_frag(r, m);
 	}
@@ -383,6 +392,18 @@ static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
 	struct nftnl_expr *e;
 
 	switch (s->kind) {
+	case NFR_S_NOTRACK:
+		expr(r, "notrack");
+		break;
+	case NFR_S_SYNPROXY:
+		e = expr(r, "synproxy");
+		nftnl_expr_set_u16(e, NFTNL_EXPR_SYNPROXY_MSS, s->port);
+		nftnl_expr_set_u8(e, NFTNL_EXPR_SYNPROXY_WSCALE, (uint8_t)s->value);
+		/* no TCP timestamps: with them a connection to a server that
+		 * randomises its own stalled now and then (policy/README.md) */
+		nftnl_expr_set_u32(e, NFTNL_EXPR_SYNPROXY_FLAGS,
+				   NF_SYNPROXY_OPT_MSS | NF_SYNPROXY_OPT_WSCALE | NF_SYNPROXY_OPT_SACK_PERM);
+		break;
 	case NFR_S_COUNTER:
 		if (s->name[0])
 			e_objref(r, NFT_OBJECT_COUNTER, s->name);

@@ -64,6 +64,7 @@ enum nfr_match_kind {
 	NFR_M_FRAG4,	  /* ip frag-off & 0x3fff != 0: an IPv4 fragment */
 	NFR_M_FRAG6_MORE, /* frag more-fragments 1 */
 	NFR_M_FRAG6_OFF,  /* frag frag-off != 0 */
+	NFR_M_TCP_SYN,	  /* tcp flags & (syn | ack) == syn: a connection's first segment */
 };
 
 struct nfr_match {
@@ -95,6 +96,8 @@ enum nfr_stmt_kind {
 			      and matches (a key not in the map ends the rule) */
 	NFR_S_METER,	   /* update @SET { ip/ip6 saddr limit rate R/PER burst B packets }:
 			    a bucket per source; over its limit the rule ends (a match) */
+	NFR_S_NOTRACK,	   /* notrack */
+	NFR_S_SYNPROXY,	   /* synproxy mss PORT wscale VALUE sack-perm */
 };
 
 struct nfr_stmt {

@@ -177,6 +177,9 @@ static void print_match(const struct nfr_table *t, const struct nfr_match *m, FI
 	case NFR_M_FRAG4:
 		fputs("ip frag-off & 0x3fff != 0", f);
 		break;
+	case NFR_M_TCP_SYN:
+		fputs("tcp flags & (syn | ack) == syn", f);
+		break;
 	case NFR_M_FRAG6_MORE:
 		fputs("frag more-fragments 1", f);
 		break;
@@ -207,6 +210,12 @@ static void print_stmt(const struct nfr_table *t, const struct nfr_stmt *s, FILE
 	bool v6 = s->family == POLICY_FAM_IPV6;
 
 	switch (s->kind) {
+	case NFR_S_NOTRACK:
+		fputs("notrack", f);
+		break;
+	case NFR_S_SYNPROXY:
+		fprintf(f, "synproxy mss %u wscale %u sack-perm", s->port, s->value);
+		break;
 	case NFR_S_COUNTER:
 		if (s->name[0])
 			fprintf(f, "counter name \"%s\"", s->name);
