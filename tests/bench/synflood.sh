@@ -49,22 +49,7 @@ run() {
 	in_c timeout 100 hping3 -q -S -p 80 ${BENCH_SYN_RATE:---flood} -a $FORGED $S4 >/dev/null 2>&1 &
 	fpid=$!
 	sleep 1
-	ok=$(in_c /usr/bin/python3 - "$S4" "$CONNS" <<'PY'
-import socket, sys
-host, n, ok = sys.argv[1], int(sys.argv[2]), 0
-for _ in range(n):
-    s = socket.socket()
-    s.settimeout(2)
-    try:
-        s.connect((host, 80))
-        if s.recv(64).startswith(b"peer"):
-            ok += 1
-    except OSError:
-        pass
-    s.close()
-print(ok)
-PY
-	)
+	ok=$(in_c "$NET" tcp-many $S4 80 "$CONNS" 2)
 	kill "$fpid" 2>/dev/null
 	wait "$fpid" 2>/dev/null
 	c=$(in_a cat /proc/sys/net/netfilter/nf_conntrack_count)

@@ -13,6 +13,9 @@ time and prints one result line; the exit status says success.
   tcp-whoami PORT TIMEOUT [COUNT]  answer each connection (COUNT, default 1) with
                                    "peer ADDR PORT" (the source it sees) and close
   tcp-ask HOST PORT TIMEOUT        connect, print the answer's line; exit 1 if none
+  tcp-many HOST PORT COUNT TIMEOUT COUNT connections one after another, each
+                                   answered by tcp-whoami within TIMEOUT; prints
+                                   how many were
   tcp-probe HOST PORT TIMEOUT      print "open", "refused", "timeout" or "error ERRNO",
                                    then the seconds it took
   udp-whoami PORT TIMEOUT [COUNT]  answer each datagram with "peer ADDR PORT"
@@ -195,6 +198,21 @@ def tcp_ask(host, port, timeout):
         return 1
     print(data.decode(errors="replace").strip())
     return 0 if data else 1
+
+
+def tcp_many(host, port, count, timeout):
+    ok = 0
+    for _ in range(int(count)):
+        s = socket.socket(family(host), socket.SOCK_STREAM)
+        s.settimeout(float(timeout))
+        try:
+            s.connect((host, int(port)))
+            ok += s.recv(64).startswith(b"peer")
+        except OSError:
+            pass
+        s.close()
+    print(ok)
+    return 0
 
 
 def tcp_probe(host, port, timeout):
@@ -633,7 +651,7 @@ def main():
     cmd, args = sys.argv[1], sys.argv[2:]
     fn = {"udp-recv": udp_recv, "udp-send": udp_send, "udp-blast": udp_blast, "tcp-listen": tcp_listen,
           "tcp-connect": tcp_connect, "tcp-stream": tcp_stream, "frags": frags,
-          "tcp-whoami": tcp_whoami, "tcp-ask": tcp_ask, "tcp-probe": tcp_probe,
+          "tcp-whoami": tcp_whoami, "tcp-ask": tcp_ask, "tcp-many": tcp_many, "tcp-probe": tcp_probe,
           "udp-whoami": udp_whoami, "udp-probe": udp_probe,
           "v6-chain": v6_chain, "v6-split-chain": v6_split_chain,
           "push-serve": push_serve, "push-watch": push_watch,

@@ -54,22 +54,7 @@ t_check counted [ "$(nfbox_count forward web)" -ge 2 ]
 # 200 connections one after another, all through: with TCP timestamps in
 # the proxy's options about one in fifty stalled after the handshake (the
 # server's randomised timestamps echoed wrongly): the regression test.
-many() { # N: connections that completed
-	in_c /usr/bin/python3 - "$S4" "$1" <<'PY'
-import socket, sys
-host, n, ok = sys.argv[1], int(sys.argv[2]), 0
-for _ in range(n):
-    s = socket.socket()
-    s.settimeout(2)
-    try:
-        s.connect((host, 80))
-        ok += s.recv(64).startswith(b"peer")
-    except OSError:
-        pass
-    s.close()
-print(ok)
-PY
-}
+many() { in_c "$NET" tcp-many $S4 80 "$1" 2; } # N: how many completed
 wait $SERVE_PID 2>/dev/null
 serve 1000
 wait_until 5 sh -c "ip netns exec '$NS_S' ss -ltn | grep -q ':80 '"
