@@ -57,18 +57,10 @@ struct nfb_early_rules_inner {
 	__uint(value_size, sizeof(struct nfb_early_rule));
 };
 
-#define NFB_EARLY_OUTER(name, inner)                      \
-	struct {                                          \
-		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS); \
-		__uint(max_entries, NFB_EARLY_GENS);      \
-		__type(key, __u32);                       \
-		__array(values, struct inner);            \
-	} name SEC(".maps")
-
-NFB_EARLY_OUTER(nfb_early_if, nfb_early_if_inner);
-NFB_EARLY_OUTER(nfb_early_src4, nfb_early_src4_inner);
-NFB_EARLY_OUTER(nfb_early_src6, nfb_early_src6_inner);
-NFB_EARLY_OUTER(nfb_early_rules, nfb_early_rules_inner);
+NFB_OUTER_N(nfb_early_if, nfb_early_if_inner, NFB_EARLY_GENS);
+NFB_OUTER_N(nfb_early_src4, nfb_early_src4_inner, NFB_EARLY_GENS);
+NFB_OUTER_N(nfb_early_src6, nfb_early_src6_inner, NFB_EARLY_GENS);
+NFB_OUTER_N(nfb_early_rules, nfb_early_rules_inner, NFB_EARLY_GENS);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

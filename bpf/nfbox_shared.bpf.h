@@ -39,13 +39,15 @@ struct nfb_counters_inner {
 	__uint(value_size, sizeof(struct nfb_counter));
 };
 
-#define NFB_OUTER(name, inner)                            \
+/* An outer map of n generations of inner maps (an inner: a template struct). */
+#define NFB_OUTER_N(name, inner, n)                       \
 	struct {                                          \
 		__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS); \
-		__uint(max_entries, NFB_GENS);            \
+		__uint(max_entries, n);                   \
 		__type(key, __u32);                       \
 		__array(values, struct inner);            \
 	} name SEC(".maps")
+#define NFB_OUTER(name, inner) NFB_OUTER_N(name, inner, NFB_GENS)
 
 NFB_OUTER(nfb_counters, nfb_counters_inner);
 

@@ -44,26 +44,7 @@
 #include "backend/bpf/compile/plan.h"
 #include "policy/policy.h"
 #include "backend/bpf/engine/slots.h"
-
-/* The kernel's struct nf_hook_state (include/linux/netfilter.h), which is
- * what BPF_PROG_TEST_RUN takes as ctx_in for netfilter programs (it builds
- * the struct bpf_nf_ctx itself). Only hook and pf may be set: every pointer
- * must be NULL (-EINVAL otherwise). net/bpf/test_run.c, as of 6.x:
- *   - hook == NF_INET_LOCAL_OUT: data_in starts at the IP header;
- *   - any other hook: data_in starts with an Ethernet header whose type
- *     must agree with pf; eth_type_trans() pulls it, so the program still
- *     sees the IP header at offset 0 of the skb;
- *   - in/out are set to the netns's loopback device from the *default*
- *     hook (LOCAL_OUT) before the user's hook is copied: state->out = lo,
- *     state->in = NULL, whatever hook is asked for. The policies here do
- *     not match on interfaces, so that does not matter.
- *   - skb->_nfct is 0: the classifier sees conntrack state "invalid".
- */
-struct nf_hook_state_ctx {
-	uint8_t hook;
-	uint8_t pf;
-	void *in, *out, *sk, *net, *okfn;
-};
+#include "tests/bench/bench.h"
 
 static unsigned repeat = 500000, batches = 5;
 static int failures;
@@ -74,19 +55,6 @@ static double now_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /* ---- packets ------------------------------------------------------------ */
@@ -410,7 +378,7 @@ static double measure(const struct pkt *p, int expect_rule, uint32_t expect_verd
 			(unsigned long long)runs);
 		return -1;
 	}
-	return median(v, batches < 64 ? batches : 64);
+	return bench_median(v, batches < 64 ? batches : 64);
 }
 
 static void cell(double ns)
@@ -618,8 +586,8 @@ int main(int argc, char **argv)
 			tl[i] = cur.t_load;
 			ts[i] = cur.t_settle;
 		}
-		t_load10 = median(tl, 7);
-		t_settle10 = median(ts, 7);
+		t_load10 = bench_median(tl, 7);
+		t_settle10 = bench_median(ts, 7);
 	}
 	printf("fixed cost of a load: engine_load of a 10-rule policy (median of 7) %.1f ms (target: < 20 ms; before: "
 	       "about 100 ms) %s\n"
@@ -685,13 +653,13 @@ int main(int argc, char **argv)
 			tt[i] = tc[i] + te[i] + ts[i] + tl[i];
 		}
 		free(text);
-		med.t_parse = median(tp, 3);
-		med.t_compile = median(tc, 3);
-		med.t_encode = median(te, 3);
-		med.t_slots = median(ts, 3);
-		med.t_load = median(tl, 3);
+		med.t_parse = bench_median(tp, 3);
+		med.t_compile = bench_median(tc, 3);
+		med.t_encode = bench_median(te, 3);
+		med.t_slots = bench_median(ts, 3);
+		med.t_load = bench_median(tl, 3);
 		print_times("reload, 100k prefixes:", &med);
-		total = median(tt, 3);
+		total = bench_median(tt, 3);
 		printf("reload of the 100,000-prefix policy, compile+encode+slots+engine_load: %.0f ms "
 		       "(target: < 1 s) %s\n",
 		       total * 1e3, total < 1.0 ? "MET" : "MISSED");

@@ -31,19 +31,7 @@
 #include <unistd.h>
 #include <xdp/libxdp.h>
 
-/* BPF_PROG_TEST_RUN's ctx_in for netfilter programs (see bench_classifier.c). */
-struct nf_hook_state_ctx {
-	uint8_t hook;
-	uint8_t pf;
-	void *in, *out, *sk, *net, *okfn;
-};
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
+#include "tests/bench/bench.h"
 
 /* An Ethernet/IPv4/UDP frame from src to dst. */
 static size_t frame(uint8_t *b, const char *src, const char *dst)
@@ -91,8 +79,7 @@ static double timed(int fd, struct bpf_test_run_opts *o, unsigned batches, uint3
 		if (i)
 			v[i - 1] = (double)o->duration;
 	}
-	qsort(v, batches, sizeof(v[0]), cmp_double);
-	return v[batches / 2];
+	return bench_median(v, batches);
 }
 
 /* The fd of the XDP program called nfb_early on ifindex (alone or in a dispatcher). */

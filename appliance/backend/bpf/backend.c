@@ -106,6 +106,28 @@ static bool early_pinned(const struct bpf_backend *bb)
 	return bb->b.env->pin_dir[0] && n > 0 && (size_t)n < sizeof(path) && access(path, F_OK) == 0;
 }
 
+/* The early drop at XDP detached everywhere and its pins removed. */
+static void early_remove(struct bpf_backend *bb)
+{
+	if (!bb->early)
+		return;
+	early_destroy(bb->early);
+	early_close(bb->early);
+	bb->early = NULL;
+}
+
+/* An early drop a daemon before left, adopted; a failure is said in the
+ * log, not in d (the start goes on: the hook still drops). */
+static void early_adopt(struct bpf_backend *bb)
+{
+	struct diags ed;
+
+	diags_init(&ed);
+	if (early_open(bb->e, bb->b.env->pin_dir, &bb->early, &ed) < 0)
+		log_warn("early: the XDP early drop a daemon before left cannot be adopted: %s", diags_last(&ed, ""));
+	diags_free(&ed);
+}
+
 /* The engine, adopting what is pinned (or dropping it: --fresh), and its
  * rings. */
 static int bpf_start(struct backend *b, struct diags *d)
@@ -139,8 +161,8 @@ static int bpf_start(struct backend *b, struct diags *d)
 	}
 	if (info.adopted)
 		load_slots(bb);
-	if (info.adopted && early_pinned(bb) && (r = early_open(bb->e, env->pin_dir, &bb->early, d)) < 0)
-		log_warn("early: the XDP early drop a daemon before left cannot be adopted: %s", diags_last(d, ""));
+	if (info.adopted && early_pinned(bb))
+		early_adopt(bb);
 	return 0;
 }
 
@@ -166,11 +188,7 @@ static void bpf_stop(struct backend *b, bool keep)
 	struct engine_info info;
 
 	if (!keep) {
-		if (bb->early) {
-			early_destroy(bb->early);
-			early_close(bb->early);
-			bb->early = NULL;
-		}
+		early_remove(bb);
 		if (bb->e)
 			engine_destroy_pins(bb->e);
 		return;
@@ -304,11 +322,7 @@ static void bpf_retire(struct backend *b)
 
 	engine_unhook(bb->e);
 	bb->dyn_synced = false;
-	if (bb->early) { /* the nftables backend drops them at ingress */
-		early_destroy(bb->early);
-		early_close(bb->early);
-		bb->early = NULL;
-	}
+	early_remove(bb); /* the nftables backend drops them at ingress */
 }
 
 static void bpf_status_line(const struct backend *b, const struct loaded *cur, char *buf, size_t len)

@@ -57,17 +57,12 @@ static bool loaded(const struct early *ea)
 	return ea->cfg_fd >= 0;
 }
 
-static bool is_early(const struct rule *r)
-{
-	return r->early;
-}
-
 uint32_t early_count(const struct plan *pl)
 {
 	uint32_t n = 0;
 
 	for (uint32_t i = 0; pl && i < pl->pol->nrules; i++)
-		n += is_early(&pl->pol->rules[i]);
+		n += pl->pol->rules[i].early;
 	return n;
 }
 
@@ -415,7 +410,7 @@ static int attach_all(struct early *ea, const struct plan *pl, struct diags *d)
 	for (uint32_t i = 0; pl && i < pl->pol->nrules; i++) {
 		const struct rule *ru = &pl->pol->rules[i];
 
-		for (uint32_t j = 0; is_early(ru) && j < ru->in.n; j++) {
+		for (uint32_t j = 0; ru->early && j < ru->in.n; j++) {
 			int ifindex = (int)if_nametoindex(ru->in.ifnames[j]);
 
 			if (ifindex && (r = attach(ea, ifindex, ru->in.ifnames[j], d)) < 0)
@@ -468,7 +463,7 @@ static int collect(const struct plan *pl, struct epfx **out, size_t *n)
 	for (uint32_t i = 0; i < pl->pol->nrules; i++) {
 		const struct rule *r = &pl->pol->rules[i];
 
-		if (!is_early(r))
+		if (!r->early)
 			continue;
 		for (uint32_t j = 0; j < r->from.n; j++, k++) {
 			if (k == cap) {
@@ -596,7 +591,7 @@ static int fill_rules(int fd, const struct plan *pl, const struct slot_map *slot
 		const struct rule *r = &pl->pol->rules[i];
 		struct nfb_early_rule v = { .flags = r->log ? NFB_EARLY_LOG : 0 };
 
-		if (!is_early(r))
+		if (!r->early)
 			continue;
 		for (int h = 0; h < 2; h++) {
 			int64_t b = bit_in(pl, hooks[h], r);
@@ -623,7 +618,7 @@ static int fill_ifaces(int fd, const struct plan *pl)
 	for (uint32_t i = 0; i < pl->pol->nrules; i++) {
 		const struct rule *r = &pl->pol->rules[i];
 
-		if (!is_early(r))
+		if (!r->early)
 			continue;
 		for (uint32_t j = 0; j < r->in.n; j++) {
 			uint32_t ifindex = if_nametoindex(r->in.ifnames[j]);
@@ -692,7 +687,7 @@ static void detach_unused(struct early *ea, const struct plan *pl)
 			continue;
 		}
 		for (uint32_t j = 0; pl && j < pl->pol->nrules && !used; j++)
-			used = is_early(&pl->pol->rules[j]) && names(&pl->pol->rules[j], name);
+			used = pl->pol->rules[j].early && names(&pl->pol->rules[j], name);
 		if (used)
 			i++;
 		else

@@ -686,6 +686,15 @@ static void rule_head(struct ctx *c, struct nfr_rule *r, const struct rule *ru, 
 		m_add(r, NFR_M_CT_STATE)->value = ct_bits(ru->state);
 }
 
+/* The chain named as ch is, added as ch the first time. */
+static uint32_t chain_once(struct ctx *c, const struct nfr_chain *ch)
+{
+	for (uint32_t i = 0; i < c->t->nchains; i++)
+		if (!strcmp(c->t->chains[i].name, ch->name))
+			return i;
+	return nfr_chain_add(c->t, ch);
+}
+
 /* ---- synproxy: true ---- */
 
 /*
@@ -706,10 +715,7 @@ static uint32_t synproxy_raw_chain(struct ctx *c)
 		.name = "synproxy_raw", .base = true, .hook = NF_INET_PRE_ROUTING, .prio = SYNPROXY_RAW_PRIO
 	};
 
-	for (uint32_t i = 0; i < c->t->nchains; i++)
-		if (!strcmp(c->t->chains[i].name, ch.name))
-			return i;
-	return nfr_chain_add(c->t, &ch);
+	return chain_once(c, &ch);
 }
 
 /* The rule's interfaces, addresses and TCP ports (no state), on r. */
@@ -1157,11 +1163,8 @@ static uint32_t early_chain(struct ctx *c, const char *ifname)
 	struct nfr_chain ch = { .base = true, .hook = NF_INET_INGRESS, .prio = EARLY_PRIO };
 
 	snprintf(ch.name, sizeof(ch.name), "early_%s", ifname);
-	for (uint32_t i = 0; i < c->t->nchains; i++)
-		if (!strcmp(c->t->chains[i].name, ch.name))
-			return i;
 	snprintf(ch.device, sizeof(ch.device), "%s", ifname);
-	return nfr_chain_add(c->t, &ch);
+	return chain_once(c, &ch);
 }
 
 static void early_rule(struct ctx *c, const struct rule *ru, uint32_t chain, uint8_t fam)
