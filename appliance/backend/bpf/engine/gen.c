@@ -712,9 +712,37 @@ static const struct if_nameindex **unique_ifaces(const struct if_nameindex *all,
 	return u;
 }
 
+static bool same_links(const struct if_nameindex *a, const struct if_nameindex *b)
+{
+	for (; a->if_index && b->if_index; a++, b++)
+		if (a->if_index != b->if_index || strcmp(a->if_name, b->if_name))
+			return false;
+	return !a->if_index && !b->if_index;
+}
+
+/* if_nameindex() until two dumps in a row agree (8 tries at most): a dump
+ * taken while links come and go can list a link that is already gone
+ * beside one that came after it, and count both against the map's limit. */
+static struct if_nameindex *stable_links(void)
+{
+	struct if_nameindex *a = if_nameindex(), *b;
+
+	for (int i = 0; a && i < 8; i++) {
+		if (!(b = if_nameindex()))
+			break;
+		if (same_links(a, b)) {
+			if_freenameindex(b);
+			break;
+		}
+		if_freenameindex(a);
+		a = b;
+	}
+	return a;
+}
+
 static int iface_wanted(const struct plan *pl, const struct plan_blob *b, struct iface_want *w, struct diags *warn)
 {
-	struct if_nameindex *all = if_nameindex();
+	struct if_nameindex *all = stable_links();
 	const struct if_nameindex **u;
 	uint32_t nall = 0, cap;
 
