@@ -218,9 +218,10 @@ static inline __u32 nfb_misc_index(__u32 hook, __u32 mclass, __u32 value)
 }
 
 enum nfb_action {
-	NFB_ACT_DROP = 0,   /* == NF_DROP */
-	NFB_ACT_ACCEPT = 1, /* == NF_ACCEPT */
-	NFB_ACT_REJECT = 2, /* NF_DROP, and the packet's head to nfb_rejects for user space to answer */
+	NFB_ACT_DROP = 0,     /* == NF_DROP */
+	NFB_ACT_ACCEPT = 1,   /* == NF_ACCEPT */
+	NFB_ACT_REJECT = 2,   /* NF_DROP, and the packet's head to nfb_rejects for user space to answer */
+	NFB_ACT_OVERLOAD = 3, /* an event only: the source went over a limit with overload: */
 };
 
 /* How a reject is answered (user space builds the reply). */
@@ -321,12 +322,58 @@ struct nfb_dyn_name {
 #define NFB_MAX_LIMITS	     4096 /* POLICY_MAX_LIMITS */
 #define NFB_METER_ENTRIES    65536
 #define NFB_LIMIT_PER_SOURCE 0x1
+#define NFB_LIMIT_CONNS	     0x2 /* a connection limit (conns), not a rate */
+#define NFB_LIMIT_OVERLOAD   0x4 /* a source over it is reported (NFB_ACT_OVERLOAD) */
 
 struct nfb_limit_cfg {
 	__u64 interval_ns; /* period / rate */
 	__u64 depth_ns;	   /* burst * interval_ns */
 	__u32 slot;	   /* the rule's counter slot: its state's key */
 	__u32 flags;	   /* NFB_LIMIT_* */
+	__u32 conns;	   /* NFB_LIMIT_CONNS: the most connections */
+	__u32 overload;	   /* NFB_LIMIT_OVERLOAD: the set's dynamic-set id (0: none known) */
+};
+
+/*
+ * Connection limits (limit: { connections: N }). A rule with one matches a
+ * new connection only while its owner, the rule or (per source) the rule's
+ * slot and the source address, holds fewer than N connections the rule let
+ * in. Both maps pass from generation to generation (like the dynamic sets),
+ * so a reload keeps the counts; keyed by the counter slot, as a rule keeps
+ * its counters:
+ *   nfb_conns       HASH struct nfb_conn_key -> struct nfb_conn_val: each
+ *                   connection counted, by its conntrack original tuple,
+ *                   read from the nf_conn (so a DNATed connection has the
+ *                   key ctnetlink reports for it)
+ *   nfb_conn_count  HASH struct nfb_meter_key -> struct nfb_conn_count: the
+ *                   owner's connections; per rule the key's family is
+ *                   NFB_FAM_MAX and its address zero
+ * The classifier takes a count (compare-and-swap below N) and adds the
+ * connection; user space gives it back when conntrack forgets the
+ * connection or TCP closes it (TIME_WAIT, CLOSE: as nftables' ct count
+ * does), through the nfbox_conn_release program. A count that reaches zero
+ * is marked NFB_CONN_DEAD before its entry is deleted, so no CPU adds to an
+ * entry on its way out: it makes a new one.
+ */
+#define NFB_CONN_ENTRIES    262144
+#define NFB_CONN_OWNERS	    65536
+#define NFB_CONN_DEAD	    (~0ull)
+#define NFB_OVERLOAD_SEEN   65536
+#define NFB_OVERLOAD_GAP_NS 100000000ull /* at most one overload event per source and limit per 100 ms */
+
+struct nfb_conn_key {
+	__u8 src[16]; /* the original tuple's addresses; IPv4 in the first 4 bytes */
+	__u8 dst[16];
+	__u16 sport; /* the tuple's src.u.all (ports, ICMP id), network order */
+	__u16 dport; /* dst.u.all (ports; ICMP: type, code bytes) */
+	__u8 proto;
+	__u8 family; /* enum nfb_family */
+	__u16 pad;
+};
+
+struct nfb_conn_count {
+	__u64 n; /* connections; NFB_CONN_DEAD: being deleted */
+	__u64 pad;
 };
 
 struct nfb_limit_state {
@@ -339,6 +386,11 @@ struct nfb_meter_key {
 	__u8 family; /* enum nfb_family */
 	__u8 pad[3];
 	__u8 addr[16]; /* the source address; IPv4 in the first 4 bytes */
+};
+
+struct nfb_conn_val {
+	struct nfb_meter_key owner;
+	__u64 since_ns; /* bpf_ktime_get_ns() when it was counted */
 };
 
 struct nfb_hook_cfg {

@@ -137,6 +137,32 @@ struct {
 	__type(value, struct nfb_dyn_name);
 } nfb_dyn_names SEC(".maps");
 
+/* Connection limits (bpf/nfbox.h, "Connection limits"). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, NFB_CONN_ENTRIES);
+	__type(key, struct nfb_conn_key);
+	__type(value, struct nfb_conn_val);
+} nfb_conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, NFB_CONN_OWNERS);
+	__type(key, struct nfb_meter_key);
+	__type(value, struct nfb_conn_count);
+} nfb_conn_count SEC(".maps");
+
+/* When each (limit, source) was last reported over its limit with an
+ * overload set: at most one event a second each. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, NFB_OVERLOAD_SEEN);
+	__type(key, struct nfb_meter_key);
+	__type(value, __u64);
+} nfb_overload_seen SEC(".maps");
+
 /* Rejected packets' heads, for user space to answer. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -844,13 +870,164 @@ static __always_inline bool nfb_gcra(__u64 *tat, __u64 now, __u64 interval, __u6
 	return false; /* contended past all tries: over, the safe side */
 }
 
-/* Whether the packet is within the rule's limit (limit: 1 + index in the
- * generation's limits). Over the limit is counted in the rule's state. A
- * limit whose configuration or state is missing is over: the rule does not
- * match (user space creates the state of every limited rule first). */
-static __noinline bool nfb_limit_pass(const struct nfb_gen_cfg *cfg, __u32 gen, __u32 limit, const struct nfb_pkt *p)
+/* ---- connection limits (bpf/nfbox.h, "Connection limits") -------------- */
+
+/* One connection of owner given back: the count goes down, and an entry
+ * that reaches zero is marked dead, then deleted. */
+static __always_inline void nfb_conn_put(const struct nfb_meter_key *owner)
 {
-	__u32 idx = limit - 1, slot;
+	struct nfb_conn_count *c = bpf_map_lookup_elem(&nfb_conn_count, owner);
+
+	if (!c)
+		return;
+	if (__sync_fetch_and_add(&c->n, -1) == 1 && __sync_val_compare_and_swap(&c->n, 0, NFB_CONN_DEAD) == 0)
+		bpf_map_delete_elem(&nfb_conn_count, owner);
+}
+
+/* The connection's conntrack original tuple. */
+static __noinline int nfb_conn_key_of(const struct sk_buff *skb, __u8 family, struct nfb_conn_key *k)
+{
+	struct nf_conn *ct = (struct nf_conn *)(skb->_nfct & ~7ul);
+	struct nf_conntrack_tuple t;
+
+	if (!ct || bpf_core_read(&t, sizeof(t), &ct->tuplehash[0].tuple))
+		return -1;
+	__builtin_memset(k, 0, sizeof(*k));
+	__builtin_memcpy(k->src, &t.src.u3, 16);
+	__builtin_memcpy(k->dst, &t.dst.u3, 16);
+	k->sport = t.src.u.all;
+	k->dport = t.dst.u.all;
+	k->proto = t.dst.protonum;
+	k->family = family;
+	return 0;
+}
+
+/*
+ * Whether the new connection fits the owner's count: taken (true), or over
+ * (false). A connection counted already (its SYN sent again) fits without
+ * a second count. Over also when the connection cannot be read or kept
+ * (nfb_conns full): the rule does not match, the safe side.
+ */
+static __noinline bool nfb_conn_take(const struct sk_buff *skb, const struct nfb_meter_key *owner, __u64 max,
+				     __u8 family)
+{
+	struct nfb_conn_count one = { .n = 1 }, *c;
+	struct nfb_conn_key k;
+	struct nfb_conn_val v;
+	__u64 n;
+	int i, r;
+
+	if (nfb_conn_key_of(skb, family, &k))
+		return false;
+	if (bpf_map_lookup_elem(&nfb_conns, &k))
+		return true;
+#pragma clang loop unroll(full)
+	for (i = 0; i < 4; i++) {
+		c = bpf_map_lookup_elem(&nfb_conn_count, owner);
+		if (!c) {
+			if (bpf_map_update_elem(&nfb_conn_count, owner, &one, BPF_NOEXIST) == 0)
+				goto taken;
+			continue; /* another CPU made it, or the map is full */
+		}
+		n = *(volatile __u64 *)&c->n;
+		if (n == NFB_CONN_DEAD)
+			continue; /* on its way out: make a new one */
+		if (n >= max)
+			return false;
+		if (__sync_val_compare_and_swap(&c->n, n, n + 1) == n)
+			goto taken;
+	}
+	return false; /* contended past all tries: over, the safe side */
+taken:
+	__builtin_memcpy(&v.owner, owner, sizeof(v.owner));
+	v.since_ns = bpf_ktime_get_ns();
+	r = bpf_map_update_elem(&nfb_conns, &k, &v, BPF_NOEXIST);
+	if (r == 0)
+		return true;
+	nfb_conn_put(owner);
+	return r == -17; /* -EEXIST: another CPU counted it meanwhile; else full */
+}
+
+/* A connection conntrack forgot, or TCP closed: its count given back. Run
+ * by user space (BPF_PROG_RUN) for each; returns 1 if it was counted. */
+SEC("syscall")
+int nfbox_conn_release(struct nfb_conn_key *arg)
+{
+	struct nfb_conn_key k;
+	struct nfb_meter_key owner;
+	struct nfb_conn_val *v;
+
+	__builtin_memcpy(&k, arg, sizeof(k));
+	v = bpf_map_lookup_elem(&nfb_conns, &k);
+	if (!v)
+		return 0;
+	__builtin_memcpy(&owner, &v->owner, sizeof(owner));
+	if (bpf_map_delete_elem(&nfb_conns, &k))
+		return 0; /* given back by another run meanwhile */
+	nfb_conn_put(&owner);
+	return 1;
+}
+
+/* A source over a limit with an overload set: an event for user space,
+ * which adds it to the set. None while the source is in the set already;
+ * until it is, at most one each NFB_OVERLOAD_GAP_NS for each limit and
+ * source (user space adds it within milliseconds). */
+static __noinline void nfb_overload(const struct nfb_pkt *p, __u32 gen, __u32 rule, __u32 counter, __u32 set)
+{
+	struct nfb_meter_key key;
+	struct nfb_event *e;
+	__u64 now = bpf_ktime_get_ns(), *last;
+
+	if (set && nfb_dyn_has(set, p->family, p->saddr, bpf_ktime_get_boot_ns()))
+		return;
+	__builtin_memset(&key, 0, sizeof(key));
+	key.slot = counter;
+	key.family = p->family;
+	__builtin_memcpy(key.addr, p->saddr, sizeof(key.addr));
+	last = bpf_map_lookup_elem(&nfb_overload_seen, &key);
+	if (last && now - *last < NFB_OVERLOAD_GAP_NS)
+		return;
+	if (last)
+		*last = now;
+	else
+		bpf_map_update_elem(&nfb_overload_seen, &key, &now, BPF_ANY);
+	e = bpf_ringbuf_reserve(&nfb_events, sizeof(*e), 0);
+	if (!e) {
+		nfb_count_fixed(NFB_CNT_LOG_DROPPED, p->len);
+		if (last)
+			*last = 0; /* not reported: the next packet tries again */
+		else
+			bpf_map_delete_elem(&nfb_overload_seen, &key);
+		return;
+	}
+	e->ts_ns = now;
+	e->counter = counter;
+	e->rule = rule;
+	e->gen = gen;
+	e->len = p->len;
+	e->ifin = p->ifin;
+	e->ifout = p->ifout;
+	e->hook = p->hook;
+	e->family = p->family;
+	e->action = NFB_ACT_OVERLOAD;
+	e->proto = p->proto;
+	e->sport = p->sport;
+	e->dport = p->dport;
+	__builtin_memcpy(e->saddr, p->saddr, sizeof(e->saddr));
+	__builtin_memcpy(e->daddr, p->daddr, sizeof(e->daddr));
+	bpf_ringbuf_submit(e, 0);
+}
+
+/* Whether the packet is within the rule's limit (the low half of
+ * rule_limit: 1 + index in the generation's limits; the high half is the
+ * rule's bit, for the overload event: five arguments at most). Over the limit is counted in the rule's state, and
+ * reported when the limit has an overload set. A limit whose configuration
+ * or state is missing is over: the rule does not match (user space creates
+ * the state of every limited rule first). */
+static __noinline bool nfb_limit_pass(const struct sk_buff *skb, const struct nfb_gen_cfg *cfg, __u32 gen,
+				      __u64 rule_limit, const struct nfb_pkt *p)
+{
+	__u32 idx = (__u32)rule_limit - 1, rule = (__u32)(rule_limit >> 32), slot;
 	const struct nfb_limit_cfg *lc;
 	struct nfb_limit_state *st;
 	void *limits, *cnt, *meter;
@@ -874,6 +1051,20 @@ static __noinline bool nfb_limit_pass(const struct nfb_gen_cfg *cfg, __u32 gen, 
 		return false;
 	now = bpf_ktime_get_ns();
 	tat = &st->tat;
+	if (lc->flags & NFB_LIMIT_CONNS) {
+		struct nfb_meter_key owner;
+
+		__builtin_memset(&owner, 0, sizeof(owner));
+		owner.slot = slot;
+		owner.family = NFB_FAM_MAX;
+		if (lc->flags & NFB_LIMIT_PER_SOURCE) {
+			owner.family = p->family;
+			__builtin_memcpy(owner.addr, p->saddr, sizeof(owner.addr));
+		}
+		if (nfb_conn_take(skb, &owner, lc->conns, p->family))
+			return true;
+		goto over;
+	}
 	if (lc->flags & NFB_LIMIT_PER_SOURCE) {
 		struct nfb_meter_key key;
 		__u64 first = now + lc->interval_ns;
@@ -899,6 +1090,8 @@ static __noinline bool nfb_limit_pass(const struct nfb_gen_cfg *cfg, __u32 gen, 
 		return true;
 over:
 	__sync_fetch_and_add(&st->over, 1);
+	if (lc->flags & NFB_LIMIT_OVERLOAD)
+		nfb_overload(p, gen, rule, slot, lc->overload);
 	return false;
 }
 
@@ -962,7 +1155,7 @@ static __always_inline int nfb_judge(struct bpf_nf_ctx *ctx, const struct nfb_ge
 		if (!r)
 			break;
 		if ((!(r->dyn[0] | r->dyn[1]) || nfb_dyn_pass(r->dyn[0], r->dyn[1], p)) &&
-		    (!r->limit || nfb_limit_pass(cfg, gen, r->limit, p)))
+		    (!r->limit || nfb_limit_pass(ctx->skb, cfg, gen, (__u64)rule << 32 | r->limit, p)))
 			return nfb_rule_verdict(ctx, cfg, p, gen, (__u32)rule, r);
 		start = (__u32)rule + 1;
 	}

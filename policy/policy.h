@@ -20,8 +20,10 @@
 #define POLICY_MAX_GROUP_IFACES	   4096
 #define POLICY_MAX_IFACE_WILDCARDS 63 /* in one in: or out: */
 #define POLICY_MAX_SERVICE_ENTRIES 65536
-#define POLICY_MAX_LIMITS	   4096 /* rules with limit: or a dynamic set, counted once per hook */
-#define POLICY_MAX_DYNSETS	   1022 /* sets with dynamic: true */
+#define POLICY_MAX_LIMITS	   4096		  /* rules with limit: or a dynamic set, counted once per hook */
+#define POLICY_MAX_CONNS	   1000000	  /* limit: { connections: N } */
+#define POLICY_MAX_TIMEOUT	   (365u * 86400) /* limit: { timeout: } (DYNSET_MAX_TIMEOUT_S) */
+#define POLICY_MAX_DYNSETS	   1022		  /* sets with dynamic: true */
 #define POLICY_MAX_NAME		   64
 #define POLICY_IFNAMSIZ		   16
 
@@ -148,15 +150,29 @@ struct policy_rate {
 	uint32_t per; /* seconds: 1, 60 or 3600 */
 };
 
-/* A rule's rate limit (limit:): the rule matches a packet only while its
- * token bucket (of the rule, or of the packet's source address) holds a
- * token; over the limit the packet goes on to the next rules. */
+/* A rule's limit (limit:), a rate or a number of connections. A rate: the
+ * rule matches a packet only while its token bucket (of the rule, or of the
+ * packet's source address) holds a token. Connections: the rule matches a
+ * new connection only while the rule (or the source) has fewer than conns
+ * connections in the conntrack table that the rule let in. Over the limit
+ * the packet goes on to the next rules, and with overload its source goes
+ * into that dynamic set (pf's max-src-conn ... overload <table>). */
 struct policy_limit {
-	struct policy_rate rate; /* n 0: no limit */
-	uint32_t burst;		 /* packets that may pass at once (the bucket's depth) */
-	bool per_source;	 /* one bucket per source address */
-	struct loc loc;
+	struct policy_rate rate;   /* n 0: not a rate */
+	uint32_t burst;		   /* packets that may pass at once (the bucket's depth) */
+	uint32_t conns;		   /* connections: N; 0: not a connection limit */
+	bool per_source;	   /* one bucket, or one count, per source address */
+	char *overload;		   /* the dynamic set an offender goes into; NULL: none */
+	uint32_t overload_set;	   /* 1 + its index in policy.sets (0: not known) */
+	uint32_t overload_timeout; /* seconds an offender stays; 0: until deleted */
+	struct loc loc, overload_loc;
 };
+
+/* Whether the rule has a limit of either kind. */
+static inline bool policy_has_limit(const struct policy_limit *l)
+{
+	return l->rate.n || l->conns;
+}
 
 struct rule {
 	char *name;

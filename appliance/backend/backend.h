@@ -51,6 +51,10 @@ struct backend_sink {
 	/* n events could not be delivered, and why */
 	void (*missed)(void *arg, uint64_t n, const char *why);
 	void *arg;
+	/* A source over a limit with overload: (v->action "overload", after
+	 * verdict() has logged it): the daemon adds it to the set. */
+	void (*overload)(void *oarg, const struct vevent *v);
+	void *oarg;
 };
 
 /* table inet nfbox, which both backends write (the BPF one its conntrack

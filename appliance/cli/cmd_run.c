@@ -15,6 +15,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "lib/liblog.h"
+#include "policy/syntax/parse.h"
 #include "system/netns.h"
 
 struct run_args {
@@ -151,20 +152,13 @@ static int call(const struct ctl_args *a, struct ctl_request *req, int fd)
 /* "90", "90s", "5m", "1h": seconds within the protocol's bound; 0 if not. */
 static unsigned parse_duration_max(const char *s, unsigned max)
 {
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-	unsigned long mult = !*end || !strcmp(end, "s") ? 1
-			     : !strcmp(end, "m")	? 60
-			     : !strcmp(end, "h")	? 3600
-			     : !strcmp(end, "d")	? 86400
-							: 0;
+	const char *why;
+	uint64_t v;
 
-	if (end == s || s[0] == '-' || !mult || v > max || v * mult > max)
-		return 0;
-	return (unsigned)(v * mult);
+	return s[0] != '-' && parse_duration(s, max, &v, &why) == 0 ? (unsigned)v : 0;
 }
 
-static unsigned parse_duration(const char *s)
+static unsigned parse_confirm(const char *s)
 {
 	return parse_duration_max(s, CTL_MAX_CONFIRM);
 }
@@ -175,7 +169,7 @@ static int run_ctl(enum ctl_verb verb, const struct ctl_args *a)
 	_cleanup_free_ char *abs = NULL;
 	_cleanup_close_ int fd = -1;
 
-	if (a->confirm && !(req.confirm = parse_duration(a->confirm))) {
+	if (a->confirm && !(req.confirm = parse_confirm(a->confirm))) {
 		fprintf(stderr, "nfbox reload: --confirm %s: give a duration of 1 s to 7 days, e.g. 90s, 5m or 1h\n",
 			a->confirm);
 		return 2;

@@ -159,6 +159,8 @@ static void backend_env_init(struct daemon *dm)
 		.sink = eventlog_sink(dm->events),
 		.table = &dm->table,
 	};
+	dm->benv.sink.overload = dyn_overload;
+	dm->benv.sink.oarg = dm;
 }
 
 static int start(struct daemon *dm, struct diags *d)

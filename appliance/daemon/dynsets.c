@@ -10,6 +10,7 @@
  * A reload keeps the entries of every dynamic set the new policy still
  * has (by name); the entries of a set it drops are deleted.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
@@ -37,8 +38,10 @@ struct dynstore {
 	char unread[512];     /* why STATE/dynsets could not be read at start ("": it could, or there is none) */
 };
 
-#define DYN_STATE     "dynsets"
-#define DYN_MAX_INPUT (256u << 20) /* bytes of prefixes in one request */
+#define DYN_STATE      "dynsets"
+#define DYN_BY_CONTROL "nfbox-set"  /* an entry added through the control socket */
+#define DYN_BY_RULE    "rule:"	    /* ... by a limit's overload: "rule:NAME" */
+#define DYN_MAX_INPUT  (256u << 20) /* bytes of prefixes in one request */
 /* The backend in force, NULL for none. */
 static struct backend *be_of(const struct daemon *dm)
 {
@@ -334,6 +337,7 @@ static int read_changes(int fd, const char *source, int64_t expires, struct dyn_
 			return -EINVAL;
 		}
 		c->expires = expires;
+		c->by = DYN_BY_CONTROL;
 		c->src = source;
 		c->line = lineno;
 		n++;
@@ -476,9 +480,19 @@ static int flush_set(struct daemon *dm, const struct dyn_caller *c, const struct
 	return 0;
 }
 
-static void list_one(const struct dyn_set *set, int64_t now, FILE *f, struct json *j)
+/* Who added an entry, as `set list` says it: "rule ssh" for a limit's
+ * overload, else the origin as saved. */
+static void by_text(const char *by, char *buf, size_t len)
 {
-	char a[64];
+	if (!strncmp(by, DYN_BY_RULE, strlen(DYN_BY_RULE)))
+		snprintf(buf, len, "rule %s", by + strlen(DYN_BY_RULE));
+	else
+		snprintf(buf, len, "%s", by);
+}
+
+static void list_one(const struct dynsets *s, const struct dyn_set *set, int64_t now, FILE *f, struct json *j)
+{
+	char a[64], by[POLICY_MAX_NAME + 16], when[32];
 
 	if (j) {
 		json_object_begin(j);
@@ -494,7 +508,14 @@ static void list_one(const struct dyn_set *set, int64_t now, FILE *f, struct jso
 			const struct dyn_entry *e = &set->v[fam][i];
 			int64_t left = e->expires ? (e->expires - now + 999) / 1000 : 0;
 
+			time_t added = (time_t)e->added;
+			struct tm tm;
+
 			dyn_entry_format(fam, e, a, sizeof(a));
+			by_text(dyn_entry_by(s, e), by, sizeof(by));
+			when[0] = '\0';
+			if (added && gmtime_r(&added, &tm))
+				strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
 			if (left < 0)
 				left = 0;
 			if (j) {
@@ -510,11 +531,26 @@ static void list_one(const struct dyn_set *set, int64_t now, FILE *f, struct jso
 					json_i64(j, left);
 				else
 					json_null_value(j);
+				json_key(j, "added");
+				if (e->added)
+					json_i64(j, e->added);
+				else
+					json_null_value(j);
+				json_key(j, "by");
+				if (by[0])
+					json_str(j, by);
+				else
+					json_null_value(j);
 				json_object_end(j);
-			} else if (e->expires) {
-				fprintf(f, "%s\texpires in %llds\n", a, (long long)left);
 			} else {
-				fprintf(f, "%s\n", a);
+				fputs(a, f);
+				if (e->expires)
+					fprintf(f, "\texpires in %llds", (long long)left);
+				if (when[0])
+					fprintf(f, "\tadded %s", when);
+				if (by[0])
+					fprintf(f, " by %s", by);
+				fputc('\n', f);
 			}
 		}
 	if (j) {
@@ -535,7 +571,7 @@ static int list(struct daemon *dm, const struct ctl_request *req, FILE *f, struc
 	if (req->json)
 		json_init(&j, f);
 	if (set) {
-		list_one(set, now, f, req->json ? &j : NULL);
+		list_one(&dm->dyn->store, set, now, f, req->json ? &j : NULL);
 	} else {
 		if (req->json)
 			json_array_begin(&j);
@@ -590,6 +626,66 @@ void dyn_answer(struct daemon *dm, const struct dyn_caller *c, const struct ctl_
 	diags_print(&d, f, false);
 	if (r == 0 && out)
 		fwrite(out, 1, len, f);
+	diags_free(&d);
+}
+
+/* ---- overload (limit: { overload: SET }) ------------------------------------ */
+
+static const struct rule *rule_named(const struct policy *p, const char *name)
+{
+	for (uint32_t i = 0; p && i < p->nrules; i++)
+		if (!strcmp(p->rules[i].name, name))
+			return &p->rules[i];
+	return NULL;
+}
+
+void dyn_overload(void *arg, const struct vevent *v)
+{
+	struct daemon *dm = arg;
+	const struct rule *ru = rule_named(dm->cur.pol, v->rule);
+	int64_t now = dyn_now_ms();
+	struct dyn_change c = { .src = "overload" };
+	struct dyn_undo undo = { 0 };
+	struct dyn_added did = { .undo = &undo };
+	char by[POLICY_MAX_NAME + 8], a[64];
+	struct dyn_set *set;
+	struct diags d;
+	int64_t i;
+	int r;
+
+	if (!ru || !ru->limit.overload || !(set = dynsets_find(&dm->dyn->store, ru->limit.overload)))
+		return; /* an event of a policy no longer in force */
+	c.pfx.family = v->af == AF_INET ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6;
+	c.pfx.plen = v->af == AF_INET ? 32 : 128;
+	memcpy(c.pfx.addr, v->src, 16);
+	c.expires = ru->limit.overload_timeout ? now + (int64_t)ru->limit.overload_timeout * 1000 : 0;
+	snprintf(by, sizeof(by), DYN_BY_RULE "%s", ru->name);
+	c.by = by;
+	/* Renewed within the last second (events come at most once a second
+	 * a source from the classifier, but NFLOG repeats): nothing to do. */
+	i = dynset_index(set, c.pfx.family == POLICY_FAM_IPV6, c.pfx.addr, c.pfx.plen);
+	if (i >= 0 && (!c.expires || (set->v[c.pfx.family == POLICY_FAM_IPV6][i].expires &&
+				      c.expires - set->v[c.pfx.family == POLICY_FAM_IPV6][i].expires < 1000)))
+		return;
+	diags_init(&d);
+	r = dynset_add(&dm->dyn->store, set, &c, 1, &d, &did);
+	if (r == 0 && (r = apply(dm, set, &c, 1, false, &d)) < 0) {
+		dynset_undo(&dm->dyn->store, set, &undo);
+		resync(dm);
+	} else if (r == 0 && (r = dyn_save(dm)) < 0) {
+		/* enforced, not kept: the next start would lose it; said loudly */
+		log_warn("set %s: the entry added by rule %s could not be saved in %s: %s", set->name, ru->name,
+			 dm->state_dir, strerror(-r));
+		r = 0;
+	}
+	dyn_undo_free(&undo);
+	inet_ntop(v->af, v->src, a, sizeof(a));
+	if (r < 0 && r != -EEXIST)
+		log_warn("set %s: cannot add %s, over the limit of rule %s: %s", set->name, a, ru->name,
+			 diags_last(&d, "refused"));
+	else if (r == 0)
+		log_info("set %s: %s %s by rule %s (over its limit)%s", set->name, a, did.renewed ? "renewed" : "added",
+			 ru->name, c.expires ? "" : ", no timeout");
 	diags_free(&d);
 }
 

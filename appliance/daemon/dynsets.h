@@ -27,6 +27,9 @@ struct dyn_caller {
 };
 void dyn_answer(struct daemon *dm, const struct dyn_caller *who, const struct ctl_request *req, FILE *f);
 void dyn_tick(struct daemon *dm);
+/* A source over a limit with an overload set (backend_sink.overload, arg
+ * the daemon): into that set, for the limit's timeout, by that rule. */
+void dyn_overload(void *arg, const struct vevent *v);
 /* The store (read only: dyn_answer changes it). */
 const struct dynsets *dyn_store(const struct daemon *dm);
 void dyn_free(struct daemon *dm);

@@ -527,7 +527,7 @@ static void stats_json(const struct stats_report *r, FILE *f)
 		json_kv_u64(&j, "packets", r->rows[i].c.packets);
 		json_kv_u64(&j, "bytes", r->rows[i].c.bytes);
 		if (r->rows[i].limit) {
-			char buf[64];
+			char buf[160];
 
 			policy_limit_format(r->rows[i].limit, buf, sizeof(buf));
 			json_kv_str(&j, "limit", buf);

@@ -98,7 +98,7 @@ static int report_rows(const struct plan *pl, struct stats_report *out)
 			row->h = h;
 			row->b = b;
 			row->is_default = def;
-			row->limit = !def && ph->rules[b]->limit.rate.n ? &ph->rules[b]->limit : NULL;
+			row->limit = !def && policy_has_limit(&ph->rules[b]->limit) ? &ph->rules[b]->limit : NULL;
 		}
 	}
 	return 0;

@@ -42,6 +42,9 @@ void dynsets_free(struct dynsets *s)
 	for (uint32_t i = 0; i < s->n; i++)
 		set_free(&s->sets[i]);
 	free(s->sets);
+	for (uint32_t i = 0; i < s->norigins; i++)
+		free(s->origins[i]);
+	free(s->origins);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -260,9 +263,44 @@ __attribute__((format(printf, 3, 4))) static void refuse(struct diags *d, unsign
 	diag_fail(d, -EINVAL, "%s", buf);
 }
 
-static struct dyn_change undo_entry(int fam, const struct dyn_entry *e, bool renew)
+const char *dyn_entry_by(const struct dynsets *s, const struct dyn_entry *e)
 {
-	struct dyn_change c = { .expires = e->expires, .renew = renew, .src = "undo" };
+	return e->by && e->by < s->norigins ? s->origins[e->by] : "";
+}
+
+/* The index of origin by in s->origins, added on first use; 0 for none (or
+ * when it cannot be kept). */
+static uint16_t origin_id(struct dynsets *s, const char *by)
+{
+	char **v;
+
+	if (!by || !*by)
+		return 0;
+	for (uint16_t i = 1; i < s->norigins; i++)
+		if (!strcmp(s->origins[i], by))
+			return i;
+	if (s->norigins == UINT16_MAX)
+		return 0;
+	if (!s->norigins) {
+		if (!(s->origins = calloc(1, sizeof(*s->origins))))
+			return 0;
+		s->norigins = 1;
+	}
+	if (!(v = realloc(s->origins, (s->norigins + 1u) * sizeof(*v))))
+		return 0;
+	s->origins = v;
+	if (!(v[s->norigins] = strdup(by)))
+		return 0;
+	return s->norigins++;
+}
+
+static struct dyn_change undo_entry(const struct dynsets *s, int fam, const struct dyn_entry *e, bool renew)
+{
+	struct dyn_change c = { .expires = e->expires,
+				.added = e->added ? e->added : DYN_ADDED_UNKNOWN,
+				.by = dyn_entry_by(s, e),
+				.renew = renew,
+				.src = "undo" };
 
 	c.pfx.family = fam ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4;
 	c.pfx.plen = e->plen;
@@ -306,8 +344,10 @@ struct add_plan {
 	unsigned nref; /* entries refused */
 };
 
-static int plan_entries(struct add_plan *ap, struct dyn_change *c, uint32_t n)
+static int plan_entries(struct dynsets *s, struct add_plan *ap, struct dyn_change *c, uint32_t n)
 {
+	uint32_t now = (uint32_t)(dyn_now_ms() / 1000);
+
 	for (int f = 0; f < 2; f++)
 		if (!(ap->pv[f] = calloc(n ? n : 1, sizeof(*ap->pv[f]))))
 			return -ENOMEM;
@@ -318,6 +358,8 @@ static int plan_entries(struct add_plan *ap, struct dyn_change *c, uint32_t n)
 		memcpy(p->e.addr, c[i].pfx.addr, 16);
 		p->e.plen = c[i].pfx.plen;
 		p->e.expires = c[i].expires;
+		p->e.added = c[i].added == DYN_ADDED_UNKNOWN ? 0 : c[i].added ? c[i].added : now;
+		p->e.by = origin_id(s, c[i].by);
 		p->c = &c[i];
 		p->ri = -1;
 		c[i].renew = false;
@@ -416,7 +458,8 @@ static int make_room(struct dyn_set *set, const struct add_plan *ap, struct dyn_
 /* Family f of the plan into the set: renewals in place, the fresh entries
  * (sorted) merged into the sorted array; what it did into undo. The
  * renewals' count. */
-static uint32_t commit_family(struct dyn_set *set, int f, const struct add_plan *ap, struct dyn_undo *undo)
+static uint32_t commit_family(const struct dynsets *s, struct dyn_set *set, int f, const struct add_plan *ap,
+			      struct dyn_undo *undo)
 {
 	const struct pending *pv = ap->pv[f];
 	uint32_t i, j, k, nold = set->n[f], nren = 0;
@@ -424,9 +467,9 @@ static uint32_t commit_family(struct dyn_set *set, int f, const struct add_plan 
 
 	for (i = 0; undo && i < ap->pn[f]; i++) {
 		if (pv[i].ri >= 0)
-			undo->changed[undo->nchanged++] = undo_entry(f, &v[pv[i].ri], true);
+			undo->changed[undo->nchanged++] = undo_entry(s, f, &v[pv[i].ri], true);
 		else
-			undo->added[undo->nadded++] = undo_entry(f, &pv[i].e, false);
+			undo->added[undo->nadded++] = undo_entry(s, f, &pv[i].e, false);
 	}
 	for (i = 0; i < ap->pn[f]; i++)
 		if (pv[i].ri >= 0) {
@@ -467,11 +510,11 @@ int dynset_add(struct dynsets *s, struct dyn_set *set, struct dyn_change *c, uin
 	uint32_t nren = 0;
 	int r;
 
-	if ((r = plan_entries(&ap, c, n)) < 0 || (r = check_entries(s, set, &ap, d)) < 0 ||
+	if ((r = plan_entries(s, &ap, c, n)) < 0 || (r = check_entries(s, set, &ap, d)) < 0 ||
 	    (r = make_room(set, &ap, undo)) < 0)
 		return r;
 	for (int f = 0; f < 2; f++) {
-		nren += commit_family(set, f, &ap, undo);
+		nren += commit_family(s, set, f, &ap, undo);
 		s->total[f] += ap.fresh[f];
 		for (uint32_t i = 0; i < ap.pn[f]; i++) {
 			int64_t x = ap.pv[f][i].e.expires;
@@ -539,7 +582,7 @@ int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *
 				while (k < ni[f] && idx[f][k] == i)
 					k++; /* the same entry named twice */
 				if (undo)
-					undo->changed[undo->nchanged++] = undo_entry(f, &set->v[f][i], false);
+					undo->changed[undo->nchanged++] = undo_entry(s, f, &set->v[f][i], false);
 				continue;
 			}
 			set->v[f][kept++] = set->v[f][i];
@@ -591,7 +634,8 @@ uint32_t dynsets_expire(struct dynsets *s, int64_t now,
 /* ---- saved form ----------------------------------------------------------
  *   nfbox-dynsets 1
  *   set NAME ID
- *   e NAME PREFIX EXPIRES    (ms since the epoch, 0: never)
+ *   e NAME PREFIX EXPIRES [ADDED BY]   (EXPIRES ms since the epoch, 0: never;
+ *                            ADDED s since the epoch; BY a word, "-": not known)
  */
 void dynsets_save(const struct dynsets *s, FILE *f)
 {
@@ -603,8 +647,12 @@ void dynsets_save(const struct dynsets *s, FILE *f)
 	for (uint32_t i = 0; i < s->n; i++)
 		for (int fam = 0; fam < 2; fam++)
 			for (uint32_t j = 0; j < s->sets[i].n[fam]; j++) {
-				dyn_entry_format(fam, &s->sets[i].v[fam][j], a, sizeof(a));
-				fprintf(f, "e %s %s %" PRId64 "\n", s->sets[i].name, a, s->sets[i].v[fam][j].expires);
+				const struct dyn_entry *e = &s->sets[i].v[fam][j];
+				const char *by = dyn_entry_by(s, e);
+
+				dyn_entry_format(fam, e, a, sizeof(a));
+				fprintf(f, "e %s %s %" PRId64 " %" PRIu32 " %s\n", s->sets[i].name, a, e->expires,
+					e->added, *by ? by : "-");
 			}
 }
 
@@ -651,8 +699,9 @@ static int load_set(struct loader *ld, const char *name, unsigned id)
 	return set_new(s, name, (uint16_t)id) ? 0 : -ENOMEM;
 }
 
-/* "e NAME PREFIX EXPIRES": 0, -EINVAL (a bad line) or -ENOMEM. */
-static int load_entry(struct loader *ld, const char *name, const char *what, long long exp)
+/* "e NAME PREFIX EXPIRES [ADDED BY]": 0, -EINVAL (a bad line) or -ENOMEM. */
+static int load_entry(struct loader *ld, const char *name, const char *what, long long exp, unsigned added,
+		      const char *by)
 {
 	struct dyn_change c = { 0 };
 	struct dyn_set *set;
@@ -665,6 +714,12 @@ static int load_entry(struct loader *ld, const char *name, const char *what, lon
 	if (exp && exp <= ld->now)
 		return 0;
 	c.expires = exp;
+	c.added = added ? added : DYN_ADDED_UNKNOWN;
+	if (strcmp(by, "-")) { /* kept in the origins now: the batch is added later */
+		uint16_t o = origin_id(ld->s, by);
+
+		c.by = o ? ld->s->origins[o] : NULL;
+	}
 	c.src = "saved";
 	c.line = ld->lineno;
 	if (set != ld->cur && flush_batch(ld->s, ld->cur, &ld->batch, &ld->nb, &ld->tmp) < 0)
@@ -683,17 +738,19 @@ static int load_entry(struct loader *ld, const char *name, const char *what, lon
 
 static int load_line(struct loader *ld, const char *line)
 {
-	char name[POLICY_MAX_NAME + 2], what[80];
-	unsigned id;
+	char name[POLICY_MAX_NAME + 2], what[80], by[80] = "-";
+	unsigned id, added = 0;
 	long long exp;
+	int n;
 
 	if (ld->lineno == 1)
 		return strcmp(line, "nfbox-dynsets 1\n") ? -EINVAL : 0;
 	if (sscanf(line, "set %65s %u", name, &id) == 2)
 		return load_set(ld, name, id);
-	if (sscanf(line, "e %65s %79s %lld", name, what, &exp) != 3)
+	n = sscanf(line, "e %65s %79s %lld %u %79s", name, what, &exp, &added, by);
+	if (n != 3 && n != 5)
 		return -EINVAL;
-	return load_entry(ld, name, what, exp);
+	return load_entry(ld, name, what, exp, added, by);
 }
 
 int dynsets_load(struct dynsets *s, FILE *f, int64_t now, unsigned *bad_line)

@@ -27,11 +27,14 @@
 
 #define DYNSET_MAX_ENTRIES   (1u << 20) /* per family, all sets together (NFB_DYN_ENTRIES) */
 #define DYNSET_MAX_TIMEOUT_S (365u * 86400)
+#define DYN_ADDED_UNKNOWN    UINT32_MAX /* dyn_change.added: when is not known (an old saved file) */
 
 struct dyn_entry {
 	uint8_t addr[16]; /* the prefix's first address; IPv4 in the first 4 bytes */
+	int64_t expires;  /* ms, CLOCK_REALTIME; 0: never */
+	uint32_t added;	  /* s, CLOCK_REALTIME, when it was added (a renewal keeps it); 0: not known */
+	uint16_t by;	  /* who added it: index in dynsets.origins; 0: not known */
 	uint8_t plen;
-	int64_t expires; /* ms, CLOCK_REALTIME; 0: never */
 };
 
 struct dyn_set {
@@ -45,6 +48,10 @@ struct dyn_set {
 struct dynsets {
 	struct dyn_set *sets;
 	uint32_t n;
+	/* Who adds entries, each named once ("nfbox-set", "rule:ssh"): one
+	 * word, as it is saved; origins[0] is unused (not known). */
+	char **origins;
+	uint16_t norigins;
 	uint64_t total[2];   /* entries of each family, all sets */
 	int64_t next_expiry; /* the earliest expires of any entry, 0: none */
 };
@@ -54,6 +61,8 @@ struct dynsets {
 struct dyn_change {
 	struct prefix pfx;
 	int64_t expires;
+	uint32_t added;	 /* s; 0: now; DYN_ADDED_UNKNOWN: not known */
+	const char *by;	 /* who adds it (a word, see dynsets.origins); NULL: not known */
 	bool renew;	 /* set by dynset_add: the entry was there (its expiry renewed) */
 	const char *src; /* "argument", "stdin", a path */
 	unsigned line;
@@ -121,6 +130,9 @@ int64_t dynset_index(const struct dyn_set *set, int fam, const uint8_t *addr, ui
 /* The prefix as text, "192.0.2.0/24", "2001:db8::1" (a whole address
  * without its length). */
 void dyn_entry_format(int fam, const struct dyn_entry *e, char *buf, size_t len);
+
+/* Who added an entry, "" if not known. */
+const char *dyn_entry_by(const struct dynsets *s, const struct dyn_entry *e);
 
 /* Milliseconds of CLOCK_REALTIME. */
 int64_t dyn_now_ms(void);

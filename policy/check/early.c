@@ -35,7 +35,7 @@ static const char *other_match(const struct rule *r)
 		return "proto";
 	if (r->state != POLICY_CT_ALL)
 		return "state";
-	if (r->limit.rate.n)
+	if (policy_has_limit(&r->limit))
 		return "limit";
 	return NULL;
 }

@@ -124,7 +124,7 @@ static bool l4_covers(const struct rule *a, const struct rule *b)
  * it covers nothing. */
 static bool rule_covers(const struct rule *a, const struct rule *b)
 {
-	return !a->limit.rate.n && (b->families & ~a->families) == 0 && (b->state & ~a->state) == 0 &&
+	return !policy_has_limit(&a->limit) && (b->families & ~a->families) == 0 && (b->state & ~a->state) == 0 &&
 	       iface_covers(&a->in, &b->in) && iface_covers(&a->out, &b->out) && addr_covers(&a->from, &b->from) &&
 	       addr_covers(&a->to, &b->to) && l4_covers(a, b);
 }

@@ -40,7 +40,7 @@ static const char *shape_error(const struct policy *p, const struct rule *r)
 		return "synproxy untracks the rule's SYNs before routing, where 'out:' is not known yet: remove 'out:'";
 	if (!(r->state & POLICY_CT_NEW))
 		return "synproxy answers new connections: the rule's 'state:' must include new";
-	if (r->limit.rate.n)
+	if (policy_has_limit(&r->limit))
 		return "synproxy with a 'limit:' is not supported: split the rule";
 	if (!p->opt.defrag)
 		return "synproxy needs conntrack, which 'defrag: false' leaves off";

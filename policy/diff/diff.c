@@ -501,7 +501,7 @@ static void rkeys_of(const struct policy *p, const struct rule *r, struct rkeys 
 							  : strdup(policy_action_name(r->action));
 	k->written[K_LOG] = strdup(r->log ? "true" : "false");
 	buf[0] = '\0';
-	if (r->limit.rate.n)
+	if (policy_has_limit(&r->limit))
 		policy_limit_format(&r->limit, buf, sizeof(buf));
 	k->written[K_LIMIT] = strdup(buf);
 	for (int i = K_PROTO; i < K_MAX; i++)
@@ -528,7 +528,7 @@ static void rule_text(const struct policy *p, const struct rule *r, FILE *f)
 			fprintf(f, " %s %s", rkey_names[i], k.written[i]);
 	if (r->log)
 		fputs(" log", f);
-	if (r->limit.rate.n)
+	if (policy_has_limit(&r->limit))
 		fprintf(f, " limit %s", k.written[K_LIMIT]);
 	rkeys_free(&k);
 }

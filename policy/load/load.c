@@ -217,6 +217,7 @@ void policy_free(struct policy *p)
 
 		free(r->name);
 		free(r->comment);
+		free(r->limit.overload);
 		free(r->icmp_types);
 		free_iface_match(&r->in);
 		free_iface_match(&r->out);

@@ -199,24 +199,32 @@ static void rule_l4(struct lx *x, struct rule *r, const struct ynode *n)
 		diag_error(x->d, ynode_get(n, "service")->loc, "a rule cannot have both icmp-type and service");
 }
 
-/* limit: 10/second, or { rate: 10/second, burst: 20, per: source }. */
+/* limit: 10/second, { rate: 10/second, burst: 20, per: source }, or
+ * { connections: 4, per: source, overload: banned, timeout: 1h }. */
 static void rule_limit(struct lx *x, struct rule *r, const struct ynode *n)
 {
-	static const char *const keys[] = { "rate", "burst", "per", NULL };
+	static const char *const keys[] = { "rate", "burst", "per", "connections", "overload", "timeout", NULL };
 	static const char *const pers[] = { "rule", "source", NULL };
 	struct policy_limit *l = &r->limit;
-	const struct ynode *rate = n, *v;
+	const struct ynode *rate = n, *conns = NULL, *v;
 	const char *why;
-	uint64_t burst;
+	uint64_t u;
 
 	l->loc = n->loc;
 	if (n->type == YNODE_MAP) {
 		lx_check_keys(x, n, keys, "limit");
 		rate = ynode_get(n, "rate");
-		if (!rate) {
-			if (!ynode_has(n, "rate"))
+		conns = ynode_get(n, "connections");
+		if (rate && conns) {
+			diag_error(x->d, conns->loc,
+				   "a limit is a rate or a number of connections, not both: give each its own rule");
+			return;
+		}
+		if (!rate && !conns) {
+			if (!ynode_has(n, "rate") && !ynode_has(n, "connections"))
 				diag_error(x->d, n->loc,
-					   "limit needs a 'rate:', e.g. 'limit: { rate: 10/second, burst: 20 }'");
+					   "limit needs a 'rate:' or 'connections:', e.g. 'limit: { rate: 10/second, "
+					   "burst: 20 }' or 'limit: { connections: 4, per: source }'");
 			return;
 		}
 	} else if (n->type != YNODE_SCALAR) {
@@ -224,17 +232,55 @@ static void rule_limit(struct lx *x, struct rule *r, const struct ynode *n)
 			   "limit is a rate (limit: 10/second) or a mapping (limit: { rate: 5/minute, per: source })");
 		return;
 	}
-	if (lx_is(x, rate, YNODE_SCALAR, "limit rate") && parse_rate(rate->str, &l->rate, &why) < 0) {
+	if (conns) {
+		if (lx_uint(x, conns, "limit connections", 1, POLICY_MAX_CONNS, &u))
+			l->conns = (uint32_t)u;
+		if ((v = ynode_get(n, "burst")))
+			diag_error(x->d, v->loc, "'burst' belongs to a rate, not to a number of connections");
+		if (r->state != POLICY_CT_NEW)
+			diag_error(
+				x->d, conns->loc,
+				"a connection limit counts new connections: the rule needs 'state: new' (packets of "
+				"connections it let in are accepted by 'established: accept' or a rule of their own)");
+	} else if (lx_is(x, rate, YNODE_SCALAR, "limit rate") && parse_rate(rate->str, &l->rate, &why) < 0) {
 		diag_error(x->d, rate->loc, "limit '%s': %s", rate->str, why);
 		l->rate.n = 0;
 	}
 	l->burst = l->rate.n;
 	if (n->type != YNODE_MAP)
 		return;
-	if ((v = ynode_get(n, "burst")) && lx_uint(x, v, "limit burst", 1, 1000000, &burst))
-		l->burst = (uint32_t)burst;
+	if (!conns && (v = ynode_get(n, "burst")) && lx_uint(x, v, "limit burst", 1, 1000000, &u))
+		l->burst = (uint32_t)u;
 	if ((v = ynode_get(n, "per")) && lx_choice(x, v, "limit per", pers) == 1)
 		l->per_source = true;
+	if ((v = ynode_get(n, "overload")) && lx_is(x, v, YNODE_SCALAR, "limit overload")) {
+		struct addr_set *set = lx_find_set(x, v->str);
+
+		l->overload_loc = v->loc;
+		if (set) {
+			set->used = true;
+			l->overload_set = (uint32_t)(set - x->p->sets) + 1;
+		}
+		if (!set)
+			diag_error(x->d, v->loc,
+				   "overload: no set named '%s' (declare it under sets: with dynamic: true)", v->str);
+		else if (!set->dynamic)
+			diag_error(x->d, v->loc,
+				   "overload: set '%s' is not dynamic: offenders go into a set with 'dynamic: true'",
+				   v->str);
+		x->oom |= !(l->overload = strdup(v->str));
+	}
+	if ((v = ynode_get(n, "timeout"))) {
+		if (!l->overload)
+			diag_error(x->d, v->loc,
+				   "'timeout' is how long an offender stays in the overload set: add "
+				   "'overload: SET'");
+		else if (lx_is(x, v, YNODE_SCALAR, "limit timeout") &&
+			 parse_duration(v->str, POLICY_MAX_TIMEOUT, &u, &why) < 0)
+			diag_error(x->d, v->loc, "limit timeout '%s': %s (at most 365 days)", v->str, why);
+		else
+			l->overload_timeout = (uint32_t)u;
+	}
 }
 
 static void load_rule(struct lx *x, const struct ynode *n)
@@ -300,7 +346,7 @@ static void load_rule(struct lx *x, const struct ynode *n)
 	if ((v = ynode_get(n, "log")))
 		lx_bool(x, v, "log", &r->log);
 	if ((v = ynode_get(n, "limit")))
-		rule_limit(x, r, v);
+		rule_limit(x, r, v); /* after state: */
 	if ((v = ynode_get(n, "early"))) {
 		lx_bool(x, v, "early", &r->early);
 		r->early_loc = v->loc;
@@ -369,13 +415,13 @@ void load_rules(struct lx *x, const struct ynode *n)
 			if (++per_hook[h] == POLICY_MAX_RULES + 1)
 				diag_error(x->d, n->kids[i]->loc, "more than %d rules on the %s hook (the limit)",
 					   POLICY_MAX_RULES, policy_hook_names[h]);
-			if (x->p->rules[x->p->nrules - 1].limit.rate.n && ++limits == POLICY_MAX_LIMITS + 1)
+			if (policy_has_limit(&x->p->rules[x->p->nrules - 1].limit) && ++limits == POLICY_MAX_LIMITS + 1)
 				diag_error(
 					x->d, x->p->rules[x->p->nrules - 1].limit.loc,
 					"more than %d rules with limit: (a rule on several hooks counts once per hook)",
 					POLICY_MAX_LIMITS);
-			if ((x->p->rules[x->p->nrules - 1].limit.rate.n || x->p->rules[x->p->nrules - 1].from.dyn ||
-			     x->p->rules[x->p->nrules - 1].to.dyn) &&
+			if ((policy_has_limit(&x->p->rules[x->p->nrules - 1].limit) ||
+			     x->p->rules[x->p->nrules - 1].from.dyn || x->p->rules[x->p->nrules - 1].to.dyn) &&
 			    ++rounds[h] == POLICY_MAX_LIMITS + 1)
 				diag_error(x->d, n->kids[i]->loc,
 					   "more than %d rules with limit: or a dynamic set on the %s hook (the limit)",

@@ -67,8 +67,16 @@ const char *policy_rate_unit(uint32_t per)
 
 int policy_limit_format(const struct policy_limit *l, char *buf, size_t len)
 {
-	return snprintf(buf, len, "%u/%s burst %u%s", l->rate.n, policy_rate_unit(l->rate.per), l->burst,
-			l->per_source ? " per source" : "");
+	int n = l->conns ? snprintf(buf, len, "%u connections%s", l->conns, l->per_source ? " per source" : "")
+			 : snprintf(buf, len, "%u/%s burst %u%s", l->rate.n, policy_rate_unit(l->rate.per), l->burst,
+				    l->per_source ? " per source" : "");
+
+	if (n < 0 || (size_t)n >= len || !l->overload)
+		return n;
+	if (l->overload_timeout)
+		return n +
+		       snprintf(buf + n, len - (size_t)n, " overload %s timeout %us", l->overload, l->overload_timeout);
+	return n + snprintf(buf + n, len - (size_t)n, " overload %s", l->overload);
 }
 
 /* The protocols nfbox knows by name, each written once: name and number. */

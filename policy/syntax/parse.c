@@ -37,6 +37,37 @@ int parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why)
 	return 0;
 }
 
+int parse_duration(const char *s, uint64_t max, uint64_t *out, const char **why)
+{
+	static const struct {
+		char unit;
+		uint64_t mult;
+	} units[] = { { 's', 1 }, { 'm', 60 }, { 'h', 3600 }, { 'd', 86400 } };
+	size_t n = strlen(s);
+	uint64_t mult = 1, v;
+	char num[24];
+
+	if (n && !isdigit((unsigned char)s[n - 1])) {
+		mult = 0;
+		for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+			if (s[n - 1] == units[i].unit)
+				mult = units[i].mult;
+		n--;
+	}
+	if (!mult || !n || n >= sizeof(num)) {
+		*why = "a duration is a number of seconds, or a number with s, m, h or d, e.g. 90s, 10m, 2h or 7d";
+		return -EINVAL;
+	}
+	memcpy(num, s, n);
+	num[n] = '\0';
+	if (parse_uint(num, max, &v, why) < 0 || v == 0 || v > max / mult) {
+		*why = "the duration is out of range";
+		return -ERANGE;
+	}
+	*out = v * mult;
+	return 0;
+}
+
 bool parse_looks_like_address(const char *s)
 {
 	if (strchr(s, ':'))

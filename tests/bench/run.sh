@@ -18,7 +18,8 @@
 # of 1,000,000 prefixes and 65,536 rules, status during a reload:
 # tests/bench/scale.sh), and flood defence: the early drop at XDP against
 # the hook and nftables (tests/bench/early.sh), and a SYN flood against a
-# port with and without synproxy (tests/bench/synflood.sh).
+# port with and without synproxy (tests/bench/synflood.sh), and how fast a
+# connection limit bans (tests/bench/connlimit.sh).
 # Loads: new-flow UDP (hping3 --udp --flood: the source port changes every
 # packet) counted as packets/s received at the server; one established TCP
 # stream (iperf3), Mbit/s. Variants are interleaved: each round samples every
@@ -85,6 +86,7 @@ tests/bench/dynset.sh "$BIN/nfbox" || fail "dynamic set benchmark (tests/bench/d
 tests/bench/scale.sh "$BIN/nfbox" || fail "engine scale benchmark (tests/bench/scale.sh)"
 tests/bench/early.sh "$BIN" || fail "flood defence benchmark (tests/bench/early.sh)"
 tests/bench/synflood.sh "$BIN" || fail "SYN flood benchmark (tests/bench/synflood.sh)"
+tests/bench/connlimit.sh "$BIN" || fail "connection-limit benchmark (tests/bench/connlimit.sh)"
 echo
 
 # ---- 2. forwarding --------------------------------------------------------

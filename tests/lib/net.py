@@ -215,11 +215,57 @@ def tcp_many(host, port, count, timeout):
     return 0
 
 
-def tcp_probe(host, port, timeout):
+def tcp_sink(port, seconds):
+    """Accept every connection on PORT (either family) and keep it open
+    until its peer closes it or SECONDS are over."""
+    import select
+
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("::", int(port)))
+    s.listen(128)
+    open_, end = [], time.time() + float(seconds)
+    while time.time() < end:
+        r, _, _ = select.select([s] + open_, [], [], max(0.01, end - time.time()))
+        for x in r:
+            if x is s:
+                open_.append(s.accept()[0])
+            elif not x.recv(4096):
+                x.close()
+                open_.remove(x)
+    return 0
+
+
+def tcp_hold(host, port, count, timeout, seconds, src=None):
+    """COUNT connections one after another (each given TIMEOUT to open),
+    from SRC if given; prints a line per attempt ("ok N" or "fail N") and
+    then "held N", and keeps the open ones for SECONDS (until killed)."""
+    held = []
+    for i in range(int(count)):
+        s = socket.socket(family(host), socket.SOCK_STREAM)
+        s.settimeout(float(timeout))
+        if src:
+            s.bind((src, 0))
+        try:
+            s.connect((host, int(port)))
+            held.append(s)
+            print("ok %d" % i, flush=True)
+        except OSError:
+            s.close()
+            print("fail %d" % i, flush=True)
+    print("held %d" % len(held), flush=True)
+    time.sleep(float(seconds))
+    return 0
+
+
+def tcp_probe(host, port, timeout, src=None):
     import errno
 
     s = socket.socket(family(host), socket.SOCK_STREAM)
     s.settimeout(float(timeout))
+    if src:
+        s.bind((src, 0))
     t0 = time.time()
     try:
         s.connect((host, int(port)))
@@ -652,6 +698,7 @@ def main():
     fn = {"udp-recv": udp_recv, "udp-send": udp_send, "udp-blast": udp_blast, "tcp-listen": tcp_listen,
           "tcp-connect": tcp_connect, "tcp-stream": tcp_stream, "frags": frags,
           "tcp-whoami": tcp_whoami, "tcp-ask": tcp_ask, "tcp-many": tcp_many, "tcp-probe": tcp_probe,
+          "tcp-sink": tcp_sink, "tcp-hold": tcp_hold,
           "udp-whoami": udp_whoami, "udp-probe": udp_probe,
           "v6-chain": v6_chain, "v6-split-chain": v6_split_chain,
           "push-serve": push_serve, "push-watch": push_watch,

@@ -111,7 +111,7 @@ t_check v6-other-passes [ "$(probe_from $C6B $S6 7000)" = pass ]
 nfbox_ctl set add vip $S4 "2001:db8:2::/64" >/dev/null 2>&1
 t_check vip-allows [ "$(probe_from $C4B $S4 7100)" = pass ]
 t_check vip-allows-v6 [ "$(probe_from $C6B $S6 7100)" = pass ]
-t_check list-text grep -qx "$C4" <(nfbox_ctl set list blocked)
+t_check list-text grep -Eqx "$C4	added [0-9T:-]+Z by nfbox-set" <(nfbox_ctl set list blocked)
 t_check list-all grep -q '^blocked	2 entries' <(nfbox_ctl set list)
 
 # ---- mistakes: refused, named, nothing changed ----
@@ -150,7 +150,7 @@ t_check timeout-gone-from-list set_count_is blocked 1
 nfbox_ctl set add blocked --timeout 1h $C4B >/dev/null 2>&1
 nfbox_ctl set add blocked $C4B >"$NS_TMP/renew.out" 2>&1
 t_check renew-counted grep -q '0 added, 1 renewed' "$NS_TMP/renew.out"
-t_check renew-permanent grep -qx "$C4B" <(nfbox_ctl set list blocked)
+t_check renew-permanent grep -Eqx "$C4B	added [0-9T:-]+Z by nfbox-set" <(nfbox_ctl set list blocked)
 
 # ---- survives a reload that keeps the set; goes with one that drops it ----
 t_check reload-same-policy nfbox_ctl reload
@@ -252,7 +252,7 @@ t_check unsaved-add-not-kept set_count_is blocked 1
 t_check unsaved-del-fails unsaved del blocked $C4B
 t_check unsaved-del-still-enforced [ "$(probe_from $C4B $S4 7000)" = drop ]
 t_check unsaved-renew-fails unsaved add blocked $C4B --timeout 1h
-t_check unsaved-renew-keeps-no-timeout grep -qx "$C4B" <(nfbox_ctl set list blocked)
+t_check unsaved-renew-keeps-no-timeout grep -Eqx "$C4B	added [0-9T:-]+Z by nfbox-set" <(nfbox_ctl set list blocked)
 t_check unsaved-flush-fails unsaved flush blocked
 t_check unsaved-flush-still-enforced [ "$(probe_from $C4B $S4 7000)" = drop ]
 t_check unsaved-flush-kept set_count_is blocked 1
@@ -271,7 +271,7 @@ t_check metrics-size grep -q '^nfbox_dynamic_set_entries{set="vip"} 2$' <(nfbox_
 # (with the set names kept beside them), or the nftables backend's table
 # that outlived the daemon. Where nothing holds them (the state detached
 # by a stop) the start fails, saying what would be lost, unless --fresh.
-entries() { { nfbox_ctl set list blocked; nfbox_ctl set list vip; } | grep -v '^set ' | sed 's/\texpires.*//' | sort; }
+entries() { { nfbox_ctl set list blocked; nfbox_ctl set list vip; } | grep -v '^set ' | cut -f1 | sort; }
 kill9() {
 	kill -9 "$NFBOX_PID"
 	wait "$NFBOX_PID" 2>/dev/null

@@ -183,6 +183,77 @@ static void test_save_load(void)
 	check_end();
 }
 
+/* Who added an entry and when: kept by a renewal, saved and read back
+ * (the old three-field lines still read, with neither known); an undo
+ * puts an entry back with both. */
+static void test_origin(void)
+{
+	static const char *const names[] = { "o" };
+	struct policy *p = policy_with(names, 1);
+	struct dynsets s, t;
+	struct dyn_change c[2];
+	struct dyn_undo u = { 0 };
+	struct dyn_added did = { .undo = &u };
+	struct dyn_set *set;
+	char *buf = NULL;
+	size_t len = 0;
+	unsigned bad = 0;
+	struct diags d;
+	FILE *f;
+
+	check_begin("dynset-origin");
+	dynsets_init(&s);
+	diags_init(&d);
+	CHECK(dynsets_sync_policy(&s, p) == 0);
+	set = dynsets_find(&s, "o");
+	c[0] = ch("192.0.2.7", 0);
+	c[0].by = "rule:ssh";
+	c[0].added = 1700000000;
+	c[1] = ch("2001:db8::7", 0);
+	c[1].by = "nfbox-set";
+	CHECK(dynset_add(&s, set, c, 2, &d, NULL) == 0);
+	CHECK_EQ_STR(dyn_entry_by(&s, &set->v[0][0]), "rule:ssh");
+	CHECK(set->v[0][0].added == 1700000000);
+	CHECK_EQ_STR(dyn_entry_by(&s, &set->v[1][0]), "nfbox-set");
+	CHECK(set->v[1][0].added >= 1700000000); /* now */
+	/* a renewal by someone else keeps who added it first, and when */
+	c[0].by = "nfbox-set";
+	c[0].added = 0;
+	CHECK(dynset_add(&s, set, c, 1, &d, &did) == 0 && did.renewed == 1);
+	CHECK_EQ_STR(dyn_entry_by(&s, &set->v[0][0]), "rule:ssh");
+	CHECK(set->v[0][0].added == 1700000000);
+	/* undone: the renewal taken back, the entry as it was */
+	dynset_undo(&s, set, &u);
+	dyn_undo_free(&u);
+	CHECK(set->n[0] == 1 && set->v[0][0].added == 1700000000);
+	CHECK_EQ_STR(dyn_entry_by(&s, &set->v[0][0]), "rule:ssh");
+	f = open_memstream(&buf, &len);
+	dynsets_save(&s, f);
+	fclose(f);
+	f = fmemopen(buf, len, "r");
+	CHECK(dynsets_load(&t, f, 0, &bad) == 0);
+	fclose(f);
+	set = dynsets_find(&t, "o");
+	CHECK(set && set->n[0] == 1 && set->v[0][0].added == 1700000000);
+	CHECK(set && !strcmp(dyn_entry_by(&t, &set->v[0][0]), "rule:ssh"));
+	dynsets_free(&t);
+	{
+		static const char old[] = "nfbox-dynsets 1\nset o 1\ne o 192.0.2.9 0\n";
+
+		f = fmemopen((char *)old, sizeof(old) - 1, "r");
+	}
+	CHECK(dynsets_load(&t, f, 0, &bad) == 0);
+	fclose(f);
+	set = dynsets_find(&t, "o");
+	CHECK(set && set->n[0] == 1 && !set->v[0][0].added && !*dyn_entry_by(&t, &set->v[0][0]));
+	dynsets_free(&t);
+	free(buf);
+	diags_free(&d);
+	dynsets_free(&s);
+	free_policy(p);
+	check_end();
+}
+
 /* Random adds and deletes of small IPv4 prefixes against a bitmap model of
  * 192.0.2.0/24: the store accepts an add exactly when no address of it is
  * taken by another entry, and stays sorted. */
@@ -288,6 +359,7 @@ static void test_undo(void)
 
 int main(void)
 {
+	test_origin();
 	test_undo();
 	test_overlap_and_renew();
 	test_ids_follow_names();

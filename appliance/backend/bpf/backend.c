@@ -174,6 +174,7 @@ static void bpf_close(struct backend *b)
 		return;
 	bb = bpf_of(b);
 	early_close(bb->early);
+	bpf_conns_close(bb);
 	bpf_events_close(bb);
 	bpf_rejects_close(bb);
 	engine_close(bb->e);
@@ -242,6 +243,7 @@ static void bpf_tick(struct backend *b)
 	struct bpf_backend *bb = bpf_of(b);
 
 	bpf_events_tick(bb);
+	bpf_conns_tick(bb);
 	engine_settle(bb->e); /* a reload is answered: free the policy it replaced */
 }
 
@@ -306,6 +308,7 @@ static void bpf_in_force_now(struct backend *b, const struct loaded *cur)
 	struct bpf_backend *bb = bpf_of(b);
 	struct diags d;
 
+	bpf_conns_follow(bb, cur->pol);
 	if (!bb->early)
 		return;
 	diags_init(&d);
@@ -321,6 +324,7 @@ static void bpf_retire(struct backend *b)
 	struct bpf_backend *bb = bpf_of(b);
 
 	engine_unhook(bb->e);
+	bpf_conns_close(bb);
 	bb->dyn_synced = false;
 	early_remove(bb); /* the nftables backend drops them at ingress */
 }

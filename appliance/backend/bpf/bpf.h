@@ -10,6 +10,7 @@
 struct ring_buffer;
 struct rejecter;
 struct early;
+struct ctev;
 
 struct bpf_backend {
 	struct backend b;
@@ -22,6 +23,14 @@ struct bpf_backend {
 	uint64_t log_dropped_seen; /* NFB_CNT_LOG_DROPPED already told to the sink */
 	struct rejecter *rejecter; /* rejects.c */
 	struct early *early;	   /* rules with early: true at XDP (early/), NULL until a policy has one */
+	/* conns.c: connection limits' counts given back */
+	struct ctev *ct; /* conntrack's events, while the policy has connection limits */
+	struct handler ct_h;
+	bool conns_verify_all;		    /* ask about every counted connection on the next pass */
+	bool conns_walking, conns_pass_all; /* a sweep under way (over several ticks), and of all */
+	bool conns_at_start;
+	struct nfb_conn_key conns_cursor;
+	uint64_t conns_released, conns_release_failed, conns_events_lost;
 };
 
 static inline struct bpf_backend *bpf_of(struct backend *b)
@@ -48,6 +57,13 @@ int bpf_rejects_open(struct bpf_backend *bb, struct diags *d);
 void bpf_rejects_close(struct bpf_backend *bb);
 void bpf_rejects_counts(const struct bpf_backend *bb, uint64_t *sent, uint64_t *send_failed, uint64_t *unanswerable);
 void bpf_rejects_zero(struct bpf_backend *bb);
+
+/* conns.c: the connections counted by connection limits, given back when
+ * conntrack forgets them or TCP closes them; follow the policy in force
+ * (listening while it has connection limits), sweep once a second. */
+void bpf_conns_follow(struct bpf_backend *bb, const struct policy *p);
+void bpf_conns_tick(struct bpf_backend *bb);
+void bpf_conns_close(struct bpf_backend *bb);
 
 /* dyn.c: the dynamic sets in the classifier's tries. */
 int bpf_dyn_apply(struct backend *b, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,

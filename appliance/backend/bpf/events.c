@@ -42,7 +42,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		.ts = wall_time_of(ev->ts_ns),
 		.hook = ev->hook < NFB_HOOK_MAX ? policy_hook_name((enum policy_hook)ev->hook) : "?",
 		.rule = rule ? rule : "?",
-		.action = policy_action_name((enum policy_action)ev->action),
+		.action = ev->action == NFB_ACT_OVERLOAD ? "overload"
+							 : policy_action_name((enum policy_action)ev->action),
 		.af = ev->family == NFB_FAM_IPV4 ? AF_INET : AF_INET6,
 		.proto = ev->proto,
 		.sport = ev->sport,
@@ -54,6 +55,8 @@ static int on_event(void *ctx, void *data, size_t size)
 	memcpy(v.src, ev->saddr, 16);
 	memcpy(v.dst, ev->daddr, 16);
 	sink->verdict(sink->arg, &v);
+	if (ev->action == NFB_ACT_OVERLOAD && sink->overload)
+		sink->overload(sink->oarg, &v);
 	return 0;
 }
 

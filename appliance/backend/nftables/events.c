@@ -92,6 +92,8 @@ static void on_nflog_packet(const struct nflog_packet *pk, void *arg)
 		return;
 	}
 	sink->verdict(sink->arg, &v);
+	if (!strcmp(action, "overload") && sink->overload)
+		sink->overload(sink->oarg, &v);
 }
 
 static void on_nflog(struct handler *h, uint32_t events)

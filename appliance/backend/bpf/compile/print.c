@@ -122,8 +122,8 @@ static void rule_summary(const struct rule *r, FILE *f)
 				first = 0;
 			}
 	}
-	if (r->limit.rate.n) {
-		char buf[64];
+	if (policy_has_limit(&r->limit)) {
+		char buf[160];
 
 		policy_limit_format(&r->limit, buf, sizeof(buf));
 		fprintf(f, " limit %s", buf);
@@ -406,13 +406,21 @@ static void json_rules(const struct plan_hook *h, struct json *j)
 		json_kv_str(j, "comment", r->comment);
 		if (r->action == POLICY_REJECT)
 			json_kv_str(j, "reject_with", policy_reject_names[r->reject_with]);
-		if (r->limit.rate.n) {
+		if (policy_has_limit(&r->limit)) {
 			json_key(j, "limit");
 			json_object_begin(j);
-			json_kv_u64(j, "rate", r->limit.rate.n);
-			json_kv_str(j, "per", policy_rate_unit(r->limit.rate.per));
-			json_kv_u64(j, "burst", r->limit.burst);
+			if (r->limit.conns) {
+				json_kv_u64(j, "connections", r->limit.conns);
+			} else {
+				json_kv_u64(j, "rate", r->limit.rate.n);
+				json_kv_str(j, "per", policy_rate_unit(r->limit.rate.per));
+				json_kv_u64(j, "burst", r->limit.burst);
+			}
 			json_kv_str(j, "bucket", r->limit.per_source ? "source" : "rule");
+			if (r->limit.overload) {
+				json_kv_str(j, "overload", r->limit.overload);
+				json_kv_u64(j, "overload_timeout", r->limit.overload_timeout);
+			}
 			json_object_end(j);
 		}
 		json_match(r, j);

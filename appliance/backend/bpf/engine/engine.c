@@ -41,6 +41,9 @@ static const char *const map_names[EM_COUNT] = {
 	[EM_DYN4] = "nfb_dyn4",
 	[EM_DYN6] = "nfb_dyn6",
 	[EM_DYN_NAMES] = "nfb_dyn_names",
+	[EM_CONNS] = "nfb_conns",
+	[EM_CONN_COUNT] = "nfb_conn_count",
+	[EM_OVERLOAD_SEEN] = "nfb_overload_seen",
 };
 
 /* nfbox's hook and family numbers are the policy's (names written once, in
@@ -147,6 +150,11 @@ static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 			"the state pinned in %s enforces another network namespace (cookie %llu, this one %llu): give "
 			"each appliance its own --pin-dir, or replace the stale state with 'nfbox run --fresh'",
 			e->pin_dir, (unsigned long long)ctl.netns_cookie, (unsigned long long)cookie);
+	if (engine_path(path, sizeof(path), e, "", "release") < 0 || (e->release_fd = bpf_obj_get(path)) < 0)
+		return diag_fail(d, -ENOENT,
+				 "pinned state in %s is incomplete (program release is missing); remove the pin "
+				 "directory or run 'nfbox run --fresh'",
+				 e->pin_dir);
 	e->netns_cookie = cookie;
 	e->active_gen = ctl.active_gen & 1;
 	if (adopt_counters(e) < 0)
@@ -217,13 +225,18 @@ static int load_fresh(struct engine *e, struct nfbox_filter_bpf *skel, uint64_t 
 	if ((e->pin_dir && (r = make_pin_dirs(e, d)) < 0) || (r = take_maps(e, skel, d)) < 0)
 		return r;
 	e->prog_fd = dup(bpf_program__fd(skel->progs.nfbox_filter));
+	e->release_fd = dup(bpf_program__fd(skel->progs.nfbox_conn_release));
 	e->netns_cookie = cookie;
 	if (bpf_map_update_elem(e->map_fd[EM_CTL], &zero, &ctl, BPF_ANY) < 0)
 		return diag_errno(d, -errno, "cannot write the classifier's control map");
 	e->active_gen = 1; /* so the first load goes to generation 0 */
 	if (!e->pin_dir)
 		return 0;
-	/* The program is pinned last: its pin marks the state as complete. */
+	engine_path(path, sizeof(path), e, "", "release");
+	unlink(path);
+	if (bpf_obj_pin(e->release_fd, path) < 0)
+		return diag_errno(d, -errno, "cannot pin the program %s", path);
+	/* The classifier is pinned last: its pin marks the state as complete. */
 	engine_path(path, sizeof(path), e, "", "prog");
 	unlink(path);
 	if (bpf_obj_pin(e->prog_fd, path) < 0)
@@ -240,6 +253,7 @@ static struct engine *engine_alloc(const char *pin_dir)
 		return NULL;
 	}
 	e->prog_fd = -1;
+	e->release_fd = -1;
 	for (int i = 0; i < EM_COUNT; i++)
 		e->map_fd[i] = -1;
 	for (int h = 0; h < NFB_HOOK_MAX; h++)
@@ -306,6 +320,8 @@ void engine_close(struct engine *e)
 				close(e->link[h][f].fd);
 	if (e->prog_fd >= 0)
 		close(e->prog_fd);
+	if (e->release_fd >= 0)
+		close(e->release_fd);
 	free(e->pin_dir);
 	free(e);
 }
@@ -329,6 +345,8 @@ void engine_destroy_pins(struct engine *e)
 	if (!e->pin_dir)
 		return;
 	engine_path(path, sizeof(path), e, "", "prog");
+	unlink(path);
+	engine_path(path, sizeof(path), e, "", "release");
 	unlink(path);
 	for (int i = 0; i < EM_COUNT; i++) {
 		engine_path(path, sizeof(path), e, "maps", map_names[i]);
@@ -520,6 +538,18 @@ int engine_events_fd(const struct engine *e)
 int engine_rejects_fd(const struct engine *e)
 {
 	return e->map_fd[EM_REJECTS];
+}
+
+int engine_conn_release(const struct engine *e, const struct nfb_conn_key *k)
+{
+	struct nfb_conn_key arg = *k;
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &arg, .ctx_size_in = sizeof(arg));
+
+	if (!e || e->release_fd < 0)
+		return -EBADF;
+	if (bpf_prog_test_run_opts(e->release_fd, &o) < 0)
+		return -errno;
+	return (int)o.retval;
 }
 
 int engine_prog_fd(const struct engine *e)

@@ -19,8 +19,10 @@
  * 8: maps sized to the policy: counters and limit state per generation
  *    (nfb_counters, nfb_fixed), port pages, rule_base, nfb_meter an outer.
  * 9: address ranges (nfb_addr4, nfb_addr6 arrays, nfb_hook_cfg.range)
- *    instead of LPM tries; a vector's R[0] holds its top summary. */
-#define NFB_ABI_VERSION 10
+ *    instead of LPM tries; a vector's R[0] holds its top summary.
+ * 11: connection limits (nfb_conns, nfb_conn_count, nfb_overload_seen, the
+ *    pinned release program; nfb_limit_cfg.conns). */
+#define NFB_ABI_VERSION 11
 
 enum engine_map {
 	EM_CTL,
@@ -42,6 +44,9 @@ enum engine_map {
 	EM_DYN4,
 	EM_DYN6,
 	EM_DYN_NAMES,
+	EM_CONNS,
+	EM_CONN_COUNT,
+	EM_OVERLOAD_SEEN,
 	EM_COUNT,
 };
 
@@ -63,6 +68,7 @@ struct cnt_map {
 struct engine {
 	char *pin_dir;
 	int prog_fd;
+	int release_fd; /* nfbox_conn_release */
 	int map_fd[EM_COUNT];
 	struct inner_shape shape[EM_NUM_OUTER];
 	struct engine_link link[NFB_HOOK_MAX][NFB_FAM_MAX];

@@ -272,9 +272,12 @@ struct limits {
 /* GCRA parameters of a limit (bpf/nfbox.h): the loader keeps rate within
  * 1..1e6 per period and burst within 1..1e6, so interval >= 1000 ns and
  * depth <= 1e6 * 3.6e12 ns fit in 64 bits. */
-static uint16_t limit_index(struct limits *lim, uint32_t slot, const struct policy_limit *l)
+static uint16_t limit_index(struct limits *lim, uint32_t slot, const struct policy_limit *l,
+			    const struct slot_map *slots)
 {
-	uint64_t interval = (uint64_t)l->rate.per * 1000000000ull / l->rate.n;
+	uint32_t set = l->overload_set && l->overload_set <= slots->nsets ? slots->set_id[l->overload_set - 1] : 0;
+
+	uint64_t interval = l->rate.n ? (uint64_t)l->rate.per * 1000000000ull / l->rate.n : 0;
 
 	if (lim->n >= NFB_MAX_LIMITS)
 		return 0; /* the loader refuses more; never reached */
@@ -282,7 +285,10 @@ static uint16_t limit_index(struct limits *lim, uint32_t slot, const struct poli
 		.interval_ns = interval,
 		.depth_ns = interval * l->burst,
 		.slot = slot,
-		.flags = l->per_source ? NFB_LIMIT_PER_SOURCE : 0,
+		.flags = (l->per_source ? NFB_LIMIT_PER_SOURCE : 0) | (l->conns ? NFB_LIMIT_CONNS : 0) |
+			 (l->overload ? NFB_LIMIT_OVERLOAD : 0),
+		.conns = l->conns,
+		.overload = l->overload ? set : 0,
 	};
 	return (uint16_t)++lim->n;
 }
@@ -595,10 +601,10 @@ static int gen_plan_make(struct engine *e, const struct plan *pl, const struct p
 		gp->rule_base[hk] = gp->nrules;
 		gp->nrules += h->nrules;
 		for (uint32_t bit = 0; bit < h->nrules; bit++) {
-			if (!h->rules[bit]->limit.rate.n)
+			if (!policy_has_limit(&h->rules[bit]->limit))
 				continue;
 			gp->nlimits++;
-			gp->meter |= h->rules[bit]->limit.per_source;
+			gp->meter |= h->rules[bit]->limit.per_source && !h->rules[bit]->limit.conns;
 		}
 	}
 	gp->cnt_cap = cnt_cap_for(pl, slots);
@@ -659,7 +665,9 @@ static int fill_arrays(struct gen_maps *g, const struct gen_plan *gp, const stru
 				.action = nfb_action_of(ru->action),
 				.flags = (uint8_t)((ru->log ? NFB_RULE_LOG : 0) | ru->reject_with
 											  << NFB_RULE_REJECT_SHIFT),
-				.limit = ru->limit.rate.n ? limit_index(lim, slots->rule_slot[hk][bit], &ru->limit) : 0,
+				.limit = policy_has_limit(&ru->limit)
+						 ? limit_index(lim, slots->rule_slot[hk][bit], &ru->limit, slots)
+						 : 0,
 				.counter = slots->rule_slot[hk][bit],
 				.dyn = { dyn_of(slots, &ru->from), dyn_of(slots, &ru->to) },
 			};
@@ -916,6 +924,39 @@ static void prune_meter(int meter_fd, const struct plan *pl, const struct slot_m
 	free(keep);
 }
 
+/* After a flip: the connections counted for slots that no longer have a
+ * connection limit go, with their counts (a slot given to another rule
+ * later starts from none). */
+struct conn_prune {
+	int fd;
+	const uint8_t *keep;
+};
+
+static bool conn_unused(const void *key, void *arg)
+{
+	const struct conn_prune *cp = arg;
+	struct nfb_conn_val v;
+
+	return bpf_map_lookup_elem(cp->fd, key, &v) == 0 &&
+	       (v.owner.slot >= NFB_MAX_COUNTERS || !cp->keep[v.owner.slot]);
+}
+
+static void prune_conns(struct engine *e, const struct plan *pl, const struct slot_map *slots)
+{
+	uint8_t *keep = calloc(NFB_MAX_COUNTERS, 1);
+	struct conn_prune cp = { .fd = e->map_fd[EM_CONNS], .keep = keep };
+
+	if (!keep)
+		return;
+	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
+		for (uint32_t bit = 0; bit < pl->hook[hk].nrules; bit++)
+			if (pl->hook[hk].rules[bit]->limit.conns)
+				keep[slots->rule_slot[hk][bit]] = 1;
+	engine_delete_keys(e->map_fd[EM_CONNS], sizeof(struct nfb_conn_key), conn_unused, &cp);
+	engine_delete_keys(e->map_fd[EM_CONN_COUNT], sizeof(struct nfb_meter_key), meter_unused, keep);
+	free(keep);
+}
+
 /* The inner map in slot gen of an outer, as our own fd; -1 if none. */
 static int inner_fd(struct engine *e, int em, uint32_t gen)
 {
@@ -1094,6 +1135,7 @@ int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob 
 	meter_fd = g.fd[GM(EM_METER)];
 	if (meter_fd >= 0)
 		prune_meter(meter_fd, pl, slots);
+	prune_conns(e, pl, slots);
 	e->generation++;
 	return r;
 }

@@ -498,6 +498,53 @@ static int tcp_only(const struct nfr_rule *r, const struct rule *ru)
 	return ru->proto == IPPROTO_TCP ? 1 : -1;
 }
 
+/* The family first, as nft writes the dependency of `ip saddr` (the
+ * ruleset then lists as the plan prints it). */
+static void nfproto_first(struct nfr_rule *r, uint8_t fam)
+{
+	if (has_match(r, NFR_M_NFPROTO))
+		return;
+	match_nfproto(r, fam);
+	if (!r->full) { /* appended: rotated to the front */
+		struct nfr_match m = r->m[r->nm - 1];
+
+		memmove(&r->m[1], &r->m[0], (r->nm - 1) * sizeof(r->m[0]));
+		r->m[0] = m;
+	}
+}
+
+/* The rule's connection limit as a match on r: its own count (ct count),
+ * or per source its family's set of counts, made on first use. An element
+ * goes once its count is zero (the kernel's garbage collection), never by
+ * a timeout, which would forget live connections. */
+static void conn_match(struct emit *e, struct nfr_rule *r, uint8_t fam)
+{
+	const struct policy_limit *l = &e->ru->limit;
+	char name[NFR_NAME];
+	struct nfr_stmt *s;
+	const struct nfr_set *set = NULL;
+
+	if (l->per_source) {
+		snprintf(name, sizeof(name), "c%c_%s_%s", fam == POLICY_FAM_IPV4 ? '4' : '6', policy_hook_name(e->h),
+			 e->ru->name);
+		if (!(set = nfr_set_find(e->c->t, name))) {
+			struct nfr_set *ns =
+				nfr_set_new(e->c->t, name, fam == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6, false);
+
+			if (!ns)
+				return;
+			ns->dynamic = true;
+			ns->size = NFT_CONN_OWNERS;
+			set = ns;
+		}
+		nfproto_first(r, fam);
+	}
+	s = s_add(r, NFR_S_CONNLIMIT, NULL);
+	s->set = set;
+	s->family = fam;
+	s->value = l->conns;
+}
+
 /* The rule's limit as a match on r: its named limit, or (per source) its
  * family's set of buckets, made on first use. */
 static void limit_match(struct emit *e, struct nfr_rule *r, uint8_t fam)
@@ -532,17 +579,7 @@ static void limit_match(struct emit *e, struct nfr_rule *r, uint8_t fam)
 		ns->timeout_s = fill < 1 ? 1 : fill;
 		set = ns;
 	}
-	/* The family first, as nft writes the dependency of `ip saddr` (the
-	 * ruleset then lists as the plan prints it). */
-	if (!has_match(r, NFR_M_NFPROTO)) {
-		match_nfproto(r, fam);
-		if (!r->full) { /* appended: rotated to the front */
-			struct nfr_match m = r->m[r->nm - 1];
-
-			memmove(&r->m[1], &r->m[0], (r->nm - 1) * sizeof(r->m[0]));
-			r->m[0] = m;
-		}
-	}
+	nfproto_first(r, fam);
 	s = s_add(r, NFR_S_METER, NULL);
 	s->set = set;
 	s->family = fam;
@@ -562,7 +599,10 @@ static void emit_limited(struct emit *e, const struct nfr_rule *base)
 	struct nfr_rule r = *base, over = *base;
 	char name[NFR_NAME];
 
-	limit_match(e, &r, e->fam);
+	if (e->ru->limit.conns)
+		conn_match(e, &r, e->fam);
+	else
+		limit_match(e, &r, e->fam);
 	if (e->ru->log || e->ru->action == POLICY_REJECT) {
 		struct nfr_chain ch = { 0 };
 		struct nfr_rule in = *base;
@@ -580,12 +620,24 @@ static void emit_limited(struct emit *e, const struct nfr_rule *base)
 	nft_over_limit_counter_name(name, sizeof(name), e->h, e->ru->name);
 	counter(e->c, name);
 	s_add(&over, NFR_S_COUNTER, name);
+	if (e->ru->limit.overload) {
+		/* The daemon puts the source into the overload set when it
+		 * hears of it: NFLOG, at most NFT_OVERLOAD_RATE a second. */
+		struct nfr_stmt *s;
+
+		if (!nfr_limit_find(e->c->t, "x_overload"))
+			nfr_limit_add(e->c->t, "x_overload", NFT_OVERLOAD_RATE, 1, NFT_OVERLOAD_RATE);
+		s_add(&over, NFR_S_LIMIT, "x_overload");
+		s = s_add(&over, NFR_S_LOG, NULL);
+		snprintf(s->name, sizeof(s->name), "%s overload %s", policy_hook_name(e->h), e->ru->name);
+		s->value = NFT_NFLOG_GROUP;
+	}
 	nfr_rule_add(e->c->t, &over, e->what);
 }
 
 static void emit_verdict(struct emit *e, const struct nfr_rule *base)
 {
-	if (e->ru->limit.rate.n)
+	if (policy_has_limit(&e->ru->limit))
 		emit_limited(e, base);
 	else
 		emit_verdict_rules(e, base);
@@ -822,7 +874,7 @@ static bool iface_eq(const struct iface_match *a, const struct iface_match *b)
 
 static bool mergeable(const struct rule *r)
 {
-	return !r->limit.rate.n && !iface_none(&r->in) && !iface_none(&r->out) &&
+	return !policy_has_limit(&r->limit) && !iface_none(&r->in) && !iface_none(&r->out) &&
 	       (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && !r->nicmp && !r->service.any &&
 	       r->sport.any && !r->synproxy;
 }

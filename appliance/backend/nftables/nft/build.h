@@ -25,6 +25,11 @@ struct dynsets;
 
 /* Buckets of one per-source limit, as the BPF classifier's nfb_meter. */
 #define NFT_METER_SIZE 65536
+/* Counts of one per-source connection limit, as the classifier's
+ * nfb_conn_count. */
+#define NFT_CONN_OWNERS 65536
+/* Overload events (limit: { overload: }) to the daemon, a second. */
+#define NFT_OVERLOAD_RATE 100
 
 /* The NFLOG group the nftables backend logs verdict events to. */
 #define NFT_NFLOG_GROUP 6770

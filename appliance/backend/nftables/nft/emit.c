@@ -386,6 +386,23 @@ static void s_nat(struct nftnl_rule *r, const struct nfr_stmt *s)
 	}
 }
 
+/* dynset OP @SET { ip/ip6 saddr NESTED }: the set's element for the
+ * packet's source, and the nested expression (a limit, a connection count;
+ * NULL: none, out of memory) evaluated on it. */
+static void e_dynset_saddr(struct nftnl_rule *r, const struct nfr_stmt *s, uint32_t op, struct nftnl_expr *nested)
+{
+	struct nftnl_expr *e;
+
+	e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, s->family == POLICY_FAM_IPV4 ? 12 : 8, addr_len(s->family));
+	e = expr(r, "dynset");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_SREG_KEY, REG1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_OP, op);
+	nftnl_expr_set_str(e, NFTNL_EXPR_DYNSET_SET_NAME, s->set->name);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_SET_ID, s->set->id);
+	if (nested)
+		nftnl_expr_set(e, NFTNL_EXPR_DYNSET_EXPR, nested, 0);
+}
+
 static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
 {
 	uint16_t port = htons(s->port);
@@ -449,24 +466,28 @@ static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
 		break;
 	}
 	case NFR_S_METER:
-		e_payload(r, NFT_PAYLOAD_NETWORK_HEADER, s->family == POLICY_FAM_IPV4 ? 12 : 8, addr_len(s->family));
-		e = expr(r, "dynset");
-		nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_SREG_KEY, REG1);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_OP, NFT_DYNSET_OP_UPDATE);
-		nftnl_expr_set_str(e, NFTNL_EXPR_DYNSET_SET_NAME, s->set->name);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_DYNSET_SET_ID, s->set->id);
-		{
-			struct nftnl_expr *l = nftnl_expr_alloc("limit");
-
-			if (l) {
-				nftnl_expr_set_u64(l, NFTNL_EXPR_LIMIT_RATE, s->rate);
-				nftnl_expr_set_u64(l, NFTNL_EXPR_LIMIT_UNIT, s->per ? s->per : 1);
-				nftnl_expr_set_u32(l, NFTNL_EXPR_LIMIT_BURST, s->burst);
-				nftnl_expr_set_u32(l, NFTNL_EXPR_LIMIT_TYPE, NFT_LIMIT_PKTS);
-				nftnl_expr_set_u32(l, NFTNL_EXPR_LIMIT_FLAGS, 0);
-				nftnl_expr_set(e, NFTNL_EXPR_DYNSET_EXPR, l, 0);
-			}
+		e = nftnl_expr_alloc("limit");
+		if (e) {
+			nftnl_expr_set_u64(e, NFTNL_EXPR_LIMIT_RATE, s->rate);
+			nftnl_expr_set_u64(e, NFTNL_EXPR_LIMIT_UNIT, s->per ? s->per : 1);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_BURST, s->burst);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_TYPE, NFT_LIMIT_PKTS);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_LIMIT_FLAGS, 0);
 		}
+		e_dynset_saddr(r, s, NFT_DYNSET_OP_UPDATE, e);
+		break;
+	case NFR_S_CONNLIMIT:
+		e = nftnl_expr_alloc("connlimit");
+		if (e) {
+			nftnl_expr_set_u32(e, NFTNL_EXPR_CONNLIMIT_COUNT, s->value);
+			nftnl_expr_set_u32(e, NFTNL_EXPR_CONNLIMIT_FLAGS, 0);
+		}
+		if (!s->set) {
+			if (e)
+				nftnl_rule_add_expr(r, e);
+			break;
+		}
+		e_dynset_saddr(r, s, NFT_DYNSET_OP_ADD, e);
 		break;
 	case NFR_S_REDIRECT:
 		e_imm(r, REG1, &port, 2);
@@ -656,8 +677,9 @@ static struct nftnl_set *set_alloc(const struct nfr_set *s)
 	if (s->timeout)
 		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, NFT_SET_INTERVAL | NFT_SET_TIMEOUT);
 	if (s->dynamic) {
-		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, NFT_SET_TIMEOUT | NFT_SET_EVAL);
-		nftnl_set_set_u64(ns, NFTNL_SET_TIMEOUT, s->timeout_s * 1000);
+		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, (s->timeout_s ? NFT_SET_TIMEOUT : 0) | NFT_SET_EVAL);
+		if (s->timeout_s)
+			nftnl_set_set_u64(ns, NFTNL_SET_TIMEOUT, s->timeout_s * 1000);
 		nftnl_set_set_u32(ns, NFTNL_SET_DESC_SIZE, s->size);
 	}
 	return ns;
@@ -975,10 +997,21 @@ static bool chain_kept(const struct nfr_table *t, const struct nfr_chain *old)
 	return false;
 }
 
+/* A set of connection counts (a connection limit's, per source) that the
+ * new table has too: it stays, and with it the counts (a NEWSET of the
+ * same set changes nothing). */
+static bool counts_kept(const struct nfr_table *t, const char *name)
+{
+	const struct nfr_set *s = nfr_set_find(t, name);
+
+	return s && s->dynamic && !s->timeout_s;
+}
+
 /*
  * In place: every rule deleted (one message for the table), the last
  * table's sets, limits and chains deleted, except the base chains the new
- * table has alike, and then the new table's put in. A base chain that
+ * table has alike and the connection counts it has too, and then the new
+ * table's put in. A base chain that
  * stays is never unregistered from its hook: replacing the table whole
  * (below) did that, and packets of established flows that crossed the
  * hooks during the commit were lost (TCP retransmissions with
@@ -1006,8 +1039,9 @@ static int put_in_place(struct nft_batch *b, const struct nfr_table *t)
 	nftnl_rule_nlmsg_build_payload(nlh, all);
 	nftnl_rule_free(all);
 	nft_batch_note(b, DIAG_NOWHERE, NFT_TABLE_WHAT);
-	for (uint32_t i = 0; i < last.nsets && !r; i++)
-		r = put_del(b, NFT_MSG_DELSET, last.names[k++], 0);
+	for (uint32_t i = 0; i < last.nsets && !r; i++, k++)
+		if (!counts_kept(t, last.names[k]))
+			r = put_del(b, NFT_MSG_DELSET, last.names[k], 0);
 	k += last.nmaps + last.ncounters;
 	for (uint32_t i = 0; i < last.nlimits && !r; i++)
 		r = put_del(b, NFT_MSG_DELOBJ, last.names[k++], NFT_OBJECT_LIMIT);

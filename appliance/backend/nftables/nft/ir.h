@@ -39,7 +39,9 @@ struct nfr_set {
 	bool interval;
 	bool objmap;	    /* a counter map: each element names its counter */
 	bool bound;	    /* anonymous: used by a rule already (the kernel binds it to one) */
-	bool dynamic;	    /* filled by the packet path (a meter): flags dynamic,timeout */
+	bool dynamic;	    /* filled by the packet path (a meter): flags dynamic, and timeout
+			       unless timeout_s is 0 (connection counts: an element goes when
+			       its count is zero) */
 	bool timeout;	    /* a dynamic set of the policy: flags interval,timeout, changed by
 				 nfbox set (elements added and deleted at run time, each with a timeout) */
 	uint64_t timeout_s; /* dynamic: an element not updated for this long goes */
@@ -96,6 +98,8 @@ enum nfr_stmt_kind {
 			      and matches (a key not in the map ends the rule) */
 	NFR_S_METER,	   /* update @SET { ip/ip6 saddr limit rate R/PER burst B packets }:
 			    a bucket per source; over its limit the rule ends (a match) */
+	NFR_S_CONNLIMIT,   /* add @SET { ip/ip6 saddr ct count N } (a set: per source), or
+			      ct count N (none: the rule's): over N the rule ends (a match) */
 	NFR_S_NOTRACK,	   /* notrack */
 	NFR_S_SYNPROXY,	   /* synproxy mss PORT wscale VALUE sack-perm */
 };
@@ -107,7 +111,7 @@ struct nfr_stmt {
 	uint8_t family;
 	uint8_t addr_lo[16], addr_hi[16];
 	uint16_t port;
-	const struct nfr_set *set; /* NFR_S_COUNTER_MAP, NFR_S_METER */
+	const struct nfr_set *set; /* NFR_S_COUNTER_MAP, NFR_S_METER, NFR_S_CONNLIMIT */
 	uint32_t rate, per, burst; /* NFR_S_METER (family: the address's) */
 };
 

@@ -267,6 +267,12 @@ static void print_stmt(const struct nfr_table *t, const struct nfr_stmt *s, FILE
 		fputs("counter name meta l4proto . th dport map ", f);
 		print_set_ref(t, s->set, f);
 		break;
+	case NFR_S_CONNLIMIT:
+		if (s->set)
+			fprintf(f, "add @%s { %s saddr ct count %u }", s->set->name, ip, s->value);
+		else
+			fprintf(f, "ct count %u", s->value);
+		break;
 	case NFR_S_METER:
 		fprintf(f, "update @%s { %s saddr limit rate %u/%s burst %u packets }", s->set->name, ip, s->rate,
 			policy_rate_unit(s->per), s->burst);
@@ -338,7 +344,9 @@ void nfr_print(const struct nfr_table *t, FILE *f)
 			fputs("\t\tflags interval,timeout\n", f);
 		else if (s->interval)
 			fputs("\t\tflags interval\n", f);
-		if (s->dynamic) {
+		if (s->dynamic && !s->timeout_s) {
+			fprintf(f, "\t\tsize %u\n\t\tflags dynamic\n", s->size);
+		} else if (s->dynamic) {
 			fprintf(f, "\t\tsize %u\n\t\tflags dynamic,timeout\n\t\ttimeout ", s->size);
 			print_seconds(s->timeout_s, f);
 			fputc('\n', f);

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include "netlink/ctevents.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <libmnl/libmnl.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netfilter/nfnetlink_conntrack.h>
+#include <linux/netfilter/nf_conntrack_tcp.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define CTEV_RCVBUF	(8 * 1024 * 1024) /* asked of SO_RCVBUF(FORCE) */
+#define CTEV_BUF	(64u * 1024)
+#define CTEV_TIMEOUT_MS 2000
+
+/* enum tcp_conntrack (not in the uapi headers) */
+#define TCP_CT_TIME_WAIT 7
+#define TCP_CT_CLOSE	 8
+
+struct ctev {
+	struct mnl_socket *ev;	/* the events */
+	struct mnl_socket *ask; /* ctev_alive's questions */
+	uint8_t *buf;
+	size_t rcvbuf;
+	uint32_t seq;
+};
+
+static struct mnl_socket *nl_open(unsigned groups)
+{
+	struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (!nl)
+		return NULL;
+	if (mnl_socket_bind(nl, groups, MNL_SOCKET_AUTOPID) < 0) {
+		int e = errno;
+
+		mnl_socket_close(nl);
+		errno = e;
+		return NULL;
+	}
+	return nl;
+}
+
+void ctev_close(struct ctev *c)
+{
+	if (!c)
+		return;
+	if (c->ev)
+		mnl_socket_close(c->ev);
+	if (c->ask)
+		mnl_socket_close(c->ask);
+	free(c->buf);
+	free(c);
+}
+
+int ctev_open(struct ctev **out)
+{
+	struct ctev *c = calloc(1, sizeof(*c));
+	int size = CTEV_RCVBUF, fd, r;
+	socklen_t sl = sizeof(size);
+
+	if (!c || !(c->buf = malloc(CTEV_BUF))) {
+		ctev_close(c);
+		return -ENOMEM;
+	}
+	if (!(c->ev = nl_open(NF_NETLINK_CONNTRACK_UPDATE | NF_NETLINK_CONNTRACK_DESTROY)) || !(c->ask = nl_open(0))) {
+		r = -errno;
+		ctev_close(c);
+		return r;
+	}
+	fd = mnl_socket_get_fd(c->ev);
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof(size)) < 0)
+		setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+	if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, &sl) < 0 || size <= 0)
+		size = CTEV_RCVBUF;
+	c->rcvbuf = (size_t)size;
+	*out = c;
+	return 0;
+}
+
+int ctev_fd(const struct ctev *c)
+{
+	return mnl_socket_get_fd(c->ev);
+}
+
+/* ---- parsing ------------------------------------------------------------- */
+
+struct nest {
+	const struct nlattr *tb[CTA_MAX + 1 > CTA_PROTO_MAX + 1 ? CTA_MAX + 1 : CTA_PROTO_MAX + 1];
+	uint16_t max;
+};
+
+static int nest_cb(const struct nlattr *a, void *arg)
+{
+	struct nest *n = arg;
+	uint16_t type = mnl_attr_get_type(a);
+
+	if (type <= n->max && mnl_attr_type_valid(a, n->max) > 0)
+		n->tb[type] = a;
+	return MNL_CB_OK;
+}
+
+static int parse_nest(const struct nlattr *a, uint16_t max, struct nest *n)
+{
+	memset(n, 0, sizeof(*n));
+	n->max = max;
+	return mnl_attr_parse_nested(a, nest_cb, n) < 0 ? -EINVAL : 0;
+}
+
+static int copy_attr(const struct nlattr *a, void *to, size_t len)
+{
+	if (!a || mnl_attr_get_payload_len(a) < len)
+		return -EINVAL;
+	memcpy(to, mnl_attr_get_payload(a), len);
+	return 0;
+}
+
+static int parse_tuple(const struct nlattr *orig, uint8_t af, struct ct_tuple *t)
+{
+	struct nest tu, ip, pr;
+	size_t alen = af == AF_INET ? 4 : 16;
+
+	memset(t, 0, sizeof(*t));
+	t->af = af;
+	if (!orig || parse_nest(orig, CTA_TUPLE_MAX, &tu) < 0 || !tu.tb[CTA_TUPLE_IP] || !tu.tb[CTA_TUPLE_PROTO] ||
+	    parse_nest(tu.tb[CTA_TUPLE_IP], CTA_IP_MAX, &ip) < 0 ||
+	    parse_nest(tu.tb[CTA_TUPLE_PROTO], CTA_PROTO_MAX, &pr) < 0)
+		return -EINVAL;
+	if (copy_attr(ip.tb[af == AF_INET ? CTA_IP_V4_SRC : CTA_IP_V6_SRC], t->src, alen) < 0 ||
+	    copy_attr(ip.tb[af == AF_INET ? CTA_IP_V4_DST : CTA_IP_V6_DST], t->dst, alen) < 0 ||
+	    copy_attr(pr.tb[CTA_PROTO_NUM], &t->proto, 1) < 0)
+		return -EINVAL;
+	if (t->proto == IPPROTO_ICMP || t->proto == IPPROTO_ICMPV6) {
+		bool v4 = t->proto == IPPROTO_ICMP;
+
+		copy_attr(pr.tb[v4 ? CTA_PROTO_ICMP_ID : CTA_PROTO_ICMPV6_ID], t->sport, 2);
+		copy_attr(pr.tb[v4 ? CTA_PROTO_ICMP_TYPE : CTA_PROTO_ICMPV6_TYPE], &t->dport[0], 1);
+		copy_attr(pr.tb[v4 ? CTA_PROTO_ICMP_CODE : CTA_PROTO_ICMPV6_CODE], &t->dport[1], 1);
+	} else {
+		copy_attr(pr.tb[CTA_PROTO_SRC_PORT], t->sport, 2);
+		copy_attr(pr.tb[CTA_PROTO_DST_PORT], t->dport, 2);
+	}
+	return 0;
+}
+
+/* TCP's state in CTA_PROTOINFO, -1 if none. */
+static int tcp_state(const struct nlattr *pi)
+{
+	struct nest p, tcp;
+	uint8_t st;
+
+	if (!pi || parse_nest(pi, CTA_PROTOINFO_MAX, &p) < 0 || !p.tb[CTA_PROTOINFO_TCP] ||
+	    parse_nest(p.tb[CTA_PROTOINFO_TCP], CTA_PROTOINFO_TCP_MAX, &tcp) < 0 ||
+	    copy_attr(tcp.tb[CTA_PROTOINFO_TCP_STATE], &st, 1) < 0)
+		return -1;
+	return st;
+}
+
+static bool closed(int st)
+{
+	return st == TCP_CT_TIME_WAIT || st == TCP_CT_CLOSE;
+}
+
+/* The message's tuple and TCP state (-1 if none). */
+static int parse_ct(const struct nlmsghdr *nlh, struct ct_tuple *t, int *st)
+{
+	const struct nfgenmsg *g;
+	struct nest n;
+
+	if (mnl_nlmsg_get_payload_len(nlh) < sizeof(*g))
+		return -EINVAL;
+	g = mnl_nlmsg_get_payload(nlh);
+	if (g->nfgen_family != AF_INET && g->nfgen_family != AF_INET6)
+		return -EINVAL;
+	memset(&n, 0, sizeof(n));
+	n.max = CTA_MAX;
+	if (mnl_attr_parse(nlh, sizeof(*g), nest_cb, &n) < 0)
+		return -EINVAL;
+	*st = tcp_state(n.tb[CTA_PROTOINFO]);
+	return parse_tuple(n.tb[CTA_TUPLE_ORIG], g->nfgen_family, t);
+}
+
+int ctev_parse(const struct nlmsghdr *nlh, struct ct_end *out)
+{
+	uint16_t type = nlh->nlmsg_type;
+	struct ct_tuple t;
+	int st;
+
+	if (type >> 8 != NFNL_SUBSYS_CTNETLINK)
+		return 0;
+	if ((type & 0xff) != IPCTNL_MSG_CT_DELETE && (type & 0xff) != IPCTNL_MSG_CT_NEW)
+		return 0;
+	if (parse_ct(nlh, &t, &st) < 0)
+		return -EINVAL;
+	if ((type & 0xff) == IPCTNL_MSG_CT_NEW && !closed(st))
+		return 0;
+	out->t = t;
+	out->destroyed = (type & 0xff) == IPCTNL_MSG_CT_DELETE;
+	return 1;
+}
+
+int ctev_read(struct ctev *c, void (*cb)(const struct ct_end *e, void *arg), void *arg)
+{
+	size_t budget = c->rcvbuf;
+	int n = 0, lost = 0;
+
+	while (budget) {
+		ssize_t len = recv(mnl_socket_get_fd(c->ev), c->buf, CTEV_BUF, 0);
+		const struct nlmsghdr *nlh = (const struct nlmsghdr *)c->buf;
+		int left;
+
+		if (len < 0) {
+			if (errno == ENOBUFS) {
+				lost = 1;
+				continue;
+			}
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -errno;
+		}
+		budget = (size_t)len >= budget ? 0 : budget - (size_t)len;
+		for (left = (int)len; mnl_nlmsg_ok(nlh, left); nlh = mnl_nlmsg_next(nlh, &left)) {
+			struct ct_end e;
+
+			if (ctev_parse(nlh, &e) == 1) {
+				cb(&e, arg);
+				n++;
+			}
+		}
+	}
+	return lost ? -ENOBUFS : n;
+}
+
+/* ---- asking ------------------------------------------------------------- */
+
+static void put_tuple(struct nlmsghdr *nlh, const struct ct_tuple *t)
+{
+	struct nlattr *orig = mnl_attr_nest_start(nlh, CTA_TUPLE_ORIG), *ip, *pr;
+	size_t alen = t->af == AF_INET ? 4 : 16;
+	bool icmp = t->proto == IPPROTO_ICMP || t->proto == IPPROTO_ICMPV6, v4 = t->proto == IPPROTO_ICMP;
+
+	ip = mnl_attr_nest_start(nlh, CTA_TUPLE_IP);
+	mnl_attr_put(nlh, t->af == AF_INET ? CTA_IP_V4_SRC : CTA_IP_V6_SRC, alen, t->src);
+	mnl_attr_put(nlh, t->af == AF_INET ? CTA_IP_V4_DST : CTA_IP_V6_DST, alen, t->dst);
+	mnl_attr_nest_end(nlh, ip);
+	pr = mnl_attr_nest_start(nlh, CTA_TUPLE_PROTO);
+	mnl_attr_put_u8(nlh, CTA_PROTO_NUM, t->proto);
+	if (icmp) {
+		mnl_attr_put(nlh, v4 ? CTA_PROTO_ICMP_ID : CTA_PROTO_ICMPV6_ID, 2, t->sport);
+		mnl_attr_put_u8(nlh, v4 ? CTA_PROTO_ICMP_TYPE : CTA_PROTO_ICMPV6_TYPE, t->dport[0]);
+		mnl_attr_put_u8(nlh, v4 ? CTA_PROTO_ICMP_CODE : CTA_PROTO_ICMPV6_CODE, t->dport[1]);
+	} else { /* protocols without ports (conntrack's generic one) ignore them */
+		mnl_attr_put(nlh, CTA_PROTO_SRC_PORT, 2, t->sport);
+		mnl_attr_put(nlh, CTA_PROTO_DST_PORT, 2, t->dport);
+	}
+	mnl_attr_nest_end(nlh, pr);
+	mnl_attr_nest_end(nlh, orig);
+}
+
+int ctev_alive(struct ctev *c, const struct ct_tuple *t)
+{
+	char req[MNL_SOCKET_BUFFER_SIZE];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
+	struct pollfd pfd = { .fd = mnl_socket_get_fd(c->ask), .events = POLLIN };
+	struct nfgenmsg *g;
+	uint32_t seq = ++c->seq;
+	int alive = -ETIMEDOUT;
+
+	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = seq;
+	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->nfgen_family = t->af;
+	g->version = NFNETLINK_V0;
+	g->res_id = 0;
+	put_tuple(nlh, t);
+	if (mnl_socket_sendto(c->ask, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	/* The answer: the connection (then an ack), or an error. */
+	while (poll(&pfd, 1, CTEV_TIMEOUT_MS) > 0) {
+		ssize_t len = recv(pfd.fd, c->buf, CTEV_BUF, 0);
+		const struct nlmsghdr *m = (const struct nlmsghdr *)c->buf;
+		int left;
+
+		if (len < 0)
+			return errno == EAGAIN || errno == EINTR ? alive : -errno;
+		for (left = (int)len; mnl_nlmsg_ok(m, left); m = mnl_nlmsg_next(m, &left)) {
+			struct ct_tuple got;
+			int st;
+
+			if (m->nlmsg_seq != seq)
+				continue;
+			if (m->nlmsg_type == NLMSG_ERROR) {
+				const struct nlmsgerr *e = mnl_nlmsg_get_payload(m);
+
+				if (mnl_nlmsg_get_payload_len(m) < sizeof(*e))
+					return -EBADMSG;
+				if (e->error == -ENOENT)
+					return 0;
+				return e->error ? e->error : (alive == -ETIMEDOUT ? -EBADMSG : alive);
+			}
+			if (m->nlmsg_type >> 8 == NFNL_SUBSYS_CTNETLINK && parse_ct(m, &got, &st) == 0)
+				alive = !closed(st);
+		}
+	}
+	return alive;
+}

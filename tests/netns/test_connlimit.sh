@@ -1,0 +1,131 @@
+#!/bin/bash
+# Connection limits (limit: { connections: N }), on the forward hook:
+# - per source, with an overload set: a client holds 3 SSH connections, its
+#   4th is refused and puts it into the overload set at once (checked
+#   300 ms after that SYN), with the rule and time in `nfbox set list`;
+#   then an earlier rule drops everything it sends, while a second client
+#   (another source address) is not affected and has 3 of its own;
+# - per rule, without overload: 2 connections to the web port among all
+#   clients, the third refused, nobody banned;
+# - counts are given back: when the held connections close (TCP), when
+#   conntrack forgets them (conntrack -F), and after the daemon was killed
+#   while they closed (the next daemon asks conntrack about each);
+# - a reload that keeps the rule keeps its count (BPF backend).
+# Over-limit attempts are counted under the rule (over_limit).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/netns.sh
+NET=$PWD/tests/lib/net.py
+C4B=198.51.100.3 # the second client
+
+ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
+in_c ip addr add $C4B/24 dev c0
+cat >"$NS_TMP/p.yaml" <<YAML
+version: 1
+interfaces:
+  lan: [lan0]
+sets:
+  servers: [$S4, $S6]
+  overloaded: { dynamic: true }
+hooks:
+  forward: { default: drop }
+options: { established: accept }
+rules:
+  - { name: banned, in: lan, from: overloaded, action: drop }
+  - name: ssh
+    in: lan
+    to: servers
+    service: tcp/22
+    state: new
+    limit: { connections: 3, per: source, overload: overloaded, timeout: 60s }
+    action: accept
+  - { name: web, in: lan, to: servers, service: tcp/80, state: new, limit: { connections: 2 }, action: accept }
+  - { name: other, in: lan, to: servers, service: tcp/81, state: new, action: accept }
+YAML
+nfbox_start "$NS_TMP/p.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+SINKS=()
+for port in 22 80 81; do
+	ip netns exec "$NS_S" timeout 120 "$NET" tcp-sink $port 110 &
+	SINKS+=("$!")
+done
+wait_until 5 sh -c "ip netns exec '$NS_S' ss -ltn | grep -q ':81 '"
+
+declare -A HOLDER
+hold() { # NAME SRC PORT COUNT TIMEOUT: COUNT connections held in the background; output in NS_TMP/NAME
+	ip netns exec "$NS_C" timeout 100 "$NET" tcp-hold $S4 "$3" "$4" "$5" 90 "$2" >"$NS_TMP/$1" 2>&1 &
+	HOLDER[$1]=$!
+	wait_until 10 grep -q '^held' "$NS_TMP/$1"
+}
+held() { sed -n 's/^held //p' "$NS_TMP/$1"; }
+over() { # RULE: its over-limit count
+	nfbox_ctl stats --json | /usr/bin/python3 -c '
+import json, sys
+print(next((r["over_limit"] for r in json.load(sys.stdin)["rules"] if r["rule"] == sys.argv[1]), -1))' "$1"
+}
+probe() { in_c "$NET" tcp-probe "$@" | cut -d' ' -f1; } # HOST PORT TIMEOUT [SRC]
+unhold() { for n in "$@"; do kill "${HOLDER[$n]}" 2>/dev/null; done; }
+
+# Per source, with overload: three fit, the fourth does not.
+hold a1 $C4 22 3 2
+t_check three-fit [ "$(held a1)" = 3 ]
+hold a2 $C4 22 1 0.3
+t_check fourth-refused [ "$(held a2)" = 0 ]
+t_check overload-listed-at-once grep -Eq "^$C4	expires in (59|60)s	added [0-9T:-]+Z by rule ssh$" <(nfbox_ctl set list overloaded)
+t_check overload-json sh -c "'$NFBOX' set list overloaded --json --socket '$NFBOX_SOCK' | grep -q '\"by\": *\"rule ssh\"'"
+t_check over-counted [ "$(over ssh)" -ge 1 ]
+t_check overload-logged grep -q "overloaded: $C4 added by rule ssh" "$NS_TMP/nfbox.err"
+t_check banned-elsewhere [ "$(probe $S4 81 1)" = timeout ]
+t_check banned-counted [ "$(nfbox_count forward banned)" -ge 1 ]
+t_check other-source-unaffected [ "$(probe $S4 81 2 $C4B)" = open ]
+hold b1 $C4B 22 4 1
+t_check other-source-own-count [ "$(held b1)" = 3 ]
+t_check other-source-in-overload grep -q "^$C4B	" <(nfbox_ctl set list overloaded)
+nfbox_ctl set del overloaded $C4 $C4B >/dev/null
+
+# Per rule: two among all clients, the third refused, nobody banned.
+hold w1 $C4 80 1 2
+hold w2 $C4B 80 2 1
+t_check per-rule-two [ "$(held w1)$(held w2)" = 11 ]
+t_check per-rule-no-overload [ "$(nfbox_ctl set list overloaded | grep -vc '^set ')" = 0 ]
+# A reload that keeps the rules keeps their counts (with nftables, the
+# per-source ones: a rule's own ct count goes with the rule).
+nfbox_ctl reload >/dev/null
+t_check reload-keeps-source-count [ "$(probe $S4 22 1 $C4B)" = timeout ]
+nfbox_ctl set del overloaded $C4B >/dev/null
+bpf_backend && t_check reload-keeps-rule-count [ "$(probe $S4 80 1)" = timeout ]
+
+# Given back when TCP closes: the holder goes, a new connection fits.
+unhold a1 a2 b1 w1
+t_check released-on-close wait_until 5 sh -c "ip netns exec '$NS_C' '$NET' tcp-probe $S4 80 1 | grep -q ^open"
+
+# Given back when conntrack forgets: three held, flushed, three more fit.
+hold c1 $C4 22 3 2
+t_check three-again [ "$(held c1)" = 3 ]
+in_a conntrack -F >/dev/null 2>&1
+sleep 0.5
+hold c2 $C4 22 3 2
+t_check released-on-flush [ "$(held c2)" = 3 ]
+nfbox_ctl set del overloaded $C4 >/dev/null 2>&1
+in_a conntrack -F >/dev/null 2>&1
+unhold "${!HOLDER[@]}"
+sleep 0.5
+
+# The daemon killed while connections close: the next one finds out.
+hold d1 $C4 22 3 2
+t_check held-before-kill [ "$(held d1)" = 3 ]
+kill -9 "$NFBOX_PID"
+wait "$NFBOX_PID" 2>/dev/null
+NFBOX_PID=
+unhold d1
+sleep 1
+nfbox_start "$NS_TMP/p.yaml" || t_fail restart "$(cat "$NS_TMP/nfbox.err")"
+sleep 2 # the sweep runs once a second
+hold d2 $C4 22 3 2
+t_check released-while-no-daemon [ "$(held d2)" = 3 ]
+t_check still-limited [ "$(probe $S4 22 1)" = timeout ]
+
+unhold "${!HOLDER[@]}"
+kill "${SINKS[@]}" 2>/dev/null
+wait "${SINKS[@]}" "${HOLDER[@]}" 2>/dev/null
+t_done
