@@ -341,6 +341,8 @@ struct nfb_limit_cfg {
  * in. Both maps pass from generation to generation (like the dynamic sets),
  * so a reload keeps the counts; keyed by the counter slot, as a rule keeps
  * its counters:
+ * The two maps are outers like the meter (a generation without connection
+ * limits has none, one pair passes from generation to generation):
  *   nfb_conns       HASH struct nfb_conn_key -> struct nfb_conn_val: each
  *                   connection counted, by its conntrack original tuple,
  *                   read from the nf_conn (so a DNATed connection has the
@@ -358,7 +360,7 @@ struct nfb_limit_cfg {
 #define NFB_CONN_ENTRIES    262144
 #define NFB_CONN_OWNERS	    65536
 #define NFB_CONN_DEAD	    (~0ull)
-#define NFB_OVERLOAD_SEEN   65536
+#define NFB_OVERLOAD_SEEN   1024
 #define NFB_OVERLOAD_GAP_NS 100000000ull /* at most one overload event per source and limit per 100 ms */
 
 struct nfb_conn_key {
@@ -374,6 +376,12 @@ struct nfb_conn_key {
 struct nfb_conn_count {
 	__u64 n; /* connections; NFB_CONN_DEAD: being deleted */
 	__u64 pad;
+};
+
+/* nfb_overload_seen, an ARRAY by hash of (slot, family, source). */
+struct nfb_overload_seen {
+	__u64 hash;
+	__u64 last_ns;
 };
 
 struct nfb_limit_state {

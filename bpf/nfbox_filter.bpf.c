@@ -130,6 +130,28 @@ NFB_OUTER(nfb_limits, nfb_limits_inner);
 NFB_OUTER(nfb_blob, nfb_blob_inner);
 NFB_OUTER(nfb_meter, nfb_meter_inner);
 
+/* Connection limits (bpf/nfbox.h, "Connection limits"): like the meter, a
+ * generation has them only when its policy has connection limits, and one
+ * pair passes from generation to generation while they do. */
+struct nfb_conns_inner {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, NFB_CONN_ENTRIES);
+	__uint(key_size, sizeof(struct nfb_conn_key));
+	__uint(value_size, sizeof(struct nfb_conn_val));
+};
+
+struct nfb_conn_count_inner {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, NFB_CONN_OWNERS);
+	__uint(key_size, sizeof(struct nfb_meter_key));
+	__uint(value_size, sizeof(struct nfb_conn_count));
+};
+
+NFB_OUTER(nfb_conns, nfb_conns_inner);
+NFB_OUTER(nfb_conn_count, nfb_conn_count_inner);
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, NFB_MAX_DYNSETS);
@@ -137,30 +159,14 @@ struct {
 	__type(value, struct nfb_dyn_name);
 } nfb_dyn_names SEC(".maps");
 
-/* Connection limits (bpf/nfbox.h, "Connection limits"). */
+/* When a (limit, source) was last reported over its limit with an
+ * overload set (bpf/nfbox.h, struct nfb_overload_seen): a small cache by
+ * hash, where a collision only costs an event more. */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, NFB_CONN_ENTRIES);
-	__type(key, struct nfb_conn_key);
-	__type(value, struct nfb_conn_val);
-} nfb_conns SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, NFB_CONN_OWNERS);
-	__type(key, struct nfb_meter_key);
-	__type(value, struct nfb_conn_count);
-} nfb_conn_count SEC(".maps");
-
-/* When each (limit, source) was last reported over its limit with an
- * overload set: at most one event a second each. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, NFB_OVERLOAD_SEEN);
-	__type(key, struct nfb_meter_key);
-	__type(value, __u64);
+	__type(key, __u32);
+	__type(value, struct nfb_overload_seen);
 } nfb_overload_seen SEC(".maps");
 
 /* Rejected packets' heads, for user space to answer. */
@@ -874,14 +880,14 @@ static __always_inline bool nfb_gcra(__u64 *tat, __u64 now, __u64 interval, __u6
 
 /* One connection of owner given back: the count goes down, and an entry
  * that reaches zero is marked dead, then deleted. */
-static __always_inline void nfb_conn_put(const struct nfb_meter_key *owner)
+static __always_inline void nfb_conn_put(void *counts, const struct nfb_meter_key *owner)
 {
-	struct nfb_conn_count *c = bpf_map_lookup_elem(&nfb_conn_count, owner);
+	struct nfb_conn_count *c = bpf_map_lookup_elem(counts, owner);
 
 	if (!c)
 		return;
 	if (__sync_fetch_and_add(&c->n, -1) == 1 && __sync_val_compare_and_swap(&c->n, 0, NFB_CONN_DEAD) == 0)
-		bpf_map_delete_elem(&nfb_conn_count, owner);
+		bpf_map_delete_elem(counts, owner);
 }
 
 /* The connection's conntrack original tuple. */
@@ -909,23 +915,24 @@ static __noinline int nfb_conn_key_of(const struct sk_buff *skb, __u8 family, st
  * (nfb_conns full): the rule does not match, the safe side.
  */
 static __noinline bool nfb_conn_take(const struct sk_buff *skb, const struct nfb_meter_key *owner, __u64 max,
-				     __u8 family)
+				     __u8 family, __u32 gen)
 {
 	struct nfb_conn_count one = { .n = 1 }, *c;
 	struct nfb_conn_key k;
 	struct nfb_conn_val v;
+	void *conns = bpf_map_lookup_elem(&nfb_conns, &gen), *counts = bpf_map_lookup_elem(&nfb_conn_count, &gen);
 	__u64 n;
 	int i, r;
 
-	if (nfb_conn_key_of(skb, family, &k))
+	if (!conns || !counts || nfb_conn_key_of(skb, family, &k))
 		return false;
-	if (bpf_map_lookup_elem(&nfb_conns, &k))
+	if (bpf_map_lookup_elem(conns, &k))
 		return true;
 #pragma clang loop unroll(full)
 	for (i = 0; i < 4; i++) {
-		c = bpf_map_lookup_elem(&nfb_conn_count, owner);
+		c = bpf_map_lookup_elem(counts, owner);
 		if (!c) {
-			if (bpf_map_update_elem(&nfb_conn_count, owner, &one, BPF_NOEXIST) == 0)
+			if (bpf_map_update_elem(counts, owner, &one, BPF_NOEXIST) == 0)
 				goto taken;
 			continue; /* another CPU made it, or the map is full */
 		}
@@ -941,10 +948,10 @@ static __noinline bool nfb_conn_take(const struct sk_buff *skb, const struct nfb
 taken:
 	__builtin_memcpy(&v.owner, owner, sizeof(v.owner));
 	v.since_ns = bpf_ktime_get_ns();
-	r = bpf_map_update_elem(&nfb_conns, &k, &v, BPF_NOEXIST);
+	r = bpf_map_update_elem(conns, &k, &v, BPF_NOEXIST);
 	if (r == 0)
 		return true;
-	nfb_conn_put(owner);
+	nfb_conn_put(counts, owner);
 	return r == -17; /* -EEXIST: another CPU counted it meanwhile; else full */
 }
 
@@ -956,15 +963,24 @@ int nfbox_conn_release(struct nfb_conn_key *arg)
 	struct nfb_conn_key k;
 	struct nfb_meter_key owner;
 	struct nfb_conn_val *v;
+	const struct nfb_ctl *ctl;
+	void *conns, *counts;
+	__u32 zero = 0, gen;
 
+	ctl = bpf_map_lookup_elem(&nfb_ctl, &zero);
+	gen = ctl ? ctl->active_gen : 0;
+	conns = bpf_map_lookup_elem(&nfb_conns, &gen);
+	counts = bpf_map_lookup_elem(&nfb_conn_count, &gen);
+	if (!conns || !counts)
+		return 0;
 	__builtin_memcpy(&k, arg, sizeof(k));
-	v = bpf_map_lookup_elem(&nfb_conns, &k);
+	v = bpf_map_lookup_elem(conns, &k);
 	if (!v)
 		return 0;
 	__builtin_memcpy(&owner, &v->owner, sizeof(owner));
-	if (bpf_map_delete_elem(&nfb_conns, &k))
+	if (bpf_map_delete_elem(conns, &k))
 		return 0; /* given back by another run meanwhile */
-	nfb_conn_put(&owner);
+	nfb_conn_put(counts, &owner);
 	return 1;
 }
 
@@ -974,32 +990,28 @@ int nfbox_conn_release(struct nfb_conn_key *arg)
  * source (user space adds it within milliseconds). */
 static __noinline void nfb_overload(const struct nfb_pkt *p, __u32 gen, __u32 rule, __u32 counter, __u32 set)
 {
-	struct nfb_meter_key key;
+	struct nfb_overload_seen *seen;
 	struct nfb_event *e;
-	__u64 now = bpf_ktime_get_ns(), *last;
+	__u64 now = bpf_ktime_get_ns(), h = counter, a[2];
+	__u32 idx;
 
 	if (set && nfb_dyn_has(set, p->family, p->saddr, bpf_ktime_get_boot_ns()))
 		return;
-	__builtin_memset(&key, 0, sizeof(key));
-	key.slot = counter;
-	key.family = p->family;
-	__builtin_memcpy(key.addr, p->saddr, sizeof(key.addr));
-	last = bpf_map_lookup_elem(&nfb_overload_seen, &key);
-	if (last && now - *last < NFB_OVERLOAD_GAP_NS)
+	__builtin_memcpy(a, p->saddr, sizeof(a));
+	h = (h ^ a[0] ^ (a[1] << 1) ^ p->family) * 0x9e3779b97f4a7c15ull; /* Fibonacci hashing */
+	idx = (__u32)(h >> 32) % NFB_OVERLOAD_SEEN;
+	seen = bpf_map_lookup_elem(&nfb_overload_seen, &idx);
+	if (!seen)
 		return;
-	if (last)
-		*last = now;
-	else
-		bpf_map_update_elem(&nfb_overload_seen, &key, &now, BPF_ANY);
+	if (seen->hash == h && now - seen->last_ns < NFB_OVERLOAD_GAP_NS)
+		return;
 	e = bpf_ringbuf_reserve(&nfb_events, sizeof(*e), 0);
 	if (!e) {
-		nfb_count_fixed(NFB_CNT_LOG_DROPPED, p->len);
-		if (last)
-			*last = 0; /* not reported: the next packet tries again */
-		else
-			bpf_map_delete_elem(&nfb_overload_seen, &key);
+		nfb_count_fixed(NFB_CNT_LOG_DROPPED, p->len); /* the next packet tries again */
 		return;
 	}
+	seen->hash = h;
+	seen->last_ns = now;
 	e->ts_ns = now;
 	e->counter = counter;
 	e->rule = rule;
@@ -1061,7 +1073,7 @@ static __noinline bool nfb_limit_pass(const struct sk_buff *skb, const struct nf
 			owner.family = p->family;
 			__builtin_memcpy(owner.addr, p->saddr, sizeof(owner.addr));
 		}
-		if (nfb_conn_take(skb, &owner, lc->conns, p->family))
+		if (nfb_conn_take(skb, &owner, lc->conns, p->family, gen))
 			return true;
 		goto over;
 	}

@@ -140,7 +140,8 @@ static int print_nft(const struct policy *p, struct diags *d)
 		return r;
 	}
 	printf("# nfbox plan --nft of %s: the %s\n", p->src->name,
-	       o.filter ? "whole policy (backend: nftables)" : "NAT and conntrack (the filter is the BPF backend's)");
+	       o.filter ? "whole policy (backend: nftables)"
+			: "NAT, conntrack and SYN proxy (the filter is the BPF backend's)");
 	if (t.nchains)
 		nfr_print(&t, stdout);
 	else

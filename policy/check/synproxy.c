@@ -4,9 +4,9 @@
  * the rule's SYNs pass untracked, the kernel answers each with a SYN
  * cookie and opens the connection to the server only once the client's
  * ACK proves the address is real; a flood of forged SYNs then fills no
- * conntrack table. nftables does it (its synproxy statement), so the rule
- * needs the nftables backend for now; and it must see the client's ACK,
- * which conntrack calls invalid until the proxy answers it.
+ * conntrack table. nftables' synproxy statement does it, with either
+ * backend (with BPF, after the classifier: nft/build.c); the rule must see
+ * the client's ACK, which conntrack calls invalid until the proxy answers.
  */
 #include <netinet/in.h>
 
@@ -27,9 +27,6 @@ static bool tcp_only(const struct rule *r)
 /* What keeps the rule from working as a SYN proxy, or NULL. */
 static const char *shape_error(const struct policy *p, const struct rule *r)
 {
-	if (p->opt.backend != POLICY_BACKEND_NFTABLES)
-		return "synproxy needs 'backend: nftables' for now (nftables' synproxy statement answers the "
-		       "handshake); add it under options:, or remove 'synproxy'";
 	if (r->action != POLICY_ACCEPT)
 		return "synproxy protects an accept rule";
 	if (!tcp_only(r))

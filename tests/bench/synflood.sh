@@ -1,7 +1,7 @@
 #!/bin/bash
 # SYN flood against a protected port (issue 28): 1,000 real connections from
 # a legitimate client while hping3 floods the same port with forged SYNs,
-# once with synproxy: true and once without (the nftables backend), through
+# with synproxy: true and without, on each backend, through
 # the appliance namespace of tests/lib/netns.sh. For each: the connections
 # that completed, and the most conntrack entries the appliance held.
 # Target: with synproxy at least 99% complete and conntrack never fills.
@@ -23,8 +23,9 @@ FORGED=198.51.100.77
 FAILS=0
 
 ns_setup || { echo "bench: FAILED: cannot build the namespaces" >&2; exit 1; }
-for v in true false; do
-	cat >"$NS_TMP/$v.yaml" <<YAML
+for be in bpf nftables; do
+	for v in true false; do
+		cat >"$NS_TMP/$be-$v.yaml" <<YAML
 version: 1
 interfaces:
   lan: [lan0]
@@ -32,10 +33,11 @@ sets:
   servers: [$S4]
 hooks:
   forward: { default: drop }
-options: { backend: nftables }
+options: { backend: $be }
 rules:
   - { name: web, in: lan, to: servers, service: tcp/80, action: accept, synproxy: $v }
 YAML
+	done
 done
 max=$(in_a cat /proc/sys/net/netfilter/nf_conntrack_max)
 
@@ -58,15 +60,17 @@ run() {
 	nfbox_stop
 	echo "$ok $c"
 }
-echo "== SYN flood on a protected port: $CONNS connections from a real client during the flood (nftables backend)"
-read -r ok_on ct_on <<<"$(run true)"
-read -r ok_off ct_off <<<"$(run false)"
+echo "== SYN flood on a protected port: $CONNS connections from a real client during the flood"
 pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && b > 0) printf "%.1f", 100 * a / b }'; }
-printf '%-18s %6s of %s connections (%s%%)   conntrack at the end %s of %s\n' \
-	"synproxy" "${ok_on:-?}" "$CONNS" "$(pct "${ok_on:-}" "$CONNS")" "${ct_on:-?}" "$max" \
-	"no synproxy" "${ok_off:-?}" "$CONNS" "$(pct "${ok_off:-}" "$CONNS")" "${ct_off:-?}" "$max"
-p=$(pct "${ok_on:-}" "$CONNS")
-echo "synproxy: $p% complete (target >= 99%) $(awk -v v="$p" 'BEGIN { print (v != "" && v + 0 >= 99) ? "MET" : "MISSED" }');" \
-	"conntrack $(awk -v c="${ct_on:-0}" -v m="$max" 'BEGIN { print (c + 0 < m + 0) ? "never full: MET" : "full: MISSED" }')"
-[ -n "${ok_on:-}" ] && [ -n "${ok_off:-}" ] || FAILS=$((FAILS + 1))
+for be in bpf nftables; do
+	read -r ok_on ct_on <<<"$(run $be-true)"
+	read -r ok_off ct_off <<<"$(run $be-false)"
+	printf '%-24s %6s of %s connections (%s%%)   conntrack at the end %s of %s\n' \
+		"$be, synproxy" "${ok_on:-?}" "$CONNS" "$(pct "${ok_on:-}" "$CONNS")" "${ct_on:-?}" "$max" \
+		"$be, no synproxy" "${ok_off:-?}" "$CONNS" "$(pct "${ok_off:-}" "$CONNS")" "${ct_off:-?}" "$max"
+	p=$(pct "${ok_on:-}" "$CONNS")
+	echo "$be, synproxy: $p% complete (target >= 99%) $(awk -v v="$p" 'BEGIN { print (v != "" && v + 0 >= 99) ? "MET" : "MISSED" }');" \
+		"conntrack $(awk -v c="${ct_on:-0}" -v m="$max" 'BEGIN { print (c + 0 < m + 0) ? "never full: MET" : "full: MISSED" }')"
+	[ -n "${ok_on:-}" ] && [ -n "${ok_off:-}" ] || FAILS=$((FAILS + 1))
+done
 [ "$FAILS" -eq 0 ]

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "backend/bpf/bpf.h"
+#include "base/cleanup.h"
 #include "base/log.h"
 #include "netlink/ctevents.h"
 
@@ -151,7 +152,7 @@ static void check_one(struct bpf_backend *bb, int fd, const struct nfb_conn_key 
 
 void bpf_conns_tick(struct bpf_backend *bb)
 {
-	int fd = bb->e ? engine_map_fd(bb->e, "nfb_conns") : -1;
+	_cleanup_close_ int fd = bb->e && bb->ct ? engine_active_inner_fd(bb->e, "nfb_conns") : -1;
 	struct nfb_conn_key next, *cur = &bb->conns_cursor;
 	struct nfb_conn_val v;
 	uint64_t now = mono_ns();

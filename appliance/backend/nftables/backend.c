@@ -121,36 +121,11 @@ static void applied(const struct nfr_table *nt, void *arg)
 
 /* The table; the classifier, if one was enforcing, is unhooked by its own
  * retire once the table is in force. */
-/* synproxy: true needs conntrack to leave a connection it did not see
- * begin alone (the client's ACK to a SYN cookie): no loose pickup, in this
- * network namespace. */
-static int strict_tcp_pickup(const struct policy *p, struct diags *d)
-{
-	static const char path[] = "/proc/sys/net/netfilter/nf_conntrack_tcp_loose";
-	bool want = false;
-	FILE *f;
-
-	for (uint32_t i = 0; i < p->nrules && !want; i++)
-		want = p->rules[i].synproxy;
-	if (!want)
-		return 0;
-	if (!(f = fopen(path, "we")))
-		return diag_errno(d, -errno, "synproxy: cannot set %s to 0", path);
-	fputs("0\n", f);
-	if (fclose(f) != 0)
-		return diag_errno(d, -errno, "synproxy: cannot set %s to 0", path);
-	return 0;
-}
-
 static int nftables_enforce(struct backend *b, const struct loaded *cur, const struct loaded *nl, bool switching,
 			    struct diags *d)
 {
-	int r;
-
 	(void)cur;
 	(void)switching;
-	if ((r = strict_tcp_pickup(nl->pol, d)) < 0)
-		return r;
 	return nft_table_put(b->env->table, b->env->dyn, nl->pol, true, applied, &nft_of(b)->lasthit, d);
 }
 

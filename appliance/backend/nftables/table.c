@@ -7,6 +7,8 @@
 #include "base/log.h"
 #include "netlink/addr.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 static bool carried(const char *name, uint64_t *packets, uint64_t *bytes, void *arg)
@@ -32,6 +34,27 @@ static void table_locals(void (*add)(uint8_t fam, const uint8_t *addr, void *l),
 			 strerror(-r));
 }
 
+/* synproxy: true needs conntrack to leave a connection it did not see
+ * begin alone (the client's ACK to a SYN cookie): no loose pickup, in this
+ * network namespace. */
+static int strict_tcp_pickup(const struct policy *p, struct diags *d)
+{
+	static const char path[] = "/proc/sys/net/netfilter/nf_conntrack_tcp_loose";
+	bool want = false;
+	FILE *f;
+
+	for (uint32_t i = 0; i < p->nrules && !want; i++)
+		want = p->rules[i].synproxy;
+	if (!want)
+		return 0;
+	if (!(f = fopen(path, "we")))
+		return diag_errno(d, -errno, "synproxy: cannot set %s to 0", path);
+	fputs("0\n", f);
+	if (fclose(f) != 0)
+		return diag_errno(d, -errno, "synproxy: cannot set %s to 0", path);
+	return 0;
+}
+
 int nft_table_put(struct backend_table *t, const struct dynsets *dyn, const struct policy *p, bool filter,
 		  void (*applied)(const struct nfr_table *nt, void *arg), void *arg, struct diags *d)
 {
@@ -42,6 +65,8 @@ int nft_table_put(struct backend_table *t, const struct dynsets *dyn, const stru
 	struct nfr_table nt;
 	int r;
 
+	if ((r = strict_tcp_pickup(p, d)) < 0)
+		return r;
 	if (o.filter && nft_counters_read(&old) < 0)
 		log_warn("cannot read the counters of table inet %s: they start again from 0", NFT_TABLE_NAME);
 	nfr_init(&nt);

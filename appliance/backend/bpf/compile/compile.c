@@ -135,6 +135,17 @@ static bool rule_restricts_l4(const struct rule *r)
 	return r->proto >= 0 || !r->service.any || !r->sport.any;
 }
 
+/* The conntrack states a rule matches in the classifier. A synproxy rule
+ * also takes its untracked SYNs and the clients' ACKs (invalid until the
+ * proxy answers them) in its place: table inet nfbox's synproxy chains
+ * then hand them to the proxy (backend/nftables/nft/build.c). */
+static uint8_t rule_states(const struct rule *r)
+{
+	if (r->synproxy && r->state != POLICY_CT_ALL)
+		return (uint8_t)(r->state | POLICY_CT_INVALID | POLICY_CT_UNTRACKED);
+	return r->state;
+}
+
 /* A dynamic set is matched after the search (bpf/nfbox.h, "Dynamic
  * sets"): in the vectors its rule takes every address. */
 static bool addr_restricts(const struct addr_match *m)
@@ -156,7 +167,7 @@ static int compile_wildcards(struct plan_hook *h)
 			[NFB_F_DST] = addr_restricts(&r->to),
 			[NFB_F_L4] = rule_restricts_l4(r),
 			[NFB_F_SPORT] = !r->sport.any,
-			[NFB_F_CT] = r->state != POLICY_CT_ALL,
+			[NFB_F_CT] = rule_states(r) != POLICY_CT_ALL,
 		};
 
 		/* Family is enforced through the address fields: a rule that
@@ -694,7 +705,7 @@ static int compile_ct(struct plan_hook *h)
 		struct bitlist l = { 0 };
 
 		for (uint32_t b = 0; b < h->nrules; b++) {
-			uint8_t st = h->rules[b]->state;
+			uint8_t st = rule_states(h->rules[b]);
 
 			if (st != POLICY_CT_ALL && (st & (1u << s)) && bitlist_push(&l, b) < 0) {
 				free(l.v);

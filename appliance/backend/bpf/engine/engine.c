@@ -34,6 +34,8 @@ static const char *const map_names[EM_COUNT] = {
 	[EM_BLOB] = "nfb_blob",
 	[EM_COUNTERS] = "nfb_counters",
 	[EM_METER] = "nfb_meter",
+	[EM_CONNS] = "nfb_conns",
+	[EM_CONN_COUNT] = "nfb_conn_count",
 	[EM_FIXED] = "nfb_fixed",
 	[EM_EVENTS] = "nfb_events",
 	[EM_LOG_BUCKET] = "nfb_log_bucket",
@@ -41,8 +43,6 @@ static const char *const map_names[EM_COUNT] = {
 	[EM_DYN4] = "nfb_dyn4",
 	[EM_DYN6] = "nfb_dyn6",
 	[EM_DYN_NAMES] = "nfb_dyn_names",
-	[EM_CONNS] = "nfb_conns",
-	[EM_CONN_COUNT] = "nfb_conn_count",
 	[EM_OVERLOAD_SEEN] = "nfb_overload_seen",
 };
 
@@ -538,6 +538,16 @@ int engine_events_fd(const struct engine *e)
 int engine_rejects_fd(const struct engine *e)
 {
 	return e->map_fd[EM_REJECTS];
+}
+
+int engine_active_inner_fd(const struct engine *e, const char *name)
+{
+	int outer = engine_map_fd(e, name);
+	uint32_t id, gen = e ? e->active_gen : 0;
+
+	if (outer < 0 || bpf_map_lookup_elem(outer, &gen, &id) < 0)
+		return -1;
+	return bpf_map_get_fd_by_id(id);
 }
 
 int engine_conn_release(const struct engine *e, const struct nfb_conn_key *k)

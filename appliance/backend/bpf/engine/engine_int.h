@@ -37,6 +37,8 @@ enum engine_map {
 	EM_BLOB,
 	EM_COUNTERS,
 	EM_METER,
+	EM_CONNS,
+	EM_CONN_COUNT,
 	EM_FIXED,
 	EM_EVENTS,
 	EM_LOG_BUCKET,
@@ -44,15 +46,13 @@ enum engine_map {
 	EM_DYN4,
 	EM_DYN6,
 	EM_DYN_NAMES,
-	EM_CONNS,
-	EM_CONN_COUNT,
 	EM_OVERLOAD_SEEN,
 	EM_COUNT,
 };
 
 /* First outer (per-generation) map and how many there are. */
 #define EM_FIRST_OUTER EM_ADDR4
-#define EM_NUM_OUTER   (EM_METER - EM_ADDR4 + 1)
+#define EM_NUM_OUTER   (EM_CONN_COUNT - EM_ADDR4 + 1)
 
 struct inner_shape {
 	uint32_t type, key_size, value_size, max_entries, flags;

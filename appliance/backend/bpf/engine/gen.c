@@ -31,14 +31,15 @@
 #define ARRAY_STRIDE 2
 
 static const char *const inner_names[EM_NUM_OUTER] = {
-	"nfb_g_addr4", "nfb_g_addr6",  "nfb_g_iface", "nfb_g_port",	"nfb_g_misc",
-	"nfb_g_rules", "nfb_g_limits", "nfb_g_blob",  "nfb_g_counters", "nfb_g_meter",
+	"nfb_g_addr4",	"nfb_g_addr6", "nfb_g_iface",	 "nfb_g_port",	"nfb_g_misc",  "nfb_g_rules",
+	"nfb_g_limits", "nfb_g_blob",  "nfb_g_counters", "nfb_g_meter", "nfb_g_conns", "nfb_g_conn_cnt",
 };
 
 #define GM(em) ((em) - EM_FIRST_OUTER)
 
 struct gen_maps {
-	int fd[EM_NUM_OUTER]; /* -1: none (the meter of a policy without per-source limits) */
+	int fd[EM_NUM_OUTER]; /* -1: none (the meter of a policy without per-source limits, the
+				 connection maps of one without connection limits) */
 	uint32_t size[EM_NUM_OUTER];
 	bool own_counters; /* a new counters map (else the active one, shared) */
 };
@@ -587,7 +588,7 @@ struct gen_plan {
 	struct port_pages pp;
 	struct addr_plan ap;
 	uint32_t rule_base[NFB_HOOK_MAX], nrules, nlimits, cnt_cap;
-	bool meter;
+	bool meter, conns;
 };
 
 static int gen_plan_make(struct engine *e, const struct plan *pl, const struct plan_blob *b,
@@ -605,6 +606,7 @@ static int gen_plan_make(struct engine *e, const struct plan *pl, const struct p
 				continue;
 			gp->nlimits++;
 			gp->meter |= h->rules[bit]->limit.per_source && !h->rules[bit]->limit.conns;
+			gp->conns |= h->rules[bit]->limit.conns != 0;
 		}
 	}
 	gp->cnt_cap = cnt_cap_for(pl, slots);
@@ -941,10 +943,10 @@ static bool conn_unused(const void *key, void *arg)
 	       (v.owner.slot >= NFB_MAX_COUNTERS || !cp->keep[v.owner.slot]);
 }
 
-static void prune_conns(struct engine *e, const struct plan *pl, const struct slot_map *slots)
+static void prune_conns(int conns_fd, int counts_fd, const struct plan *pl, const struct slot_map *slots)
 {
 	uint8_t *keep = calloc(NFB_MAX_COUNTERS, 1);
-	struct conn_prune cp = { .fd = e->map_fd[EM_CONNS], .keep = keep };
+	struct conn_prune cp = { .fd = conns_fd, .keep = keep };
 
 	if (!keep)
 		return;
@@ -952,8 +954,8 @@ static void prune_conns(struct engine *e, const struct plan *pl, const struct sl
 		for (uint32_t bit = 0; bit < pl->hook[hk].nrules; bit++)
 			if (pl->hook[hk].rules[bit]->limit.conns)
 				keep[slots->rule_slot[hk][bit]] = 1;
-	engine_delete_keys(e->map_fd[EM_CONNS], sizeof(struct nfb_conn_key), conn_unused, &cp);
-	engine_delete_keys(e->map_fd[EM_CONN_COUNT], sizeof(struct nfb_meter_key), meter_unused, keep);
+	engine_delete_keys(conns_fd, sizeof(struct nfb_conn_key), conn_unused, &cp);
+	engine_delete_keys(counts_fd, sizeof(struct nfb_meter_key), meter_unused, keep);
 	free(keep);
 }
 
@@ -983,11 +985,11 @@ static int gen_create(struct engine *e, struct gen_maps *g, const struct gen_pla
 			g->fd[i] = dup(e->cnt.fd);
 			continue;
 		}
-		if (i == GM(EM_METER)) {
-			if (gp->meter && (g->fd[i] = inner_fd(e, EM_METER, e->active_gen)) >= 0)
-				continue;
-			if (!gp->meter)
-				continue;
+		if (i == GM(EM_METER) || i == GM(EM_CONNS) || i == GM(EM_CONN_COUNT)) {
+			bool want = i == GM(EM_METER) ? gp->meter : gp->conns;
+
+			if (!want || (g->fd[i] = inner_fd(e, EM_FIRST_OUTER + i, e->active_gen)) >= 0)
+				continue; /* none, or the one in force passes on */
 		}
 		g->fd[i] = inner_create(e, i, g->size[i]);
 		if (g->fd[i] < 0)
@@ -1135,7 +1137,8 @@ int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob 
 	meter_fd = g.fd[GM(EM_METER)];
 	if (meter_fd >= 0)
 		prune_meter(meter_fd, pl, slots);
-	prune_conns(e, pl, slots);
+	if (g.fd[GM(EM_CONNS)] >= 0 && g.fd[GM(EM_CONN_COUNT)] >= 0)
+		prune_conns(g.fd[GM(EM_CONNS)], g.fd[GM(EM_CONN_COUNT)], pl, slots);
 	e->generation++;
 	return r;
 }

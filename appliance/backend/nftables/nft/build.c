@@ -795,11 +795,61 @@ static void synproxy_rules(struct emit *e, uint32_t chain)
 	nfr_rule_add(e->c->t, &raw, e->what);
 	synproxy_match(e->c, &r, e->ru, e->fam);
 	m_add(&r, NFR_M_CT_STATE)->value = CT_INVALID | CT_UNTRACKED;
-	s_add(&r, NFR_S_COUNTER, e->counter);
+	if (e->counter[0]) /* the BPF backend counts in the classifier */
+		s_add(&r, NFR_S_COUNTER, e->counter);
 	s = s_add(&r, NFR_S_SYNPROXY, NULL);
 	s->port = e->fam == POLICY_FAM_IPV4 ? 1460 : 1440;
 	s->value = SYNPROXY_WSCALE;
 	nfr_rule_add(e->c->t, &r, e->what);
+}
+
+/*
+ * With the BPF backend the classifier judges the rule's untracked SYNs and
+ * invalid ACKs in the rule's place (compile.c widens a synproxy rule's
+ * states to them), and the proxy comes after it: a base chain of its own
+ * on each hook (synproxy_input, synproxy_forward), after the classifier's
+ * priorities, takes what the classifier let through and matches the rule.
+ * What the proxy does not take (neither SYN nor ACK) is dropped there if
+ * the rule as written would not have matched it (its state: leaves out
+ * invalid or untracked), as the nftables backend's rule would not.
+ */
+#define SYNPROXY_BPF_PRIO (-80) /* after the classifier's NFB_PRIORITY .. + NFB_PRIORITY_SPAN - 1 */
+
+static void synproxy_bpf(struct ctx *c)
+{
+	for (uint32_t i = 0; i < c->p->nrules; i++) {
+		const struct rule *ru = &c->p->rules[i];
+
+		if (!ru->synproxy || iface_none(&ru->in))
+			continue;
+		for (int h = 0; h < POLICY_HOOK_MAX; h++) {
+			struct nfr_chain ch = { .base = true, .prio = SYNPROXY_BPF_PRIO };
+			uint32_t chain;
+
+			if (!(ru->hooks & (1u << h)) || h == POLICY_HOOK_OUTPUT)
+				continue;
+			snprintf(ch.name, sizeof(ch.name), "synproxy_%s", policy_hook_name((enum policy_hook)h));
+			ch.hook = h == POLICY_HOOK_INPUT ? NF_INET_LOCAL_IN : NF_INET_FORWARD;
+			chain = chain_once(c, &ch);
+			for (uint8_t fam = POLICY_FAM_IPV4; fam <= POLICY_FAM_IPV6; fam <<= 1) {
+				struct emit e = { .c = c, .ru = ru, .h = (enum policy_hook)h, .fam = fam };
+				struct nfr_rule drop = { .chain = chain, .loc = ru->loc };
+				uint32_t widened = (ru->state & POLICY_CT_INVALID ? 0 : CT_INVALID) |
+						   (ru->state & POLICY_CT_UNTRACKED ? 0 : CT_UNTRACKED);
+
+				if (!applies(ru, fam))
+					continue;
+				snprintf(e.what, sizeof(e.what), "rule '%s' (%s)", ru->name, policy_hook_name(e.h));
+				synproxy_rules(&e, chain);
+				if (!widened)
+					continue;
+				synproxy_match(c, &drop, ru, fam);
+				m_add(&drop, NFR_M_CT_STATE)->value = widened;
+				s_add(&drop, NFR_S_DROP, NULL);
+				nfr_rule_add(c->t, &drop, e.what);
+			}
+		}
+	}
 }
 
 /* A rule in the chain of one family (fam): nothing if it cannot match it. */
@@ -1448,6 +1498,8 @@ int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr
 				dyn_set_for(&c, &p->sets[i], POLICY_FAM_IPV4);
 				dyn_set_for(&c, &p->sets[i], POLICY_FAM_IPV6);
 			}
+	} else {
+		synproxy_bpf(&c);
 	}
 	nfr_drop_unbound(t);
 	if (t->err == -E2BIG) {
