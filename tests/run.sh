@@ -23,7 +23,8 @@
 # its own namespaces, pins, sockets and state directories. A suite whose
 # header says "# runner: alone" (it measures the whole machine, such as
 # memory or timing) runs after the others, by itself. The longest suites
-# of the last run (build/test-times) start first.
+# of the last run (build/test-times; in a fresh tree, tests/lib/suite-times)
+# start first.
 #
 # Usage: tests/run.sh [SUITE-PATTERN...]   (e.g. tests/run.sh golden; with
 #        several patterns a suite runs if its name contains any of them:
@@ -166,6 +167,9 @@ report() {
 # ---- the order: the longest of the last run first; "alone" suites last ----
 
 order=() alone=()
+# This build tree's last times, else those of a CI run kept in the tree.
+times_in=$TIMES
+[ -s "$times_in" ] || times_in=tests/lib/suite-times
 for i in "${!names[@]}"; do
 	if grep -q '^# runner: alone' "${files[$i]}" 2>/dev/null; then
 		alone+=("$i")
@@ -174,7 +178,7 @@ for i in "${!names[@]}"; do
 		# namespaces and packages take long, unit tests do not.
 		guess=5
 		case ${names[$i]} in netns/* | distro/* | fuzz/*) guess=30 ;; esac
-		order+=("$(awk -v n="${names[$i]}" -v g=$guess '$1 == n { t = $2 } END { print (t == "" ? g : t) + 0 }' "$TIMES" 2>/dev/null || echo $guess) $i")
+		order+=("$(awk -v n="${names[$i]}" -v g=$guess '$1 == n { t = $2 } END { print (t == "" ? g : t) + 0 }' "$times_in" 2>/dev/null || echo $guess) $i")
 	fi
 done
 mapfile -t order < <(printf '%s\n' "${order[@]}" | sort -k1,1nr -k2,2n | awk 'NF { print $2 }')
