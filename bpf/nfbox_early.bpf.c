@@ -69,6 +69,21 @@ struct {
 	__type(value, struct nfb_early_cfg);
 } nfb_early_cfg SEC(".maps");
 
+/* The programs after this one (bpf/nfbox_early.h, NFB_EARLY_CHAIN_SLOTS). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, NFB_EARLY_CHAIN_SLOTS);
+	__type(key, __u32);   /* ifindex */
+	__type(value, __u32); /* slot in nfb_early_next */
+} nfb_early_chain SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, NFB_EARLY_CHAIN_SLOTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} nfb_early_next SEC(".maps");
+
 /* This host's addresses, kept up to date by user space (not per generation). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -235,6 +250,17 @@ static __noinline void early_log(const struct nfb_gen_cfg *cfg, __u32 gen, const
 	bpf_ringbuf_submit(e, 0);
 }
 
+/* A frame this program does not drop: to the program chained after it on
+ * this interface, if there is one, else to the stack. */
+static __always_inline int pass(struct xdp_md *ctx)
+{
+	__u32 ifindex = ctx->ingress_ifindex, *slot = bpf_map_lookup_elem(&nfb_early_chain, &ifindex);
+
+	if (slot)
+		bpf_tail_call(ctx, &nfb_early_next, *slot);
+	return XDP_PASS;
+}
+
 SEC("xdp.frags")
 int nfb_early(struct xdp_md *ctx)
 {
@@ -250,19 +276,19 @@ int nfb_early(struct xdp_md *ctx)
 
 	ecfg = bpf_map_lookup_elem(&nfb_early_cfg, &zero);
 	if (!ecfg || ecfg->active >= NFB_EARLY_GENS) /* none in force: a reload is under way */
-		return XDP_PASS;
+		return pass(ctx);
 	egen = ecfg->active;
 	ifs = bpf_map_lookup_elem(&nfb_early_if, &egen);
 	on = ifs ? bpf_map_lookup_elem(ifs, &ifindex) : NULL;
 	if (!on || !*on || parse(ctx, &p))
-		return XDP_PASS;
+		return pass(ctx);
 	m = static_rules(egen, &p) & *on;
 	rules = bpf_map_lookup_elem(&nfb_early_rules, &egen);
 	below = m ? (m & -m) - 1 : ~0ull; /* a dynamic rule takes the frame only before the first static one */
 	if (ecfg->dyn_rules & *on & below)
 		m |= dynamic_rules(rules, ecfg->dyn_rules & *on & below, &p);
 	if (!m)
-		return XDP_PASS;
+		return pass(ctx);
 	rule = (__u32)nfb_ctz64(m & -m);
 	r = rules ? bpf_map_lookup_elem(rules, &rule) : NULL;
 	if (!r)

@@ -28,7 +28,7 @@
 #define NFB_EARLY_MAX	   64
 #define NFB_EARLY_IFACES   4096
 #define NFB_EARLY_PREFIXES 2000000 /* per family, all rules together */
-#define NFB_EARLY_ABI	   1
+#define NFB_EARLY_ABI	   2	   /* 2: the chain to a capture (nfb_early_chain, nfb_early_next) */
 #define NFB_EARLY_GENS	   2
 #define NFB_EARLY_LOG	   0x1
 
@@ -52,6 +52,20 @@ struct nfb_early_cfg {
  * nfb_early_local: a frame to one of them, or to a multicast or the
  * limited broadcast address, is the input hook's; any other, forward's. */
 #define NFB_EARLY_LOCALS 4096
+
+/*
+ * A program after this one on an interface: a capture's, where libxdp's
+ * dispatcher cannot run (a kernel that refuses extension programs). The
+ * early program ends in a tail call to nfb_early_next[nfb_early_chain
+ * [ifindex]] instead of XDP_PASS. Neither map is pinned: the prog array
+ * empties itself when its last user-space holder (the daemon) goes, and
+ * the capture that filled it went with that daemon. NFB_EARLY_RETIRED in
+ * nfb_early_cfg.active: no early rule is in force any more, the program
+ * stays only for the captures chained to it (the last one detaches it).
+ */
+#define NFB_EARLY_CHAIN_SLOTS 64
+#define NFB_EARLY_RETIRED     (NFB_EARLY_GENS + 1)
+#define NFB_EARLY_PROG_NAME   "nfb_early"
 struct nfb_early_local_key {
 	__u8 family; /* NFB_FAM_* */
 	__u8 pad[3];

@@ -55,6 +55,8 @@
 #include "netlink/netdev.h"
 #include "bpf/nfbox_capture.h"
 #include "bpf/nfbox_capture.skel.h"
+#include "bpf/nfbox_early.h"
+#include "lib/xdpchain.h"
 #include "capture/pcapng.h"
 #include "capture/thread.h"
 
@@ -104,10 +106,19 @@ struct capture_queue {
 	struct queue_counters cnt; /* written by the receive thread only */
 };
 
+/* Chained after nfbox's early drop (lib/xdpchain.h), instead of a link. */
+struct chain {
+	bool on;
+	uint32_t early_id; /* the program it runs after */
+	uint32_t slot;	   /* in that program's nfb_early_next */
+	int chain_fd, next_fd;
+};
+
 struct capture {
 	struct capture_info info;
 	struct nfbox_capture_bpf *skel;
 	int link_fd;
+	struct chain chain;
 	int xsks_fd;
 	struct pcapng_writer *writer;
 	struct capture_queue *q;
@@ -319,6 +330,76 @@ static int attach_mode(struct capture *c, uint32_t flags)
 	return 0;
 }
 
+/* ---- after nfbox's early drop ---- */
+
+/* Out of the early program's chain; an early program that stayed only for
+ * captures (retired) is detached by the last of them. */
+static void unchain(struct capture *c)
+{
+	uint32_t k = (uint32_t)c->info.ifindex, slot;
+
+	if (!c->chain.on)
+		return;
+	if (bpf_map_lookup_elem(c->chain.chain_fd, &k, &slot) == 0 && slot == c->chain.slot)
+		bpf_map_delete_elem(c->chain.chain_fd, &k);
+	bpf_map_delete_elem(c->chain.next_fd, &c->chain.slot);
+	close(c->chain.chain_fd);
+	close(c->chain.next_fd);
+	c->chain.on = false;
+	if (xdp_early_unused(c->chain.early_id, (int)c->info.ifindex))
+		xdp_detach_id((int)c->info.ifindex, c->chain.early_id);
+}
+
+/* Where nfbox's early drop runs alone on the interface (the kernel refused
+ * libxdp's dispatcher), the capture runs after it: the early program's
+ * tail call to this one. 1 chained, 0 no early program there, -errno. */
+static int chain_after_early(struct capture *c)
+{
+	int prog = bpf_program__fd(c->skel->progs.nfb_capture), r;
+	uint32_t k = (uint32_t)c->info.ifindex, slot, v;
+	struct chain ch = { .on = true };
+	bool native;
+
+	ch.early_id = xdp_attached_id((int)c->info.ifindex, &native);
+	if (!ch.early_id || !xdp_is_early(ch.early_id))
+		return 0;
+	ch.chain_fd = xdp_prog_map(ch.early_id, "nfb_early_chain");
+	ch.next_fd = xdp_prog_map(ch.early_id, "nfb_early_next");
+	if (ch.chain_fd < 0 || ch.next_fd < 0) {
+		r = ch.chain_fd < 0 ? ch.chain_fd : ch.next_fd;
+		goto fail;
+	}
+	for (slot = 0; slot < NFB_EARLY_CHAIN_SLOTS; slot++)
+		if (bpf_map_lookup_elem(ch.next_fd, &slot, &v) < 0 && errno == ENOENT)
+			break;
+	if (slot == NFB_EARLY_CHAIN_SLOTS) {
+		r = -ENOSPC;
+		goto fail;
+	}
+	ch.slot = slot;
+	if (bpf_map_update_elem(ch.next_fd, &slot, &prog, BPF_ANY) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (bpf_map_update_elem(ch.chain_fd, &k, &slot, BPF_ANY) < 0) {
+		r = -errno;
+		bpf_map_delete_elem(ch.next_fd, &slot);
+		goto fail;
+	}
+	c->chain = ch;
+	c->info.xdp_mode = native ? CAPTURE_XDP_NATIVE : CAPTURE_XDP_SKB;
+	log_info("capture: %s: runs after nfbox's early drop there (chained to it: the kernel takes one XDP program "
+		 "per interface here)",
+		 c->info.ifname);
+	return 1;
+fail: /* undoes what was opened, not the caller's state */
+	if (ch.chain_fd >= 0)
+		close(ch.chain_fd);
+	if (ch.next_fd >= 0)
+		close(ch.next_fd);
+	return r;
+}
+
 /* attach_program()'s failure r, explained in d. */
 static int attach_failed(const struct capture *c, int r, struct diags *d)
 {
@@ -331,6 +412,11 @@ static int attach_failed(const struct capture *c, int r, struct diags *d)
 static int attach_program(struct capture *c, enum capture_xdp_mode want, struct diags *d)
 {
 	int r;
+
+	if ((r = chain_after_early(c)) > 0)
+		return 0;
+	if (r < 0)
+		return diag_errno(d, r, "capture: cannot run after nfbox's early drop on %s", c->info.ifname);
 
 	if (want != CAPTURE_XDP_SKB) {
 		r = attach_mode(c, XDP_FLAGS_DRV_MODE);
@@ -948,6 +1034,48 @@ static void stop_thread(struct capture *c)
 	c->thread_started = false;
 }
 
+int capture_reseat(struct capture *c)
+{
+	enum capture_xdp_mode was;
+	bool native;
+	int r;
+
+	if (!c)
+		return 0;
+	if (!c->chain.on) {
+		/* Alone on its link: the early drop took the interface (it
+		 * detached the link); after it from now on. */
+		uint32_t id = xdp_attached_id((int)c->info.ifindex, &native);
+
+		if (c->link_fd < 0 || !id || !xdp_is_early(id) || chain_after_early(c) <= 0)
+			return 0;
+		close(c->link_fd);
+		c->link_fd = -1;
+		log_warn("capture: %s: frames that came while the early drop took the interface may be missing",
+			 c->info.ifname);
+		return 0;
+	}
+	if (xdp_attached_id((int)c->info.ifindex, &native) == c->chain.early_id)
+		return 0;
+	/* The early program it ran after left the interface, or another took
+	 * its place: after that one, or alone. */
+	was = c->info.xdp_mode;
+	unchain(c);
+	if ((r = chain_after_early(c)) == 0) {
+		r = attach_mode(c, was == CAPTURE_XDP_NATIVE ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);
+		if (r == 0)
+			log_info("capture: %s: the early drop left; the capture runs alone there again",
+				 c->info.ifname);
+	}
+	if (r < 0)
+		log_err("capture: %s: cannot run again after the early drop changed (%s): it takes no frames",
+			c->info.ifname, strerror(-r));
+	else
+		log_warn("capture: %s: frames that came while the XDP program there changed may be missing",
+			 c->info.ifname);
+	return r < 0 ? r : 0;
+}
+
 int capture_stop(struct capture *c, struct capture_stats *final)
 {
 	struct pcapng_stats ws;
@@ -962,6 +1090,7 @@ int capture_stop(struct capture *c, struct capture_stats *final)
 	if (c->link_fd >= 0)
 		close(c->link_fd); /* detaches the program */
 	c->link_fd = -1;
+	unchain(c);
 	if (final)
 		capture_stats(c, final);
 	/* close flushes the queue, after the snapshot above: the writer's

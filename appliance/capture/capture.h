@@ -104,6 +104,11 @@ int capture_done_fd(const struct capture *c);
  * XDP, close the sockets and the writer (the file is complete). final, if
  * not NULL, gets the last counters. NULL c is fine. Returns 0 or the
  * writer's -errno on close. */
+/* Once a second from its owner: a capture chained after nfbox's early drop
+ * (lib/xdpchain.h) follows the XDP program on its interface: chained again
+ * after a new one, or attached alone when it left. 0, or -errno (said in
+ * the log: the capture then takes no frames). */
+int capture_reseat(struct capture *c);
 int capture_stop(struct capture *c, struct capture_stats *final);
 
 const char *capture_xdp_mode_name(enum capture_xdp_mode m); /* "native", "skb", "auto" */

@@ -243,6 +243,10 @@ void daemon_captures_tick(struct daemon *dm)
 		struct capture_stats s;
 		uint64_t drops;
 
+		if (d && d->c) {
+			capture_reseat(d->c);
+			capture_get_info(d->c, &d->info);
+		}
 		if (!d || !d->c || now - d->warned_at < DROP_WARN_SECS)
 			continue;
 		capture_stats(d->c, &s);

@@ -14,6 +14,7 @@
 #include "backend/bpf/early/early.h"
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "lib/xdpchain.h"
 #include "lib/liblog.h"
 #include "netlink/addr.h"
 #include "bpf/nfbox_early.h"
@@ -123,6 +124,16 @@ static void find_attached(struct early *ea)
 	if_freenameindex(v);
 }
 
+/* A capture runs chained after the program on ifindex (lib/xdpchain.h):
+ * the program stays there for it, passing every frame it does not drop. */
+static bool chained(const struct early *ea, int ifindex)
+{
+	_cleanup_close_ int fd = ea->prog_id ? xdp_prog_map(ea->prog_id, "nfb_early_chain") : -1;
+	uint32_t k = (uint32_t)ifindex, slot;
+
+	return fd >= 0 && bpf_map_lookup_elem(fd, &k, &slot) == 0;
+}
+
 static void detach_one(struct early *ea, uint32_t i)
 {
 	int r = xdp_program__detach(ea->prog, ea->att[i], XDP_MODE_UNSPEC, 0);
@@ -217,6 +228,13 @@ static void remove_stale(struct early *ea)
 	unpin_all(ea);
 }
 
+static bool all_keys(const void *key, void *arg)
+{
+	(void)key;
+	(void)arg;
+	return true;
+}
+
 /* What a daemon before this one left: its maps and program. -ENOENT if
  * there is nothing usable (what there was is removed). */
 static int adopt(struct early *ea)
@@ -228,6 +246,14 @@ static int adopt(struct early *ea)
 		return -ENOENT;
 	}
 	find_attached(ea);
+	{
+		/* the captures chained to it went with the daemon before (and
+		 * with them the programs in nfb_early_next): their entries go */
+		_cleanup_close_ int chain = xdp_prog_map(ea->prog_id, "nfb_early_chain");
+
+		if (chain >= 0)
+			engine_delete_keys(chain, sizeof(uint32_t), all_keys, NULL);
+	}
 	log_info("early: adopted the XDP early drop pinned in %s (on %u interfaces)", ea->dir, ea->natt);
 	return 0;
 }
@@ -375,6 +401,20 @@ static int attach(struct early *ea, int ifindex, const char *name, struct diags 
 
 	if (attached_to(ea, ifindex))
 		return 0;
+	{
+		/* an early program of a policy before, kept for a capture: the
+		 * new one takes its place (the capture chains itself after it
+		 * again, capture_reseat) */
+		bool native;
+		uint32_t old = xdp_attached_id(ifindex, &native);
+
+		if (old && old != ea->prog_id && xdp_is_early(old))
+			xdp_detach_id(ifindex, old);
+		/* a capture's link: the early program takes the interface, and
+		 * the capture chains itself after it (capture_reseat) */
+		else if (old && xdp_is_capture(old) && xdp_link_detach_on(ifindex) == 0)
+			log_info("early: %s: the capture there runs after the early drop from now on", name);
+	}
 	if ((r = attach_mode(ea, ifindex, XDP_MODE_NATIVE)) < 0) {
 		int native = r;
 
@@ -688,8 +728,8 @@ static void detach_unused(struct early *ea, const struct plan *pl)
 		}
 		for (uint32_t j = 0; pl && j < pl->pol->nrules && !used; j++)
 			used = pl->pol->rules[j].early && names(&pl->pol->rules[j], name);
-		if (used)
-			i++;
+		if (used || chained(ea, ea->att[i]))
+			i++; /* a chained capture keeps it there, dropping nothing on it */
 		else
 			detach_one(ea, i);
 	}
@@ -825,9 +865,28 @@ int early_links_changed(struct early *ea, const struct plan *pl, const struct sl
 
 void early_destroy(struct early *ea)
 {
+	uint32_t zero = 0, kept = 0;
+
 	suspend(ea);
-	while (ea->natt)
-		detach_one(ea, 0);
+	for (uint32_t i = 0; i < ea->natt;) {
+		if (chained(ea, ea->att[i])) {
+			kept++, i++;
+		} else {
+			detach_one(ea, i);
+		}
+	}
+	if (kept && loaded(ea)) {
+		/* it stays for the captures chained to it; the last one to go
+		 * detaches it (capture.c) */
+		struct nfb_early_cfg c = ea->cfg;
+
+		c.active = NFB_EARLY_RETIRED;
+		if (bpf_map_update_elem(ea->cfg_fd, &zero, &c, BPF_ANY) == 0)
+			ea->cfg = c;
+		log_info("early: the XDP program stays on %u interface%s for the capture chained to it, dropping "
+			 "nothing",
+			 kept, kept == 1 ? "" : "s");
+	}
 	unpin_all(ea);
 	rmdir(ea->dir);
 }
