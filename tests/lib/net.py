@@ -545,7 +545,10 @@ def udp_ticks(host, seconds, *ports):
         print("sent %d %d %d" % (p, n, errors[p]), flush=True)
 
 
-def udp_count(seconds, *ports, proto=0):
+def udp_count(seconds, *ports, proto=0, first=False):
+    """Datagrams to each port for SECONDS ("got PORT N" each); with first,
+    only until one has come (a probe that passes need not wait out its
+    window)."""
     import select
     import signal
 
@@ -571,7 +574,7 @@ def udp_count(seconds, *ports, proto=0):
                 except BlockingIOError:
                     break
                 got[socks[s]] += 1
-        if stop and not ready:
+        if (stop and not ready) or (first and any(got.values())):
             break
     for p, n in got.items():
         print("got %d %d" % (p, n), flush=True)
@@ -704,7 +707,8 @@ def main():
           "push-serve": push_serve, "push-watch": push_watch,
           "udp-ticks": udp_ticks, "udp-count": udp_count, "udp-last": udp_last,
           "udplite-blast": lambda h, p, n, src=None: udp_blast(h, p, n, src, UDPLITE),
-          "udplite-count": lambda sec, *ports: udp_count(sec, *ports, proto=UDPLITE)}[cmd]
+          "udplite-count": lambda sec, *ports: udp_count(sec, *ports, proto=UDPLITE),
+          "udp-first": lambda sec, *ports: udp_count(sec, *ports, first=True)}[cmd]
     sys.exit(fn(*args) or 0)
 
 

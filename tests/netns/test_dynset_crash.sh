@@ -110,7 +110,7 @@ t_check kernel-holds-every-acked sh -c "[ -s '$NS_TMP/kernel' ] && ! comm -23 '$
 # traffic from an acknowledged prefix (the client's network) is dropped
 probe() {
 	: >"$NS_TMP/count"
-	in_s timeout 5 "$NET" udp-count 1.5 7000 >"$NS_TMP/count" 2>&1 &
+	in_s timeout 5 "$NET" udp-first 1.5 7000 >"$NS_TMP/count" 2>&1 &
 	local w=$!
 	wait_until 5 grep -q listening "$NS_TMP/count" || { wait $w; echo no-listener; return; }
 	in_c "$NET" udp-blast "$S6" 7000 1 "$C6" 2>&1 | grep -qx "sent 1" || { wait $w; echo not-sent; return; }

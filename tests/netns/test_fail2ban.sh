@@ -48,7 +48,7 @@ nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"
 # why neither can be told (no listener, the datagram not sent).
 probe_from() {
 	: >"$NS_TMP/count" # here, not in the child: no "listening" of the last probe's
-	in_s timeout 5 "$NET" udp-count 1.5 7000 >"$NS_TMP/count" 2>&1 &
+	in_s timeout 5 "$NET" udp-first 1.5 7000 >"$NS_TMP/count" 2>&1 &
 	local w=$!
 	if ! wait_until 5 grep -q listening "$NS_TMP/count"; then
 		wait $w 2>/dev/null

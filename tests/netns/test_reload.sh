@@ -188,7 +188,7 @@ nfbox_ctl reload --policy "$NS_TMP/ra.yaml" >/dev/null || t_fail rules-reload "$
 retrans() { $1 nstat -az TcpRetransSegs | awk '/TcpRetransSegs/ { print $2 }'; }
 in_s "$NET" tcp-listen 5002 60 >/dev/null 2>&1 &
 wait_listen in_s 5002
-in_s timeout 20 "$NET" udp-count 12 7000 >"$NS_TMP/rcount" 2>&1 &
+ip netns exec "$NS_S" timeout 20 "$NET" udp-count 12 7000 >"$NS_TMP/rcount" 2>&1 & # $!: the counter, for SIGTERM
 cw=$!
 wait_until 5 grep -q listening "$NS_TMP/rcount" || t_fail rules-setup "udp-count never listened"
 rc0=$(retrans in_c) rs0=$(retrans in_s)
@@ -200,6 +200,8 @@ tpid=$!
 wait_until 5 established 5002 || t_fail rules-stream-connects "the stream did not connect within 5 s"
 reload_alternating "$NS_TMP/rb.yaml" "$NS_TMP/ra.yaml" count "$reloads"
 wait $spid $tpid
+sleep 0.5 # the last datagrams' way; then the counter ends (its window is only the longest wait)
+kill -TERM $cw 2>/dev/null
 wait $cw
 rt=$(($(retrans in_c) - rc0 + $(retrans in_s) - rs0))
 def=$(($(nfbox_count forward "(default)") - def0))
@@ -247,7 +249,7 @@ TXGEN=${NFBOX_TXGEN:-$(dirname "${NFBOX_BIN_RELEASE:-$PWD/build/nfbox}")/bench_t
 secs=6
 nfbox_ctl reload --policy "$NS_TMP/da.yaml" >/dev/null 2>&1 || t_fail deny-reload "$(nfbox_ctl reload --policy "$NS_TMP/da.yaml" 2>&1)"
 blk0=$(nfbox_count forward block)
-in_s timeout $((secs + 20)) "$NET" udp-count $((secs + 3)) 7000 7003 >"$NS_TMP/dcount" 2>&1 &
+ip netns exec "$NS_S" timeout $((secs + 20)) "$NET" udp-count $((secs + 3)) 7000 7003 >"$NS_TMP/dcount" 2>&1 &
 cw=$!
 wait_until 5 grep -q listening "$NS_TMP/dcount" || t_fail deny-setup "udp-count never listened"
 lan_mac=$(ip -n "$NS_A" link show lan0 | awk '/ether/ { print $2 }')
@@ -258,6 +260,8 @@ in_c "$NET" udp-ticks $S4 $secs 7003 >"$NS_TMP/dticks" 2>&1 &
 tk=$!
 reload_alternating "$NS_TMP/db.yaml" "$NS_TMP/da.yaml" while $tx
 wait $tx $tk
+sleep 0.5
+kill -TERM $cw 2>/dev/null
 wait $cw
 txsent=$(sed -n 's/^sent=\([0-9]*\).*/\1/p' "$NS_TMP/dtx")
 leaked=$(awk '$1 == "got" && $2 == 7000 { print $3 }' "$NS_TMP/dcount")
