@@ -117,6 +117,9 @@ struct backend_stats {
 	uint64_t reject_unanswerable; /* rejected, unanswered by the rules of ICMP (bpf) */
 	uint64_t reject_send_failed;  /* rejected, the reply could not be sent (bpf) */
 	uint64_t reject_replies;      /* replies sent by the daemon (bpf) */
+	uint64_t conn_events_lost;    /* conntrack's event socket overran: every counted connection asked
+					 about (connection limits, bpf) */
+	uint64_t conn_release_failed; /* a count the kernel would not give back (bpf) */
 };
 
 struct backend_ops {

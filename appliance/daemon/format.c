@@ -387,6 +387,8 @@ static const struct {
 	{ "reject_unanswerable", offsetof(struct stats_report, be.reject_unanswerable) },
 	{ "reject_send_failed", offsetof(struct stats_report, be.reject_send_failed) },
 	{ "reject_replies", offsetof(struct stats_report, be.reject_replies) },
+	{ "conn_events_lost", offsetof(struct stats_report, be.conn_events_lost) },
+	{ "conn_release_failed", offsetof(struct stats_report, be.conn_release_failed) },
 };
 
 #define NDROPS (sizeof(drop_counters) / sizeof(drop_counters[0]))

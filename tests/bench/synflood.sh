@@ -44,6 +44,7 @@ max=$(in_a cat /proc/sys/net/netfilter/nf_conntrack_max)
 # run VARIANT: the daemon on it, the server, the flood, the connections.
 run() {
 	local v=$1 ok peak=0 c fpid spid
+	in_a conntrack -F >/dev/null 2>&1 # what the run before left is not this one's
 	nfbox_start "$NS_TMP/$v.yaml" || { echo "bench: FAILED: nfbox run ($v)" >&2; FAILS=$((FAILS + 1)); return; }
 	in_s timeout 120 "$NET" tcp-whoami 80 110 100000 >/dev/null 2>&1 &
 	spid=$!

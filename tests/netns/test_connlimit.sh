@@ -125,6 +125,9 @@ hold d2 $C4 22 3 2
 t_check released-while-no-daemon [ "$(held d2)" = 3 ]
 t_check still-limited [ "$(probe $S4 22 1)" = timeout ]
 
+drops() { nfbox_ctl stats --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["drops"][sys.argv[1]])' "$1"; }
+t_check no-release-failed [ "$(drops conn_release_failed)" = 0 ]
+t_check no-events-lost [ "$(drops conn_events_lost)" = 0 ]
 unhold "${!HOLDER[@]}"
 kill "${SINKS[@]}" 2>/dev/null
 wait "${SINKS[@]}" "${HOLDER[@]}" 2>/dev/null

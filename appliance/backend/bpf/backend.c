@@ -412,10 +412,14 @@ static int bpf_stats(struct backend *b, const struct loaded *cur, struct stats_r
 	out->reject_rate_limited = packets_of(e, NFB_CNT_REJECT_LIMITED);
 	out->reject_ring_full = packets_of(e, NFB_CNT_REJECT_LOST);
 	bpf_rejects_counts(bb, &out->reject_replies, &out->reject_send_failed, &out->reject_unanswerable);
+	out->conn_events_lost = bb->conns_events_lost;
+	out->conn_release_failed = bb->conns_release_failed;
 	if (zero && e)
 		zero_all(e, cur);
-	if (zero)
+	if (zero) {
 		bpf_rejects_zero(bb);
+		bb->conns_events_lost = bb->conns_release_failed = 0;
+	}
 	return 0;
 }
 

@@ -79,7 +79,10 @@ static void on_ct(struct handler *h, uint32_t events)
 	if ((r = ctev_read(bb->ct, on_end, bb)) == -ENOBUFS) {
 		/* Ends were lost: every counted connection is asked about. */
 		bb->conns_verify_all = true;
-		bb->conns_events_lost++;
+		if (bb->conns_events_lost++ % 100 == 0)
+			log_warn(
+				"connection limits: conntrack's events overran the socket; every counted connection is "
+				"asked about again (conn_events_lost in nfbox stats)");
 	} else if (r < 0) {
 		log_warn("connection limits: conntrack events: %s", strerror(-r));
 	}
