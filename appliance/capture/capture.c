@@ -1045,9 +1045,7 @@ int capture_reseat(struct capture *c)
 	if (!c->chain.on) {
 		/* Alone on its link: the early drop took the interface (it
 		 * detached the link); after it from now on. */
-		uint32_t id = xdp_attached_id((int)c->info.ifindex, &native);
-
-		if (c->link_fd < 0 || !id || !xdp_is_early(id) || chain_after_early(c) <= 0)
+		if (c->link_fd < 0 || chain_after_early(c) <= 0)
 			return 0;
 		close(c->link_fd);
 		c->link_fd = -1;

@@ -253,6 +253,21 @@ static void resync(struct daemon *dm)
 		be_of(dm)->ops->dyn_resync(be_of(dm));
 }
 
+/* The n changes into the store, then into the kernel; the kernel's refusal
+ * puts the store back as it was. undo (and did, for an add) say what was
+ * done, for a caller that must take it back later. */
+static int store_and_apply(struct daemon *dm, struct dyn_set *set, struct dyn_change *c, uint32_t n, bool del,
+			   struct diags *d, struct dyn_undo *undo, struct dyn_added *did)
+{
+	int r = del ? dynset_del(&dm->dyn->store, set, c, n, d, undo) : dynset_add(&dm->dyn->store, set, c, n, d, did);
+
+	if (r == 0 && (r = apply(dm, set, c, n, del, d)) < 0) {
+		dynset_undo(&dm->dyn->store, set, undo);
+		resync(dm);
+	}
+	return r;
+}
+
 /* The prefixes of the file the client sent: one per line, blank lines and
  * comments ('#', ';') as in set files. */
 static int read_changes(int fd, const char *source, int64_t expires, struct dyn_change **out, uint32_t *nout,
@@ -403,15 +418,8 @@ static int change(struct daemon *dm, const struct dyn_caller *c, const struct ct
 		return -ENOENT;
 	if ((r = read_changes(c->fd, source, expires, &v, &n, d)) < 0)
 		return r;
-	if (del)
-		r = dynset_del(&dm->dyn->store, set, v, n, d, &undo);
-	else
-		r = dynset_add(&dm->dyn->store, set, v, n, d, &did);
-	if (r == 0 && (r = apply(dm, set, v, n, del, d)) < 0) {
-		/* the kernel refused: the store goes back to what it was */
-		dynset_undo(&dm->dyn->store, set, &undo);
-		resync(dm);
-	} else if (r == 0 && (r = dyn_save(dm)) < 0) {
+	r = store_and_apply(dm, set, v, n, del, d, &undo, &did);
+	if (r == 0 && (r = dyn_save(dm)) < 0) {
 		/* Not kept, so not done: the kernel and the store go back to
 		 * what they were, and the client is told. */
 		diag_errno(d, r, "set '%s': the change could not be saved in %s, so it was taken back", set->name,
@@ -651,7 +659,7 @@ void dyn_overload(void *arg, const struct vevent *v)
 	struct dyn_set *set;
 	struct diags d;
 	int64_t i;
-	int r;
+	int f, r;
 
 	if (!ru || !ru->limit.overload || !(set = dynsets_find(&dm->dyn->store, ru->limit.overload)))
 		return; /* an event of a policy no longer in force */
@@ -661,18 +669,16 @@ void dyn_overload(void *arg, const struct vevent *v)
 	c.expires = ru->limit.overload_timeout ? now + (int64_t)ru->limit.overload_timeout * 1000 : 0;
 	snprintf(by, sizeof(by), DYN_BY_RULE "%s", ru->name);
 	c.by = by;
-	/* Renewed within the last second (events come at most once a second
-	 * a source from the classifier, but NFLOG repeats): nothing to do. */
-	i = dynset_index(set, c.pfx.family == POLICY_FAM_IPV6, c.pfx.addr, c.pfx.plen);
-	if (i >= 0 && (!c.expires || (set->v[c.pfx.family == POLICY_FAM_IPV6][i].expires &&
-				      c.expires - set->v[c.pfx.family == POLICY_FAM_IPV6][i].expires < 1000)))
+	/* There already, for good or renewed within the last second (NFLOG
+	 * repeats an offender's events; the classifier stops once the source
+	 * is in the set): nothing to do. */
+	f = c.pfx.family == POLICY_FAM_IPV6;
+	i = dynset_index(set, f, c.pfx.addr, c.pfx.plen);
+	if (i >= 0 && (!c.expires || (set->v[f][i].expires && c.expires - set->v[f][i].expires < 1000)))
 		return;
 	diags_init(&d);
-	r = dynset_add(&dm->dyn->store, set, &c, 1, &d, &did);
-	if (r == 0 && (r = apply(dm, set, &c, 1, false, &d)) < 0) {
-		dynset_undo(&dm->dyn->store, set, &undo);
-		resync(dm);
-	} else if (r == 0 && (r = dyn_save(dm)) < 0) {
+	r = store_and_apply(dm, set, &c, 1, false, &d, &undo, &did);
+	if (r == 0 && (r = dyn_save(dm)) < 0) {
 		/* enforced, not kept: the next start would lose it; said loudly */
 		log_warn("set %s: the entry added by rule %s could not be saved in %s: %s", set->name, ru->name,
 			 dm->state_dir, strerror(-r));

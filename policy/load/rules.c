@@ -275,11 +275,12 @@ static void rule_limit(struct lx *x, struct rule *r, const struct ynode *n)
 			diag_error(x->d, v->loc,
 				   "'timeout' is how long an offender stays in the overload set: add "
 				   "'overload: SET'");
-		else if (lx_is(x, v, YNODE_SCALAR, "limit timeout") &&
-			 parse_duration(v->str, POLICY_MAX_TIMEOUT, &u, &why) < 0)
-			diag_error(x->d, v->loc, "limit timeout '%s': %s (at most 365 days)", v->str, why);
-		else
-			l->overload_timeout = (uint32_t)u;
+		else if (lx_is(x, v, YNODE_SCALAR, "limit timeout")) {
+			if (parse_duration(v->str, POLICY_MAX_TIMEOUT, &u, &why) < 0)
+				diag_error(x->d, v->loc, "limit timeout '%s': %s (at most 365 days)", v->str, why);
+			else
+				l->overload_timeout = (uint32_t)u;
+		}
 	}
 }
 

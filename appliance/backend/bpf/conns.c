@@ -155,7 +155,7 @@ static void check_one(struct bpf_backend *bb, int fd, const struct nfb_conn_key 
 
 void bpf_conns_tick(struct bpf_backend *bb)
 {
-	_cleanup_close_ int fd = bb->e && bb->ct ? engine_active_inner_fd(bb->e, "nfb_conns") : -1;
+	_cleanup_close_ int fd = bb->e && bb->ct ? engine_conns_fd(bb->e) : -1;
 	struct nfb_conn_key next, *cur = &bb->conns_cursor;
 	struct nfb_conn_val v;
 	uint64_t now = mono_ns();

@@ -540,20 +540,23 @@ int engine_rejects_fd(const struct engine *e)
 	return e->map_fd[EM_REJECTS];
 }
 
-int engine_active_inner_fd(const struct engine *e, const char *name)
+int engine_inner_fd(const struct engine *e, int em, uint32_t gen)
 {
-	int outer = engine_map_fd(e, name);
-	uint32_t id, gen = e ? e->active_gen : 0;
+	uint32_t id;
 
-	if (outer < 0 || bpf_map_lookup_elem(outer, &gen, &id) < 0)
+	if (bpf_map_lookup_elem(e->map_fd[em], &gen, &id) < 0)
 		return -1;
 	return bpf_map_get_fd_by_id(id);
 }
 
+int engine_conns_fd(const struct engine *e)
+{
+	return e ? engine_inner_fd(e, EM_CONNS, e->active_gen) : -1;
+}
+
 int engine_conn_release(const struct engine *e, const struct nfb_conn_key *k)
 {
-	struct nfb_conn_key arg = *k;
-	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &arg, .ctx_size_in = sizeof(arg));
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = k, .ctx_size_in = sizeof(*k));
 
 	if (!e || e->release_fd < 0)
 		return -EBADF;

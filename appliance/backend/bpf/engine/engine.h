@@ -113,9 +113,9 @@ int engine_events_fd(const struct engine *e);
 /* The ring buffer of rejected packets' heads (struct nfb_reject). */
 int engine_rejects_fd(const struct engine *e);
 int engine_prog_fd(const struct engine *e);
-/* The active generation's inner map of the outer called name, as a new fd
- * (the caller closes it); -1 if it has none. */
-int engine_active_inner_fd(const struct engine *e, const char *name);
+/* The connections counted by connection limits (nfb_conns of the active
+ * generation), as a new fd (the caller closes it); -1 if it has none. */
+int engine_conns_fd(const struct engine *e);
 /* Give back a connection counted by a connection limit (bpf/nfbox.h,
  * "Connection limits"): 1 if it was counted, 0 if not, -errno. */
 int engine_conn_release(const struct engine *e, const struct nfb_conn_key *k);

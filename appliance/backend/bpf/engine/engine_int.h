@@ -113,4 +113,7 @@ void cnt_map_close(struct engine *e, struct cnt_map *m);
 /* A slot's total in m: its CPU rows and its carry row. */
 void cnt_map_total(const struct engine *e, const struct cnt_map *m, uint32_t slot, struct nfb_counter *out);
 
+/* The inner map in slot gen of outer em, as a new fd; -1 if none. */
+int engine_inner_fd(const struct engine *e, int em, uint32_t gen);
+
 #endif

@@ -912,16 +912,36 @@ static bool meter_unused(const void *key, void *arg)
 
 /* After a flip: per-source buckets of rules that no longer have a
  * per-source limit go (the meter passes from generation to generation). */
-static void prune_meter(int meter_fd, const struct plan *pl, const struct slot_map *slots)
+/* A flag for each counter slot whose rule's limit has (has), of pl; NULL
+ * when out of memory. */
+static uint8_t *slots_whose_limit(const struct plan *pl, const struct slot_map *slots,
+				  bool (*has)(const struct policy_limit *l))
 {
 	uint8_t *keep = calloc(NFB_MAX_COUNTERS, 1);
 
+	for (int hk = 0; keep && hk < NFB_HOOK_MAX; hk++)
+		for (uint32_t bit = 0; bit < pl->hook[hk].nrules; bit++)
+			if (has(&pl->hook[hk].rules[bit]->limit))
+				keep[slots->rule_slot[hk][bit]] = 1;
+	return keep;
+}
+
+static bool per_source(const struct policy_limit *l)
+{
+	return l->per_source;
+}
+
+static bool counts_conns(const struct policy_limit *l)
+{
+	return l->conns != 0;
+}
+
+static void prune_meter(int meter_fd, const struct plan *pl, const struct slot_map *slots)
+{
+	uint8_t *keep = slots_whose_limit(pl, slots, per_source);
+
 	if (!keep)
 		return;
-	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
-		for (uint32_t bit = 0; bit < pl->hook[hk].nrules; bit++)
-			if (pl->hook[hk].rules[bit]->limit.per_source)
-				keep[slots->rule_slot[hk][bit]] = 1;
 	engine_delete_keys(meter_fd, sizeof(struct nfb_meter_key), meter_unused, keep);
 	free(keep);
 }
@@ -945,28 +965,14 @@ static bool conn_unused(const void *key, void *arg)
 
 static void prune_conns(int conns_fd, int counts_fd, const struct plan *pl, const struct slot_map *slots)
 {
-	uint8_t *keep = calloc(NFB_MAX_COUNTERS, 1);
+	uint8_t *keep = slots_whose_limit(pl, slots, counts_conns);
 	struct conn_prune cp = { .fd = conns_fd, .keep = keep };
 
 	if (!keep)
 		return;
-	for (int hk = 0; hk < NFB_HOOK_MAX; hk++)
-		for (uint32_t bit = 0; bit < pl->hook[hk].nrules; bit++)
-			if (pl->hook[hk].rules[bit]->limit.conns)
-				keep[slots->rule_slot[hk][bit]] = 1;
 	engine_delete_keys(conns_fd, sizeof(struct nfb_conn_key), conn_unused, &cp);
 	engine_delete_keys(counts_fd, sizeof(struct nfb_meter_key), meter_unused, keep);
 	free(keep);
-}
-
-/* The inner map in slot gen of an outer, as our own fd; -1 if none. */
-static int inner_fd(struct engine *e, int em, uint32_t gen)
-{
-	uint32_t id;
-
-	if (bpf_map_lookup_elem(e->map_fd[em], &gen, &id) < 0)
-		return -1;
-	return bpf_map_get_fd_by_id(id);
 }
 
 /* Make (or, for the counters and the meter, share) the generation's maps. */
@@ -988,7 +994,7 @@ static int gen_create(struct engine *e, struct gen_maps *g, const struct gen_pla
 		if (i == GM(EM_METER) || i == GM(EM_CONNS) || i == GM(EM_CONN_COUNT)) {
 			bool want = i == GM(EM_METER) ? gp->meter : gp->conns;
 
-			if (!want || (g->fd[i] = inner_fd(e, EM_FIRST_OUTER + i, e->active_gen)) >= 0)
+			if (!want || (g->fd[i] = engine_inner_fd(e, EM_FIRST_OUTER + i, e->active_gen)) >= 0)
 				continue; /* none, or the one in force passes on */
 		}
 		g->fd[i] = inner_create(e, i, g->size[i]);

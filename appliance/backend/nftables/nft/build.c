@@ -513,30 +513,41 @@ static void nfproto_first(struct nfr_rule *r, uint8_t fam)
 	}
 }
 
+/* The rule's set of family fam's source addresses, filled by the packet
+ * path (KIND4_HOOK_RULE: 'm' a limit's buckets, 'c' its connection counts),
+ * made on first use: at most size elements, each gone once unused for
+ * timeout_s (0: by the kernel's own measure). NULL when out of memory. */
+static const struct nfr_set *source_set(struct emit *e, char kind, uint8_t fam, uint32_t size, uint64_t timeout_s)
+{
+	char name[NFR_NAME];
+	const struct nfr_set *set;
+	struct nfr_set *ns;
+
+	snprintf(name, sizeof(name), "%c%c_%s_%s", kind, fam == POLICY_FAM_IPV4 ? '4' : '6', policy_hook_name(e->h),
+		 e->ru->name);
+	if ((set = nfr_set_find(e->c->t, name)))
+		return set;
+	if (!(ns = nfr_set_new(e->c->t, name, fam == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6, false)))
+		return NULL;
+	ns->dynamic = true;
+	ns->size = size;
+	ns->timeout_s = timeout_s;
+	return ns;
+}
+
 /* The rule's connection limit as a match on r: its own count (ct count),
- * or per source its family's set of counts, made on first use. An element
- * goes once its count is zero (the kernel's garbage collection), never by
- * a timeout, which would forget live connections. */
+ * or per source its family's set of counts. An element goes once its
+ * count is zero (the kernel's garbage collection), never by a timeout,
+ * which would forget live connections. */
 static void conn_match(struct emit *e, struct nfr_rule *r, uint8_t fam)
 {
 	const struct policy_limit *l = &e->ru->limit;
-	char name[NFR_NAME];
 	struct nfr_stmt *s;
 	const struct nfr_set *set = NULL;
 
 	if (l->per_source) {
-		snprintf(name, sizeof(name), "c%c_%s_%s", fam == POLICY_FAM_IPV4 ? '4' : '6', policy_hook_name(e->h),
-			 e->ru->name);
-		if (!(set = nfr_set_find(e->c->t, name))) {
-			struct nfr_set *ns =
-				nfr_set_new(e->c->t, name, fam == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6, false);
-
-			if (!ns)
-				return;
-			ns->dynamic = true;
-			ns->size = NFT_CONN_OWNERS;
-			set = ns;
-		}
+		if (!(set = source_set(e, 'c', fam, NFT_CONN_OWNERS, 0)))
+			return;
 		nfproto_first(r, fam);
 	}
 	s = s_add(r, NFR_S_CONNLIMIT, NULL);
@@ -553,6 +564,7 @@ static void limit_match(struct emit *e, struct nfr_rule *r, uint8_t fam)
 	char name[NFR_NAME];
 	struct nfr_stmt *s;
 	const struct nfr_set *set;
+	uint64_t fill;
 
 	if (!l->per_source) {
 		snprintf(name, sizeof(name), "l_%s_%s", policy_hook_name(e->h), e->ru->name);
@@ -561,24 +573,13 @@ static void limit_match(struct emit *e, struct nfr_rule *r, uint8_t fam)
 		s_add(r, NFR_S_LIMIT, name);
 		return;
 	}
-	snprintf(name, sizeof(name), "m%c_%s_%s", fam == POLICY_FAM_IPV4 ? '4' : '6', policy_hook_name(e->h),
-		 e->ru->name);
-	if (!(set = nfr_set_find(e->c->t, name))) {
-		struct nfr_set *ns =
-			nfr_set_new(e->c->t, name, fam == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6, false);
-		/* An element that has not been updated for as long as its bucket
-		 * takes to fill is a full bucket: it may go; not sooner (a source
-		 * forgotten early would come back to a full bucket). The longest,
-		 * 1,000,000 a burst at 1/hour, is 3.6e9 s. */
-		uint64_t fill = ((uint64_t)l->rate.per * l->burst + l->rate.n - 1) / l->rate.n;
-
-		if (!ns)
-			return;
-		ns->dynamic = true;
-		ns->size = NFT_METER_SIZE;
-		ns->timeout_s = fill < 1 ? 1 : fill;
-		set = ns;
-	}
+	/* An element that has not been updated for as long as its bucket
+	 * takes to fill is a full bucket: it may go; not sooner (a source
+	 * forgotten early would come back to a full bucket). The longest,
+	 * 1,000,000 a burst at 1/hour, is 3.6e9 s. */
+	fill = ((uint64_t)l->rate.per * l->burst + l->rate.n - 1) / l->rate.n;
+	if (!(set = source_set(e, 'm', fam, NFT_METER_SIZE, fill < 1 ? 1 : fill)))
+		return;
 	nfproto_first(r, fam);
 	s = s_add(r, NFR_S_METER, NULL);
 	s->set = set;
@@ -829,13 +830,13 @@ static void synproxy_bpf(struct ctx *c)
 			if (!(ru->hooks & (1u << h)) || h == POLICY_HOOK_OUTPUT)
 				continue;
 			snprintf(ch.name, sizeof(ch.name), "synproxy_%s", policy_hook_name((enum policy_hook)h));
-			ch.hook = h == POLICY_HOOK_INPUT ? NF_INET_LOCAL_IN : NF_INET_FORWARD;
+			ch.hook = nf_hook_of((enum policy_hook)h);
 			chain = chain_once(c, &ch);
 			for (uint8_t fam = POLICY_FAM_IPV4; fam <= POLICY_FAM_IPV6; fam <<= 1) {
 				struct emit e = { .c = c, .ru = ru, .h = (enum policy_hook)h, .fam = fam };
 				struct nfr_rule drop = { .chain = chain, .loc = ru->loc };
-				uint32_t widened = (ru->state & POLICY_CT_INVALID ? 0 : CT_INVALID) |
-						   (ru->state & POLICY_CT_UNTRACKED ? 0 : CT_UNTRACKED);
+				uint32_t widened =
+					ct_bits((uint8_t)((POLICY_CT_INVALID | POLICY_CT_UNTRACKED) & ~ru->state));
 
 				if (!applies(ru, fam))
 					continue;
