@@ -104,6 +104,7 @@ struct stats_row {
 	const struct policy_limit *limit; /* the rule's limit:, NULL if none */
 	uint64_t over_limit;		  /* packets over it, gone on to later rules */
 	long long last_hit_ms;		  /* wall-clock ms of its last packet, 0: none yet */
+	long long in_force_ms;		  /* wall-clock ms it came into force, as far as the daemon's record goes */
 };
 
 /* The backend's own counts of `nfbox stats`. */

@@ -85,6 +85,8 @@ struct ctl_args {
 	bool json;
 	bool keep;
 	bool zero;
+	bool unused;
+	const char *since;
 };
 
 #define SOCKET_OPT                                                     \
@@ -96,6 +98,10 @@ static const struct cli_opt report_opts[] = { JSON_OPT, SOCKET_OPT, CLI_OPT_END 
 static const struct cli_opt stats_opts[] = {
 	JSON_OPT,
 	CLI_OPT_FLAG("zero", 'z', struct ctl_args, zero, "then set every counter to 0 (root)"),
+	CLI_OPT_FLAG("unused", 'u', struct ctl_args, unused,
+		     "only the rules (and defaults) without a hit, with when each came into force"),
+	CLI_OPT_STRING("since", 'S', struct ctl_args, since, "DURATION",
+		       "with --unused: without a hit in the last DURATION (30m, 12h, 7d; up to 3650d)"),
 	SOCKET_OPT,
 	CLI_OPT_END,
 };
@@ -189,7 +195,19 @@ static int run_status(void *args, int argc, char **argv)
 
 static int run_stats(void *args, int argc, char **argv)
 {
-	return run_ctl(CTL_STATS, args);
+	const struct ctl_args *a = args;
+	struct ctl_request req = { .verb = CTL_STATS, .json = a->json, .zero = a->zero, .unused = a->unused };
+
+	if (a->since && !a->unused) {
+		fputs("nfbox stats: --since goes with --unused: nfbox stats --unused --since 7d\n", stderr);
+		return 2;
+	}
+	if (a->since && !(req.since = parse_duration_max(a->since, CTL_MAX_SINCE))) {
+		fprintf(stderr, "nfbox stats: --since %s: give a duration of 1 s to 3650 days, e.g. 12h or 30d\n",
+			a->since);
+		return 2;
+	}
+	return call(a, &req, -1);
 }
 
 static int run_reload(void *args, int argc, char **argv)
@@ -225,7 +243,8 @@ static int run_stop(void *args, int argc, char **argv)
 
 const struct cli_cmd cli_cmd_status = CTL_CMD("status", run_status, report_opts, "what the running daemon enforces");
 const struct cli_cmd cli_cmd_stats =
-	CTL_CMD("stats", run_stats, stats_opts, "per-rule packets and bytes, defaults, drops; --zero resets them");
+	CTL_CMD("stats", run_stats, stats_opts,
+		"per-rule packets, bytes and last hits, defaults, drops; --unused: rules not hit; --zero resets them");
 const struct cli_cmd cli_cmd_reload =
 	CTL_CMD("reload", run_reload, reload_opts, "load a new policy atomically; a bad one changes nothing");
 const struct cli_cmd cli_cmd_metrics =

@@ -17,6 +17,8 @@ enum ctl_arg {
 	ARG_SET = 1u << 5,
 	ARG_TIMEOUT = 1u << 6,
 	ARG_SOURCE = 1u << 7,
+	ARG_UNUSED = 1u << 8,
+	ARG_SINCE = 1u << 9,
 };
 
 static const struct {
@@ -24,7 +26,7 @@ static const struct {
 	unsigned args; /* enum ctl_arg bits the verb takes */
 } verbs[CTL_NVERBS] = {
 	[CTL_STATUS] = { "status", ARG_JSON },
-	[CTL_STATS] = { "stats", ARG_JSON | ARG_ZERO },
+	[CTL_STATS] = { "stats", ARG_JSON | ARG_ZERO | ARG_UNUSED | ARG_SINCE },
 	[CTL_RELOAD] = { "reload", ARG_POLICY | ARG_CONFIRM },
 	[CTL_LOG] = { "log", 0 },
 	[CTL_STOP] = { "stop", ARG_KEEP },
@@ -124,6 +126,12 @@ static int parse_arg(struct ctl_request *r, const char *w, size_t n, struct diag
 		r->zero = true;
 		return 0;
 	}
+	if (n == 6 && !memcmp(w, "unused", 6) && (takes & ARG_UNUSED) && !r->unused) {
+		r->unused = true;
+		return 0;
+	}
+	if (n > 6 && !memcmp(w, "since=", 6) && (takes & ARG_SINCE) && !r->since)
+		return parse_seconds(w + 6, n - 6, CTL_MAX_SINCE, "since=", &r->since, d);
 	if (n == 4 && !memcmp(w, "keep", 4) && (takes & ARG_KEEP) && !r->keep) {
 		r->keep = true;
 		return 0;
@@ -204,6 +212,10 @@ char *ctl_request_format(const struct ctl_request *r)
 		fputs(" keep", f);
 	if (r->zero)
 		fputs(" zero", f);
+	if (r->unused)
+		fputs(" unused", f);
+	if (r->since)
+		fprintf(f, " since=%u", r->since);
 	if (r->policy) {
 		fputs(" policy=", f);
 		pct_encode(f, r->policy);

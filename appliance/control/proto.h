@@ -7,7 +7,7 @@
  *     request = verb *(" " arg) "\n"        at most CTL_MAX_REQUEST bytes
  *     arg     = name | name "=" value       value percent-encoded (%XX)
  * with the verbs and arguments of the table in proto.c (status [json],
- * stats [json] [zero], reload [policy=PATH] [confirm=SECONDS], log, stop [keep],
+ * stats [json] [zero] [unused [since=SECONDS]], reload [policy=PATH] [confirm=SECONDS], log, stop [keep],
  * confirm, diff [policy=PATH], metrics, set-add set=NAME [timeout=SECONDS]
  * [source=NAME], set-del set=NAME [source=NAME], set-list [set=NAME] [json],
  * set-flush set=NAME). set-add and set-del read their prefixes, one per
@@ -55,13 +55,16 @@ struct ctl_request {
 	bool keep;	  /* stop: leave the policy pinned and enforced for the next daemon */
 	unsigned confirm; /* reload: roll back after this many seconds unless confirmed; 0: no */
 	bool zero;	  /* stats: the counters as they were, then set to 0 */
+	bool unused;	  /* stats: only the rules without a hit (since) */
+	unsigned since;	  /* stats unused: ... in the last this many seconds; 0: ever */
 	char *set;	  /* set-*: the dynamic set */
 	unsigned timeout; /* set-add: seconds the entries stay; 0: until deleted */
 	char *source;	  /* set-add, set-del: what the prefixes were read from ("stdin", a path) */
 };
 
-#define CTL_MAX_CONFIRM (7u * 86400)   /* a week */
-#define CTL_MAX_TIMEOUT (365u * 86400) /* a year (DYNSET_MAX_TIMEOUT_S) */
+#define CTL_MAX_CONFIRM (7u * 86400)	/* a week */
+#define CTL_MAX_TIMEOUT (365u * 86400)	/* a year (DYNSET_MAX_TIMEOUT_S) */
+#define CTL_MAX_SINCE	(3650u * 86400) /* ten years */
 
 const char *ctl_verb_name(enum ctl_verb v);
 

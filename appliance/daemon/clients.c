@@ -30,6 +30,7 @@
 #include "daemon/events.h"
 #include "policy/diff/diff.h"
 #include "daemon/report.h"
+#include "daemon/usage.h"
 #include "base/cleanup.h"
 #include "base/json.h"
 #include "base/log.h"
@@ -287,6 +288,35 @@ static bool answer_reload(struct daemon *dm, struct client *c, const struct ctl_
 	return true;
 }
 
+/* Rules in force on a hook that p no longer has there, and their last hit:
+ * what the change would stop matching (an operator removing a rule thought
+ * unused learns that it is not). */
+static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f)
+{
+	const struct policy *cur = dm->cur.pol;
+
+	report_usage(dm, true); /* the last hits as of now */
+	for (int h = 0; h < POLICY_HOOK_MAX; h++) {
+		const char *hn = policy_hook_name((enum policy_hook)h);
+
+		for (uint32_t i = 0; i < cur->nrules; i++) {
+			const struct rule *r = &cur->rules[i];
+			long long last;
+			bool kept = false;
+			char age[32];
+
+			if (!(r->hooks & (1u << h)) || r->implicit)
+				continue;
+			for (uint32_t k = 0; k < p->nrules && !kept; k++)
+				kept = (p->rules[k].hooks & (1u << h)) && !strcmp(p->rules[k].name, r->name);
+			if (kept || !(last = usage_last_hit(dm, hn, r->name)))
+				continue;
+			fprintf(f, "warning: rule %s %s, which this change removes, was hit %s\n", hn, r->name,
+				format_ago(last, age, sizeof(age)));
+		}
+	}
+}
+
 /* What a reload of the file would change, against the policy in force:
  * "ok", then one line per difference (policy/diff/diff.h). */
 static void answer_diff(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f)
@@ -301,9 +331,10 @@ static void answer_diff(struct daemon *dm, struct client *c, const struct ctl_re
 	else
 		daemon_load_only(dm, path, req->policy ? c->fd_passed : -1, &d, &p); /* warnings are validate's */
 	fputs(p ? CTL_REPLY_OK : CTL_REPLY_ERROR, f);
-	if (p)
+	if (p) {
 		policy_diff(dm->cur.pol, p, f);
-	else
+		removed_hits(dm, p, f);
+	} else
 		diags_print(&d, f, false);
 	policy_free(p);
 	diags_free(&d);
@@ -365,9 +396,16 @@ static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE 
 		report_status_free(&st);
 		return r;
 	}
+	if (req->since && !req->unused) {
+		fputs(CTL_REPLY_ERROR "since= goes with unused\n", f);
+		return 0;
+	}
 	if ((r = report_stats(dm, &sr, req->zero)) == 0) {
 		fputs(CTL_REPLY_OK, f);
-		format_stats(&sr, f, req->json);
+		if (req->unused)
+			format_unused(&sr, f, req->json, req->since);
+		else
+			format_stats(&sr, f, req->json);
 	}
 	report_stats_free(&sr);
 	return r;

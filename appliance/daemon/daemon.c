@@ -16,6 +16,7 @@
 
 #include "daemon/backends.h"
 #include "daemon/daemon_int.h"
+#include "daemon/report.h"
 #include "daemon/reload.h"
 #include "daemon/confirm.h"
 #include "daemon/state.h"
@@ -26,6 +27,7 @@
 #include "daemon/events.h"
 #include "daemon/captures.h"
 #include "daemon/ha.h"
+#include "daemon/usage.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "system/sdnotify.h"
@@ -106,6 +108,7 @@ static void loop(struct daemon *dm)
 		httpd_tick(dm);
 		backends_tick(dm);
 		ha_tick(dm);
+		report_usage(dm, false);
 	}
 }
 
@@ -116,6 +119,7 @@ static void shutdown_all(struct daemon *dm)
 	daemon_reload_wait(dm);	      /* a reload still reading: it ends, unenforced */
 	ha_stop_all(dm);	      /* keepalived first: the peer takes the addresses while this node still filters */
 	daemon_captures_stop_all(dm); /* files closed complete */
+	report_usage(dm, true);	      /* the last hits as the backends last saw them */
 	backends_stop(dm, dm->keep);  /* kept: pins and table for the next daemon to adopt */
 	unlink(dm->socket_path);
 }
@@ -180,6 +184,8 @@ static int start(struct daemon *dm, struct diags *d)
 		return r;
 	if ((r = dyn_state_load(dm)) < 0)
 		return diag_errno(d, r, "dynamic sets");
+	if ((r = usage_open(dm)) < 0)
+		return diag_errno(d, r, "the rules' last hits");
 	if (!dm->opts->no_pin && (r = pins_make_lasting(dm->pin_dir, &dm->pins, d)) < 0)
 		return r;
 	backend_env_init(dm);
@@ -244,6 +250,7 @@ static void daemon_free(struct daemon *dm)
 	confirm_free(dm);
 	loaded_free(&dm->cur);
 	dyn_free(dm);
+	usage_close(dm);
 	eventlog_close(dm->events);
 }
 

@@ -35,6 +35,7 @@ struct dynstore;   /* dynsets.c */
 struct dha;	   /* ha.c */
 struct reload_job; /* reload.c */
 struct links;	   /* links.c */
+struct usage;	   /* usage.c */
 
 struct daemon {
 	const struct daemon_opts *opts;
@@ -67,7 +68,8 @@ struct daemon {
 	bool reload_again;	       /* SIGHUP came while it ran: once more after it */
 	struct dcap **caps;	       /* the policy's captures, in policy order */
 	uint32_t ncaps;
-	struct dha *ha; /* the pair's daemons (ha.c), NULL until a policy has ha: */
+	struct dha *ha;	     /* the pair's daemons (ha.c), NULL until a policy has ha: */
+	struct usage *usage; /* the rules' last hits, kept (usage.c) */
 };
 
 #endif

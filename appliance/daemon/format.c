@@ -421,7 +421,7 @@ static void captures_stats_text(const struct report_capture *c, uint32_t n, FILE
 }
 
 /* "never", "now", "12s ago", "5m ago", "3h ago", "2d ago" */
-static const char *ago(long long ms, char *buf, size_t len)
+const char *format_ago(long long ms, char *buf, size_t len)
 {
 	struct timespec ts;
 	long long s;
@@ -461,7 +461,7 @@ static void stats_text(const struct stats_report *r, FILE *f)
 		{
 			char age[32];
 
-			fprintf(f, "  %s", ago(r->rows[i].last_hit_ms, age, sizeof(age)));
+			fprintf(f, "  %s", format_ago(r->rows[i].last_hit_ms, age, sizeof(age)));
 		}
 		fputc('\n', f);
 	}
@@ -512,6 +512,21 @@ static void capture_stats_json(const struct report_capture *c, struct json *j)
 	json_object_end(j);
 }
 
+/* "last_hit" (s, null for never) and "in_force_since" (s, null if not known) */
+static void last_hit_json(struct json *j, const struct stats_row *row)
+{
+	json_key(j, "last_hit");
+	if (row->last_hit_ms)
+		json_fixed(j, (double)row->last_hit_ms / 1000.0, 3);
+	else
+		json_null_value(j);
+	json_key(j, "in_force_since");
+	if (row->in_force_ms)
+		json_fixed(j, (double)row->in_force_ms / 1000.0, 3);
+	else
+		json_null_value(j);
+}
+
 static void stats_json(const struct stats_report *r, FILE *f)
 {
 	struct json j;
@@ -535,11 +550,7 @@ static void stats_json(const struct stats_report *r, FILE *f)
 			json_kv_str(&j, "limit", buf);
 			json_kv_u64(&j, "over_limit", r->rows[i].over_limit);
 		}
-		json_key(&j, "last_hit");
-		if (r->rows[i].last_hit_ms)
-			json_fixed(&j, (double)r->rows[i].last_hit_ms / 1000.0, 3);
-		else
-			json_null_value(&j);
+		last_hit_json(&j, &r->rows[i]);
 		json_object_end(&j);
 	}
 	json_array_end(&j);
@@ -556,6 +567,85 @@ static void stats_json(const struct stats_report *r, FILE *f)
 	json_array_end(&j);
 	json_object_end(&j);
 	fputc('\n', f);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* "7d", "5h", "90m", "45s": a window as given, in its largest whole unit */
+static void window_text(unsigned s, char *buf, size_t len)
+{
+	if (s % 86400 == 0)
+		snprintf(buf, len, "%ud", s / 86400);
+	else if (s % 3600 == 0)
+		snprintf(buf, len, "%uh", s / 3600);
+	else if (s % 60 == 0)
+		snprintf(buf, len, "%um", s / 60);
+	else
+		snprintf(buf, len, "%us", s);
+}
+
+void format_unused(const struct stats_report *r, FILE *f, bool json, unsigned since)
+{
+	long long now = now_ms(), cut = since ? now - (long long)since * 1000 : 0;
+	uint32_t n = 0;
+	struct json j;
+	char win[32];
+
+	window_text(since, win, sizeof(win));
+	if (json) {
+		json_init(&j, f);
+		json_object_begin(&j);
+		json_key(&j, "since");
+		if (since)
+			json_u64(&j, since);
+		else
+			json_null_value(&j);
+		json_kv_u64(&j, "rules_in_force", r->nrows);
+		json_key(&j, "unused");
+		json_array_begin(&j);
+	} else {
+		fprintf(f, "%-8s %-32s %-6s  %-16s %s\n", "hook", "rule", "action", "in force since", "last hit");
+	}
+	for (uint32_t i = 0; i < r->nrows; i++) {
+		const struct stats_row *row = &r->rows[i];
+		bool younger = since && row->in_force_ms > cut;
+		char a[32], b[32];
+
+		if (row->last_hit_ms && row->last_hit_ms >= cut)
+			continue;
+		n++;
+		if (json) {
+			json_object_begin(&j);
+			json_kv_str(&j, "hook", row->hook);
+			json_kv_str(&j, "rule", row->rule);
+			json_kv_str(&j, "action", row->action);
+			json_kv_bool(&j, "default", row->is_default);
+			last_hit_json(&j, row);
+			json_kv_bool(&j, "in_force_shorter", younger);
+			json_object_end(&j);
+			continue;
+		}
+		fprintf(f, "%-8s %-32s %-6s  %-16s %s%s\n", row->hook, row->rule, row->action,
+			row->in_force_ms ? format_ago(row->in_force_ms, a, sizeof(a)) : "?",
+			format_ago(row->last_hit_ms, b, sizeof(b)),
+			younger ? "  (in force for less than the window)" : "");
+	}
+	if (json) {
+		json_array_end(&j);
+		json_object_end(&j);
+		fputc('\n', f);
+		return;
+	}
+	if (since)
+		fprintf(f, "%u of %u rules and defaults without a hit in the last %s\n", n, r->nrows, win);
+	else
+		fprintf(f, "%u of %u rules and defaults never hit since they came into force\n", n, r->nrows);
 }
 
 void format_stats(const struct stats_report *r, FILE *f, bool json)

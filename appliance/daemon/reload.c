@@ -38,6 +38,7 @@
 
 #include "daemon/backends.h"
 #include "daemon/daemon_int.h"
+#include "daemon/report.h"
 #include "daemon/reload.h"
 #include "daemon/fingerprint.h"
 #include "daemon/state.h"
@@ -135,6 +136,7 @@ static int reload_finish(struct daemon *dm, struct loaded *nl, int r, struct dia
 	links_after_reload(dm);
 	backend_in_force(dm)->ops->in_force_now(backend_in_force(dm), &dm->cur);
 	dyn_after_reload(dm, 0);
+	report_usage(dm, true); /* new rules' records start now */
 	return 0;
 }
 

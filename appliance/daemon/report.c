@@ -14,6 +14,7 @@
 #include "daemon/fingerprint.h"
 #include "daemon/links.h"
 #include "daemon/report.h"
+#include "daemon/usage.h"
 #include "base/log.h"
 
 int report_status(struct daemon *dm, struct status_report *out)
@@ -115,9 +116,24 @@ int report_stats(struct daemon *dm, struct stats_report *out, bool zero)
 		report_stats_free(out);
 		return r;
 	}
-	if (zero)
+	if (be)
+		usage_merge(dm, out->rows, out->nrows);
+	if (zero) {
+		usage_zero(dm);
 		log_info("counters set to 0 (nfbox stats --zero)");
+	}
 	return daemon_captures_report(dm, true, &out->caps, &out->ncaps);
+}
+
+void report_usage(struct daemon *dm, bool now)
+{
+	struct stats_report sr;
+
+	if (!usage_due(dm, now))
+		return;
+	if (report_stats(dm, &sr, false) == 0) /* merged into the record */
+		usage_save(dm);
+	report_stats_free(&sr);
 }
 
 void report_stats_free(struct stats_report *r)

@@ -92,10 +92,19 @@ int report_status(struct daemon *dm, struct status_report *out);
 /* zero: then every counter shown (but the captures') back to 0. */
 int report_stats(struct daemon *dm, struct stats_report *out, bool zero);
 void report_status_free(struct status_report *r);
+/* The rules' last hits read into their record and saved (usage.h): when
+ * due, or now. */
+void report_usage(struct daemon *dm, bool now);
 void report_stats_free(struct stats_report *r);
 
 void format_status(const struct status_report *r, FILE *f, bool json);
 void format_stats(const struct stats_report *r, FILE *f, bool json);
+/* A wall-clock time in ms as an age: "never" (0), "now", "12s ago", "5m
+ * ago", "3h ago", "2d ago" (in buf). */
+const char *format_ago(long long ms, char *buf, size_t len);
+/* stats --unused: the rules and defaults without a hit in the last since
+ * seconds (0: ever), with when each came into force. */
+void format_unused(const struct stats_report *r, FILE *f, bool json, unsigned since);
 /* Both, as the Prometheus text exposition format (`nfbox metrics`). */
 void format_metrics(const struct status_report *st, const struct stats_report *sr, FILE *f);
 

@@ -41,6 +41,8 @@ static void test_accepts(void)
 	CHECK(parse("confirm", &r) == 0 && r.verb == CTL_CONFIRM);
 	CHECK(parse("metrics", &r) == 0 && r.verb == CTL_METRICS);
 	CHECK(parse("stats json zero", &r) == 0 && r.verb == CTL_STATS && r.zero && r.json);
+	CHECK(parse("stats unused", &r) == 0 && r.unused && !r.since);
+	CHECK(parse("stats unused since=2592000 json", &r) == 0 && r.unused && r.since == 2592000 && r.json);
 	CHECK(parse("reload confirm=120", &r) == 0 && r.verb == CTL_RELOAD && r.confirm == 120 && !r.policy);
 	CHECK(parse("reload policy=/p.yaml confirm=604800", &r) == 0 && r.confirm == 604800 && r.policy);
 	ctl_request_free(&r);
@@ -81,6 +83,12 @@ static void test_refuses(void)
 		"status zero",		      /* zero is stats' */
 		"metrics json",		      /* metrics takes nothing */
 		"stats zero zero",
+		"stats unused unused",
+		"stats since=0",	 /* 1 s at least */
+		"stats since=315360001", /* ten years at most */
+		"stats since=7d",	 /* seconds only */
+		"status unused",	 /* unused is stats' */
+		"stats since=5 since=6",
 	};
 	struct ctl_request r;
 
@@ -183,6 +191,17 @@ static void test_roundtrip(void)
 		CHECK(parse("set-del set=x timeout=5", &out) < 0);	  /* del takes no timeout */
 		CHECK(parse("set-flush source=x", &out) < 0);
 		CHECK(parse("set-add set=", &out) < 0);
+	}
+	{
+		struct ctl_request in = { .verb = CTL_STATS, .unused = true, .since = 600 }, out;
+		char *line = ctl_request_format(&in);
+
+		CHECK(line && !strcmp(line, "stats unused since=600\n"));
+		if (line) {
+			line[strlen(line) - 1] = '\0';
+			CHECK(parse(line, &out) == 0 && out.unused && out.since == 600);
+		}
+		free(line);
 	}
 	{
 		struct ctl_request in = { .verb = CTL_STOP, .keep = true }, out;

@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Which rules are used: each rule's last hit and the time it came into
+ * force, by "HOOK:RULE", in STATE/last-hits. The backends know a last hit
+ * only while their state lives (the BPF counters while pinned, the
+ * nftables backend's reads from the daemon's start); this record carries
+ * it over what they forget: a restart with nftables, a reboot, a change of
+ * backend. A rule's record goes with the rule (a rule put back later starts
+ * anew).
+ *
+ * The file, one line a rule: "FIRST_MS LAST_MS HOOK:RULE" (wall-clock ms;
+ * LAST_MS 0 for never), after a comment line.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/daemon_int.h"
+#include "daemon/state.h"
+#include "daemon/usage.h"
+#include "base/cleanup.h"
+#include "base/log.h"
+#include "lib/plant.h"
+#include "system/files.h"
+
+#define USAGE_STATE	"last-hits"
+#define USAGE_PERIOD_MS 60000
+#define USAGE_MAX_LINE	(2 * 20 + 2 * 64 + 8)
+
+struct use {
+	char *key; /* "HOOK:RULE" */
+	long long first, last;
+};
+
+struct usage {
+	struct use *v; /* sorted by key */
+	uint32_t n;
+	bool dirty;	   /* changed since it was saved */
+	long long next_ms; /* monotonic ms of the next read */
+};
+
+static long long ms_of(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int use_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct use *)a)->key, ((const struct use *)b)->key);
+}
+
+static void uses_free(struct use *v, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		free(v[i].key);
+	free(v);
+}
+
+static const struct use *find(const struct usage *u, const char *key)
+{
+	struct use k = { .key = (char *)key };
+
+	return u && u->n ? bsearch(&k, u->v, u->n, sizeof(*u->v), use_cmp) : NULL;
+}
+
+static void save_usage(const void *obj, FILE *f)
+{
+	const struct usage *u = obj;
+
+	fputs("# nfbox last hits: FIRST_MS LAST_MS HOOK:RULE\n", f);
+	for (uint32_t i = 0; i < u->n; i++)
+		fprintf(f, "%lld %lld %s\n", u->v[i].first, u->v[i].last, u->v[i].key);
+}
+
+void usage_save(struct daemon *dm)
+{
+	int r;
+
+	if (!dm->usage || !dm->usage->dirty)
+		return;
+	if ((r = state_save(dm, USAGE_STATE, save_usage, dm->usage, false)) < 0) {
+		log_warn("cannot save the rules' last hits in %s: %s", dm->state_dir, strerror(-r));
+		return;
+	}
+	dm->usage->dirty = false;
+}
+
+/* One line into u->v[u->n]: 0, or -EINVAL if it is not one. */
+static int parse_line(struct usage *u, char *line)
+{
+	long long first, last;
+	int end = 0;
+	char *key;
+
+	line[strcspn(line, "\n")] = '\0';
+	if (line[0] == '#' || !line[0])
+		return 0;
+	if (sscanf(line, "%lld %lld %n", &first, &last, &end) != 2 || !end || first < 0 || last < 0)
+		return -EINVAL;
+	key = line + end;
+	if (!strchr(key, ':') || strpbrk(key, " \t") || find(u, key))
+		return -EINVAL;
+	if (!(u->v[u->n].key = strdup(key)))
+		return -ENOMEM;
+	u->v[u->n].first = first;
+	u->v[u->n].last = last;
+	u->n++;
+	/* kept sorted as read (the file is written sorted; a line out of
+	 * order is sorted in) */
+	if (u->n > 1 && use_cmp(&u->v[u->n - 2], &u->v[u->n - 1]) > 0)
+		qsort(u->v, u->n, sizeof(*u->v), use_cmp);
+	return 0;
+}
+
+/* The record as saved; a file that cannot be read or parsed is set aside. */
+static void load(struct daemon *dm)
+{
+	struct usage *u = dm->usage;
+	char path[PATH_MAX], why[256], line[USAGE_MAX_LINE];
+	uint32_t cap = 0;
+	int fd, r = 0;
+	FILE *f;
+
+	if (!dm->state_dir[0] || state_path(dm, USAGE_STATE, path, sizeof(path)) < 0)
+		return;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		if (errno != ENOENT)
+			log_warn("cannot read %s: %s; the rules' last hits start anew", path, strerror(errno));
+		return;
+	}
+	if (files_check_trusted(fd, path, why, sizeof(why)) < 0) {
+		log_warn("%s; the rules' last hits start anew", why);
+		close(fd);
+		return;
+	}
+	if (!(f = fdopen(fd, "re"))) {
+		close(fd);
+		return;
+	}
+	while (r == 0 && fgets(line, sizeof(line), f)) {
+		if (!strchr(line, '\n') && !feof(f)) {
+			r = -EINVAL;
+			break;
+		}
+		if (u->n == cap) {
+			struct use *nv = realloc(u->v, (cap = cap ? 2 * cap : 64) * sizeof(*nv));
+
+			if (!nv) {
+				r = -ENOMEM;
+				break;
+			}
+			u->v = nv;
+		}
+		r = parse_line(u, line);
+	}
+	fclose(f);
+	if (r < 0) {
+		char kept[PATH_MAX + 32];
+
+		snprintf(kept, sizeof(kept), "%s.bad-%lld", path, (long long)time(NULL));
+		if (rename(path, kept) < 0)
+			snprintf(kept, sizeof(kept), "%s (not renamed: %s)", path, strerror(errno));
+		log_warn("%s: %s; the rules' last hits start anew (the file is kept as %s)", path,
+			 r == -ENOMEM ? "out of memory" : "not a record of last hits", kept);
+		uses_free(u->v, u->n);
+		u->v = NULL;
+		u->n = 0;
+	}
+}
+
+int usage_open(struct daemon *dm)
+{
+	if (!(dm->usage = calloc(1, sizeof(*dm->usage))))
+		return -ENOMEM;
+	load(dm);
+	return 0;
+}
+
+void usage_close(struct daemon *dm)
+{
+	if (!dm->usage)
+		return;
+	usage_save(dm);
+	uses_free(dm->usage->v, dm->usage->n);
+	free(dm->usage);
+	dm->usage = NULL;
+}
+
+static char *key_of(const struct stats_row *r)
+{
+	char *k;
+
+	return asprintf(&k, "%s:%s", r->hook, r->rule) < 0 ? NULL : k;
+}
+
+void usage_merge(struct daemon *dm, struct stats_row *rows, uint32_t n)
+{
+	struct usage *u = dm->usage;
+	long long now = ms_of(CLOCK_REALTIME);
+	bool changed;
+	struct use *nv;
+
+	if (!u || !(nv = calloc(n ? n : 1, sizeof(*nv))))
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct use *old;
+
+		if (!(nv[i].key = key_of(&rows[i]))) {
+			uses_free(nv, i);
+			return;
+		}
+		old = find(u, nv[i].key);
+		nv[i].first = old ? old->first : now;
+		nv[i].last = old && old->last > rows[i].last_hit_ms ? old->last : rows[i].last_hit_ms;
+		if (planted("usage-forget"))
+			nv[i].last = rows[i].last_hit_ms;
+		rows[i].last_hit_ms = nv[i].last;
+		rows[i].in_force_ms = nv[i].first;
+	}
+	qsort(nv, n, sizeof(*nv), use_cmp);
+	changed = n != u->n;
+	for (uint32_t i = 0; !changed && i < n; i++)
+		changed = strcmp(nv[i].key, u->v[i].key) || nv[i].first != u->v[i].first || nv[i].last != u->v[i].last;
+	uses_free(u->v, u->n);
+	u->v = nv;
+	u->n = n;
+	u->dirty |= changed;
+}
+
+void usage_zero(struct daemon *dm)
+{
+	for (uint32_t i = 0; dm->usage && i < dm->usage->n; i++) {
+		dm->usage->dirty |= dm->usage->v[i].last != 0;
+		dm->usage->v[i].last = 0;
+	}
+	usage_save(dm);
+}
+
+bool usage_due(struct daemon *dm, bool now)
+{
+	long long t = ms_of(CLOCK_MONOTONIC);
+
+	if (!dm->usage || !dm->cur.plan || (!now && t < dm->usage->next_ms))
+		return false;
+	dm->usage->next_ms = t + USAGE_PERIOD_MS;
+	return true;
+}
+
+long long usage_last_hit(const struct daemon *dm, const char *hook, const char *rule)
+{
+	char key[2 * 80];
+	const struct use *e;
+
+	snprintf(key, sizeof(key), "%s:%s", hook, rule);
+	return (e = find(dm->usage, key)) ? e->last : 0;
+}
