@@ -244,8 +244,21 @@ struct nfb_rule {
 	__u16 limit;   /* 1 + index in the generation's limits map; 0: no limit */
 	__u32 counter; /* slot in nfb_counters */
 	__u16 dyn[2];  /* source, destination: a dynamic set's id, | NFB_DYN_NEG; 0: none */
-	__u32 pad;     /* array values are 8-byte aligned: keep the mmap()ed stride */
+	__u16 sched;   /* 1 + the rule's bit in nfb_sched (when:); 0: always in force */
+	__u16 pad;     /* array values are 8-byte aligned: keep the mmap()ed stride */
 };
+
+/*
+ * Schedules (when:): a rule with a schedule is in force while its bit in
+ * nfb_sched is set: words [gen * NFB_SCHED_WORDS, + NFB_SCHED_WORDS), one
+ * bit per scheduled rule of the generation's policy. User space sets the
+ * bits of a new generation before it is flipped in, and flips a bit of the
+ * active one at the window's edge; no new generation is made. A rule out of
+ * force is passed like a rule over its limit (the search goes on from the
+ * next rule) and counts among the NFB_MAX_LIMITS such rules of a hook.
+ */
+#define NFB_MAX_SCHED	1024 /* POLICY_MAX_SCHEDULED */
+#define NFB_SCHED_WORDS (NFB_MAX_SCHED / 64)
 
 /*
  * Dynamic sets (a set with `dynamic: true`): their entries change at run

@@ -169,6 +169,14 @@ struct {
 	__type(value, struct nfb_overload_seen);
 } nfb_overload_seen SEC(".maps");
 
+/* Which scheduled rules are in force (bpf/nfbox.h, "Schedules"). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, NFB_GENS *NFB_SCHED_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+} nfb_sched SEC(".maps");
+
 /* Rejected packets' heads, for user space to answer. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -1119,6 +1127,18 @@ static __noinline bool nfb_dyn_pass(__u16 dsrc, __u16 ddst, const struct nfb_pkt
 	return true;
 }
 
+/* Whether the rule with schedule bit sched (1-based) is in force now. */
+static __noinline bool nfb_sched_on(__u32 gen, __u32 sched)
+{
+	__u32 bit = sched - 1, idx = gen * NFB_SCHED_WORDS + bit / 64;
+	const __u64 *w;
+
+	if (bit >= NFB_MAX_SCHED)
+		return false;
+	w = bpf_map_lookup_elem(&nfb_sched, &idx);
+	return w && (*w >> (bit % 64)) & 1;
+}
+
 /* start, or -1 past the last rule: the search when no field is restricted
  * (every rule matches). A global function, so the verifier sees an unknown
  * value: a rule number it could follow as a constant would have it walk
@@ -1166,7 +1186,8 @@ static __always_inline int nfb_judge(struct bpf_nf_ctx *ctx, const struct nfb_ge
 		r = bpf_map_lookup_elem(rules, &idx);
 		if (!r)
 			break;
-		if ((!(r->dyn[0] | r->dyn[1]) || nfb_dyn_pass(r->dyn[0], r->dyn[1], p)) &&
+		if ((!r->sched || nfb_sched_on(gen, r->sched)) &&
+		    (!(r->dyn[0] | r->dyn[1]) || nfb_dyn_pass(r->dyn[0], r->dyn[1], p)) &&
 		    (!r->limit || nfb_limit_pass(ctx->skb, cfg, gen, (__u64)rule << 32 | r->limit, p)))
 			return nfb_rule_verdict(ctx, cfg, p, gen, (__u32)rule, r);
 		start = (__u32)rule + 1;

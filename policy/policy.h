@@ -20,6 +20,8 @@
 #define POLICY_MAX_GROUP_IFACES	   4096
 #define POLICY_MAX_IFACE_WILDCARDS 63 /* in one in: or out: */
 #define POLICY_MAX_SERVICE_ENTRIES 65536
+#define POLICY_MAX_SCHEDULED	   1024		  /* rules with when: */
+#define POLICY_MAX_WINDOWS	   16		  /* windows in one when: */
 #define POLICY_MAX_LIMITS	   4096		  /* rules with limit: or a dynamic set, counted once per hook */
 #define POLICY_MAX_CONNS	   1000000	  /* limit: { connections: N } */
 #define POLICY_MAX_TIMEOUT	   (365u * 86400) /* limit: { timeout: } (DYNSET_MAX_TIMEOUT_S) */
@@ -174,6 +176,28 @@ static inline bool policy_has_limit(const struct policy_limit *l)
 	return l->rate.n || l->conns;
 }
 
+struct tz;
+
+/* A window of a schedule (when:): on the days of days (bit 0 Sunday .. 6
+ * Saturday; a window that crosses midnight belongs to the day it starts),
+ * from start to end seconds after local midnight in zone tz; end past
+ * 86400 crosses midnight. Times are the zone's wall clock. */
+struct policy_window {
+	uint8_t days;
+	uint32_t start, end;
+	char tz[64];	 /* tzdata name ("Europe/Berlin", "UTC"), or "localtime" */
+	struct tz *zone; /* loaded (policy/schedule/tz.h), owned */
+	struct loc loc;
+};
+
+/* A rule's schedule: it is in force only within one of its windows. */
+struct policy_when {
+	struct policy_window *v;
+	uint32_t n;	/* 0: always */
+	uint32_t sched; /* 1 + its index among the policy's rules with when: (0: none) */
+	struct loc loc;
+};
+
 struct rule {
 	char *name;
 	bool unnamed; /* no name: was given; name is a placeholder */
@@ -197,6 +221,7 @@ struct rule {
 	struct loc early_loc;
 	bool synproxy; /* synproxy: true: the kernel answers the TCP handshake (SYN cookies) first */
 	struct loc synproxy_loc;
+	struct policy_when when; /* when: the rule is in force only within these windows */
 };
 
 struct hook_conf {
@@ -360,6 +385,9 @@ int policy_proto_number(const char *name);			/* IPPROTO_TCP, ..., or -1 */
 const char *policy_rate_unit(uint32_t per);			/* "second", "minute", "hour" */
 /* "10/second burst 10", "5/minute burst 5 per source"; as snprintf. */
 int policy_limit_format(const struct policy_limit *l, char *buf, size_t len);
+/* "mon-fri 08:00-18:00 Europe/Berlin", windows joined by " or "; days
+ * omitted for every day, hours for the whole day; as snprintf. */
+int policy_when_format(const struct policy_when *w, char *buf, size_t len);
 int policy_prefix_format(const struct prefix *p, char *buf, size_t len);
 /* ha.sync.peer as written: "203.0.113.2", or both nodes' "203.0.113.1 or 203.0.113.2". */
 void policy_ha_peers_format(const struct ha_conf *h, char *buf, size_t len);

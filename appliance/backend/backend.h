@@ -184,6 +184,9 @@ struct backend_ops {
 	void (*dyn_resync)(struct backend *b);
 	void (*dyn_expired)(struct backend *b, const struct dyn_set *set, int fam, const struct dyn_entry *e);
 	void (*dyn_after_reload)(struct backend *b, bool gone);
+	/* The schedules (when:) of cur's rules: bit when.sched - 1 of words
+	 * set for each scheduled rule in force now (plan_sched_words). */
+	int (*schedule)(struct backend *b, const struct loaded *cur, const uint64_t *words, struct diags *d);
 };
 
 /* The two backends (bpf/backend.c, nftables/backend.c). */

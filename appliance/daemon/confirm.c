@@ -37,7 +37,7 @@
 /* The change waiting for its confirmation, and what was pending before a
  * reload --confirm began (back if it fails): the daemon's dm->confirm. */
 struct confirm {
-	struct confirm_pending pending, before;
+	struct confirm_pending before;
 };
 
 #define SNAP_MAGIC     "nfbox-snapshot 1\n"
@@ -71,10 +71,9 @@ int confirm_init(struct daemon *dm, struct diags *d)
 		log_warn("the state directory: %s", why);
 	if (state_path(dm, "pending", path, sizeof(path)) < 0 || !(f = fopen(path, "re")))
 		return 0;
-	dm->confirm->pending.active =
-		fscanf(f, "deadline %lld since %lld", &dm->confirm->pending.deadline, &dm->confirm->pending.since) == 2;
+	dm->pending.active = fscanf(f, "deadline %lld since %lld", &dm->pending.deadline, &dm->pending.since) == 2;
 	fclose(f);
-	if (!dm->confirm->pending.active)
+	if (!dm->pending.active)
 		log_warn("%s cannot be read; it is ignored", path);
 	return 0;
 }
@@ -108,8 +107,7 @@ int confirm_save(struct daemon *dm)
 static int write_pending(struct daemon *dm)
 {
 	char line[96];
-	int n = snprintf(line, sizeof(line), "deadline %lld since %lld\n", dm->confirm->pending.deadline,
-			 dm->confirm->pending.since);
+	int n = snprintf(line, sizeof(line), "deadline %lld since %lld\n", dm->pending.deadline, dm->pending.since);
 
 	return write_atomic(dm, "pending", line, (size_t)n);
 }
@@ -118,7 +116,7 @@ static void remove_pending(struct daemon *dm)
 {
 	char path[PATH_MAX];
 
-	dm->confirm->pending.active = false;
+	dm->pending.active = false;
 	if (state_path(dm, "pending", path, sizeof(path)) == 0 && unlink(path) < 0 && errno != ENOENT)
 		log_err("cannot remove %s: %s", path, strerror(errno));
 	dyn_settle(dm); /* dynamic sets the policy now in force dropped: their entries go */
@@ -287,13 +285,13 @@ int confirm_begin(struct daemon *dm, unsigned seconds, struct diags *d)
 		return diag_fail(d, -ENOENT,
 				 "no confirmed policy is saved in %s to roll back to; reload without --confirm first",
 				 dm->state_dir);
-	dm->confirm->before = dm->confirm->pending;
-	if (!dm->confirm->pending.active)
-		dm->confirm->pending.since = now;
-	dm->confirm->pending.active = true;
-	dm->confirm->pending.deadline = now + (time_t)seconds;
+	dm->confirm->before = dm->pending;
+	if (!dm->pending.active)
+		dm->pending.since = now;
+	dm->pending.active = true;
+	dm->pending.deadline = now + (time_t)seconds;
 	if ((r = write_pending(dm)) < 0) {
-		dm->confirm->pending = dm->confirm->before;
+		dm->pending = dm->confirm->before;
 		return diag_errno(d, r, "cannot write %s/pending", dm->state_dir);
 	}
 	return 0;
@@ -301,8 +299,8 @@ int confirm_begin(struct daemon *dm, unsigned seconds, struct diags *d)
 
 void confirm_begin_failed(struct daemon *dm)
 {
-	dm->confirm->pending = dm->confirm->before;
-	if (dm->confirm->pending.active)
+	dm->pending = dm->confirm->before;
+	if (dm->pending.active)
 		write_pending(dm);
 	else
 		remove_pending(dm);
@@ -312,7 +310,7 @@ int confirm_done(struct daemon *dm, struct diags *d)
 {
 	int r;
 
-	if (!dm->confirm->pending.active)
+	if (!dm->pending.active)
 		return diag_fail(d, -ENOENT, "no change is waiting for a confirmation");
 	if ((r = confirm_save(dm)) < 0)
 		return diag_errno(d, r, "cannot save the policy as confirmed; it stays pending");
@@ -323,7 +321,7 @@ int confirm_done(struct daemon *dm, struct diags *d)
 
 void confirm_loaded(struct daemon *dm)
 {
-	if (dm->confirm->pending.active) {
+	if (dm->pending.active) {
 		log_info("a reload without --confirm while a change was pending: the new policy is confirmed");
 		remove_pending(dm);
 	}
@@ -359,7 +357,7 @@ void confirm_tick(struct daemon *dm)
 {
 	if (dm->reload_job)
 		return; /* once the reload running is done (it may be a confirm's own) */
-	if (dm->confirm->pending.active && time(NULL) >= dm->confirm->pending.deadline)
+	if (dm->pending.active && time(NULL) >= dm->pending.deadline)
 		confirm_rollback(dm, "no 'nfbox confirm' before the deadline", true);
 }
 
@@ -367,11 +365,4 @@ void confirm_free(struct daemon *dm)
 {
 	free(dm->confirm);
 	dm->confirm = NULL;
-}
-
-const struct confirm_pending *confirm_pending(const struct daemon *dm)
-{
-	static const struct confirm_pending none;
-
-	return dm->confirm ? &dm->confirm->pending : &none;
 }

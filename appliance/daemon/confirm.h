@@ -23,11 +23,7 @@ int confirm_rollback(struct daemon *dm, const char *why, bool running);
 void confirm_tick(struct daemon *dm);
 void confirm_free(struct daemon *dm);
 
-/* A change waiting for `nfbox confirm`. */
-struct confirm_pending {
-	bool active;
-	long long deadline, since; /* time(): rolls back at deadline; pending since */
-};
-const struct confirm_pending *confirm_pending(const struct daemon *dm);
+/* A change waiting for `nfbox confirm` is dm->pending (daemon_int.h),
+ * which this part alone writes. */
 
 #endif

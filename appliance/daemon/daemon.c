@@ -28,6 +28,7 @@
 #include "daemon/captures.h"
 #include "daemon/ha.h"
 #include "daemon/usage.h"
+#include "daemon/schedules.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "system/sdnotify.h"
@@ -198,7 +199,7 @@ static int start(struct daemon *dm, struct diags *d)
 	/* A change was waiting for its confirmation when the daemon before
 	 * this one stopped: the last confirmed policy comes back, not the
 	 * configured file (which may hold the unconfirmed change). */
-	if (confirm_pending(dm)->active &&
+	if (dm->pending.active &&
 	    confirm_rollback(dm, "a change was pending confirmation when the last daemon stopped", false) == 0)
 		return 0;
 	if ((r = daemon_reload(dm, dm->opts->policy, -1, d)) < 0)
@@ -243,6 +244,7 @@ static void daemon_free(struct daemon *dm)
 	clients_close_all(dm);
 	links_close(dm);
 	httpd_close(dm);
+	sched_close(dm);
 	if (dm->signals.fd >= 0)
 		close(dm->signals.fd);
 	loop_close(&dm->loop);

@@ -36,14 +36,22 @@ struct dha;	   /* ha.c */
 struct reload_job; /* reload.c */
 struct links;	   /* links.c */
 struct usage;	   /* usage.c */
+struct schedules;  /* schedules.c */
+
+/* A change waiting for `nfbox confirm` (written by confirm.c alone). */
+struct confirm_pending {
+	bool active;
+	long long deadline, since; /* time(): rolls back at deadline; pending since */
+};
 
 struct daemon {
 	const struct daemon_opts *opts;
 	struct netns_id netns;
 	char socket_path[PATH_MAX];
-	char pin_dir[PATH_MAX];	  /* "" with --no-pin */
-	char state_dir[PATH_MAX]; /* the confirmed policy's copy, the pending change */
-	struct confirm *confirm;  /* a change waiting for `nfbox confirm` (confirm.c) */
+	char pin_dir[PATH_MAX];		/* "" with --no-pin */
+	char state_dir[PATH_MAX];	/* the confirmed policy's copy, the pending change */
+	struct confirm *confirm;	/* reload --confirm (confirm.c) */
+	struct confirm_pending pending; /* a change waiting for `nfbox confirm` */
 	struct pin_place pins;
 	struct loaded cur;
 	/* The backends (backends.c) and what they are given: both open, the
@@ -68,8 +76,9 @@ struct daemon {
 	bool reload_again;	       /* SIGHUP came while it ran: once more after it */
 	struct dcap **caps;	       /* the policy's captures, in policy order */
 	uint32_t ncaps;
-	struct dha *ha;	     /* the pair's daemons (ha.c), NULL until a policy has ha: */
-	struct usage *usage; /* the rules' last hits, kept (usage.c) */
+	struct dha *ha;		 /* the pair's daemons (ha.c), NULL until a policy has ha: */
+	struct usage *usage;	 /* the rules' last hits, kept (usage.c) */
+	struct schedules *sched; /* rules with when: (schedules.c), NULL if none */
 };
 
 #endif

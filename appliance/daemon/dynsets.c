@@ -205,7 +205,7 @@ static bool drop_gone(struct daemon *dm)
 {
 	bool gone = false;
 
-	if (confirm_pending(dm)->active)
+	if (dm->pending.active)
 		return false;
 	for (uint32_t i = 0; i < dm->dyn->store.n; i++)
 		gone |= !dm->dyn->store.sets[i].in_policy;

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "daemon/report.h"
+#include "policy/schedule/schedule.h"
 #include "dynset/dynset.h"
 #include "base/json.h"
 
@@ -120,6 +121,35 @@ static void status_ha_text(const struct report_ha *h, FILE *f)
 			h->virt[i].ifname, h->virt[i].id, h->virt[i].state);
 }
 
+/* "2026-12-05T08:00:00Z (in 3h)" */
+static const char *when_text(int64_t t, char *buf, size_t len)
+{
+	time_t tt = (time_t)t;
+	long long in = (long long)(t - (int64_t)time(NULL));
+	struct tm tm;
+	char at[32];
+
+	if (t == SCHED_NEVER)
+		return "none within 8 days";
+	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&tt, &tm));
+	if (in < 120)
+		snprintf(buf, len, "%s (in %llds)", at, in < 0 ? 0 : in);
+	else if (in < 7200)
+		snprintf(buf, len, "%s (in %lldm)", at, in / 60);
+	else
+		snprintf(buf, len, "%s (in %lldh)", at, in / 3600);
+	return buf;
+}
+
+static void status_sched_text(const struct status_report *r, FILE *f)
+{
+	char buf[80];
+
+	for (uint32_t i = 0; i < r->nsched; i++)
+		fprintf(f, "%-11s %-24s %-16s next change %s\n", i ? "" : "schedules:", r->sched[i].rule,
+			r->sched[i].open ? "in force" : "out of force", when_text(r->sched[i].next, buf, sizeof(buf)));
+}
+
 static void status_text(const struct status_report *r, FILE *f)
 {
 	const struct engine_info *e = &r->be.engine;
@@ -179,6 +209,7 @@ static void status_text(const struct status_report *r, FILE *f)
 		      f);
 	}
 	status_ha_text(&r->ha, f);
+	status_sched_text(r, f);
 	status_dynsets_text(r->dyn, f);
 	status_links_text(e, f);
 	status_captures_text(r->caps, r->ncaps, f);
@@ -345,6 +376,20 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_array_begin(&j);
 	for (uint32_t i = 0; i < r->nmissing; i++)
 		json_str(&j, r->missing[i]);
+	json_array_end(&j);
+	json_key(&j, "schedules");
+	json_array_begin(&j);
+	for (uint32_t i = 0; i < r->nsched; i++) {
+		json_object_begin(&j);
+		json_kv_str(&j, "rule", r->sched[i].rule);
+		json_kv_bool(&j, "in_force", r->sched[i].open);
+		json_key(&j, "next_change");
+		if (r->sched[i].next == SCHED_NEVER)
+			json_null_value(&j);
+		else
+			json_i64(&j, r->sched[i].next);
+		json_object_end(&j);
+	}
 	json_array_end(&j);
 	json_key(&j, "dynamic_sets");
 	json_array_begin(&j);

@@ -38,7 +38,8 @@
 
 #include "daemon/backends.h"
 #include "daemon/daemon_int.h"
-#include "daemon/report.h"
+#include "daemon/usage.h"
+#include "daemon/schedules.h"
 #include "daemon/reload.h"
 #include "daemon/fingerprint.h"
 #include "daemon/state.h"
@@ -136,7 +137,8 @@ static int reload_finish(struct daemon *dm, struct loaded *nl, int r, struct dia
 	links_after_reload(dm);
 	backend_in_force(dm)->ops->in_force_now(backend_in_force(dm), &dm->cur);
 	dyn_after_reload(dm, 0);
-	report_usage(dm, true); /* new rules' records start now */
+	sched_after_reload(dm);
+	usage_soon(dm); /* new rules' records start with the next round */
 	return 0;
 }
 

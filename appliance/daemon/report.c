@@ -33,9 +33,9 @@ int report_status(struct daemon *dm, struct status_report *out)
 		.backend = p ? backend_of(dm, p)->ops->name : "bpf",
 		.reloads_ok = dm->reloads_ok,
 		.reloads_failed = dm->reloads_failed,
-		.pending = confirm_pending(dm)->active,
-		.pending_deadline = confirm_pending(dm)->deadline,
-		.pending_since = confirm_pending(dm)->since,
+		.pending = dm->pending.active,
+		.pending_deadline = dm->pending.deadline,
+		.pending_since = dm->pending.since,
 		.state_dir = dm->state_dir,
 		.version = NFBOX_VERSION,
 		.fingerprint = dm->fingerprint,
@@ -53,7 +53,7 @@ int report_status(struct daemon *dm, struct status_report *out)
 		out->on_disk = r < 0 ? strerror(-r) : !strcmp(out->disk_fp, dm->fingerprint) ? "same" : "changed";
 	}
 	out->nmissing = links_missing(dm->cur.plan, out->missing, sizeof(out->missing) / sizeof(out->missing[0]));
-	if (ha_report(dm, &out->ha) < 0)
+	if (ha_report(dm, &out->ha) < 0 || sched_report(dm, &out->sched, &out->nsched) < 0)
 		return -ENOMEM;
 	return daemon_captures_report(dm, false, &out->caps, &out->ncaps);
 }
@@ -64,6 +64,8 @@ void report_status_free(struct status_report *r)
 	r->caps = NULL;
 	free(r->ha.virt);
 	r->ha.virt = NULL;
+	free(r->sched);
+	r->sched = NULL;
 }
 
 static uint32_t count_rows(const struct plan *pl)

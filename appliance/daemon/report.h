@@ -13,6 +13,7 @@
 
 #include "capture/capture.h"
 #include "backend/backend.h"
+#include "daemon/schedules.h"
 #include "ha/parse.h"
 
 struct daemon;
@@ -76,6 +77,8 @@ struct status_report {
 	uint32_t ncaps;
 	const struct dynsets *dyn; /* the dynamic sets (their names and sizes) */
 	struct report_ha ha;
+	struct sched_report *sched; /* the rules with when: (schedules.h) */
+	uint32_t nsched;
 };
 
 struct stats_report {

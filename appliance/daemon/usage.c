@@ -254,6 +254,12 @@ bool usage_due(struct daemon *dm, bool now)
 	return true;
 }
 
+void usage_soon(struct daemon *dm)
+{
+	if (dm->usage)
+		dm->usage->next_ms = 0;
+}
+
 long long usage_last_hit(const struct daemon *dm, const char *hook, const char *rule)
 {
 	char key[2 * 80];

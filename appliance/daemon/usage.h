@@ -28,6 +28,9 @@ void usage_zero(struct daemon *dm);
 /* Time to read the backend's last hits (report_usage): once a minute, or
  * now (after a reload, at the end) if a policy is in force. */
 bool usage_due(struct daemon *dm, bool now);
+/* After a reload: read at the next round of the loop (new rules' records
+ * start then). */
+void usage_soon(struct daemon *dm);
 /* Written to the state directory if it changed. */
 void usage_save(struct daemon *dm);
 /* The last hit (wall ms, 0: none) of a rule of the policy in force. */

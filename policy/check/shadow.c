@@ -120,13 +120,14 @@ static bool l4_covers(const struct rule *a, const struct rule *b)
 	return ports_cover(&a->service, &b->service) && ports_cover(&a->sport, &b->sport);
 }
 
-/* A rule with limit: lets what is over its limit go on to later rules, so
- * it covers nothing. */
+/* A rule with limit: lets what is over its limit go on to later rules, and
+ * one with when: what comes outside its windows, so they cover nothing
+ * (unless the later rule has the same windows: not told apart here). */
 static bool rule_covers(const struct rule *a, const struct rule *b)
 {
-	return !policy_has_limit(&a->limit) && (b->families & ~a->families) == 0 && (b->state & ~a->state) == 0 &&
-	       iface_covers(&a->in, &b->in) && iface_covers(&a->out, &b->out) && addr_covers(&a->from, &b->from) &&
-	       addr_covers(&a->to, &b->to) && l4_covers(a, b);
+	return !policy_has_limit(&a->limit) && !a->when.n && (b->families & ~a->families) == 0 &&
+	       (b->state & ~a->state) == 0 && iface_covers(&a->in, &b->in) && iface_covers(&a->out, &b->out) &&
+	       addr_covers(&a->from, &b->from) && addr_covers(&a->to, &b->to) && l4_covers(a, b);
 }
 
 void check_shadowed(const struct policy *p, struct diags *d)

@@ -332,11 +332,13 @@ enum rkey {
 	K_ACTION,
 	K_LOG,
 	K_LIMIT,
+	K_WHEN,
 	K_MAX
 };
 static const char *const rkey_names[K_MAX] = { "in",	"out",	     "from",	"to",
 					       "proto", "icmp-type", "service", "source-service",
-					       "state", "action",    "log",	"limit" };
+					       "state", "action",    "log",	"limit",
+					       "when" };
 
 /* Each key of a rule twice: as written (shown) and in its meaning (sets,
  * groups and services expanded, sorted; compared), "" where the rule does
@@ -504,6 +506,10 @@ static void rkeys_of(const struct policy *p, const struct rule *r, struct rkeys 
 	if (policy_has_limit(&r->limit))
 		policy_limit_format(&r->limit, buf, sizeof(buf));
 	k->written[K_LIMIT] = strdup(buf);
+	buf[0] = '\0';
+	if (r->when.n)
+		policy_when_format(&r->when, buf, sizeof(buf));
+	k->written[K_WHEN] = strdup(buf);
 	for (int i = K_PROTO; i < K_MAX; i++)
 		if (i != K_SERVICE && i != K_SPORT)
 			k->meant[i] = k->written[i] ? strdup(k->written[i]) : NULL;

@@ -15,6 +15,7 @@
 
 #include "policy/check/check.h"
 #include "policy/load/load.h"
+#include "policy/schedule/tz.h"
 #include "policy/yaml/ytree.h"
 
 static const char *const top_keys[] = { "version", "interfaces", "sets",    "services", "hooks", "options",
@@ -225,6 +226,9 @@ void policy_free(struct policy *p)
 		free_addr_match(&r->to);
 		free_port_match(&r->service);
 		free_port_match(&r->sport);
+		for (uint32_t k = 0; k < r->when.n; k++)
+			tz_free(r->when.v[k].zone);
+		free(r->when.v);
 	}
 	for (uint32_t i = 0; i < p->nnat; i++) {
 		free_iface_match(&p->nat[i].in);

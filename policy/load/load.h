@@ -48,6 +48,8 @@ int lx_addresses(struct lx *x, const char *text, struct loc loc,
 
 /* The sections that use them (rules.c, nat.c, capture.c). */
 void load_rules(struct lx *x, const struct ynode *n);
+/* A rule's when: (when.c). */
+void load_when(struct lx *x, struct rule *r, const struct ynode *n);
 void load_nat(struct lx *x, const struct ynode *n);
 void load_captures(struct lx *x, const struct ynode *n);
 /* ha: after the rules and NAT it checks against; adds the pair's own rules (ha.c). */

@@ -138,7 +138,7 @@ static uint8_t rule_families(const struct rule *r)
 
 static const char *const rule_keys[] = {
 	"name",	 "hook",   "in",	  "out", "from",  "to",	   "service",  "source-service", "proto", "icmp-type",
-	"state", "action", "reject-with", "log", "limit", "early", "synproxy", "comment",	 NULL
+	"state", "action", "reject-with", "log", "limit", "early", "synproxy", "comment",	 "when",  NULL
 };
 static const struct lx_key_hint rule_key_hints[] = {
 	{ "burst", "'burst' belongs inside limit:, e.g. 'limit: { rate: 10/second, burst: 20 }'" },
@@ -356,6 +356,17 @@ static void load_rule(struct lx *x, const struct ynode *n)
 		lx_bool(x, v, "synproxy", &r->synproxy);
 		r->synproxy_loc = v->loc;
 	}
+	if ((v = ynode_get(n, "when"))) {
+		load_when(x, r, v);
+		if (r->early)
+			diag_error(x->d, v->loc,
+				   "when: cannot go with early: true (the drop at XDP is not scheduled): give the "
+				   "scheduled drop a rule of its own without early:");
+		if (r->synproxy)
+			diag_error(x->d, v->loc,
+				   "when: cannot go with synproxy: true (the SYN proxy is not scheduled): remove one "
+				   "of them");
+	}
 	if ((v = ynode_get(n, "comment")) && lx_is(x, v, YNODE_SCALAR, "comment"))
 		x->oom |= !(r->comment = strdup(v->str));
 	r->families = rule_families(r);
@@ -402,7 +413,7 @@ static void check_duplicate_names(struct lx *x)
 
 void load_rules(struct lx *x, const struct ynode *n)
 {
-	uint32_t per_hook[POLICY_HOOK_MAX] = { 0 }, limits = 0, rounds[POLICY_HOOK_MAX] = { 0 };
+	uint32_t per_hook[POLICY_HOOK_MAX] = { 0 }, limits = 0, rounds[POLICY_HOOK_MAX] = { 0 }, scheduled = 0;
 
 	if (!n)
 		return;
@@ -422,12 +433,20 @@ void load_rules(struct lx *x, const struct ynode *n)
 					"more than %d rules with limit: (a rule on several hooks counts once per hook)",
 					POLICY_MAX_LIMITS);
 			if ((policy_has_limit(&x->p->rules[x->p->nrules - 1].limit) ||
-			     x->p->rules[x->p->nrules - 1].from.dyn || x->p->rules[x->p->nrules - 1].to.dyn) &&
+			     x->p->rules[x->p->nrules - 1].from.dyn || x->p->rules[x->p->nrules - 1].to.dyn ||
+			     x->p->rules[x->p->nrules - 1].when.n) &&
 			    ++rounds[h] == POLICY_MAX_LIMITS + 1)
 				diag_error(x->d, n->kids[i]->loc,
-					   "more than %d rules with limit: or a dynamic set on the %s hook (the limit)",
+					   "more than %d rules with limit:, when: or a dynamic set on the %s hook (the "
+					   "limit)",
 					   POLICY_MAX_LIMITS, policy_hook_names[h]);
 		}
+		if (x->p->nrules && x->p->rules[x->p->nrules - 1].when.n && ++scheduled == POLICY_MAX_SCHEDULED + 1)
+			diag_error(x->d, x->p->rules[x->p->nrules - 1].when.loc,
+				   "more than %d rules with when: (the limit)", POLICY_MAX_SCHEDULED);
 	}
+	for (uint32_t i = 0, k = 0; i < x->p->nrules; i++)
+		if (x->p->rules[i].when.n)
+			x->p->rules[i].when.sched = ++k;
 	check_duplicate_names(x);
 }

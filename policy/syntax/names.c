@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "policy/policy.h"
@@ -270,4 +271,78 @@ void policy_ha_peers_format(const struct ha_conf *h, char *buf, size_t len)
 		memcpy(buf + n, " or ", 5);
 		policy_prefix_format(&h->sync_peers[1], buf + n + 4, len - n - 4);
 	}
+}
+
+static const char *const short_days[7] = { "sun", "mon", "tue", "wed", "thu", "fri", "sat" };
+
+/* "mon-fri", "sat,sun", "fri-mon": runs of days (a week wraps), from the
+ * first day of a run */
+static void days_format(uint8_t days, FILE *f)
+{
+	int start = 0, first = 1;
+
+	for (int d = 0; d < 7; d++)
+		if ((days >> d & 1) && !(days >> ((d + 6) % 7) & 1)) {
+			start = d;
+			break;
+		}
+	for (int i = 0; i < 7;) {
+		int d = (start + i) % 7, n = 0;
+
+		if (!(days >> d & 1)) {
+			i++;
+			continue;
+		}
+		while (i + n < 7 && (days >> ((start + i + n) % 7) & 1))
+			n++;
+		fprintf(f, "%s%s", first ? "" : ",", short_days[d]);
+		if (n > 1)
+			fprintf(f, "%s%s", n > 2 ? "-" : ",", short_days[(d + n - 1) % 7]);
+		first = 0;
+		i += n;
+	}
+}
+
+static void clock_format(uint32_t s, FILE *f)
+{
+	s %= 86400 * 2;
+	if (s > 86400)
+		s -= 86400;
+	fprintf(f, "%02u:%02u", s / 3600, s % 3600 / 60);
+	if (s % 60)
+		fprintf(f, ":%02u", s % 60);
+}
+
+int policy_when_format(const struct policy_when *w, char *buf, size_t len)
+{
+	char *out = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&out, &n);
+	int r;
+
+	if (!f)
+		return snprintf(buf, len, "?");
+	for (uint32_t i = 0; i < w->n; i++) {
+		const struct policy_window *x = &w->v[i];
+		bool sp = false;
+
+		if (i)
+			fputs(" or ", f);
+		if (x->days != 0x7f) {
+			days_format(x->days, f);
+			sp = true;
+		}
+		if (x->start != 0 || x->end != 86400) {
+			fputs(sp ? " " : "", f);
+			clock_format(x->start, f);
+			fputc('-', f);
+			clock_format(x->end, f);
+			sp = true;
+		}
+		fprintf(f, "%s%s", sp ? " " : "", x->tz);
+	}
+	fclose(f);
+	r = snprintf(buf, len, "%s", out ? out : "?");
+	free(out);
+	return r;
 }

@@ -32,7 +32,9 @@ and wildcards, negated, up to 63 wildcards in a group; sets (many, inline,
 negated, dynamic); address ranges; services with long port lists and
 ranges; TCP, UDP, UDP-Lite, SCTP, ICMP and ICMPv6 types (lists, names),
 other protocols; state; every hook, hook lists; accept, drop and reject
-(every reject-with); log; rate limits per rule and per source; NAT
+(every reject-with); log; rate limits per rule and per source; schedules
+(when:, in several zones: windows in force now, and windows of a day three
+days off, out of force for the whole run); NAT
 (masquerade, snat, forward-port, redirect); options defrag (both),
 established (both). The probes fall on the policy's edges: the first and
 last address of each prefix and the one past each end, the bounds of
@@ -266,6 +268,8 @@ def gen_rule(r, pol, i, hooks, defrag):
         # 1/hour refills nothing during the test: exactly burst packets
         # match, the rest go on to later rules, alike in all three.
         rule["limit"] = "{ rate: 1/hour, burst: %d, per: %s }" % (r.randint(1, 3), r.choice(["rule", "source"]))
+    if r.random() < 0.15:
+        rule["when"] = when_window(r)
     out = []
     if r.random() < 0.2:
         # A run of rules that differ only in their ports (the nftables
@@ -279,6 +283,24 @@ def gen_rule(r, pol, i, hooks, defrag):
             out.append("  - { %s }" % ", ".join("%s: %s" % kv for kv in run.items()))
     out.append("  - { %s }" % ", ".join("%s: %s" % kv for kv in rule.items()))
     return out
+
+
+DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]
+ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Asia/Kolkata", "Australia/Sydney"]
+
+
+def when_window(r):
+    """A schedule whose state holds for the whole run, in any zone: in force
+    (today, yesterday and tomorrow in UTC: a day each side covers every
+    zone's offset), or out of force (only the day three days off)."""
+    import time
+    today = (int(time.time()) // 86400 + 4) % 7  # 1970-01-01 was a Thursday
+    zone = r.choice(ZONES)
+    if r.random() < 0.5:
+        days = "%s-%s" % (DAYS[(today + 6) % 7], DAYS[(today + 1) % 7])
+    else:
+        days = DAYS[(today + 3) % 7]
+    return "{ days: [%s], tz: %s }" % (days, zone)
 
 
 # ---------------------------------------------------------------------------

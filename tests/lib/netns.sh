@@ -235,3 +235,26 @@ import re, sys
 m = re.search(r"streamed (\d+) bytes, longest stall ([0-9.]+)s", open(sys.argv[1]).read())
 sys.exit(0 if m and int(m.group(1)) > 0 and float(m.group(2)) < 1.0 else 1)' "$1"
 }
+
+# probe_from SRC DST PORT: one UDP datagram from the client's address SRC
+# to DST:PORT (udp-blast, counted at the server): "pass" or "drop", or why neither
+# can be told (no listener, the datagram not sent): never "drop" by mistake.
+# (The 1.5 s the server counts for is the window in which "drop" is seen;
+# a datagram that comes ends it.)
+probe_from() {
+	: >"$NS_TMP/count" # here, not in the child: no "listening" of the last probe's
+	in_s timeout 5 "${NET:-$PWD/tests/lib/net.py}" udp-first 1.5 "$3" >"$NS_TMP/count" 2>&1 &
+	local w=$!
+	if ! wait_until 5 grep -q listening "$NS_TMP/count"; then
+		wait $w 2>/dev/null
+		echo "no-listener"
+		return
+	fi
+	if ! in_c "${NET:-$PWD/tests/lib/net.py}" udp-blast "$2" "$3" 1 "$1" 2>&1 | grep -qx "sent 1"; then
+		wait $w 2>/dev/null
+		echo "not-sent"
+		return
+	fi
+	wait $w 2>/dev/null
+	awk '/^got/ {print ($3 > 0) ? "pass" : "drop"}' "$NS_TMP/count"
+}

@@ -6,8 +6,10 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lib/ip6walk.h"
+#include "policy/schedule/schedule.h"
 
 static uint64_t rng = 88172645463325252ull;
 
@@ -112,8 +114,9 @@ static bool l4_ok(const struct rule *r, const struct ref_pkt *k)
 
 bool ref_rule_matches(const struct rule *r, const struct ref_pkt *k)
 {
-	return (r->families & k->fam) && iface_ok(&r->in, k->iif) && iface_ok(&r->out, k->oif) &&
-	       addr_ok(&r->from, k, k->src) && addr_ok(&r->to, k, k->dst) && l4_ok(r, k) && (r->state & (1u << k->ct));
+	return (!r->when.n || sched_open(&r->when, (int64_t)time(NULL))) && (r->families & k->fam) &&
+	       iface_ok(&r->in, k->iif) && iface_ok(&r->out, k->oif) && addr_ok(&r->from, k, k->src) &&
+	       addr_ok(&r->to, k, k->dst) && l4_ok(r, k) && (r->state & (1u << k->ct));
 }
 
 /* The policy's meaning: the first rule of the hook that matches, or -1. */

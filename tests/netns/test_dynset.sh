@@ -42,28 +42,6 @@ YAML
 sed '/blocked: { dynamic: true }/d; s/from: blocked/from: fixed/' "$NS_TMP/policy.yaml" >"$NS_TMP/noset.yaml"
 nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 
-# probe_from SRC DST PORT: the same from a chosen source address (udp-blast
-# of one datagram, counted at the server): "pass" or "drop", or why neither
-# can be told (no listener, the datagram not sent): never "drop" by mistake.
-# (The 1.5 s the server counts for is the window in which "drop" is seen;
-# a datagram that comes ends it.)
-probe_from() {
-	: >"$NS_TMP/count" # here, not in the child: no "listening" of the last probe's
-	in_s timeout 5 "$NET" udp-first 1.5 "$3" >"$NS_TMP/count" 2>&1 &
-	local w=$!
-	if ! wait_until 5 grep -q listening "$NS_TMP/count"; then
-		wait $w 2>/dev/null
-		echo "no-listener"
-		return
-	fi
-	if ! in_c "$NET" udp-blast "$2" "$3" 1 "$1" 2>&1 | grep -qx "sent 1"; then
-		wait $w 2>/dev/null
-		echo "not-sent"
-		return
-	fi
-	wait $w 2>/dev/null
-	awk '/^got/ {print ($3 > 0) ? "pass" : "drop"}' "$NS_TMP/count"
-}
 probe_is() { [ "$(probe_from "$2" "$3" "$4")" = "$1" ]; } # WANT SRC DST PORT
 generation() {
 	nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])'

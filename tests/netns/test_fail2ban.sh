@@ -44,25 +44,8 @@ rules:
 YAML
 nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 
-# probe_from SRC: "pass" or "drop" (what the server counted in 1.5 s), or
-# why neither can be told (no listener, the datagram not sent).
-probe_from() {
-	: >"$NS_TMP/count" # here, not in the child: no "listening" of the last probe's
-	in_s timeout 5 "$NET" udp-first 1.5 7000 >"$NS_TMP/count" 2>&1 &
-	local w=$!
-	if ! wait_until 5 grep -q listening "$NS_TMP/count"; then
-		wait $w 2>/dev/null
-		echo "no-listener"
-		return
-	fi
-	if ! in_c "$NET" udp-blast $S4 7000 1 "$1" 2>&1 | grep -qx "sent 1"; then
-		wait $w 2>/dev/null
-		echo "not-sent"
-		return
-	fi
-	wait $w 2>/dev/null
-	awk '/^got/ {print ($3 > 0) ? "pass" : "drop"}' "$NS_TMP/count"
-}
+# probe SRC: "pass" or "drop" to the server's UDP port 7000 (probe_from, tests/lib/netns.sh)
+probe() { probe_from "$1" $S4 7000; }
 # listed SET ADDR: status 0 listed, 1 not listed, 2 the list failed (so
 # not_listed fails too).
 listed() {
@@ -107,17 +90,17 @@ f2b() {
 f2b start >"$NS_TMP/f2b-start.out" 2>&1
 t_check fail2ban-started f2b ping
 t_check jail-started wait_until 5 f2b status nfbox-test
-t_check passes-before [ "$(probe_from $C4)" = pass ]
+t_check passes-before [ "$(probe $C4)" = pass ]
 
 for _ in 1 2; do echo "$(date '+%Y-%m-%d %H:%M:%S') auth failure from $C4"; done >>"$NS_TMP/auth.log"
 t_check banned-into-set wait_until 10 listed fail2ban $C4
 t_check ban-has-timeout grep -Eq "^$C4	expires in (59[0-9]|600)s" <(nfbox_ctl set list fail2ban)
-t_check banned-dropped [ "$(probe_from $C4)" = drop ]
-t_check other-passes [ "$(probe_from $C4B)" = pass ]
+t_check banned-dropped [ "$(probe $C4)" = drop ]
+t_check other-passes [ "$(probe $C4B)" = pass ]
 
 f2b set nfbox-test unbanip $C4 >/dev/null 2>&1
 t_check unbanned-from-set wait_until 5 not_listed fail2ban $C4
-t_check unbanned-passes [ "$(probe_from $C4)" = pass ]
+t_check unbanned-passes [ "$(probe $C4)" = pass ]
 # A ban whose entry nfbox already let go (deleted here): the unban is clean.
 # (unbanip answers once the action ran: fail2ban's removeBannedIP calls it,
 # and logs its failure, before it returns.)
@@ -141,7 +124,7 @@ f2b stop >/dev/null 2>&1
 cs() { NFBOX="$NFBOX" NFBOX_OPTS="--socket $NFBOX_SOCK" packaging/crowdsec/nfbox-crowdsec "$@"; }
 cs add $C4 3600 "ssh-bf" '{}'
 t_check crowdsec-add grep -Eq "^$C4	expires in (359[0-9]|3600)s" <(nfbox_ctl set list crowdsec)
-t_check crowdsec-dropped [ "$(probe_from $C4)" = drop ]
+t_check crowdsec-dropped [ "$(probe $C4)" = drop ]
 cs add 203.0.113.0/24 86400 "range" '{}'
 t_check crowdsec-range grep -Eq "^203.0.113.0/24	expires in 86[34][0-9][0-9]s" <(nfbox_ctl set list crowdsec)
 cs add 192.0.2.50 0 "ends now" '{}'
@@ -158,7 +141,7 @@ t_check crowdsec-bad-duration-not-added [ "$(nfbox_ctl set list crowdsec --json 
 cs add 192.0.2.54 "1h59m58.5s" "go" '{}'
 t_check crowdsec-go-duration grep -Eq "^192.0.2.54	expires in 7(19[0-9]|200)s" <(nfbox_ctl set list crowdsec)
 cs del $C4 3600 "ssh-bf" '{}'
-t_check crowdsec-del [ "$(probe_from $C4)" = pass ]
+t_check crowdsec-del [ "$(probe $C4)" = pass ]
 cs del $C4 3600 "ssh-bf" '{}'
 t_check crowdsec-del-again-clean [ $? -eq 0 ]
 t_done

@@ -446,6 +446,16 @@ static void bpf_links_changed(struct backend *b, const struct loaded *cur)
 	}
 }
 
+static int bpf_schedule(struct backend *b, const struct loaded *cur, const uint64_t *words, struct diags *d)
+{
+	int r;
+
+	(void)cur;
+	if ((r = engine_sched_set(bpf_of(b)->e, words)) < 0)
+		return diag_errno(d, r, "the classifier's schedules");
+	return 0;
+}
+
 const struct backend_ops backend_bpf_ops = {
 	.name = "bpf",
 	.holder = "the pinned classifier",
@@ -473,4 +483,5 @@ const struct backend_ops backend_bpf_ops = {
 	.dyn_resync = bpf_dyn_resync,
 	.dyn_expired = bpf_dyn_expired,
 	.dyn_after_reload = bpf_dyn_after_reload,
+	.schedule = bpf_schedule,
 };

@@ -250,6 +250,39 @@ static void nftables_dyn_after_reload(struct backend *b, bool gone)
 	(void)gone;
 }
 
+/* Each scheduled rule's set w_RULE: ipv4 and ipv6 while in force, else
+ * empty; all in one transaction. */
+static int nftables_schedule(struct backend *b, const struct loaded *cur, const uint64_t *words, struct diags *d)
+{
+	const struct nfr_set **v;
+	struct nfr_table t;
+	uint32_t n = 0;
+	int r;
+
+	(void)b;
+	if (!(v = calloc(cur->pol->nrules ? cur->pol->nrules : 1, sizeof(*v))))
+		return diag_errno(d, -ENOMEM, "the schedules");
+	nfr_init(&t);
+	for (uint32_t i = 0; i < cur->pol->nrules && !t.err; i++) {
+		const struct rule *ru = &cur->pol->rules[i];
+		uint32_t bit = ru->when.sched - 1;
+		char name[NFR_NAME];
+		struct nfr_set *s;
+
+		if (!ru->when.sched)
+			continue;
+		nft_sched_set_name(name, sizeof(name), ru->name);
+		if ((s = nfr_set_new(&t, name, NFR_KEY_NFPROTO, false))) {
+			nft_sched_elems(&t, s, (words[bit / 64] >> (bit % 64)) & 1);
+			v[n++] = s;
+		}
+	}
+	r = t.err ? diag_errno(d, t.err, "the schedules") : nft_sched_change(v, n, d);
+	nfr_free(&t);
+	free(v);
+	return r;
+}
+
 const struct backend_ops backend_nftables_ops = {
 	.name = "nftables",
 	.holder = "table inet nfbox",
@@ -277,4 +310,5 @@ const struct backend_ops backend_nftables_ops = {
 	.dyn_resync = nftables_dyn_resync,
 	.dyn_expired = nftables_dyn_expired,
 	.dyn_after_reload = nftables_dyn_after_reload,
+	.schedule = nftables_schedule,
 };

@@ -128,6 +128,12 @@ static void rule_summary(const struct rule *r, FILE *f)
 		policy_limit_format(&r->limit, buf, sizeof(buf));
 		fprintf(f, " limit %s", buf);
 	}
+	if (r->when.n) {
+		char buf[1024];
+
+		policy_when_format(&r->when, buf, sizeof(buf));
+		fprintf(f, " when %s", buf);
+	}
 }
 
 static void print_fields(const struct plan_hook *h, FILE *f)
@@ -406,6 +412,12 @@ static void json_rules(const struct plan_hook *h, struct json *j)
 		json_kv_str(j, "comment", r->comment);
 		if (r->action == POLICY_REJECT)
 			json_kv_str(j, "reject_with", policy_reject_names[r->reject_with]);
+		if (r->when.n) {
+			char buf[1024];
+
+			policy_when_format(&r->when, buf, sizeof(buf));
+			json_kv_str(j, "when", buf);
+		}
 		if (policy_has_limit(&r->limit)) {
 			json_key(j, "limit");
 			json_object_begin(j);

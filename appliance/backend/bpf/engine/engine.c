@@ -44,6 +44,7 @@ static const char *const map_names[EM_COUNT] = {
 	[EM_DYN6] = "nfb_dyn6",
 	[EM_DYN_NAMES] = "nfb_dyn_names",
 	[EM_OVERLOAD_SEEN] = "nfb_overload_seen",
+	[EM_SCHED] = "nfb_sched",
 };
 
 /* nfbox's hook and family numbers are the policy's (names written once, in
@@ -538,15 +539,6 @@ int engine_events_fd(const struct engine *e)
 int engine_rejects_fd(const struct engine *e)
 {
 	return e->map_fd[EM_REJECTS];
-}
-
-int engine_inner_fd(const struct engine *e, int em, uint32_t gen)
-{
-	uint32_t id;
-
-	if (bpf_map_lookup_elem(e->map_fd[em], &gen, &id) < 0)
-		return -1;
-	return bpf_map_get_fd_by_id(id);
 }
 
 int engine_conns_fd(const struct engine *e)

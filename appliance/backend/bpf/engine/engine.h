@@ -80,6 +80,11 @@ void engine_settle(struct engine *e);
 /* Bytes of kernel memory the engine's maps hold (as the kernel accounts
  * them: memlock), both generations. */
 int engine_memory(struct engine *e, uint64_t *bytes);
+/* Schedules (bpf/nfbox.h): which of pl's scheduled rules are in force at
+ * now (UTC seconds), as nfb_sched's words of a generation; and those words
+ * written for the active generation. 0 or -errno. */
+void plan_sched_words(const struct plan *pl, int64_t now, uint64_t *words);
+int engine_sched_set(struct engine *e, const uint64_t *words);
 
 /* Detach every link (the nftables backend filters instead): the program and
  * maps stay, pinned. NULL is fine. */

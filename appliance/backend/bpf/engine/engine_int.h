@@ -22,7 +22,7 @@
  *    instead of LPM tries; a vector's R[0] holds its top summary.
  * 11: connection limits (nfb_conns, nfb_conn_count, nfb_overload_seen, the
  *    pinned release program; nfb_limit_cfg.conns). */
-#define NFB_ABI_VERSION 11
+#define NFB_ABI_VERSION 12
 
 enum engine_map {
 	EM_CTL,
@@ -47,6 +47,7 @@ enum engine_map {
 	EM_DYN6,
 	EM_DYN_NAMES,
 	EM_OVERLOAD_SEEN,
+	EM_SCHED,
 	EM_COUNT,
 };
 

@@ -20,9 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend/bpf/engine/engine_int.h"
+#include "policy/schedule/schedule.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 
@@ -672,6 +674,7 @@ static int fill_arrays(struct gen_maps *g, const struct gen_plan *gp, const stru
 						 : 0,
 				.counter = slots->rule_slot[hk][bit],
 				.dyn = { dyn_of(slots, &ru->from), dyn_of(slots, &ru->to) },
+				.sched = (uint16_t)ru->when.sched,
 			};
 		}
 	}
@@ -1067,6 +1070,45 @@ static void new_counters_drop(struct new_counters *nc)
 	free(nc->snap);
 }
 
+int engine_inner_fd(const struct engine *e, int em, uint32_t gen)
+{
+	uint32_t id;
+
+	if (bpf_map_lookup_elem(e->map_fd[em], &gen, &id) < 0)
+		return -1;
+	return bpf_map_get_fd_by_id(id);
+}
+
+/* The words of generation gen in nfb_sched. */
+static int sched_write(struct engine *e, uint32_t gen, const uint64_t *words)
+{
+	for (uint32_t i = 0; i < NFB_SCHED_WORDS; i++) {
+		uint32_t k = gen * NFB_SCHED_WORDS + i;
+
+		if (bpf_map_update_elem(e->map_fd[EM_SCHED], &k, &words[i], BPF_ANY) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+int engine_sched_set(struct engine *e, const uint64_t *words)
+{
+	return sched_write(e, e->active_gen, words);
+}
+
+void plan_sched_words(const struct plan *pl, int64_t now, uint64_t *words)
+{
+	memset(words, 0, NFB_SCHED_WORDS * sizeof(*words));
+	for (int h = 0; h < NFB_HOOK_MAX; h++)
+		for (uint32_t i = 0; i < pl->hook[h].nrules; i++) {
+			const struct rule *ru = pl->hook[h].rules[i];
+			uint32_t bit = ru->when.sched - 1;
+
+			if (ru->when.sched && bit < NFB_MAX_SCHED && sched_open(&ru->when, now))
+				words[bit / 64] |= 1ull << (bit % 64);
+		}
+}
+
 int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob *b, const struct slot_map *slots,
 		struct diags *d)
 {
@@ -1101,6 +1143,13 @@ int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob 
 	if (r >= 0 && g.own_counters && (r = cnt_fill(e, g.fd[GM(EM_COUNTERS)], gp->cnt_cap, &nc.cnt, &nc.snap)) < 0)
 		r = diag_errno(d, r, "cannot fill the new policy's counters");
 	gen_cfg(e, &cfg, gp, pl, b, slots);
+	if (r >= 0) {
+		uint64_t words[NFB_SCHED_WORDS];
+
+		plan_sched_words(pl, time(NULL), words);
+		if ((r = sched_write(e, spare, words)) < 0)
+			r = diag_errno(d, r, "cannot write the new policy's schedules");
+	}
 	if (r >= 0 && bpf_map_update_elem(e->map_fd[EM_GEN], &spare, &cfg, BPF_ANY) < 0)
 		r = diag_errno(d, -errno, "cannot write the new policy's configuration");
 	{

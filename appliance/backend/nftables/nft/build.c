@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* A policy as table inet nfbox (build.h). */
 #include "backend/nftables/nft/build.h"
+#include "policy/schedule/schedule.h"
 
 #include "dynset/dynset.h"
 #include "lib/nfhook.h"
@@ -16,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* nft's conntrack state bits (NF_CT_STATE_*_BIT in the kernel). */
 #define CT_INVALID     1u
@@ -723,9 +725,45 @@ static bool applies(const struct rule *ru, uint8_t fam)
 	       (ru->to.any || (ru->to.families & fam));
 }
 
-/* The matches of a rule before its layer 4: interfaces, addresses, state. */
+void nft_sched_set_name(char *buf, size_t len, const char *rule)
+{
+	snprintf(buf, len, "w_%s", rule);
+}
+
+void nft_sched_elems(struct nfr_table *t, struct nfr_set *s, bool open)
+{
+	static const uint8_t fams[] = { NFPROTO_IPV4, NFPROTO_IPV6 };
+
+	for (size_t i = 0; open && i < sizeof(fams); i++) {
+		uint8_t k[16] = { fams[i] };
+
+		nfr_set_add(t, s, k, k);
+	}
+}
+
+/* A scheduled rule's set w_RULE: ipv4 and ipv6 while its schedule is open
+ * (now), else empty; the daemon changes it at the window's edges. */
+static const struct nfr_set *sched_set_for(struct ctx *c, const struct rule *ru)
+{
+	const struct nfr_set *old;
+	char name[NFR_NAME];
+	struct nfr_set *s;
+
+	nft_sched_set_name(name, sizeof(name), ru->name);
+	if ((old = nfr_set_find(c->t, name)))
+		return old;
+	if (!(s = nfr_set_new(c->t, name, NFR_KEY_NFPROTO, false)))
+		return NULL;
+	nft_sched_elems(c->t, s, sched_open(&ru->when, (int64_t)time(NULL)));
+	return s;
+}
+
+/* The matches of a rule before its layer 4: its schedule, interfaces,
+ * addresses, state. */
 static void rule_head(struct ctx *c, struct nfr_rule *r, const struct rule *ru, uint8_t fam)
 {
+	if (ru->when.n)
+		m_add(r, NFR_M_SCHED)->set = sched_set_for(c, ru);
 	match_ifaces(c, r, &ru->in, false, ru->in.neg, ru->name);
 	match_ifaces(c, r, &ru->out, true, ru->out.neg, ru->name);
 	/* Redundant in a chain of one family, but it is how nft itself writes
@@ -927,7 +965,7 @@ static bool mergeable(const struct rule *r)
 {
 	return !policy_has_limit(&r->limit) && !iface_none(&r->in) && !iface_none(&r->out) &&
 	       (r->action == POLICY_ACCEPT || r->action == POLICY_DROP) && !r->log && !r->nicmp && !r->service.any &&
-	       r->sport.any && !r->synproxy;
+	       r->sport.any && !r->synproxy && !r->when.n; /* a schedule is the rule's own (w_RULE) */
 }
 
 static bool same_shape(const struct rule *a, const struct rule *b)

@@ -54,6 +54,9 @@ struct nft_build_opts {
 
 /* The nftables set that holds dynamic set NAME's entries of a family
  * (POLICY_FAM_IPV4 or _IPV6); buf at least NFR_NAME. */
+/* A scheduled rule's set (w_RULE), and its elements while open. */
+void nft_sched_set_name(char *buf, size_t len, const char *rule);
+void nft_sched_elems(struct nfr_table *t, struct nfr_set *s, bool open);
 void nft_dyn_set_name(char *buf, size_t len, const char *set, uint8_t fam);
 /* A prefix as an interval set's range: its first and last address. */
 void nft_prefix_range(const struct prefix *pf, uint8_t *lo, uint8_t *hi);

@@ -37,6 +37,7 @@
 
 /* nft's datatype numbers (its "type ..." of a set), so that `nft list`
  * shows the elements as addresses, ports and names. */
+#define NFT_TYPE_NFPROTO      2
 #define NFT_TYPE_INET_PROTO   12
 #define NFT_TYPE_IPADDR	      7
 #define NFT_TYPE_IP6ADDR      8
@@ -310,6 +311,10 @@ static void emit_match(struct nftnl_rule *r, const struct nfr_match *m)
 	case NFR_M_NFPROTO:
 		e_meta(r, NFT_META_NFPROTO);
 		e_cmp_u8(r, (uint8_t)m->value);
+		break;
+	case NFR_M_SCHED:
+		e_meta(r, NFT_META_NFPROTO);
+		e_lookup(r, m->set, false);
 		break;
 	case NFR_M_ADDR:
 	case NFR_M_ADDR_EQ:
@@ -651,6 +656,7 @@ static struct nftnl_set *set_alloc(const struct nfr_set *s)
 		[NFR_KEY_IPV6] = NFT_TYPE_IP6ADDR,
 		[NFR_KEY_PORT] = NFT_TYPE_INET_SERVICE,
 		[NFR_KEY_PROTO_PORT] = NFT_TYPE_INET_PROTO << NFT_TYPE_BITS | NFT_TYPE_INET_SERVICE,
+		[NFR_KEY_NFPROTO] = NFT_TYPE_NFPROTO,
 	};
 	static const uint8_t proto_port_fields[] = { 1, 2 };
 	struct nftnl_set *ns = nftnl_set_alloc();
@@ -673,7 +679,7 @@ static struct nftnl_set *set_alloc(const struct nfr_set *s)
 		nftnl_set_set_data(ns, NFTNL_SET_DESC_CONCAT, proto_port_fields, sizeof(proto_port_fields));
 	if (s->objmap)
 		nftnl_set_set_u32(ns, NFTNL_SET_OBJ_TYPE, NFT_OBJECT_COUNTER);
-	set_byteorder(ns, s->key == NFR_KEY_IFNAME ? BYTEORDER_HOST : BYTEORDER_BIG);
+	set_byteorder(ns, s->key == NFR_KEY_IFNAME || s->key == NFR_KEY_NFPROTO ? BYTEORDER_HOST : BYTEORDER_BIG);
 	if (s->timeout)
 		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, NFT_SET_INTERVAL | NFT_SET_TIMEOUT);
 	if (s->dynamic) {
@@ -826,6 +832,43 @@ int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct
 	if (r < 0)
 		return diag_errno(d, r, "building the nftables transaction");
 	nft_batch_note(b, (struct loc){ 0 }, "a dynamic set's elements");
+	return nft_batch_commit(b, d);
+}
+
+int nft_sched_change(const struct nfr_set *const *sets, uint32_t n, struct diags *d)
+{
+	_cleanup_(nft_batch_freep) struct nft_batch *b = NULL;
+	int r = 0;
+
+	if ((r = nft_batch_new(&b)) < 0)
+		return diag_errno(d, r, "building the nftables transaction");
+	for (uint32_t i = 0; i < n && !r; i++) {
+		struct nftnl_set *ns = set_alloc(sets[i]);
+
+		if (!ns) {
+			r = -ENOMEM;
+			break;
+		}
+		if (!sets[i]->n) { /* no elements: the kernel empties the set */
+			struct nlmsghdr *nlh = nft_batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0);
+
+			if (nlh)
+				nftnl_set_elems_nlmsg_build_payload(nlh, ns);
+			r = nlh ? 0 : -ENOMEM;
+			nftnl_set_free(ns);
+			continue;
+		}
+		for (uint32_t k = 0; k < sets[i]->n && !r; k++)
+			if (!add_elem(ns, sets[i]->v[k].lo, nfr_key_len(sets[i]->key), false, 0))
+				r = -ENOMEM;
+		if (!r)
+			r = flush_elems(b, &ns, sets[i]);
+		if (ns)
+			nftnl_set_free(ns);
+	}
+	if (r < 0)
+		return diag_errno(d, r, "building the nftables transaction");
+	nft_batch_note(b, (struct loc){ 0 }, "the schedules' sets");
 	return nft_batch_commit(b, d);
 }
 

@@ -21,6 +21,9 @@ int nft_table_remove(struct diags *d);
  * sets', with flags timeout): the elements of each set of del deleted, then
  * those of each of add added with their timeouts, all in one transaction.
  * 0 or -errno explained in d. */
+/* The schedules' sets (w_RULE): each set's elements as given, in one
+ * transaction (a set without elements is emptied). */
+int nft_sched_change(const struct nfr_set *const *sets, uint32_t n, struct diags *d);
 int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct nfr_set *const *add, uint32_t nadd,
 		   struct diags *d);
 

@@ -409,6 +409,8 @@ uint32_t nfr_key_len(enum nfr_key k)
 		return 16;
 	case NFR_KEY_PROTO_PORT:
 		return 8;
+	case NFR_KEY_NFPROTO:
+		return 1;
 	default:
 		return 2;
 	}

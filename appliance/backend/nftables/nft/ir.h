@@ -23,6 +23,7 @@ enum nfr_key {
 	NFR_KEY_IPV6,
 	NFR_KEY_PORT,	    /* 2 bytes, network order */
 	NFR_KEY_PROTO_PORT, /* meta l4proto . th port: 1 + 2 bytes, each in a 4-byte register */
+	NFR_KEY_NFPROTO,    /* meta nfproto: 1 byte (a schedule's set: ipv4, ipv6 while in force) */
 };
 
 /* An element: one value (lo) or, in an interval set, the range lo..hi. */
@@ -67,6 +68,7 @@ enum nfr_match_kind {
 	NFR_M_FRAG6_MORE, /* frag more-fragments 1 */
 	NFR_M_FRAG6_OFF,  /* frag frag-off != 0 */
 	NFR_M_TCP_SYN,	  /* tcp flags & (syn | ack) == syn: a connection's first segment */
+	NFR_M_SCHED,	  /* meta nfproto @w_RULE: the rule's schedule is open (the daemon fills the set) */
 };
 
 struct nfr_match {

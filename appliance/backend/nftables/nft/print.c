@@ -51,6 +51,9 @@ static void print_elem(const struct nfr_table *t, const struct nfr_set *s, const
 	case NFR_KEY_IFNAME: /* a name, or a wildcard: the range of the names that begin so */
 		fprintf(f, "\"%.16s%s\"", (const char *)e->lo, memcmp(e->lo, e->hi, 16) ? "*" : "");
 		break;
+	case NFR_KEY_NFPROTO:
+		fputs(e->lo[0] == NFPROTO_IPV4 ? "ipv4" : "ipv6", f);
+		break;
 	case NFR_KEY_IPV4:
 	case NFR_KEY_IPV6:
 		print_addr(e->lo, s->key, f);
@@ -135,6 +138,10 @@ static void print_match(const struct nfr_table *t, const struct nfr_match *m, FI
 		break;
 	case NFR_M_NFPROTO:
 		fprintf(f, "meta nfproto %s", m->value == NFPROTO_IPV4 ? "ipv4" : "ipv6");
+		break;
+	case NFR_M_SCHED:
+		fputs("meta nfproto ", f);
+		print_set_ref(t, m->set, f);
 		break;
 	case NFR_M_ADDR:
 		fprintf(f, "%s %s %s", ip, dir, m->neg ? "!= " : "");
@@ -319,6 +326,8 @@ static const char *set_type(enum nfr_key k)
 		return "ipv6_addr";
 	case NFR_KEY_PORT:
 		return "inet_service";
+	case NFR_KEY_NFPROTO:
+		return "nf_proto";
 	default:
 		return "inet_proto . inet_service";
 	}

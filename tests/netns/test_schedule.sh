@@ -1,0 +1,111 @@
+#!/bin/bash
+# Schedules (when:) on the forward hook, against the real clock:
+# - a window that opens 6 s after a reload and closes 6 s later (UTC,
+#   HH:MM:SS): a datagram before it is dropped, one inside it passes, one
+#   after it is dropped again, each change within a second of its edge,
+#   without a reload (the generation stays), said in the log;
+# - a window open now in Europe/Berlin's wall clock (UTC+1 or +2) and one
+#   on a day that is not today: judged by the zone, not by UTC;
+# - status shows each scheduled rule, in force or not, and its next change;
+# - a reload while a window is open keeps it open;
+# - validate refuses an unknown zone and an empty window, at their place.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/netns.sh
+NET=$PWD/tests/lib/net.py
+
+ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
+hms() { date -u -d "@$1" +%H:%M:%S; }              # UTC seconds -> HH:MM:SS (UTC)
+bhm() { TZ=Europe/Berlin date -d "@$1" +%H:%M; }   # ... -> HH:MM on Berlin's wall clock
+cat >"$NS_TMP/p.yaml" <<YAML
+version: 1
+hooks:
+  forward: { default: drop }
+YAML
+nfbox_start "$NS_TMP/p.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+# The windows from now on (the daemon runs: a slow start takes none of them).
+now=$(date +%s)
+# keep every window inside one UTC day: a start just before midnight waits
+if [ $(((now + 20) % 86400)) -lt 20 ]; then
+	sleep $((20 - (now + 20) % 86400 + 1))
+	now=$(date +%s)
+fi
+OPEN=$((now + 6)) CLOSE=$((now + 12))
+other_day=$(date -u -d "@$((now + 3 * 86400))" +%a | tr A-Z a-z)
+b_from=$(bhm $((now - 1800))) b_to=$(bhm $((now + 1800)))
+[ "$b_from" \< "$b_to" ] || b_from=00:00 # Berlin's midnight inside the hour: from the start of the day
+cat >"$NS_TMP/p.yaml" <<YAML
+version: 1
+interfaces:
+  lan: [lan0]
+hooks:
+  forward: { default: drop }
+rules:
+  - name: soon
+    in: lan
+    service: udp/7001
+    when: { hours: "$(hms $OPEN)-$(hms $CLOSE)", tz: UTC }
+    action: accept
+  - name: berlin-now
+    in: lan
+    service: udp/7002
+    when: { hours: "$b_from-$b_to", tz: Europe/Berlin }
+    action: accept
+  - name: other-day
+    in: lan
+    service: udp/7003
+    when: [ { days: [$other_day], tz: UTC } ]
+    action: accept
+YAML
+t_check reload nfbox_ctl reload --policy "$NS_TMP/p.yaml"
+reloads() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["reloads_ok"])'; }
+reloads0=$(reloads)
+sched() { # RULE FIELD: from status --json
+	nfbox_ctl status --json | /usr/bin/python3 -c '
+import json, sys
+for s in json.load(sys.stdin)["schedules"]:
+    if s["rule"] == sys.argv[1]:
+        print(s[sys.argv[2]]); break
+else:
+    print("absent")' "$1" "$2"
+}
+t_check status-before [ "$(sched soon in_force)" = False ]
+t_check status-next-open [ "$(sched soon next_change)" = "$OPEN" ]
+t_check status-text grep -Eq '^schedules: +soon +out of force +next change [0-9T:-]+Z \(in [0-9]+s\)$' <(nfbox_ctl status)
+t_check before-dropped [ "$(probe_from $C4 $S4 7001)" = drop ]
+t_check zone-berlin-now [ "$(probe_from $C4 $S4 7002)" = pass ]
+t_check zone-other-day [ "$(probe_from $C4 $S4 7003)" = drop ]
+t_check other-day-status [ "$(sched other-day in_force)" = False ]
+
+# inside the window (its edge + 1 s)
+while [ "$(date +%s)" -lt $((OPEN + 1)) ]; do sleep 0.2; done
+t_check open-passes [ "$(probe_from $C4 $S4 7001)" = pass ]
+t_check status-open [ "$(sched soon in_force)" = True ]
+t_check status-next-close [ "$(sched soon next_change)" = "$CLOSE" ]
+t_check opened-logged grep -q "rule 'soon' is now in force (when:)" "$NS_TMP/nfbox.err"
+t_check no-reload [ "$(reloads)" = "$reloads0" ]
+# a reload inside the window: still open
+nfbox_ctl reload >/dev/null
+t_check reload-keeps-open [ "$(probe_from $C4 $S4 7001)" = pass ]
+
+# after it
+while [ "$(date +%s)" -lt $((CLOSE + 1)) ]; do sleep 0.2; done
+t_check after-dropped [ "$(probe_from $C4 $S4 7001)" = drop ]
+t_check closed-logged grep -q "rule 'soon' is no longer in force (when:)" "$NS_TMP/nfbox.err"
+t_check status-after [ "$(sched soon in_force)" = False ]
+
+# validate: an unknown zone and an empty window, at their place
+cat >"$NS_TMP/bad.yaml" <<'YAML'
+version: 1
+hooks:
+  forward: { default: drop }
+rules:
+  - { name: a, service: udp/1, action: accept, when: { tz: Mars/Olympus } }
+  - { name: b, service: udp/1, action: accept, when: { hours: "09:00-09:00" } }
+YAML
+out=$("$NFBOX" validate "$NS_TMP/bad.yaml" 2>&1)
+t_check validate-zone grep -q "bad.yaml:5:60: error: when tz: unknown time zone 'Mars/Olympus'" <<<"$out"
+t_check validate-empty grep -q "bad.yaml:6:63: error: when hours '09:00-09:00': the window is empty" <<<"$out"
+nfbox_stop
+t_done
