@@ -34,7 +34,7 @@ Q := @
 msg = @printf '  %-8s %s\n' $(1) $(2);
 endif
 
-PKGS := libbpf libxdp libnftnl libmnl yaml-0.1 libcrypto libmicrohttpd jansson
+PKGS := libbpf libxdp libnftnl libmnl yaml-0.1 libcrypto libmicrohttpd jansson libmaxminddb libcares
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 

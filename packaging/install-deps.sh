@@ -15,9 +15,10 @@ set -eu
 # the name this release gives it: libclang-rt-14-dev on 12, libclang-rt-dev
 # (for clang 19) on 13.
 BUILD_PKGS="make gcc build-essential clang llvm pkg-config libbpf-dev bpftool linux-libc-dev
- libxdp-dev libnftnl-dev libmnl-dev libyaml-dev libssl-dev libmicrohttpd-dev libjansson-dev libelf-dev zlib1g-dev debhelper dpkg-dev"
+ libxdp-dev libnftnl-dev libmnl-dev libyaml-dev libssl-dev libmicrohttpd-dev libjansson-dev libelf-dev zlib1g-dev
+ libmaxminddb-dev libc-ares-dev debhelper dpkg-dev"
 TEST_PKGS="iproute2 iputils-ping ethtool nftables python3 python3-scapy iperf3 hping3 man-db groff-base systemd
- tcpdump tshark jq procps kmod lintian debootstrap bash-completion systemd-container netbase tzdata
+ tcpdump tshark jq procps kmod lintian debootstrap bash-completion systemd-container netbase tzdata dnsmasq-base
  python3-jsonschema python3-yaml python3-prometheus-client logrotate keepalived conntrackd conntrack gcovr
  nodejs curl ca-certificates"
 # Packages that must come from backports on bookworm, and the version each needs.

@@ -22,6 +22,7 @@
 #define POLICY_MAX_SERVICE_ENTRIES 65536
 #define POLICY_MAX_SCHEDULED	   1024		  /* rules with when: */
 #define POLICY_MAX_WINDOWS	   16		  /* windows in one when: */
+#define POLICY_MAX_HOSTS	   256		  /* host names in one set */
 #define POLICY_MAX_LIMITS	   4096		  /* rules with limit: or a dynamic set, counted once per hook */
 #define POLICY_MAX_CONNS	   1000000	  /* limit: { connections: N } */
 #define POLICY_MAX_TIMEOUT	   (365u * 86400) /* limit: { timeout: } (DYNSET_MAX_TIMEOUT_S) */
@@ -89,6 +90,19 @@ struct addr_set {
 	uint8_t families; /* POLICY_FAM_* bits present */
 	bool used;
 	bool dynamic; /* `dynamic: true`: no entries here; they come at run time (nfbox set) */
+	/* A dynamic set the daemon fills itself (a feed): from a country
+	 * database, or from host names over DNS. Not changed by `nfbox set`. */
+	enum set_feed {
+		SET_FEED_NONE,
+		SET_FEED_COUNTRY,
+		SET_FEED_HOSTS
+	} feed;
+	char (*countries)[3]; /* country: ISO 3166 codes, upper case */
+	uint32_t ncountries;
+	char *database; /* country: the MMDB file (absolute) */
+	char **hosts;	/* hosts: the names */
+	uint32_t nhosts;
+	uint32_t min_ttl, max_ttl, grace; /* hosts: seconds */
 };
 
 struct iface_group {

@@ -29,6 +29,7 @@
 #include "daemon/ha.h"
 #include "daemon/usage.h"
 #include "daemon/schedules.h"
+#include "daemon/feeds.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "system/sdnotify.h"
@@ -110,6 +111,7 @@ static void loop(struct daemon *dm)
 		backends_tick(dm);
 		ha_tick(dm);
 		report_usage(dm, false);
+		feeds_tick(dm);
 	}
 }
 
@@ -245,6 +247,7 @@ static void daemon_free(struct daemon *dm)
 	links_close(dm);
 	httpd_close(dm);
 	sched_close(dm);
+	feeds_close(dm);
 	if (dm->signals.fd >= 0)
 		close(dm->signals.fd);
 	loop_close(&dm->loop);

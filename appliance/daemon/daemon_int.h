@@ -79,6 +79,7 @@ struct daemon {
 	struct dha *ha;		 /* the pair's daemons (ha.c), NULL until a policy has ha: */
 	struct usage *usage;	 /* the rules' last hits, kept (usage.c) */
 	struct schedules *sched; /* rules with when: (schedules.c), NULL if none */
+	struct feeds *feeds;	 /* sets of countries and host names (feeds.c), NULL if none */
 };
 
 #endif

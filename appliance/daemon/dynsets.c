@@ -388,6 +388,28 @@ static struct dyn_set *find_set(struct daemon *dm, const char *name, struct diag
 	return NULL;
 }
 
+/* A set the daemon fills itself (country:, hosts:) is not changed by hand. */
+static const struct addr_set *feed_set(const struct daemon *dm, const char *name)
+{
+	for (uint32_t i = 0; dm->cur.pol && i < dm->cur.pol->nsets; i++)
+		if (!strcmp(dm->cur.pol->sets[i].name, name) && dm->cur.pol->sets[i].feed != SET_FEED_NONE)
+			return &dm->cur.pol->sets[i];
+	return NULL;
+}
+
+static struct dyn_set *find_set_by_hand(struct daemon *dm, const char *name, struct diags *d)
+{
+	struct dyn_set *s = find_set(dm, name, d);
+	const struct addr_set *fs;
+
+	if (s && (fs = feed_set(dm, s->name))) {
+		diag_fail(d, -EPERM, "set '%s' is filled from %s by the daemon: change the policy instead", s->name,
+			  fs->feed == SET_FEED_COUNTRY ? "its country database" : "DNS (its host names)");
+		return NULL;
+	}
+	return s;
+}
+
 static uint64_t set_size(const struct dyn_set *s)
 {
 	return (uint64_t)s->n[0] + s->n[1];
@@ -414,7 +436,7 @@ static int change(struct daemon *dm, const struct dyn_caller *c, const struct ct
 	int64_t expires = req->timeout ? dyn_now_ms() + (int64_t)req->timeout * 1000 : 0;
 	int r;
 
-	if (!(set = find_set(dm, req->set, d)))
+	if (!(set = find_set_by_hand(dm, req->set, d)))
 		return -ENOENT;
 	if ((r = read_changes(c->fd, source, expires, &v, &n, d)) < 0)
 		return r;
@@ -450,7 +472,7 @@ static int flush_set(struct daemon *dm, const struct dyn_caller *c, const struct
 	uint32_t n = 0;
 	int r;
 
-	if (!(set = find_set(dm, req->set, d)))
+	if (!(set = find_set_by_hand(dm, req->set, d)))
 		return -ENOENT;
 	if (!(v = calloc(set_size(set) + 1, sizeof(*v))))
 		return diag_errno(d, -ENOMEM, "set '%s'", set->name);
@@ -635,6 +657,84 @@ void dyn_answer(struct daemon *dm, const struct dyn_caller *c, const struct ctl_
 	if (r == 0 && out)
 		fwrite(out, 1, len, f);
 	diags_free(&d);
+}
+
+/* ---- feeds (country:, hosts:) ------------------------------------------------ */
+
+static int change_cmp(const void *a, const void *b)
+{
+	const struct dyn_change *x = a, *y = b;
+	int c = (int)x->pfx.family - (int)y->pfx.family;
+
+	if (!c)
+		c = memcmp(x->pfx.addr, y->pfx.addr, 16);
+	return c ? c : (int)x->pfx.plen - (int)y->pfx.plen;
+}
+
+static bool in_sorted(const struct dyn_change *c, uint32_t n, int fam, const struct dyn_entry *e)
+{
+	struct dyn_change k = { .pfx = { .family = fam ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4, .plen = e->plen } };
+
+	memcpy(k.pfx.addr, e->addr, 16);
+	return bsearch(&k, c, n, sizeof(*c), change_cmp) != NULL;
+}
+
+int dyn_feed(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t n, bool replace, uint32_t *added,
+	     uint32_t *deleted, struct diags *d)
+{
+	struct dyn_set *set = dynsets_find(&dm->dyn->store, name);
+	struct dyn_change *del = NULL, *add = c;
+	uint32_t ndel = 0, nadd = n;
+	int r = 0;
+
+	*added = *deleted = 0;
+	if (!set || !set->in_policy)
+		return diag_fail(d, -ENOENT, "set '%s' is not in the policy in force", name);
+	if (replace) {
+		/* exactly c: what is not there is added, what c lacks is deleted */
+		qsort(c, n, sizeof(*c), change_cmp);
+		if (!(del = calloc(set_size(set) + 1, sizeof(*del))) || !(add = calloc(n + 1, sizeof(*add)))) {
+			free(del);
+			return diag_errno(d, -ENOMEM, "set '%s'", name);
+		}
+		nadd = 0;
+		for (int fam = 0; fam < 2; fam++)
+			for (uint32_t j = 0; j < set->n[fam]; j++)
+				if (!in_sorted(c, n, fam, &set->v[fam][j])) {
+					del[ndel].pfx.family = fam ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4;
+					del[ndel].pfx.plen = set->v[fam][j].plen;
+					memcpy(del[ndel++].pfx.addr, set->v[fam][j].addr, 16);
+				}
+		for (uint32_t i = 0; i < n; i++)
+			if (dynset_index(set, c[i].pfx.family == POLICY_FAM_IPV6, c[i].pfx.addr, c[i].pfx.plen) < 0)
+				add[nadd++] = c[i];
+	}
+	if (ndel) {
+		struct dyn_undo undo = { 0 };
+
+		r = store_and_apply(dm, set, del, ndel, true, d, &undo, NULL);
+		dyn_undo_free(&undo);
+		if (r == 0)
+			*deleted = ndel;
+	}
+	if (r == 0 && nadd) {
+		struct dyn_undo undo = { 0 };
+		struct dyn_added did = { .undo = &undo };
+
+		r = store_and_apply(dm, set, add, nadd, false, d, &undo, &did);
+		dyn_undo_free(&undo);
+		if (r == 0)
+			*added = did.added;
+	}
+	if (replace) {
+		free(del);
+		free(add);
+	}
+	if ((*added || *deleted) && dyn_save(dm) < 0)
+		log_warn(
+			"set %s: the entries from its feed could not be saved in %s; they come again at the next start",
+			name, dm->state_dir);
+	return r;
 }
 
 /* ---- overload (limit: { overload: SET }) ------------------------------------ */

@@ -30,6 +30,12 @@ void dyn_tick(struct daemon *dm);
 /* A source over a limit with an overload set (backend_sink.overload, arg
  * the daemon): into that set, for the limit's timeout, by that rule. */
 void dyn_overload(void *arg, const struct vevent *v);
+/* A feed's entries (feeds.c) into the dynamic set name, store and kernel,
+ * then saved: with replace, the set becomes exactly c (c is sorted);
+ * else each of c is added or renewed (its expiry). *added, *deleted: how
+ * many. 0 or -errno (d). */
+int dyn_feed(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t n, bool replace, uint32_t *added,
+	     uint32_t *deleted, struct diags *d);
 /* The store (read only: dyn_answer changes it). */
 const struct dynsets *dyn_store(const struct daemon *dm);
 void dyn_free(struct daemon *dm);

@@ -56,6 +56,19 @@ static void status_dynsets_text(const struct dynsets *dyn, FILE *f)
 		fputs(" entries (nfbox set list NAME)\n", f);
 }
 
+static void status_feeds_text(const struct status_report *r, FILE *f)
+{
+	for (uint32_t i = 0; i < r->nfeeds; i++) {
+		const struct feed_report *x = &r->feeds[i];
+		char age[32];
+
+		fprintf(f, "%-11s %s: %s, %s; %llu entries, loaded %s\n", i ? "" : "feeds:", x->set, x->kind, x->source,
+			U(x->entries), format_ago(x->loaded * 1000, age, sizeof(age)));
+		if (x->problem[0])
+			fprintf(f, "%-11s   warning: %s\n", "", x->problem);
+	}
+}
+
 static void status_captures_text(const struct report_capture *c, uint32_t n, FILE *f)
 {
 	if (!n)
@@ -211,6 +224,7 @@ static void status_text(const struct status_report *r, FILE *f)
 	status_ha_text(&r->ha, f);
 	status_sched_text(r, f);
 	status_dynsets_text(r->dyn, f);
+	status_feeds_text(r, f);
 	status_links_text(e, f);
 	status_captures_text(r->caps, r->ncaps, f);
 }
@@ -376,6 +390,23 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_array_begin(&j);
 	for (uint32_t i = 0; i < r->nmissing; i++)
 		json_str(&j, r->missing[i]);
+	json_array_end(&j);
+	json_key(&j, "feeds");
+	json_array_begin(&j);
+	for (uint32_t i = 0; i < r->nfeeds; i++) {
+		json_object_begin(&j);
+		json_kv_str(&j, "set", r->feeds[i].set);
+		json_kv_str(&j, "kind", r->feeds[i].kind);
+		json_kv_str(&j, "source", r->feeds[i].source);
+		json_kv_u64(&j, "entries", r->feeds[i].entries);
+		json_key(&j, "loaded");
+		if (r->feeds[i].loaded)
+			json_i64(&j, r->feeds[i].loaded);
+		else
+			json_null_value(&j);
+		json_kv_str(&j, "warning", r->feeds[i].problem[0] ? r->feeds[i].problem : NULL);
+		json_object_end(&j);
+	}
 	json_array_end(&j);
 	json_key(&j, "schedules");
 	json_array_begin(&j);

@@ -40,6 +40,7 @@
 #include "daemon/daemon_int.h"
 #include "daemon/usage.h"
 #include "daemon/schedules.h"
+#include "daemon/feeds.h"
 #include "daemon/reload.h"
 #include "daemon/fingerprint.h"
 #include "daemon/state.h"
@@ -138,6 +139,7 @@ static int reload_finish(struct daemon *dm, struct loaded *nl, int r, struct dia
 	backend_in_force(dm)->ops->in_force_now(backend_in_force(dm), &dm->cur);
 	dyn_after_reload(dm, 0);
 	sched_after_reload(dm);
+	feeds_after_reload(dm);
 	usage_soon(dm); /* new rules' records start with the next round */
 	return 0;
 }

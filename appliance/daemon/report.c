@@ -53,7 +53,8 @@ int report_status(struct daemon *dm, struct status_report *out)
 		out->on_disk = r < 0 ? strerror(-r) : !strcmp(out->disk_fp, dm->fingerprint) ? "same" : "changed";
 	}
 	out->nmissing = links_missing(dm->cur.plan, out->missing, sizeof(out->missing) / sizeof(out->missing[0]));
-	if (ha_report(dm, &out->ha) < 0 || sched_report(dm, &out->sched, &out->nsched) < 0)
+	if (ha_report(dm, &out->ha) < 0 || sched_report(dm, &out->sched, &out->nsched) < 0 ||
+	    feeds_report(dm, &out->feeds, &out->nfeeds) < 0)
 		return -ENOMEM;
 	return daemon_captures_report(dm, false, &out->caps, &out->ncaps);
 }
@@ -66,6 +67,8 @@ void report_status_free(struct status_report *r)
 	r->ha.virt = NULL;
 	free(r->sched);
 	r->sched = NULL;
+	free(r->feeds);
+	r->feeds = NULL;
 }
 
 static uint32_t count_rows(const struct plan *pl)

@@ -14,6 +14,7 @@
 #include "capture/capture.h"
 #include "backend/backend.h"
 #include "daemon/schedules.h"
+#include "daemon/feeds.h"
 #include "ha/parse.h"
 
 struct daemon;
@@ -79,6 +80,8 @@ struct status_report {
 	struct report_ha ha;
 	struct sched_report *sched; /* the rules with when: (schedules.h) */
 	uint32_t nsched;
+	struct feed_report *feeds; /* the sets of countries and host names (feeds.h) */
+	uint32_t nfeeds;
 };
 
 struct stats_report {

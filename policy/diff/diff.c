@@ -40,6 +40,8 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* Sorted, distinct copies of n strings made by fmt(i). */
 struct strs {
 	char **v;
@@ -223,11 +225,36 @@ static struct strs group_elems(const void *e)
 	return iface_strs(g->ifnames, g->n);
 }
 
+/* A set's elements; a set the daemon fills has what defines it instead:
+ * "country DE", "database PATH", "host NAME", "min-ttl 30s", ... */
 static struct strs set_elems(const void *e)
 {
 	const struct addr_set *s = e;
+	struct strs r;
+	size_t k;
 
-	return prefix_strs(s->v, s->n);
+	if (s->feed == SET_FEED_NONE)
+		return prefix_strs(s->v, s->n);
+	r = (struct strs){ calloc((size_t)s->ncountries + s->nhosts + 4, sizeof(char *)), 0 };
+	for (k = 0; r.v && k < s->ncountries; k++)
+		r.v[r.n++] = dupf("country %s", s->countries[k]);
+	for (k = 0; r.v && k < s->nhosts; k++)
+		r.v[r.n++] = dupf("host %s", s->hosts[k]);
+	if (r.v && s->feed == SET_FEED_COUNTRY) {
+		r.v[r.n++] = dupf("database %s", s->database ? s->database : "?");
+	} else if (r.v) {
+		r.v[r.n++] = dupf("min-ttl %us", s->min_ttl);
+		r.v[r.n++] = dupf("max-ttl %us", s->max_ttl);
+		r.v[r.n++] = dupf("grace %us", s->grace);
+	}
+	for (k = 0; k < r.n && r.v; k++)
+		if (!r.v[k]) { /* out of memory: the ones made are kept */
+			memmove(&r.v[k], &r.v[k + 1], (r.n - k - 1) * sizeof(*r.v));
+			r.n--;
+			k--;
+		}
+	strs_sort(&r);
+	return r;
 }
 
 static struct strs service_elems(const void *e)

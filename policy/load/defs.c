@@ -188,7 +188,8 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 
 void load_sets(struct lx *x, const struct ynode *n)
 {
-	static const char *const file_keys[] = { "file", "dynamic", NULL };
+	static const char *const file_keys[] = { "file",    "dynamic", "country", "database", "hosts",
+						 "min-ttl", "max-ttl", "grace",	  NULL };
 	uint32_t ndyn = 0;
 
 	if (!n || !lx_is(x, n, YNODE_MAP, "sets"))
@@ -209,6 +210,11 @@ void load_sets(struct lx *x, const struct ynode *n)
 			const struct ynode *fn = ynode_get(v, "file"), *dn = ynode_get(v, "dynamic");
 
 			lx_check_keys(x, v, file_keys, "a set");
+			if (load_set_feed(x, s, v)) {
+				if (++ndyn == POLICY_MAX_DYNSETS + 1)
+					diag_error(x->d, v->loc, "more than %d dynamic sets", POLICY_MAX_DYNSETS);
+				continue;
+			}
 			bool ok = !dn || lx_bool(x, dn, "dynamic", &s->dynamic);
 
 			if (s->dynamic) {
@@ -222,8 +228,10 @@ void load_sets(struct lx *x, const struct ynode *n)
 						   s->name);
 			} else if (ok && !fn && !ynode_has(v, "file")) {
 				diag_error(x->d, v->loc,
-					   "set '%s' %s: it must be a list of prefixes, { file: PATH } or { dynamic: "
-					   "true } (an empty set is written '%s: []')",
+					   "set '%s' %s: it must be a list of prefixes, { file: PATH }, { dynamic: "
+					   "true }, { country: [CC], database: PATH } or { hosts: [NAME] } (an empty "
+					   "set is "
+					   "written '%s: []')",
 					   s->name,
 					   dn ? "is not dynamic and names no file" : "names neither a file nor dynamic",
 					   s->name);

@@ -208,6 +208,11 @@ void policy_free(struct policy *p)
 	for (uint32_t i = 0; i < p->nsets; i++) {
 		free(p->sets[i].name);
 		free(p->sets[i].v);
+		free(p->sets[i].countries);
+		free(p->sets[i].database);
+		for (uint32_t k = 0; k < p->sets[i].nhosts; k++)
+			free(p->sets[i].hosts[k]);
+		free(p->sets[i].hosts);
 	}
 	for (uint32_t i = 0; i < p->nservices; i++) {
 		free(p->services[i].name);

@@ -34,7 +34,9 @@ ranges; TCP, UDP, UDP-Lite, SCTP, ICMP and ICMPv6 types (lists, names),
 other protocols; state; every hook, hook lists; accept, drop and reject
 (every reject-with); log; rate limits per rule and per source; schedules
 (when:, in several zones: windows in force now, and windows of a day three
-days off, out of force for the whole run); NAT
+days off, out of force for the whole run); a country set (its entries
+from a database the test writes, beside networks of another country);
+NAT
 (masquerade, snat, forward-port, redirect); options defrag (both),
 established (both). The probes fall on the policy's edges: the first and
 last address of each prefix and the one past each end, the bounds of
@@ -51,6 +53,7 @@ import re
 import select
 import socket
 import struct
+import subprocess
 import sys
 import time
 
@@ -92,6 +95,7 @@ class Policy:
         self.groups = {}     # name -> [ifnames]
         self.sets = {}       # name -> [entries]
         self.dynamic = {}    # name -> [entries] added at run time
+        self.fed = {}        # name -> [networks]: a country set (XA) of a database the test writes
         self.prefixes = []   # every prefix or range named anywhere
         self.ports = []      # (proto, lo, hi) named anywhere
         self.icmp = {4: set(), 6: set()}
@@ -136,7 +140,8 @@ def gen_policy(r, pol):
         pol.prefixes += entries
         lines.append("  s%d: [%s]" % (i, ", ".join(q(a) for a in entries)))
     for name in ("d1", "d2"):
-        lines.append("  %s: { dynamic: true }" % name)
+        fed = name == "d2" and r.random() < 0.5  # a country set: its entries from a database
+        lines.append("  %s: %s" % (name, "{ country: [XA], database: @GEO@ }" if fed else "{ dynamic: true }"))
         picked = []
         for a in r.sample(V4_POOL + V6_POOL, r.randint(0, 5)):
             if "-" in a:
@@ -146,6 +151,8 @@ def gen_policy(r, pol):
                 picked.append(net)
         pol.dynamic[name] = [str(p.network_address) if p.prefixlen == p.max_prefixlen else str(p) for p in picked]
         pol.prefixes += pol.dynamic[name]
+        if fed:
+            pol.fed[name] = [str(p) for p in picked]
     # Services: short, and one long list of ports and ranges.
     lines.append("services:")
     long = [port_entry(r, r.choice(PORT_PROTOS)) for _ in range(r.randint(20, 60))]
@@ -681,8 +688,20 @@ def cmd_gen(seed, out):
     r = random.Random(int(seed))
     pol = Policy()
     text = gen_policy(r, pol)
+    geo = os.path.join(os.path.abspath(out), "geo.mmdb")
     with open(os.path.join(out, "policy.yaml"), "w") as f:
-        f.write(text)
+        f.write(text.replace("@GEO@", geo))
+    with open(os.path.join(out, "fed.txt"), "w") as f:
+        for name, nets in pol.fed.items():
+            # the daemon fills these sets from the database; the reference
+            # reads the same entries from dynamic.txt
+            f.write(name + "\n")
+            decoy = [n for n in ("192.0.2.128/25", "2001:db8:ffff::/48")
+                     if all(not ipaddress.ip_network(n).overlaps(ipaddress.ip_network(p))
+                            for p in nets if ipaddress.ip_network(p).version == ipaddress.ip_network(n).version)]
+            subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                             "..", "lib", "mmdbwrite.py"), geo]
+                           + ["%s=XA" % n for n in nets] + ["%s=XB" % n for n in decoy], check=True)
     with open(os.path.join(out, "dynamic.txt"), "w") as f:
         for name, ents in pol.dynamic.items():
             f.write("".join("%s %s\n" % (name, e) for e in ents))
@@ -989,7 +1008,7 @@ def fmt(c):
 def cmd_only(d, pid, out):
     probes = [p for p in json.load(open(os.path.join(d, "probes.json"))) if p["id"] == int(pid)]
     os.makedirs(out, exist_ok=True)
-    for f in ("policy.yaml", "dynamic.txt"):
+    for f in ("policy.yaml", "dynamic.txt", "fed.txt"):
         with open(os.path.join(d, f)) as a, open(os.path.join(out, f), "w") as b:
             b.write(a.read())
     write_probes(out, probes)

@@ -133,6 +133,7 @@ run_backend() {
 	PID=$!
 	wait_until 20 grep -q '^ready$' "$d/$b.out" || { cat "$d/$b.err"; return 1; }
 	for set in $(awk '{ print $1 }' "$d/dynamic.txt" | sort -u); do # the dynamic sets' entries, at run time
+		grep -qx "$set" "$d/fed.txt" 2>/dev/null && continue # a country set: the daemon filled it from geo.mmdb
 		awk -v s="$set" '$1 == s { print $2 }' "$d/dynamic.txt" >"$d/dyn-$set.txt"
 		"$NFBOX" set add "$set" --file "$d/dyn-$set.txt" --socket "$TMP/s.sock" >/dev/null || return 1
 	done
@@ -169,7 +170,7 @@ reduce() {
 		tries=$((tries + 1))
 		/usr/bin/python3 "$GEN" drop-rule "$r/policy.yaml" $n "$r/try.yaml"
 		[ $? -eq 3 ] && break
-		mkdir -p "$r/t" && cp "$r/try.yaml" "$r/t/policy.yaml" && cp "$r"/{probes.json,judge.in,dynamic.txt} "$r/t/"
+		mkdir -p "$r/t" && cp "$r/try.yaml" "$r/t/policy.yaml" && cp "$r"/{probes.json,judge.in,dynamic.txt,fed.txt} "$r/t/"
 		cp "$r/neighbors.txt" "$r/t/" 2>/dev/null
 		if sed 's/^  BACKEND$/  backend: bpf/' "$r/t/policy.yaml" >"$r/t/check.yaml" &&
 			"$NFBOX" validate --quiet "$r/t/check.yaml" >/dev/null 2>&1 && ! agree "$r/t" --no-controls &&

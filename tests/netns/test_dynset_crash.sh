@@ -108,15 +108,7 @@ kernel_set | sort -u >"$NS_TMP/kernel"
 t_check kernel-holds-every-acked sh -c "[ -s '$NS_TMP/kernel' ] && ! comm -23 '$NS_TMP/acked' '$NS_TMP/kernel' | grep -q ."
 
 # traffic from an acknowledged prefix (the client's network) is dropped
-probe() {
-	: >"$NS_TMP/count"
-	in_s timeout 5 "$NET" udp-first 1.5 7000 >"$NS_TMP/count" 2>&1 &
-	local w=$!
-	wait_until 5 grep -q listening "$NS_TMP/count" || { wait $w; echo no-listener; return; }
-	in_c "$NET" udp-blast "$S6" 7000 1 "$C6" 2>&1 | grep -qx "sent 1" || { wait $w; echo not-sent; return; }
-	wait $w
-	awk '/^got/ {print ($3 > 0) ? "pass" : "drop"}' "$NS_TMP/count"
-}
+probe() { probe_from "$C6" "$S6" 7000; } # (tests/lib/netns.sh)
 t_check client-network-dropped [ "$(probe)" = drop ]
 nfbox_ctl set del banned 2001:db8:1::/64 >/dev/null 2>&1
 t_check client-network-passes-when-deleted [ "$(probe)" = pass ]

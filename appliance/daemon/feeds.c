@@ -1,0 +1,598 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Sets the daemon fills itself.
+ *
+ * Country sets (country:, database:): the database is read with
+ * libmaxminddb (feeds/mmdb.h) at the first load, when the set's definition
+ * changes, and when the file changes: inotify on its directory, for a file
+ * written in place or (as geoipupdate does) renamed over the old one. The
+ * set becomes exactly the database's networks of those countries. A
+ * database that cannot be read leaves the set as it was, and says why in
+ * the log and in `status`.
+ *
+ * Host-name sets (hosts:): each name is resolved with c-ares (A and AAAA,
+ * through this network namespace's /etc/resolv.conf, which `ip netns exec`
+ * takes from /etc/netns/NAME/) on the daemon's loop: its sockets are
+ * watched by the loop, its timeouts run once a round. Each address is
+ * added (or renewed) with a timeout of its TTL, held between min-ttl and
+ * max-ttl, plus grace: a connection a client opens on an answer it still
+ * has cached passes, and an address no answer gives any more goes once
+ * that runs out. A name is asked again when the shortest TTL of its answer
+ * runs out. A name that does not resolve keeps the addresses it had until
+ * they time out, and is a warning in `status`, never an error of a reload.
+ */
+#include <arpa/inet.h>
+#include <ares.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <netdb.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/inotify.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/daemon_int.h"
+#include "daemon/dynsets.h"
+#include "daemon/feeds.h"
+#include "base/log.h"
+#include "feeds/mmdb.h"
+
+#define FEED_BY_COUNTRY "country"
+#define FEED_BY_DNS	"dns"
+#define FEED_RETRY_S	30 /* a name that did not resolve: asked again after this (or min-ttl, if less) */
+#define ARES_TIMEOUT_MS 2000
+#define ARES_TRIES	2
+
+struct hostname {
+	char *name;
+	int64_t next_ms;    /* monotonic ms of the next question */
+	bool asking;	    /* a question is out */
+	long long answered; /* time() of the last answer */
+	uint32_t addrs;	    /* addresses in it */
+	char problem[160];
+};
+
+struct feed {
+	char *set;
+	enum set_feed kind;
+	/* country */
+	char *database;
+	char (*cc)[3];
+	uint32_t ncc;
+	struct stat st; /* the file as last loaded (have_st) */
+	bool have_st, dirty;
+	/* hosts */
+	struct hostname *h;
+	uint32_t nh;
+	uint32_t min_ttl, max_ttl, grace;
+	long long loaded;
+	char problem[640];
+};
+
+struct sock {
+	struct handler h;
+	struct daemon *dm;
+};
+
+struct feeds {
+	struct feed *v;
+	uint32_t n;
+	struct handler ino; /* inotify on the databases' directories; fd -1: none */
+	ares_channel ch;
+	bool have_ch;
+	struct sock **socks;
+	uint32_t nsocks;
+	uint64_t gen; /* counts the feeds' rebuilds: an answer for a name of an older one is dropped */
+};
+
+static long long mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void feed_free(struct feed *f)
+{
+	free(f->set);
+	free(f->database);
+	free(f->cc);
+	for (uint32_t i = 0; i < f->nh; i++)
+		free(f->h[i].name);
+	free(f->h);
+}
+
+static struct feed *feed_named(struct feeds *fs, const char *set)
+{
+	for (uint32_t i = 0; fs && i < fs->n; i++)
+		if (!strcmp(fs->v[i].set, set))
+			return &fs->v[i];
+	return NULL;
+}
+
+static uint64_t set_entries(const struct daemon *dm, const char *set)
+{
+	const struct dyn_set *s = dynsets_get(dyn_store(dm), set);
+
+	return s ? (uint64_t)s->n[0] + s->n[1] : 0;
+}
+
+/* ---- country sets ---- */
+
+static void country_load(struct daemon *dm, struct feed *f)
+{
+	struct dyn_change *c;
+	struct prefix *v;
+	uint32_t n, added, deleted;
+	struct stat st;
+	struct diags d;
+	char why[512];
+	int r;
+
+	f->dirty = false;
+	if (stat(f->database, &st) < 0) {
+		snprintf(f->problem, sizeof(f->problem), "database %s: %s; the set keeps its entries (%llu)",
+			 f->database, strerror(errno), (unsigned long long)set_entries(dm, f->set));
+		log_warn("set %s: %s", f->set, f->problem);
+		return;
+	}
+	if (f->have_st && st.st_ino == f->st.st_ino && st.st_dev == f->st.st_dev && st.st_size == f->st.st_size &&
+	    st.st_mtim.tv_sec == f->st.st_mtim.tv_sec && st.st_mtim.tv_nsec == f->st.st_mtim.tv_nsec && !f->problem[0])
+		return; /* the file as loaded */
+	if ((r = mmdb_country_prefixes(f->database, (const char (*)[3])f->cc, f->ncc, &v, &n, why, sizeof(why))) < 0) {
+		snprintf(f->problem, sizeof(f->problem), "%s; the set keeps its entries (%llu)", why,
+			 (unsigned long long)set_entries(dm, f->set));
+		log_warn("set %s: %s", f->set, f->problem);
+		return;
+	}
+	if (!(c = calloc(n ? n : 1, sizeof(*c)))) {
+		free(v);
+		return;
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		c[i].pfx = v[i];
+		c[i].by = FEED_BY_COUNTRY;
+		c[i].src = f->database;
+	}
+	free(v);
+	diags_init(&d);
+	if (dyn_feed(dm, f->set, c, n, true, &added, &deleted, &d) < 0) {
+		snprintf(f->problem, sizeof(f->problem), "%s", diags_last(&d, "the kernel refused the entries"));
+		log_warn("set %s: from %s: %s", f->set, f->database, f->problem);
+	} else {
+		f->problem[0] = '\0';
+		f->st = st;
+		f->have_st = true;
+		f->loaded = (long long)time(NULL);
+		log_info("set %s: %u network%s of %u countr%s from %s (%u added, %u deleted)", f->set, n,
+			 n == 1 ? "" : "s", f->ncc, f->ncc == 1 ? "y" : "ies", f->database, added, deleted);
+	}
+	diags_free(&d);
+	free(c);
+}
+
+static void on_inotify(struct handler *h, uint32_t events)
+{
+	struct daemon *dm = h->ctx;
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t len;
+
+	(void)events;
+	/* Which file changed does not matter much: every country set whose
+	 * database is in a directory that changed is looked at (its stat
+	 * tells whether it is a new file). */
+	while ((len = read(h->fd, buf, sizeof(buf))) > 0)
+		;
+	for (uint32_t i = 0; i < dm->feeds->n; i++)
+		if (dm->feeds->v[i].kind == SET_FEED_COUNTRY)
+			dm->feeds->v[i].dirty = true;
+}
+
+static void watch_databases(struct daemon *dm)
+{
+	struct feeds *fs = dm->feeds;
+
+	if (fs->ino.fd >= 0) {
+		loop_unwatch(&dm->loop, &fs->ino);
+		close(fs->ino.fd);
+		fs->ino.fd = -1;
+	}
+	for (uint32_t i = 0; i < fs->n; i++) {
+		char dir[PATH_MAX];
+
+		if (fs->v[i].kind != SET_FEED_COUNTRY)
+			continue;
+		if (fs->ino.fd < 0) {
+			fs->ino = (struct handler){ .fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC),
+						    .fn = on_inotify,
+						    .ctx = dm };
+			if (fs->ino.fd < 0 || loop_watch(&dm->loop, &fs->ino) < 0) {
+				log_warn("country sets: cannot watch their databases (%s): they are read at reloads "
+					 "only",
+					 strerror(errno));
+				if (fs->ino.fd >= 0)
+					close(fs->ino.fd);
+				fs->ino.fd = -1;
+				return;
+			}
+		}
+		snprintf(dir, sizeof(dir), "%s", fs->v[i].database);
+		if (inotify_add_watch(fs->ino.fd, dirname(dir), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE) <
+		    0)
+			log_warn("set %s: cannot watch %s (%s): the database is read at reloads only", fs->v[i].set,
+				 dir, strerror(errno));
+	}
+}
+
+/* ---- host-name sets: c-ares on the loop ---- */
+
+static void on_sock(struct handler *h, uint32_t events)
+{
+	struct sock *s = h->ctx;
+	struct feeds *fs = s->dm->feeds;
+	int fd = h->fd;
+
+	ares_process_fd(fs->ch, events & (EPOLLIN | EPOLLERR | EPOLLHUP) ? fd : ARES_SOCKET_BAD,
+			events & EPOLLOUT ? fd : ARES_SOCKET_BAD);
+}
+
+/* c-ares opens, changes and closes its sockets: the loop follows. */
+static void sock_state(void *data, ares_socket_t fd, int readable, int writable)
+{
+	struct daemon *dm = data;
+	struct feeds *fs = dm->feeds;
+	uint32_t i;
+
+	for (i = 0; i < fs->nsocks && fs->socks[i]->h.fd != fd; i++)
+		;
+	if (!readable && !writable) {
+		if (i == fs->nsocks)
+			return;
+		loop_unwatch(&dm->loop, &fs->socks[i]->h);
+		free(fs->socks[i]);
+		fs->socks[i] = fs->socks[--fs->nsocks];
+		return;
+	}
+	if (i == fs->nsocks) {
+		struct sock **nv = realloc(fs->socks, (fs->nsocks + 1) * sizeof(*nv));
+		struct sock *s = calloc(1, sizeof(*s));
+
+		if (!nv || !s) {
+			free(s);
+			if (nv)
+				fs->socks = nv;
+			log_err("hosts: out of memory for a resolver socket");
+			return;
+		}
+		fs->socks = nv;
+		s->dm = dm;
+		s->h = (struct handler){ .fd = fd, .fn = on_sock, .ctx = s };
+		if (loop_watch(&dm->loop, &s->h) < 0) {
+			free(s);
+			log_err("hosts: cannot watch a resolver socket: %s", strerror(errno));
+			return;
+		}
+		fs->socks[fs->nsocks++] = s;
+	}
+	loop_want_write(&dm->loop, &fs->socks[i]->h, writable);
+}
+
+static int resolver_open(struct daemon *dm)
+{
+	struct feeds *fs = dm->feeds;
+	struct ares_options o = {
+		.sock_state_cb = sock_state,
+		.sock_state_cb_data = dm,
+		.timeout = ARES_TIMEOUT_MS,
+		.tries = ARES_TRIES,
+	};
+	int r;
+
+	if (fs->have_ch)
+		return 0;
+	if ((r = ares_init_options(&fs->ch, &o, ARES_OPT_SOCK_STATE_CB | ARES_OPT_TIMEOUTMS | ARES_OPT_TRIES)) !=
+	    ARES_SUCCESS) {
+		log_err("hosts: cannot start the resolver: %s", ares_strerror(r));
+		return -EIO;
+	}
+	fs->have_ch = true;
+	return 0;
+}
+
+struct question {
+	struct daemon *dm;
+	uint64_t gen;
+	char *set, *name;
+};
+
+static uint32_t clamp_ttl(const struct feed *f, int ttl)
+{
+	uint32_t t = ttl < 0 ? 0 : (uint32_t)ttl;
+
+	return t < f->min_ttl ? f->min_ttl : t > f->max_ttl ? f->max_ttl : t;
+}
+
+static void answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
+{
+	struct question *q = arg;
+	struct daemon *dm = q->dm;
+	struct feed *f = dm->feeds && q->gen == dm->feeds->gen ? feed_named(dm->feeds, q->set) : NULL;
+	struct hostname *h = NULL;
+	struct dyn_change c[64];
+	uint32_t n = 0, added, deleted, next_s = UINT32_MAX;
+	int64_t now = dyn_now_ms();
+	struct diags d;
+
+	(void)timeouts;
+	for (uint32_t i = 0; f && i < f->nh && !h; i++)
+		if (!strcmp(f->h[i].name, q->name))
+			h = &f->h[i];
+	if (!h || status == ARES_EDESTRUCTION)
+		goto out;
+	h->asking = false;
+	if (status != ARES_SUCCESS) {
+		snprintf(h->problem, sizeof(h->problem), "%s does not resolve: %s", h->name, ares_strerror(status));
+		log_warn("set %s: %s; its addresses stay until their time is up; asked again in %us", f->set,
+			 h->problem, f->min_ttl < FEED_RETRY_S ? f->min_ttl : FEED_RETRY_S);
+		h->next_ms = mono_ms() + 1000LL * (f->min_ttl < FEED_RETRY_S ? f->min_ttl : FEED_RETRY_S);
+		goto out;
+	}
+	for (struct ares_addrinfo_node *a = res->nodes; a && n < sizeof(c) / sizeof(c[0]); a = a->ai_next) {
+		uint32_t ttl = clamp_ttl(f, a->ai_ttl);
+
+		memset(&c[n], 0, sizeof(c[n]));
+		if (a->ai_family == AF_INET) {
+			c[n].pfx.family = POLICY_FAM_IPV4;
+			c[n].pfx.plen = 32;
+			memcpy(c[n].pfx.addr, &((struct sockaddr_in *)a->ai_addr)->sin_addr, 4);
+		} else if (a->ai_family == AF_INET6) {
+			c[n].pfx.family = POLICY_FAM_IPV6;
+			c[n].pfx.plen = 128;
+			memcpy(c[n].pfx.addr, &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr, 16);
+		} else {
+			continue;
+		}
+		c[n].expires = now + 1000LL * (ttl + f->grace);
+		c[n].by = FEED_BY_DNS;
+		c[n].src = h->name;
+		if (ttl < next_s)
+			next_s = ttl;
+		n++;
+	}
+	if (!n) {
+		snprintf(h->problem, sizeof(h->problem), "%s has no address", h->name);
+		next_s = f->min_ttl;
+	} else {
+		diags_init(&d);
+		if (dyn_feed(dm, f->set, c, n, false, &added, &deleted, &d) < 0) {
+			snprintf(h->problem, sizeof(h->problem), "%s: %s", h->name,
+				 diags_last(&d, "the kernel refused its addresses"));
+			log_warn("set %s: %s", f->set, h->problem);
+		} else {
+			h->problem[0] = '\0';
+			if (added)
+				log_info("set %s: %s: %u new address%s (%u in the answer)", f->set, h->name, added,
+					 added == 1 ? "" : "es", n);
+		}
+		diags_free(&d);
+	}
+	h->addrs = n;
+	h->answered = (long long)time(NULL);
+	f->loaded = h->answered;
+	h->next_ms = mono_ms() + 1000LL * next_s;
+out:
+	if (res)
+		ares_freeaddrinfo(res);
+	free(q->set);
+	free(q->name);
+	free(q);
+}
+
+static void ask(struct daemon *dm, struct feed *f, struct hostname *h)
+{
+	struct ares_addrinfo_hints hints = { .ai_family = AF_UNSPEC };
+	struct question *q;
+
+	if (resolver_open(dm) < 0) {
+		h->next_ms = mono_ms() + 1000LL * FEED_RETRY_S;
+		return;
+	}
+	if (!(q = calloc(1, sizeof(*q))) || !(q->set = strdup(f->set)) || !(q->name = strdup(h->name))) {
+		if (q) {
+			free(q->set);
+			free(q);
+		}
+		h->next_ms = mono_ms() + 1000LL * FEED_RETRY_S;
+		return;
+	}
+	q->dm = dm;
+	q->gen = dm->feeds->gen;
+	h->asking = true;
+	ares_getaddrinfo(dm->feeds->ch, h->name, NULL, &hints, answer, q);
+}
+
+/* ---- the feeds of the policy in force ---- */
+
+static bool same_country(const struct feed *f, const struct addr_set *s)
+{
+	if (f->kind != SET_FEED_COUNTRY || strcmp(f->database, s->database) || f->ncc != s->ncountries)
+		return false;
+	for (uint32_t i = 0; i < f->ncc; i++)
+		if (strcmp(f->cc[i], s->countries[i]))
+			return false;
+	return true;
+}
+
+static int feed_of(struct feed *f, const struct addr_set *s, const struct feed *old)
+{
+	memset(f, 0, sizeof(*f));
+	f->kind = s->feed;
+	if (!(f->set = strdup(s->name)))
+		return -ENOMEM;
+	if (s->feed == SET_FEED_COUNTRY) {
+		if (!(f->database = strdup(s->database)) || !(f->cc = malloc(s->ncountries * sizeof(*f->cc))))
+			return -ENOMEM;
+		memcpy(f->cc, s->countries, s->ncountries * sizeof(*f->cc));
+		f->ncc = s->ncountries;
+		if (old && same_country(old, s)) { /* the same: what was loaded stays, unless the file changed */
+			f->st = old->st;
+			f->have_st = old->have_st;
+			f->loaded = old->loaded;
+		}
+		f->dirty = true;
+		return 0;
+	}
+	f->min_ttl = s->min_ttl;
+	f->max_ttl = s->max_ttl;
+	f->grace = s->grace;
+	if (!(f->h = calloc(s->nhosts ? s->nhosts : 1, sizeof(*f->h))))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < s->nhosts; i++) {
+		if (!(f->h[i].name = strdup(s->hosts[i])))
+			return -ENOMEM;
+		f->nh++;
+		/* a name asked before keeps its schedule and state; a new one is asked now */
+		for (uint32_t k = 0; old && old->kind == SET_FEED_HOSTS && k < old->nh; k++)
+			if (!strcmp(old->h[k].name, s->hosts[i])) {
+				f->h[i].next_ms = old->h[k].asking ? 0 : old->h[k].next_ms;
+				f->h[i].answered = old->h[k].answered;
+				f->h[i].addrs = old->h[k].addrs;
+				memcpy(f->h[i].problem, old->h[k].problem, sizeof(f->h[i].problem));
+			}
+	}
+	if (old && old->kind == SET_FEED_HOSTS)
+		f->loaded = old->loaded;
+	return 0;
+}
+
+void feeds_after_reload(struct daemon *dm)
+{
+	const struct policy *p = dm->cur.pol;
+	struct feeds *fs = dm->feeds;
+	struct feed *nv;
+	uint32_t n = 0, want = 0;
+
+	for (uint32_t i = 0; p && i < p->nsets; i++)
+		want += p->sets[i].feed != SET_FEED_NONE;
+	if (!want) {
+		feeds_close(dm);
+		return;
+	}
+	if (!fs) {
+		if (!(fs = dm->feeds = calloc(1, sizeof(*fs))))
+			return;
+		fs->ino.fd = -1;
+	}
+	if (!(nv = calloc(want, sizeof(*nv))))
+		return;
+	for (uint32_t i = 0; i < p->nsets; i++) {
+		if (p->sets[i].feed == SET_FEED_NONE)
+			continue;
+		if (feed_of(&nv[n], &p->sets[i], feed_named(fs, p->sets[i].name)) < 0) {
+			feed_free(&nv[n]);
+			log_err("set %s: out of memory for its feed", p->sets[i].name);
+			continue;
+		}
+		n++;
+	}
+	for (uint32_t i = 0; i < fs->n; i++)
+		feed_free(&fs->v[i]);
+	free(fs->v);
+	fs->v = nv;
+	fs->n = n;
+	fs->gen++; /* answers to the old feeds' questions are dropped; their names are asked anew */
+	watch_databases(dm);
+	feeds_tick(dm);
+}
+
+void feeds_tick(struct daemon *dm)
+{
+	struct feeds *fs = dm->feeds;
+	long long now;
+
+	if (!fs)
+		return;
+	now = mono_ms();
+	for (uint32_t i = 0; i < fs->n; i++) {
+		struct feed *f = &fs->v[i];
+
+		if (f->kind == SET_FEED_COUNTRY && f->dirty)
+			country_load(dm, f);
+		for (uint32_t k = 0; f->kind == SET_FEED_HOSTS && k < f->nh; k++)
+			if (!f->h[k].asking && f->h[k].next_ms <= now)
+				ask(dm, f, &f->h[k]);
+	}
+	if (fs->have_ch)
+		ares_process_fd(fs->ch, ARES_SOCKET_BAD, ARES_SOCKET_BAD); /* timeouts */
+}
+
+void feeds_close(struct daemon *dm)
+{
+	struct feeds *fs = dm->feeds;
+
+	if (!fs)
+		return;
+	fs->gen++;
+	if (fs->have_ch)
+		ares_destroy(fs->ch); /* each question's answer comes, ARES_EDESTRUCTION */
+	for (uint32_t i = 0; i < fs->nsocks; i++) {
+		loop_unwatch(&dm->loop, &fs->socks[i]->h);
+		free(fs->socks[i]);
+	}
+	free(fs->socks);
+	if (fs->ino.fd >= 0) {
+		loop_unwatch(&dm->loop, &fs->ino);
+		close(fs->ino.fd);
+	}
+	for (uint32_t i = 0; i < fs->n; i++)
+		feed_free(&fs->v[i]);
+	free(fs->v);
+	free(fs);
+	dm->feeds = NULL;
+}
+
+int feeds_report(struct daemon *dm, struct feed_report **out, uint32_t *n)
+{
+	struct feeds *fs = dm->feeds;
+	struct feed_report *v;
+
+	*out = NULL;
+	*n = 0;
+	if (!fs || !fs->n)
+		return 0;
+	if (!(v = calloc(fs->n, sizeof(*v))))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < fs->n; i++) {
+		const struct feed *f = &fs->v[i];
+		size_t len = 0;
+
+		v[i].set = f->set;
+		v[i].kind = f->kind == SET_FEED_COUNTRY ? "country" : "hosts";
+		v[i].entries = set_entries(dm, f->set);
+		v[i].loaded = f->loaded;
+		if (f->kind == SET_FEED_COUNTRY) {
+			for (uint32_t k = 0; k < f->ncc && len < sizeof(v[i].source) - 4; k++)
+				len += (size_t)snprintf(v[i].source + len, sizeof(v[i].source) - len, "%s%s",
+							k ? "," : "", f->cc[k]);
+			if (len < sizeof(v[i].source))
+				snprintf(v[i].source + len, sizeof(v[i].source) - len, " from %s", f->database);
+			snprintf(v[i].problem, sizeof(v[i].problem), "%s", f->problem);
+			continue;
+		}
+		snprintf(v[i].source, sizeof(v[i].source), "%u name%s", f->nh, f->nh == 1 ? "" : "s");
+		for (uint32_t k = 0; k < f->nh; k++) {
+			len = strlen(v[i].problem);
+			if (f->h[k].problem[0] && len < sizeof(v[i].problem) - 2)
+				snprintf(v[i].problem + len, sizeof(v[i].problem) - len, "%s%s", len ? "; " : "",
+					 f->h[k].problem);
+		}
+	}
+	*out = v;
+	*n = fs->n;
+	return 0;
+}

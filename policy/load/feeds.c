@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Sets the daemon fills itself (feeds): countries from a MaxMind-format
+ * database,
+ *     eu: { country: [DE, FR], database: /var/lib/GeoIP/GeoLite2-Country.mmdb }
+ * and host names resolved over DNS,
+ *     updates: { hosts: [deb.debian.org], min-ttl: 30s, max-ttl: 1d, grace: 5m }
+ * Both are dynamic sets: rules use them like any set, their entries change
+ * at run time without a reload.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "policy/load/load.h"
+#include "policy/syntax/parse.h"
+
+#define FEED_DEFAULT_MIN_TTL 30
+#define FEED_DEFAULT_MAX_TTL 86400
+#define FEED_DEFAULT_GRACE   300
+
+static void country_item(struct lx *x, const struct ynode *n, void *arg)
+{
+	struct addr_set *s = arg;
+	char cc[3];
+
+	if (strlen(n->str) != 2 || !isalpha((unsigned char)n->str[0]) || !isalpha((unsigned char)n->str[1])) {
+		diag_error(x->d, n->loc, "country '%s': give a two-letter ISO 3166 code, e.g. DE or US", n->str);
+		return;
+	}
+	cc[0] = (char)toupper((unsigned char)n->str[0]);
+	cc[1] = (char)toupper((unsigned char)n->str[1]);
+	cc[2] = '\0';
+	for (uint32_t i = 0; i < s->ncountries; i++)
+		if (!strcmp(s->countries[i], cc))
+			return;
+	if (LX_APPEND(x, s->countries, s->ncountries))
+		memcpy(s->countries[s->ncountries - 1], cc, 3);
+}
+
+static bool host_name_ok(const char *h)
+{
+	size_t n = strlen(h), label = 0;
+
+	if (!n || n > 253 || h[0] == '.' || h[0] == '-')
+		return false;
+	for (const char *p = h; *p; p++) {
+		if (*p == '.') {
+			if (!label || p[-1] == '-')
+				return false;
+			label = 0;
+		} else if (isalnum((unsigned char)*p) || *p == '-' || *p == '_') {
+			if (++label > 63)
+				return false;
+		} else {
+			return false;
+		}
+	}
+	return true;
+}
+
+static void host_item(struct lx *x, const struct ynode *n, void *arg)
+{
+	struct addr_set *s = arg;
+	char **h;
+
+	if (!host_name_ok(n->str)) {
+		diag_error(x->d, n->loc, "hosts: '%s' is not a host name (letters, digits, '-', dots)", n->str);
+		return;
+	}
+	if (s->nhosts == POLICY_MAX_HOSTS) {
+		diag_error(x->d, n->loc, "more than %d host names in one set", POLICY_MAX_HOSTS);
+		return;
+	}
+	if ((h = LX_APPEND(x, s->hosts, s->nhosts)) && !(*h = strdup(n->str)))
+		x->oom = true;
+}
+
+static uint32_t feed_duration(struct lx *x, const struct ynode *v, const char *what, uint32_t def)
+{
+	const char *why;
+	uint64_t u;
+
+	if (!v)
+		return def;
+	if (!lx_is(x, v, YNODE_SCALAR, what))
+		return def;
+	if (parse_duration(v->str, 7 * 86400, &u, &why) < 0) {
+		diag_error(x->d, v->loc, "%s '%s': %s (1s to 7d)", what, v->str, why);
+		return def;
+	}
+	return (uint32_t)u;
+}
+
+bool load_set_feed(struct lx *x, struct addr_set *s, const struct ynode *v)
+{
+	const struct ynode *c = ynode_get(v, "country"), *db = ynode_get(v, "database"), *h = ynode_get(v, "hosts");
+	const struct ynode *t;
+
+	if (!c && !h && !ynode_has(v, "country") && !ynode_has(v, "hosts")) {
+		if ((t = ynode_get(v, "database")) || (t = ynode_get(v, "min-ttl")) || (t = ynode_get(v, "max-ttl")) ||
+		    (t = ynode_get(v, "grace"))) {
+			diag_error(x->d, t->loc, "'%s' belongs to a set with %s", t == db ? "database" : "a TTL",
+				   t == db ? "'country:'" : "'hosts:'");
+			return true; /* said once, not again as a set of no kind */
+		}
+		return false;
+	}
+	s->dynamic = true;
+	s->families = POLICY_FAM_ANY;
+	if ((t = ynode_get(v, "file")))
+		diag_error(x->d, t->loc, "a set of %s gets its entries from there: drop 'file:'",
+			   c ? "countries" : "host names");
+	if ((t = ynode_get(v, "dynamic")) && t->type == YNODE_SCALAR && !strcmp(t->str, "false"))
+		diag_error(x->d, t->loc, "a set of %s is dynamic (filled at run time): drop 'dynamic: false'",
+			   c ? "countries" : "host names");
+	if (c && h) {
+		diag_error(x->d, h->loc, "a set is filled from countries or from host names, not both: make two sets");
+		return true;
+	}
+	if (c || ynode_has(v, "country")) {
+		s->feed = SET_FEED_COUNTRY;
+		if (c && c->type == YNODE_SCALAR)
+			country_item(x, c, s);
+		else if (c)
+			lx_each_scalar(x, c, "country", country_item, s);
+		if (!s->ncountries && (!c || c->type != YNODE_SEQ || !c->nkids))
+			diag_error(x->d, c ? c->loc : v->loc, "country: give at least one country, e.g. [DE, FR]");
+		if (!db) {
+			diag_error(x->d, c ? c->loc : v->loc,
+				   "a set of countries needs 'database: PATH', a MaxMind-format file such as "
+				   "/var/lib/GeoIP/GeoLite2-Country.mmdb (geoipupdate) or DB-IP's lite database");
+		} else if (lx_is(x, db, YNODE_SCALAR, "database")) {
+			if (db->str[0] == '/')
+				s->database = strdup(db->str);
+			else if (asprintf(&s->database, "%s/%s", x->dir, db->str) < 0)
+				s->database = NULL;
+			x->oom |= !s->database;
+			if (s->database && access(s->database, R_OK) < 0)
+				diag_warn(x->d, db->loc,
+					  "database '%s' cannot be read (%s): the set stays as it was (empty at first) "
+					  "until it can; the daemon watches for it",
+					  s->database, strerror(errno));
+		}
+		return true;
+	}
+	s->feed = SET_FEED_HOSTS;
+	if (h && h->type == YNODE_SCALAR)
+		host_item(x, h, s);
+	else if (h)
+		lx_each_scalar(x, h, "hosts", host_item, s);
+	if (!s->nhosts && (!h || h->type != YNODE_SEQ || !h->nkids))
+		diag_error(x->d, h ? h->loc : v->loc, "hosts: give at least one host name");
+	s->min_ttl = feed_duration(x, ynode_get(v, "min-ttl"), "min-ttl", FEED_DEFAULT_MIN_TTL);
+	s->max_ttl = feed_duration(x, ynode_get(v, "max-ttl"), "max-ttl", FEED_DEFAULT_MAX_TTL);
+	s->grace =
+		ynode_has(v, "grace") && (t = ynode_get(v, "grace")) && t->type == YNODE_SCALAR && !strcmp(t->str, "0")
+			? 0
+			: feed_duration(x, ynode_get(v, "grace"), "grace", FEED_DEFAULT_GRACE);
+	if (s->min_ttl > s->max_ttl)
+		diag_error(x->d, ynode_get(v, "min-ttl") ? ynode_get(v, "min-ttl")->loc : v->loc,
+			   "min-ttl (%us) is above max-ttl (%us)", s->min_ttl, s->max_ttl);
+	if ((t = ynode_get(v, "database")))
+		diag_error(x->d, t->loc, "'database' belongs to a set with 'country:'");
+	return true;
+}
