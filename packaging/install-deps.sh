@@ -18,11 +18,13 @@ BUILD_PKGS="make gcc build-essential clang llvm pkg-config libbpf-dev bpftool li
  libxdp-dev libnftnl-dev libmnl-dev libyaml-dev libssl-dev libmicrohttpd-dev libjansson-dev libelf-dev zlib1g-dev
  libmaxminddb-dev libc-ares-dev debhelper dpkg-dev"
 TEST_PKGS="iproute2 iputils-ping ethtool nftables python3 python3-scapy iperf3 hping3 man-db groff-base systemd
- tcpdump tshark jq procps kmod lintian debootstrap bash-completion systemd-container netbase tzdata dnsmasq-base
+ tcpdump tshark jq procps kmod lintian debootstrap bash-completion systemd-container netbase tzdata dnsmasq-base suricata
  python3-jsonschema python3-yaml python3-prometheus-client logrotate keepalived conntrackd conntrack gcovr
  nodejs curl ca-certificates"
 # Packages that must come from backports on bookworm, and the version each needs.
 BPO_PKGS="libbpf-dev bpftool linux-libc-dev"
+# ... and those of the tests (Suricata 7: bookworm itself has none).
+BPO_TEST_PKGS="suricata"
 # Packages the tests unpack (dpkg-deb -x) and run from there, never
 # installed on this host (fail2ban's would start banning here): their .deb
 # is downloaded into DEB_CACHE, so that no test needs the network.
@@ -164,6 +166,23 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 apt_quiet() { apt-get -qq -o Dpkg::Use-Pty=0 "$@" >/tmp/nfbox-apt.log 2>&1 || { cat /tmp/nfbox-apt.log >&2; return 1; }; }
+# COMMAND with no service started by the packages it installs (policy-rc.d):
+# the tests run Suricata, dnsmasq and keepalived in their own namespaces;
+# none of them may start on this host's interfaces. Those that would start
+# at the next boot are disabled.
+no_start() {
+	local made= r
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d && made=1
+	fi
+	"$@"
+	r=$?
+	[ -n "$made" ] && rm -f /usr/sbin/policy-rc.d
+	if [ -d /run/systemd/system ]; then
+		systemctl disable suricata.service >/dev/null 2>&1 || true
+	fi
+	return $r
+}
 
 if [ "$codename" = bookworm ]; then
 	bpo=/etc/apt/sources.list.d/nfbox-bookworm-backports.sources
@@ -179,12 +198,14 @@ if [ "$codename" = bookworm ]; then
 	need=$(echo "$need" | sed "s/ libclang-rt\\( \\|\$\\)/ $(fuzzer_rt_package)\\1/")
 	# shellcheck disable=SC2086
 	apt_quiet install -y --no-install-recommends -t bookworm-backports $BPO_PKGS
-	apt_quiet install -y --no-install-recommends $(echo "$need" | tr ' ' '\n' | grep -vxE 'libbpf-dev|bpftool|linux-libc-dev|download:.*' | tr '\n' ' ')
+	# shellcheck disable=SC2086
+	[ "$mode" = build ] || no_start apt_quiet install -y --no-install-recommends -t bookworm-backports $BPO_TEST_PKGS
+	no_start apt_quiet install -y --no-install-recommends $(echo "$need" | tr ' ' '\n' | grep -vxE 'libbpf-dev|bpftool|linux-libc-dev|suricata|download:.*' | tr '\n' ' ')
 else
 	apt_quiet update
 	need=$(echo "$need" | sed "s/ libclang-rt\\( \\|\$\\)/ $(fuzzer_rt_package)\\1/")
 	# shellcheck disable=SC2086
-	apt_quiet install -y --no-install-recommends $(echo "$need" | tr ' ' '\n' | grep -vx 'download:.*' | tr '\n' ' ')
+	no_start apt_quiet install -y --no-install-recommends $(echo "$need" | tr ' ' '\n' | grep -vx 'download:.*' | tr '\n' ' ')
 fi
 [ "$mode" = build ] || download || { echo "install-deps: cannot download $DOWNLOAD_PKGS into $DEB_CACHE" >&2; exit 1; }
 [ "$mode" = build ] || download_format || exit 1

@@ -91,11 +91,13 @@ struct addr_set {
 	bool used;
 	bool dynamic; /* `dynamic: true`: no entries here; they come at run time (nfbox set) */
 	/* A dynamic set the daemon fills itself (a feed): from a country
-	 * database, or from host names over DNS. Not changed by `nfbox set`. */
+	 * database or from host names over DNS (not changed by `nfbox set`),
+	 * or with the sources of Suricata's alerts. */
 	enum set_feed {
 		SET_FEED_NONE,
 		SET_FEED_COUNTRY,
-		SET_FEED_HOSTS
+		SET_FEED_HOSTS,
+		SET_FEED_EVE
 	} feed;
 	char (*countries)[3]; /* country: ISO 3166 codes, upper case */
 	uint32_t ncountries;
@@ -103,6 +105,9 @@ struct addr_set {
 	char **hosts;	/* hosts: the names */
 	uint32_t nhosts;
 	uint32_t min_ttl, max_ttl, grace; /* hosts: seconds */
+	char *eve;			  /* eve: Suricata's eve.json (absolute) */
+	uint32_t severity;		  /* eve: alerts of severity 1..this (1 the gravest) */
+	uint32_t ban;			  /* eve: seconds an offender stays; 0: until deleted */
 };
 
 struct iface_group {

@@ -38,10 +38,11 @@ struct dynstore {
 	char unread[512];     /* why STATE/dynsets could not be read at start ("": it could, or there is none) */
 };
 
-#define DYN_STATE      "dynsets"
-#define DYN_BY_CONTROL "nfbox-set"  /* an entry added through the control socket */
-#define DYN_BY_RULE    "rule:"	    /* ... by a limit's overload: "rule:NAME" */
-#define DYN_MAX_INPUT  (256u << 20) /* bytes of prefixes in one request */
+#define DYN_STATE	"dynsets"
+#define DYN_BY_CONTROL	"nfbox-set"  /* an entry added through the control socket */
+#define DYN_BY_RULE	"rule:"	     /* ... by a limit's overload: "rule:NAME" */
+#define DYN_BY_SURICATA "suricata:"  /* ... by a Suricata alert: "suricata:SID:MSG" (feeds.c) */
+#define DYN_MAX_INPUT	(256u << 20) /* bytes of prefixes in one request */
 /* The backend in force, NULL for none. */
 static struct backend *be_of(const struct daemon *dm)
 {
@@ -388,11 +389,14 @@ static struct dyn_set *find_set(struct daemon *dm, const char *name, struct diag
 	return NULL;
 }
 
-/* A set the daemon fills itself (country:, hosts:) is not changed by hand. */
+/* A set the daemon fills itself from a source it follows (country:,
+ * hosts:) is not changed by hand; Suricata's offenders (eve:) may be let
+ * go by hand. */
 static const struct addr_set *feed_set(const struct daemon *dm, const char *name)
 {
 	for (uint32_t i = 0; dm->cur.pol && i < dm->cur.pol->nsets; i++)
-		if (!strcmp(dm->cur.pol->sets[i].name, name) && dm->cur.pol->sets[i].feed != SET_FEED_NONE)
+		if (!strcmp(dm->cur.pol->sets[i].name, name) &&
+		    (dm->cur.pol->sets[i].feed == SET_FEED_COUNTRY || dm->cur.pol->sets[i].feed == SET_FEED_HOSTS))
 			return &dm->cur.pol->sets[i];
 	return NULL;
 }
@@ -512,17 +516,49 @@ static int flush_set(struct daemon *dm, const struct dyn_caller *c, const struct
 
 /* Who added an entry, as `set list` says it: "rule ssh" for a limit's
  * overload, else the origin as saved. */
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9'   ? c - '0'
+	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
+	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
+				      : -1;
+}
+
+/* "suricata:SID:MSG" (MSG %-escaped, feeds.c) as "Suricata alert SID (MSG)" */
+static void suricata_text(const char *by, char *buf, size_t len)
+{
+	const char *sid = by + strlen(DYN_BY_SURICATA), *msg = strchr(sid, ':');
+	size_t n;
+
+	if (!msg) {
+		snprintf(buf, len, "%s", by);
+		return;
+	}
+	n = (size_t)snprintf(buf, len, "Suricata alert %.*s (", (int)(msg - sid), sid);
+	for (const char *m = msg + 1; *m && n + 2 < len; m++) {
+		if (*m == '%' && hexval(m[1]) >= 0 && hexval(m[2]) >= 0) {
+			buf[n++] = (char)(hexval(m[1]) << 4 | hexval(m[2]));
+			m += 2;
+		} else {
+			buf[n++] = *m;
+		}
+	}
+	snprintf(buf + (n < len - 1 ? n : len - 2), len - (n < len - 1 ? n : len - 2), ")");
+}
+
 static void by_text(const char *by, char *buf, size_t len)
 {
 	if (!strncmp(by, DYN_BY_RULE, strlen(DYN_BY_RULE)))
 		snprintf(buf, len, "rule %s", by + strlen(DYN_BY_RULE));
+	else if (!strncmp(by, DYN_BY_SURICATA, strlen(DYN_BY_SURICATA)))
+		suricata_text(by, buf, len);
 	else
 		snprintf(buf, len, "%s", by);
 }
 
 static void list_one(const struct dynsets *s, const struct dyn_set *set, int64_t now, FILE *f, struct json *j)
 {
-	char a[64], by[POLICY_MAX_NAME + 16], when[32];
+	char a[64], by[320], when[32];
 
 	if (j) {
 		json_object_begin(j);

@@ -20,10 +20,22 @@
  * that runs out. A name is asked again when the shortest TTL of its answer
  * runs out. A name that does not resolve keeps the addresses it had until
  * they time out, and is a warning in `status`, never an error of a reload.
+ *
+ * Suricata's alerts (eve:): eve.json is followed like tail -F (from its end
+ * when it is there at the start, from its start when it appears or is
+ * rotated, from the start again when truncated), woken by inotify and read
+ * once a round at most 4 MiB. Each alert of severity 1..N (1 is the
+ * gravest) puts its source (alert.source.ip where the rule names a target,
+ * else src_ip) into the set for the timeout, an entry that says which
+ * signature (id and message) caused it; each ban is an event ("ids",
+ * action "ban") and a line in the log. A reload keeps following the same
+ * file from where it was.
  */
 #include <arpa/inet.h>
 #include <ares.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
 #include <libgen.h>
 #include <limits.h>
 #include <netdb.h>
@@ -69,6 +81,16 @@ struct feed {
 	struct hostname *h;
 	uint32_t nh;
 	uint32_t min_ttl, max_ttl, grace;
+	/* eve: Suricata's alerts */
+	char *eve;
+	uint32_t severity, ban;
+	int fd; /* eve.json as followed, -1: not open */
+	dev_t dev;
+	ino_t ino;
+	bool from_start; /* a file that appears later is read from its start */
+	char *partial;	 /* the end of the last read, not yet a whole line */
+	size_t plen;
+	uint64_t lines, alerts, bans, bad;
 	long long loaded;
 	char problem[640];
 };
@@ -99,6 +121,10 @@ static long long mono_ms(void)
 
 static void feed_free(struct feed *f)
 {
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->eve);
+	free(f->partial);
 	free(f->set);
 	free(f->database);
 	free(f->cc);
@@ -205,7 +231,7 @@ static void watch_databases(struct daemon *dm)
 	for (uint32_t i = 0; i < fs->n; i++) {
 		char dir[PATH_MAX];
 
-		if (fs->v[i].kind != SET_FEED_COUNTRY)
+		if (fs->v[i].kind != SET_FEED_COUNTRY && fs->v[i].kind != SET_FEED_EVE)
 			continue;
 		if (fs->ino.fd < 0) {
 			fs->ino = (struct handler){ .fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC),
@@ -416,6 +442,183 @@ static void ask(struct daemon *dm, struct feed *f, struct hostname *h)
 	ares_getaddrinfo(dm->feeds->ch, h->name, NULL, &hints, answer, q);
 }
 
+/* ---- Suricata's eve.json ---- */
+
+#define EVE_MAX_LINE (64u << 10) /* a longer line is skipped (counted as bad) */
+#define EVE_MAX_READ (4u << 20)	 /* bytes read in one round */
+
+/* "suricata:SID:MSG" with MSG %-escaped (one word, as a dynamic entry's
+ * origin is saved). */
+static void eve_by(char *buf, size_t len, json_int_t sid, const char *msg)
+{
+	size_t n = (size_t)snprintf(buf, len, "suricata:%lld:", (long long)sid);
+
+	for (const unsigned char *m = (const unsigned char *)(msg ? msg : ""); *m && n + 4 < len && n < 200; m++)
+		n += (size_t)(*m <= ' ' || *m == '%' || *m >= 0x7f ? snprintf(buf + n, len - n, "%%%02X", *m)
+								   : snprintf(buf + n, len - n, "%c", *m));
+}
+
+static void eve_alert(struct daemon *dm, struct feed *f, json_t *ev)
+{
+	json_t *al = json_object_get(ev, "alert"), *src;
+	const char *ip, *msg;
+	json_int_t sev, sid;
+	struct dyn_change c = { 0 };
+	uint32_t added, deleted;
+	char by[320], a[64];
+	struct diags d;
+
+	if (!json_is_object(al) || !json_is_integer(json_object_get(al, "severity")))
+		return;
+	f->alerts++;
+	sev = json_integer_value(json_object_get(al, "severity"));
+	if (sev < 1 || sev > f->severity)
+		return;
+	/* the rule's source (Suricata 7's alert.source with target:), else the packet's */
+	src = json_object_get(json_object_get(al, "source"), "ip");
+	ip = json_is_string(src) ? json_string_value(src) : json_string_value(json_object_get(ev, "src_ip"));
+	sid = json_integer_value(json_object_get(al, "signature_id"));
+	msg = json_string_value(json_object_get(al, "signature"));
+	if (!ip)
+		return;
+	if (inet_pton(AF_INET, ip, c.pfx.addr) == 1) {
+		c.pfx.family = POLICY_FAM_IPV4;
+		c.pfx.plen = 32;
+	} else if (inet_pton(AF_INET6, ip, c.pfx.addr) == 1) {
+		c.pfx.family = POLICY_FAM_IPV6;
+		c.pfx.plen = 128;
+	} else {
+		f->bad++;
+		return;
+	}
+	eve_by(by, sizeof(by), sid, msg);
+	c.by = by;
+	c.src = f->eve;
+	c.expires = f->ban ? dyn_now_ms() + 1000LL * f->ban : 0;
+	diags_init(&d);
+	if (dyn_feed(dm, f->set, &c, 1, false, &added, &deleted, &d) < 0) {
+		log_warn("set %s: cannot add %s (Suricata alert %lld): %s", f->set, ip, (long long)sid,
+			 diags_last(&d, "refused"));
+	} else {
+		struct vevent v = { .hook = "ids",
+				    .action = "ban",
+				    .af = c.pfx.family == POLICY_FAM_IPV4 ? AF_INET : AF_INET6 };
+		char rule[300];
+		struct timespec ts;
+
+		f->bans++;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		v.ts = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+		snprintf(rule, sizeof(rule), "suricata sid %lld: %s", (long long)sid, msg ? msg : "");
+		v.rule = rule;
+		memcpy(v.src, c.pfx.addr, 16);
+		if (dm->benv.sink.verdict)
+			dm->benv.sink.verdict(dm->benv.sink.arg, &v);
+		inet_ntop(v.af, c.pfx.addr, a, sizeof(a));
+		log_info("set %s: %s %s by Suricata alert %lld (%s), severity %lld%s", f->set, a,
+			 added ? "added" : "renewed", (long long)sid, msg ? msg : "", (long long)sev,
+			 f->ban ? "" : ", no timeout");
+	}
+	diags_free(&d);
+}
+
+static void eve_line(struct daemon *dm, struct feed *f, const char *line, size_t len)
+{
+	json_error_t err;
+	json_t *ev;
+	const char *type;
+
+	if (!len)
+		return;
+	f->lines++;
+	if (!(ev = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err)) || !json_is_object(ev)) {
+		f->bad++;
+		json_decref(ev);
+		return;
+	}
+	type = json_string_value(json_object_get(ev, "event_type"));
+	if (type && !strcmp(type, "alert"))
+		eve_alert(dm, f, ev);
+	json_decref(ev);
+}
+
+/* Whole lines of buf (n bytes) after what f->partial holds. */
+static void eve_feed_bytes(struct daemon *dm, struct feed *f, const char *buf, size_t n)
+{
+	while (n) {
+		const char *nl = memchr(buf, '\n', n);
+		size_t take = nl ? (size_t)(nl - buf) : n;
+
+		if (f->plen + take > EVE_MAX_LINE) { /* too long: skipped to its end */
+			f->plen = EVE_MAX_LINE + 1;
+		} else {
+			char *np = realloc(f->partial, f->plen + take + 1);
+
+			if (np) {
+				memcpy(np + f->plen, buf, take);
+				f->partial = np;
+				f->plen += take;
+			}
+		}
+		if (!nl)
+			return;
+		if (f->plen > EVE_MAX_LINE)
+			f->bad++;
+		else
+			eve_line(dm, f, f->partial, f->plen);
+		f->plen = 0;
+		buf = nl + 1;
+		n -= take + 1;
+	}
+}
+
+static void eve_read(struct daemon *dm, struct feed *f)
+{
+	char buf[64 << 10];
+	size_t total = 0;
+	struct stat st;
+	ssize_t r;
+
+	if (f->fd >= 0 && stat(f->eve, &st) == 0 && (st.st_ino != f->ino || st.st_dev != f->dev)) {
+		/* rotated: the rest of the old file, then the new one from its start */
+		while ((r = read(f->fd, buf, sizeof(buf))) > 0)
+			eve_feed_bytes(dm, f, buf, (size_t)r);
+		close(f->fd);
+		f->fd = -1;
+		f->plen = 0;
+		f->from_start = true;
+	}
+	if (f->fd < 0) {
+		if ((f->fd = open(f->eve, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0) {
+			if (!f->problem[0] || errno != ENOENT)
+				snprintf(f->problem, sizeof(f->problem), "%s: %s; waiting for it", f->eve,
+					 strerror(errno));
+			f->from_start = true; /* when it comes, all of it is new */
+			return;
+		}
+		if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			snprintf(f->problem, sizeof(f->problem), "%s: not a regular file", f->eve);
+			close(f->fd);
+			f->fd = -1;
+			return;
+		}
+		f->problem[0] = '\0';
+		f->dev = st.st_dev;
+		f->ino = st.st_ino;
+		if (!f->from_start) /* there before us: what it holds was before us */
+			lseek(f->fd, 0, SEEK_END);
+		f->loaded = (long long)time(NULL);
+	}
+	if (fstat(f->fd, &st) == 0 && st.st_size < lseek(f->fd, 0, SEEK_CUR)) {
+		lseek(f->fd, 0, SEEK_SET); /* truncated (copytruncate): from the start */
+		f->plen = 0;
+	}
+	while (total < EVE_MAX_READ && (r = read(f->fd, buf, sizeof(buf))) > 0) {
+		eve_feed_bytes(dm, f, buf, (size_t)r);
+		total += (size_t)r;
+	}
+}
+
 /* ---- the feeds of the policy in force ---- */
 
 static bool same_country(const struct feed *f, const struct addr_set *s)
@@ -428,9 +631,10 @@ static bool same_country(const struct feed *f, const struct addr_set *s)
 	return true;
 }
 
-static int feed_of(struct feed *f, const struct addr_set *s, const struct feed *old)
+static int feed_of(struct feed *f, const struct addr_set *s, struct feed *old)
 {
 	memset(f, 0, sizeof(*f));
+	f->fd = -1;
 	f->kind = s->feed;
 	if (!(f->set = strdup(s->name)))
 		return -ENOMEM;
@@ -445,6 +649,29 @@ static int feed_of(struct feed *f, const struct addr_set *s, const struct feed *
 			f->loaded = old->loaded;
 		}
 		f->dirty = true;
+		return 0;
+	}
+	if (s->feed == SET_FEED_EVE) {
+		if (!(f->eve = strdup(s->eve ? s->eve : "")))
+			return -ENOMEM;
+		f->severity = s->severity;
+		f->ban = s->ban;
+		if (old && old->kind == SET_FEED_EVE && !strcmp(old->eve, f->eve)) {
+			/* the same file: followed on from where it was, nothing missed */
+			f->fd = old->fd;
+			old->fd = -1;
+			f->dev = old->dev;
+			f->ino = old->ino;
+			f->from_start = old->from_start;
+			f->partial = old->partial;
+			f->plen = old->plen;
+			old->partial = NULL;
+			f->lines = old->lines;
+			f->alerts = old->alerts;
+			f->bans = old->bans;
+			f->bad = old->bad;
+			f->loaded = old->loaded;
+		}
 		return 0;
 	}
 	f->min_ttl = s->min_ttl;
@@ -523,6 +750,8 @@ void feeds_tick(struct daemon *dm)
 
 		if (f->kind == SET_FEED_COUNTRY && f->dirty)
 			country_load(dm, f);
+		if (f->kind == SET_FEED_EVE)
+			eve_read(dm, f);
 		for (uint32_t k = 0; f->kind == SET_FEED_HOSTS && k < f->nh; k++)
 			if (!f->h[k].asking && f->h[k].next_ms <= now)
 				ask(dm, f, &f->h[k]);
@@ -572,7 +801,7 @@ int feeds_report(struct daemon *dm, struct feed_report **out, uint32_t *n)
 		size_t len = 0;
 
 		v[i].set = f->set;
-		v[i].kind = f->kind == SET_FEED_COUNTRY ? "country" : "hosts";
+		v[i].kind = f->kind == SET_FEED_COUNTRY ? "country" : f->kind == SET_FEED_EVE ? "suricata" : "hosts";
 		v[i].entries = set_entries(dm, f->set);
 		v[i].loaded = f->loaded;
 		if (f->kind == SET_FEED_COUNTRY) {
@@ -581,6 +810,14 @@ int feeds_report(struct daemon *dm, struct feed_report **out, uint32_t *n)
 							k ? "," : "", f->cc[k]);
 			if (len < sizeof(v[i].source))
 				snprintf(v[i].source + len, sizeof(v[i].source) - len, " from %s", f->database);
+			snprintf(v[i].problem, sizeof(v[i].problem), "%s", f->problem);
+			continue;
+		}
+		if (f->kind == SET_FEED_EVE) {
+			snprintf(v[i].source, sizeof(v[i].source),
+				 "%s, severity 1-%u; %llu alerts, %llu bans, %llu lines not understood", f->eve,
+				 f->severity, (unsigned long long)f->alerts, (unsigned long long)f->bans,
+				 (unsigned long long)f->bad);
 			snprintf(v[i].problem, sizeof(v[i].problem), "%s", f->problem);
 			continue;
 		}

@@ -242,6 +242,10 @@ static struct strs set_elems(const void *e)
 		r.v[r.n++] = dupf("host %s", s->hosts[k]);
 	if (r.v && s->feed == SET_FEED_COUNTRY) {
 		r.v[r.n++] = dupf("database %s", s->database ? s->database : "?");
+	} else if (r.v && s->feed == SET_FEED_EVE) {
+		r.v[r.n++] = dupf("eve %s", s->eve ? s->eve : "?");
+		r.v[r.n++] = dupf("severity %u", s->severity);
+		r.v[r.n++] = dupf("timeout %us", s->ban);
 	} else if (r.v) {
 		r.v[r.n++] = dupf("min-ttl %us", s->min_ttl);
 		r.v[r.n++] = dupf("max-ttl %us", s->max_ttl);

@@ -188,8 +188,8 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 
 void load_sets(struct lx *x, const struct ynode *n)
 {
-	static const char *const file_keys[] = { "file",    "dynamic", "country", "database", "hosts",
-						 "min-ttl", "max-ttl", "grace",	  NULL };
+	static const char *const file_keys[] = { "file",    "dynamic", "country", "database", "hosts",	 "min-ttl",
+						 "max-ttl", "grace",   "eve",	  "severity", "timeout", NULL };
 	uint32_t ndyn = 0;
 
 	if (!n || !lx_is(x, n, YNODE_MAP, "sets"))

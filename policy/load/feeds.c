@@ -5,7 +5,9 @@
  *     eu: { country: [DE, FR], database: /var/lib/GeoIP/GeoLite2-Country.mmdb }
  * and host names resolved over DNS,
  *     updates: { hosts: [deb.debian.org], min-ttl: 30s, max-ttl: 1d, grace: 5m }
- * Both are dynamic sets: rules use them like any set, their entries change
+ * and the sources of Suricata's alerts,
+ *     ids: { eve: /var/log/suricata/eve.json, severity: 2, timeout: 1h }
+ * All are dynamic sets: rules use them like any set, their entries change
  * at run time without a reload.
  */
 #include <ctype.h>
@@ -18,9 +20,11 @@
 #include "policy/load/load.h"
 #include "policy/syntax/parse.h"
 
-#define FEED_DEFAULT_MIN_TTL 30
-#define FEED_DEFAULT_MAX_TTL 86400
-#define FEED_DEFAULT_GRACE   300
+#define FEED_DEFAULT_MIN_TTL  30
+#define FEED_DEFAULT_MAX_TTL  86400
+#define FEED_DEFAULT_GRACE    300
+#define FEED_DEFAULT_SEVERITY 2
+#define FEED_DEFAULT_BAN      3600
 
 static void country_item(struct lx *x, const struct ynode *n, void *arg)
 {
@@ -95,10 +99,62 @@ static uint32_t feed_duration(struct lx *x, const struct ynode *v, const char *w
 	return (uint32_t)u;
 }
 
+/* eve: PATH, severity: N, timeout: D */
+static void load_eve(struct lx *x, struct addr_set *s, const struct ynode *v, const struct ynode *e)
+{
+	const struct ynode *t;
+	const char *why;
+	uint64_t u;
+
+	s->feed = SET_FEED_EVE;
+	s->severity = FEED_DEFAULT_SEVERITY;
+	s->ban = FEED_DEFAULT_BAN;
+	if (lx_is(x, e, YNODE_SCALAR, "eve")) {
+		if (e->str[0] == '/')
+			s->eve = strdup(e->str);
+		else if (asprintf(&s->eve, "%s/%s", x->dir, e->str) < 0)
+			s->eve = NULL;
+		x->oom |= !s->eve;
+	}
+	if ((t = ynode_get(v, "severity")) && lx_uint(x, t, "severity", 1, 255, &u))
+		s->severity = (uint32_t)u;
+	if ((t = ynode_get(v, "timeout")) && lx_is(x, t, YNODE_SCALAR, "timeout")) {
+		if (!strcmp(t->str, "0"))
+			s->ban = 0;
+		else if (parse_duration(t->str, POLICY_MAX_TIMEOUT, &u, &why) < 0)
+			diag_error(x->d, t->loc, "timeout '%s': %s (at most 365 days; 0: until deleted)", t->str, why);
+		else
+			s->ban = (uint32_t)u;
+	}
+	for (const char *const *k =
+		     (const char *const[]){ "country", "hosts", "database", "min-ttl", "max-ttl", "grace", NULL };
+	     *k; k++)
+		if ((t = ynode_get(v, *k)))
+			diag_error(x->d, t->loc, "'%s' does not go with 'eve:' (a set is filled from one source)", *k);
+}
+
 bool load_set_feed(struct lx *x, struct addr_set *s, const struct ynode *v)
 {
 	const struct ynode *c = ynode_get(v, "country"), *db = ynode_get(v, "database"), *h = ynode_get(v, "hosts");
-	const struct ynode *t;
+	const struct ynode *t, *e = ynode_get(v, "eve");
+
+	if (e || ynode_has(v, "eve")) {
+		s->dynamic = true;
+		s->families = POLICY_FAM_ANY;
+		if (!e)
+			diag_error(x->d, v->loc, "eve: give the path of Suricata's eve.json");
+		else
+			load_eve(x, s, v, e);
+		if ((t = ynode_get(v, "file")))
+			diag_error(x->d, t->loc,
+				   "a set of Suricata's offenders gets its entries from eve.json: drop 'file:'");
+		return true;
+	}
+	if ((t = ynode_get(v, "severity")) || (t = ynode_get(v, "timeout"))) {
+		diag_error(x->d, t->loc, "'%s' belongs to a set with 'eve:' (Suricata's alerts)",
+			   t == ynode_get(v, "severity") ? "severity" : "timeout");
+		return true;
+	}
 
 	if (!c && !h && !ynode_has(v, "country") && !ynode_has(v, "hosts")) {
 		if ((t = ynode_get(v, "database")) || (t = ynode_get(v, "min-ttl")) || (t = ynode_get(v, "max-ttl")) ||

@@ -210,6 +210,7 @@ void policy_free(struct policy *p)
 		free(p->sets[i].v);
 		free(p->sets[i].countries);
 		free(p->sets[i].database);
+		free(p->sets[i].eve);
 		for (uint32_t k = 0; k < p->sets[i].nhosts; k++)
 			free(p->sets[i].hosts[k]);
 		free(p->sets[i].hosts);

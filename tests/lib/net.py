@@ -8,6 +8,7 @@ time and prints one result line; the exit status says success.
   udp-send HOST PORT SIZE [COUNT]  send COUNT datagrams of SIZE bytes (pattern)
   udp-blast HOST PORT COUNT [SRC]  send COUNT small datagrams as fast as it can
                                    (from address SRC)
+  udp-say HOST PORT TEXT [SRC]     send one datagram whose payload is TEXT (from SRC)
   tcp-listen PORT TIMEOUT          accept one connection, echo until EOF
   tcp-connect HOST PORT TIMEOUT    exit 0 if the connection is established
   tcp-whoami PORT TIMEOUT [COUNT]  answer each connection (COUNT, default 1) with
@@ -114,6 +115,14 @@ def udp_blast(host, port, count, src=None, proto=0):
         except OSError:
             time.sleep(0.001)
     print("sent %d" % sent)
+
+
+def udp_say(host, port, text, src=None):
+    s = socket.socket(family(host), socket.SOCK_DGRAM)
+    if src:
+        s.bind((src, 0))
+    s.sendto(text.encode(), (host, int(port)))
+    print("sent 1")
 
 
 def tcp_listen(port, timeout):
@@ -698,7 +707,7 @@ def push_watch(host, port, seconds, path):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"udp-recv": udp_recv, "udp-send": udp_send, "udp-blast": udp_blast, "tcp-listen": tcp_listen,
+    fn = {"udp-recv": udp_recv, "udp-send": udp_send, "udp-blast": udp_blast, "udp-say": udp_say, "tcp-listen": tcp_listen,
           "tcp-connect": tcp_connect, "tcp-stream": tcp_stream, "frags": frags,
           "tcp-whoami": tcp_whoami, "tcp-ask": tcp_ask, "tcp-many": tcp_many, "tcp-probe": tcp_probe,
           "tcp-sink": tcp_sink, "tcp-hold": tcp_hold,

@@ -251,6 +251,33 @@ static void print_hook_text(const struct plan_hook *h, int hk, FILE *f)
 	}
 }
 
+/* The sets the daemon fills itself, and from what. */
+static void print_feeds(const struct policy *p, FILE *f)
+{
+	for (uint32_t i = 0; i < p->nsets; i++) {
+		const struct addr_set *s = &p->sets[i];
+
+		if (s->feed == SET_FEED_NONE)
+			continue;
+		fprintf(f, "\nset %s: filled by the daemon from ", s->name);
+		if (s->feed == SET_FEED_COUNTRY) {
+			fputs("the countries ", f);
+			for (uint32_t k = 0; k < s->ncountries; k++)
+				fprintf(f, "%s%s", k ? "," : "", s->countries[k]);
+			fprintf(f, " of %s (read again when it changes)\n", s->database);
+		} else if (s->feed == SET_FEED_HOSTS) {
+			fputs("DNS: ", f);
+			for (uint32_t k = 0; k < s->nhosts; k++)
+				fprintf(f, "%s%s", k ? ", " : "", s->hosts[k]);
+			fprintf(f, " (each address for its TTL within %us..%us, plus %us)\n", s->min_ttl, s->max_ttl,
+				s->grace);
+		} else {
+			fprintf(f, "Suricata's alerts of severity 1..%u in %s (each source for %us%s)\n", s->severity,
+				s->eve, s->ban, s->ban ? "" : ": until deleted");
+		}
+	}
+}
+
 void plan_print(const struct plan *pl, FILE *f)
 {
 	const struct policy *p = pl->pol;
@@ -269,6 +296,7 @@ void plan_print(const struct plan *pl, FILE *f)
 	for (uint32_t i = 0; i < p->ncaptures; i++)
 		fprintf(f, "\ncapture %s: interface %s -> %s\n", p->captures[i].name, p->captures[i].ifname,
 			p->captures[i].file);
+	print_feeds(p, f);
 }
 
 static void json_segs(const struct plan_hook *h, const struct plan_seg *s, uint32_t n, bool ports, struct json *j)
