@@ -68,6 +68,13 @@ struct hostname {
 	char problem[160];
 };
 
+/* A ban found in eve.json, put into the set with the others of its round. */
+struct eve_ban {
+	struct dyn_change c;
+	char *by, *rule;
+	long long sid, sev;
+};
+
 struct feed {
 	char *set;
 	enum set_feed kind;
@@ -91,6 +98,8 @@ struct feed {
 	char *partial;	 /* the end of the last read, not yet a whole line */
 	size_t plen;
 	uint64_t lines, alerts, bans, bad;
+	struct eve_ban *pend; /* this round's bans */
+	uint32_t npend, cpend;
 	long long loaded;
 	char problem[640];
 };
@@ -125,6 +134,7 @@ static void feed_free(struct feed *f)
 		close(f->fd);
 	free(f->eve);
 	free(f->partial);
+	free(f->pend); /* empty between rounds */
 	free(f->set);
 	free(f->database);
 	free(f->cc);
@@ -458,15 +468,30 @@ static void eve_by(char *buf, size_t len, json_int_t sid, const char *msg)
 								   : snprintf(buf + n, len - n, "%c", *m));
 }
 
+#define EVE_BATCH 1024 /* bans put into the set at once */
+
+static void eve_flush(struct daemon *dm, struct feed *f);
+
+/* Whether addr is in the set already, banned as long as a ban now would. */
+static bool eve_banned(const struct daemon *dm, const struct feed *f, const struct prefix *p, int64_t expires)
+{
+	const struct dyn_set *s = dynsets_get(dyn_store(dm), f->set);
+	int fam = p->family == POLICY_FAM_IPV6;
+	int64_t i = s ? dynset_index(s, fam, p->addr, p->plen) : -1;
+
+	if (i < 0)
+		return false;
+	/* renewed within the last second, or for good: nothing to do */
+	return !s->v[fam][i].expires || (expires && s->v[fam][i].expires >= expires - 1000);
+}
+
 static void eve_alert(struct daemon *dm, struct feed *f, json_t *ev)
 {
 	json_t *al = json_object_get(ev, "alert"), *src;
 	const char *ip, *msg;
 	json_int_t sev, sid;
-	struct dyn_change c = { 0 };
-	uint32_t added, deleted;
-	char by[320], a[64];
-	struct diags d;
+	struct eve_ban b = { 0 };
+	char by[320], rule[300];
 
 	if (!json_is_object(al) || !json_is_integer(json_object_get(al, "severity")))
 		return;
@@ -481,45 +506,101 @@ static void eve_alert(struct daemon *dm, struct feed *f, json_t *ev)
 	msg = json_string_value(json_object_get(al, "signature"));
 	if (!ip)
 		return;
-	if (inet_pton(AF_INET, ip, c.pfx.addr) == 1) {
-		c.pfx.family = POLICY_FAM_IPV4;
-		c.pfx.plen = 32;
-	} else if (inet_pton(AF_INET6, ip, c.pfx.addr) == 1) {
-		c.pfx.family = POLICY_FAM_IPV6;
-		c.pfx.plen = 128;
+	if (inet_pton(AF_INET, ip, b.c.pfx.addr) == 1) {
+		b.c.pfx.family = POLICY_FAM_IPV4;
+		b.c.pfx.plen = 32;
+	} else if (inet_pton(AF_INET6, ip, b.c.pfx.addr) == 1) {
+		b.c.pfx.family = POLICY_FAM_IPV6;
+		b.c.pfx.plen = 128;
 	} else {
 		f->bad++;
 		return;
 	}
-	eve_by(by, sizeof(by), sid, msg);
-	c.by = by;
-	c.src = f->eve;
-	c.expires = f->ban ? dyn_now_ms() + 1000LL * f->ban : 0;
-	diags_init(&d);
-	if (dyn_feed(dm, f->set, &c, 1, false, &added, &deleted, &d) < 0) {
-		log_warn("set %s: cannot add %s (Suricata alert %lld): %s", f->set, ip, (long long)sid,
-			 diags_last(&d, "refused"));
-	} else {
-		struct vevent v = { .hook = "ids",
-				    .action = "ban",
-				    .af = c.pfx.family == POLICY_FAM_IPV4 ? AF_INET : AF_INET6 };
-		char rule[300];
-		struct timespec ts;
+	b.c.expires = f->ban ? dyn_now_ms() + 1000LL * f->ban : 0;
+	if (eve_banned(dm, f, &b.c.pfx, b.c.expires))
+		return;
+	if (f->npend >= EVE_BATCH)
+		eve_flush(dm, f); /* a flood of alerts: in batches, each checked against the one before */
+	for (uint32_t i = 0; i < f->npend; i++)
+		if (f->pend[i].c.pfx.family == b.c.pfx.family && !memcmp(f->pend[i].c.pfx.addr, b.c.pfx.addr, 16))
+			return; /* in this round's batch already */
+	if (f->npend == f->cpend) {
+		struct eve_ban *nv = realloc(f->pend, (f->cpend = f->cpend ? 2 * f->cpend : 64) * sizeof(*nv));
 
-		f->bans++;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		v.ts = (double)ts.tv_sec + ts.tv_nsec / 1e9;
-		snprintf(rule, sizeof(rule), "suricata sid %lld: %s", (long long)sid, msg ? msg : "");
-		v.rule = rule;
-		memcpy(v.src, c.pfx.addr, 16);
-		if (dm->benv.sink.verdict)
-			dm->benv.sink.verdict(dm->benv.sink.arg, &v);
-		inet_ntop(v.af, c.pfx.addr, a, sizeof(a));
-		log_info("set %s: %s %s by Suricata alert %lld (%s), severity %lld%s", f->set, a,
-			 added ? "added" : "renewed", (long long)sid, msg ? msg : "", (long long)sev,
-			 f->ban ? "" : ", no timeout");
+		if (!nv) {
+			f->cpend = f->npend;
+			return;
+		}
+		f->pend = nv;
+	}
+	eve_by(by, sizeof(by), sid, msg);
+	snprintf(rule, sizeof(rule), "suricata sid %lld: %s", (long long)sid, msg ? msg : "");
+	if (!(b.by = strdup(by)) || !(b.rule = strdup(rule))) {
+		free(b.by);
+		return;
+	}
+	b.c.by = b.by;
+	b.c.src = f->eve;
+	b.sid = sid;
+	b.sev = sev;
+	f->pend[f->npend++] = b;
+}
+
+#define EVE_LOGGED_BANS 20 /* bans said one by one in a round; the rest counted */
+
+/* The round's bans into the set at once (one change, one save), then an
+ * event each and a line each for the first EVE_LOGGED_BANS. */
+static void eve_flush(struct daemon *dm, struct feed *f)
+{
+	struct dyn_change *c;
+	uint32_t added, deleted;
+	struct timespec ts;
+	struct diags d;
+
+	if (!f->npend)
+		return;
+	diags_init(&d);
+	if (!(c = calloc(f->npend, sizeof(*c)))) {
+		log_warn("set %s: out of memory for %u bans", f->set, f->npend);
+	} else {
+		for (uint32_t i = 0; i < f->npend; i++)
+			c[i] = f->pend[i].c;
+		if (dyn_feed(dm, f->set, c, f->npend, false, &added, &deleted, &d) < 0) {
+			log_warn("set %s: cannot add the sources of %u Suricata alerts: %s", f->set, f->npend,
+				 diags_last(&d, "refused"));
+		} else {
+			clock_gettime(CLOCK_REALTIME, &ts);
+			for (uint32_t i = 0; i < f->npend; i++) {
+				const struct eve_ban *b = &f->pend[i];
+				struct vevent v = { .hook = "ids",
+						    .action = "ban",
+						    .rule = b->rule,
+						    .ts = (double)ts.tv_sec + ts.tv_nsec / 1e9,
+						    .af = b->c.pfx.family == POLICY_FAM_IPV4 ? AF_INET : AF_INET6 };
+				char a[64];
+
+				memcpy(v.src, b->c.pfx.addr, 16);
+				if (dm->benv.sink.verdict)
+					dm->benv.sink.verdict(dm->benv.sink.arg, &v);
+				inet_ntop(v.af, b->c.pfx.addr, a, sizeof(a));
+				if (i < EVE_LOGGED_BANS)
+					log_info("set %s: %s banned by Suricata alert %lld (%s), severity %lld%s",
+						 f->set, a, (long long)b->sid, b->rule + strcspn(b->rule, ":") + 2,
+						 (long long)b->sev, f->ban ? "" : ", no timeout");
+			}
+			if (f->npend > EVE_LOGGED_BANS)
+				log_info("set %s: and %u more sources banned by Suricata alerts in this round", f->set,
+					 f->npend - EVE_LOGGED_BANS);
+			f->bans += f->npend;
+		}
+		free(c);
 	}
 	diags_free(&d);
+	for (uint32_t i = 0; i < f->npend; i++) {
+		free(f->pend[i].by);
+		free(f->pend[i].rule);
+	}
+	f->npend = 0;
 }
 
 static void eve_line(struct daemon *dm, struct feed *f, const char *line, size_t len)
@@ -600,6 +681,7 @@ static void eve_read(struct daemon *dm, struct feed *f)
 			snprintf(f->problem, sizeof(f->problem), "%s: not a regular file", f->eve);
 			close(f->fd);
 			f->fd = -1;
+			eve_flush(dm, f);
 			return;
 		}
 		f->problem[0] = '\0';
@@ -617,6 +699,7 @@ static void eve_read(struct daemon *dm, struct feed *f)
 		eve_feed_bytes(dm, f, buf, (size_t)r);
 		total += (size_t)r;
 	}
+	eve_flush(dm, f);
 }
 
 /* ---- the feeds of the policy in force ---- */

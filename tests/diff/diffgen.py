@@ -149,6 +149,8 @@ def gen_policy(r, pol):
             net = ipaddress.ip_network(a, strict=False)
             if all(net.version != p.version or not net.overlaps(p) for p in picked):
                 picked.append(net)
+        if fed:  # a database holds no network at its tree's root (::/0)
+            picked = [p for p in picked if p.version == 4 or p.prefixlen > 0]
         pol.dynamic[name] = [str(p.network_address) if p.prefixlen == p.max_prefixlen else str(p) for p in picked]
         pol.prefixes += pol.dynamic[name]
         if fed:

@@ -4,7 +4,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 bin=${NFBOX_BUILD:-build}/fuzz/fuzz_policy
-secs=${NFBOX_FUZZ_SECONDS:-$([ -n "${NFBOX_LONG:-}" ] && echo 600 || echo 30)}
+secs=${NFBOX_FUZZ_SECONDS:-$([ -n "${NFBOX_LONG:-}" ] && echo 600 || echo 20)}
 if [ ! -x "$bin" ]; then
 	echo "FAIL fuzz-policy: $bin is not built (make unit)"
 	exit 1

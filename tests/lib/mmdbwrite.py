@@ -69,6 +69,8 @@ class Node:
 
 
 def insert(root, bits, depth, value):
+    if depth == 0:
+        raise SystemExit("mmdbwrite: a network of length 0 (the whole tree) cannot be a record")
     n = root
     for i in range(depth - 1):
         b = bits[i]

@@ -489,7 +489,7 @@ def v6_chain(host, port, proto, n):
         print("sent udp behind %d headers (%d bytes)" % (n, 40 + len(body)))
         return 0
     from scapy.all import AsyncSniffer
-    sn = AsyncSniffer(filter="ip6 and tcp and src port %d" % port, count=1, timeout=2)
+    sn = AsyncSniffer(filter="ip6 and tcp and src port %d" % port, count=1, timeout=1.3)
     sn.start()
     time.sleep(0.3)
     _send_v6(ip6 + body)

@@ -19,7 +19,7 @@
 # rules are taken out one at a time while the disagreement on that probe
 # alone stays (NFBOX_DIFF_REDUCE=0: no reduction).
 #
-# Seeds: NFBOX_DIFF_SEEDS (default 4; 40 with NFBOX_LONG), starting at
+# Seeds: NFBOX_DIFF_SEEDS (default 3; 40 with NFBOX_LONG), starting at
 # NFBOX_DIFF_SEED (replay one with NFBOX_DIFF_SEEDS=1); probes per seed
 # NFBOX_DIFF_PROBES (120).
 set -u
@@ -29,7 +29,7 @@ GEN=$PWD/tests/diff/diffgen.py
 B=${NFBOX_BUILD:-build}
 [[ "$B" == /* ]] || B=$PWD/$B
 JUDGE=${NFBOX_REFJUDGE:-$B/asan/refjudge}
-seeds=${NFBOX_DIFF_SEEDS:-$([ -n "${NFBOX_LONG:-}" ] && echo 40 || echo 4)}
+seeds=${NFBOX_DIFF_SEEDS:-$([ -n "${NFBOX_LONG:-}" ] && echo 40 || echo 3)}
 first=${NFBOX_DIFF_SEED:-$((RANDOM % 100000))}
 P=nfd$$
 TMP=$(mktemp -d /tmp/nfbox-diff.XXXXXX)

@@ -165,11 +165,19 @@ echo "# set add of 100,001 prefixes from stdin: $(/usr/bin/python3 -c "print(rou
 t_check bulk-ok [ $rc -eq 0 ]
 t_check bulk-count [ "$(set_count blocked)" = 100001 ]
 t_check bulk-enforced [ "$(probe_from $C4B $S4 7000)" = drop ]
+# 1,200 adjacent IPv6 addresses with a timeout in one change: their nftables
+# elements (a start and an end each, with timeouts) overflowed one netlink
+# attribute (16-bit length) when 1,000 ranges went in one message
+/usr/bin/python3 -c '
+for i in range(1, 1201):
+    print("2001:db8:ee::%x" % i)' >"$NS_TMP/bulk6.txt"
+t_check bulk-v6-timeout nfbox_ctl set add blocked --timeout 1h --file - <"$NS_TMP/bulk6.txt"
+t_check bulk-v6-timeout-count [ "$(set_count blocked)" = 101201 ]
 
 # ---- a restart, then a SIGKILL and an adoption, keep the entries ----
 nfbox_stop
 nfbox_start "$NS_TMP/policy.yaml" || t_fail restart "$(cat "$NS_TMP/nfbox.err")"
-t_check restart-keeps [ "$(set_count blocked)" = 100001 ]
+t_check restart-keeps [ "$(set_count blocked)" = 101201 ]
 t_check restart-blocked [ "$(probe_from $C4B $S4 7000)" = drop ]
 t_check restart-vip [ "$(probe_from $C4 $S4 7100)" = pass ]
 nfbox_ctl set add blocked $C4 >/dev/null 2>&1
@@ -184,7 +192,7 @@ nfbox_start "$NS_TMP/policy.yaml" || t_fail adopt "$(cat "$NS_TMP/nfbox.err")"
 if bpf_backend; then
 	t_check adopted grep -q 'adopted the enforcing state' "$NS_TMP/nfbox.err"
 fi
-t_check adopt-keeps [ "$(set_count blocked)" = 100001 ]
+t_check adopt-keeps [ "$(set_count blocked)" = 101201 ]
 t_check adopt-prunes-unsaved [ "$(probe_from $C4 $S4 7000)" = pass ]
 t_check adopt-still-blocked [ "$(probe_from $C4B $S4 7000)" = drop ]
 nfbox_ctl set add blocked $C4 >/dev/null 2>&1

@@ -8,8 +8,9 @@
 # - nfbox set list and the event log say which alert (sid and message);
 # - an alert of lower severity (priority 3: sid 1000002) bans nobody;
 # - eve.json rotated (renamed, a new one made): followed on;
-# - a line that is not JSON is counted, not fatal; nfbox set del lets an
-#   offender go.
+# - a line that is not JSON is counted, not fatal; a flood of 3000 alerts
+#   is banned in batches while the daemon keeps answering; nfbox set del
+#   lets an offender go.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
@@ -99,6 +100,20 @@ say $C4B "again EVIL-MARKER"
 banned_b() { nfbox_ctl set list ids | grep -q "^$C4B[[:space:]]"; }
 t_check rotated-followed wait_until 3 banned_b
 t_check bad-line-counted grep -q "1 lines not understood" <(nfbox_ctl status)
+
+# a flood of alerts (as a hostile sender could make Suricata write): 3000
+# sources in one burst are banned in batches; the daemon keeps answering
+/usr/bin/python3 - "$SURI/eve.json" <<'PY'
+import json, sys
+with open(sys.argv[1], "a") as f:
+    for i in range(1, 3001):
+        f.write(json.dumps({"event_type": "alert", "src_ip": "2001:db8:ff::%x" % i, "dest_ip": "2001:db8:2::10",
+                            "alert": {"severity": 1, "signature_id": 1000001, "signature": "NFBOX-TEST flood"}}) + "\n")
+PY
+flooded() { [ "$(nfbox_ctl set list --json | /usr/bin/python3 -c 'import json,sys; print(next(s["entries"] for s in json.load(sys.stdin) if s["set"] == "ids"))')" -ge 3002 ]; }
+t_check flood-banned-in-5s wait_until 5 flooded
+t_check flood-status-answers timeout 2 "$NFBOX" status --socket "$NFBOX_SOCK"
+t_check flood-logged-in-short grep -q "and [0-9]* more sources banned by Suricata alerts in this round" "$NS_TMP/nfbox.err"
 
 # let one go by hand
 t_check set-del nfbox_ctl set del ids $C4

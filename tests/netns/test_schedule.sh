@@ -1,6 +1,6 @@
 #!/bin/bash
 # Schedules (when:) on the forward hook, against the real clock:
-# - a window that opens 6 s after a reload and closes 6 s later (UTC,
+# - a window that opens 5 s after a reload and closes 4 s later (UTC,
 #   HH:MM:SS): a datagram before it is dropped, one inside it passes, one
 #   after it is dropped again, each change within a second of its edge,
 #   without a reload (the generation stays), said in the log;
@@ -31,7 +31,7 @@ if [ $(((now + 20) % 86400)) -lt 20 ]; then
 	sleep $((20 - (now + 20) % 86400 + 1))
 	now=$(date +%s)
 fi
-OPEN=$((now + 6)) CLOSE=$((now + 12))
+OPEN=$((now + 5)) CLOSE=$((now + 9))
 other_day=$(date -u -d "@$((now + 3 * 86400))" +%a | tr A-Z a-z)
 b_from=$(bhm $((now - 1800))) b_to=$(bhm $((now + 1800)))
 [ "$b_from" \< "$b_to" ] || b_from=00:00 # Berlin's midnight inside the hour: from the start of the day

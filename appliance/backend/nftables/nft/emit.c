@@ -45,7 +45,13 @@
 #define NFT_TYPE_IFNAME	      41
 #define NFT_TYPE_BITS	      6 /* a concatenation's type: each part's, shifted in */
 
-#define ELEMS_PER_MSG 1000
+/* Ranges of a set put in one message. Their elements sit in one nested
+ * attribute, whose length is 16 bits: a range of an IPv6 interval set with
+ * timeouts is two elements of about 44 bytes (key, end flag or timeout), a
+ * counter map's element carries its counter's name; 500 ranges stay under
+ * 64 KiB. (1,000 overflowed the length with IPv6 /128s and timeouts: the
+ * kernel refused the message with ENOENT.) */
+#define ELEMS_PER_MSG 500
 
 #define REG1 NFT_REG_1
 #define REG2 NFT_REG_2
