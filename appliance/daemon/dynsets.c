@@ -745,28 +745,34 @@ int dyn_feed(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t
 			if (dynset_index(set, c[i].pfx.family == POLICY_FAM_IPV6, c[i].pfx.addr, c[i].pfx.plen) < 0)
 				add[nadd++] = c[i];
 	}
-	if (ndel) {
-		struct dyn_undo undo = { 0 };
+	struct dyn_undo undo_del = { 0 };
+	uint32_t renewed = 0;
 
-		r = store_and_apply(dm, set, del, ndel, true, d, &undo, NULL);
-		dyn_undo_free(&undo);
-		if (r == 0)
-			*deleted = ndel;
-	}
+	if (ndel && (r = store_and_apply(dm, set, del, ndel, true, d, &undo_del, NULL)) == 0)
+		*deleted = ndel;
 	if (r == 0 && nadd) {
 		struct dyn_undo undo = { 0 };
 		struct dyn_added did = { .undo = &undo };
 
 		r = store_and_apply(dm, set, add, nadd, false, d, &undo, &did);
 		dyn_undo_free(&undo);
-		if (r == 0)
+		if (r == 0) {
 			*added = did.added;
+			renewed = did.renewed;
+		} else if (*deleted) {
+			/* all or nothing: what the replacement deleted comes back */
+			undo_kernel(dm, set, &undo_del);
+			dynset_undo(&dm->dyn->store, set, &undo_del);
+			resync(dm);
+			*deleted = 0;
+		}
 	}
+	dyn_undo_free(&undo_del);
 	if (replace) {
 		free(del);
 		free(add);
 	}
-	if ((*added || *deleted) && dyn_save(dm) < 0)
+	if ((*added || *deleted || renewed) && dyn_save(dm) < 0)
 		log_warn(
 			"set %s: the entries from its feed could not be saved in %s; they come again at the next start",
 			name, dm->state_dir);

@@ -4,8 +4,9 @@
  *
  * Country sets (country:, database:): the database is read with
  * libmaxminddb (feeds/mmdb.h) at the first load, when the set's definition
- * changes, and when the file changes: inotify on its directory, for a file
- * written in place or (as geoipupdate does) renamed over the old one. The
+ * changes, and when the file changes: inotify on its directory, for a new
+ * file renamed over the old one (as geoipupdate does; one rewritten in
+ * place under the mapping is not supported). The
  * set becomes exactly the database's networks of those countries. A
  * database that cannot be read leaves the set as it was, and says why in
  * the log and in `status`.
@@ -97,7 +98,7 @@ struct feed {
 	bool from_start; /* a file that appears later is read from its start */
 	char *partial;	 /* the end of the last read, not yet a whole line */
 	size_t plen;
-	uint64_t lines, alerts, bans, bad;
+	uint64_t lines, alerts, bans, bad, full;
 	struct eve_ban *pend; /* this round's bans */
 	uint32_t npend, cpend;
 	long long loaded;
@@ -224,7 +225,7 @@ static void on_inotify(struct handler *h, uint32_t events)
 	 * tells whether it is a new file). */
 	while ((len = read(h->fd, buf, sizeof(buf))) > 0)
 		;
-	for (uint32_t i = 0; i < dm->feeds->n; i++)
+	for (uint32_t i = 0; dm->feeds && i < dm->feeds->n; i++)
 		if (dm->feeds->v[i].kind == SET_FEED_COUNTRY)
 			dm->feeds->v[i].dirty = true;
 }
@@ -248,8 +249,8 @@ static void watch_databases(struct daemon *dm)
 						    .fn = on_inotify,
 						    .ctx = dm };
 			if (fs->ino.fd < 0 || loop_watch(&dm->loop, &fs->ino) < 0) {
-				log_warn("country sets: cannot watch their databases (%s): they are read at reloads "
-					 "only",
+				log_warn("sets: cannot watch their files (%s): country databases are read at reloads "
+					 "only, eve.json once a second",
 					 strerror(errno));
 				if (fs->ino.fd >= 0)
 					close(fs->ino.fd);
@@ -257,11 +258,13 @@ static void watch_databases(struct daemon *dm)
 				return;
 			}
 		}
-		snprintf(dir, sizeof(dir), "%s", fs->v[i].database);
-		if (inotify_add_watch(fs->ino.fd, dirname(dir), IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE) <
-		    0)
-			log_warn("set %s: cannot watch %s (%s): the database is read at reloads only", fs->v[i].set,
-				 dir, strerror(errno));
+		bool eve = fs->v[i].kind == SET_FEED_EVE;
+
+		snprintf(dir, sizeof(dir), "%s", eve ? fs->v[i].eve : fs->v[i].database);
+		if (inotify_add_watch(fs->ino.fd, dirname(dir),
+				      IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | (eve ? IN_MODIFY : 0)) < 0)
+			log_warn("set %s: cannot watch %s (%s): %s", fs->v[i].set, dir, strerror(errno),
+				 eve ? "eve.json is read once a second" : "the database is read at reloads only");
 	}
 }
 
@@ -360,7 +363,7 @@ static void answer(void *arg, int status, int timeouts, struct ares_addrinfo *re
 	struct feed *f = dm->feeds && q->gen == dm->feeds->gen ? feed_named(dm->feeds, q->set) : NULL;
 	struct hostname *h = NULL;
 	struct dyn_change c[64];
-	uint32_t n = 0, added, deleted, next_s = UINT32_MAX;
+	uint32_t n = 0, held = 0, added, deleted, next_s = UINT32_MAX;
 	int64_t now = dyn_now_ms();
 	struct diags d;
 
@@ -394,15 +397,30 @@ static void answer(void *arg, int status, int timeouts, struct ares_addrinfo *re
 			continue;
 		}
 		c[n].expires = now + 1000LL * (ttl + f->grace);
+		{
+			/* another name's answer may hold the address longer: never shortened */
+			const struct dyn_set *ds = dynsets_get(dyn_store(dm), f->set);
+			int fam = c[n].pfx.family == POLICY_FAM_IPV6;
+			int64_t k = ds ? dynset_index(ds, fam, c[n].pfx.addr, c[n].pfx.plen) : -1;
+
+			if (k >= 0 && (!ds->v[fam][k].expires || ds->v[fam][k].expires >= c[n].expires)) {
+				if (ttl < next_s)
+					next_s = ttl;
+				held++;
+				continue;
+			}
+		}
 		c[n].by = FEED_BY_DNS;
 		c[n].src = h->name;
 		if (ttl < next_s)
 			next_s = ttl;
 		n++;
 	}
-	if (!n) {
+	if (!n && !held) {
 		snprintf(h->problem, sizeof(h->problem), "%s has no address", h->name);
 		next_s = f->min_ttl;
+	} else if (!n) {
+		h->problem[0] = '\0'; /* all its addresses held longer already */
 	} else {
 		diags_init(&d);
 		if (dyn_feed(dm, f->set, c, n, false, &added, &deleted, &d) < 0) {
@@ -417,7 +435,7 @@ static void answer(void *arg, int status, int timeouts, struct ares_addrinfo *re
 		}
 		diags_free(&d);
 	}
-	h->addrs = n;
+	h->addrs = n + held;
 	h->answered = (long long)time(NULL);
 	f->loaded = h->answered;
 	h->next_ms = mono_ms() + 1000LL * next_s;
@@ -468,21 +486,50 @@ static void eve_by(char *buf, size_t len, json_int_t sid, const char *msg)
 								   : snprintf(buf + n, len - n, "%c", *m));
 }
 
-#define EVE_BATCH 1024 /* bans put into the set at once */
+#define EVE_BATCH	1024   /* bans put into the set at once */
+#define EVE_MAX_ENTRIES 65536u /* a set of Suricata's offenders holds at most this many */
 
 static void eve_flush(struct daemon *dm, struct feed *f);
 
-/* Whether addr is in the set already, banned as long as a ban now would. */
+/* The entry of set s that holds address a (entries never overlap: the
+ * last one that starts at or before a), or NULL. */
+static const struct dyn_entry *covering(const struct dyn_set *s, int fam, const uint8_t *a)
+{
+	unsigned len = fam ? 16 : 4;
+	uint32_t lo = 0, hi = s->n[fam];
+	const struct dyn_entry *e;
+
+	while (lo < hi) { /* the first entry that starts after a */
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (memcmp(s->v[fam][mid].addr, a, len) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	e = &s->v[fam][lo - 1];
+	for (unsigned bit = 0; bit < e->plen; bit++)
+		if (((e->addr[bit / 8] ^ a[bit / 8]) >> (7 - bit % 8)) & 1)
+			return NULL;
+	return e;
+}
+
+/* Whether the address is in the set already (also within a wider entry
+ * someone put there), banned as long as a ban now would. */
 static bool eve_banned(const struct daemon *dm, const struct feed *f, const struct prefix *p, int64_t expires)
 {
 	const struct dyn_set *s = dynsets_get(dyn_store(dm), f->set);
 	int fam = p->family == POLICY_FAM_IPV6;
-	int64_t i = s ? dynset_index(s, fam, p->addr, p->plen) : -1;
+	const struct dyn_entry *e = s ? covering(s, fam, p->addr) : NULL;
 
-	if (i < 0)
+	if (!e)
 		return false;
+	if (e->plen != p->plen)
+		return true; /* a wider entry holds it: an entry of its own would overlap it */
 	/* renewed within the last second, or for good: nothing to do */
-	return !s->v[fam][i].expires || (expires && s->v[fam][i].expires >= expires - 1000);
+	return !e->expires || (expires && e->expires >= expires - 1000);
 }
 
 static void eve_alert(struct daemon *dm, struct feed *f, json_t *ev)
@@ -519,6 +566,10 @@ static void eve_alert(struct daemon *dm, struct feed *f, json_t *ev)
 	b.c.expires = f->ban ? dyn_now_ms() + 1000LL * f->ban : 0;
 	if (eve_banned(dm, f, &b.c.pfx, b.c.expires))
 		return;
+	if (set_entries(dm, f->set) + f->npend >= EVE_MAX_ENTRIES) {
+		f->full++; /* a flood of (spoofed) sources must not take every set's room */
+		return;
+	}
 	if (f->npend >= EVE_BATCH)
 		eve_flush(dm, f); /* a flood of alerts: in batches, each checked against the one before */
 	for (uint32_t i = 0; i < f->npend; i++)
@@ -753,6 +804,7 @@ static int feed_of(struct feed *f, const struct addr_set *s, struct feed *old)
 			f->alerts = old->alerts;
 			f->bans = old->bans;
 			f->bad = old->bad;
+			f->full = old->full;
 			f->loaded = old->loaded;
 		}
 		return 0;
@@ -815,7 +867,11 @@ void feeds_after_reload(struct daemon *dm)
 	free(fs->v);
 	fs->v = nv;
 	fs->n = n;
-	fs->gen++; /* answers to the old feeds' questions are dropped; their names are asked anew */
+	fs->gen++;	   /* answers to the old feeds' questions are dropped; their names are asked anew */
+	if (fs->have_ch) { /* a new channel at the next question: resolv.conf read again */
+		ares_destroy(fs->ch);
+		fs->have_ch = false;
+	}
 	watch_databases(dm);
 	feeds_tick(dm);
 }
@@ -898,9 +954,10 @@ int feeds_report(struct daemon *dm, struct feed_report **out, uint32_t *n)
 		}
 		if (f->kind == SET_FEED_EVE) {
 			snprintf(v[i].source, sizeof(v[i].source),
-				 "%s, severity 1-%u; %llu alerts, %llu bans, %llu lines not understood", f->eve,
-				 f->severity, (unsigned long long)f->alerts, (unsigned long long)f->bans,
-				 (unsigned long long)f->bad);
+				 "%s, severity 1-%u; %llu alerts, %llu bans, %llu lines not understood, %llu not "
+				 "banned (set full)",
+				 f->eve, f->severity, (unsigned long long)f->alerts, (unsigned long long)f->bans,
+				 (unsigned long long)f->bad, (unsigned long long)f->full);
 			snprintf(v[i].problem, sizeof(v[i].problem), "%s", f->problem);
 			continue;
 		}

@@ -28,6 +28,7 @@ struct walk {
 	/* the last data offset judged, and whether it was one of the countries */
 	uint64_t last_off;
 	int last_hit;
+	uint64_t visits;
 };
 
 static bool country_of(struct walk *w, MMDB_entry_s *e)
@@ -85,14 +86,17 @@ static void add(struct walk *w, const uint8_t *bits, unsigned depth)
 	w->v[w->n++] = p;
 }
 
-/* The aliases of the IPv4 subtree in an IPv6 tree: ::ffff:0:0/96 and 2002::/16. */
+/* The aliases of the IPv4 subtree in an IPv6 tree: ::ffff:0:0/96,
+ * 2001::/32 (Teredo) and 2002::/16 (6to4). */
 static bool alias(const struct walk *w, const uint8_t *bits, unsigned depth)
 {
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t teredo[4] = { 0x20, 0x01, 0, 0 };
 
 	if (w->db.metadata.ip_version != 6)
 		return false;
-	return (depth == 96 && !memcmp(bits, mapped, 12)) || (depth == 16 && bits[0] == 0x20 && bits[1] == 0x02);
+	return (depth == 96 && !memcmp(bits, mapped, 12)) || (depth == 32 && !memcmp(bits, teredo, 4)) ||
+	       (depth == 16 && bits[0] == 0x20 && bits[1] == 0x02);
 }
 
 static void walk(struct walk *w, uint32_t node, uint8_t *bits, unsigned depth)
@@ -102,7 +106,10 @@ static void walk(struct walk *w, uint32_t node, uint8_t *bits, unsigned depth)
 
 	if (w->err)
 		return;
-	if (depth >= max || MMDB_read_node(&w->db, node, &sn) != MMDB_SUCCESS) {
+	/* a tree visits each node once (aliases are skipped): more visits are
+	 * a corrupt file whose nodes are shared, which could take forever */
+	if (++w->visits > 2ull * w->db.metadata.node_count + 2 || depth >= max ||
+	    MMDB_read_node(&w->db, node, &sn) != MMDB_SUCCESS) {
 		w->err = -EINVAL;
 		return;
 	}

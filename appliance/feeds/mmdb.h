@@ -2,7 +2,9 @@
 /*
  * Country sets (mmdb.c): the networks a MaxMind-format database (MMDB:
  * GeoLite2-Country, DB-IP lite, ...) gives to any of a list of countries,
- * read with libmaxminddb by walking its search tree.
+ * read with libmaxminddb by walking its search tree. The file is mapped:
+ * a new database must be renamed over the old one (as geoipupdate does),
+ * not rewritten in place under the daemon.
  */
 #ifndef NFBOX_FEEDS_MMDB_H
 #define NFBOX_FEEDS_MMDB_H

@@ -29,6 +29,9 @@ int loop_watch(struct loop *l, struct handler *h)
 void loop_unwatch(struct loop *l, struct handler *h)
 {
 	epoll_ctl(l->epfd, EPOLL_CTL_DEL, h->fd, NULL);
+	for (int i = 0; i < l->nbatch; i++)
+		if (l->batch[i].data.ptr == h)
+			l->batch[i].data.ptr = NULL;
 }
 
 int loop_want_write(struct loop *l, struct handler *h, bool on)
@@ -45,10 +48,15 @@ int loop_run_once(struct loop *l, int timeout_ms, const bool *stop)
 
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
+	l->batch = evs;
+	l->nbatch = n;
 	for (i = 0; i < n && !*stop; i++) {
 		struct handler *h = evs[i].data.ptr;
 
-		h->fn(h, evs[i].events);
+		if (h) /* NULL: unwatched by a handler before it */
+			h->fn(h, evs[i].events);
 	}
+	l->batch = NULL;
+	l->nbatch = 0;
 	return i;
 }

@@ -17,14 +17,21 @@ struct handler {
 	void *ctx; /* the owner, for fn */
 };
 
+struct epoll_event;
+
 struct loop {
 	int epfd; /* -1: not open */
+	/* The events being dispatched: a handler unwatched meanwhile (freed by
+	 * an earlier handler of the same batch) is taken out of it. */
+	struct epoll_event *batch;
+	int nbatch;
 };
 
 /* 0 or -errno. */
 int loop_open(struct loop *l);
 void loop_close(struct loop *l);
-/* Add h (EPOLLIN) / remove it / watch EPOLLOUT too or no longer. 0 or -errno. */
+/* Add h (EPOLLIN) / remove it (also from the events being dispatched: it
+ * may be freed at once) / watch EPOLLOUT too or no longer. 0 or -errno. */
 int loop_watch(struct loop *l, struct handler *h);
 void loop_unwatch(struct loop *l, struct handler *h);
 int loop_want_write(struct loop *l, struct handler *h, bool on);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "policy/load/load.h"
@@ -75,6 +76,9 @@ static void host_item(struct lx *x, const struct ynode *n, void *arg)
 		diag_error(x->d, n->loc, "hosts: '%s' is not a host name (letters, digits, '-', dots)", n->str);
 		return;
 	}
+	for (uint32_t i = 0; i < s->nhosts; i++)
+		if (!strcasecmp(s->hosts[i], n->str))
+			return; /* named twice: asked once */
 	if (s->nhosts == POLICY_MAX_HOSTS) {
 		diag_error(x->d, n->loc, "more than %d host names in one set", POLICY_MAX_HOSTS);
 		return;

@@ -6,8 +6,9 @@ ships in Debian, so the country-set tests make their own.
 
 Each NETWORK (IPv4 or IPv6 prefix) gets a record { "country": { "iso_code":
 CC } } (with --registered, { "registered_country": ... } instead). The tree
-is IPv6 (IPv4 under ::/96, with the aliases ::ffff:0:0/96 and 2002::/16
-pointing at that subtree, as MaxMind's writer makes them) unless --v4.
+is IPv6 (IPv4 under ::/96, with the aliases ::ffff:0:0/96, 2001::/32 and
+2002::/16 pointing at that subtree, as MaxMind's writer makes them) unless
+--v4.
 Record size 24 bits. Networks must not nest.
 """
 import ipaddress
@@ -129,7 +130,8 @@ def main(argv):
         insert(root, bits_of(addr, width, depth), depth, ("data", offsets[rec]))
     if not v4only:
         v4 = node_at(root, [0] * 96)
-        for prefix_bits in (bits_of(0xFFFF << 32, 128, 96), bits_of(0x2002 << 112, 128, 16)):
+        for prefix_bits in (bits_of(0xFFFF << 32, 128, 96), bits_of(0x2001 << 112, 128, 32),
+                            bits_of(0x2002 << 112, 128, 16)):
             parent = node_at(root, prefix_bits[:-1])
             parent.kids[prefix_bits[-1]] = ("alias", v4)
     # number the nodes breadth first
