@@ -16,6 +16,7 @@
 
 #include "capture/capture.h"
 #include "cli/cli.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "lib/liblog.h"
 #include "policy/syntax/parse.h"
@@ -196,23 +197,15 @@ static int block_signals(void)
 	return signalfd(-1, &set, SFD_CLOEXEC);
 }
 
-static int64_t monotonic_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for a signal, the packet limit or the duration: returns the reason. */
 static const char *wait_end(struct capture *c, int sigfd, double duration)
 {
 	struct pollfd pfd[2] = { { .fd = sigfd, .events = POLLIN }, { .fd = capture_done_fd(c), .events = POLLIN } };
-	int64_t deadline = duration > 0 ? monotonic_ms() + (int64_t)(duration * 1000) : -1;
+	int64_t deadline = duration > 0 ? clock_ms(CLOCK_MONOTONIC) + (int64_t)(duration * 1000) : -1;
 	struct signalfd_siginfo si;
 
 	for (;;) {
-		int64_t left = deadline < 0 ? -1 : deadline - monotonic_ms();
+		int64_t left = deadline < 0 ? -1 : deadline - clock_ms(CLOCK_MONOTONIC);
 
 		if (deadline >= 0 && left <= 0)
 			return "duration reached";

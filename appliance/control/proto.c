@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "base/pct.h"
 
 enum ctl_arg {
 	ARG_JSON = 1u << 0,
@@ -42,53 +43,6 @@ static const struct {
 const char *ctl_verb_name(enum ctl_verb v)
 {
 	return (unsigned)v < CTL_NVERBS ? verbs[v].name : "?";
-}
-
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* Percent-decode s (n bytes); NULL if an escape is broken or decodes to NUL. */
-static char *pct_decode(const char *s, size_t n)
-{
-	char *out = malloc(n + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] != '%') {
-			*o++ = s[i];
-			continue;
-		}
-		if (i + 2 >= n || hexval(s[i + 1]) < 0 || hexval(s[i + 2]) < 0 ||
-		    !(hexval(s[i + 1]) | hexval(s[i + 2]))) {
-			free(out);
-			return NULL;
-		}
-		*o++ = (char)(hexval(s[i + 1]) << 4 | hexval(s[i + 2]));
-		i += 2;
-	}
-	*o = '\0';
-	return out;
-}
-
-static void pct_encode(FILE *f, const char *s)
-{
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c <= ' ' || c == '%' || c >= 0x7f)
-			fprintf(f, "%%%02X", c);
-		else
-			fputc(c, f);
-	}
 }
 
 static int find_verb(const char *w, size_t n)

@@ -27,6 +27,7 @@
 #include "daemon/confirm.h"
 #include "base/cleanup.h"
 #include "base/json.h"
+#include "base/pct.h"
 #include "base/log.h"
 #include "lib/plant.h"
 #include "policy/syntax/parse.h"
@@ -70,32 +71,17 @@ static int dyn_save(struct daemon *dm)
 
 int dyn_state_load(struct daemon *dm)
 {
-	char path[PATH_MAX], why[256];
+	char path[PATH_MAX];
 	unsigned bad = 0;
 	uint64_t n = 0;
 	FILE *f;
-	int fd;
 
 	if (!dm->dyn && !(dm->dyn = calloc(1, sizeof(*dm->dyn))))
 		return -ENOMEM;
 	dynsets_init(&dm->dyn->store);
-	if (!dm->state_dir[0] || state_path(dm, DYN_STATE, path, sizeof(path)) < 0)
+	if (state_open(dm, DYN_STATE, &f, dm->dyn->unread, sizeof(dm->dyn->unread)) < 0 || !f)
 		return 0;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
-		if (errno != ENOENT)
-			snprintf(dm->dyn->unread, sizeof(dm->dyn->unread), "%s", strerror(errno));
-		return 0;
-	}
-	if (files_check_trusted(fd, path, why, sizeof(why)) < 0) {
-		snprintf(dm->dyn->unread, sizeof(dm->dyn->unread), "%s", why);
-		close(fd);
-		return 0;
-	}
-	if (!(f = fdopen(fd, "re"))) {
-		snprintf(dm->dyn->unread, sizeof(dm->dyn->unread), "%s", strerror(errno));
-		close(fd);
-		return 0;
-	}
+	state_path(dm, DYN_STATE, path, sizeof(path));
 	if (dynsets_load(&dm->dyn->store, f, dyn_now_ms(), &bad) < 0)
 		snprintf(dm->dyn->unread, sizeof(dm->dyn->unread),
 			 "line %u is not a dynamic-set entry (the file is damaged)", bad);
@@ -128,20 +114,6 @@ static int store_from_text(struct daemon *dm, char *text, size_t len, const char
 	return 0;
 }
 
-/* The unreadable file is kept beside, for a post-mortem; the next save
- * writes a new one. */
-static void keep_bad_file(struct daemon *dm, char *kept, size_t len)
-{
-	char path[PATH_MAX];
-
-	kept[0] = '\0';
-	if (state_path(dm, DYN_STATE, path, sizeof(path)) < 0)
-		return;
-	snprintf(kept, len, "%s.bad-%lld", path, (long long)time(NULL));
-	if (rename(path, kept) < 0)
-		snprintf(kept, len, "%s (not renamed: %s)", path, strerror(errno));
-}
-
 int dyn_recover(struct daemon *dm, struct diags *d)
 {
 	char path[PATH_MAX], kept[PATH_MAX + 64];
@@ -157,7 +129,7 @@ int dyn_recover(struct daemon *dm, struct diags *d)
 	if (dm->opts->fresh) {
 		dynsets_free(&dm->dyn->store);
 		dynsets_init(&dm->dyn->store);
-		keep_bad_file(dm, kept, sizeof(kept));
+		state_set_aside(dm, DYN_STATE, kept, sizeof(kept));
 		log_warn("%s cannot be read (%s): --fresh, so the dynamic sets start empty; the file is kept as %s",
 			 path, dm->dyn->unread, kept);
 		return 0;
@@ -166,7 +138,7 @@ int dyn_recover(struct daemon *dm, struct diags *d)
 	    (r > 0 && (r = store_from_text(dm, text, len, source, d)) < 0))
 		return r;
 	if (source) {
-		keep_bad_file(dm, kept, sizeof(kept));
+		state_set_aside(dm, DYN_STATE, kept, sizeof(kept));
 		log_warn("%s cannot be read (%s): the dynamic sets' %llu entries were taken from %s, which enforced "
 			 "them; the file is kept as %s",
 			 path, dm->dyn->unread, (unsigned long long)n, source, kept);
@@ -363,12 +335,12 @@ static int read_changes(int fd, const char *source, int64_t expires, struct dyn_
 	return 0;
 }
 
-static bool policy_has_set(const struct policy *p, const char *name)
+static const struct addr_set *policy_set(const struct policy *p, const char *name)
 {
-	for (uint32_t i = 0; i < p->nsets; i++)
+	for (uint32_t i = 0; p && i < p->nsets; i++)
 		if (!strcmp(p->sets[i].name, name))
-			return true;
-	return false;
+			return &p->sets[i];
+	return NULL;
 }
 
 static struct dyn_set *find_set(struct daemon *dm, const char *name, struct diags *d)
@@ -379,7 +351,7 @@ static struct dyn_set *find_set(struct daemon *dm, const char *name, struct diag
 		return s;
 	if (!dm->cur.pol)
 		diag_fail(d, -ENOENT, "no policy is in force");
-	else if (policy_has_set(dm->cur.pol, name ? name : ""))
+	else if (policy_set(dm->cur.pol, name ? name : ""))
 		diag_fail(d, -EINVAL,
 			  "set '%s' is not dynamic: its entries are in the policy (mark it 'dynamic: true' to change "
 			  "it at run time)",
@@ -392,21 +364,12 @@ static struct dyn_set *find_set(struct daemon *dm, const char *name, struct diag
 /* A set the daemon fills itself from a source it follows (country:,
  * hosts:) is not changed by hand; Suricata's offenders (eve:) may be let
  * go by hand. */
-static const struct addr_set *feed_set(const struct daemon *dm, const char *name)
-{
-	for (uint32_t i = 0; dm->cur.pol && i < dm->cur.pol->nsets; i++)
-		if (!strcmp(dm->cur.pol->sets[i].name, name) &&
-		    (dm->cur.pol->sets[i].feed == SET_FEED_COUNTRY || dm->cur.pol->sets[i].feed == SET_FEED_HOSTS))
-			return &dm->cur.pol->sets[i];
-	return NULL;
-}
-
 static struct dyn_set *find_set_by_hand(struct daemon *dm, const char *name, struct diags *d)
 {
 	struct dyn_set *s = find_set(dm, name, d);
-	const struct addr_set *fs;
+	const struct addr_set *fs = s ? policy_set(dm->cur.pol, s->name) : NULL;
 
-	if (s && (fs = feed_set(dm, s->name))) {
+	if (fs && (fs->feed == SET_FEED_COUNTRY || fs->feed == SET_FEED_HOSTS)) {
 		diag_fail(d, -EPERM, "set '%s' is filled from %s by the daemon: change the policy instead", s->name,
 			  fs->feed == SET_FEED_COUNTRY ? "its country database" : "DNS (its host names)");
 		return NULL;
@@ -514,38 +477,20 @@ static int flush_set(struct daemon *dm, const struct dyn_caller *c, const struct
 	return 0;
 }
 
-/* Who added an entry, as `set list` says it: "rule ssh" for a limit's
- * overload, else the origin as saved. */
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9'   ? c - '0'
-	       : c >= 'A' && c <= 'F' ? c - 'A' + 10
-	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-				      : -1;
-}
-
 /* "suricata:SID:MSG" (MSG %-escaped, feeds.c) as "Suricata alert SID (MSG)" */
 static void suricata_text(const char *by, char *buf, size_t len)
 {
 	const char *sid = by + strlen(DYN_BY_SURICATA), *msg = strchr(sid, ':');
-	size_t n;
+	_cleanup_free_ char *text = msg ? pct_decode(msg + 1, strlen(msg + 1)) : NULL;
 
-	if (!msg) {
+	if (!msg)
 		snprintf(buf, len, "%s", by);
-		return;
-	}
-	n = (size_t)snprintf(buf, len, "Suricata alert %.*s (", (int)(msg - sid), sid);
-	for (const char *m = msg + 1; *m && n + 2 < len; m++) {
-		if (*m == '%' && hexval(m[1]) >= 0 && hexval(m[2]) >= 0) {
-			buf[n++] = (char)(hexval(m[1]) << 4 | hexval(m[2]));
-			m += 2;
-		} else {
-			buf[n++] = *m;
-		}
-	}
-	snprintf(buf + (n < len - 1 ? n : len - 2), len - (n < len - 1 ? n : len - 2), ")");
+	else
+		snprintf(buf, len, "Suricata alert %.*s (%s)", (int)(msg - sid), sid, text ? text : msg + 1);
 }
 
+/* Who added an entry, as `set list` says it: "rule ssh" for a limit's
+ * overload, "Suricata alert SID (MSG)", else the origin as saved. */
 static void by_text(const char *by, char *buf, size_t len)
 {
 	if (!strncmp(by, DYN_BY_RULE, strlen(DYN_BY_RULE)))

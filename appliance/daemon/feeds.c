@@ -51,7 +51,9 @@
 #include "daemon/daemon_int.h"
 #include "daemon/dynsets.h"
 #include "daemon/feeds.h"
+#include "base/clock.h"
 #include "base/log.h"
+#include "base/pct.h"
 #include "feeds/mmdb.h"
 
 #define FEED_BY_COUNTRY "country"
@@ -62,10 +64,8 @@
 
 struct hostname {
 	char *name;
-	int64_t next_ms;    /* monotonic ms of the next question */
-	bool asking;	    /* a question is out */
-	long long answered; /* time() of the last answer */
-	uint32_t addrs;	    /* addresses in it */
+	int64_t next_ms; /* monotonic ms of the next question */
+	bool asking;	 /* a question is out */
 	char problem[160];
 };
 
@@ -98,7 +98,7 @@ struct feed {
 	bool from_start; /* a file that appears later is read from its start */
 	char *partial;	 /* the end of the last read, not yet a whole line */
 	size_t plen;
-	uint64_t lines, alerts, bans, bad, full;
+	uint64_t alerts, bans, bad, full;
 	struct eve_ban *pend; /* this round's bans */
 	uint32_t npend, cpend;
 	long long loaded;
@@ -120,14 +120,6 @@ struct feeds {
 	uint32_t nsocks;
 	uint64_t gen; /* counts the feeds' rebuilds: an answer for a name of an older one is dropped */
 };
-
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void feed_free(struct feed *f)
 {
@@ -378,7 +370,8 @@ static void answer(void *arg, int status, int timeouts, struct ares_addrinfo *re
 		snprintf(h->problem, sizeof(h->problem), "%s does not resolve: %s", h->name, ares_strerror(status));
 		log_warn("set %s: %s; its addresses stay until their time is up; asked again in %us", f->set,
 			 h->problem, f->min_ttl < FEED_RETRY_S ? f->min_ttl : FEED_RETRY_S);
-		h->next_ms = mono_ms() + 1000LL * (f->min_ttl < FEED_RETRY_S ? f->min_ttl : FEED_RETRY_S);
+		h->next_ms =
+			clock_ms(CLOCK_MONOTONIC) + 1000LL * (f->min_ttl < FEED_RETRY_S ? f->min_ttl : FEED_RETRY_S);
 		goto out;
 	}
 	for (struct ares_addrinfo_node *a = res->nodes; a && n < sizeof(c) / sizeof(c[0]); a = a->ai_next) {
@@ -435,10 +428,8 @@ static void answer(void *arg, int status, int timeouts, struct ares_addrinfo *re
 		}
 		diags_free(&d);
 	}
-	h->addrs = n + held;
-	h->answered = (long long)time(NULL);
-	f->loaded = h->answered;
-	h->next_ms = mono_ms() + 1000LL * next_s;
+	f->loaded = (long long)time(NULL);
+	h->next_ms = clock_ms(CLOCK_MONOTONIC) + 1000LL * next_s;
 out:
 	if (res)
 		ares_freeaddrinfo(res);
@@ -453,7 +444,7 @@ static void ask(struct daemon *dm, struct feed *f, struct hostname *h)
 	struct question *q;
 
 	if (resolver_open(dm) < 0) {
-		h->next_ms = mono_ms() + 1000LL * FEED_RETRY_S;
+		h->next_ms = clock_ms(CLOCK_MONOTONIC) + 1000LL * FEED_RETRY_S;
 		return;
 	}
 	if (!(q = calloc(1, sizeof(*q))) || !(q->set = strdup(f->set)) || !(q->name = strdup(h->name))) {
@@ -461,7 +452,7 @@ static void ask(struct daemon *dm, struct feed *f, struct hostname *h)
 			free(q->set);
 			free(q);
 		}
-		h->next_ms = mono_ms() + 1000LL * FEED_RETRY_S;
+		h->next_ms = clock_ms(CLOCK_MONOTONIC) + 1000LL * FEED_RETRY_S;
 		return;
 	}
 	q->dm = dm;
@@ -475,15 +466,15 @@ static void ask(struct daemon *dm, struct feed *f, struct hostname *h)
 #define EVE_MAX_LINE (64u << 10) /* a longer line is skipped (counted as bad) */
 #define EVE_MAX_READ (4u << 20)	 /* bytes read in one round */
 
-/* "suricata:SID:MSG" with MSG %-escaped (one word, as a dynamic entry's
- * origin is saved). */
+/* "suricata:SID:MSG" with MSG %-escaped (base/pct.h: one word, as a
+ * dynamic entry's origin is saved), at most about 200 bytes. */
 static void eve_by(char *buf, size_t len, json_int_t sid, const char *msg)
 {
 	size_t n = (size_t)snprintf(buf, len, "suricata:%lld:", (long long)sid);
 
 	for (const unsigned char *m = (const unsigned char *)(msg ? msg : ""); *m && n + 4 < len && n < 200; m++)
-		n += (size_t)(*m <= ' ' || *m == '%' || *m >= 0x7f ? snprintf(buf + n, len - n, "%%%02X", *m)
-								   : snprintf(buf + n, len - n, "%c", *m));
+		n += (size_t)(pct_escaped(*m) ? snprintf(buf + n, len - n, "%%%02X", *m)
+					      : snprintf(buf + n, len - n, "%c", *m));
 }
 
 #define EVE_BATCH	1024   /* bans put into the set at once */
@@ -662,7 +653,6 @@ static void eve_line(struct daemon *dm, struct feed *f, const char *line, size_t
 
 	if (!len)
 		return;
-	f->lines++;
 	if (!(ev = json_loadb(line, len, JSON_REJECT_DUPLICATES, &err)) || !json_is_object(ev)) {
 		f->bad++;
 		json_decref(ev);
@@ -800,7 +790,6 @@ static int feed_of(struct feed *f, const struct addr_set *s, struct feed *old)
 			f->partial = old->partial;
 			f->plen = old->plen;
 			old->partial = NULL;
-			f->lines = old->lines;
 			f->alerts = old->alerts;
 			f->bans = old->bans;
 			f->bad = old->bad;
@@ -822,8 +811,6 @@ static int feed_of(struct feed *f, const struct addr_set *s, struct feed *old)
 		for (uint32_t k = 0; old && old->kind == SET_FEED_HOSTS && k < old->nh; k++)
 			if (!strcmp(old->h[k].name, s->hosts[i])) {
 				f->h[i].next_ms = old->h[k].asking ? 0 : old->h[k].next_ms;
-				f->h[i].answered = old->h[k].answered;
-				f->h[i].addrs = old->h[k].addrs;
 				memcpy(f->h[i].problem, old->h[k].problem, sizeof(f->h[i].problem));
 			}
 	}
@@ -883,7 +870,7 @@ void feeds_tick(struct daemon *dm)
 
 	if (!fs)
 		return;
-	now = mono_ms();
+	now = clock_ms(CLOCK_MONOTONIC);
 	for (uint32_t i = 0; i < fs->n; i++) {
 		struct feed *f = &fs->v[i];
 

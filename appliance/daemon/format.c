@@ -7,6 +7,7 @@
 #include "daemon/report.h"
 #include "policy/schedule/schedule.h"
 #include "dynset/dynset.h"
+#include "base/clock.h"
 #include "base/json.h"
 
 #define U(x) ((unsigned long long)(x))
@@ -499,13 +500,11 @@ static void captures_stats_text(const struct report_capture *c, uint32_t n, FILE
 /* "never", "now", "12s ago", "5m ago", "3h ago", "2d ago" */
 const char *format_ago(long long ms, char *buf, size_t len)
 {
-	struct timespec ts;
 	long long s;
 
 	if (!ms)
 		return "never";
-	clock_gettime(CLOCK_REALTIME, &ts);
-	s = ((long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - ms) / 1000;
+	s = (clock_ms(CLOCK_REALTIME) - ms) / 1000;
 	if (s <= 0)
 		return "now";
 	if (s < 120)
@@ -645,14 +644,6 @@ static void stats_json(const struct stats_report *r, FILE *f)
 	fputc('\n', f);
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* "7d", "5h", "90m", "45s": a window as given, in its largest whole unit */
 static void window_text(unsigned s, char *buf, size_t len)
 {
@@ -668,7 +659,7 @@ static void window_text(unsigned s, char *buf, size_t len)
 
 void format_unused(const struct stats_report *r, FILE *f, bool json, unsigned since)
 {
-	long long now = now_ms(), cut = since ? now - (long long)since * 1000 : 0;
+	long long now = clock_ms(CLOCK_REALTIME), cut = since ? now - (long long)since * 1000 : 0;
 	uint32_t n = 0;
 	struct json j;
 	char win[32];

@@ -20,6 +20,7 @@
 #include "daemon/daemon_int.h"
 #include "daemon/httpd.h"
 #include "daemon/metrics.h"
+#include "base/clock.h"
 #include "base/log.h"
 
 #define HTTPD_MAX_CONNECTIONS 16
@@ -41,14 +42,6 @@ struct httpd {
 /* Scrapes come every 15 s or so; a client asking in a loop gets the same
  * text for this long instead of a read of every counter each time. */
 #define HTTPD_CACHE_MS 1000
-
-static long long mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *text, const char *allow)
 {
@@ -88,7 +81,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return respond(c, MHD_HTTP_NOT_FOUND, "nfbox serves /metrics only\n", NULL);
 	}
 	(void)state;
-	if (!h->body || mono_ms() - h->made >= HTTPD_CACHE_MS) {
+	if (!h->body || clock_ms(CLOCK_MONOTONIC) - h->made >= HTTPD_CACHE_MS) {
 		if (!(f = open_memstream(&buf, &len)))
 			return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
 		if (daemon_metrics(dm, f) < 0 || fclose(f) != 0) {
@@ -98,7 +91,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		free(h->body);
 		h->body = buf;
 		h->len = len;
-		h->made = mono_ms();
+		h->made = clock_ms(CLOCK_MONOTONIC);
 	}
 	/* copied: the cache may be replaced while MHD still sends this one */
 	if (!(r = MHD_create_response_from_buffer(h->len, h->body, MHD_RESPMEM_MUST_COPY)))

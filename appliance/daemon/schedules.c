@@ -28,7 +28,6 @@ struct schedules {
 	struct handler h;
 	uint64_t applied[NFB_SCHED_WORDS]; /* the states the backend holds */
 	const struct policy *pol;	   /* ... of this policy */
-	int64_t next;			   /* when the timer is set for */
 };
 
 static bool bit_of(const uint64_t *w, uint32_t sched)
@@ -54,7 +53,6 @@ static int arm(struct daemon *dm, int64_t at)
 {
 	struct itimerspec its = { .it_value = { .tv_sec = at } };
 
-	dm->sched->next = at;
 	return timerfd_settime(dm->sched->h.fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL) < 0 ? -errno
 													     : 0;
 }

@@ -3,9 +3,13 @@
  * crash leaves the old or the new one). Below every part that keeps state (confirm, dynamic sets,
  * reloads). */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "daemon/daemon_int.h"
 #include "daemon/state.h"
@@ -46,4 +50,45 @@ int state_save(const struct daemon *dm, const char *name, void (*save)(const voi
 	if (fclose(f) != 0)
 		return -ENOMEM;
 	return state_write(dm, name, buf, len, sync);
+}
+
+int state_open(const struct daemon *dm, const char *name, FILE **out, char *why, size_t len)
+{
+	char path[PATH_MAX];
+	int fd, r;
+
+	*out = NULL;
+	why[0] = '\0';
+	if (!dm->state_dir[0] || state_path(dm, name, path, sizeof(path)) < 0)
+		return 0;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		r = -errno;
+		snprintf(why, len, "%s", strerror(-r));
+		return r;
+	}
+	if ((r = files_check_trusted(fd, path, why, len)) < 0) {
+		close(fd);
+		return r;
+	}
+	if (!(*out = fdopen(fd, "re"))) {
+		r = -errno;
+		snprintf(why, len, "%s", strerror(-r));
+		close(fd);
+		return r;
+	}
+	return 0;
+}
+
+void state_set_aside(const struct daemon *dm, const char *name, char *kept, size_t len)
+{
+	char path[PATH_MAX];
+
+	kept[0] = '\0';
+	if (state_path(dm, name, path, sizeof(path)) < 0)
+		return;
+	snprintf(kept, len, "%s.bad-%lld", path, (long long)time(NULL));
+	if (rename(path, kept) < 0)
+		snprintf(kept, len, "%s (not renamed: %s)", path, strerror(errno));
 }

@@ -14,4 +14,13 @@ int state_write(const struct daemon *dm, const char *name, const char *data, siz
 int state_save(const struct daemon *dm, const char *name, void (*save)(const void *obj, FILE *f), const void *obj,
 	       bool sync);
 
+/* STATE/name opened to read, if it is there (else *out NULL and 0): a file
+ * that is not a regular file of root's that only root may write
+ * (files_check_trusted) is not opened. 0, or -errno with why. */
+int state_open(const struct daemon *dm, const char *name, FILE **out, char *why, size_t len);
+/* STATE/name, which could not be read, renamed to NAME.bad-TIME beside it
+ * for a post-mortem (the next save writes a new one); kept says as what,
+ * or that it could not be renamed. */
+void state_set_aside(const struct daemon *dm, const char *name, char *kept, size_t len);
+
 #endif

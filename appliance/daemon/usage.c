@@ -12,21 +12,19 @@
  * LAST_MS 0 for never), after a comment line.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "daemon/daemon_int.h"
 #include "daemon/state.h"
 #include "daemon/usage.h"
+#include "base/clock.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "lib/plant.h"
-#include "system/files.h"
 
 #define USAGE_STATE	"last-hits"
 #define USAGE_PERIOD_MS 60000
@@ -43,14 +41,6 @@ struct usage {
 	bool dirty;	   /* changed since it was saved */
 	long long next_ms; /* monotonic ms of the next read */
 };
-
-static long long ms_of(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static int use_cmp(const void *a, const void *b)
 {
@@ -124,27 +114,19 @@ static int parse_line(struct usage *u, char *line)
 static void load(struct daemon *dm)
 {
 	struct usage *u = dm->usage;
-	char path[PATH_MAX], why[256], line[USAGE_MAX_LINE];
+	char path[PATH_MAX], why[512], line[USAGE_MAX_LINE];
 	uint32_t cap = 0;
-	int fd, r = 0;
+	int r = 0;
 	FILE *f;
 
-	if (!dm->state_dir[0] || state_path(dm, USAGE_STATE, path, sizeof(path)) < 0)
+	if (state_path(dm, USAGE_STATE, path, sizeof(path)) < 0)
 		return;
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
-		if (errno != ENOENT)
-			log_warn("cannot read %s: %s; the rules' last hits start anew", path, strerror(errno));
-		return;
-	}
-	if (files_check_trusted(fd, path, why, sizeof(why)) < 0) {
-		log_warn("%s; the rules' last hits start anew", why);
-		close(fd);
+	if (state_open(dm, USAGE_STATE, &f, why, sizeof(why)) < 0) {
+		log_warn("%s: %s; the rules' last hits start anew", path, why);
 		return;
 	}
-	if (!(f = fdopen(fd, "re"))) {
-		close(fd);
+	if (!f)
 		return;
-	}
 	while (r == 0 && fgets(line, sizeof(line), f)) {
 		if (!strchr(line, '\n') && !feof(f)) {
 			r = -EINVAL;
@@ -163,11 +145,9 @@ static void load(struct daemon *dm)
 	}
 	fclose(f);
 	if (r < 0) {
-		char kept[PATH_MAX + 32];
+		char kept[PATH_MAX + 64];
 
-		snprintf(kept, sizeof(kept), "%s.bad-%lld", path, (long long)time(NULL));
-		if (rename(path, kept) < 0)
-			snprintf(kept, sizeof(kept), "%s (not renamed: %s)", path, strerror(errno));
+		state_set_aside(dm, USAGE_STATE, kept, sizeof(kept));
 		log_warn("%s: %s; the rules' last hits start anew (the file is kept as %s)", path,
 			 r == -ENOMEM ? "out of memory" : "not a record of last hits", kept);
 		uses_free(u->v, u->n);
@@ -204,7 +184,7 @@ static char *key_of(const struct stats_row *r)
 void usage_merge(struct daemon *dm, struct stats_row *rows, uint32_t n)
 {
 	struct usage *u = dm->usage;
-	long long now = ms_of(CLOCK_REALTIME);
+	long long now = clock_ms(CLOCK_REALTIME);
 	bool changed;
 	struct use *nv;
 
@@ -246,7 +226,7 @@ void usage_zero(struct daemon *dm)
 
 bool usage_due(struct daemon *dm, bool now)
 {
-	long long t = ms_of(CLOCK_MONOTONIC);
+	long long t = clock_ms(CLOCK_MONOTONIC);
 
 	if (!dm->usage || !dm->cur.plan || (!now && t < dm->usage->next_ms))
 		return false;

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "backend/bpf/compile/plan.h"
+#include "base/clock.h"
 #include "base/cleanup.h"
 #include "policy/syntax/parse.h"
 
@@ -19,10 +20,7 @@ static const uint32_t alen[2] = { 4, 16 };
 
 int64_t dyn_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return clock_ms(CLOCK_REALTIME);
 }
 
 void dynsets_init(struct dynsets *s)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "system/proc.h"
+#include "base/clock.h"
 
 void proc_init(struct proc *p)
 {
@@ -144,22 +145,14 @@ int proc_reap(struct proc *p, int *status)
 	return 1;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Wait for the pidfd up to ms; true if it exited. */
 static bool wait_exit(struct proc *p, int ms)
 {
 	struct pollfd pfd = { .fd = p->pidfd, .events = POLLIN };
-	long long end = now_ms() + ms;
+	long long end = clock_ms(CLOCK_MONOTONIC) + ms;
 
 	for (;;) {
-		long long left = end - now_ms();
+		long long left = end - clock_ms(CLOCK_MONOTONIC);
 		int n = poll(&pfd, 1, left > 0 ? (int)left : 0);
 
 		if (n > 0)
@@ -179,11 +172,11 @@ static void signal_group(pid_t pid, int sig)
 
 void proc_drain(struct proc *p, int ms, void (*fn)(const char *, void *), void *arg)
 {
-	long long end = now_ms() + ms;
+	long long end = clock_ms(CLOCK_MONOTONIC) + ms;
 
 	while (p->out >= 0) {
 		struct pollfd pfd = { .fd = p->out, .events = POLLIN };
-		long long left = end - now_ms();
+		long long left = end - clock_ms(CLOCK_MONOTONIC);
 
 		if (left <= 0 || poll(&pfd, 1, (int)left) <= 0)
 			break;
@@ -242,7 +235,7 @@ void proc_text_line(const char *line, void *arg)
 int proc_run(char *const argv[], int ms, char *out, size_t len)
 {
 	struct proc_text c = { .buf = out, .len = len, .sep = "\n" };
-	long long end = now_ms() + ms;
+	long long end = clock_ms(CLOCK_MONOTONIC) + ms;
 	struct proc p;
 	int r, status;
 
@@ -252,14 +245,15 @@ int proc_run(char *const argv[], int ms, char *out, size_t len)
 		return r;
 	while (p.out >= 0) {
 		struct pollfd pfd = { .fd = p.out, .events = POLLIN };
-		long long left = end - now_ms();
+		long long left = end - clock_ms(CLOCK_MONOTONIC);
 
 		if (left <= 0)
 			break;
 		if (poll(&pfd, 1, (int)left) > 0)
 			proc_read(&p, proc_text_line, &c);
 	}
-	if (p.out >= 0 || !wait_exit(&p, (int)(end - now_ms() > 0 ? end - now_ms() : 0))) {
+	if (p.out >= 0 ||
+	    !wait_exit(&p, (int)(end - clock_ms(CLOCK_MONOTONIC) > 0 ? end - clock_ms(CLOCK_MONOTONIC) : 0))) {
 		proc_stop(&p, 0, NULL, NULL);
 		return -ETIMEDOUT;
 	}

@@ -135,14 +135,8 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 
 	if (!lx_is(x, fn, YNODE_SCALAR, "a set file name"))
 		return;
-	if (fn->str[0] == '/')
-		path = strdup(fn->str);
-	else if (asprintf(&path, "%s/%s", x->dir, fn->str) < 0)
-		path = NULL;
-	if (!path) {
-		x->oom = true;
+	if (!(path = lx_path(x, fn->str)))
 		return;
-	}
 	r = lx_read_file(x->files, path, false, &x->p->sources, &src, err, sizeof(err));
 	if (r < 0) {
 		diag_error(x->d, fn->loc, "cannot read set file '%s': %s", path, err);

@@ -113,13 +113,8 @@ static void load_eve(struct lx *x, struct addr_set *s, const struct ynode *v, co
 	s->feed = SET_FEED_EVE;
 	s->severity = FEED_DEFAULT_SEVERITY;
 	s->ban = FEED_DEFAULT_BAN;
-	if (lx_is(x, e, YNODE_SCALAR, "eve")) {
-		if (e->str[0] == '/')
-			s->eve = strdup(e->str);
-		else if (asprintf(&s->eve, "%s/%s", x->dir, e->str) < 0)
-			s->eve = NULL;
-		x->oom |= !s->eve;
-	}
+	if (lx_is(x, e, YNODE_SCALAR, "eve"))
+		s->eve = lx_path(x, e->str);
 	if ((t = ynode_get(v, "severity")) && lx_uint(x, t, "severity", 1, 255, &u))
 		s->severity = (uint32_t)u;
 	if ((t = ynode_get(v, "timeout")) && lx_is(x, t, YNODE_SCALAR, "timeout")) {
@@ -194,11 +189,7 @@ bool load_set_feed(struct lx *x, struct addr_set *s, const struct ynode *v)
 				   "a set of countries needs 'database: PATH', a MaxMind-format file such as "
 				   "/var/lib/GeoIP/GeoLite2-Country.mmdb (geoipupdate) or DB-IP's lite database");
 		} else if (lx_is(x, db, YNODE_SCALAR, "database")) {
-			if (db->str[0] == '/')
-				s->database = strdup(db->str);
-			else if (asprintf(&s->database, "%s/%s", x->dir, db->str) < 0)
-				s->database = NULL;
-			x->oom |= !s->database;
+			s->database = lx_path(x, db->str);
 			if (s->database && access(s->database, R_OK) < 0)
 				diag_warn(x->d, db->loc,
 					  "database '%s' cannot be read (%s): the set stays as it was (empty at first) "

@@ -242,3 +242,15 @@ char *lx_describe(const struct ynode *n)
 	fclose(f);
 	return out;
 }
+
+char *lx_path(struct lx *x, const char *name)
+{
+	char *path;
+
+	if (name[0] == '/')
+		path = strdup(name);
+	else if (asprintf(&path, "%s/%s", x->dir, name) < 0)
+		path = NULL;
+	x->oom |= !path;
+	return path;
+}

@@ -68,6 +68,10 @@ char *lx_describe(const struct ynode *n);
 /* The place of byte off inside scalar n (the start of n where that cannot be told). */
 struct loc lx_loc_in(const struct ynode *n, size_t off);
 
+/* A path as the policy names it: absolute as is, relative to the policy
+ * file's directory (malloc'd; NULL and x->oom when out of memory). */
+char *lx_path(struct lx *x, const char *name);
+
 /* A file of the policy (the policy itself, or a set file) read through the
  * caller's rules (policy.h, struct policy_files) into a new source of into:
  * 0, or -errno with why. */

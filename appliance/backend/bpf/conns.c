@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "backend/bpf/bpf.h"
+#include "base/clock.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "netlink/ctevents.h"
@@ -130,14 +131,6 @@ void bpf_conns_follow(struct bpf_backend *bb, const struct policy *p)
 	bb->conns_verify_all = true; /* what ended while nobody listened */
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* One connection: given back if conntrack no longer has it open, else
  * marked confirmed (since_ns 0) so that it is not asked about again. */
 static void check_one(struct bpf_backend *bb, int fd, const struct nfb_conn_key *k, struct nfb_conn_val *v)
@@ -158,7 +151,7 @@ void bpf_conns_tick(struct bpf_backend *bb)
 	_cleanup_close_ int fd = bb->e && bb->ct ? engine_conns_fd(bb->e) : -1;
 	struct nfb_conn_key next, *cur = &bb->conns_cursor;
 	struct nfb_conn_val v;
-	uint64_t now = mono_ns();
+	uint64_t now = (uint64_t)clock_ns(CLOCK_MONOTONIC);
 	unsigned asked = 0;
 
 	if (fd < 0 || !bb->ct)

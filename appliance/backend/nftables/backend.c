@@ -266,16 +266,10 @@ static int nftables_schedule(struct backend *b, const struct loaded *cur, const 
 	for (uint32_t i = 0; i < cur->pol->nrules && !t.err; i++) {
 		const struct rule *ru = &cur->pol->rules[i];
 		uint32_t bit = ru->when.sched - 1;
-		char name[NFR_NAME];
 		struct nfr_set *s;
 
-		if (!ru->when.sched)
-			continue;
-		nft_sched_set_name(name, sizeof(name), ru->name);
-		if ((s = nfr_set_new(&t, name, NFR_KEY_NFPROTO, false))) {
-			nft_sched_elems(&t, s, (words[bit / 64] >> (bit % 64)) & 1);
+		if (ru->when.sched && (s = nft_sched_set(&t, ru->name, (words[bit / 64] >> (bit % 64)) & 1)))
 			v[n++] = s;
-		}
 	}
 	r = t.err ? diag_errno(d, t.err, "the schedules") : nft_sched_change(v, n, d);
 	nfr_free(&t);

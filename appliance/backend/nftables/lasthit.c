@@ -17,6 +17,7 @@
 
 #include "backend/nftables/lasthit.h"
 #include "backend/nftables/nft/counters.h"
+#include "base/clock.h"
 
 #define LASTHIT_PERIOD_MS   1000
 #define LASTHIT_COST_FACTOR 20
@@ -27,14 +28,6 @@ struct lasthit {
 	long long next;		  /* monotonic ms of the next read */
 	long long period;
 };
-
-static long long ms_of(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 void lasthit_free(struct lasthit **lhp)
 {
@@ -50,7 +43,7 @@ void lasthit_tick(struct lasthit **lhp)
 {
 	struct lasthit *lh = *lhp;
 	struct nft_counters cur;
-	long long t0 = ms_of(CLOCK_MONOTONIC), now, *when;
+	long long t0 = clock_ms(CLOCK_MONOTONIC), now, *when;
 	bool first = !lh;
 
 	if (lh && t0 < lh->next)
@@ -61,7 +54,7 @@ void lasthit_tick(struct lasthit **lhp)
 		lh->next = t0 + LASTHIT_PERIOD_MS;
 		return;
 	}
-	now = ms_of(CLOCK_REALTIME);
+	now = clock_ms(CLOCK_REALTIME);
 	if (!(when = calloc(cur.n ? cur.n : 1, sizeof(*when)))) {
 		nft_counters_free(&cur);
 		return;
@@ -81,7 +74,7 @@ void lasthit_tick(struct lasthit **lhp)
 	free(lh->when);
 	lh->prev = cur;
 	lh->when = when;
-	lh->period = (ms_of(CLOCK_MONOTONIC) - t0) * LASTHIT_COST_FACTOR;
+	lh->period = (clock_ms(CLOCK_MONOTONIC) - t0) * LASTHIT_COST_FACTOR;
 	if (lh->period < LASTHIT_PERIOD_MS)
 		lh->period = LASTHIT_PERIOD_MS;
 	lh->next = t0 + lh->period;
@@ -118,7 +111,7 @@ void lasthit_start(struct lasthit **lhp, const struct nfr_table *t)
 	lh->when = when;
 	if (!lh->period)
 		lh->period = LASTHIT_PERIOD_MS;
-	lh->next = ms_of(CLOCK_MONOTONIC) + lh->period;
+	lh->next = clock_ms(CLOCK_MONOTONIC) + lh->period;
 }
 
 long long lasthit_of(const struct lasthit *lh, const char *counter)

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "backend/bpf/engine/engine_int.h"
+#include "base/clock.h"
 
 union dyn_key {
 	struct nfb_dyn4_key k4;
@@ -29,14 +30,6 @@ static void make_key(union dyn_key *k, uint16_t set, int fam, const uint8_t *add
 	}
 }
 
-static int64_t ns_of(clockid_t c)
-{
-	struct timespec ts;
-
-	clock_gettime(c, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int engine_dyn_put(struct engine *e, uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires)
 {
 	struct nfb_dyn_val v = { 0 };
@@ -46,9 +39,9 @@ int engine_dyn_put(struct engine *e, uint16_t set, int fam, const uint8_t *addr,
 		return -ENODEV;
 	if (expires) {
 		/* the classifier's clock is CLOCK_BOOTTIME (bpf_ktime_get_boot_ns) */
-		int64_t left = expires * 1000000 - ns_of(CLOCK_REALTIME);
+		int64_t left = expires * 1000000 - clock_ns(CLOCK_REALTIME);
 
-		v.expires_ns = (uint64_t)(ns_of(CLOCK_BOOTTIME) + (left > 0 ? left : 0));
+		v.expires_ns = (uint64_t)(clock_ns(CLOCK_BOOTTIME) + (left > 0 ? left : 0));
 		if (!v.expires_ns)
 			v.expires_ns = 1;
 	}
@@ -135,7 +128,7 @@ int engine_dyn_walk(struct engine *e,
 		    void (*fn)(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires_ms, void *arg),
 		    void *arg)
 {
-	int64_t boot = ns_of(CLOCK_BOOTTIME), real = ns_of(CLOCK_REALTIME);
+	int64_t boot = clock_ns(CLOCK_BOOTTIME), real = clock_ns(CLOCK_REALTIME);
 
 	if (!e)
 		return -ENODEV;

@@ -725,37 +725,39 @@ static bool applies(const struct rule *ru, uint8_t fam)
 	       (ru->to.any || (ru->to.families & fam));
 }
 
-void nft_sched_set_name(char *buf, size_t len, const char *rule)
+static void sched_set_name(char *buf, size_t len, const char *rule)
 {
 	snprintf(buf, len, "w_%s", rule);
 }
 
-void nft_sched_elems(struct nfr_table *t, struct nfr_set *s, bool open)
+struct nfr_set *nft_sched_set(struct nfr_table *t, const char *rule, bool open)
 {
 	static const uint8_t fams[] = { NFPROTO_IPV4, NFPROTO_IPV6 };
+	char name[NFR_NAME];
+	struct nfr_set *s;
 
+	sched_set_name(name, sizeof(name), rule);
+	if (!(s = nfr_set_new(t, name, NFR_KEY_NFPROTO, false)))
+		return NULL;
 	for (size_t i = 0; open && i < sizeof(fams); i++) {
 		uint8_t k[16] = { fams[i] };
 
 		nfr_set_add(t, s, k, k);
 	}
+	return s;
 }
 
-/* A scheduled rule's set w_RULE: ipv4 and ipv6 while its schedule is open
- * (now), else empty; the daemon changes it at the window's edges. */
+/* A scheduled rule's set w_RULE as it is now; the daemon changes it at the
+ * window's edges. */
 static const struct nfr_set *sched_set_for(struct ctx *c, const struct rule *ru)
 {
 	const struct nfr_set *old;
 	char name[NFR_NAME];
-	struct nfr_set *s;
 
-	nft_sched_set_name(name, sizeof(name), ru->name);
+	sched_set_name(name, sizeof(name), ru->name);
 	if ((old = nfr_set_find(c->t, name)))
 		return old;
-	if (!(s = nfr_set_new(c->t, name, NFR_KEY_NFPROTO, false)))
-		return NULL;
-	nft_sched_elems(c->t, s, sched_open(&ru->when, (int64_t)time(NULL)));
-	return s;
+	return nft_sched_set(c->t, ru->name, sched_open(&ru->when, (int64_t)time(NULL)));
 }
 
 /* The matches of a rule before its layer 4: its schedule, interfaces,

@@ -52,11 +52,11 @@ struct nft_build_opts {
  * delete or renewal never meets an element the kernel already dropped. */
 #define NFT_TIMEOUT_MARGIN_MS 1000
 
+/* A scheduled rule's set, w_RULE, new in t: ipv4 and ipv6 while the rule
+ * is in force (open), else empty. NULL after an allocation failure (t->err). */
+struct nfr_set *nft_sched_set(struct nfr_table *t, const char *rule, bool open);
 /* The nftables set that holds dynamic set NAME's entries of a family
  * (POLICY_FAM_IPV4 or _IPV6); buf at least NFR_NAME. */
-/* A scheduled rule's set (w_RULE), and its elements while open. */
-void nft_sched_set_name(char *buf, size_t len, const char *rule);
-void nft_sched_elems(struct nfr_table *t, struct nfr_set *s, bool open);
 void nft_dyn_set_name(char *buf, size_t len, const char *set, uint8_t fam);
 /* A prefix as an interval set's range: its first and last address. */
 void nft_prefix_range(const struct prefix *pf, uint8_t *lo, uint8_t *hi);
