@@ -34,7 +34,7 @@ Q := @
 msg = @printf '  %-8s %s\n' $(1) $(2);
 endif
 
-PKGS := libbpf libxdp libnftnl libmnl yaml-0.1 libcrypto libmicrohttpd jansson libmaxminddb libcares
+PKGS := libbpf libxdp libnftnl libmnl yaml-0.1 libcrypto libmicrohttpd jansson libmaxminddb libcares libcurl
 PKG_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell $(PKG_CONFIG) --libs $(PKGS) 2>/dev/null)
 
@@ -245,6 +245,8 @@ install: $(B)/nfbox
 	install -D -m 0755 packaging/crowdsec/nfbox-crowdsec $(DESTDIR)$(LIBEXECDIR)/nfbox-crowdsec
 	install -D -m 0644 packaging/crowdsec/crowdsec.md $(DESTDIR)$(PREFIX)/share/doc/nfbox/crowdsec.md
 	install -D -m 0644 packaging/ha/runbook.md $(DESTDIR)$(PREFIX)/share/doc/nfbox/ha-runbook.md
+	install -D -m 0644 packaging/fleet/runbook.md $(DESTDIR)$(PREFIX)/share/doc/nfbox/fleet-runbook.md
+	install -D -m 0755 packaging/fleet/nfbox-fleet-rbac $(DESTDIR)$(SBINDIR)/nfbox-fleet-rbac
 	install -D -m 0644 packaging/completion/nfbox $(DESTDIR)$(COMPLETIONDIR)/nfbox
 	install -D -m 0644 config/schema/policy.schema.json $(DESTDIR)$(PREFIX)/share/nfbox/policy.schema.json
 	if [ -n "$(UNITDIR)" ]; then \

@@ -16,11 +16,11 @@ set -eu
 # (for clang 19) on 13.
 BUILD_PKGS="make gcc build-essential clang llvm pkg-config libbpf-dev bpftool linux-libc-dev
  libxdp-dev libnftnl-dev libmnl-dev libyaml-dev libssl-dev libmicrohttpd-dev libjansson-dev libelf-dev zlib1g-dev
- libmaxminddb-dev libc-ares-dev debhelper dpkg-dev"
+ libmaxminddb-dev libc-ares-dev libcurl4-openssl-dev debhelper dpkg-dev"
 TEST_PKGS="iproute2 iputils-ping ethtool nftables python3 python3-scapy iperf3 hping3 man-db groff-base systemd
  tcpdump tshark jq procps kmod lintian debootstrap bash-completion systemd-container netbase tzdata dnsmasq-base suricata
  python3-jsonschema python3-yaml python3-prometheus-client logrotate keepalived conntrackd conntrack gcovr
- nodejs curl ca-certificates"
+ nodejs curl ca-certificates etcd-server etcd-client openssl"
 # Packages that must come from backports on bookworm, and the version each needs.
 BPO_PKGS="libbpf-dev bpftool linux-libc-dev"
 # ... and those of the tests (Suricata 7: bookworm itself has none).
@@ -167,7 +167,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt_quiet() { apt-get -qq -o Dpkg::Use-Pty=0 "$@" >/tmp/nfbox-apt.log 2>&1 || { cat /tmp/nfbox-apt.log >&2; return 1; }; }
 # COMMAND with no service started by the packages it installs (policy-rc.d):
-# the tests run Suricata, dnsmasq and keepalived in their own namespaces;
+# the tests run Suricata, dnsmasq, keepalived and etcd in their own namespaces;
 # none of them may start on this host's interfaces. Those that would start
 # at the next boot are disabled.
 no_start() {
@@ -179,7 +179,7 @@ no_start() {
 	r=$?
 	[ -n "$made" ] && rm -f /usr/sbin/policy-rc.d
 	if [ -d /run/systemd/system ]; then
-		systemctl disable suricata.service >/dev/null 2>&1 || true
+		systemctl disable suricata.service etcd.service >/dev/null 2>&1 || true
 	fi
 	return $r
 }

@@ -108,6 +108,7 @@ struct addr_set {
 	char *eve;			  /* eve: Suricata's eve.json (absolute) */
 	uint32_t severity;		  /* eve: alerts of severity 1..this (1 the gravest) */
 	uint32_t ban;			  /* eve: seconds an offender stays; 0: until deleted */
+	bool shared;			  /* shared: true: kept in etcd for every node of a fleet */
 };
 
 struct iface_group {

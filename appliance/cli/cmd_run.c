@@ -46,6 +46,9 @@ static const struct cli_opt run_opts[] = {
 		       "serve the metrics over HTTP at http://ADDR:PORT/metrics (127.0.0.1:9470, [::1]:9470)"),
 	CLI_OPT_FLAG("no-journal-events", 0, struct run_args, o.no_journal_events,
 		     "under systemd, keep verdict events out of the journal (they go there by default)"),
+	CLI_OPT_STRING("fleet", 0, struct run_args, o.fleet, "FILE",
+		       "a node of a fleet: its group's policy from etcd, as FILE says (nfbox-fleet(5)); --policy is "
+		       "enforced until the first revision comes"),
 	CLI_OPT_FLAG("fresh", 'f', struct run_args, o.fresh, "replace pinned state instead of adopting it"),
 	CLI_OPT_FLAG("verbose", 'v', struct run_args, verbose, "show libbpf's debug output"),
 	CLI_OPT_END,

@@ -254,7 +254,7 @@ static void reload_answered(struct daemon *dm, void *arg, int r, struct diags *d
  * false when the answer is in f already (refused, or it could not start). */
 static bool answer_reload(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f)
 {
-	const char *path = req->policy ? req->policy : dm->opts->policy;
+	const char *path = req->policy ? req->policy : dm->policy_path;
 	struct reload_wait *w;
 	struct diags d;
 	int r;
@@ -321,7 +321,7 @@ static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f)
  * "ok", then one line per difference (policy/diff/diff.h). */
 static void answer_diff(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f)
 {
-	const char *path = req->policy ? req->policy : dm->opts->policy;
+	const char *path = req->policy ? req->policy : dm->policy_path;
 	struct policy *p = NULL;
 	struct diags d;
 

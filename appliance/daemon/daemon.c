@@ -30,6 +30,7 @@
 #include "daemon/usage.h"
 #include "daemon/schedules.h"
 #include "daemon/feeds.h"
+#include "daemon/fleet.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "system/sdnotify.h"
@@ -54,7 +55,7 @@ void daemon_reload_sighup(struct daemon *dm)
 		dm->reload_again = true; /* after the one running */
 		return;
 	}
-	if ((r = daemon_reload_start(dm, dm->opts->policy, -1, sighup_done, NULL)) < 0)
+	if ((r = daemon_reload_start(dm, dm->policy_path, -1, sighup_done, NULL)) < 0)
 		log_err("reload on SIGHUP: cannot start it: %s", strerror(-r));
 }
 
@@ -112,6 +113,7 @@ static void loop(struct daemon *dm)
 		ha_tick(dm);
 		report_usage(dm, false);
 		feeds_tick(dm);
+		fleet_tick(dm);
 	}
 }
 
@@ -187,6 +189,8 @@ static int start(struct daemon *dm, struct diags *d)
 		return r;
 	if ((r = dyn_state_load(dm)) < 0)
 		return diag_errno(d, r, "dynamic sets");
+	if ((r = fleet_open(dm, d)) < 0)
+		return r;
 	if ((r = usage_open(dm)) < 0)
 		return diag_errno(d, r, "the rules' last hits");
 	if (!dm->opts->no_pin && (r = pins_make_lasting(dm->pin_dir, &dm->pins, d)) < 0)
@@ -204,8 +208,8 @@ static int start(struct daemon *dm, struct diags *d)
 	if (dm->pending.active &&
 	    confirm_rollback(dm, "a change was pending confirmation when the last daemon stopped", false) == 0)
 		return 0;
-	if ((r = daemon_reload(dm, dm->opts->policy, -1, d)) < 0)
-		return diag_fail(d, r, "%s: not loaded; %s", dm->opts->policy,
+	if ((r = daemon_reload(dm, dm->policy_path, -1, d)) < 0)
+		return diag_fail(d, r, "%s: not loaded; %s", dm->policy_path,
 				 adopted ? "the adopted policy stays in force" : "nothing is enforced");
 	confirm_loaded(dm);
 	return 0;
@@ -248,6 +252,7 @@ static void daemon_free(struct daemon *dm)
 	httpd_close(dm);
 	sched_close(dm);
 	feeds_close(dm);
+	fleet_close(dm);
 	if (dm->signals.fd >= 0)
 		close(dm->signals.fd);
 	loop_close(&dm->loop);
@@ -267,6 +272,7 @@ int daemon_run(const struct daemon_opts *o)
 	int r;
 
 	dm.started = time(NULL);
+	snprintf(dm.policy_path, sizeof(dm.policy_path), "%s", o->policy);
 	if (eventlog_open(o->log, &dm.events) < 0)
 		return 1;
 	diags_init(&d);

@@ -19,6 +19,7 @@ struct daemon_opts {
 	bool allow_unsafe_files;    /* read policy and set files whatever their owner and mode */
 	const char *metrics_listen; /* serve /metrics over HTTP on ADDRESS:PORT; NULL: not */
 	bool no_journal_events;	    /* under systemd, verdict events stay out of the journal */
+	const char *fleet;	    /* a fleet's node: the fleet file (etcd, node, group); NULL: not */
 };
 
 /* Exit status of `nfbox run` when the policy file is what failed (it cannot

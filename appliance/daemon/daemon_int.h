@@ -37,6 +37,7 @@ struct reload_job; /* reload.c */
 struct links;	   /* links.c */
 struct usage;	   /* usage.c */
 struct schedules;  /* schedules.c */
+struct fleet;	   /* fleet.c */
 
 /* A change waiting for `nfbox confirm` (written by confirm.c alone). */
 struct confirm_pending {
@@ -80,6 +81,10 @@ struct daemon {
 	struct usage *usage;	 /* the rules' last hits, kept (usage.c) */
 	struct schedules *sched; /* rules with when: (schedules.c), NULL if none */
 	struct feeds *feeds;	 /* sets of countries and host names (feeds.c), NULL if none */
+	struct fleet *fleet;	 /* a fleet's node (fleet.c), NULL without --fleet */
+	/* The policy file a reload or a start reads: --policy, or the last
+	 * revision a fleet's node applied. */
+	char policy_path[PATH_MAX];
 };
 
 #endif

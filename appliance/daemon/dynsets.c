@@ -35,8 +35,10 @@
 
 /* The dynamic sets' state (the daemon's dm->dyn). */
 struct dynstore {
-	struct dynsets store; /* the entries: the authority */
-	char unread[512];     /* why STATE/dynsets could not be read at start ("": it could, or there is none) */
+	struct dynsets store;	  /* the entries: the authority */
+	char unread[512];	  /* why STATE/dynsets could not be read at start ("": it could, or there is none) */
+	bool from_fleet;	  /* the change came from etcd: not sent back there */
+	dyn_listener_fn listener; /* told of every change not from_fleet (a fleet's node) */
 };
 
 #define DYN_STATE	"dynsets"
@@ -186,6 +188,17 @@ static bool drop_gone(struct daemon *dm)
 	return gone;
 }
 
+/* shared: true where no fleet listens: said at every load, as nothing
+ * shares those entries. */
+static void warn_unshared(const struct daemon *dm)
+{
+	for (uint32_t i = 0; !dm->dyn->listener && dm->cur.pol && i < dm->cur.pol->nsets; i++)
+		if (dm->cur.pol->sets[i].shared)
+			log_warn("set %s is 'shared: true', but this daemon is not a fleet's node (nfbox run --fleet): "
+				 "its entries stay on this node",
+				 dm->cur.pol->sets[i].name);
+}
+
 void dyn_after_reload(struct daemon *dm, int r)
 {
 	bool gone;
@@ -199,6 +212,7 @@ void dyn_after_reload(struct daemon *dm, int r)
 	if (be_of(dm))
 		be_of(dm)->ops->dyn_after_reload(be_of(dm), gone);
 	dyn_save(dm);
+	warn_unshared(dm);
 }
 
 void dyn_settle(struct daemon *dm)
@@ -238,6 +252,8 @@ static int store_and_apply(struct daemon *dm, struct dyn_set *set, struct dyn_ch
 		dynset_undo(&dm->dyn->store, set, undo);
 		resync(dm);
 	}
+	if (r == 0 && !dm->dyn->from_fleet && dm->dyn->listener)
+		dm->dyn->listener(dm, set->name, c, n, del);
 	return r;
 }
 
@@ -455,6 +471,8 @@ static int flush_set(struct daemon *dm, const struct dyn_caller *c, const struct
 		return r;
 	}
 	dynset_flush(&dm->dyn->store, set);
+	if (dm->dyn->listener)
+		dm->dyn->listener(dm, set->name, v, n, true);
 	if ((r = dyn_save(dm)) < 0) {
 		/* not kept, so not done: the entries come back */
 		diag_errno(d, r, "set '%s': the flush could not be saved in %s, so it was taken back", set->name,
@@ -721,6 +739,43 @@ int dyn_feed(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t
 		log_warn(
 			"set %s: the entries from its feed could not be saved in %s; they come again at the next start",
 			name, dm->state_dir);
+	return r;
+}
+
+/* ---- a fleet's shared sets (fleet.c) ------------------------------------------ */
+
+void dyn_listen(struct daemon *dm, dyn_listener_fn fn)
+{
+	dm->dyn->listener = fn;
+}
+
+int dyn_from_fleet(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t n, bool del, bool replace)
+{
+	struct dyn_set *set = dynsets_find(&dm->dyn->store, name);
+	uint32_t added = 0, deleted = 0;
+	struct dyn_undo undo = { 0 };
+	struct diags d;
+	int r;
+
+	if (!set || !set->in_policy)
+		return -ENOENT;
+	/* an entry that is not here (expired here first, or never came) has
+	 * nothing to delete */
+	if (del && n == 1 && dynset_index(set, c->pfx.family == POLICY_FAM_IPV6, c->pfx.addr, c->pfx.plen) < 0)
+		return 0;
+	diags_init(&d);
+	dm->dyn->from_fleet = true;
+	if (replace || !del)
+		r = dyn_feed(dm, name, c, n, replace, &added, &deleted, &d);
+	else if ((r = store_and_apply(dm, set, c, n, true, &d, &undo, NULL)) == 0 && dyn_save(dm) < 0)
+		log_warn("set %s: an entry deleted through the fleet could not be saved in %s", name, dm->state_dir);
+	dm->dyn->from_fleet = false;
+	dyn_undo_free(&undo);
+	if (r < 0)
+		log_warn("set %s: a shared entry from etcd not taken: %s", name, diags_last(&d, strerror(-r)));
+	else if (replace && (added || deleted))
+		log_info("set %s: %u entries added, %u deleted to hold what the fleet shares", name, added, deleted);
+	diags_free(&d);
 	return r;
 }
 

@@ -36,6 +36,15 @@ void dyn_overload(void *arg, const struct vevent *v);
  * many. 0 or -errno (d). */
 int dyn_feed(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t n, bool replace, uint32_t *added,
 	     uint32_t *deleted, struct diags *d);
+/* A listener told of every change to a set's entries (not those of
+ * dyn_from_fleet): a fleet's node (fleet.c), which shares them. NULL: none;
+ * then a policy's shared: true sets are warned of at each load. */
+typedef void (*dyn_listener_fn)(struct daemon *dm, const char *set, const struct dyn_change *c, uint32_t n, bool del);
+void dyn_listen(struct daemon *dm, dyn_listener_fn fn);
+/* Entries of a fleet's shared set from etcd (fleet.c), not sent back
+ * there: each added (renewed), or deleted (one not here is no error); with
+ * replace, the set becomes exactly c. 0 or -errno (logged). */
+int dyn_from_fleet(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t n, bool del, bool replace);
 /* The store (read only: dyn_answer changes it). */
 const struct dynsets *dyn_store(const struct daemon *dm);
 void dyn_free(struct daemon *dm);

@@ -70,6 +70,52 @@ static void status_feeds_text(const struct status_report *r, FILE *f)
 	}
 }
 
+static void status_fleet_text(const struct report_fleet *x, FILE *f)
+{
+	char age[32];
+
+	if (!x->present)
+		return;
+	fprintf(f, "fleet:      node %s of group %s; etcd %s %s (%s)\n", x->node, x->group,
+		x->connected ? "reached at" : "NOT reached since",
+		x->connected ? x->endpoint : format_ago(x->since * 1000, age, sizeof(age)),
+		x->connected ? format_ago(x->since * 1000, age, sizeof(age)) : "the policy in force stays");
+	if (x->revision)
+		fprintf(f, "            revision %lld (%.12s)%s\n", x->revision, x->fingerprint,
+			x->local_change ? "; what is enforced is NOT that revision (a local reload)" : "");
+	else
+		fprintf(f, "            no revision of the group applied yet\n");
+	if (x->candidate)
+		fprintf(f, "            candidate %lld: %s\n", x->candidate, x->candidate_state);
+	fprintf(f, "            shared entries: %lu sent, %lu received\n", x->published, x->received);
+	if (x->last_error[0])
+		fprintf(f, "            last error: %s\n", x->last_error);
+}
+
+static void status_fleet_json(const struct report_fleet *x, struct json *j)
+{
+	json_key(j, "fleet");
+	if (!x->present) {
+		json_null_value(j);
+		return;
+	}
+	json_object_begin(j);
+	json_kv_str(j, "node", x->node);
+	json_kv_str(j, "group", x->group);
+	json_kv_bool(j, "connected", x->connected);
+	json_kv_str(j, "endpoint", x->endpoint);
+	json_kv_i64(j, "since", x->since);
+	json_kv_i64(j, "revision", x->revision);
+	json_kv_str(j, "fingerprint", x->fingerprint);
+	json_kv_bool(j, "local_change", x->local_change);
+	json_kv_i64(j, "candidate", x->candidate);
+	json_kv_str(j, "candidate_state", x->candidate_state);
+	json_kv_u64(j, "published", x->published);
+	json_kv_u64(j, "received", x->received);
+	json_kv_str(j, "last_error", x->last_error[0] ? x->last_error : NULL);
+	json_object_end(j);
+}
+
 static void status_captures_text(const struct report_capture *c, uint32_t n, FILE *f)
 {
 	if (!n)
@@ -226,6 +272,7 @@ static void status_text(const struct status_report *r, FILE *f)
 	status_sched_text(r, f);
 	status_dynsets_text(r->dyn, f);
 	status_feeds_text(r, f);
+	status_fleet_text(&r->fleet, f);
 	status_links_text(e, f);
 	status_captures_text(r->caps, r->ncaps, f);
 }
@@ -392,6 +439,7 @@ static void status_json(const struct status_report *r, FILE *f)
 	for (uint32_t i = 0; i < r->nmissing; i++)
 		json_str(&j, r->missing[i]);
 	json_array_end(&j);
+	status_fleet_json(&r->fleet, &j);
 	json_key(&j, "feeds");
 	json_array_begin(&j);
 	for (uint32_t i = 0; i < r->nfeeds; i++) {

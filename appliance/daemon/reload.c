@@ -42,7 +42,7 @@
 #include "daemon/schedules.h"
 #include "daemon/feeds.h"
 #include "daemon/reload.h"
-#include "daemon/fingerprint.h"
+#include "lib/fingerprint.h"
 #include "daemon/state.h"
 #include "daemon/dynsets.h"
 #include "daemon/links.h"

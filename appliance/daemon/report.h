@@ -15,6 +15,7 @@
 #include "backend/backend.h"
 #include "daemon/schedules.h"
 #include "daemon/feeds.h"
+#include "daemon/fleet.h"
 #include "ha/parse.h"
 
 struct daemon;
@@ -78,6 +79,7 @@ struct status_report {
 	uint32_t ncaps;
 	const struct dynsets *dyn; /* the dynamic sets (their names and sizes) */
 	struct report_ha ha;
+	struct report_fleet fleet;
 	struct sched_report *sched; /* the rules with when: (schedules.h) */
 	uint32_t nsched;
 	struct feed_report *feeds; /* the sets of countries and host names (feeds.h) */

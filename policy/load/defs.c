@@ -180,10 +180,33 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 	}
 }
 
+/* shared: true, a dynamic set whose entries every node of a fleet holds
+ * (kept in etcd): of the sets filled at run time, those of `nfbox set`,
+ * limits and Suricata, not those each node fills from its own database or
+ * resolver. */
+static void load_set_shared(struct lx *x, struct addr_set *s, const struct ynode *v)
+{
+	const struct ynode *sh = ynode_get(v, "shared");
+
+	if (!sh || !lx_bool(x, sh, "shared", &s->shared) || !s->shared)
+		return;
+	if (s->feed == SET_FEED_COUNTRY || s->feed == SET_FEED_HOSTS)
+		diag_error(x->d, sh->loc,
+			   "a set of %s is filled on each node from its own %s: it cannot be shared (drop "
+			   "'shared:')",
+			   s->feed == SET_FEED_COUNTRY ? "countries" : "host names",
+			   s->feed == SET_FEED_COUNTRY ? "database" : "resolver");
+	else if (!s->dynamic)
+		diag_error(x->d, sh->loc,
+			   "only a dynamic set is shared by a fleet: add 'dynamic: true' (its entries then come "
+			   "from nfbox set, limits or Suricata) or drop 'shared:'");
+}
+
 void load_sets(struct lx *x, const struct ynode *n)
 {
-	static const char *const file_keys[] = { "file",    "dynamic", "country", "database", "hosts",	 "min-ttl",
-						 "max-ttl", "grace",   "eve",	  "severity", "timeout", NULL };
+	static const char *const file_keys[] = { "file",    "dynamic", "country", "database", "hosts",
+						 "min-ttl", "max-ttl", "grace",	  "eve",      "severity",
+						 "timeout", "shared",  NULL };
 	uint32_t ndyn = 0;
 
 	if (!n || !lx_is(x, n, YNODE_MAP, "sets"))
@@ -207,6 +230,7 @@ void load_sets(struct lx *x, const struct ynode *n)
 			if (load_set_feed(x, s, v)) {
 				if (++ndyn == POLICY_MAX_DYNSETS + 1)
 					diag_error(x->d, v->loc, "more than %d dynamic sets", POLICY_MAX_DYNSETS);
+				load_set_shared(x, s, v);
 				continue;
 			}
 			bool ok = !dn || lx_bool(x, dn, "dynamic", &s->dynamic);
@@ -232,6 +256,7 @@ void load_sets(struct lx *x, const struct ynode *n)
 			} else if (fn) {
 				set_load_file(x, s, fn);
 			}
+			load_set_shared(x, s, v);
 		} else if (!ynode_is_null(v)) { /* "blocked:" with nothing: an empty set */
 			lx_each_scalar(x, v, "a set", set_add_node, s);
 		}

@@ -16,8 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/daemon_int.h"
-#include "daemon/fingerprint.h"
+#include "lib/fingerprint.h"
 
 static void hash_file(EVP_MD_CTX *ctx, const char *name, const char *text, size_t len)
 {
@@ -58,7 +57,15 @@ static size_t sources_in_order(const struct source *list, const struct source **
 	return n;
 }
 
-int fingerprint_loaded(const struct source *list, char out[65])
+/* A file's name under dir (dir "": as it is). */
+static const char *name_under(const char *name, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return n && !strncmp(name, dir, n) && name[n] == '/' ? name + n + 1 : name;
+}
+
+int fingerprint_relative(const struct source *list, const char *dir, char out[65])
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	const struct source **v = NULL;
@@ -71,11 +78,16 @@ int fingerprint_loaded(const struct source *list, char out[65])
 	}
 	n = sources_in_order(list, &v);
 	for (size_t i = 0; i < n; i++)
-		hash_file(ctx, v[i]->name, v[i]->text, v[i]->len);
+		hash_file(ctx, name_under(v[i]->name, dir), v[i]->text, v[i]->len);
 	r = finish(ctx, out);
 	free(v);
 	EVP_MD_CTX_free(ctx);
 	return r;
+}
+
+int fingerprint_loaded(const struct source *list, char out[65])
+{
+	return fingerprint_relative(list, "", out);
 }
 
 static int read_file(const char *path, char **text, size_t *len)

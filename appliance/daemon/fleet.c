@@ -1,0 +1,1222 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * A node of a fleet (fleet.h). Keys of group G under PREFIX (default
+ * /nfbox):
+ *   PREFIX/G/policy           the group's revision (fleet/bundle.h)
+ *   PREFIX/G/candidate        a revision for the canaries it names
+ *   PREFIX/G/nodes/NODE       each node's status, under the node's lease
+ *   PREFIX/G/sets/SET/PREFIX  a shared set's entry, under a lease that ends
+ *                             with its timeout
+ * A revision is the mod_revision of its key; a node applies the group's,
+ * or the candidate when it is one of its canaries (as a reload --confirm
+ * that it confirms once it has reached etcd again, on a new connection,
+ * after the change).
+ */
+#include <dirent.h>
+#include <stdarg.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <limits.h>
+#include <libgen.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/cleanup.h"
+#include "base/clock.h"
+#include "base/log.h"
+#include "daemon/confirm.h"
+#include "daemon/dynsets.h"
+#include "lib/fingerprint.h"
+#include "daemon/fleet.h"
+#include "daemon/ha.h"
+#include "daemon/reload.h"
+#include "daemon/report.h"
+#include "daemon/state.h"
+#include "fleet/bundle.h"
+#include "fleet/conf.h"
+#include "fleet/etcd.h"
+#include "lib/plant.h"
+#include "policy/syntax/parse.h"
+
+#define FLEET_LEASE_S	    10	 /* a node's status outlives it by this */
+#define FLEET_KEEPALIVE_MS  2000 /* and is kept alive this often */
+#define FLEET_RETRY_MS	    1000 /* etcd tried again after a failure */
+#define FLEET_CONFIRM_S	    30	 /* a canary's time to confirm when the push gives none */
+#define FLEET_MAX_PUBS	    (1u << 16)
+#define FLEET_SET_LEASE_PAD 2 /* s: an entry's key outlives its timeout, so nodes expire it first */
+
+/* ---- what the thread tells the loop ---- */
+
+enum fmsg_kind {
+	FM_UP,	     /* etcd reached (again) */
+	FM_DOWN,     /* not reached: err */
+	FM_SNAP,     /* a full read of the group's keys begins */
+	FM_SNAP_END, /* ... and ends */
+	FM_POLICY,   /* the group's revision (del: none) */
+	FM_CANDIDATE,
+	FM_SET,	  /* a shared set's entry (key: SET/PREFIX) */
+	FM_PROBE, /* etcd answered a new connection (seq) */
+	FM_ERROR, /* an operation refused (err), the connection fine */
+};
+
+struct fmsg {
+	enum fmsg_kind kind;
+	bool del;
+	int64_t rev;
+	uint64_t seq;
+	char *key, *value;
+	size_t vlen;
+	char err[400];
+	struct fmsg *next;
+};
+
+/* A shared set's change for etcd: val NULL deletes. */
+struct pub {
+	char *key, *val;
+	int64_t expires; /* ms; 0: none */
+};
+
+/* A revision as etcd holds it (the raw value, decoded when applied). */
+struct fval {
+	bool present;
+	int64_t rev;
+	char *value;
+	size_t vlen;
+};
+
+/* A shared entry as etcd holds it: the mirror the loop keeps. */
+struct mirror_entry {
+	char set[POLICY_MAX_NAME + 1];
+	struct prefix pfx;
+	int64_t expires;
+};
+
+struct fleet {
+	struct fleet_conf conf;
+	char base[PATH_MAX + 16]; /* STATE/fleet */
+	pthread_t thread;
+	bool running;
+	int to_loop, to_thread; /* eventfds */
+	struct handler h;
+	pthread_mutex_t mu;
+	/* under mu */
+	struct fmsg *in, **in_tail;
+	char *status;
+	bool status_dirty, stop;
+	struct pub *pubs;
+	uint32_t npubs;
+	uint64_t probe_req, probe_done;
+	char endpoint[160];
+	/* the loop's alone */
+	bool connected, snapping;
+	long long since;
+	struct fval pol, cand;
+	int64_t applied_rev, refused_rev;
+	char applied_fp[65], applied_path[PATH_MAX];
+	char last_error[512];
+	struct {
+		int64_t rev;
+		bool canary;
+		char fp[65], path[PATH_MAX];
+	} applying; /* rev 0: none */
+	struct {
+		int64_t rev;
+		const char *state; /* "confirming", "confirmed", "rolled back", "refused" */
+		char fp[65], path[PATH_MAX];
+		uint64_t probe; /* the probe asked after its reload */
+		long long deadline;
+	} canary;
+	struct mirror_entry *mirror;
+	uint32_t nmirror, capmirror;
+	bool mirror_fresh; /* a snapshot came since the last reconcile */
+	char *sent_status;
+	uint64_t probe_seen;	    /* the last probe the thread did */
+	unsigned long reloads_seen; /* dm->reloads_ok when the shared sets were last reconciled */
+	unsigned long published, received;
+	/* the thread's alone */
+	struct etcd etcd;
+	struct etcd_watch *watch;
+	int64_t lease;
+	long long next_keepalive;
+};
+
+static void post(struct fleet *fl, struct fmsg *m)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&fl->mu);
+	m->next = NULL;
+	*fl->in_tail = m;
+	fl->in_tail = &m->next;
+	pthread_mutex_unlock(&fl->mu);
+	if (write(fl->to_loop, &one, sizeof(one)) < 0) {
+		/* the counter is full: the loop wakes anyway */
+	}
+}
+
+static void post_simple(struct fleet *fl, enum fmsg_kind kind, const char *err)
+{
+	struct fmsg *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return;
+	m->kind = kind;
+	snprintf(m->err, sizeof(m->err), "%s", err ? err : "");
+	post(fl, m);
+}
+
+static void fmsg_free(struct fmsg *m)
+{
+	free(m->key);
+	free(m->value);
+	free(m);
+}
+
+/* ---- the thread ---- */
+
+static size_t group_prefix(const struct fleet *fl, char *buf, size_t len)
+{
+	fleet_key(&fl->conf, fl->conf.group, "", buf, len);
+	return strlen(buf);
+}
+
+/* A key of the group as a message; NULL for keys the node does not follow. */
+static struct fmsg *msg_of(struct fleet *fl, const struct etcd_kv *kv, bool del)
+{
+	char pfx[512];
+	size_t pl = group_prefix(fl, pfx, sizeof(pfx));
+	const char *rest = kv->key + pl;
+	struct fmsg *m;
+
+	if (strncmp(kv->key, pfx, pl))
+		return NULL;
+	if (!(m = calloc(1, sizeof(*m))))
+		return NULL;
+	m->del = del;
+	m->rev = kv->mod_rev;
+	if (!strcmp(rest, "policy")) {
+		m->kind = FM_POLICY;
+	} else if (!strcmp(rest, "candidate")) {
+		m->kind = FM_CANDIDATE;
+	} else if (!strncmp(rest, "sets/", 5)) {
+		m->kind = FM_SET;
+		m->key = strdup(rest + 5);
+	} else {
+		free(m);
+		return NULL;
+	}
+	if (!del) {
+		m->value = malloc(kv->vlen + 1);
+		if (m->value) {
+			memcpy(m->value, kv->value, kv->vlen);
+			m->value[kv->vlen] = '\0';
+			m->vlen = kv->vlen;
+		}
+	}
+	if ((m->kind == FM_SET && !m->key) || (!del && !m->value)) {
+		fmsg_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+static int on_watch(const struct etcd_event *ev, void *arg)
+{
+	struct fleet *fl = arg;
+	struct fmsg *m = msg_of(fl, &ev->kv, ev->del);
+
+	if (m)
+		post(fl, m);
+	return 0;
+}
+
+static void node_key(const struct fleet *fl, char *buf, size_t len)
+{
+	char what[128];
+
+	snprintf(what, sizeof(what), "nodes/%s", fl->conf.node);
+	fleet_key(&fl->conf, fl->conf.group, what, buf, len);
+}
+
+/* The node's status under its lease (a new lease when the last is gone). */
+static int put_status(struct fleet *fl, bool force)
+{
+	_cleanup_free_ char *text = NULL;
+	char key[512];
+	int r;
+
+	pthread_mutex_lock(&fl->mu);
+	if ((force || fl->status_dirty) && fl->status)
+		text = strdup(fl->status);
+	fl->status_dirty = false;
+	pthread_mutex_unlock(&fl->mu);
+	if (!text)
+		return 0;
+	if (!fl->lease && (r = etcd_lease_grant(&fl->etcd, FLEET_LEASE_S, &fl->lease)) < 0)
+		goto failed;
+	node_key(fl, key, sizeof(key));
+	if ((r = etcd_put(&fl->etcd, key, text, strlen(text), fl->lease)) == 0)
+		return 0;
+failed:
+	pthread_mutex_lock(&fl->mu);
+	fl->status_dirty = true;
+	pthread_mutex_unlock(&fl->mu);
+	return r;
+}
+
+static int keepalive(struct fleet *fl)
+{
+	int64_t left = 0;
+	int r;
+
+	if (!fl->lease)
+		return put_status(fl, true);
+	if ((r = etcd_lease_keepalive(&fl->etcd, fl->lease, &left)) < 0)
+		return r;
+	if (!left) { /* gone while etcd was not reached: the status again */
+		fl->lease = 0;
+		return put_status(fl, true);
+	}
+	return 0;
+}
+
+/* The shared sets' changes waiting: into etcd, each entry with a timeout
+ * under a lease that ends just after it (one lease for a batch's entries
+ * that end in the same second). */
+static int put_pubs(struct fleet *fl)
+{
+	struct pub *v;
+	uint32_t n;
+	int r = 0;
+
+	pthread_mutex_lock(&fl->mu);
+	v = fl->pubs;
+	n = fl->npubs;
+	fl->pubs = NULL;
+	fl->npubs = 0;
+	pthread_mutex_unlock(&fl->mu);
+	int64_t lease = 0, lease_end = -1;
+	uint32_t i;
+
+	for (i = 0; i < n && r >= 0; i++) {
+		struct pub *p = &v[i];
+
+		if (!p->val) {
+			struct etcd_op op = { .del = true, .key = p->key };
+			bool ok;
+
+			r = etcd_txn(&fl->etcd, NULL, 0, &op, 1, &ok, NULL);
+		} else {
+			int64_t left = p->expires ? (p->expires - (int64_t)clock_ms(CLOCK_REALTIME)) / 1000 : 0;
+
+			if (p->expires && left < 0)
+				continue; /* over already */
+			if (p->expires && lease_end != p->expires / 1000) {
+				if ((r = etcd_lease_grant(&fl->etcd, left + 1 + FLEET_SET_LEASE_PAD, &lease)) < 0)
+					break;
+				lease_end = p->expires / 1000;
+			}
+			r = etcd_put(&fl->etcd, p->key, p->val, strlen(p->val), p->expires ? lease : 0);
+		}
+		if (r == -EACCES || r == -EIO) { /* this one refused: said, and dropped */
+			char err[600];
+
+			snprintf(err, sizeof(err), "shared entry %s: %s", p->key, fl->etcd.err);
+			post_simple(fl, FM_ERROR, err);
+			r = 0;
+		}
+	}
+	/* what was not sent goes back to the front of the queue */
+	if (r < 0 && i > 0)
+		i--;
+	pthread_mutex_lock(&fl->mu);
+	for (uint32_t j = 0; j < i; j++) {
+		free(v[j].key);
+		free(v[j].val);
+	}
+	if (i < n) {
+		struct pub *nv = realloc(v, (n - i + fl->npubs) * sizeof(*nv));
+
+		if (nv) {
+			memmove(nv, nv + i, (n - i) * sizeof(*nv));
+			memcpy(nv + (n - i), fl->pubs, fl->npubs * sizeof(*nv));
+			free(fl->pubs);
+			fl->pubs = nv;
+			fl->npubs += n - i;
+			v = NULL;
+		}
+	}
+	pthread_mutex_unlock(&fl->mu);
+	free(v);
+	return r;
+}
+
+/* The group's keys read whole, then followed from the next revision. */
+static int connect_etcd(struct fleet *fl)
+{
+	struct etcd_kvs kvs = { 0 };
+	char pfx[512];
+	int r;
+
+	if ((r = put_pubs(fl)) < 0) /* what changed here while away goes first */
+		return r;
+	group_prefix(fl, pfx, sizeof(pfx));
+	if ((r = etcd_get(&fl->etcd, pfx, true, &kvs)) < 0)
+		return r;
+	post_simple(fl, FM_SNAP, NULL);
+	bool pol = false, cand = false;
+
+	for (size_t i = 0; i < kvs.n; i++) {
+		struct fmsg *m = msg_of(fl, &kvs.v[i], false);
+
+		if (!m)
+			continue;
+		pol |= m->kind == FM_POLICY;
+		cand |= m->kind == FM_CANDIDATE;
+		post(fl, m);
+	}
+	struct fmsg *mp = calloc(1, sizeof(*mp)), *mc = calloc(1, sizeof(*mc));
+
+	if (mp && !pol) {
+		*mp = (struct fmsg){ .kind = FM_POLICY, .del = true };
+		post(fl, mp);
+		mp = NULL;
+	}
+	if (mc && !cand) {
+		*mc = (struct fmsg){ .kind = FM_CANDIDATE, .del = true };
+		post(fl, mc);
+		mc = NULL;
+	}
+	free(mp);
+	free(mc);
+	post_simple(fl, FM_SNAP_END, NULL);
+	r = etcd_watch_start(&fl->etcd, pfx, kvs.rev + 1, on_watch, fl, &fl->watch);
+	etcd_kvs_free(&kvs);
+	if (r < 0)
+		return r;
+	if ((r = keepalive(fl)) < 0)
+		return r;
+	fl->next_keepalive = clock_ms(CLOCK_MONOTONIC) + FLEET_KEEPALIVE_MS;
+	return 0;
+}
+
+static bool want_stop(struct fleet *fl)
+{
+	bool s;
+
+	pthread_mutex_lock(&fl->mu);
+	s = fl->stop;
+	pthread_mutex_unlock(&fl->mu);
+	return s;
+}
+
+static void drain(int fd)
+{
+	uint64_t v;
+
+	while (read(fd, &v, sizeof(v)) == sizeof(v))
+		;
+}
+
+/* A probe asked for: etcd reached on a new connection. */
+static int probe(struct fleet *fl)
+{
+	uint64_t want;
+	struct fmsg *m;
+	int64_t left;
+	int r;
+
+	pthread_mutex_lock(&fl->mu);
+	want = fl->probe_req;
+	pthread_mutex_unlock(&fl->mu);
+	if (want == fl->probe_done)
+		return 0;
+	fl->etcd.fresh = true;
+	r = fl->lease ? etcd_lease_keepalive(&fl->etcd, fl->lease, &left) : put_status(fl, true);
+	if (r < 0)
+		return r;
+	fl->probe_done = want;
+	if ((m = calloc(1, sizeof(*m)))) {
+		m->kind = FM_PROBE;
+		m->seq = want;
+		post(fl, m);
+	}
+	return 0;
+}
+
+/* While connected: what the loop asked for, and the lease kept alive. */
+static int serve(struct fleet *fl)
+{
+	long long now;
+	int r;
+
+	if ((r = etcd_watch_poll(fl->watch, 250, fl->to_thread)) < 0)
+		return r;
+	drain(fl->to_thread);
+	if ((r = put_status(fl, false)) < 0 || (r = put_pubs(fl)) < 0 || (r = probe(fl)) < 0)
+		return r;
+	now = clock_ms(CLOCK_MONOTONIC);
+	if (now >= fl->next_keepalive) {
+		if ((r = keepalive(fl)) < 0)
+			return r;
+		fl->next_keepalive = now + FLEET_KEEPALIVE_MS;
+	}
+	return 0;
+}
+
+static void set_endpoint(struct fleet *fl)
+{
+	pthread_mutex_lock(&fl->mu);
+	snprintf(fl->endpoint, sizeof(fl->endpoint), "%s", fl->conf.etcd.endpoints[fl->etcd.cur]);
+	pthread_mutex_unlock(&fl->mu);
+}
+
+static void *thread_main(void *arg)
+{
+	struct fleet *fl = arg;
+	bool up = false, said_down = false;
+
+	while (!want_stop(fl)) {
+		int r;
+
+		if (!up) {
+			if ((r = connect_etcd(fl)) == 0) {
+				up = true;
+				said_down = false;
+				set_endpoint(fl);
+				post_simple(fl, FM_UP, NULL);
+				continue;
+			}
+		} else if ((r = serve(fl)) == 0) {
+			continue;
+		}
+		/* etcd not reached, or the watch ended: from the start again */
+		etcd_watch_free(fl->watch);
+		fl->watch = NULL;
+		if (r == -ECANCELED && up) {
+			up = false;
+			continue; /* compacted: read again at once */
+		}
+		if (up || !said_down) {
+			char err[600];
+
+			snprintf(err, sizeof(err), "%s", fl->etcd.err[0] ? fl->etcd.err : strerror(-r));
+			post_simple(fl, FM_DOWN, err);
+			said_down = true;
+		}
+		up = false;
+		struct pollfd pfd = { .fd = fl->to_thread, .events = POLLIN };
+
+		poll(&pfd, 1, FLEET_RETRY_MS);
+		drain(fl->to_thread);
+	}
+	etcd_watch_free(fl->watch);
+	fl->watch = NULL;
+	if (fl->lease) /* a clean stop: the node leaves the view at once */
+		etcd_lease_revoke(&fl->etcd, fl->lease);
+	return NULL;
+}
+
+static void wake_thread(struct fleet *fl)
+{
+	uint64_t one = 1;
+
+	if (write(fl->to_thread, &one, sizeof(one)) < 0) {
+		/* full: it wakes anyway */
+	}
+}
+
+/* ---- the loop's side: revisions ---- */
+
+static void fval_set(struct fval *v, const struct fmsg *m)
+{
+	free(v->value);
+	*v = (struct fval){ .present = !m->del, .rev = m->rev };
+	if (!m->del) {
+		v->value = m->value;
+		v->vlen = m->vlen;
+	}
+}
+
+static void save_applied(struct fleet *fl)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/applied", fl->base);
+	snprintf(tmp, sizeof(tmp), "%s/applied.tmp", fl->base);
+	if (!(f = fopen(tmp, "we")))
+		goto failed;
+	fprintf(f, "%" PRId64 " %s %s\n", fl->applied_rev, fl->applied_fp, fl->applied_path);
+	if (fflush(f) != 0 || fsync(fileno(f)) < 0) {
+		fclose(f);
+		goto failed;
+	}
+	if (fclose(f) == 0 && rename(tmp, path) == 0)
+		return;
+failed:
+	log_warn("fleet: cannot keep the revision applied in %s: %s; a start without etcd enforces the one before",
+		 path, strerror(errno));
+}
+
+/* Revisions' folders but the one applied and the one being tried. */
+static void prune(struct fleet *fl)
+{
+	DIR *dir = opendir(fl->base);
+	struct dirent *e;
+	char keep1[64] = "", keep2[64] = "";
+
+	if (!dir)
+		return;
+	snprintf(keep1, sizeof(keep1), "%s", fl->applied_path[0] ? basename(dirname(strdupa(fl->applied_path))) : "");
+	if (fl->canary.rev)
+		snprintf(keep2, sizeof(keep2), "c%" PRId64, fl->canary.rev);
+	while ((e = readdir(dir))) {
+		char path[PATH_MAX + 300];
+
+		if ((e->d_name[0] != 'r' && e->d_name[0] != 'c') || !strcmp(e->d_name, keep1) ||
+		    !strcmp(e->d_name, keep2) || strchr(e->d_name, '.') || e->d_type != DT_DIR)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", fl->base, e->d_name);
+		if (fleet_remove_tree(path) < 0)
+			log_warn("fleet: cannot remove %s: %s", path, strerror(errno));
+	}
+	closedir(dir);
+}
+
+static void set_error(struct fleet *fl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_error(struct fleet *fl, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(fl->last_error, sizeof(fl->last_error), fmt, ap);
+	va_end(ap);
+	log_warn("fleet: %s", fl->last_error);
+}
+
+static void adopt(struct daemon *dm, int64_t rev, const char *fp, const char *path)
+{
+	struct fleet *fl = dm->fleet;
+
+	fl->applied_rev = rev;
+	snprintf(fl->applied_fp, sizeof(fl->applied_fp), "%s", fp);
+	snprintf(fl->applied_path, sizeof(fl->applied_path), "%s", path);
+	snprintf(dm->policy_path, sizeof(dm->policy_path), "%s", path);
+	fl->last_error[0] = '\0';
+	save_applied(fl);
+	prune(fl);
+}
+
+static void reload_done(struct daemon *dm, void *arg, int r, struct diags *d)
+{
+	struct fleet *fl = dm->fleet;
+	_cleanup_free_ char *text = diags_to_text(d);
+
+	(void)arg;
+	if (!fl)
+		return;
+	if (r < 0) {
+		if (fl->applying.canary)
+			confirm_begin_failed(dm);
+		fl->refused_rev = fl->applying.rev;
+		if (fl->applying.canary) {
+			fl->canary.rev = fl->applying.rev;
+			fl->canary.state = "refused";
+		}
+		set_error(fl, "revision %" PRId64 " refused, the policy in force stays: %s", fl->applying.rev,
+			  text ? text : "");
+	} else if (fl->applying.canary) {
+		pthread_mutex_lock(&fl->mu);
+		fl->canary.probe = ++fl->probe_req;
+		pthread_mutex_unlock(&fl->mu);
+		wake_thread(fl);
+		fl->canary.rev = fl->applying.rev;
+		fl->canary.state = "confirming";
+		memcpy(fl->canary.fp, fl->applying.fp, sizeof(fl->canary.fp));
+		memcpy(fl->canary.path, fl->applying.path, sizeof(fl->canary.path));
+		log_info("fleet: candidate %" PRId64 " in force; confirmed once etcd is reached again",
+			 fl->applying.rev);
+	} else {
+		confirm_loaded(dm);
+		adopt(dm, fl->applying.rev, fl->applying.fp, fl->applying.path);
+		log_info("fleet: revision %" PRId64 " in force", fl->applied_rev);
+	}
+	fl->applying.rev = 0;
+}
+
+static int apply(struct daemon *dm, const struct fval *v, bool canary, const struct fleet_bundle *b)
+{
+	struct fleet *fl = dm->fleet;
+	char dir[PATH_MAX + 64];
+	struct diags d;
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s/%c%" PRId64, fl->base, canary ? 'c' : 'r', v->rev);
+	if ((r = fleet_bundle_write(b, dir, fl->applying.path, sizeof(fl->applying.path))) < 0) {
+		set_error(fl, "revision %" PRId64 ": cannot write it under %s: %s", v->rev, dir, strerror(-r));
+		return r;
+	}
+	diags_init(&d);
+	if (canary && (r = confirm_begin(dm, b->confirm_s ? b->confirm_s : FLEET_CONFIRM_S, &d)) < 0) {
+		set_error(fl, "candidate %" PRId64 ": %s", v->rev, diags_last(&d, strerror(-r)));
+		diags_free(&d);
+		return r;
+	}
+	diags_free(&d);
+	if ((r = daemon_reload_start(dm, fl->applying.path, -1, reload_done, NULL)) < 0) {
+		if (canary)
+			confirm_begin_failed(dm);
+		return r; /* busy: tried again next round */
+	}
+	fl->applying.rev = v->rev;
+	fl->applying.canary = canary;
+	memcpy(fl->applying.fp, b->fingerprint, sizeof(fl->applying.fp));
+	log_info("fleet: applying %s %" PRId64 " (pushed by %s)", canary ? "candidate" : "revision", v->rev,
+		 b->by && *b->by ? b->by : "?");
+	return 0;
+}
+
+/* Which revision this node should enforce, and whether it does. */
+static void decide(struct daemon *dm)
+{
+	struct fleet *fl = dm->fleet;
+	struct fleet_bundle b = { 0 }, cb = { 0 };
+	const struct fval *want = NULL;
+	bool canary = false;
+	char why[256];
+
+	if (fl->applying.rev || dm->reload_job || fl->snapping)
+		return;
+	if (fl->canary.state && !strcmp(fl->canary.state, "confirming"))
+		return;
+	if (fl->cand.present && fl->cand.rev != fl->refused_rev &&
+	    fleet_bundle_decode(fl->cand.value, fl->cand.vlen, &cb, why, sizeof(why)) == 0 &&
+	    fleet_bundle_names(&cb, fl->conf.node)) {
+		want = &fl->cand;
+		canary = true;
+		b = cb;
+	} else {
+		fleet_bundle_free(&cb);
+		if (fl->pol.present && fl->pol.rev != fl->refused_rev && fl->pol.rev != fl->applied_rev) {
+			want = &fl->pol;
+			if (fleet_bundle_decode(fl->pol.value, fl->pol.vlen, &b, why, sizeof(why)) < 0) {
+				fl->refused_rev = fl->pol.rev;
+				set_error(fl, "revision %" PRId64 " refused: %s", fl->pol.rev, why);
+				return;
+			}
+		}
+	}
+	if (!want)
+		return;
+	if (canary && fl->canary.rev == want->rev) {
+		fleet_bundle_free(&b); /* this candidate was tried already */
+		return;
+	}
+	if (!strcmp(b.fingerprint, fl->applied_fp) && !canary) {
+		/* the same files under a new revision (a candidate promoted) */
+		adopt(dm, want->rev, b.fingerprint, fl->applied_path);
+	} else if (canary && !strcmp(b.fingerprint, fl->applied_fp)) {
+		fl->canary.rev = want->rev;
+		fl->canary.state = "confirmed";
+	} else {
+		apply(dm, want, canary, &b);
+	}
+	fleet_bundle_free(&b);
+}
+
+/* The fingerprint of what is enforced, its files named relative to the
+ * policy's folder (as a revision's). */
+static int enforced_fp(const struct daemon *dm, char out[65])
+{
+	_cleanup_free_ char *copy = dm->cur.path ? strdup(dm->cur.path) : NULL;
+
+	if (!dm->cur.pol || !copy)
+		return -ENOENT;
+	return fingerprint_relative(dm->cur.pol->sources.head, dirname(copy), out);
+}
+
+/* A canary's change: confirmed once etcd answered after it, or rolled back
+ * by confirm.c at its deadline. */
+static void canary_tick(struct daemon *dm)
+{
+	struct fleet *fl = dm->fleet;
+	char fp[65];
+	struct diags d;
+
+	if (!fl->canary.state || strcmp(fl->canary.state, "confirming"))
+		return;
+	if (!dm->pending.active) {
+		/* ended without us: by `nfbox confirm` (what runs is the
+		 * candidate) or rolled back at the deadline */
+		if (enforced_fp(dm, fp) == 0 && !strcmp(fp, fl->canary.fp)) {
+			fl->canary.state = "confirmed";
+			adopt(dm, fl->canary.rev, fl->canary.fp, fl->canary.path);
+		} else {
+			fl->canary.state = "rolled back";
+			fl->refused_rev = fl->canary.rev;
+			set_error(fl,
+				  "candidate %" PRId64 " rolled back: etcd was not reached within its confirmation "
+				  "time after the change",
+				  fl->canary.rev);
+		}
+		return;
+	}
+	if (fl->probe_seen < fl->canary.probe && !planted("canary-trusting"))
+		return;
+	diags_init(&d);
+	if (confirm_done(dm, &d) == 0) {
+		fl->canary.state = "confirmed";
+		adopt(dm, fl->canary.rev, fl->canary.fp, fl->canary.path);
+		log_info("fleet: candidate %" PRId64 " confirmed (etcd reached after the change)", fl->canary.rev);
+	}
+	diags_free(&d);
+}
+
+/* ---- the loop's side: shared sets ---- */
+
+static int64_t mirror_find(const struct fleet *fl, const char *set, const struct prefix *p)
+{
+	for (uint32_t i = 0; i < fl->nmirror; i++)
+		if (!strcmp(fl->mirror[i].set, set) && fl->mirror[i].pfx.family == p->family &&
+		    fl->mirror[i].pfx.plen == p->plen && !memcmp(fl->mirror[i].pfx.addr, p->addr, 16))
+			return i;
+	return -1;
+}
+
+static const struct addr_set *shared_set(const struct daemon *dm, const char *name)
+{
+	for (uint32_t i = 0; dm->cur.pol && i < dm->cur.pol->nsets; i++)
+		if (dm->cur.pol->sets[i].shared && !strcmp(dm->cur.pol->sets[i].name, name))
+			return &dm->cur.pol->sets[i];
+	return NULL;
+}
+
+/* "SET/PREFIX" and its value ({"expires": ms, "by": NODE}) as a change. */
+static int parse_entry(const struct fmsg *m, struct mirror_entry *e, char *by, size_t blen)
+{
+	const char *slash = strchr(m->key, '/');
+	const char *why;
+	bool host_bits;
+
+	memset(e, 0, sizeof(*e));
+	if (!slash || (size_t)(slash - m->key) > POLICY_MAX_NAME)
+		return -EINVAL;
+	memcpy(e->set, m->key, (size_t)(slash - m->key));
+	if (parse_prefix(slash + 1, &e->pfx, &host_bits, &why) < 0 || host_bits)
+		return -EINVAL;
+	if (!m->del) {
+		json_error_t je;
+		json_t *o = json_loadb(m->value, m->vlen, 0, &je);
+		const char *b = json_string_value(json_object_get(o, "by"));
+
+		e->expires = json_integer_value(json_object_get(o, "expires"));
+		snprintf(by, blen, "fleet:%s", b && fleet_name_ok(b) ? b : "?");
+		json_decref(o);
+	}
+	return 0;
+}
+
+static void mirror_put(struct fleet *fl, const struct mirror_entry *e)
+{
+	int64_t i = mirror_find(fl, e->set, &e->pfx);
+
+	if (i >= 0) {
+		fl->mirror[i] = *e;
+		return;
+	}
+	if (fl->nmirror == fl->capmirror) {
+		uint32_t cap = fl->capmirror ? 2 * fl->capmirror : 256;
+		struct mirror_entry *nv = realloc(fl->mirror, cap * sizeof(*nv));
+
+		if (!nv)
+			return;
+		fl->mirror = nv;
+		fl->capmirror = cap;
+	}
+	fl->mirror[fl->nmirror++] = *e;
+}
+
+static void mirror_del(struct fleet *fl, const struct mirror_entry *e)
+{
+	int64_t i = mirror_find(fl, e->set, &e->pfx);
+
+	if (i >= 0)
+		fl->mirror[i] = fl->mirror[--fl->nmirror];
+}
+
+/* One entry from etcd into the set here (not back into etcd). */
+static void set_message(struct daemon *dm, const struct fmsg *m)
+{
+	struct fleet *fl = dm->fleet;
+	struct mirror_entry e;
+	char by[FLEET_MAX_NAME + 8] = "fleet:?";
+	struct dyn_change c = { .src = "etcd" };
+
+	if (parse_entry(m, &e, by, sizeof(by)) < 0) {
+		log_warn("fleet: shared entry '%s' is not SET/PREFIX: ignored", m->key);
+		return;
+	}
+	if (m->del)
+		mirror_del(fl, &e);
+	else
+		mirror_put(fl, &e);
+	if (fl->snapping || !shared_set(dm, e.set) || planted("fleet-deaf"))
+		return;
+	if (!m->del && e.expires && e.expires <= (int64_t)clock_ms(CLOCK_REALTIME))
+		return;
+	c.pfx = e.pfx;
+	c.expires = e.expires;
+	c.by = by;
+	fl->received++;
+	dyn_from_fleet(dm, e.set, &c, 1, m->del, false);
+}
+
+/* Every shared set made to hold what etcd holds (after a full read, and
+ * after a reload: a set may have become shared). */
+static void reconcile(struct daemon *dm)
+{
+	struct fleet *fl = dm->fleet;
+	int64_t now = (int64_t)clock_ms(CLOCK_REALTIME);
+
+	for (uint32_t s = 0; dm->cur.pol && s < dm->cur.pol->nsets; s++) {
+		const struct addr_set *as = &dm->cur.pol->sets[s];
+		_cleanup_free_ struct dyn_change *v = NULL;
+		uint32_t n = 0;
+
+		if (!as->shared)
+			continue;
+		if (!(v = calloc(fl->nmirror + 1, sizeof(*v))))
+			return;
+		for (uint32_t i = 0; i < fl->nmirror; i++)
+			if (!strcmp(fl->mirror[i].set, as->name) &&
+			    (!fl->mirror[i].expires || fl->mirror[i].expires > now)) {
+				v[n].pfx = fl->mirror[i].pfx;
+				v[n].expires = fl->mirror[i].expires;
+				v[n].by = "fleet";
+				v[n++].src = "etcd";
+			}
+		dyn_from_fleet(dm, as->name, v, n, false, true);
+	}
+}
+
+static void shared_changed(struct daemon *dm, const char *set, const struct dyn_change *c, uint32_t n, bool del)
+{
+	struct fleet *fl = dm->fleet;
+	char what[POLICY_MAX_NAME + 80], key[600], pfx[64];
+
+	if (!fl || !shared_set(dm, set))
+		return;
+	pthread_mutex_lock(&fl->mu);
+	for (uint32_t i = 0; i < n; i++) {
+		struct pub *p;
+
+		if (fl->npubs >= FLEET_MAX_PUBS) {
+			log_warn("fleet: more than %u shared changes wait for etcd: set %s's change not shared",
+				 FLEET_MAX_PUBS, set);
+			break;
+		}
+		if (!(p = realloc(fl->pubs, (fl->npubs + 1) * sizeof(*p))))
+			break;
+		fl->pubs = p;
+		p = &fl->pubs[fl->npubs];
+		policy_prefix_format(&c[i].pfx, pfx, sizeof(pfx));
+		snprintf(what, sizeof(what), "sets/%s/%s", set, pfx);
+		fleet_key(&fl->conf, fl->conf.group, what, key, sizeof(key));
+		*p = (struct pub){ .key = strdup(key), .expires = c[i].expires };
+		if (!del) {
+			json_t *o = json_pack("{s:I, s:s, s:s}", "expires", (json_int_t)c[i].expires, "by",
+					      fl->conf.node, "origin", c[i].by ? c[i].by : "");
+
+			p->val = o ? json_dumps(o, JSON_COMPACT) : NULL;
+			json_decref(o);
+			if (!p->val) {
+				free(p->key);
+				break;
+			}
+		}
+		if (!p->key) {
+			free(p->val);
+			break;
+		}
+		fl->npubs++;
+		fl->published++;
+	}
+	pthread_mutex_unlock(&fl->mu);
+	wake_thread(fl);
+}
+
+/* ---- the loop's side: messages ---- */
+
+static void on_message(struct daemon *dm, struct fmsg *m)
+{
+	struct fleet *fl = dm->fleet;
+
+	switch (m->kind) {
+	case FM_UP:
+		fl->connected = true;
+		fl->since = time(NULL);
+		log_info("fleet: etcd reached (%s)", fl->endpoint);
+		break;
+	case FM_DOWN:
+		if (fl->connected || !fl->since)
+			log_warn("fleet: etcd not reached, the policy in force stays: %s", m->err);
+		fl->connected = false;
+		fl->since = time(NULL);
+		snprintf(fl->last_error, sizeof(fl->last_error), "etcd not reached: %s", m->err);
+		break;
+	case FM_ERROR:
+		set_error(fl, "%s", m->err);
+		break;
+	case FM_SNAP:
+		fl->snapping = true;
+		fl->nmirror = 0;
+		break;
+	case FM_SNAP_END:
+		fl->snapping = false;
+		reconcile(dm);
+		break;
+	case FM_POLICY:
+		fval_set(&fl->pol, m);
+		m->value = NULL;
+		break;
+	case FM_CANDIDATE:
+		fval_set(&fl->cand, m);
+		m->value = NULL;
+		break;
+	case FM_SET:
+		set_message(dm, m);
+		break;
+	case FM_PROBE:
+		fl->probe_seen = m->seq;
+		break;
+	}
+}
+
+static void on_wake(struct handler *h, uint32_t events)
+{
+	struct daemon *dm = h->ctx;
+	struct fleet *fl = dm->fleet;
+	struct fmsg *list;
+
+	(void)events;
+	drain(fl->to_loop);
+	pthread_mutex_lock(&fl->mu);
+	list = fl->in;
+	fl->in = NULL;
+	fl->in_tail = &fl->in;
+	pthread_mutex_unlock(&fl->mu);
+	while (list) {
+		struct fmsg *next = list->next;
+
+		on_message(dm, list);
+		fmsg_free(list);
+		list = next;
+	}
+	fleet_tick(dm);
+}
+
+/* ---- status ---- */
+
+static char *status_json(struct daemon *dm)
+{
+	struct fleet *fl = dm->fleet;
+	struct report_ha ha;
+	char line[256], fp[65] = "";
+	json_t *o;
+	char *text;
+
+	daemon_status_line(dm, line, sizeof(line));
+	enforced_fp(dm, fp);
+	if (ha_report(dm, &ha) < 0)
+		ha.present = false;
+	o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:b, s:I, s:s, s:s, s:s, s:s}", "node", fl->conf.node, "group",
+		      fl->conf.group, "revision", (json_int_t)fl->applied_rev, "fingerprint", fl->applied_fp,
+		      "enforced", fp, "local_change", fl->applied_fp[0] && strcmp(fp, fl->applied_fp), "generation",
+		      (json_int_t)dm->reloads_ok, "summary", line, "role", ha.present ? ha.role : "none", "health",
+		      fl->last_error[0] ? "error" : "ok", "last_error", fl->last_error);
+	if (o)
+		json_object_set_new(o, "refused", json_integer(fl->refused_rev));
+	free(ha.virt);
+	if (o && fl->canary.rev)
+		json_object_set_new(o, "candidate",
+				    json_pack("{s:I, s:s}", "revision", (json_int_t)fl->canary.rev, "state",
+					      fl->canary.state ? fl->canary.state : "?"));
+	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return text;
+}
+
+static void send_status(struct daemon *dm)
+{
+	struct fleet *fl = dm->fleet;
+	char *text = status_json(dm);
+
+	if (!text || (fl->sent_status && !strcmp(text, fl->sent_status))) {
+		free(text);
+		return;
+	}
+	free(fl->sent_status);
+	fl->sent_status = text;
+	pthread_mutex_lock(&fl->mu);
+	free(fl->status);
+	fl->status = strdup(text);
+	fl->status_dirty = true;
+	pthread_mutex_unlock(&fl->mu);
+	wake_thread(fl);
+}
+
+void fleet_tick(struct daemon *dm)
+{
+	struct fleet *fl = dm->fleet;
+
+	if (!fl)
+		return;
+	if (fl->reloads_seen != dm->reloads_ok && !fl->snapping) {
+		/* a new policy: a set may have become shared */
+		fl->reloads_seen = dm->reloads_ok;
+		reconcile(dm);
+	}
+	canary_tick(dm);
+	decide(dm);
+	send_status(dm);
+}
+
+void fleet_report(struct daemon *dm, struct report_fleet *out)
+{
+	struct fleet *fl = dm->fleet;
+	char fp[65] = "";
+
+	memset(out, 0, sizeof(*out));
+	if (!fl)
+		return;
+	out->present = true;
+	snprintf(out->node, sizeof(out->node), "%s", fl->conf.node);
+	snprintf(out->group, sizeof(out->group), "%s", fl->conf.group);
+	out->connected = fl->connected;
+	pthread_mutex_lock(&fl->mu);
+	snprintf(out->endpoint, sizeof(out->endpoint), "%s", fl->endpoint);
+	pthread_mutex_unlock(&fl->mu);
+	out->since = fl->since;
+	out->revision = fl->applied_rev;
+	snprintf(out->fingerprint, sizeof(out->fingerprint), "%s", fl->applied_fp);
+	out->local_change = fl->applied_fp[0] && enforced_fp(dm, fp) == 0 && strcmp(fp, fl->applied_fp);
+	out->candidate = fl->canary.rev;
+	out->candidate_state = fl->canary.state ? fl->canary.state : "";
+	snprintf(out->last_error, sizeof(out->last_error), "%s", fl->last_error);
+	out->published = fl->published;
+	out->received = fl->received;
+}
+
+/* ---- start and stop ---- */
+
+/* STATE/fleet/applied: "REV FINGERPRINT PATH" of the last revision applied. */
+static void read_applied(struct daemon *dm)
+{
+	struct fleet *fl = dm->fleet;
+	char path[PATH_MAX + 32], line[PATH_MAX + 128], fp[65], file[PATH_MAX];
+	long long rev;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/applied", fl->base);
+	if (!(f = fopen(path, "re")))
+		return;
+	if (fgets(line, sizeof(line), f) && sscanf(line, "%lld %64s %4095s", &rev, fp, file) == 3 &&
+	    access(file, R_OK) == 0) {
+		fl->applied_rev = rev;
+		snprintf(fl->applied_fp, sizeof(fl->applied_fp), "%s", fp);
+		snprintf(fl->applied_path, sizeof(fl->applied_path), "%s", file);
+		snprintf(dm->policy_path, sizeof(dm->policy_path), "%s", file);
+		log_info("fleet: enforcing revision %lld as last applied (%s) until etcd is reached", rev, file);
+	}
+	fclose(f);
+}
+
+int fleet_open(struct daemon *dm, struct diags *d)
+{
+	struct fleet *fl;
+	int r;
+
+	if (!dm->opts->fleet)
+		return 0;
+	if (!(fl = calloc(1, sizeof(*fl))))
+		return diag_errno(d, -ENOMEM, "fleet");
+	fl->to_loop = fl->to_thread = -1;
+	dm->fleet = fl;
+	pthread_mutex_init(&fl->mu, NULL);
+	fl->in_tail = &fl->in;
+	if ((r = fleet_conf_load(dm->opts->fleet, dm->opts->allow_unsafe_files, d, &fl->conf)) < 0)
+		return r;
+	if (!fl->conf.node || !fl->conf.group)
+		return diag_fail(d, -EINVAL, "%s: a node's fleet file names its node: and its group:", dm->opts->fleet);
+	snprintf(fl->base, sizeof(fl->base), "%s/fleet", dm->state_dir);
+	if (mkdir(fl->base, 0700) < 0 && errno != EEXIST)
+		return diag_errno(d, -errno, "%s", fl->base);
+	read_applied(dm);
+	dyn_listen(dm, shared_changed);
+	if ((r = etcd_open(&fl->etcd, &fl->conf.etcd)) < 0)
+		return diag_errno(d, r, "fleet: etcd client");
+	if ((fl->to_loop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+	    (fl->to_thread = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
+		return diag_errno(d, -errno, "fleet: eventfd");
+	fl->h = (struct handler){ .fd = fl->to_loop, .fn = on_wake, .ctx = dm };
+	if ((r = loop_watch(&dm->loop, &fl->h)) < 0)
+		return diag_errno(d, r, "fleet: epoll");
+	if ((r = pthread_create(&fl->thread, NULL, thread_main, fl)) != 0)
+		return diag_errno(d, -r, "fleet: thread");
+	fl->running = true;
+	log_info("fleet: node %s of group %s, etcd at %s%s", fl->conf.node, fl->conf.group, fl->conf.etcd.endpoints[0],
+		 fl->conf.etcd.nendpoints > 1 ? " and others" : "");
+	return 0;
+}
+
+void fleet_close(struct daemon *dm)
+{
+	struct fleet *fl = dm->fleet;
+
+	if (!fl)
+		return;
+	if (fl->running) {
+		pthread_mutex_lock(&fl->mu);
+		fl->stop = true;
+		pthread_mutex_unlock(&fl->mu);
+		wake_thread(fl);
+		pthread_join(fl->thread, NULL);
+	}
+	if (fl->h.fd >= 0 && fl->h.fn)
+		loop_unwatch(&dm->loop, &fl->h);
+	etcd_close(&fl->etcd);
+	while (fl->in) {
+		struct fmsg *n = fl->in->next;
+
+		fmsg_free(fl->in);
+		fl->in = n;
+	}
+	for (uint32_t i = 0; i < fl->npubs; i++) {
+		free(fl->pubs[i].key);
+		free(fl->pubs[i].val);
+	}
+	free(fl->pubs);
+	free(fl->status);
+	free(fl->sent_status);
+	free(fl->pol.value);
+	free(fl->cand.value);
+	free(fl->mirror);
+	if (fl->to_loop >= 0)
+		close(fl->to_loop);
+	if (fl->to_thread >= 0)
+		close(fl->to_thread);
+	fleet_conf_free(&fl->conf);
+	pthread_mutex_destroy(&fl->mu);
+	free(fl);
+	dm->fleet = NULL;
+}

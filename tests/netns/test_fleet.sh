@@ -1,0 +1,191 @@
+#!/bin/bash
+# A fleet on etcd (nfbox run --fleet, nfbox fleet): a 3-member etcd cluster
+# (the real etcd, TLS client certificates, RBAC made by
+# packaging/fleet/nfbox-fleet-rbac) and 3 nodes of one group, with real
+# traffic from a client. A push reaches every node; a push onto a revision
+# that moved on is refused (compare-and-swap); a revision a node cannot
+# load changes nothing there and is reported; a ban on one node is enforced
+# on the others (IPv4 and IPv6), its delete too; a canary whose new policy
+# cuts it off from etcd rolls back by itself and the push halts, while a
+# good canary goes on to every node; a node partitioned from etcd keeps
+# enforcing, starts without etcd on its last revision, and catches up; the
+# fleet goes on without one etcd member; without quorum pushes are refused
+# with a clear error and nodes keep enforcing; a node may not push. Under
+# NFBOX_LONG also: a node that dies leaves the view when its lease ends.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/fleet.sh
+
+command -v etcd >/dev/null || { t_fail setup "etcd is not installed (packaging/install-deps.sh installs etcd-server)"; t_done; }
+fl_setup || { t_fail setup "cannot build the fleet: $(tail -n 3 "$FL_TMP"/e1.log 2>/dev/null)"; t_done; }
+OP=$FL_TMP/operator.yaml
+push() { fl_fleet push --fleet "$OP" "$@"; }
+
+# ---- the policies: a deny-list with a shared dynamic set ----
+mkdir -p "$FL_TMP/op/sets"
+fl_base_policy "$FL_TMP/base.yaml"
+# v2: no pings (and a set file, which travels with the revision)
+echo "203.0.113.99" >"$FL_TMP/op/sets/extra.txt"
+cat >"$FL_TMP/op/policy.yaml" <<'YAML'
+version: 1
+sets:
+  blocklist: { dynamic: true, shared: true }
+  extra: { file: sets/extra.txt }
+hooks:
+  input: { default: accept }
+rules:
+  - { name: drop-blocked, hook: input, from: blocklist, action: drop }
+  - { name: drop-extra, hook: input, from: extra, action: drop }
+  - { name: no-ping, hook: input, proto: icmp, icmp-type: echo-request, action: drop }
+YAML
+for n in n1 n2 n3; do
+	fl_node_start $n "$FL_TMP/base.yaml" || { t_fail start-$n "$(tail -n 3 "$FL_TMP/$n.err")"; t_done; }
+done
+node_rev_is() { [ "$(fl_status_field "$1" revision)" = "$2" ]; } # N REV
+all_at() { for n in n1 n2 n3; do node_rev_is $n "$1" || return 1; done; }
+reporting() { fl_fleet status --fleet "$OP" --json | /usr/bin/python3 -c 'import json,sys; print(len(json.load(sys.stdin)["nodes"]))'; }
+t_check nodes-report wait_until 5 eval '[ "$(reporting)" = 3 ]'
+t_check bootstrap-policy-enforced fl_ping_is pass n1
+
+# ---- a push reaches every node ----
+push "$FL_TMP/op/policy.yaml" --wait 10s >"$FL_TMP/push1.out" 2>&1
+rc=$?
+t_check push-ok [ $rc -eq 0 ]
+REV1=$(sed -n 's/^revision \([0-9]*\) of group.*/\1/p' "$FL_TMP/push1.out")
+t_check push-names-revision [ -n "$REV1" ]
+t_check push-every-node-applied [ "$(grep -c ": applied $REV1" "$FL_TMP/push1.out")" = 3 ]
+t_check push-enforced-n1 fl_ping_is drop n1
+t_check push-enforced-n3 fl_ping_is drop n3
+t_check status-in-sync eval 'fl_fleet status --fleet "$OP" | grep -c "in sync" | grep -qx 3'
+t_check set-file-travelled test -s "$FL_TMP/state-n2/fleet/r$REV1/sets/extra.txt"
+
+# ---- compare-and-swap: a push onto a revision that moved on ----
+push "$FL_TMP/base.yaml" --base $((REV1 - 1)) --wait 0 >"$FL_TMP/cas.out" 2>&1
+rc=$?
+t_check cas-refused [ $rc -eq 1 ]
+t_check cas-says grep -q "refused: group branches is at revision $REV1" "$FL_TMP/cas.out"
+t_check cas-nothing-changed all_at "$REV1"
+fl_fleet diff --fleet "$OP" "$FL_TMP/base.yaml" >"$FL_TMP/diff.out" 2>&1
+rc=$?
+t_check diff-says-change eval '[ $rc -eq 1 ] && grep -q "no-ping" "$FL_TMP/diff.out" && grep -q "revision $REV1" "$FL_TMP/diff.out"'
+fl_fleet diff --fleet "$OP" "$FL_TMP/op/policy.yaml" >"$FL_TMP/diff0.out" 2>&1
+t_check diff-same-nothing [ $? -eq 0 ]
+# two operators at once: both read the same revision (the test build waits
+# a second between the read and the write), one write must be refused
+NFBOX_TEST_PLANT=push-race${NFBOX_TEST_PLANT:+,$NFBOX_TEST_PLANT} push "$FL_TMP/base.yaml" --wait 0 >"$FL_TMP/race1.out" 2>&1 &
+r1=$!
+NFBOX_TEST_PLANT=push-race${NFBOX_TEST_PLANT:+,$NFBOX_TEST_PLANT} push "$FL_TMP/op/policy.yaml" --wait 0 >"$FL_TMP/race2.out" 2>&1
+rc2=$?
+wait $r1
+rc1=$?
+t_check race-one-wins eval '[ $((rc1 + rc2)) -eq 1 ] && cat "$FL_TMP"/race?.out | grep -q "changed since revision $REV1"'
+RACE=$(sed -n 's/^revision \([0-9]*\) of group.*/\1/p' "$FL_TMP"/race?.out)
+t_check race-winner-applied wait_until 5 all_at "$RACE"
+push "$FL_TMP/op/policy.yaml" --wait 10s >/dev/null 2>&1 # v2 again, whoever won
+
+# ---- a policy that does not validate never leaves the operator ----
+printf 'version: 1\nrules:\n  - { name: x, action: maybe }\n' >"$FL_TMP/bad.yaml"
+push "$FL_TMP/bad.yaml" >"$FL_TMP/bad.out" 2>&1
+rc=$?
+t_check invalid-refused-locally eval '[ $rc -eq 3 ] && grep -q "bad.yaml:3:" "$FL_TMP/bad.out"'
+
+# ---- a revision a node cannot load: nothing changes there, it says so ----
+bad_rev=$(/usr/bin/python3 - "$FL_TMP" <<'PY'
+import base64, json, sys
+files = [{"name": "policy.yaml", "data": base64.b64encode(b"version: 1\nrules: [ { name: x, action: maybe } ]\n").decode()}]
+print(json.dumps({"format": 1, "fingerprint": "0" * 64, "by": "root", "at": 0, "files": files, "canaries": []}))
+PY
+)
+fl_etcdctl etcdctl --user "root:$(cat "$FL_TMP/pki/root.pw")" put /nfbox/branches/policy "$bad_rev" >/dev/null
+t_check bad-revision-reported wait_until 5 eval 'fl_status_field n2 last_error | grep -q "refused, the policy in force stays"'
+t_check bad-revision-changes-nothing fl_ping_is drop n2
+t_check bad-revision-status-health eval 'fl_fleet status --fleet "$OP" | grep -q "error"'
+
+# ---- a ban on one node is enforced on the others ----
+push "$FL_TMP/base.yaml" --wait 10s >"$FL_TMP/push2.out" 2>&1
+REV2=$(sed -n 's/^revision \([0-9]*\) of group.*/\1/p' "$FL_TMP/push2.out")
+t_check good-after-bad all_at "$REV2"
+t_check clean-pings-pass fl_ping_is pass n2
+fl_ctl n1 set add blocklist "$(fl_ip cl)" "$(fl_ip6 cl)" --timeout 60 >/dev/null
+t_check ban-n2-within-2s wait_until 2 fl_ping_is drop n2
+t_check ban-n3-within-2s wait_until 2 fl_ping_is drop n3
+t_check ban-n3-v6 fl_ping_is drop n3 6
+t_check ban-kept-with-timeout eval 'fl_ctl n3 set list blocklist | grep "$(fl_ip cl)" | grep -q "expires in"'
+t_check ban-by-n1 eval 'fl_ctl n2 set list blocklist | grep -q "by fleet:n1"'
+fl_ctl n2 set del blocklist "$(fl_ip cl)" "$(fl_ip6 cl)" >/dev/null
+t_check unban-n1-within-2s wait_until 2 fl_ping_is pass n1
+t_check unban-n3-v6 wait_until 2 fl_ping_is pass n3 6
+fl_ctl n3 set add blocklist 198.51.100.77 --timeout 2 >/dev/null
+t_check short-ban-shared wait_until 2 eval 'fl_ctl n1 set list blocklist | grep -q 198.51.100.77'
+t_check short-ban-expires-everywhere wait_until 6 eval '! fl_ctl n2 set list blocklist | grep -q 198.51.100.77'
+
+# ---- a canary cut off from etcd rolls back; the push halts ----
+cp "$FL_TMP/base.yaml" "$FL_TMP/cut.yaml"
+echo "  - { name: cut-etcd, hook: output, service: tcp/2379, action: drop }" >>"$FL_TMP/cut.yaml"
+sed -i 's/^  input: { default: accept }/  input: { default: accept }\n  output: { default: accept }/' "$FL_TMP/cut.yaml"
+push "$FL_TMP/cut.yaml" --canary 1 --confirm-within 4s --wait 10s >"$FL_TMP/canary.out" 2>&1
+rc=$?
+t_check canary-halts [ $rc -eq 1 ]
+t_check canary-says-halted grep -q "the push halted" "$FL_TMP/canary.out"
+t_check canary-n1-named grep -q "canary: n1" "$FL_TMP/canary.out"
+t_check canary-rolled-back eval 'fl_status_field n1 candidate_state | grep -qx "rolled back"'
+t_check canary-others-untouched eval 'node_rev_is n2 "$REV2" && node_rev_is n3 "$REV2"'
+t_check canary-group-unchanged eval 'fl_fleet status --fleet "$OP" | grep -q "revision $REV2"'
+t_check canary-n1-reaches-etcd-again wait_until 5 eval '[ "$(fl_status_field n1 connected)" = True ]'
+t_check candidate-key-gone eval '[ -z "$(fl_etcdctl etcdctl --user "root:$(cat "$FL_TMP/pki/root.pw")" get /nfbox/branches/candidate)" ]'
+
+# ---- a good canary goes on to every node ----
+push "$FL_TMP/op/policy.yaml" --canary 1 --confirm-within 5s --wait 10s >"$FL_TMP/canary2.out" 2>&1
+rc=$?
+REV3=$(sed -n 's/^revision \([0-9]*\) to every node.*/\1/p' "$FL_TMP/canary2.out")
+t_check canary-confirms eval '[ $rc -eq 0 ] && grep -q "n1: confirmed" "$FL_TMP/canary2.out"'
+t_check canary-then-all wait_until 5 all_at "$REV3"
+t_check canary-enforced-n3 fl_ping_is drop n3
+
+# ---- a node partitioned from etcd keeps enforcing, then catches up ----
+ip -n "$(fl_ns br)" link set vn3 down
+push "$FL_TMP/base.yaml" --wait 0 >"$FL_TMP/push4.out" 2>&1
+REV4=$(sed -n 's/^revision \([0-9]*\) of group.*/\1/p' "$FL_TMP/push4.out")
+t_check partition-others-apply wait_until 5 eval 'node_rev_is n1 "$REV4" && node_rev_is n2 "$REV4"'
+t_check partition-n3-says wait_until 8 eval '[ "$(fl_status_field n3 connected)" = False ]'
+t_check partition-n3-keeps node_rev_is n3 "$REV3"
+# a restart without etcd: the last revision applied, from disk
+fl_node_stop n3
+fl_node_start n3 "$FL_TMP/base.yaml"
+t_check restart-without-etcd-keeps-revision eval 'node_rev_is n3 "$REV3" && fl_ctl n3 status | grep -q "r$REV3/policy.yaml"'
+ip -n "$(fl_ns br)" link set vn3 up
+t_check partition-heals-n3-catches-up wait_until 8 node_rev_is n3 "$REV4"
+t_check caught-up-enforced wait_until 2 fl_ping_is pass n3
+
+# ---- a node may not push: etcd's RBAC refuses it ----
+fl_fleet push --fleet "$FL_TMP/n1.yaml" "$FL_TMP/op/policy.yaml" --wait 0 >"$FL_TMP/rbac.out" 2>&1
+rc=$?
+t_check node-push-refused eval '[ $rc -eq 1 ] && grep -q "permission denied" "$FL_TMP/rbac.out"'
+t_check node-push-changed-nothing all_at "$REV4"
+
+# ---- one etcd member lost: the fleet goes on (n3 asked e3 first) ----
+fl_etcd_stop e3
+push "$FL_TMP/op/policy.yaml" --wait 15s >"$FL_TMP/push5.out" 2>&1
+rc=$?
+REV5=$(sed -n 's/^revision \([0-9]*\) of group.*/\1/p' "$FL_TMP/push5.out")
+t_check member-lost-push-ok [ $rc -eq 0 ]
+t_check member-lost-all-apply wait_until 10 all_at "$REV5"
+
+# ---- quorum lost: pushes refused clearly, nodes keep enforcing ----
+fl_etcd_stop e2
+push "$FL_TMP/base.yaml" --wait 0 >"$FL_TMP/noquorum.out" 2>&1
+rc=$?
+t_check no-quorum-refused [ $rc -eq 3 ]
+t_check no-quorum-says grep -Eq "no quorum|no endpoint answered" "$FL_TMP/noquorum.out"
+t_check no-quorum-nodes-enforce eval 'fl_ping_is drop n1 && fl_ping_is drop n2'
+
+if [ -n "${NFBOX_LONG:-}" ]; then
+	fl_etcd_start e2
+	fl_etcd_start e3
+	t_check quorum-back wait_until 20 eval 'push "$FL_TMP/base.yaml" --wait 10s >/dev/null 2>&1'
+	fl_node_stop n2 KILL
+	t_check dead-node-leaves-view wait_until 20 eval '[ "$(reporting)" = 2 ]'
+fi
+
+t_done
