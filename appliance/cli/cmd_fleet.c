@@ -106,8 +106,9 @@ static void op_close(struct op *o)
 static int etcd_failed(const struct op *o, const char *what, int r)
 {
 	const char *hint = r == -EHOSTUNREACH ? "no endpoint answered: is etcd up, and are its endpoints right?"
-			   : r == -ETIMEDOUT  ? "etcd has no quorum (too few members up): the change was not made; "
-						"nodes keep enforcing what they have"
+			   : r == -ETIMEDOUT  ? "etcd has no quorum: a member took the request and did not answer "
+						"(too few members are up); nothing was changed, and nodes keep "
+						"enforcing what they have"
 			   : r == -EACCES     ? "etcd refused it: this user's role may not do that (see "
 						"nfbox-fleet-rbac(8))"
 					      : "etcd refused it";

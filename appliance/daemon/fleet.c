@@ -289,13 +289,43 @@ static int keepalive(struct fleet *fl)
 	return 0;
 }
 
-/* The shared sets' changes waiting: into etcd, each entry with a timeout
- * under a lease that ends just after it (one lease for a batch's entries
- * that end in the same second). */
+/* One change into etcd: an entry with a timeout under a lease that ends
+ * just after it; the entries of a batch that end within the same 10 s
+ * share one (*lease, *bucket). */
+static int put_pub(struct fleet *fl, const struct pub *p, int64_t *lease, int64_t *bucket)
+{
+	int64_t left, b;
+	bool ok;
+	int r;
+
+	if (!p->val) {
+		struct etcd_op op = { .del = true, .key = p->key };
+
+		return etcd_txn(&fl->etcd, NULL, 0, &op, 1, &ok, NULL);
+	}
+	if (!p->expires)
+		return etcd_put(&fl->etcd, p->key, p->val, strlen(p->val), 0);
+	if ((left = p->expires - (int64_t)clock_ms(CLOCK_REALTIME)) <= 0)
+		return 0; /* over already */
+	b = (p->expires + 9999) / 10000;
+	if (*bucket != b) {
+		int64_t ttl = (b * 10000 - (int64_t)clock_ms(CLOCK_REALTIME)) / 1000 + 1 + FLEET_SET_LEASE_PAD;
+
+		if ((r = etcd_lease_grant(&fl->etcd, ttl, lease)) < 0)
+			return r;
+		*bucket = b;
+	}
+	return etcd_put(&fl->etcd, p->key, p->val, strlen(p->val), *lease);
+}
+
+/* The shared sets' changes waiting: into etcd, in order; what etcd
+ * refuses (RBAC) is said and dropped, what cannot be sent (etcd not
+ * reached) goes back to the front of the queue. */
 static int put_pubs(struct fleet *fl)
 {
+	int64_t lease = 0, bucket = -1;
 	struct pub *v;
-	uint32_t n;
+	uint32_t n, sent = 0;
 	int r = 0;
 
 	pthread_mutex_lock(&fl->mu);
@@ -304,58 +334,41 @@ static int put_pubs(struct fleet *fl)
 	fl->pubs = NULL;
 	fl->npubs = 0;
 	pthread_mutex_unlock(&fl->mu);
-	int64_t lease = 0, lease_end = -1;
-	uint32_t i;
-
-	for (i = 0; i < n && r >= 0; i++) {
-		struct pub *p = &v[i];
-
-		if (!p->val) {
-			struct etcd_op op = { .del = true, .key = p->key };
-			bool ok;
-
-			r = etcd_txn(&fl->etcd, NULL, 0, &op, 1, &ok, NULL);
-		} else {
-			int64_t left = p->expires ? (p->expires - (int64_t)clock_ms(CLOCK_REALTIME)) / 1000 : 0;
-
-			if (p->expires && left < 0)
-				continue; /* over already */
-			if (p->expires && lease_end != p->expires / 1000) {
-				if ((r = etcd_lease_grant(&fl->etcd, left + 1 + FLEET_SET_LEASE_PAD, &lease)) < 0)
-					break;
-				lease_end = p->expires / 1000;
-			}
-			r = etcd_put(&fl->etcd, p->key, p->val, strlen(p->val), p->expires ? lease : 0);
-		}
-		if (r == -EACCES || r == -EIO) { /* this one refused: said, and dropped */
+	for (; sent < n; sent++) {
+		r = put_pub(fl, &v[sent], &lease, &bucket);
+		if (r == -EACCES || r == -EIO) {
 			char err[600];
 
-			snprintf(err, sizeof(err), "shared entry %s: %s", p->key, fl->etcd.err);
+			snprintf(err, sizeof(err), "shared entry %s: %s", v[sent].key, fl->etcd.err);
 			post_simple(fl, FM_ERROR, err);
 			r = 0;
 		}
+		if (r < 0)
+			break;
+		free(v[sent].key);
+		free(v[sent].val);
 	}
-	/* what was not sent goes back to the front of the queue */
-	if (r < 0 && i > 0)
-		i--;
-	pthread_mutex_lock(&fl->mu);
-	for (uint32_t j = 0; j < i; j++) {
-		free(v[j].key);
-		free(v[j].val);
-	}
-	if (i < n) {
-		struct pub *nv = realloc(v, (n - i + fl->npubs) * sizeof(*nv));
+	if (sent < n) {
+		memmove(v, v + sent, (n - sent) * sizeof(*v));
+		pthread_mutex_lock(&fl->mu);
+		struct pub *nv = realloc(v, (n - sent + fl->npubs) * sizeof(*nv));
 
 		if (nv) {
-			memmove(nv, nv + i, (n - i) * sizeof(*nv));
-			memcpy(nv + (n - i), fl->pubs, fl->npubs * sizeof(*nv));
+			memcpy(nv + (n - sent), fl->pubs, fl->npubs * sizeof(*nv));
 			free(fl->pubs);
 			fl->pubs = nv;
-			fl->npubs += n - i;
+			fl->npubs += n - sent;
 			v = NULL;
 		}
+		pthread_mutex_unlock(&fl->mu);
+		if (v) { /* no memory for both: these are lost, and said */
+			for (uint32_t j = 0; j < n - sent; j++) {
+				free(v[j].key);
+				free(v[j].val);
+			}
+			post_simple(fl, FM_ERROR, "out of memory: shared changes lost");
+		}
 	}
-	pthread_mutex_unlock(&fl->mu);
 	free(v);
 	return r;
 }

@@ -204,12 +204,23 @@ static struct curl_slist *headers(const struct etcd *e)
 	return hl;
 }
 
-/* POST body to path at the endpoints in turn: the answer's JSON, or
- * -EHOSTUNREACH when none answered. */
+/* One endpoint's failure, added to e->err ("A: why; B: why"). */
+static void add_err(struct etcd *e, uint32_t i, const char *why)
+{
+	size_t n = strlen(e->err);
+
+	snprintf(e->err + n, sizeof(e->err) - n, "%s%s: %s", n ? "; " : "", endpoint(e, i), why);
+}
+
+/* POST body to path at the endpoints in turn: the answer's JSON;
+ * -ETIMEDOUT when an endpoint took the request but did not answer in time
+ * (a member without quorum holds what it cannot commit), -EHOSTUNREACH
+ * when none could be reached. */
 static int post_raw(struct etcd *e, const char *path, const char *body, json_t **out)
 {
 	CURL *h = e->curl;
 	int r = -EHOSTUNREACH;
+	bool held = false;
 
 	e->err[0] = '\0';
 	for (uint32_t i = 0; i < e->conf->nendpoints; i++) {
@@ -239,14 +250,24 @@ static int post_raw(struct etcd *e, const char *path, const char *body, json_t *
 		cc = curl_easy_perform(h);
 		curl_slist_free_all(hl);
 		if (cc != CURLE_OK) {
-			snprintf(e->err, sizeof(e->err), "%s: %s", endpoint(e, i), curl_easy_strerror(cc));
+			double connect = 0;
+
+			curl_easy_getinfo(h, CURLINFO_APPCONNECT_TIME, &connect);
+			if (cc == CURLE_OPERATION_TIMEDOUT && connect > 0) {
+				held = true;
+				add_err(e, i, "took the request, no answer in time");
+			} else {
+				add_err(e, i, curl_easy_strerror(cc));
+			}
 			free(b.p);
 			continue;
 		}
 		*out = b.p ? json_loadb(b.p, b.n, 0, &je) : NULL;
 		if (!*out || !json_is_object(*out)) {
-			snprintf(e->err, sizeof(e->err), "%s: not an answer of etcd's: %.80s", endpoint(e, i),
-				 b.p ? b.p : "(nothing)");
+			char why[128];
+
+			snprintf(why, sizeof(why), "not an answer of etcd's: %.80s", b.p ? b.p : "(nothing)");
+			add_err(e, i, why);
 			json_decref(*out);
 			free(b.p);
 			r = -EPROTO;
@@ -257,7 +278,7 @@ static int post_raw(struct etcd *e, const char *path, const char *body, json_t *
 		e->fresh = false;
 		return 0;
 	}
-	return r;
+	return held && r == -EHOSTUNREACH ? -ETIMEDOUT : r;
 }
 
 static int authenticate(struct etcd *e)

@@ -86,8 +86,11 @@ def insert(root, bits, depth, value):
 
 
 def node_at(root, bits):
+    """The node (or data record: 0.0.0.0/0 in an IPv6 tree is one) at bits."""
     n = root
     for b in bits:
+        if not isinstance(n, Node):
+            return n
         if n.kids[b] is None:
             n.kids[b] = Node()
         n = n.kids[b]
@@ -155,7 +158,9 @@ def main(argv):
             elif isinstance(k, Node):
                 recs.append(k.num)
             elif k[0] == "alias":
-                recs.append(k[1].num)
+                # IPv4's subtree, or its one record when 0.0.0.0/0 is one
+                t = k[1]
+                recs.append(t.num if isinstance(t, Node) else count + 16 + t[1])
             else:
                 recs.append(count + 16 + k[1])
         tree += recs[0].to_bytes(3, "big") + recs[1].to_bytes(3, "big")

@@ -87,6 +87,25 @@ static void test_v4_tree_registered(void)
 	check_end();
 }
 
+/* The whole of IPv4 as one record (0.0.0.0/0 in an IPv6 tree: the
+ * differential test's generator makes it): the aliases point at that
+ * record, and IPv4 is read once. */
+static void test_whole_ipv4(void)
+{
+	char why[256];
+	const char *got;
+
+	check_begin("mmdb-whole-ipv4-one-record");
+	CHECK(write_db("w.mmdb", "0.0.0.0/0=XA 2001:db8:ffff::/48=XB") == 0);
+	got = prefixes("w.mmdb", "XA", why, sizeof(why));
+	CHECK(got && !strcmp(got, "0.0.0.0/0"));
+	if (got && strcmp(got, "0.0.0.0/0"))
+		check_fail_at(__FILE__, __LINE__, "XA: %s", got);
+	got = prefixes("w.mmdb", "XB", why, sizeof(why));
+	CHECK(got && !strcmp(got, "2001:db8:ffff::/48"));
+	check_end();
+}
+
 static void test_refuses(void)
 {
 	char why[256], path[256];
@@ -118,6 +137,7 @@ int main(void)
 	}
 	test_v6_tree();
 	test_v4_tree_registered();
+	test_whole_ipv4();
 	test_refuses();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
