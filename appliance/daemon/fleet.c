@@ -48,7 +48,7 @@
 #include "policy/syntax/parse.h"
 
 #define FLEET_LEASE_S	    10	 /* a node's status outlives it by this */
-#define FLEET_KEEPALIVE_MS  2000 /* and is kept alive this often */
+#define FLEET_KEEPALIVE_MS  1000 /* and is kept alive this often (etcd lost: seen within 4 s) */
 #define FLEET_RETRY_MS	    1000 /* etcd tried again after a failure */
 #define FLEET_CONFIRM_S	    30	 /* a canary's time to confirm when the push gives none */
 #define FLEET_MAX_PUBS	    (1u << 16)
@@ -424,12 +424,7 @@ static int connect_etcd(struct fleet *fl)
 
 static bool want_stop(struct fleet *fl)
 {
-	bool s;
-
-	pthread_mutex_lock(&fl->mu);
-	s = fl->stop;
-	pthread_mutex_unlock(&fl->mu);
-	return s;
+	return __atomic_load_n(&fl->stop, __ATOMIC_RELAXED);
 }
 
 static void drain(int fd)
@@ -534,8 +529,11 @@ static void *thread_main(void *arg)
 	}
 	etcd_watch_free(fl->watch);
 	fl->watch = NULL;
-	if (fl->lease) /* a clean stop: the node leaves the view at once */
+	if (fl->lease && up) { /* a clean stop: the node leaves the view at once */
+		fl->etcd.cancel = NULL;
+		fl->etcd.timeout_ms = 1000;
 		etcd_lease_revoke(&fl->etcd, fl->lease);
+	}
 	return NULL;
 }
 
@@ -1178,6 +1176,7 @@ int fleet_open(struct daemon *dm, struct diags *d)
 	dyn_listen(dm, shared_changed);
 	if ((r = etcd_open(&fl->etcd, &fl->conf.etcd)) < 0)
 		return diag_errno(d, r, "fleet: etcd client");
+	fl->etcd.cancel = &fl->stop;
 	if ((fl->to_loop = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
 	    (fl->to_thread = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		return diag_errno(d, -errno, "fleet: eventfd");
@@ -1199,9 +1198,7 @@ void fleet_close(struct daemon *dm)
 	if (!fl)
 		return;
 	if (fl->running) {
-		pthread_mutex_lock(&fl->mu);
-		fl->stop = true;
-		pthread_mutex_unlock(&fl->mu);
+		__atomic_store_n(&fl->stop, true, __ATOMIC_RELAXED); /* a request under way ends too */
 		wake_thread(fl);
 		pthread_join(fl->thread, NULL);
 	}

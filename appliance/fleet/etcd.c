@@ -178,6 +178,18 @@ static const char *endpoint(const struct etcd *e, uint32_t i)
 	return e->conf->endpoints[(e->cur + i) % e->conf->nendpoints];
 }
 
+/* libcurl asks this while a transfer runs: non-zero ends it */
+static int cancelled(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	const bool *cancel = arg;
+
+	(void)dt;
+	(void)dn;
+	(void)ut;
+	(void)un;
+	return cancel && __atomic_load_n(cancel, __ATOMIC_RELAXED);
+}
+
 static void setup_tls(const struct etcd *e, CURL *h)
 {
 	const struct etcd_conf *c = e->conf;
@@ -190,6 +202,11 @@ static void setup_tls(const struct etcd *e, CURL *h)
 		curl_easy_setopt(h, CURLOPT_SSLKEY, c->key);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+	if (e->cancel) {
+		curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, cancelled);
+		curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)e->cancel);
+		curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	}
 }
 
 static struct curl_slist *headers(const struct etcd *e)

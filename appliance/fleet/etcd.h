@@ -36,11 +36,12 @@ struct etcd_conf {
 
 struct etcd {
 	const struct etcd_conf *conf;
-	void *curl;	 /* CURL * */
-	uint32_t cur;	 /* the endpoint that last answered */
-	char *token;	 /* etcd's auth token; NULL until authenticated */
-	long timeout_ms; /* of each request (default 3000) */
-	bool fresh;	 /* the next request on a new connection (then false again) */
+	void *curl;	    /* CURL * */
+	uint32_t cur;	    /* the endpoint that last answered */
+	char *token;	    /* etcd's auth token; NULL until authenticated */
+	long timeout_ms;    /* of each request (default 3000) */
+	bool fresh;	    /* the next request on a new connection (then false again) */
+	const bool *cancel; /* when it turns true (another thread), a request ends at once */
 	char err[512];
 };
 

@@ -73,6 +73,8 @@ fl_net() {
 	return 0
 }
 
+# --bcrypt-cost 4: a test cluster's passwords need no strength, and at
+# etcd's default (10) every authentication costs ~100 ms of the setup.
 fl_etcd_start() { # MEMBER
 	local m=$1 ip cluster=
 	ip=$(fl_ip "$m")
@@ -82,7 +84,7 @@ fl_etcd_start() { # MEMBER
 		--listen-peer-urls "http://$ip:2380" --initial-advertise-peer-urls "http://$ip:2380" \
 		--initial-cluster "$cluster" --initial-cluster-state new --initial-cluster-token "$FL_PREFIX" \
 		--cert-file "$FL_TMP/pki/$m.crt" --key-file "$FL_TMP/pki/$m.key" --trusted-ca-file "$FL_TMP/pki/ca.crt" \
-		--client-cert-auth --heartbeat-interval 100 --election-timeout 1000 \
+		--client-cert-auth --heartbeat-interval 100 --election-timeout 1000 --bcrypt-cost 4 \
 		--logger zap --log-level error >"$FL_TMP/$m.log" 2>&1 &
 	FL_PIDS_ETCD[${m#e}]=$!
 }
@@ -163,7 +165,8 @@ rules:
 YAML
 }
 
-# fl_node_start N POLICY: nfbox run --fleet in node N's namespace
+# fl_node_start N POLICY [nowait]: nfbox run --fleet in node N's namespace;
+# it is ready when fl_node_ready N returns
 fl_node_start() {
 	local n=$1 i
 	i=${n#n}
@@ -172,8 +175,9 @@ fl_node_start() {
 		--state-dir "$FL_TMP/state-$n" --socket "$FL_TMP/$n.sock" --pin-dir "$FL_TMP/bpf/$n" \
 		>"$FL_TMP/$n.out" 2>"$FL_TMP/$n.err" &
 	FL_PIDS_NODE[$i]=$!
-	wait_until 15 grep -q '^ready$' "$FL_TMP/$n.out" || { cat "$FL_TMP/$n.err" >&2; return 1; }
+	[ "${3:-}" = nowait ] || fl_node_ready "$n"
 }
+fl_node_ready() { wait_until 15 grep -q '^ready$' "$FL_TMP/$1.out" || { cat "$FL_TMP/$1.err" >&2; return 1; }; }
 fl_node_stop() { # N [KILL]
 	local i=${1#n} p
 	p=${FL_PIDS_NODE[$i]}

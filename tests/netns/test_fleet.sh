@@ -39,8 +39,9 @@ rules:
   - { name: drop-extra, hook: input, from: extra, action: drop }
   - { name: no-ping, hook: input, proto: icmp, icmp-type: echo-request, action: drop }
 YAML
+for n in n1 n2 n3; do fl_node_start $n "$FL_TMP/base.yaml" nowait; done
 for n in n1 n2 n3; do
-	fl_node_start $n "$FL_TMP/base.yaml" || { t_fail start-$n "$(tail -n 3 "$FL_TMP/$n.err")"; t_done; }
+	fl_node_ready $n || { t_fail start-$n "$(tail -n 3 "$FL_TMP/$n.err")"; t_done; }
 done
 node_rev_is() { [ "$(fl_status_field "$1" revision)" = "$2" ]; } # N REV
 all_at() { for n in n1 n2 n3; do node_rev_is $n "$1" || return 1; done; }
@@ -124,7 +125,7 @@ t_check short-ban-expires-everywhere wait_until 6 eval '! fl_ctl n2 set list blo
 cp "$FL_TMP/base.yaml" "$FL_TMP/cut.yaml"
 echo "  - { name: cut-etcd, hook: output, service: tcp/2379, action: drop }" >>"$FL_TMP/cut.yaml"
 sed -i 's/^  input: { default: accept }/  input: { default: accept }\n  output: { default: accept }/' "$FL_TMP/cut.yaml"
-push "$FL_TMP/cut.yaml" --canary 1 --confirm-within 4s --wait 10s >"$FL_TMP/canary.out" 2>&1
+push "$FL_TMP/cut.yaml" --canary 1 --confirm-within 3s --wait 10s >"$FL_TMP/canary.out" 2>&1
 rc=$?
 t_check canary-halts [ $rc -eq 1 ]
 t_check canary-says-halted grep -q "the push halted" "$FL_TMP/canary.out"
