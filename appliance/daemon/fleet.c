@@ -118,6 +118,7 @@ struct fleet {
 	char endpoint[160];
 	/* the loop's alone */
 	bool connected, snapping;
+	bool have_snapshot; /* etcd's shared entries were read once: until then the sets keep theirs */
 	long long since;
 	struct fval pol, cand;
 	int64_t applied_rev, refused_rev;
@@ -881,7 +882,7 @@ static void set_message(struct daemon *dm, const struct fmsg *m)
 		mirror_del(fl, &e);
 	else
 		mirror_put(fl, &e);
-	if (fl->snapping || !shared_set(dm, e.set) || planted("fleet-deaf"))
+	if (fl->snapping || !fl->have_snapshot || !shared_set(dm, e.set) || planted("fleet-deaf"))
 		return;
 	if (!m->del && e.expires && e.expires <= (int64_t)clock_ms(CLOCK_REALTIME))
 		return;
@@ -899,6 +900,8 @@ static void reconcile(struct daemon *dm)
 	struct fleet *fl = dm->fleet;
 	int64_t now = (int64_t)clock_ms(CLOCK_REALTIME);
 
+	if (!fl->have_snapshot) /* etcd not read yet: what the sets hold stays */
+		return;
 	for (uint32_t s = 0; dm->cur.pol && s < dm->cur.pol->nsets; s++) {
 		const struct addr_set *as = &dm->cur.pol->sets[s];
 		_cleanup_free_ struct dyn_change *v = NULL;
@@ -994,6 +997,7 @@ static void on_message(struct daemon *dm, struct fmsg *m)
 		break;
 	case FM_SNAP_END:
 		fl->snapping = false;
+		fl->have_snapshot = true;
 		reconcile(dm);
 		break;
 	case FM_POLICY:
@@ -1092,7 +1096,7 @@ void fleet_tick(struct daemon *dm)
 
 	if (!fl)
 		return;
-	if (fl->reloads_seen != dm->reloads_ok && !fl->snapping) {
+	if (fl->reloads_seen != dm->reloads_ok && !fl->snapping && fl->have_snapshot) {
 		/* a new policy: a set may have become shared */
 		fl->reloads_seen = dm->reloads_ok;
 		reconcile(dm);

@@ -146,6 +146,8 @@ t_check canary-then-all wait_until 5 all_at "$REV3"
 t_check canary-enforced-n3 fl_ping_is drop n3
 
 # ---- a node partitioned from etcd keeps enforcing, then catches up ----
+fl_ctl n1 set add blocklist 198.51.100.88 >/dev/null # no timeout
+t_check ban-for-good-shared wait_until 2 eval 'fl_ctl n3 set list blocklist | grep -q 198.51.100.88'
 ip -n "$(fl_ns br)" link set vn3 down
 push "$FL_TMP/base.yaml" --wait 0 >"$FL_TMP/push4.out" 2>&1
 REV4=$(sed -n 's/^revision \([0-9]*\) of group.*/\1/p' "$FL_TMP/push4.out")
@@ -156,6 +158,7 @@ t_check partition-n3-keeps node_rev_is n3 "$REV3"
 fl_node_stop n3
 fl_node_start n3 "$FL_TMP/base.yaml"
 t_check restart-without-etcd-keeps-revision eval 'node_rev_is n3 "$REV3" && fl_ctl n3 status | grep -q "r$REV3/policy.yaml"'
+t_check restart-without-etcd-keeps-bans eval 'sleep 1; fl_ctl n3 set list blocklist | grep -q 198.51.100.88'
 ip -n "$(fl_ns br)" link set vn3 up
 t_check partition-heals-n3-catches-up wait_until 8 node_rev_is n3 "$REV4"
 t_check caught-up-enforced wait_until 2 fl_ping_is pass n3
