@@ -177,7 +177,7 @@ fl_node_start() {
 	FL_PIDS_NODE[$i]=$!
 	[ "${3:-}" = nowait ] || fl_node_ready "$n"
 }
-fl_node_ready() { wait_until 15 grep -q '^ready$' "$FL_TMP/$1.out" || { cat "$FL_TMP/$1.err" >&2; return 1; }; }
+fl_node_ready() { wait_until 30 grep -q '^ready$' "$FL_TMP/$1.out" || { cat "$FL_TMP/$1.err" >&2; return 1; }; }
 fl_node_stop() { # N [KILL]
 	local i=${1#n} p
 	p=${FL_PIDS_NODE[$i]}

@@ -121,6 +121,14 @@ fl_ctl n3 set add blocklist 198.51.100.77 --timeout 2 >/dev/null
 t_check short-ban-shared wait_until 2 eval 'fl_ctl n1 set list blocklist | grep -q 198.51.100.77'
 t_check short-ban-expires-everywhere wait_until 6 eval '! fl_ctl n2 set list blocklist | grep -q 198.51.100.77'
 
+# entries that are not one (written by hand, or by a hostile node): ignored, said
+root_ctl() { fl_etcdctl etcdctl --user "root:$(cat "$FL_TMP/pki/root.pw")" "$@"; }
+root_ctl put /nfbox/branches/sets/blocklist/not-an-address '{"expires":0}' >/dev/null
+root_ctl put /nfbox/branches/sets/blocklist/198.51.100.5/24 '{"expires":0}' >/dev/null
+t_check hostile-entries-ignored wait_until 2 eval '[ "$(grep -c "is not SET/PREFIX: ignored" "$FL_TMP/n2.err")" = 2 ]'
+t_check hostile-entries-not-taken eval '! fl_ctl n2 set list blocklist | grep -q 198.51.100'
+root_ctl del /nfbox/branches/sets/blocklist/ --prefix >/dev/null
+
 # ---- a canary cut off from etcd rolls back; the push halts ----
 cp "$FL_TMP/base.yaml" "$FL_TMP/cut.yaml"
 echo "  - { name: cut-etcd, hook: output, service: tcp/2379, action: drop }" >>"$FL_TMP/cut.yaml"
@@ -135,7 +143,7 @@ t_check canary-others-untouched eval 'node_rev_is n2 "$REV2" && node_rev_is n3 "
 t_check canary-n1-back-in-sync wait_until 5 eval 'fl_fleet status --fleet "$OP" | grep "^n1 " | grep -q "in sync"'
 t_check canary-group-unchanged eval 'fl_fleet status --fleet "$OP" | grep -q "revision $REV2"'
 t_check canary-n1-reaches-etcd-again wait_until 5 eval '[ "$(fl_status_field n1 connected)" = True ]'
-t_check candidate-key-gone eval '[ -z "$(fl_etcdctl etcdctl --user "root:$(cat "$FL_TMP/pki/root.pw")" get /nfbox/branches/candidate)" ]'
+t_check candidate-key-gone eval '[ -z "$(root_ctl get /nfbox/branches/candidate)" ]'
 
 # ---- a good canary goes on to every node ----
 push "$FL_TMP/op/policy.yaml" --canary 1 --confirm-within 5s --wait 10s >"$FL_TMP/canary2.out" 2>&1
