@@ -176,6 +176,13 @@ fl_fleet push --fleet "$FL_TMP/n1.yaml" "$FL_TMP/op/policy.yaml" --wait 0 >"$FL_
 rc=$?
 t_check node-push-refused eval '[ $rc -eq 1 ] && grep -q "permission denied" "$FL_TMP/rbac.out"'
 t_check node-push-changed-nothing all_at "$REV4"
+n1_ctl() {
+	ETCDCTL_CERT=$FL_TMP/pki/n1.crt ETCDCTL_KEY=$FL_TMP/pki/n1.key fl_etcdctl etcdctl --user "n1:$(cat "$FL_TMP/pki/n1.pw")" "$@"
+}
+t_check node-may-not-write-others-status eval 'n1_ctl put /nfbox/branches/nodes/n2 forged 2>&1 | grep -q "permission denied"'
+t_check node-may-write-shared-sets n1_ctl put /nfbox/branches/sets/blocklist/198.51.100.99 '{"expires":0}'
+n1_ctl del /nfbox/branches/sets/blocklist/198.51.100.99 >/dev/null
+t_check no-certificate-refused eval '! in_ns cl curl -sS --max-time 3 --cacert "$FL_TMP/pki/ca.crt" https://$(fl_ip e1):2379/v3/kv/range -d "{}"'
 
 # ---- one etcd member lost: the fleet goes on (n3 asked e3 first) ----
 fl_etcd_stop e3
