@@ -559,6 +559,17 @@ static void fval_set(struct fval *v, const struct fmsg *m)
 	}
 }
 
+/* The fingerprint of what is enforced, its files named relative to the
+ * policy's folder (as a revision's). */
+static int enforced_fp(const struct daemon *dm, char out[65])
+{
+	_cleanup_free_ char *copy = dm->cur.path ? strdup(dm->cur.path) : NULL;
+
+	if (!dm->cur.pol || !copy)
+		return -ENOENT;
+	return fingerprint_relative(dm->cur.pol->sources.head, dirname(copy), out);
+}
+
 static void save_applied(struct fleet *fl)
 {
 	char path[PATH_MAX + 32], tmp[PATH_MAX + 32];
@@ -629,6 +640,22 @@ static void adopt(struct daemon *dm, int64_t rev, const char *fp, const char *pa
 	prune(fl);
 }
 
+/* What was loaded is the revision's files, hashed here: the fingerprint the
+ * pusher wrote is only a claim (a mismatch is said, and the files' own is
+ * what the node reports). */
+static void fingerprint_check(struct daemon *dm)
+{
+	struct fleet *fl = dm->fleet;
+	char fp[65];
+
+	if (enforced_fp(dm, fp) < 0)
+		return;
+	if (strcmp(fp, fl->applying.fp))
+		log_warn("fleet: revision %" PRId64 ": its files hash to %.12s, not to the %.12s it claims",
+			 fl->applying.rev, fp, fl->applying.fp);
+	memcpy(fl->applying.fp, fp, sizeof(fp));
+}
+
 static void reload_done(struct daemon *dm, void *arg, int r, struct diags *d)
 {
 	struct fleet *fl = dm->fleet;
@@ -637,6 +664,8 @@ static void reload_done(struct daemon *dm, void *arg, int r, struct diags *d)
 	(void)arg;
 	if (!fl)
 		return;
+	if (r == 0)
+		fingerprint_check(dm);
 	if (r < 0) {
 		if (fl->applying.canary)
 			confirm_begin_failed(dm);
@@ -674,12 +703,15 @@ static int apply(struct daemon *dm, const struct fval *v, bool canary, const str
 	int r;
 
 	snprintf(dir, sizeof(dir), "%s/%c%" PRId64, fl->base, canary ? 'c' : 'r', v->rev);
+	/* refused_rev: not tried again every round (the next push tries) */
 	if ((r = fleet_bundle_write(b, dir, fl->applying.path, sizeof(fl->applying.path))) < 0) {
+		fl->refused_rev = v->rev;
 		set_error(fl, "revision %" PRId64 ": cannot write it under %s: %s", v->rev, dir, strerror(-r));
 		return r;
 	}
 	diags_init(&d);
 	if (canary && (r = confirm_begin(dm, b->confirm_s ? b->confirm_s : FLEET_CONFIRM_S, &d)) < 0) {
+		fl->refused_rev = v->rev;
 		set_error(fl, "candidate %" PRId64 ": %s", v->rev, diags_last(&d, strerror(-r)));
 		diags_free(&d);
 		return r;
@@ -710,6 +742,8 @@ static void decide(struct daemon *dm)
 	if (fl->applying.rev || dm->reload_job || fl->snapping)
 		return;
 	if (fl->canary.state && !strcmp(fl->canary.state, "confirming"))
+		return;
+	if (dm->pending.active) /* a local reload --confirm is not overtaken: after it */
 		return;
 	if (fl->cand.present && fl->cand.rev != fl->refused_rev &&
 	    fleet_bundle_decode(fl->cand.value, fl->cand.vlen, &cb, why, sizeof(why)) == 0 &&
@@ -744,17 +778,6 @@ static void decide(struct daemon *dm)
 		apply(dm, want, canary, &b);
 	}
 	fleet_bundle_free(&b);
-}
-
-/* The fingerprint of what is enforced, its files named relative to the
- * policy's folder (as a revision's). */
-static int enforced_fp(const struct daemon *dm, char out[65])
-{
-	_cleanup_free_ char *copy = dm->cur.path ? strdup(dm->cur.path) : NULL;
-
-	if (!dm->cur.pol || !copy)
-		return -ENOENT;
-	return fingerprint_relative(dm->cur.pol->sources.head, dirname(copy), out);
 }
 
 /* A canary's change: confirmed once etcd answered after it, or rolled back
