@@ -142,19 +142,22 @@ void etcd_kvs_free(struct etcd_kvs *k)
 	memset(k, 0, sizeof(*k));
 }
 
-/* An error answer ({"error": ..., "code": N}) as -errno, its text in err. */
+/* An error answer as -errno, its text in err. etcd 3.4's gateway writes
+ * {"error": TEXT, "message": TEXT, "code": N}, 3.5's {"code": N, "message":
+ * TEXT} (no "error"); a watch's error is {"error": {"grpc_code" (3.4) or
+ * "code" (3.5): N, "message": TEXT}}. */
 static int answer_error(struct etcd *e, const json_t *o)
 {
 	const json_t *er = json_object_get(o, "error");
 	const char *msg = json_string_value(json_object_get(o, "message"));
 	int code = (int)jnum(o, "code");
 
-	if (!er)
-		return 0;
-	if (json_is_object(er)) { /* a watch's error */
+	if (json_is_object(er)) {
 		msg = json_string_value(json_object_get(er, "message"));
-		code = (int)jnum(er, "grpc_code");
+		code = (int)(jnum(er, "grpc_code") ? jnum(er, "grpc_code") : jnum(er, "code"));
 	}
+	if (!er && !code)
+		return 0;
 	snprintf(e->err, sizeof(e->err), "%s", msg ? msg : json_is_string(er) ? json_string_value(er) : "error");
 	switch (code) {
 	case GRPC_PERMISSION:
