@@ -19,7 +19,8 @@
 # tests/bench/scale.sh), and flood defence: the early drop at XDP against
 # the hook and nftables (tests/bench/early.sh), and a SYN flood against a
 # port with and without synproxy (tests/bench/synflood.sh), and how fast a
-# connection limit bans (tests/bench/connlimit.sh).
+# connection limit bans (tests/bench/connlimit.sh); an HA pair's failover
+# with 1 s and 100 ms adverts (tests/bench/ha.sh).
 # Loads: new-flow UDP (hping3 --udp --flood: the source port changes every
 # packet) counted as packets/s received at the server; one established TCP
 # stream (iperf3), Mbit/s. Variants are interleaved: each round samples every
@@ -87,6 +88,7 @@ tests/bench/scale.sh "$BIN/nfbox" || fail "engine scale benchmark (tests/bench/s
 tests/bench/early.sh "$BIN" || fail "flood defence benchmark (tests/bench/early.sh)"
 tests/bench/synflood.sh "$BIN" || fail "SYN flood benchmark (tests/bench/synflood.sh)"
 tests/bench/connlimit.sh "$BIN" || fail "connection-limit benchmark (tests/bench/connlimit.sh)"
+tests/bench/ha.sh "$BIN" || fail "HA failover benchmark (tests/bench/ha.sh)"
 echo
 
 # ---- 2. forwarding --------------------------------------------------------
