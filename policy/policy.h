@@ -305,6 +305,12 @@ struct capture_conf {
  * state over the sync link (FTFW). */
 #define HA_SYNC_PORT  3780 /* conntrackd's UDP port, both ways */
 #define HA_VRRP_PROTO 112
+/* VRRP's advertisement interval, ms: VRRPv3 counts it in centiseconds, in
+ * 12 bits. The floor is nfbox's own (policy/README.md says why). */
+#define HA_ADVERT_DEFAULT_MS 1000
+#define HA_ADVERT_MIN_MS     100
+#define HA_ADVERT_MAX_MS     40950
+#define HA_ADVERT_STEP_MS    10
 
 struct ha_virtual {
 	char ifname[POLICY_IFNAMSIZ];
@@ -318,6 +324,7 @@ struct ha_conf {
 	struct loc loc;
 	uint8_t priority;	/* 1..254: the higher node is master */
 	uint32_t preempt_delay; /* seconds a node that returns waits before taking over */
+	uint32_t advert_ms;	/* VRRP advertisement interval */
 	char sync_ifname[POLICY_IFNAMSIZ];
 	/* The other node's address on the sync link; or both nodes' (two),
 	 * the one this node has being its own, so that the two nodes'

@@ -51,9 +51,20 @@ static void host_text(const struct prefix *p, char *buf, size_t len)
 	policy_prefix_format(&h, buf, len);
 }
 
+/* keepalived's advert_int: seconds, to the centisecond VRRPv3 carries. */
+static void advert_text(uint32_t ms, char *buf, size_t len)
+{
+	uint32_t cs = ms / 10;
+
+	if (cs % 100)
+		snprintf(buf, len, "%u.%02u", cs / 100, cs % 100);
+	else
+		snprintf(buf, len, "%u", cs / 100);
+}
+
 char *ha_keepalived_conf(const struct ha_conf *ha, const struct ha_paths *paths, const char *source)
 {
-	char *text = NULL, name[64], addr[64];
+	char *text = NULL, name[64], addr[64], advert[16];
 	size_t len = 0;
 	FILE *f = open_memstream(&text, &len);
 
@@ -67,6 +78,7 @@ char *ha_keepalived_conf(const struct ha_conf *ha, const struct ha_paths *paths,
 		"global_defs {\n"
 		"\trouter_id nfbox\n"
 		"\tnotify_fifo %s\n"
+		"\t# VRRPv3: adverts in centiseconds (v2 counts whole seconds)\n"
 		"\tvrrp_version 3\n"
 		"\t# an interface that is not there yet puts its instance in FAULT until it comes\n"
 		"\tdynamic_interfaces\n"
@@ -90,19 +102,20 @@ char *ha_keepalived_conf(const struct ha_conf *ha, const struct ha_paths *paths,
 
 		ha_instance_name(v, name, sizeof(name));
 		addr_text(&v->addr, addr, sizeof(addr));
+		advert_text(ha->advert_ms, advert, sizeof(advert));
 		fprintf(f,
 			"\nvrrp_instance %s {\n"
 			"\tstate BACKUP\n"
 			"\tinterface %s\n"
 			"\tvirtual_router_id %u\n"
 			"\tpriority %u\n"
-			"\tadvert_int 1\n"
+			"\tadvert_int %s\n"
 			"\tpreempt_delay %u\n"
 			"\tvirtual_ipaddress {\n"
 			"\t\t%s dev %s\n"
 			"\t}\n"
 			"}\n",
-			name, v->ifname, v->id, ha->priority, ha->preempt_delay, addr, v->ifname);
+			name, v->ifname, v->id, ha->priority, advert, ha->preempt_delay, addr, v->ifname);
 	}
 	if (fclose(f) != 0) {
 		free(text);

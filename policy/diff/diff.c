@@ -801,6 +801,13 @@ static const struct ha_virtual *find_virtual(const struct ha_conf *h, const stru
 	return NULL;
 }
 
+/* "1s", "100ms": as the policy would write it. */
+static const char *ms_text(uint32_t ms, char *buf, size_t len)
+{
+	snprintf(buf, len, ms % 1000 ? "%ums" : "%us", ms % 1000 ? ms : ms / 1000);
+	return buf;
+}
+
 static void diff_ha(struct out *o, const struct policy *a, const struct policy *b)
 {
 	const struct ha_conf *x = &a->ha, *y = &b->ha;
@@ -822,6 +829,9 @@ static void diff_ha(struct out *o, const struct policy *a, const struct policy *
 		say(o, "ha priority: %u -> %u", x->priority, y->priority);
 	if (x->preempt_delay != y->preempt_delay)
 		say(o, "ha preempt-delay: %u -> %u", x->preempt_delay, y->preempt_delay);
+	if (x->advert_ms != y->advert_ms)
+		say(o, "ha advert: %s -> %s", ms_text(x->advert_ms, t1, sizeof(t1)),
+		    ms_text(y->advert_ms, t2, sizeof(t2)));
 	sync_text(x, t1, sizeof(t1));
 	sync_text(y, t2, sizeof(t2));
 	if (strcmp(t1, t2))

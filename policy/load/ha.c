@@ -296,6 +296,59 @@ static void ha_virtual_one(struct lx *x, struct ha_conf *ha, const struct ynode 
 			   addr->str);
 }
 
+/* advert: 100ms. keepalived -t refuses an interval VRRPv3 cannot carry
+ * (it would round it), and so the load; these errors come first, at the
+ * place. */
+static void ha_advert(struct lx *x, struct ha_conf *ha, const struct ynode *v)
+{
+	const char *why;
+	uint64_t ms;
+
+	if (!lx_is(x, v, YNODE_SCALAR, "ha.advert"))
+		return;
+	if (parse_duration_ms(v->str, HA_ADVERT_MAX_MS, &ms, &why) < 0) {
+		diag_error(x->d, v->loc, "ha.advert '%s': %s (%ums..%ums; a number alone counts seconds)", v->str, why,
+			   HA_ADVERT_MIN_MS, HA_ADVERT_MAX_MS);
+		return;
+	}
+	if (ms < HA_ADVERT_MIN_MS) {
+		diag_error(x->d, v->loc,
+			   "ha.advert %s is below the floor of %ums: the backup takes over after three adverts "
+			   "missed, and a loaded node sends its adverts tens of milliseconds late: the pair would "
+			   "fail over by itself",
+			   v->str, HA_ADVERT_MIN_MS);
+		return;
+	}
+	if (ms % HA_ADVERT_STEP_MS) {
+		diag_error(x->d, v->loc,
+			   "ha.advert %s: VRRPv3 counts the interval in centiseconds: use %llums or %llums", v->str,
+			   (unsigned long long)(ms - ms % HA_ADVERT_STEP_MS),
+			   (unsigned long long)(ms - ms % HA_ADVERT_STEP_MS + HA_ADVERT_STEP_MS));
+		return;
+	}
+	ha->advert_ms = (uint32_t)ms;
+}
+
+/*
+ * A node that returns (or starts) takes the addresses back once both its
+ * preempt-delay and the master-down interval (three adverts and a bit)
+ * have run out; until then its conntrackd fetches the master's state over
+ * the sync link. With 1 s adverts that leaves 3 s and more; with shorter
+ * ones and no preempt-delay, a third of a second or so: a large table
+ * cannot come over the sync link in that time, and the flows it holds
+ * break at the failback.
+ */
+static void ha_check_failback(struct lx *x, const struct ha_conf *ha, const struct ynode *advert)
+{
+	if (!advert || ha->advert_ms >= 1000 || ha->preempt_delay)
+		return;
+	diag_warn(x->d, advert->loc,
+		  "ha.advert %s with preempt-delay 0: a node that returns takes over about %ums after it starts, "
+		  "too soon for its conntrackd to have the master's state over the sync link (with 1s adverts it "
+		  "had 3s); give 'preempt-delay: 1' or more",
+		  advert->str, 3 * ha->advert_ms + (256 - ha->priority) * ha->advert_ms / 256);
+}
+
 /* A masquerade out of interfaces with virtual addresses takes them. */
 static void masquerade_vips(struct lx *x, struct nat_rule *nr)
 {
@@ -547,9 +600,9 @@ static void add_implicit_rules(struct lx *x)
 
 void load_ha(struct lx *x, const struct ynode *n, const struct ynode *key)
 {
-	static const char *const keys[] = { "priority", "sync", "virtual", "preempt-delay", NULL };
+	static const char *const keys[] = { "priority", "sync", "virtual", "preempt-delay", "advert", NULL };
 	struct ha_conf *ha = &x->p->ha;
-	const struct ynode *v;
+	const struct ynode *v, *advert;
 	size_t errors = x->d->errors;
 	uint64_t num;
 
@@ -559,6 +612,7 @@ void load_ha(struct lx *x, const struct ynode *n, const struct ynode *key)
 	ha->present = true;
 	ha->loc = key->loc;
 	ha->preempt_delay = 5;
+	ha->advert_ms = HA_ADVERT_DEFAULT_MS;
 	if ((v = ynode_get(n, "priority"))) {
 		if (v->type == YNODE_SCALAR && !strcmp(v->str, "255"))
 			diag_error(x->d, v->loc,
@@ -572,6 +626,9 @@ void load_ha(struct lx *x, const struct ynode *n, const struct ynode *key)
 	}
 	if ((v = ynode_get(n, "preempt-delay")) && lx_uint(x, v, "ha.preempt-delay (seconds)", 0, 1000, &num))
 		ha->preempt_delay = (uint32_t)num;
+	if ((advert = ynode_get(n, "advert")))
+		ha_advert(x, ha, advert);
+	ha_check_failback(x, ha, advert);
 	if ((v = ynode_get(n, "sync")))
 		ha_sync(x, ha, v);
 	else if (!ynode_has(n, "sync"))

@@ -68,6 +68,34 @@ int parse_duration(const char *s, uint64_t max, uint64_t *out, const char **why)
 	return 0;
 }
 
+int parse_duration_ms(const char *s, uint64_t max_ms, uint64_t *out, const char **why)
+{
+	static const char syntax[] =
+		"a duration is a number of seconds, or a number with ms, s, m, h or d, e.g. 100ms, 90s or 10m";
+	size_t n = strlen(s);
+	uint64_t v = 0;
+	char num[24];
+	int r;
+
+	if (n > 2 && !strcmp(s + n - 2, "ms") && n - 2 < sizeof(num)) {
+		memcpy(num, s, n - 2);
+		num[n - 2] = '\0';
+		r = parse_uint(num, max_ms, &v, why);
+		*why = r == -EINVAL ? syntax : "the duration is out of range";
+		if (r < 0 || v == 0)
+			return r < 0 ? r : -ERANGE;
+		*out = v;
+		return 0;
+	}
+	if ((r = parse_duration(s, max_ms / 1000, &v, why)) < 0) {
+		if (r == -EINVAL)
+			*why = syntax;
+		return r;
+	}
+	*out = v * 1000;
+	return 0;
+}
+
 bool parse_looks_like_address(const char *s)
 {
 	if (strchr(s, ':'))

@@ -31,6 +31,8 @@ int parse_rate(const char *s, struct policy_rate *out, const char **why);
 int parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why);
 /* "90", "90s", "10m", "2h", "7d" -> seconds, 1..max. */
 int parse_duration(const char *s, uint64_t max, uint64_t *out, const char **why);
+/* The same, or "100ms" -> milliseconds, 1..max_ms. */
+int parse_duration_ms(const char *s, uint64_t max_ms, uint64_t *out, const char **why);
 /* "198.51.100.10:80", "[2001:db8::1]:80", "198.51.100.10". */
 int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, const char **why);
 /* "198.51.100.10", "198.51.100.10-198.51.100.20", "198.51.100.0/28" (every

@@ -19,7 +19,8 @@
 # tests/bench/scale.sh), and flood defence: the early drop at XDP against
 # the hook and nftables (tests/bench/early.sh), and a SYN flood against a
 # port with and without synproxy (tests/bench/synflood.sh), and how fast a
-# connection limit bans (tests/bench/connlimit.sh), and how fast a ban on one
+# connection limit bans (tests/bench/connlimit.sh); an HA pair's failover
+# with 1 s and 100 ms adverts (tests/bench/ha.sh), and how fast a ban on one
 # node of a fleet is enforced on the others (tests/bench/fleet.sh, beside
 # etcd's own put-to-watch).
 # Loads: new-flow UDP (hping3 --udp --flood: the source port changes every
@@ -90,6 +91,7 @@ tests/bench/early.sh "$BIN" || fail "flood defence benchmark (tests/bench/early.
 tests/bench/synflood.sh "$BIN" || fail "SYN flood benchmark (tests/bench/synflood.sh)"
 tests/bench/connlimit.sh "$BIN" || fail "connection-limit benchmark (tests/bench/connlimit.sh)"
 tests/bench/fleet.sh "$BIN/nfbox" || fail "fleet benchmark (tests/bench/fleet.sh)"
+tests/bench/ha.sh "$BIN" || fail "HA failover benchmark (tests/bench/ha.sh)"
 echo
 
 # ---- 2. forwarding --------------------------------------------------------

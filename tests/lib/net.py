@@ -42,9 +42,10 @@ time and prints one result line; the exit status says success.
   udp-last SECONDS PORT            receive udp-ticks' datagrams; print "last PORT T N": the
                                    send time (time.time()) of the latest that arrived
   udplite-blast, udplite-count     udp-blast and udp-count over UDP-Lite (IP protocol 136)
-  push-serve PORT SECONDS          a server that talks unasked: a TCP connection and a
+  push-serve PORT SECONDS [EVERY]  a server that talks unasked: a TCP connection and a
                                    UDP datagram to PORT each get a numbered line every
-                                   50 ms until SECONDS are up; prints "peer tcp|udp ADDR"
+                                   EVERY seconds (0.05) until SECONDS are up; prints
+                                   "peer tcp|udp ADDR"
   push-watch HOST PORT SECONDS FILE
                                    open both (one TCP "go", one UDP datagram), then only
                                    listen: "tcp|udp TIME N" per line received, to FILE
@@ -619,12 +620,12 @@ def udp_last(seconds, port):
     print("last %s %.6f %d" % (port, last, n), flush=True)
 
 
-def push_serve(port, seconds):
+def push_serve(port, seconds, every="0.05"):
     """After the client's first word, only the server sends: a firewall that
     lost the flow's state drops every packet, and the client, which sends
     nothing more (TCP acknowledges only what arrives), never recreates it."""
     import threading
-    port, end = int(port), time.time() + float(seconds)
+    port, end, every = int(port), time.time() + float(seconds), float(every)
     out = threading.Lock()
 
     def say(text):
@@ -650,7 +651,7 @@ def push_serve(port, seconds):
                 c.sendall(b"%d\n" % n)
             except OSError:
                 break
-            time.sleep(0.05)
+            time.sleep(every)
         say("sent tcp %d" % n)
 
     def udp():
@@ -669,7 +670,7 @@ def push_serve(port, seconds):
                 us.sendto(b"%d\n" % n, peer)
             except OSError:
                 pass
-            time.sleep(0.05)
+            time.sleep(every)
         say("sent udp %d" % n)
 
     ts = [threading.Thread(target=f) for f in (tcp, udp)]

@@ -75,7 +75,7 @@ static void test_pair_config(void)
 	char *k, *c;
 
 	check_begin("ha-config-pair");
-	p = load("ha:\n  priority: 150\n  preempt-delay: 7\n"
+	p = load("ha:\n  priority: 150\n  preempt-delay: 7\n  advert: 150ms\n"
 		 "  sync: { interface: sync0, peer: 203.0.113.2 }\n"
 		 "  virtual:\n"
 		 "    - { interface: lan0, address: 192.0.2.1/24, id: 51 }\n"
@@ -97,6 +97,8 @@ static void test_pair_config(void)
 		k,
 		"vrrp_instance wan0_52 {\n\tstate BACKUP\n\tinterface wan0\n\tvirtual_router_id 52\n\tpriority 150\n"));
 	CHECK(has(k, "\tpreempt_delay 7\n"));
+	CHECK(has(k, "\tvrrp_version 3\n"));
+	CHECK(has(k, "\tadvert_int 0.15\n"));
 	CHECK(has(k, "\t\t192.0.2.1/24 dev lan0\n"));
 	CHECK(has(k, "\t\t2001:db8:1::1/64 dev lan0\n"));
 	CHECK(has(k, "from the ha: section of /etc/nfbox/policy.yaml"));
@@ -147,6 +149,69 @@ static void test_single_v6(void)
 	}
 	diags_free(&d);
 	check_end();
+}
+
+/* The last diagnostic of loading a pair with advert: ADVERT (and
+ * preempt-delay: DELAY), "" if none; whether it loaded. */
+static bool advert_load(const char *advert, unsigned delay, char *msg, size_t len, uint32_t *ms)
+{
+	char text[2048];
+	struct policy *p = NULL;
+	struct diags d;
+	bool ok;
+
+	snprintf(text, sizeof(text),
+		 "%sha:\n  priority: 100\n  advert: %s\n  preempt-delay: %u\n"
+		 "  sync: { interface: sync0, peer: 203.0.113.2 }\n"
+		 "  virtual: [{ interface: lan0, address: 192.0.2.1/24, id: 51 }]\n",
+		 base, advert, delay);
+	diags_init(&d);
+	ok = policy_load_buffer("ha.yaml", text, strlen(text), &d, &p) == 0;
+	snprintf(msg, len, "%s", d.warnings || d.errors ? diags_last(&d, "") : "");
+	if (p)
+		*ms = p->ha.advert_ms;
+	policy_free(p);
+	diags_free(&d);
+	return ok;
+}
+
+static void test_advert(void)
+{
+	static const struct {
+		const char *advert;
+		unsigned delay;
+		uint32_t ms;	  /* 0: refused */
+		const char *diag; /* in the last diagnostic ("": none) */
+	} cases[] = {
+		{ "1s", 1, 1000, "" },
+		{ "100ms", 1, 100, "" },
+		{ "150ms", 0, 150, "a node that returns takes over about 541ms after it starts" },
+		{ "1s", 0, 1000, "" },
+		{ "40950ms", 5, 40950, "" },
+		{ "90ms", 1, 0, "below the floor of 100ms" },
+		{ "105ms", 1, 0, "centiseconds: use 100ms or 110ms" },
+		{ "41s", 1, 0, "out of range" },
+		{ "100", 1, 0, "a number alone counts seconds" },
+		{ "fast", 1, 0, "a number with ms, s, m, h or d" },
+	};
+	char name[64], msg[512];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t ms = 0;
+		bool ok;
+
+		snprintf(name, sizeof(name), "ha-advert %s, preempt-delay %u", cases[i].advert, cases[i].delay);
+		check_begin(name);
+		ok = advert_load(cases[i].advert, cases[i].delay, msg, sizeof(msg), &ms);
+		CHECK(ok == (cases[i].ms != 0));
+		if (ok)
+			CHECK_EQ_INT(ms, cases[i].ms);
+		if (*cases[i].diag)
+			CHECK(has(msg, cases[i].diag));
+		else
+			CHECK_EQ_STR(msg, "");
+		check_end();
+	}
 }
 
 static void test_notices(void)
@@ -235,6 +300,7 @@ int main(void)
 {
 	test_pair_config();
 	test_single_v6();
+	test_advert();
 	test_notices();
 	test_stats();
 	test_proc();

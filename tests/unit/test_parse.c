@@ -2,7 +2,8 @@
 /*
  * The scalar syntaxes of the policy language (policy/syntax/parse.c), value
  * by value: sizes with and without a decimal fraction, rates with their
- * period. What the loader does with them is in the golden files.
+ * period, durations in milliseconds. What the loader does with them is in
+ * the golden files.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -11,12 +12,37 @@
 #include "policy/syntax/parse.h"
 #include "tests/lib/check.h"
 
+/* A scalar to a number, or refused (want 0) with a reason. */
+struct u64_case {
+	const char *in;
+	uint64_t want; /* 0: refused */
+};
+
+static void check_u64_cases(const char *kind, const struct u64_case *cases, size_t n,
+			    int (*parse)(const char *, uint64_t *, const char **))
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *why = NULL;
+		uint64_t v = 0;
+		int r = parse(cases[i].in, &v, &why);
+		char name[64];
+
+		snprintf(name, sizeof(name), "%s '%s'", kind, cases[i].in);
+		check_begin(name);
+		if (cases[i].want) {
+			CHECK_EQ_INT(r, 0);
+			CHECK_EQ_INT(v, cases[i].want);
+		} else {
+			CHECK(r < 0);
+			CHECK(why != NULL);
+		}
+		check_end();
+	}
+}
+
 static void test_sizes(void)
 {
-	static const struct {
-		const char *in;
-		uint64_t want; /* 0: refused */
-	} cases[] = {
+	static const struct u64_case cases[] = {
 		{ "4096", 4096 },
 		{ "100MB", 100000000 },
 		{ "256MiB", 256ull << 20 },
@@ -35,23 +61,7 @@ static void test_sizes(void)
 		{ "12parsecs", 0 },
 	};
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		const char *why = NULL;
-		uint64_t v = 0;
-		int r = parse_size(cases[i].in, &v, &why);
-		char name[64];
-
-		snprintf(name, sizeof(name), "size %s", cases[i].in);
-		check_begin(name);
-		if (cases[i].want) {
-			CHECK_EQ_INT(r, 0);
-			CHECK_EQ_INT(v, cases[i].want);
-		} else {
-			CHECK(r < 0);
-			CHECK(why != NULL);
-		}
-		check_end();
-	}
+	check_u64_cases("size", cases, sizeof(cases) / sizeof(cases[0]), parse_size);
 }
 
 static void test_rates(void)
@@ -88,6 +98,23 @@ static void test_rates(void)
 		}
 		check_end();
 	}
+}
+
+static int duration_ms(const char *s, uint64_t *out, const char **why)
+{
+	return parse_duration_ms(s, 40950, out, why);
+}
+
+static void test_durations_ms(void)
+{
+	static const struct u64_case cases[] = {
+		{ "100ms", 100 },     { "10ms", 10 },	{ "1s", 1000 }, { "40s", 40000 }, { "1", 1000 },
+		{ "40950ms", 40950 }, { "40951ms", 0 }, { "41s", 0 },	{ "1m", 0 },	  { "0ms", 0 },
+		{ "0", 0 },	      { "ms", 0 },	{ "1.5s", 0 },	{ "100 ms", 0 },  { "-1ms", 0 },
+		{ "100us", 0 },	      { "", 0 },
+	};
+
+	check_u64_cases("duration-ms", cases, sizeof(cases) / sizeof(cases[0]), duration_ms);
 }
 
 static void test_ports(void)
@@ -226,5 +253,6 @@ int main(void)
 	test_ports();
 	test_sizes();
 	test_rates();
+	test_durations_ms();
 	CHECK_EXIT();
 }

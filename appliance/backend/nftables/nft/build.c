@@ -34,7 +34,8 @@ struct ctx {
 	const struct policy *p;
 	const struct nft_build_opts *o;
 	struct nfr_table *t;
-	uint32_t nmaps; /* counter maps so far: cm_CHAIN_N */
+	uint32_t nmaps;		/* counter maps so far: cm_CHAIN_N */
+	bool vrrp_untranslated; /* the rule that keeps VRRP out of source NAT is in */
 };
 
 void nft_rule_counter_name(char *buf, size_t len, enum policy_hook h, const char *rule)
@@ -1390,11 +1391,33 @@ static void snat_to(struct nfr_rule *r, uint8_t fam, const struct prefix *lo, co
 	memcpy(s->addr_hi, hi->addr, 16);
 }
 
+/*
+ * ha: the node's own VRRP adverts leave untranslated, ahead of any source
+ * NAT. A snat to a virtual address (or masquerade's, policy.h) would give
+ * them the virtual address as source on both nodes; the peer's adverts,
+ * received with that source, then hold the conntrack tuple this node's own
+ * would take, and VRRP has no ports to make it unique: the kernel drops
+ * them at confirmation, keepalived's sendmsg fails with EPERM, and the
+ * master falls silent on that link (the peer takes it over: split brain).
+ */
+static void nat_source_vrrp(struct ctx *c, uint32_t chain)
+{
+	struct nfr_rule r = { .chain = chain, .loc = c->p->ha.loc };
+
+	if (!c->p->ha.present || c->vrrp_untranslated)
+		return;
+	c->vrrp_untranslated = true;
+	m_add(&r, NFR_M_L4PROTO)->value = HA_VRRP_PROTO;
+	s_add(&r, NFR_S_ACCEPT, NULL);
+	nfr_rule_add(c->t, &r, "ha: VRRP without source NAT");
+}
+
 static void nat_source(struct ctx *c, const struct nat_rule *n)
 {
 	struct nfr_rule r = { .chain = nat_chain(c, false), .loc = n->loc };
 	char what[64];
 
+	nat_source_vrrp(c, r.chain);
 	nat_what(n, what, sizeof(what));
 	for (uint32_t i = 0; i < n->nvips; i++) { /* ha: before the masquerade (policy.h) */
 		struct nfr_rule v = { .chain = r.chain, .loc = n->loc };
