@@ -387,7 +387,13 @@ def frags(host, port, mode, evil_port="9"):
     RFC 5722 for IPv6).
     """
     import os
-    from scapy.all import IP, IPv6, UDP, Raw, IPv6ExtHdrFragment, raw, send
+    # the layers needed, not scapy.all: half the start-up, which every
+    # case of test_frag pays
+    from scapy.compat import raw
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.inet6 import IPv6, IPv6ExtHdrFragment
+    from scapy.packet import Raw
+    from scapy.sendrecv import send
 
     v6 = ":" in host
     evil_port = int(evil_port)
@@ -476,7 +482,7 @@ def v6_chain(host, port, proto, n):
     """N destination-options headers of 8 bytes (PadN), then the L4 header:
     the chain the kernel forwards whatever its length."""
     import struct
-    from scapy.all import IPv6
+    from scapy.layers.inet6 import IPv6
     n, port = int(n), int(port)
     src = IPv6(dst=host).src
     nh, l4 = _l4(src, host, proto, 4242, port, payload(32) if proto == "udp" else b"")
@@ -489,7 +495,7 @@ def v6_chain(host, port, proto, n):
         _send_v6(ip6 + body)
         print("sent udp behind %d headers (%d bytes)" % (n, 40 + len(body)))
         return 0
-    from scapy.all import AsyncSniffer
+    from scapy.sendrecv import AsyncSniffer
     sn = AsyncSniffer(filter="ip6 and tcp and src port %d" % port, count=1, timeout=1.3)
     sn.start()
     time.sleep(0.3)
@@ -508,7 +514,7 @@ def v6_split_chain(host, port):
     import os
     import socket
     import struct
-    from scapy.all import IPv6
+    from scapy.layers.inet6 import IPv6
     port = int(port)
     src = IPv6(dst=host).src
     nh, l4 = _l4(src, host, "udp", 4242, port, payload(64))
