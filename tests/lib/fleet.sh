@@ -182,9 +182,11 @@ fl_node_stop() { # N [KILL]
 	local i=${1#n} p
 	p=${FL_PIDS_NODE[$i]}
 	[ -n "$p" ] || return 0
-	kill "-${2:-TERM}" "$p" 2>/dev/null
-	wait_until 5 eval "! kill -0 $p" || kill -9 "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
+	{ # quiet: no job notice from bash for a node killed on purpose
+		kill "-${2:-TERM}" "$p"
+		wait_until 5 eval "! kill -0 $p" || kill -9 "$p"
+		wait "$p"
+	} 2>/dev/null
 	FL_PIDS_NODE[$i]=
 }
 fl_ctl() { local n=$1; shift; ip netns exec "$(fl_ns "$n")" "$NFBOX" "$@" --socket "$FL_TMP/$n.sock"; }
