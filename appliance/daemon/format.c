@@ -854,6 +854,23 @@ static void ha_metrics(const struct report_ha *h, FILE *f)
 		U(s->send_errors), U(s->recv_errors), U(s->lost), U(s->malformed));
 }
 
+static void fleet_metrics(const struct report_fleet *x, FILE *f)
+{
+	family(f, "nfbox_fleet_etcd_connected", "gauge", "1 while the node reaches etcd (run --fleet).");
+	fprintf(f, "nfbox_fleet_etcd_connected %d\n", x->connected);
+	family(f, "nfbox_fleet_revision", "gauge", "The group's revision this node applied last; 0: none yet.");
+	fprintf(f, "nfbox_fleet_revision %lld\n", x->revision);
+	family(f, "nfbox_fleet_local_change", "gauge",
+	       "1 while what is enforced is not that revision (a local reload).");
+	fprintf(f, "nfbox_fleet_local_change %d\n", x->local_change);
+	family(f, "nfbox_fleet_error", "gauge", "1 while the node reports an error (a revision refused, etcd lost).");
+	fprintf(f, "nfbox_fleet_error %d\n", x->last_error[0] != '\0');
+	family(f, "nfbox_fleet_shared_changes_total", "counter",
+	       "Shared sets' changes sent to etcd and received from it.");
+	fprintf(f, "nfbox_fleet_shared_changes_total{direction=\"sent\"} %lu\n", x->published);
+	fprintf(f, "nfbox_fleet_shared_changes_total{direction=\"received\"} %lu\n", x->received);
+}
+
 void format_metrics(const struct status_report *st, const struct stats_report *sr, FILE *f)
 {
 	static const char *const capture_keys[] = { "packets",	 "bytes",	   "written",  "kernel_dropped",
@@ -930,6 +947,8 @@ void format_metrics(const struct status_report *st, const struct stats_report *s
 	}
 	if (st->ha.present)
 		ha_metrics(&st->ha, f);
+	if (st->fleet.present)
+		fleet_metrics(&st->fleet, f);
 	family(f, "nfbox_capture_total", "counter", "Capture counters, by capture and what they count.");
 	for (uint32_t i = 0; i < sr->ncaps; i++) {
 		const struct capture_stats *s = &sr->caps[i].stats;

@@ -162,6 +162,7 @@ REV4=$(sed -n 's/^revision \([0-9]*\) of group.*/\1/p' "$FL_TMP/push4.out")
 t_check partition-others-apply wait_until 5 eval 'node_rev_is n1 "$REV4" && node_rev_is n2 "$REV4"'
 t_check partition-n3-says wait_until 8 eval '[ "$(fl_status_field n3 connected)" = False ]'
 t_check partition-n3-keeps node_rev_is n3 "$REV3"
+t_check partition-metrics eval 'fl_ctl n3 metrics | grep -qx "nfbox_fleet_etcd_connected 0" && fl_ctl n3 metrics | grep -qx "nfbox_fleet_revision $REV3"'
 # a restart without etcd: the last revision applied, from disk
 fl_node_stop n3
 fl_node_start n3 "$FL_TMP/base.yaml"
