@@ -121,6 +121,21 @@ fl_ctl n3 set add blocklist 198.51.100.77 --timeout 2 >/dev/null
 t_check short-ban-shared wait_until 2 eval 'fl_ctl n1 set list blocklist | grep -q 198.51.100.77'
 t_check short-ban-expires-everywhere wait_until 6 eval '! fl_ctl n2 set list blocklist | grep -q 198.51.100.77'
 
+# a limit's overload on n1 bans on every node: a ping flood over 5/s
+cp "$FL_TMP/base.yaml" "$FL_TMP/limit.yaml"
+echo "  - { name: ping-flood, hook: input, proto: icmp, icmp-type: echo-request, limit: { rate: 5/second, burst: 5, per: source, overload: blocklist, timeout: 30s }, action: accept }" >>"$FL_TMP/limit.yaml"
+push "$FL_TMP/limit.yaml" --wait 10s >/dev/null 2>&1
+t_check overload-n2-passes-before fl_ping_is pass n2
+# one ping each: a ping's later echoes are its flow's (established: accept)
+for _ in $(seq 12); do in_ns cl ping -c 1 -W 0.2 -q "$(fl_ip n1)" >/dev/null 2>&1; done
+t_check overload-bans-n1 wait_until 2 eval 'fl_ctl n1 set list blocklist | grep "$(fl_ip cl)" | grep -q "rule ping-flood"'
+t_check overload-enforced-n2 wait_until 2 fl_ping_is drop n2
+t_check overload-enforced-n3 wait_until 2 fl_ping_is drop n3
+fl_ctl n3 set del blocklist "$(fl_ip cl)" >/dev/null
+t_check overload-unban-everywhere wait_until 2 fl_ping_is pass n2
+push "$FL_TMP/base.yaml" --wait 10s >"$FL_TMP/push3.out" 2>&1
+REV2=$(sed -n 's/^revision \([0-9]*\) of group.*/\1/p' "$FL_TMP/push3.out")
+
 # entries that are not one (written by hand, or by a hostile node): ignored, said
 root_ctl() { fl_etcdctl etcdctl --user "root:$(cat "$FL_TMP/pki/root.pw")" "$@"; }
 root_ctl put /nfbox/branches/sets/blocklist/not-an-address '{"expires":0}' >/dev/null
