@@ -2,7 +2,8 @@
 # Dynamic sets (`dynamic: true`, `nfbox set`) under real traffic through the
 # appliance: a deny-list (`default: accept` plus a drop from a dynamic set)
 # and an allow-list (a negated dynamic set), IPv4 and IPv6. An added prefix
-# is blocked within 100 ms with no new generation; a deleted one passes
+# is blocked by the time `nfbox set add` returns, with no new generation (how
+# fast is tests/bench/dynset.sh's business); a deleted one passes
 # again; entries with a timeout go by themselves; entries survive a reload
 # of a policy that keeps the set, a restart and (SIGKILL) an adoption, and
 # go with a policy that drops the set. Mistakes are refused with the place
@@ -59,7 +60,7 @@ t_check empty-set-passes-v4 [ "$(probe_from $C4 $S4 7000)" = pass ]
 t_check empty-set-passes-v6 [ "$(probe_from $C6 $S6 7000)" = pass ]
 t_check empty-vip-drops [ "$(probe_from $C4 $S4 7100)" = drop ]
 
-# ---- an add is enforced within 100 ms, without a new generation ----
+# ---- an add is enforced when the command returns, without a new generation ----
 gen0=$(generation)
 in_s timeout 10 "$NET" udp-last 3 7001 >"$NS_TMP/last" 2>&1 &
 wl=$!
@@ -80,7 +81,11 @@ t_check add-says grep -q 'set blocked: 1 added, 0 renewed (no timeout); 1 entrie
 last=$(awk '/^last/ {print $3}' "$NS_TMP/last")
 lag=$(/usr/bin/python3 -c "print(round(($last - $t0) * 1000, 1))")
 echo "# set add: command $(/usr/bin/python3 -c "print(round(($t1 - $t0) * 1000, 1))") ms; last datagram through sent ${lag} ms after the command started"
-t_check blocked-within-100ms /usr/bin/python3 -c "import sys; sys.exit(0 if 0 < $last and $last - $t0 < 0.1 else 1)"
+# Enforced when the command returns: no datagram sent after it got through
+# (a passed one was judged before the kernel took the entry, which the
+# daemon does before it answers). Not a time bound: a loaded machine
+# stretches the command, not this order. (1 ms: the two clock reads.)
+t_check blocked-when-add-returns /usr/bin/python3 -c "import sys; sys.exit(0 if 0 < $last and $last < $t1 + 0.001 else 1)"
 t_check no-new-generation [ "${gen0:-none}" = "$(generation)" ]
 t_check added-blocked [ "$(probe_from $C4 $S4 7000)" = drop ]
 t_check other-source-passes [ "$(probe_from $C4B $S4 7000)" = pass ]
