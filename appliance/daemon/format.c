@@ -154,7 +154,8 @@ static void status_ha_text(const struct report_ha *h, FILE *f)
 		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
 		fprintf(f, " since %s (%lld s; was %s)", when, (long long)time(NULL) - h->since, h->prev_role);
 	}
-	fprintf(f, ", priority %d, %lu transition%s\n", h->priority, h->transitions, h->transitions == 1 ? "" : "s");
+	fprintf(f, ", priority %d, adverts every %u ms, %lu transition%s\n", h->priority, h->advert_ms, h->transitions,
+		h->transitions == 1 ? "" : "s");
 	if (h->error[0])
 		fprintf(f, "            %s\n", h->error);
 	fprintf(f, "            peer %s over %s%s%s\n", h->peer, h->sync_ifname, h->sync_addr[0] ? " from " : "",
@@ -347,6 +348,7 @@ static void status_ha_json(const struct report_ha *h, struct json *j)
 	json_kv_i64(j, "since", h->since);
 	json_kv_u64(j, "transitions", h->transitions);
 	json_kv_i64(j, "priority", h->priority);
+	json_kv_u64(j, "advert_ms", h->advert_ms);
 	json_kv_str(j, "peer", h->peer);
 	json_kv_str(j, "sync_interface", h->sync_ifname);
 	json_kv_str(j, "sync_address", h->sync_addr[0] ? h->sync_addr : NULL);

@@ -934,6 +934,7 @@ int ha_report(struct daemon *dm, struct report_ha *out)
 	out->since = ha->role_since;
 	out->transitions = ha->transitions;
 	out->priority = ha->conf->priority;
+	out->advert_ms = ha->conf->advert_ms;
 	out->sync_ifname = ha->conf->sync_ifname;
 	if (ha->sync_peer.family) {
 		policy_prefix_format(&ha->sync_peer, out->peer, sizeof(out->peer));

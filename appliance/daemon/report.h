@@ -35,6 +35,7 @@ struct report_ha {
 	long long since;	      /* time() of the last change of role, 0: none */
 	unsigned long transitions;
 	int priority;
+	unsigned advert_ms; /* VRRP's advertisement interval */
 	const char *sync_ifname, *error, *dirname;
 	char peer[128], sync_addr[64]; /* sync_addr "" until found; peer "A or B" until then */
 	struct {

@@ -129,6 +129,8 @@ scenario() {
 	wait_role 1 master 15 || { t_fail "$name-elect" "fw1 $(ha 1 'h["role"]'), fw2 $(ha 2 'h["role"]')"; return; }
 	tm=$(now_us)
 	phase elect
+	[ "$(ha 1 'h["advert_ms"]')" = "$(advert_ms)" ] && t_ok "$name-status-advert" ||
+		t_fail "$name-status-advert" "status says $(ha 1 'h["advert_ms"]') ms, the policy $(advert_ms) ms"
 	if [ "$backend" = nftables ]; then
 		saw=$("$NFBOX" diff "$TMP/n1/policy.yaml" "$TMP/n2/policy.yaml")
 		[ "$saw" = "ha priority: 150 -> 100" ] && [ "$(ha 2 'h["peer"]')" = 203.0.113.1 ] && t_ok "$name-files-differ-in-priority" ||
