@@ -142,6 +142,9 @@ struct fleet {
 	char *sent_status;
 	uint64_t probe_seen;	    /* the last probe the thread did */
 	unsigned long reloads_seen; /* dm->reloads_ok when the shared sets were last reconciled */
+	char enforced[65];	    /* enforced_fp() of the load dm->reloads_ok was enforced_load */
+	unsigned long enforced_load;
+	bool enforced_known;
 	unsigned long published, received;
 	/* the thread's alone */
 	struct etcd etcd;
@@ -560,14 +563,27 @@ static void fval_set(struct fval *v, const struct fmsg *m)
 }
 
 /* The fingerprint of what is enforced, its files named relative to the
- * policy's folder (as a revision's). */
-static int enforced_fp(const struct daemon *dm, char out[65])
+ * policy's folder (as a revision's): hashed once a load (the status asks
+ * every round, and a policy's set files may be megabytes). */
+static int enforced_fp(struct daemon *dm, char out[65])
 {
-	_cleanup_free_ char *copy = dm->cur.path ? strdup(dm->cur.path) : NULL;
+	struct fleet *fl = dm->fleet;
+	_cleanup_free_ char *copy = NULL;
 
-	if (!dm->cur.pol || !copy)
+	if (!dm->cur.pol || !dm->cur.path)
 		return -ENOENT;
-	return fingerprint_relative(dm->cur.pol->sources.head, dirname(copy), out);
+	if (!fl->enforced_known || fl->enforced_load != dm->reloads_ok) {
+		int r;
+
+		if (!(copy = strdup(dm->cur.path)))
+			return -ENOMEM;
+		if ((r = fingerprint_relative(dm->cur.pol->sources.head, dirname(copy), fl->enforced)) < 0)
+			return r;
+		fl->enforced_load = dm->reloads_ok;
+		fl->enforced_known = true;
+	}
+	memcpy(out, fl->enforced, sizeof(fl->enforced));
+	return 0;
 }
 
 static void save_applied(struct fleet *fl)
