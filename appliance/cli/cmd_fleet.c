@@ -602,7 +602,7 @@ const struct cli_cmd cli_cmd_fleet = {
 	.options_anywhere = true,
 	.opts = fleet_opts,
 	.more_help = "exit status: 0 done; 1 refused, halted, or a node did not take it; 2 usage; 3 etcd not "
-		     "reached or a bad file. See nfbox-fleet(5).",
+		     "reached or a bad file. See nfbox-fleet(5).\n",
 	.args_size = sizeof(struct fleet_args),
 	.defaults = fleet_defaults,
 	.run = fleet_run,
