@@ -428,6 +428,8 @@ static inline bool policy_ifname_wild(const char *pat)
 }
 /* Whether interface name (itself a name or a wildcard) falls under pat. */
 bool policy_ifname_match(const char *pat, const char *name);
+/* Whether interface ifname is one of m's (any, listed, or not listed when negated). */
+bool policy_iface_in(const struct iface_match *m, const char *ifname);
 /* Prefix a holds every address of b (same family). */
 bool policy_prefix_holds(const struct prefix *a, const struct prefix *b);
 /* Every prefix of x is inside one of y's (as listed; negation aside). */

@@ -81,3 +81,19 @@ int nl_local_addrs(void (*fn)(uint8_t family, const uint8_t *addr, void *arg), v
 	freeifaddrs(all);
 	return 0;
 }
+
+int nl_iface_addrs_all(void (*fn)(const char *ifname, uint8_t family, const uint8_t *addr, void *arg), void *arg)
+{
+	struct ifaddrs *all;
+
+	if (getifaddrs(&all) < 0)
+		return -errno;
+	for (struct ifaddrs *i = all; i; i = i->ifa_next) {
+		struct prefix a, net;
+
+		if (if_prefix(i, POLICY_FAM_IPV4, &a, &net) || if_prefix(i, POLICY_FAM_IPV6, &a, &net))
+			fn(i->ifa_name, a.family, a.addr, arg);
+	}
+	freeifaddrs(all);
+	return 0;
+}

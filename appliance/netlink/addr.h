@@ -21,4 +21,10 @@ int nl_iface_addrs(const char *ifname, uint8_t family,
  * with family POLICY_FAM_IPV4 (4 bytes) or _IPV6 (16). 0 or -errno. */
 int nl_local_addrs(void (*fn)(uint8_t family, const uint8_t *addr, void *arg), void *arg);
 
+/* Every address of every interface of this network namespace, with the
+ * interface's name (IPv6 link-local ones left out, as in nl_iface_addrs):
+ * fn(ifname, family, addr) with family POLICY_FAM_IPV4 (4 bytes) or _IPV6
+ * (16). 0 or -errno. */
+int nl_iface_addrs_all(void (*fn)(const char *ifname, uint8_t family, const uint8_t *addr, void *arg), void *arg);
+
 #endif

@@ -706,8 +706,10 @@ static char *nat_text(const struct nat_rule *n)
 	}
 	if (n->to_port)
 		fprintf(f, "%s%u", n->kind == NAT_REDIRECT ? " to " : ":", n->to_port);
-	if (n->kind == NAT_FORWARD_PORT && !n->hairpin)
-		fprintf(f, " hairpin false");
+	/* hairpin: an inside client's connection to an address of `in`
+	 * only (never to the appliance's other addresses) */
+	if (n->kind == NAT_FORWARD_PORT)
+		fprintf(f, n->hairpin ? " hairpin to the addresses of %s" : " hairpin false", n->in.what);
 	fclose(f);
 	return buf;
 }

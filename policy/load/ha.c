@@ -130,16 +130,6 @@ static bool iface_known(struct lx *x, const char *ifname)
 	return false;
 }
 
-static bool side_reaches(const struct iface_match *m, const char *ifname)
-{
-	if (m->any)
-		return true;
-	for (uint32_t i = 0; i < m->n; i++)
-		if (policy_ifname_match(m->ifnames[i], ifname) != m->neg)
-			return true;
-	return m->neg && !m->n;
-}
-
 /* Traffic of family fam to or through ifname can pass at all: a hook that
  * would carry it accepts by default or is not filtered, an accepting rule
  * may take it in or out of ifname, or a NAT entry names it. */
@@ -156,7 +146,7 @@ static bool vip_usable(struct lx *x, const struct ha_virtual *hv)
 		if (r->implicit || r->action != POLICY_ACCEPT || !(r->families & hv->addr.family) ||
 		    !(r->hooks & (1u << POLICY_HOOK_FORWARD | 1u << POLICY_HOOK_INPUT)))
 			continue;
-		if (side_reaches(&r->in, hv->ifname) || side_reaches(&r->out, hv->ifname))
+		if (policy_iface_in(&r->in, hv->ifname) || policy_iface_in(&r->out, hv->ifname))
 			return true;
 	}
 	for (uint32_t i = 0; i < p->nnat; i++)

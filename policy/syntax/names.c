@@ -198,6 +198,17 @@ bool policy_ifname_match(const char *pat, const char *name)
 	return strlen(name) >= n - 1 && !strncmp(pat, name, n - 1);
 }
 
+bool policy_iface_in(const struct iface_match *m, const char *ifname)
+{
+	bool listed = false;
+
+	if (m->any)
+		return true;
+	for (uint32_t i = 0; i < m->n && !listed; i++)
+		listed = policy_ifname_match(m->ifnames[i], ifname);
+	return listed != m->neg;
+}
+
 void policy_print_sides(FILE *f, const struct iface_match *in, const struct iface_match *out,
 			const struct addr_match *from, const struct addr_match *to)
 {

@@ -464,15 +464,17 @@ def nat_dest(pol, iif, src, dst, v6, kind, dport):
     """forward-port and redirect as the kernel's nat prerouting applies them
     (to the first packet of a connection only): the new destination and
     port, or None. A forward-port translates what arrives on its `in`, and
-    with hairpin (the default) what arrives elsewhere for one of the
-    appliance's own addresses, in the order of the nat: section."""
+    with hairpin (the default) what arrives elsewhere for an address of one
+    of its `in` interfaces (never for the appliance's other addresses), in
+    the order of the nat: section."""
     for n in pol.nat:
         if n["kind"] not in ("forward-port", "redirect") or kind != n["proto"] or dport != n["port"]:
             continue
         if n["from"] and (v6 or ipaddress.ip_address(src) not in ipaddress.ip_network(n["from"])):
             continue  # the generated from: lists IPv4 only
         arriving = in_group(pol, n["in"], iif)
-        if n["kind"] == "forward-port" and not v6 and (arriving or n["hairpin"] and dst in LOCAL4):
+        own = [l[2] for l in LAN + WAN if in_group(pol, n["in"], l[0])]
+        if n["kind"] == "forward-port" and not v6 and (arriving or n["hairpin"] and dst in own):
             return n["to"], n["to_port"]  # the target is IPv4: only IPv4 is translated
         if n["kind"] == "redirect" and arriving:  # to the incoming interface's address
             return [l[4] if v6 else l[2] for l in LAN if l[0] == iif][0], n["to_port"]

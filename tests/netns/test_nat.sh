@@ -32,7 +32,7 @@ options:
 rules:
   - { name: out, in: lan, out: wan, action: accept }
   - { name: to-inside, in: wan, out: lan, to: [198.51.100.2, "2001:db8:1::2"], service: [tcp/80, udp/53], action: accept }
-  - { name: hairpin, in: lan, out: lan, to: 198.51.100.2, service: [tcp/80], action: accept }
+  - { name: hairpin, in: lan, out: lan, to: [198.51.100.2, "2001:db8:1::2"], service: [tcp/80], action: accept }
 nat:
 YAML
 	for e in "$@"; do echo "  - $e" >>"$f"; done
@@ -96,6 +96,21 @@ r=$(in_s "$NET" tcp-probe $A4W 8081 1)
 [[ "$r" == timeout* || "$r" == refused* ]] && t_ok forward-port-only-listed || t_fail forward-port-only-listed "$r"
 # ---- hairpin: an inside client reaches the forwarded port on the outside address ----
 expect hairpin-v4 "$(who in_c 80 in_c $A4W 8080)" "$A4L"
+expect hairpin-v6 "$(who in_c 80 in_c $A6W 8443)" "$A6L"
+# ... on the addresses of its in: interfaces only: the appliance's own
+# inside address on that port is the appliance itself (an administrator's
+# SSH to the LAN address must not land on the forwarded server).
+expect hairpin-not-inside-address "$(who in_a 8080 in_c $A4L 8080)" "$C4"
+expect hairpin-not-inside-address-v6 "$(who in_a 8443 in_c $A6L 8443)" "$C6"
+# ... followed as addresses come and go on the in: interface.
+hairpin_has() { in_a nft list set inet nfbox "$1" 2>/dev/null | grep -q "$2"; } # SET ADDRESS
+in_a ip addr add 203.0.113.5/24 dev wan0
+wait_until 5 hairpin_has h_wan_4 203.0.113.5 && t_ok hairpin-follows-new-address ||
+	t_fail hairpin-follows-new-address "$(in_a nft list set inet nfbox h_wan_4 2>&1)"
+expect hairpin-new-address "$(who in_c 80 in_c 203.0.113.5 8080)" "$A4L"
+in_a ip addr del 203.0.113.5/24 dev wan0
+wait_until 5 eval '! hairpin_has h_wan_4 203.0.113.5' && t_ok hairpin-forgets-old-address ||
+	t_fail hairpin-forgets-old-address "$(in_a nft list set inet nfbox h_wan_4 2>&1)"
 # ---- redirect: to a port of the appliance itself ----
 expect redirect "$(who in_a 8888 in_c $S4 3128)" "$C4"
 

@@ -243,14 +243,84 @@ static void nat(void)
 	CHECK(strstr(b.text,
 		     "iifname \"wan0\" meta nfproto ipv4 meta l4proto tcp th dport 8080 dnat ip to 198.51.100.10:80") !=
 	      NULL);
-	/* Hairpin: from inside to the appliance's own address, and back out masqueraded. */
-	CHECK(strstr(b.text, "iifname != \"wan0\" meta nfproto ipv4 fib daddr type local meta l4proto tcp th dport "
+	/* Hairpin: from inside to an address of wan (never another of the
+	 * appliance's), and back out masqueraded. */
+	CHECK(strstr(b.text, "iifname != \"wan0\" meta nfproto ipv4 ip daddr @h_wan_4 meta l4proto tcp th dport "
 			     "8080 dnat ip to 198.51.100.10:80") != NULL);
+	CHECK(strstr(b.text, "fib") == NULL);
+	CHECK(strstr(b.text,
+		     "set h_wan_4 {\n\t\ttype ipv4_addr\n\t\tcomment \"hairpin: the IPv4 addresses of in: wan") !=
+	      NULL);
 	CHECK(strstr(b.text, "iifname != \"wan0\" ct status dnat meta nfproto ipv4 ip daddr 198.51.100.10 meta l4proto "
 			     "tcp masquerade") != NULL);
 	CHECK(strstr(b.text, "oifname \"wan2\" meta nfproto ipv4 snat ip to 192.0.2.8-192.0.2.11") != NULL);
 	anon_sets_bound_once(&b.t);
 	built_free(&b);
+}
+
+/* The host's addresses, as nl_iface_addrs_all gives them. */
+static void fake_addrs(void (*add)(const char *ifname, uint8_t fam, const uint8_t *addr, void *l), void *l, void *arg)
+{
+	static const struct {
+		const char *ifname;
+		uint8_t fam, addr[16];
+	} v[] = {
+		{ "wan0", POLICY_FAM_IPV4, { 203, 0, 113, 1 } },
+		{ "wan0", POLICY_FAM_IPV4, { 203, 0, 113, 5 } },
+		{ "wan0", POLICY_FAM_IPV6, { 0x20, 0x01, 0x0d, 0xb8, 0, 2, [15] = 1 } },
+		{ "wan1", POLICY_FAM_IPV4, { 198, 18, 0, 1 } },
+		{ "lan0", POLICY_FAM_IPV4, { 198, 51, 100, 1 } },
+		{ "lo", POLICY_FAM_IPV4, { 127, 0, 0, 1 } },
+	};
+
+	(void)arg;
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		add(v[i].ifname, v[i].fam, v[i].addr, l);
+}
+
+/* A hairpin set holds the addresses of its forward-port's in: interfaces
+ * and nothing else of the host's (a group, a list); the
+ * daemon's refresh (nft_hairpin_sets) makes the same sets as the build. */
+static void hairpin_sets(void)
+{
+	static const char yaml[] =
+		"version: 1\ninterfaces: { lan: [lan0], wan: [wan0, wan1] }\n"
+		"hooks: { forward: { default: drop } }\nnat:\n"
+		"  - forward-port: { in: wan, service: tcp/22, to: 198.51.100.20 }\n"
+		"  - forward-port: { in: [wan1, lo], service: tcp/23, to: 198.51.100.20 }\n"
+		"  - forward-port: { in: wan, service: tcp/24, to: \"[2001:db8:1::20]\" }\n"
+		"  - forward-port: { in: lan, service: tcp/25, to: 198.51.100.20, hairpin: false }\n";
+	struct nft_build_opts o = { .iface_addrs = fake_addrs };
+	struct policy *p = NULL;
+	struct nfr_table t, u;
+	const struct nfr_set *s;
+	struct diags d;
+
+	diags_init(&d);
+	nfr_init(&t);
+	nfr_init(&u);
+	if (policy_load_buffer("t.yaml", yaml, sizeof(yaml) - 1, &d, &p) < 0 || nft_build(p, &o, &t, &d) < 0) {
+		diags_print(&d, stdout, false);
+		CHECK(0);
+		goto out;
+	}
+	CHECK((s = nfr_set_find(&t, "h_wan_4")) && s->n == 3); /* wan0's two, wan1's */
+	CHECK(s && !s->interval && s->v[0].lo[0] == 198 && s->v[1].lo[3] == 1 && s->v[2].lo[3] == 5);
+	CHECK((s = nfr_set_find(&t, "h_wan_6")) && s->n == 1 && s->v[0].lo[15] == 1);
+	/* a list, named by its place: wan1's and lo's, never lan0's or wan0's */
+	CHECK((s = nfr_set_find(&t, "h-6.5_4")) && s->n == 2 && s->v[0].lo[0] == 127 && s->v[1].lo[0] == 198);
+	CHECK(nfr_set_find(&t, "h_lan_4") == NULL); /* hairpin: false */
+	CHECK(nft_hairpin_sets(p, &o, &u) == 3);
+	for (uint32_t i = 0; i < u.nsets; i++) {
+		CHECK((s = nfr_set_find(&t, u.sets[i]->name)) && s->n == u.sets[i]->n);
+		for (uint32_t k = 0; s && k < s->n && k < u.sets[i]->n; k++)
+			CHECK(!memcmp(s->v[k].lo, u.sets[i]->v[k].lo, 16));
+	}
+out:
+	nfr_free(&t);
+	nfr_free(&u);
+	policy_free(p);
+	diags_free(&d);
 }
 
 /* An NLMSG_ERROR answer to seq, with the kernel's explanation. */
@@ -744,6 +814,9 @@ int main(void)
 	check_end();
 	check_begin("nft-sets-and-nat");
 	sets_and_nat();
+	check_end();
+	check_begin("nft-hairpin-sets");
+	hairpin_sets();
 	check_end();
 	check_begin("nft-negated-wildcards-keep-conditions");
 	negated_wildcards();

@@ -427,6 +427,7 @@ static void bpf_links_changed(struct backend *b, const struct loaded *cur)
 {
 	struct bpf_backend *bb = bpf_of(b);
 	uint32_t need = 0;
+	struct diags d;
 	int r;
 
 	if ((r = engine_ifaces_refresh(bb->e, cur->plan, &cur->blob, &need)) == -E2BIG)
@@ -436,14 +437,15 @@ static void bpf_links_changed(struct backend *b, const struct loaded *cur)
 			need, NFB_IFACE_MAX_ENTRIES);
 	else if (r < 0)
 		log_err("interfaces changed, but the interface map could not be updated: %s", strerror(-r));
-	if (bb->early) {
-		struct diags d;
-
-		diags_init(&d);
-		if (early_links_changed(bb->early, cur->plan, &cur->slots, &d) < 0)
-			log_err("interfaces changed: %s", diags_last(&d, "early: not followed"));
-		diags_free(&d);
-	}
+	diags_init(&d);
+	if (bb->early && early_links_changed(bb->early, cur->plan, &cur->slots, &d) < 0)
+		log_err("interfaces changed: %s", diags_last(&d, "early: not followed"));
+	diags_free(&d);
+	diags_init(&d);
+	if (nft_table_hairpin_follow(cur->pol, &d) < 0)
+		log_err("interfaces changed: the hairpin sets could not follow their addresses: %s",
+			diags_last(&d, ""));
+	diags_free(&d);
 }
 
 static int bpf_schedule(struct backend *b, const struct loaded *cur, const uint64_t *words, struct diags *d)

@@ -213,7 +213,8 @@ static int nftables_stats(struct backend *b, const struct loaded *cur, struct st
 
 /* nftables matches interfaces by name itself (iifname); the ingress
  * chains of early: true rules count by this host's addresses, and hook
- * their devices: the table put in place again when they change. */
+ * their devices: the table put in place again when they change (with the
+ * hairpin sets); else only the hairpin sets follow the addresses. */
 static void nftables_links_changed(struct backend *b, const struct loaded *cur)
 {
 	struct diags d;
@@ -221,10 +222,11 @@ static void nftables_links_changed(struct backend *b, const struct loaded *cur)
 
 	for (uint32_t i = 0; i < cur->pol->nrules && !early; i++)
 		early = cur->pol->rules[i].early;
-	if (!early)
-		return;
 	diags_init(&d);
-	if (nft_table_put(b->env->table, b->env->dyn, cur->pol, true, applied, &nft_of(b)->lasthit, &d) < 0)
+	if (!early && nft_table_hairpin_follow(cur->pol, &d) < 0)
+		log_err("interfaces changed: the hairpin sets could not follow their addresses: %s",
+			diags_last(&d, ""));
+	if (early && nft_table_put(b->env->table, b->env->dyn, cur->pol, true, applied, &nft_of(b)->lasthit, &d) < 0)
 		log_err("interfaces changed: the early drop at ingress could not follow: %s", diags_last(&d, ""));
 	diags_free(&d);
 }
@@ -271,7 +273,7 @@ static int nftables_schedule(struct backend *b, const struct loaded *cur, const 
 		if (ru->when.sched && (s = nft_sched_set(&t, ru->name, (words[bit / 64] >> (bit % 64)) & 1)))
 			v[n++] = s;
 	}
-	r = t.err ? diag_errno(d, t.err, "the schedules") : nft_sched_change(v, n, d);
+	r = t.err ? diag_errno(d, t.err, "the schedules") : nft_sets_replace(v, n, "the schedules' sets", d);
 	nfr_free(&t);
 	free(v);
 	return r;

@@ -5,10 +5,12 @@
 #include "backend/nftables/nft/counters.h"
 #include "backend/nftables/nft/emit.h"
 #include "base/log.h"
+#include "lib/plant.h"
 #include "netlink/addr.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static bool carried(const char *name, uint64_t *packets, uint64_t *bytes, void *arg)
@@ -31,6 +33,19 @@ static void table_locals(void (*add)(uint8_t fam, const uint8_t *addr, void *l),
 	if ((r = nl_local_addrs(add, l)) < 0)
 		log_warn("cannot list this host's addresses (%s): early drops at ingress are counted on the forward "
 			 "hook",
+			 strerror(-r));
+}
+
+/* Every interface's addresses, for the hairpin sets. */
+static void table_iface_addrs(void (*add)(const char *ifname, uint8_t fam, const uint8_t *addr, void *l), void *l,
+			      void *arg)
+{
+	int r;
+
+	(void)arg;
+	if ((r = nl_iface_addrs_all(add, l)) < 0)
+		log_warn("cannot list the interfaces' addresses (%s): forward-ports are not hairpinned until they "
+			 "change",
 			 strerror(-r));
 }
 
@@ -60,7 +75,12 @@ int nft_table_put(struct backend_table *t, const struct dynsets *dyn, const stru
 {
 	struct nft_counters old = { 0 };
 	struct nft_build_opts o = {
-		.filter = filter, .counter_value = carried, .arg = &old, .dyn = dyn, .local = table_locals
+		.filter = filter,
+		.counter_value = carried,
+		.arg = &old,
+		.dyn = dyn,
+		.local = table_locals,
+		.iface_addrs = table_iface_addrs,
 	};
 	struct nfr_table nt;
 	int r;
@@ -87,5 +107,29 @@ int nft_table_drop(struct backend_table *t, struct diags *d)
 
 	if ((r = nft_table_remove(d)) == 0)
 		t->present = 0;
+	return r;
+}
+
+int nft_table_hairpin_follow(const struct policy *p, struct diags *d)
+{
+	const struct nft_build_opts o = { .iface_addrs = table_iface_addrs };
+	const struct nfr_set **v = NULL;
+	struct nfr_table nt;
+	uint32_t n;
+	int r = 0;
+
+	if (planted("hairpin-deaf")) /* test_nat's positive control: the sets never follow */
+		return 0;
+	nfr_init(&nt);
+	if ((n = nft_hairpin_sets(p, &o, &nt)) && !nt.err && !(v = calloc(n, sizeof(*v))))
+		nt.err = -ENOMEM;
+	for (uint32_t i = 0; v && i < n; i++)
+		v[i] = nt.sets[i];
+	if (nt.err)
+		r = diag_errno(d, nt.err, "the hairpin sets");
+	else if (n)
+		r = nft_sets_replace(v, n, "the hairpin sets (the in: interfaces' addresses)", d);
+	free(v);
+	nfr_free(&nt);
 	return r;
 }

@@ -18,6 +18,10 @@
  * -errno explained in d. */
 int nft_table_put(struct backend_table *t, const struct dynsets *dyn, const struct policy *p, bool filter,
 		  void (*applied)(const struct nfr_table *nt, void *arg), void *arg, struct diags *d);
+/* The hairpin sets of p's forward-ports made to hold the addresses their
+ * in: interfaces have now (nothing to do without one). 0 or -errno
+ * explained in d. */
+int nft_table_hairpin_follow(const struct policy *p, struct diags *d);
 /* Removed if it exists (whatever t->present says). */
 int nft_table_drop(struct backend_table *t, struct diags *d);
 

@@ -2,6 +2,7 @@
 /* A policy as table inet nfbox (build.h). */
 #include "backend/nftables/nft/build.h"
 #include "policy/schedule/schedule.h"
+#include "policy/syntax/parse.h"
 
 #include "dynset/dynset.h"
 #include "lib/nfhook.h"
@@ -1449,8 +1450,75 @@ static void nat_dest_stmt(const struct nat_rule *n, struct nfr_rule *r, uint8_t 
 	s->port = n->to_port;
 }
 
+/*
+ * Hairpin (NAT reflection) serves an inside client that uses the outside
+ * address of an inside server: only connections to an address of the
+ * forward-port's own in: interfaces are translated, never those to the
+ * appliance's other addresses (its LAN address, where it may serve SSH or
+ * DNS itself). h_IN_4 and h_IN_6 hold those addresses: filled from
+ * o->iface_addrs, and put in place again by the daemon whenever an
+ * address comes or goes. One set per in: as written, shared by the
+ * forward-ports that name it.
+ */
+struct hairpin_fill {
+	struct nfr_table *t;
+	struct nfr_set *s;
+	const struct iface_match *in;
+	uint8_t fam;
+};
+
+static void hairpin_add(const char *ifname, uint8_t fam, const uint8_t *addr, void *arg)
+{
+	struct hairpin_fill *h = arg;
+
+	if (fam == h->fam && policy_iface_in(h->in, ifname))
+		nfr_set_add(h->t, h->s, addr, addr);
+}
+
+static const struct nfr_set *hairpin_set(struct ctx *c, const struct nat_rule *n, uint8_t fam)
+{
+	struct hairpin_fill h = { .t = c->t, .in = &n->in, .fam = fam };
+	char name[NFR_NAME];
+	const struct nfr_set *found;
+	char f = fam == POLICY_FAM_IPV4 ? '4' : '6';
+
+	/* a group or an interface: by its name; a list or a negation: by
+	 * the entry's line and column (no name starts with '-') */
+	if (parse_valid_name(n->in.what))
+		snprintf(name, sizeof(name), "h_%s_%c", n->in.what, f);
+	else
+		snprintf(name, sizeof(name), "h-%u.%u_%c", n->loc.line, n->loc.col, f);
+	if ((found = nfr_set_find(c->t, name)))
+		return found;
+	if (!(h.s = nfr_set_new(c->t, name, fam == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6, false)))
+		return NULL;
+	snprintf(h.s->comment, sizeof(h.s->comment), "hairpin: the IPv%c addresses of in: %s (nfbox run keeps them)", f,
+		 n->in.what);
+	if (c->o->iface_addrs)
+		c->o->iface_addrs(hairpin_add, &h, c->o->arg);
+	nfr_set_normalize(h.s);
+	return h.s;
+}
+
+static bool hairpins(const struct nat_rule *n)
+{
+	return n->kind == NAT_FORWARD_PORT && n->hairpin && !iface_none(&n->in) && !iface_none(&n->out) &&
+	       (n->families == POLICY_FAM_IPV4 || n->families == POLICY_FAM_IPV6);
+}
+
+uint32_t nft_hairpin_sets(const struct policy *p, const struct nft_build_opts *o, struct nfr_table *t)
+{
+	struct ctx c = { .p = p, .o = o, .t = t };
+	uint32_t before = t->nsets;
+
+	for (uint32_t i = 0; i < p->nnat; i++)
+		if (hairpins(&p->nat[i]))
+			hairpin_set(&c, &p->nat[i], p->nat[i].families);
+	return t->nsets - before;
+}
+
 /* One protocol's ports of a forward-port or redirect: as it arrives on
- * `in`, and (hairpin) from anywhere else to the appliance's own address. */
+ * `in`, and (hairpin) from anywhere else to an address of `in`. */
 static void nat_dest_proto(struct ctx *c, const struct nat_rule *n, uint8_t fam, unsigned proto_bit, bool hairpin)
 {
 	struct nfr_rule r = { .chain = nat_chain(c, true), .loc = n->loc };
@@ -1462,8 +1530,13 @@ static void nat_dest_proto(struct ctx *c, const struct nat_rule *n, uint8_t fam,
 		match_nfproto(&r, fam);
 		match_addrs(c, &r, &n->from, 0, fam);
 	}
-	if (hairpin)
-		m_add(&r, NFR_M_FIB_LOCAL);
+	if (hairpin) {
+		struct nfr_match *m = m_add(&r, NFR_M_ADDR);
+
+		m->dir = 1;
+		m->family = fam;
+		m->set = hairpin_set(c, n, fam);
+	}
 	match_ports(c, &r, &n->service, 1, proto_bit);
 	nat_dest_stmt(n, &r, fam);
 	nfr_rule_add(c->t, &r, what);
@@ -1509,7 +1582,7 @@ static void nat_dest(struct ctx *c, const struct nat_rule *n)
 			if (!n->from.any && !(n->from.families & fams[f]))
 				continue;
 			nat_dest_proto(c, n, fams[f], 1u << i, false);
-			if (n->kind == NAT_FORWARD_PORT && n->hairpin) {
+			if (hairpins(n)) {
 				nat_dest_proto(c, n, fams[f], 1u << i, true);
 				hairpin_masq(c, n, port_protos[i]);
 			}

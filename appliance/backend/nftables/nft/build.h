@@ -45,6 +45,11 @@ struct nft_build_opts {
 	/* This host's addresses, for early: true rules' ingress chains: each
 	 * given to add (family, address); NULL: none (`nfbox plan`). */
 	void (*local)(void (*add)(uint8_t fam, const uint8_t *addr, void *l), void *l, void *arg);
+	/* Every address of every interface, with the interface's name, for
+	 * the hairpin sets (h_*); NULL: none (`nfbox plan`: the sets print
+	 * empty, the daemon fills them). */
+	void (*iface_addrs)(void (*add)(const char *ifname, uint8_t fam, const uint8_t *addr, void *l), void *l,
+			    void *arg);
 };
 
 /* The kernel's timeout of a dynamic set's element is this much longer than
@@ -60,6 +65,12 @@ struct nfr_set *nft_sched_set(struct nfr_table *t, const char *rule, bool open);
 void nft_dyn_set_name(char *buf, size_t len, const char *set, uint8_t fam);
 /* A prefix as an interval set's range: its first and last address. */
 void nft_prefix_range(const struct prefix *pf, uint8_t *lo, uint8_t *hi);
+
+/* The hairpin sets of p alone (h_IN_4, h_IN_6: the addresses of each
+ * forward-port's in: interfaces, from o->iface_addrs), as nft_build makes
+ * them, new in t: what the daemon puts in place again when addresses come
+ * or go. How many there are. */
+uint32_t nft_hairpin_sets(const struct policy *p, const struct nft_build_opts *o, struct nfr_table *t);
 
 /* 0, or a negative errno said in d: -ENOMEM, or -E2BIG at the policy
  * element whose nftables rule would not fit in one (ir.h). t must be

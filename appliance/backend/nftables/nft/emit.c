@@ -23,7 +23,6 @@
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_synproxy.h>
 #include <linux/netfilter/nf_tables.h>
-#include <linux/rtnetlink.h>
 #include <linux/membarrier.h>
 #include <stdlib.h>
 #include <string.h>
@@ -306,9 +305,6 @@ static void m_frag(struct nftnl_rule *r, const struct nfr_match *m)
 
 static void emit_match(struct nftnl_rule *r, const struct nfr_match *m)
 {
-	uint32_t local = RTN_LOCAL;
-	struct nftnl_expr *e;
-
 	switch (m->kind) {
 	case NFR_M_IIFNAME:
 	case NFR_M_OIFNAME:
@@ -349,13 +345,6 @@ static void emit_match(struct nftnl_rule *r, const struct nfr_match *m)
 	case NFR_M_CT_DNAT:
 		e_ct(r, NFT_CT_STATUS);
 		m_bits_set(r, 1u << 5); /* IPS_DST_NAT */
-		break;
-	case NFR_M_FIB_LOCAL:
-		e = expr(r, "fib");
-		nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_FLAGS, NFTA_FIB_F_DADDR);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE);
-		nftnl_expr_set_u32(e, NFTNL_EXPR_FIB_DREG, REG1);
-		e_cmp(r, NFT_CMP_EQ, &local, 4);
 		break;
 	case NFR_M_TCP_SYN: {
 		uint8_t flags = 0x02 | 0x10, syn = 0x02; /* syn, ack */
@@ -643,13 +632,15 @@ enum {
 	BYTEORDER_BIG = 2
 };
 
-static void set_byteorder(struct nftnl_set *ns, uint32_t order)
+/* The set's user data: its keys' byte order, and its comment if it has one. */
+static void set_udata(struct nftnl_set *ns, uint32_t order, const char *comment)
 {
-	struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(64);
+	struct nftnl_udata_buf *u = nftnl_udata_buf_alloc(64 + NFR_COMMENT);
 
 	if (!u)
 		return;
-	if (nftnl_udata_put_u32(u, NFTNL_UDATA_SET_KEYBYTEORDER, order))
+	if (nftnl_udata_put_u32(u, NFTNL_UDATA_SET_KEYBYTEORDER, order) &&
+	    (!comment[0] || nftnl_udata_put_strz(u, NFTNL_UDATA_SET_COMMENT, comment)))
 		nftnl_set_set_data(ns, NFTNL_SET_USERDATA, nftnl_udata_buf_data(u), nftnl_udata_buf_len(u));
 	nftnl_udata_buf_free(u);
 }
@@ -685,7 +676,8 @@ static struct nftnl_set *set_alloc(const struct nfr_set *s)
 		nftnl_set_set_data(ns, NFTNL_SET_DESC_CONCAT, proto_port_fields, sizeof(proto_port_fields));
 	if (s->objmap)
 		nftnl_set_set_u32(ns, NFTNL_SET_OBJ_TYPE, NFT_OBJECT_COUNTER);
-	set_byteorder(ns, s->key == NFR_KEY_IFNAME || s->key == NFR_KEY_NFPROTO ? BYTEORDER_HOST : BYTEORDER_BIG);
+	set_udata(ns, s->key == NFR_KEY_IFNAME || s->key == NFR_KEY_NFPROTO ? BYTEORDER_HOST : BYTEORDER_BIG,
+		  s->comment);
 	if (s->timeout)
 		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, NFT_SET_INTERVAL | NFT_SET_TIMEOUT);
 	if (s->dynamic) {
@@ -841,7 +833,21 @@ int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct
 	return nft_batch_commit(b, d);
 }
 
-int nft_sched_change(const struct nfr_set *const *sets, uint32_t n, struct diags *d)
+/* Every element of the set removed (a DELSETELEM without elements). */
+static int flush_set(struct nft_batch *b, const struct nfr_set *s)
+{
+	struct nftnl_set *ns = set_alloc(s);
+	struct nlmsghdr *nlh;
+
+	if (!ns)
+		return -ENOMEM;
+	if ((nlh = nft_batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0)))
+		nftnl_set_elems_nlmsg_build_payload(nlh, ns);
+	nftnl_set_free(ns);
+	return nlh ? 0 : -ENOMEM;
+}
+
+int nft_sets_replace(const struct nfr_set *const *sets, uint32_t n, const char *what, struct diags *d)
 {
 	_cleanup_(nft_batch_freep) struct nft_batch *b = NULL;
 	int r = 0;
@@ -849,23 +855,12 @@ int nft_sched_change(const struct nfr_set *const *sets, uint32_t n, struct diags
 	if ((r = nft_batch_new(&b)) < 0)
 		return diag_errno(d, r, "building the nftables transaction");
 	for (uint32_t i = 0; i < n && !r; i++) {
-		struct nftnl_set *ns = set_alloc(sets[i]);
+		struct nftnl_set *ns = NULL;
 
-		if (!ns) {
-			r = -ENOMEM;
-			break;
-		}
-		if (!sets[i]->n) { /* no elements: the kernel empties the set */
-			struct nlmsghdr *nlh = nft_batch_msg(b, NFT_MSG_DELSETELEM, NFPROTO_INET, 0);
-
-			if (nlh)
-				nftnl_set_elems_nlmsg_build_payload(nlh, ns);
-			r = nlh ? 0 : -ENOMEM;
-			nftnl_set_free(ns);
-			continue;
-		}
+		r = flush_set(b, sets[i]);
 		for (uint32_t k = 0; k < sets[i]->n && !r; k++)
-			if (!add_elem(ns, sets[i]->v[k].lo, nfr_key_len(sets[i]->key), false, 0))
+			if ((!ns && !(ns = set_alloc(sets[i]))) ||
+			    !add_elem(ns, sets[i]->v[k].lo, nfr_key_len(sets[i]->key), false, 0))
 				r = -ENOMEM;
 		if (!r)
 			r = flush_elems(b, &ns, sets[i]);
@@ -874,7 +869,7 @@ int nft_sched_change(const struct nfr_set *const *sets, uint32_t n, struct diags
 	}
 	if (r < 0)
 		return diag_errno(d, r, "building the nftables transaction");
-	nft_batch_note(b, (struct loc){ 0 }, "the schedules' sets");
+	nft_batch_note(b, (struct loc){ 0 }, what);
 	return nft_batch_commit(b, d);
 }
 

@@ -17,13 +17,15 @@ bool nft_table_owned(void);
 /* Delete table inet nfbox if it exists. */
 int nft_table_remove(struct diags *d);
 
+/* Sets of plain keys (the schedules' w_RULE, the hairpin sets h_*) made
+ * to hold exactly the elements given, all in one transaction (each set
+ * emptied, then filled); what names them in messages. 0 or -errno
+ * explained in d. */
+int nft_sets_replace(const struct nfr_set *const *sets, uint32_t n, const char *what, struct diags *d);
 /* Elements of named address interval sets of table inet nfbox (dynamic
  * sets', with flags timeout): the elements of each set of del deleted, then
  * those of each of add added with their timeouts, all in one transaction.
  * 0 or -errno explained in d. */
-/* The schedules' sets (w_RULE): each set's elements as given, in one
- * transaction (a set without elements is emptied). */
-int nft_sched_change(const struct nfr_set *const *sets, uint32_t n, struct diags *d);
 int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct nfr_set *const *add, uint32_t nadd,
 		   struct diags *d);
 

@@ -15,7 +15,8 @@
 
 #include "policy/policy.h"
 
-#define NFR_NAME 96 /* object names: "r_forward_" + a rule name, etc. */
+#define NFR_NAME    96	/* object names: "r_forward_" + a rule name, etc. */
+#define NFR_COMMENT 128 /* a named set's comment, with its NUL */
 
 enum nfr_key {
 	NFR_KEY_IFNAME, /* 16 bytes, NUL-padded */
@@ -38,15 +39,16 @@ struct nfr_set {
 	uint32_t id;	     /* unique in the transaction */
 	enum nfr_key key;
 	bool interval;
-	bool objmap;	    /* a counter map: each element names its counter */
-	bool bound;	    /* anonymous: used by a rule already (the kernel binds it to one) */
-	bool dynamic;	    /* filled by the packet path (a meter): flags dynamic, and timeout
+	bool objmap;		   /* a counter map: each element names its counter */
+	bool bound;		   /* anonymous: used by a rule already (the kernel binds it to one) */
+	bool dynamic;		   /* filled by the packet path (a meter): flags dynamic, and timeout
 			       unless timeout_s is 0 (connection counts: an element goes when
 			       its count is zero) */
-	bool timeout;	    /* a dynamic set of the policy: flags interval,timeout, changed by
+	bool timeout;		   /* a dynamic set of the policy: flags interval,timeout, changed by
 				 nfbox set (elements added and deleted at run time, each with a timeout) */
-	uint64_t timeout_s; /* dynamic: an element not updated for this long goes */
-	uint32_t size;	    /* dynamic: at most this many elements */
+	uint64_t timeout_s;	   /* dynamic: an element not updated for this long goes */
+	uint32_t size;		   /* dynamic: at most this many elements */
+	char comment[NFR_COMMENT]; /* a named set's: what fills it ("" none) */
 	struct nfr_elem *v;
 	uint32_t n, cap;
 };
@@ -63,7 +65,6 @@ enum nfr_match_kind {
 	NFR_M_ICMP_TYPE,  /* icmp / icmpv6 type (family, value) */
 	NFR_M_CT_STATE,	  /* ct state, any of the bits in value (nft's NF_CT_STATE bits) */
 	NFR_M_CT_DNAT,	  /* ct status dnat */
-	NFR_M_FIB_LOCAL,  /* fib daddr type local */
 	NFR_M_FRAG4,	  /* ip frag-off & 0x3fff != 0: an IPv4 fragment */
 	NFR_M_FRAG6_MORE, /* frag more-fragments 1 */
 	NFR_M_FRAG6_OFF,  /* frag frag-off != 0 */

@@ -178,9 +178,6 @@ static void print_match(const struct nfr_table *t, const struct nfr_match *m, FI
 	case NFR_M_CT_DNAT:
 		fputs("ct status dnat", f);
 		break;
-	case NFR_M_FIB_LOCAL:
-		fputs("fib daddr type local", f);
-		break;
 	case NFR_M_FRAG4:
 		fputs("ip frag-off & 0x3fff != 0", f);
 		break;
@@ -360,6 +357,8 @@ void nfr_print(const struct nfr_table *t, FILE *f)
 			print_seconds(s->timeout_s, f);
 			fputc('\n', f);
 		}
+		if (s->comment[0])
+			fprintf(f, "\t\tcomment \"%s\"\n", s->comment);
 		if (s->n) {
 			fputs("\t\telements = ", f);
 			print_elems(t, s, f);
