@@ -21,6 +21,7 @@
 #include "backend/bpf/engine/slots.h"
 #include "base/diag.h"
 #include "dynset/dynset.h"
+#include "dynset/verify.h"
 #include "policy/policy.h"
 #include "system/loop.h"
 
@@ -83,6 +84,13 @@ struct backend {
 	bool in_force; /* the policy in force is this backend's */
 };
 
+/* The set of a dynamic-set entry the kernel holds, by the kernel's name for
+ * it: the BPF tries' set id (name NULL), or the set's name (id 0). */
+struct dyn_kref {
+	uint16_t id;
+	const char *name;
+};
+
 /* What `nfbox status` shows of the backends. */
 struct backend_status {
 	struct engine_info engine; /* the BPF engine: generation, links, adoption */
@@ -126,6 +134,9 @@ struct backend_stats {
 struct backend_ops {
 	const char *name;   /* "bpf", "nftables": status, metrics */
 	const char *holder; /* what holds its state in the kernel, in words */
+	/* How much longer than the store's expiry the kernel keeps a dynamic
+	 * set's entry (ms; the nftables backend's own timeouts). */
+	int64_t dyn_margin_ms;
 
 	/* ---- every open backend ---- */
 	/* Made with env (never fails but for memory); then started: attached
@@ -184,6 +195,16 @@ struct backend_ops {
 	void (*dyn_resync)(struct backend *b);
 	void (*dyn_expired)(struct backend *b, const struct dyn_set *set, int fam, const struct dyn_entry *e);
 	void (*dyn_after_reload)(struct backend *b, bool gone);
+	/* The dynamic-set entries the kernel holds, as it holds them, read by
+	 * a thread of the daemon's that compares them with a copy of its store
+	 * (dynset/verify.h): dyn_walk_begin, in the loop, takes what a walk
+	 * needs (*walker); dyn_walk, in the thread, touches nothing else and
+	 * gives fn each entry (k->set NULL: fn resolves ref); dyn_walk_end, in
+	 * the loop, frees it. 0 or -errno. */
+	int (*dyn_walk_begin)(struct backend *b, void **walker);
+	int (*dyn_walk)(void *walker, void (*fn)(const struct dyn_kref *ref, struct dyn_kentry *k, void *arg),
+			void *arg);
+	void (*dyn_walk_end)(void *walker);
 	/* The schedules (when:) of cur's rules: bit when.sched - 1 of words
 	 * set for each scheduled rule in force now (plan_sched_words). */
 	int (*schedule)(struct backend *b, const struct loaded *cur, const uint64_t *words, struct diags *d);

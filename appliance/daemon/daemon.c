@@ -21,6 +21,7 @@
 #include "daemon/confirm.h"
 #include "daemon/state.h"
 #include "daemon/dynsets.h"
+#include "daemon/dynverify.h"
 #include "daemon/httpd.h"
 #include "daemon/clients.h"
 #include "daemon/links.h"
@@ -108,6 +109,7 @@ static void loop(struct daemon *dm)
 		daemon_captures_tick(dm);
 		confirm_tick(dm);
 		dyn_tick(dm);
+		dynverify_tick(dm);
 		httpd_tick(dm);
 		backends_tick(dm);
 		ha_tick(dm);
@@ -125,6 +127,7 @@ static void shutdown_all(struct daemon *dm)
 	ha_stop_all(dm);	      /* keepalived first: the peer takes the addresses while this node still filters */
 	daemon_captures_stop_all(dm); /* files closed complete */
 	report_usage(dm, true);	      /* the last hits as the backends last saw them */
+	dynverify_close(dm);	      /* a check under way ends before its backend */
 	backends_stop(dm, dm->keep);  /* kept: pins and table for the next daemon to adopt */
 	unlink(dm->socket_path);
 }
@@ -252,6 +255,7 @@ static void daemon_free(struct daemon *dm)
 	httpd_close(dm);
 	sched_close(dm);
 	feeds_close(dm);
+	dynverify_close(dm);
 	fleet_close(dm);
 	if (dm->signals.fd >= 0)
 		close(dm->signals.fd);

@@ -38,6 +38,7 @@ struct links;	   /* links.c */
 struct usage;	   /* usage.c */
 struct schedules;  /* schedules.c */
 struct fleet;	   /* fleet.c */
+struct dynverify;  /* dynverify.c */
 
 /* A change waiting for `nfbox confirm` (written by confirm.c alone). */
 struct confirm_pending {
@@ -72,6 +73,7 @@ struct daemon {
 	char fingerprint[65]; /* of the policy in force (fingerprint.c); "" if none */
 	unsigned long reloads_ok, reloads_failed;
 	struct dynstore *dyn;	       /* the dynamic sets (dynsets.c) */
+	struct dynverify *dynverify;   /* their kernel checked against them (dynverify.c) */
 	struct httpd *httpd;	       /* --metrics-listen (httpd.c), NULL if not */
 	struct reload_job *reload_job; /* a reload whose thread runs (reload.c), NULL if none */
 	bool reload_again;	       /* SIGHUP came while it ran: once more after it */

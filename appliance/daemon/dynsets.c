@@ -26,6 +26,7 @@
 #include "daemon/dynsets.h"
 #include "daemon/confirm.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/pct.h"
 #include "base/log.h"
@@ -39,6 +40,8 @@ struct dynstore {
 	char unread[512];	  /* why STATE/dynsets could not be read at start ("": it could, or there is none) */
 	bool from_fleet;	  /* the change came from etcd: not sent back there */
 	dyn_listener_fn listener; /* told of every change not from_fleet (a fleet's node) */
+	long long verify_wanted;  /* CLOCK_MONOTONIC ms a check of the kernel is asked for (dyn_verify_take), 0: none */
+	uint64_t refused;	  /* automatic bans of addresses never banned */
 };
 
 #define DYN_STATE	"dynsets"
@@ -240,18 +243,46 @@ static void resync(struct daemon *dm)
 		be_of(dm)->ops->dyn_resync(be_of(dm));
 }
 
+/* The kernel checked against the store within after ms (daemon/dynverify.c
+ * takes the wish). */
+static void verify_soon(struct daemon *dm, long long after)
+{
+	long long at = clock_ms(CLOCK_MONOTONIC) + after;
+
+	if (!dm->dyn->verify_wanted || at < dm->dyn->verify_wanted)
+		dm->dyn->verify_wanted = at ? at : 1;
+}
+
+/* A change that met an expiry of its set (the store let an entry go within
+ * the kernel's margin, and the tolerance): the kernel is checked once both
+ * have passed. */
+static void after_change(struct daemon *dm, const struct dyn_set *set)
+{
+	long long race = (be_of(dm) ? be_of(dm)->ops->dyn_margin_ms : 0) + DYN_VERIFY_TOLERANCE_MS;
+
+	if (set->expired_at && dyn_now_ms() - set->expired_at < race)
+		verify_soon(dm, race + 100);
+}
+
 /* The n changes into the store, then into the kernel; the kernel's refusal
- * puts the store back as it was. undo (and did, for an add) say what was
- * done, for a caller that must take it back later. */
+ * puts the store back as it was (and the kernel is checked at once). undo
+ * (and did, for an add) say what was done, for a caller that must take it
+ * back later. */
 static int store_and_apply(struct daemon *dm, struct dyn_set *set, struct dyn_change *c, uint32_t n, bool del,
 			   struct diags *d, struct dyn_undo *undo, struct dyn_added *did)
 {
 	int r = del ? dynset_del(&dm->dyn->store, set, c, n, d, undo) : dynset_add(&dm->dyn->store, set, c, n, d, did);
 
+	/* the positive control of test_dynset_renew: changes that do not reach the kernel */
+	if (r == 0 && planted("dyn-skips-kernel"))
+		return 0;
 	if (r == 0 && (r = apply(dm, set, c, n, del, d)) < 0) {
 		dynset_undo(&dm->dyn->store, set, undo);
 		resync(dm);
+		verify_soon(dm, 0);
 	}
+	if (r == 0)
+		after_change(dm, set);
 	if (r == 0 && !dm->dyn->from_fleet && dm->dyn->listener)
 		dm->dyn->listener(dm, set->name, c, n, del);
 	return r;
@@ -552,7 +583,7 @@ static void list_one(const struct dynsets *s, const struct dyn_set *set, int64_t
 				json_kv_str(j, "prefix", a);
 				json_key(j, "expires");
 				if (e->expires)
-					json_i64(j, e->expires / 1000);
+					json_fixed(j, (double)e->expires / 1000.0, 3);
 				else
 					json_null_value(j);
 				json_key(j, "seconds_left");
@@ -855,6 +886,35 @@ void dyn_tick(struct daemon *dm)
 		log_info("dynamic sets: %u entries expired", n);
 		dyn_save(dm);
 	}
+}
+
+void dyn_report(const struct daemon *dm, struct dyn_report *out)
+{
+	out->refused = dm->dyn->refused;
+}
+
+void dyn_report_zero(struct daemon *dm)
+{
+	dm->dyn->refused = 0;
+}
+
+long long dyn_verify_take(struct daemon *dm)
+{
+	long long at = dm->dyn->verify_wanted;
+
+	dm->dyn->verify_wanted = 0;
+	return at;
+}
+
+int dyn_kernel_apply(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
+		     struct diags *d)
+{
+	return apply(dm, set, c, n, del, d);
+}
+
+void dyn_kernel_resync(struct daemon *dm)
+{
+	resync(dm);
 }
 
 const struct dynsets *dyn_store(const struct daemon *dm)

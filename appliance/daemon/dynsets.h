@@ -45,6 +45,28 @@ void dyn_listen(struct daemon *dm, dyn_listener_fn fn);
  * there: each added (renewed), or deleted (one not here is no error); with
  * replace, the set becomes exactly c. 0 or -errno (logged). */
 int dyn_from_fleet(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t n, bool del, bool replace);
+/* What status and stats say of the dynamic sets beyond their entries:
+ * the kernel checked against the store (daemon/dynverify.c fills those),
+ * and the automatic bans refused (dyn_report). */
+struct dyn_report {
+	uint64_t checks, check_failed;
+	uint64_t repaired;  /* kernel entries put again or deleted to match the store */
+	uint64_t refused;   /* automatic bans of addresses never banned */
+	int64_t checked_at; /* ms, CLOCK_REALTIME, of the last check; 0: none yet */
+	uint64_t check_ms, every_ms;
+	char last_repair[192]; /* "" if none */
+};
+void dyn_report(const struct daemon *dm, struct dyn_report *out);
+/* stats --zero: the counts back to 0. */
+void dyn_report_zero(struct daemon *dm);
+/* For the check of the kernel against the store (daemon/dynverify.c): when
+ * a change asked for one soon (a change the kernel refused, or one that
+ * met an expiry; CLOCK_MONOTONIC ms, 0: none), taken once; a repair into
+ * the backend in force; the kernel made to hold the store whole again. */
+long long dyn_verify_take(struct daemon *dm);
+int dyn_kernel_apply(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,
+		     struct diags *d);
+void dyn_kernel_resync(struct daemon *dm);
 /* The store (read only: dyn_answer changes it). */
 const struct dynsets *dyn_store(const struct daemon *dm);
 void dyn_free(struct daemon *dm);

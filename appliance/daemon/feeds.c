@@ -18,8 +18,8 @@
  * added (or renewed) with a timeout of its TTL, held between min-ttl and
  * max-ttl, plus grace: a connection a client opens on an answer it still
  * has cached passes, and an address no answer gives any more goes once
- * that runs out. A name is asked again when the shortest TTL of its answer
- * runs out. A name that does not resolve keeps the addresses it had until
+ * that runs out. A name is asked again shortly before the shortest TTL of
+ * its answer runs out (ask_again_ms). A name that does not resolve keeps the addresses it had until
  * they time out, and is a warning in `status`, never an error of a reload.
  *
  * Suricata's alerts (eve:): eve.json is followed like tail -F (from its end
@@ -45,6 +45,7 @@
 #include <sys/epoll.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -119,6 +120,8 @@ struct feeds {
 	struct sock **socks;
 	uint32_t nsocks;
 	uint64_t gen; /* counts the feeds' rebuilds: an answer for a name of an older one is dropped */
+	struct handler
+		timer; /* a timerfd for the next question of a name (a round may be a second long); fd -1: none */
 };
 
 static void feed_free(struct feed *f)
@@ -348,6 +351,46 @@ static uint32_t clamp_ttl(const struct feed *f, int ttl)
 	return t < f->min_ttl ? f->min_ttl : t > f->max_ttl ? f->max_ttl : t;
 }
 
+/* The timer armed for the earliest next question (CLOCK_MONOTONIC, as
+ * next_ms): a name is asked when it is due, not at the next round. */
+static void arm_questions(struct feeds *fs)
+{
+	struct itimerspec its = { 0 };
+	long long next = 0;
+
+	for (uint32_t i = 0; fs->timer.fd >= 0 && i < fs->n; i++)
+		for (uint32_t k = 0; fs->v[i].kind == SET_FEED_HOSTS && k < fs->v[i].nh; k++)
+			if (!fs->v[i].h[k].asking && (!next || fs->v[i].h[k].next_ms < next))
+				next = fs->v[i].h[k].next_ms > 0 ? fs->v[i].h[k].next_ms : 1;
+	if (fs->timer.fd < 0)
+		return;
+	its.it_value.tv_sec = next / 1000;
+	its.it_value.tv_nsec = (next % 1000) * 1000000;
+	timerfd_settime(fs->timer.fd, TFD_TIMER_ABSTIME, &its, NULL); /* 0: disarmed */
+}
+
+static void on_question_due(struct handler *h, uint32_t events)
+{
+	struct daemon *dm = h->ctx;
+	uint64_t n;
+
+	(void)events;
+	while (read(h->fd, &n, sizeof(n)) == sizeof(n))
+		;
+	feeds_tick(dm);
+}
+
+/* A name is asked again a little before its shortest TTL runs out, so that
+ * the answer renews its addresses before they expire (with grace: 0 they
+ * would otherwise be out of the set from the expiry until the answer
+ * comes): a quarter of the TTL early, a second at most. */
+static long long ask_again_ms(uint32_t ttl_s)
+{
+	long long ttl = 1000LL * ttl_s;
+
+	return ttl - (ttl / 4 < 1000 ? ttl / 4 : 1000);
+}
+
 static void answer(void *arg, int status, int timeouts, struct ares_addrinfo *res)
 {
 	struct question *q = arg;
@@ -429,7 +472,8 @@ static void answer(void *arg, int status, int timeouts, struct ares_addrinfo *re
 		diags_free(&d);
 	}
 	f->loaded = (long long)time(NULL);
-	h->next_ms = clock_ms(CLOCK_MONOTONIC) + 1000LL * next_s;
+	h->next_ms = clock_ms(CLOCK_MONOTONIC) + ask_again_ms(next_s);
+	arm_questions(dm->feeds);
 out:
 	if (res)
 		ares_freeaddrinfo(res);
@@ -836,6 +880,16 @@ void feeds_after_reload(struct daemon *dm)
 		if (!(fs = dm->feeds = calloc(1, sizeof(*fs))))
 			return;
 		fs->ino.fd = -1;
+		fs->timer = (struct handler){ .fn = on_question_due, .ctx = dm };
+		fs->timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (fs->timer.fd >= 0 && loop_watch(&dm->loop, &fs->timer) < 0) {
+			close(fs->timer.fd);
+			fs->timer.fd = -1;
+		}
+		if (fs->timer.fd < 0)
+			log_warn("feeds: no timer (%s): host names are asked again at the loop's next round, up to "
+				 "a second late",
+				 strerror(errno));
 	}
 	if (!(nv = calloc(want, sizeof(*nv))))
 		return;
@@ -884,6 +938,7 @@ void feeds_tick(struct daemon *dm)
 	}
 	if (fs->have_ch)
 		ares_process_fd(fs->ch, ARES_SOCKET_BAD, ARES_SOCKET_BAD); /* timeouts */
+	arm_questions(fs);
 }
 
 void feeds_close(struct daemon *dm)
@@ -903,6 +958,10 @@ void feeds_close(struct daemon *dm)
 	if (fs->ino.fd >= 0) {
 		loop_unwatch(&dm->loop, &fs->ino);
 		close(fs->ino.fd);
+	}
+	if (fs->timer.fd >= 0) {
+		loop_unwatch(&dm->loop, &fs->timer);
+		close(fs->timer.fd);
 	}
 	for (uint32_t i = 0; i < fs->n; i++)
 		feed_free(&fs->v[i]);

@@ -42,9 +42,10 @@ static void status_links_text(const struct engine_info *e, FILE *f)
 		}
 }
 
-static void status_dynsets_text(const struct dynsets *dyn, FILE *f)
+static void status_dynsets_text(const struct dynsets *dyn, const struct dyn_report *dr, FILE *f)
 {
 	bool first = true;
+	char age[32];
 
 	for (uint32_t i = 0; dyn && i < dyn->n; i++) {
 		if (!dyn->sets[i].in_policy)
@@ -53,8 +54,16 @@ static void status_dynsets_text(const struct dynsets *dyn, FILE *f)
 			U((uint64_t)dyn->sets[i].n[0] + dyn->sets[i].n[1]));
 		first = false;
 	}
-	if (!first)
-		fputs(" entries (nfbox set list NAME)\n", f);
+	if (first)
+		return;
+	fputs(" entries (nfbox set list NAME)\n", f);
+	fprintf(f, "            the kernel checked against them %s (every %llus): %llu entries repaired",
+		format_ago(dr->checked_at, age, sizeof(age)), U(dr->every_ms / 1000), U(dr->repaired));
+	if (dr->check_failed)
+		fprintf(f, ", %llu checks failed", U(dr->check_failed));
+	if (dr->last_repair[0])
+		fprintf(f, " (last: %s)", dr->last_repair);
+	fputc('\n', f);
 }
 
 static void status_feeds_text(const struct status_report *r, FILE *f)
@@ -271,7 +280,7 @@ static void status_text(const struct status_report *r, FILE *f)
 	}
 	status_ha_text(&r->ha, f);
 	status_sched_text(r, f);
-	status_dynsets_text(r->dyn, f);
+	status_dynsets_text(r->dyn, &r->dynr, f);
 	status_feeds_text(r, f);
 	status_fleet_text(&r->fleet, f);
 	status_links_text(e, f);
@@ -473,6 +482,20 @@ static void status_json(const struct status_report *r, FILE *f)
 		json_object_end(&j);
 	}
 	json_array_end(&j);
+	json_key(&j, "dynamic_sets_check");
+	json_object_begin(&j);
+	json_key(&j, "checked_at");
+	if (r->dynr.checked_at)
+		json_fixed(&j, (double)r->dynr.checked_at / 1000.0, 3);
+	else
+		json_null_value(&j);
+	json_kv_u64(&j, "every_ms", r->dynr.every_ms);
+	json_kv_u64(&j, "took_ms", r->dynr.check_ms);
+	json_kv_u64(&j, "checks", r->dynr.checks);
+	json_kv_u64(&j, "failed", r->dynr.check_failed);
+	json_kv_u64(&j, "repaired", r->dynr.repaired);
+	json_kv_str(&j, "last_repair", r->dynr.last_repair);
+	json_object_end(&j);
 	json_key(&j, "dynamic_sets");
 	json_array_begin(&j);
 	for (uint32_t i = 0; r->dyn && i < r->dyn->n; i++) {
@@ -516,6 +539,7 @@ static const struct {
 	{ "reject_replies", offsetof(struct stats_report, be.reject_replies) },
 	{ "conn_events_lost", offsetof(struct stats_report, be.conn_events_lost) },
 	{ "conn_release_failed", offsetof(struct stats_report, be.conn_release_failed) },
+	{ "dynset_repaired", offsetof(struct stats_report, dyn_repaired) },
 };
 
 #define NDROPS (sizeof(drop_counters) / sizeof(drop_counters[0]))

@@ -10,6 +10,7 @@
 #include "daemon/daemon_int.h"
 #include "daemon/confirm.h"
 #include "daemon/dynsets.h"
+#include "daemon/dynverify.h"
 #include "daemon/events.h"
 #include "lib/fingerprint.h"
 #include "daemon/links.h"
@@ -44,6 +45,8 @@ int report_status(struct daemon *dm, struct status_report *out)
 		.dyn = dyn_store(dm),
 	};
 	backends_status(dm, &out->be);
+	dyn_report(dm, &out->dynr);
+	dynverify_report(dm, &out->dynr);
 	/* Whether the files on disk are still what runs: read and hashed again. */
 	if (!p || !dm->fingerprint[0]) {
 		out->on_disk = "";
@@ -124,8 +127,18 @@ int report_stats(struct daemon *dm, struct stats_report *out, bool zero)
 	}
 	if (be)
 		usage_merge(dm, out->rows, out->nrows);
+	{
+		struct dyn_report dr = { 0 };
+
+		dyn_report(dm, &dr);
+		dynverify_report(dm, &dr);
+		out->dyn_repaired = dr.repaired;
+		out->ban_refused = dr.refused;
+	}
 	if (zero) {
 		usage_zero(dm);
+		dyn_report_zero(dm);
+		dynverify_zero(dm);
 		log_info("counters set to 0 (nfbox stats --zero)");
 	}
 	return daemon_captures_report(dm, true, &out->caps, &out->ncaps);

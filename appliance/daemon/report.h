@@ -14,6 +14,7 @@
 #include "capture/capture.h"
 #include "backend/backend.h"
 #include "daemon/schedules.h"
+#include "daemon/dynsets.h"
 #include "daemon/feeds.h"
 #include "daemon/fleet.h"
 #include "ha/parse.h"
@@ -79,6 +80,7 @@ struct status_report {
 	struct report_capture *caps;
 	uint32_t ncaps;
 	const struct dynsets *dyn; /* the dynamic sets (their names and sizes) */
+	struct dyn_report dynr;	   /* the kernel checked against them, bans refused */
 	struct report_ha ha;
 	struct report_fleet fleet;
 	struct sched_report *sched; /* the rules with when: (schedules.h) */
@@ -91,6 +93,8 @@ struct stats_report {
 	struct stats_row *rows; /* rules and defaults, hook by hook */
 	uint32_t nrows;
 	struct backend_stats be; /* the backend's own counts */
+	uint64_t dyn_repaired;	 /* dynamic-set entries the kernel had wrong, repaired (dynsets.h) */
+	uint64_t ban_refused;	 /* automatic bans of addresses never banned */
 	struct report_capture *caps;
 	uint32_t ncaps;
 };

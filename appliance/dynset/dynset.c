@@ -597,6 +597,40 @@ void dynset_flush(struct dynsets *s, struct dyn_set *set)
 	recount(s);
 }
 
+int dynsets_copy(struct dynsets *dst, const struct dynsets *src)
+{
+	struct dynsets c;
+
+	dynsets_init(&c);
+	if (src->n && !(c.sets = calloc(src->n, sizeof(*c.sets))))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < src->n; i++) {
+		const struct dyn_set *from = &src->sets[i];
+		struct dyn_set *to = &c.sets[c.n++];
+
+		*to = (struct dyn_set){ .id = from->id, .in_policy = from->in_policy, .expired_at = from->expired_at };
+		if (!(to->name = strdup(from->name))) {
+			dynsets_free(&c);
+			return -ENOMEM;
+		}
+		for (int f = 0; f < 2; f++) {
+			if (!from->n[f])
+				continue;
+			if (!(to->v[f] = malloc(from->n[f] * sizeof(*to->v[f])))) {
+				dynsets_free(&c);
+				return -ENOMEM;
+			}
+			memcpy(to->v[f], from->v[f], from->n[f] * sizeof(*to->v[f]));
+			to->n[f] = to->cap[f] = from->n[f];
+		}
+	}
+	c.total[0] = src->total[0];
+	c.total[1] = src->total[1];
+	c.next_expiry = src->next_expiry;
+	*dst = c;
+	return 0;
+}
+
 uint32_t dynsets_expire(struct dynsets *s, int64_t now,
 			void (*gone)(const struct dyn_set *set, int fam, const struct dyn_entry *e, void *arg),
 			void *arg)
@@ -617,6 +651,7 @@ uint32_t dynsets_expire(struct dynsets *s, int64_t now,
 				if (e->expires && e->expires <= now) {
 					if (gone)
 						gone(set, f, e, arg);
+					set->expired_at = now;
 					went++;
 					continue;
 				}

@@ -41,6 +41,7 @@ struct dyn_set {
 	char *name;
 	uint16_t id;
 	bool in_policy;		/* named by the policy in force (else being dropped) */
+	int64_t expired_at;	/* ms: the last time one of its entries expired (0: never) */
 	struct dyn_entry *v[2]; /* [0] IPv4, [1] IPv6, sorted by address */
 	uint32_t n[2], cap[2];
 };
@@ -111,6 +112,9 @@ int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *
 	       struct dyn_undo *undo);
 /* Every entry of the set. */
 void dynset_flush(struct dynsets *s, struct dyn_set *set);
+/* A copy of src's sets and entries (not the origins' names) in dst. 0, or
+ * -ENOMEM (dst untouched). */
+int dynsets_copy(struct dynsets *dst, const struct dynsets *src);
 
 /* Remove entries expired at now (ms), calling gone for each before it
  * goes. Returns how many went. */

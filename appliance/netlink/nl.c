@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 #include "netlink/nl.h"
 
+#include "base/cleanup.h"
+
 #include <errno.h>
+#include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -23,17 +26,25 @@ struct mnl_socket *nl_open(int bus)
 	return nl;
 }
 
+/* A dump's messages are as large as the reader's buffer lets them be (the
+ * kernel's largest, 32 KiB): fewer of them, and a set walked again from its
+ * start for each message (nftables' interval sets) far fewer times than
+ * with a page. */
+#define NL_RECV_SIZE 32768
+
 int nl_talk(struct mnl_socket *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
+	_cleanup_free_ char *buf = malloc(NL_RECV_SIZE);
 	unsigned portid = mnl_socket_get_portid(nl);
 	ssize_t n;
 	int r = 0;
 
+	if (!buf)
+		return -ENOMEM;
 	nlh->nlmsg_flags |= NLM_F_ACK;
 	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
 		return -errno;
-	while ((n = mnl_socket_recvfrom(nl, buf, sizeof(buf))) > 0) {
+	while ((n = mnl_socket_recvfrom(nl, buf, NL_RECV_SIZE)) > 0) {
 		r = mnl_cb_run(buf, (size_t)n, nlh->nlmsg_seq, portid, cb, data);
 		if (r <= MNL_CB_STOP)
 			break;

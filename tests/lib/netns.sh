@@ -279,3 +279,19 @@ probe_from() {
 	wait $w 2>/dev/null
 	awk '/^got/ {print ($3 > 0) ? "pass" : "drop"}' "$NS_TMP/count"
 }
+
+# kernel_set SET: the dynamic set's entries as the kernel holds them, read
+# with bpftool or nft (tests/lib/kset.py), not through nfbox: "PREFIX LEFT"
+# a line, LEFT the seconds until the kernel stops matching it, or "never".
+kernel_set() {
+	if bpf_backend; then
+		/usr/bin/python3 tests/lib/kset.py bpf "$NFBOX_PINS" "$1"
+	else
+		in_a /usr/bin/python3 tests/lib/kset.py nft "$1"
+	fi
+}
+# kernel_holds SET PREFIX [MIN-LEFT]: the kernel matches PREFIX (written
+# with its length: 192.0.2.7/32) in SET, for MIN-LEFT seconds more at least.
+kernel_holds() {
+	kernel_set "$1" | awk -v p="$2" -v m="${3:-0}" '$1 == p && ($2 == "never" || $2 + 0 >= m) { f = 1 } END { exit !f }'
+}

@@ -120,6 +120,31 @@ t_check unban-n3-v6 wait_until 2 fl_ping_is pass n3 6
 fl_ctl n3 set add blocklist 198.51.100.77 --timeout 2 >/dev/null
 t_check short-ban-shared wait_until 2 eval 'fl_ctl n1 set list blocklist | grep -q 198.51.100.77'
 t_check short-ban-expires-everywhere wait_until 6 eval '! fl_ctl n2 set list blocklist | grep -q 198.51.100.77'
+# A shared ban renewed on another node as it expires: the kernel of every
+# node (bpftool for the classifier's tries, nft for table inet nfbox: not
+# set list) holds it again with the new timeout; with either backend.
+holds_on() { # N PREFIX MIN-LEFT
+	if [ "$FL_BACKEND" = nftables ]; then
+		in_ns "$1" /usr/bin/python3 tests/lib/kset.py nft blocklist
+	else
+		/usr/bin/python3 tests/lib/kset.py bpf "$FL_TMP/bpf/$1" blocklist
+	fi | awk -v p="$2" -v m="$3" '$1 == p && ($2 == "never" || $2 + 0 >= m) { f = 1 } END { exit !f }'
+}
+lists() { fl_ctl "$1" set list blocklist | grep -q "^$2[[:space:]]"; } # N ADDRESS
+unlists() { ! lists "$@"; }
+renew_at_expiry() { # LABEL
+	fl_ctl n3 set add blocklist 198.51.100.79 --timeout 2 >/dev/null
+	t_check "$1-shared" wait_until 2 lists n1 198.51.100.79
+	t_check "$1-expired-on-n1" wait_until 5 unlists n1 198.51.100.79
+	fl_ctl n2 set add blocklist 198.51.100.79 --timeout 8 >/dev/null
+	t_check "$1-kernel-n1" wait_until 2 holds_on n1 198.51.100.79/32 5
+	t_check "$1-kernel-n3" wait_until 2 holds_on n3 198.51.100.79/32 5
+	fl_ctl n2 set del blocklist 198.51.100.79 >/dev/null
+}
+FL_BACKEND=bpf renew_at_expiry shared-renew
+sed 's/^hooks:/options: { backend: nftables }\nhooks:/' "$FL_TMP/base.yaml" >"$FL_TMP/base-nft.yaml"
+push "$FL_TMP/base-nft.yaml" --wait 10s >/dev/null 2>&1
+FL_BACKEND=nftables renew_at_expiry shared-renew-nft
 
 # a limit's overload on n1 bans on every node: a ping flood over 5/s
 cp "$FL_TMP/base.yaml" "$FL_TMP/limit.yaml"

@@ -4,7 +4,10 @@
  * and apart, an overlapping add is refused whole and named, a repeated add
  * renews, deletes are exact, expiry removes what is due, ids follow set
  * names across policies, and the saved form loads back. The array is
- * checked against a brute-force model on random changes.
+ * checked against a brute-force model on random changes. The kernel's
+ * entries compared with the store (dynset/verify.h): what it lacks, holds
+ * with another expiry or holds over is a repair; what settles by itself
+ * (an expiry within the tolerance, the nftables backend's margin) is not.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,6 +15,7 @@
 #include <string.h>
 
 #include "dynset/dynset.h"
+#include "dynset/verify.h"
 #include "policy/syntax/parse.h"
 #include "tests/lib/check.h"
 
@@ -357,8 +361,97 @@ static void test_undo(void)
 	check_end();
 }
 
+static struct dyn_kentry kent(const struct dyn_set *set, const char *text, int64_t expires)
+{
+	struct dyn_change c = ch(text, 0);
+	struct dyn_kentry k = {
+		.set = set, .fam = c.pfx.family == POLICY_FAM_IPV6, .plen = c.pfx.plen, .expires = expires
+	};
+
+	memcpy(k.addr, c.pfx.addr, 16);
+	return k;
+}
+
+static const struct dyn_repair *repair_of(const struct dyn_verdict *v, enum dyn_repair_kind kind, const char *text)
+{
+	struct dyn_change c = ch(text, 0);
+
+	for (size_t i = 0; i < v->n; i++)
+		if (v->v[i].kind == kind && v->v[i].c.pfx.plen == c.pfx.plen &&
+		    !memcmp(v->v[i].c.pfx.addr, c.pfx.addr, 16))
+			return &v->v[i];
+	return NULL;
+}
+
+static void test_verify(void)
+{
+	static const char *const names[] = { "a", "b" };
+	const int64_t now = 1000000000000, M = 1000, T = DYN_VERIFY_TOLERANCE_MS;
+	struct policy *p = policy_with(names, 2);
+	struct dyn_set *a, *b;
+	struct dyn_verdict v;
+	struct dynsets s;
+	struct diags d;
+
+	check_begin("dynset-verify");
+	dynsets_init(&s);
+	diags_init(&d);
+	CHECK(dynsets_sync_policy(&s, p) == 0);
+	a = dynsets_find(&s, "a");
+	b = dynsets_find(&s, "b");
+	CHECK(add(&s, a, (const char *const[]){ "192.0.2.1", "192.0.2.2", "192.0.2.3", "2001:db8::/64" }, 4,
+		  now + 60000, &d) == 0);
+	CHECK(add(&s, a, (const char *const[]){ "192.0.2.4" }, 1, 0, &d) == 0);
+	CHECK(add(&s, a, (const char *const[]){ "192.0.2.5" }, 1, now + T / 2, &d) == 0); /* about to go */
+	CHECK(add(&s, b, (const char *const[]){ "192.0.2.1" }, 1, 0, &d) == 0);
+	{
+		/* nftables: each expiry M later than the store's */
+		struct dyn_kentry k[] = {
+			kent(a, "192.0.2.1", now + 60000 + M),	   /* agrees */
+			kent(a, "192.0.2.2", now + 3000),	   /* goes 57 s early: put again */
+			kent(a, "2001:db8::/64", now + 60000 + M), /* agrees */
+			kent(a, "192.0.2.4", now + 5000),	   /* for good in the store: put again */
+			kent(a, "192.0.2.9", now + M / 2),	   /* the store let it go: the kernel does soon */
+			kent(a, "192.0.2.10", now + 60000),	   /* the store never had it: deleted */
+			kent(a, "192.0.2.11", 0),		   /* ... for good: deleted */
+			kent(b, "192.0.2.2", 0),		   /* another set's: deleted from b */
+			kent(NULL, "198.51.100.1", 0),		   /* of no set: an orphan */
+		}; /* a's 192.0.2.3 is missing, b's 192.0.2.1 too; a's .5 goes within the tolerance */
+
+		CHECK(dynset_verify(&s, k, sizeof(k) / sizeof(k[0]), now, M, &v) == 0);
+		CHECK(v.n == 7 && v.orphans == 1);
+		CHECK(repair_of(&v, DYN_REPAIR_EXPIRY, "192.0.2.2") &&
+		      repair_of(&v, DYN_REPAIR_EXPIRY, "192.0.2.2")->c.expires == now + 60000);
+		CHECK(repair_of(&v, DYN_REPAIR_EXPIRY, "192.0.2.4") &&
+		      repair_of(&v, DYN_REPAIR_EXPIRY, "192.0.2.4")->c.expires == 0);
+		CHECK(repair_of(&v, DYN_REPAIR_MISSING, "192.0.2.3") &&
+		      repair_of(&v, DYN_REPAIR_MISSING, "192.0.2.3")->set == a);
+		CHECK(repair_of(&v, DYN_REPAIR_MISSING, "192.0.2.1") &&
+		      repair_of(&v, DYN_REPAIR_MISSING, "192.0.2.1")->set == b);
+		CHECK(repair_of(&v, DYN_REPAIR_EXTRA, "192.0.2.10") && repair_of(&v, DYN_REPAIR_EXTRA, "192.0.2.11"));
+		CHECK(repair_of(&v, DYN_REPAIR_EXTRA, "192.0.2.2") &&
+		      repair_of(&v, DYN_REPAIR_EXTRA, "192.0.2.2")->set == b);
+		CHECK(!repair_of(&v, DYN_REPAIR_EXTRA, "192.0.2.9") && !repair_of(&v, DYN_REPAIR_MISSING, "192.0.2.5"));
+		dyn_verdict_free(&v);
+	}
+	{
+		/* the BPF backend (no margin): the same kernel's expiries are
+		 * all off by M, beyond the tolerance only where M > T */
+		struct dyn_kentry k[] = { kent(a, "192.0.2.1", now + 60000 + T + 1), kent(a, "192.0.2.9", now + 500) };
+
+		CHECK(dynset_verify(&s, k, 2, now, 0, &v) == 0);
+		CHECK(repair_of(&v, DYN_REPAIR_EXPIRY, "192.0.2.1") && repair_of(&v, DYN_REPAIR_EXTRA, "192.0.2.9"));
+		dyn_verdict_free(&v);
+	}
+	diags_free(&d);
+	dynsets_free(&s);
+	free_policy(p);
+	check_end();
+}
+
 int main(void)
 {
+	test_verify();
 	test_origin();
 	test_undo();
 	test_overlap_and_renew();

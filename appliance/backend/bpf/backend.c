@@ -485,5 +485,8 @@ const struct backend_ops backend_bpf_ops = {
 	.dyn_resync = bpf_dyn_resync,
 	.dyn_expired = bpf_dyn_expired,
 	.dyn_after_reload = bpf_dyn_after_reload,
+	.dyn_walk_begin = bpf_dyn_walk_begin,
+	.dyn_walk = bpf_dyn_walk,
+	.dyn_walk_end = bpf_dyn_walk_end,
 	.schedule = bpf_schedule,
 };

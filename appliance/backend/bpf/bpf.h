@@ -73,5 +73,8 @@ void bpf_dyn_resync(struct backend *b);
 void bpf_dyn_expired(struct backend *b, const struct dyn_set *set, int fam, const struct dyn_entry *e);
 void bpf_dyn_after_reload(struct backend *b, bool gone);
 int bpf_dyn_read_back(struct backend *b, char **text, size_t *len, uint64_t *n, struct diags *d);
+int bpf_dyn_walk_begin(struct backend *b, void **walker);
+int bpf_dyn_walk(void *walker, void (*fn)(const struct dyn_kref *ref, struct dyn_kentry *k, void *arg), void *arg);
+void bpf_dyn_walk_end(void *walker);
 
 #endif

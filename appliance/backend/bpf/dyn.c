@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backend/bpf/bpf.h"
 #include "backend/dyntext.h"
@@ -166,4 +167,53 @@ int bpf_dyn_read_back(struct backend *b, char **text, size_t *len, uint64_t *n, 
 			 (unsigned long long)t.orphans);
 	*n = t.n;
 	return 1;
+}
+
+struct walk {
+	void (*fn)(const struct dyn_kref *ref, struct dyn_kentry *k, void *arg);
+	void *arg;
+};
+
+static void walked(uint16_t id, int fam, const uint8_t *addr, uint8_t plen, int64_t expires_ms, void *arg)
+{
+	struct walk *w = arg;
+	struct dyn_kref ref = { .id = id };
+	struct dyn_kentry k = { .fam = fam, .plen = plen, .expires = expires_ms };
+
+	memcpy(k.addr, addr, fam ? 16 : 4);
+	w->fn(&ref, &k, w->arg);
+}
+
+/* The walker: copies of the tries' fds. */
+int bpf_dyn_walk_begin(struct backend *b, void **walker)
+{
+	int *fds = calloc(2, sizeof(*fds));
+	int r;
+
+	if (!fds)
+		return -ENOMEM;
+	if ((r = engine_dyn_fds(bpf_of(b)->e, fds)) < 0) {
+		free(fds);
+		return r;
+	}
+	*walker = fds;
+	return 0;
+}
+
+int bpf_dyn_walk(void *walker, void (*fn)(const struct dyn_kref *ref, struct dyn_kentry *k, void *arg), void *arg)
+{
+	struct walk w = { fn, arg };
+
+	return engine_dyn_walk_fds(walker, walked, &w);
+}
+
+void bpf_dyn_walk_end(void *walker)
+{
+	int *fds = walker;
+
+	if (!fds)
+		return;
+	close(fds[0]);
+	close(fds[1]);
+	free(fds);
 }

@@ -282,6 +282,7 @@ static int nftables_schedule(struct backend *b, const struct loaded *cur, const 
 const struct backend_ops backend_nftables_ops = {
 	.name = "nftables",
 	.holder = "table inet nfbox",
+	.dyn_margin_ms = NFT_TIMEOUT_MARGIN_MS,
 	.open = nftables_open,
 	.start = nftables_start,
 	.close = nftables_close,
@@ -306,5 +307,8 @@ const struct backend_ops backend_nftables_ops = {
 	.dyn_resync = nftables_dyn_resync,
 	.dyn_expired = nftables_dyn_expired,
 	.dyn_after_reload = nftables_dyn_after_reload,
+	.dyn_walk_begin = nft_dyn_walk_begin,
+	.dyn_walk = nft_dyn_walk,
+	.dyn_walk_end = nft_dyn_walk_end,
 	.schedule = nftables_schedule,
 };

@@ -2,6 +2,7 @@
 /* The nftables backend's dynamic sets: each change one transaction on the
  * sets d_NAME_4 and d_NAME_6, with the kernel's own timeouts. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,8 +38,8 @@ int nft_dyn_apply(struct backend *b, const struct dyn_set *set, const struct dyn
 		uint8_t lo[16], hi[16];
 
 		nft_prefix_range(&c[i].pfx, lo, hi);
-		/* an add of an entry there deletes it first: a renewal's new timeout, on any kernel */
-		if (del || c[i].renew)
+		/* an add replaces what the kernel holds (nft_set_change) */
+		if (del)
 			nfr_set_add(&t, ds[f], lo, hi);
 		if (!del) {
 			nfr_set_add(&t, as[f], lo, hi);
@@ -125,4 +126,47 @@ int nft_dyn_read_back(struct backend *b, char **text, size_t *len, uint64_t *n, 
 	if (r == 0 || r == -ENOENT)
 		return 0; /* no table, or one without dynamic sets: not the nftables backend's */
 	return diag_errno(d, r, "cannot read the dynamic sets' entries from table inet %s", NFT_TABLE_NAME);
+}
+
+struct walk {
+	void (*fn)(const struct dyn_kref *ref, struct dyn_kentry *k, void *arg);
+	void *arg;
+};
+
+/* An element of d_NAME_4 or d_NAME_6: its set is NAME. */
+static void walked(const char *set, int fam, const uint8_t *addr, uint8_t plen, int64_t left_ms, void *arg)
+{
+	struct walk *w = arg;
+	struct dyn_kentry k = { .fam = fam, .plen = plen, .expires = left_ms ? dyn_now_ms() + left_ms : 0 };
+	char name[NFT_DYN_NAME];
+	size_t len = strlen(set);
+	struct dyn_kref ref = { .name = name };
+
+	snprintf(name, sizeof(name), "%.*s", len > 4 ? (int)len - 4 : 0, set + 2);
+	memcpy(k.addr, addr, fam ? 16 : 4);
+	w->fn(&ref, &k, w->arg);
+}
+
+/* Nothing to take: a walk opens a netlink socket of its own. */
+int nft_dyn_walk_begin(struct backend *b, void **walker)
+{
+	(void)b;
+	*walker = NULL;
+	return 0;
+}
+
+int nft_dyn_walk(void *walker, void (*fn)(const struct dyn_kref *ref, struct dyn_kentry *k, void *arg), void *arg)
+{
+	struct walk w = { fn, arg };
+	struct nft_dyn_read rd = { .fn = walked, .arg = &w };
+	int r;
+
+	(void)walker;
+	r = nft_dyn_read(&rd);
+	return r == -ENOENT ? 0 : r; /* no table: it holds nothing */
+}
+
+void nft_dyn_walk_end(void *walker)
+{
+	(void)walker;
 }

@@ -38,5 +38,8 @@ int nft_dyn_apply(struct backend *b, const struct dyn_set *set, const struct dyn
 		  struct diags *d);
 void nft_dyn_undo(struct backend *b, const struct dyn_set *set, const struct dyn_undo *u);
 int nft_dyn_read_back(struct backend *b, char **text, size_t *len, uint64_t *n, struct diags *d);
+int nft_dyn_walk_begin(struct backend *b, void **walker);
+int nft_dyn_walk(void *walker, void (*fn)(const struct dyn_kref *ref, struct dyn_kentry *k, void *arg), void *arg);
+void nft_dyn_walk_end(void *walker);
 
 #endif

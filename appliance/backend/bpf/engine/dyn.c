@@ -2,9 +2,11 @@
 /* Engine: the dynamic sets' tries (bpf/nfbox.h, "Dynamic sets"). */
 #include <bpf/bpf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend/bpf/engine/engine_int.h"
 #include "base/clock.h"
@@ -124,16 +126,13 @@ int engine_dyn_name_get(struct engine *e, uint16_t id, char *buf, size_t len)
 	return 0;
 }
 
-int engine_dyn_walk(struct engine *e,
-		    void (*fn)(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires_ms, void *arg),
-		    void *arg)
+int engine_dyn_walk_fds(const int fds[2],
+			void (*fn)(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires_ms,
+				   void *arg),
+			void *arg)
 {
-	int64_t boot = clock_ns(CLOCK_BOOTTIME), real = clock_ns(CLOCK_REALTIME);
-
-	if (!e)
-		return -ENODEV;
 	for (int fam = 0; fam < 2; fam++) {
-		int fd = e->map_fd[fam ? EM_DYN6 : EM_DYN4];
+		int fd = fds[fam];
 		union dyn_key k, next;
 		struct nfb_dyn_val v;
 		void *prev = NULL;
@@ -141,6 +140,8 @@ int engine_dyn_walk(struct engine *e,
 		while (bpf_map_get_next_key(fd, prev, &next) == 0) {
 			const uint8_t *set = fam ? next.k6.set : next.k4.set;
 			uint32_t plen = (fam ? next.k6.prefixlen : next.k4.prefixlen) - 16;
+			/* the clocks read for each entry: a walk of many takes a while */
+			int64_t boot = clock_ns(CLOCK_BOOTTIME), real = clock_ns(CLOCK_REALTIME);
 
 			k = next;
 			prev = &k;
@@ -153,6 +154,30 @@ int engine_dyn_walk(struct engine *e,
 		}
 		if (errno != ENOENT)
 			return -errno;
+	}
+	return 0;
+}
+
+int engine_dyn_walk(struct engine *e,
+		    void (*fn)(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires_ms, void *arg),
+		    void *arg)
+{
+	if (!e)
+		return -ENODEV;
+	return engine_dyn_walk_fds((const int[2]){ e->map_fd[EM_DYN4], e->map_fd[EM_DYN6] }, fn, arg);
+}
+
+int engine_dyn_fds(struct engine *e, int fds[2])
+{
+	if (!e)
+		return -ENODEV;
+	if ((fds[0] = fcntl(e->map_fd[EM_DYN4], F_DUPFD_CLOEXEC, 3)) < 0)
+		return -errno;
+	if ((fds[1] = fcntl(e->map_fd[EM_DYN6], F_DUPFD_CLOEXEC, 3)) < 0) {
+		int r = -errno;
+
+		close(fds[0]);
+		return r;
 	}
 	return 0;
 }

@@ -151,6 +151,13 @@ int engine_dyn_name_get(struct engine *e, uint16_t id, char *buf, size_t len);
 int engine_dyn_walk(struct engine *e,
 		    void (*fn)(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires_ms, void *arg),
 		    void *arg);
+/* The same over the tries' fds fds[0] (IPv4) and fds[1] (IPv6), from
+ * engine_dyn_fds (their own copies: a walk in another thread). */
+int engine_dyn_walk_fds(const int fds[2],
+			void (*fn)(uint16_t set, int fam, const uint8_t *addr, uint8_t plen, int64_t expires_ms,
+				   void *arg),
+			void *arg);
+int engine_dyn_fds(struct engine *e, int fds[2]);
 /* Delete every entry for which keep() says false (pinned entries a new
  * daemon does not know). Returns how many went, or -errno. */
 int engine_dyn_prune(struct engine *e,

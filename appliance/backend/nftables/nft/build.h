@@ -53,8 +53,10 @@ struct nft_build_opts {
 };
 
 /* The kernel's timeout of a dynamic set's element is this much longer than
- * the daemon's store's expiry: the store lets an entry go first, so a
- * delete or renewal never meets an element the kernel already dropped. */
+ * the daemon's store's expiry: the store lets an entry go first (the
+ * kernel then removes its own). So the kernel may still hold an element
+ * the store has let go: an add replaces it (nft_set_change), and a check
+ * of the kernel against the store (verify) lets it expire by itself. */
 #define NFT_TIMEOUT_MARGIN_MS 1000
 
 /* A scheduled rule's set, w_RULE, new in t: ipv4 and ipv6 while the rule

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "netlink/nl.h"
 #include "backend/nftables/nft/batch.h"
 #include "backend/nftables/nft/ir.h"
@@ -87,7 +88,8 @@ static int set_names(struct mnl_socket *nl, struct names *ns)
 struct elem {
 	uint8_t key[16];
 	bool end;	 /* an interval's end: the first key past it */
-	int64_t expires; /* ms from now; 0: never */
+	int64_t expires; /* ms from at; 0: never */
+	int64_t at;	 /* CLOCK_MONOTONIC ms when its message was read: a dump of many takes seconds */
 };
 
 struct elems {
@@ -102,6 +104,8 @@ static int on_elems(const struct nlmsghdr *nlh, void *arg)
 	_cleanup_(nftnl_set_freep) struct nftnl_set *s = nftnl_set_alloc();
 	_cleanup_(nftnl_set_elems_iter_destroyp) struct nftnl_set_elems_iter *it = NULL;
 	struct nftnl_set_elem *e;
+
+	int64_t at = clock_ms(CLOCK_MONOTONIC);
 
 	if (!s || nftnl_set_elems_nlmsg_parse(nlh, s) < 0 || !(it = nftnl_set_elems_iter_create(s)))
 		return MNL_CB_OK;
@@ -126,6 +130,7 @@ static int on_elems(const struct nlmsghdr *nlh, void *arg)
 		x = &es->v[es->n++];
 		memset(x, 0, sizeof(*x));
 		memcpy(x->key, key, len);
+		x->at = at;
 		x->end = nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_FLAGS) &&
 			 (nftnl_set_elem_get_u32(e, NFTNL_SET_ELEM_FLAGS) & NFT_SET_ELEM_INTERVAL_END);
 		if (nftnl_set_elem_is_set(e, NFTNL_SET_ELEM_EXPIRATION))
@@ -152,6 +157,14 @@ static void dec(uint8_t *k, uint32_t klen)
 	for (uint32_t i = klen; i-- > 0;)
 		if (k[i]--)
 			break;
+}
+
+/* The ms an element has left now (at least 1; 0: never). */
+static int64_t left_now(const struct elem *e)
+{
+	int64_t left = e->expires - (clock_ms(CLOCK_MONOTONIC) - e->at);
+
+	return !e->expires ? 0 : left > 0 ? left : 1;
 }
 
 static int read_set(struct mnl_socket *nl, const char *set, int fam, struct nft_dyn_read *rd)
@@ -197,7 +210,7 @@ static int read_set(struct mnl_socket *nl, const char *set, int fam, struct nft_
 			rd->odd++;
 			continue;
 		}
-		rd->fn(set, fam, es.v[i].key, (uint8_t)plen, es.v[i].expires, rd->arg);
+		rd->fn(set, fam, es.v[i].key, (uint8_t)plen, left_now(&es.v[i]), rd->arg);
 		rd->n++;
 	}
 	free(es.v);

@@ -823,8 +823,16 @@ int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct
 
 	if ((r = nft_batch_new(&b)) < 0)
 		return diag_errno(d, r, "building the nftables transaction");
+	/* Destroyed, not deleted: an element the kernel no longer holds (its
+	 * own timeout ran out) is no error. An element added is destroyed
+	 * first: a NEWSETELEM of an element the kernel still holds changes
+	 * nothing, its old timeout stays (the kernel keeps an element
+	 * NFT_TIMEOUT_MARGIN_MS past the store's expiry, so a renewal that
+	 * comes just after the store let the entry go met it and was lost). */
 	for (uint32_t i = 0; i < ndel && !r; i++)
-		r = change_elems(b, del[i], NFT_MSG_DELSETELEM);
+		r = change_elems(b, del[i], NFT_MSG_DESTROYSETELEM);
+	for (uint32_t i = 0; i < nadd && !r; i++)
+		r = change_elems(b, add[i], NFT_MSG_DESTROYSETELEM);
 	for (uint32_t i = 0; i < nadd && !r; i++)
 		r = change_elems(b, add[i], NFT_MSG_NEWSETELEM);
 	if (r < 0)

@@ -24,8 +24,10 @@ int nft_table_remove(struct diags *d);
 int nft_sets_replace(const struct nfr_set *const *sets, uint32_t n, const char *what, struct diags *d);
 /* Elements of named address interval sets of table inet nfbox (dynamic
  * sets', with flags timeout): the elements of each set of del deleted, then
- * those of each of add added with their timeouts, all in one transaction.
- * 0 or -errno explained in d. */
+ * those of each of add put in place with their timeouts (replacing an
+ * element there: its timeout is the new one), all in one transaction. An
+ * element to delete that is not there is no error. 0 or -errno explained
+ * in d. */
 int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct nfr_set *const *add, uint32_t nadd,
 		   struct diags *d);
 
