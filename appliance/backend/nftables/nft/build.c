@@ -798,7 +798,11 @@ static uint32_t chain_once(struct ctx *c, const struct nfr_chain *ch)
  * client's ACK (invalid to conntrack until then) go to nftables' synproxy,
  * which answers with a SYN cookie and, once the ACK proves the address,
  * opens the connection to the server: tracked from then on, it meets the
- * rule again like any other connection. Counted in the rule's counter.
+ * rule again like any other connection. What the proxy leaves (a segment
+ * invalid to conntrack that is neither SYN nor ACK: a forged RST, FIN or one
+ * without flags) is dropped right after it, as nftables' own SYN proxy
+ * recipe does, whatever the rule's state: only a client that completed
+ * the handshake reaches the server. Counted in the rule's counter, once.
  */
 #define SYNPROXY_RAW_PRIO (-300)
 #define SYNPROXY_WSCALE	  7
@@ -829,6 +833,7 @@ static void synproxy_rules(struct emit *e, uint32_t chain)
 {
 	struct nfr_rule raw = { .chain = synproxy_raw_chain(e->c), .loc = e->ru->loc };
 	struct nfr_rule r = { .chain = chain, .loc = e->ru->loc };
+	struct nfr_rule drop = { .chain = chain, .loc = e->ru->loc };
 	struct nfr_stmt *s;
 
 	synproxy_match(e->c, &raw, e->ru, e->fam);
@@ -843,6 +848,12 @@ static void synproxy_rules(struct emit *e, uint32_t chain)
 	s->port = e->fam == POLICY_FAM_IPV4 ? 1460 : 1440;
 	s->value = SYNPROXY_WSCALE;
 	nfr_rule_add(e->c->t, &r, e->what);
+	if (planted("synproxy-invalid-passes"))
+		return;
+	synproxy_match(e->c, &drop, e->ru, e->fam);
+	m_add(&drop, NFR_M_CT_STATE)->value = CT_INVALID | CT_UNTRACKED;
+	s_add(&drop, NFR_S_DROP, NULL);
+	nfr_rule_add(e->c->t, &drop, e->what);
 }
 
 /*
@@ -850,10 +861,9 @@ static void synproxy_rules(struct emit *e, uint32_t chain)
  * invalid ACKs in the rule's place (compile.c widens a synproxy rule's
  * states to them), and the proxy comes after it: a base chain of its own
  * on each hook (synproxy_input, synproxy_forward), after the classifier's
- * priorities, takes what the classifier let through and matches the rule.
- * What the proxy does not take (neither SYN nor ACK) is dropped there if
- * the rule as written would not have matched it (its state: leaves out
- * invalid or untracked), as the nftables backend's rule would not.
+ * priorities, takes what the classifier let through and matches the rule;
+ * what the proxy does not take is dropped there (synproxy_rules), as in
+ * the nftables backend's rule.
  */
 #define SYNPROXY_BPF_PRIO (-80) /* after the classifier's NFB_PRIORITY .. + NFB_PRIORITY_SPAN - 1 */
 
@@ -875,20 +885,11 @@ static void synproxy_bpf(struct ctx *c)
 			chain = chain_once(c, &ch);
 			for (uint8_t fam = POLICY_FAM_IPV4; fam <= POLICY_FAM_IPV6; fam <<= 1) {
 				struct emit e = { .c = c, .ru = ru, .h = (enum policy_hook)h, .fam = fam };
-				struct nfr_rule drop = { .chain = chain, .loc = ru->loc };
-				uint32_t widened =
-					ct_bits((uint8_t)((POLICY_CT_INVALID | POLICY_CT_UNTRACKED) & ~ru->state));
 
 				if (!applies(ru, fam))
 					continue;
 				snprintf(e.what, sizeof(e.what), "rule '%s' (%s)", ru->name, policy_hook_name(e.h));
 				synproxy_rules(&e, chain);
-				if (!widened)
-					continue;
-				synproxy_match(c, &drop, ru, fam);
-				m_add(&drop, NFR_M_CT_STATE)->value = widened;
-				s_add(&drop, NFR_S_DROP, NULL);
-				nfr_rule_add(c->t, &drop, e.what);
 			}
 		}
 	}
