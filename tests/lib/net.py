@@ -27,12 +27,14 @@ time and prints one result line; the exit status says success.
                                    the seconds it took
   tcp-stream HOST PORT SECONDS     send/echo continuously; print bytes and the
                                    longest stall; exit 1 if it breaks
-  forge [--from SRC] HOST PORT SPORT KIND...
+  forge [--local] [--from SRC] HOST PORT SPORT KIND...
                                    scapy: one packet per KIND, from source ports SPORT,
                                    SPORT+1... (and address SRC, which may be one no
                                    socket could send from); KIND a TCP segment's flags
                                    (scapy's letters: S, R, F, A, FA, RA; 0 for none),
-                                   with no handshake before it, or udp; print "sent N"
+                                   with no handshake before it, or udp; --local: through
+                                   this host's own stack (a raw socket: its output hook),
+                                   not onto the link; print "sent N"
   watch SPORT N SECONDS            print "ready" once listening, then "seen KIND SPORT
                                    DPORT SRC" for each TCP segment or UDP datagram from
                                    source ports SPORT..SPORT+N-1 that arrives here (KIND
@@ -382,6 +384,8 @@ def forge(*args):
     from scapy.layers.inet6 import IPv6
     from scapy.sendrecv import send
 
+    local = args[0] == "--local"
+    args = args[1:] if local else args
     src = None
     if args[0] == "--from":
         src, args = args[1], args[2:]
@@ -392,7 +396,15 @@ def forge(*args):
     pkts = [ip / (UDP(sport=sport + i, dport=port) / payload(16) if k == "udp" else
                   TCP(sport=sport + i, dport=port, flags=0 if k == "0" else k, seq=1000 + i, ack=2000 if "A" in k else 0))
             for i, k in enumerate(kinds)]
-    send(pkts, verbose=False)
+    if local:
+        s = socket.socket(family(host), socket.SOCK_RAW, socket.IPPROTO_RAW)
+        for p in pkts:
+            try:
+                s.sendto(bytes(p), (host, 0))
+            except PermissionError:
+                pass  # the output hook dropped it (and said so to the sender)
+    else:
+        send(pkts, verbose=False)
     print("sent %d" % len(pkts))
     return 0
 

@@ -1154,6 +1154,33 @@ static void family_rules(struct ctx *c, enum policy_hook h, uint32_t chain, uint
 	free(run);
 }
 
+/* Before anything else (conntrack's verdict too), an IPv6 packet from or to
+ * an IPv4-mapped address (::ffff:0:0/96): malformed, never on the wire
+ * (bpf/nfbox.h, nfb_v6_mapped), dropped and counted as the classifier
+ * does. The kernel's own parser passes it, and a dual-stack server would
+ * take it for the IPv4 peer. */
+static void mapped_rules(struct nfr_table *t, uint32_t chain)
+{
+	static const uint8_t mapped[16] = { [10] = 0xff, [11] = 0xff };
+
+	if (planted("mapped-passes"))
+		return;
+	for (uint8_t dir = 0; dir < 2; dir++) {
+		struct nfr_rule r = { .chain = chain };
+		struct nfr_match *m;
+
+		match_nfproto(&r, POLICY_FAM_IPV6);
+		m = m_add(&r, NFR_M_ADDR_EQ);
+		m->dir = dir;
+		m->family = POLICY_FAM_IPV6;
+		m->value = 96;
+		memcpy(m->addr, mapped, sizeof(mapped));
+		s_add(&r, NFR_S_COUNTER, NFT_COUNTER_MALFORMED);
+		s_add(&r, NFR_S_DROP, NULL);
+		nfr_rule_add(t, &r, "IPv4-mapped addresses");
+	}
+}
+
 /* Fragments first: with defrag on the kernel reassembled what it could, so
  * a fragment here was refused: dropped and counted. With defrag off each
  * fragment is judged by the rules that need no ports (HOOK_ipN_fragments,
@@ -1188,7 +1215,7 @@ static void fragment_rules(struct ctx *c, enum policy_hook h, uint32_t chain)
 	}
 }
 
-/* Base chain HOOK: fragments, established, then a jump on the family into
+/* Base chain HOOK: IPv4-mapped addresses, fragments, established, then a jump on the family into
  * HOOK_ip or HOOK_ip6 (each rule is looked at only by packets of a family
  * it can match), and the default, counted, last.
  *
@@ -1210,6 +1237,7 @@ static void filter_hook(struct ctx *c, enum policy_hook h)
 
 	snprintf(ch.name, sizeof(ch.name), "%s", policy_hook_name(h));
 	chain = nfr_chain_add(c->t, &ch);
+	mapped_rules(c->t, chain);
 	fragment_rules(c, h, chain);
 	if (p->opt.established_accept) {
 		struct nfr_rule r = { .chain = chain };
@@ -1237,6 +1265,7 @@ static void filter(struct ctx *c)
 {
 	counter(c, NFT_COUNTER_ESTABLISHED);
 	counter(c, NFT_COUNTER_UNREASSEMBLED);
+	counter(c, NFT_COUNTER_MALFORMED);
 	counter(c, NFT_COUNTER_REJECT_LIMITED);
 	counter(c, NFT_COUNTER_LOG_WANTED);
 	counter(c, NFT_COUNTER_LOGGED);
