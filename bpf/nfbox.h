@@ -52,6 +52,27 @@ static inline int nfb_v6_is_ext(__u8 nh)
 	return nh == 0 || nh == 43 || nh == 60 || nh == 51;
 }
 
+/*
+ * An IPv4-mapped IPv6 address (::ffff:0:0/96, RFC 4291 2.5.5.2) is a
+ * socket's way to name an IPv4 peer, never an address on the wire (RFC
+ * 6890: not forwardable). An IPv6 packet with one as its source or
+ * destination is malformed: dropped before conntrack's verdict and the
+ * rules, as a dual-stack server would take it for the IPv4 peer.
+ */
+static inline int nfb_v6_mapped(const __u8 *a)
+{
+	__u8 z = 0;
+
+	for (int i = 0; i < 10; i++)
+		z |= a[i];
+	return !z && a[10] == 0xff && a[11] == 0xff;
+}
+
+/* Bugs planted for positive controls (appliance/lib/plant.h): the
+ * classifier's rodata nfb_plant, which only the test build's loaders set
+ * (NFBOX_TEST_PLANT); 0 everywhere else. */
+#define NFB_PLANT_MAPPED_PASSES (1u << 0) /* "mapped-passes": IPv4-mapped addresses not dropped */
+
 /* An extension header's length from its type and second byte. */
 static inline __u32 nfb_v6_ext_len(__u8 nh, __u8 len_byte)
 {
@@ -485,7 +506,7 @@ static inline __u32 nfb_cnt_index(__u32 cap, __u32 row, __u32 slot)
 
 enum nfb_cnt_fixed {
 	NFB_CNT_MALFORMED = 0,	    /* dropped: IP header, extension-header chain or L4 key
-				    truncated or inconsistent */
+				    truncated or inconsistent; an IPv4-mapped IPv6 address */
 	NFB_CNT_NO_GEN = 1,	    /* accepted: no policy loaded (cannot happen once ready) */
 	NFB_CNT_LOG_DROPPED = 2,    /* verdict events lost: ring buffer full */
 	NFB_CNT_LOG_LIMITED = 3,    /* verdict events suppressed by log-rate */

@@ -8,7 +8,8 @@
  *
  * Verdict order: hooks nfbox does not enforce and generations without the
  * hook accept; malformed packets drop (NFB_CNT_MALFORMED: an IP header, an
- * extension-header chain or the L4 key cut short); with defrag on, a
+ * extension-header chain or the L4 key cut short, an IPv4-mapped IPv6
+ * source or destination); with defrag on, a
  * fragment the kernel did not reassemble drops (NFB_CNT_FRAGMENT); then
  * NFB_OPT_ESTABLISHED_ACCEPT; then the rules, then the hook's default.
  */
@@ -22,6 +23,10 @@
 #include "nfbox_shared.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* NFB_PLANT_*: set by the test build's loaders only (bpf/nfbox.h). A
+ * constant to the verifier, which prunes what it turns off. */
+const volatile __u32 nfb_plant = 0;
 
 /*
  * Maps. The names are the contract with user space (appliance/), as are the
@@ -246,7 +251,8 @@ static __always_inline int nfb_parse_ipv4(struct bpf_dynptr *dp, struct nfb_pkt 
  * protocol and where its header starts. A fragment header with an offset or
  * M set ends the walk (l4kind NFB_L4_FRAG, proto its next header); an
  * atomic fragment (both clear) is walked through. A chain cut short by the
- * datagram's end is malformed, never a key that rules cannot see.
+ * datagram's end is malformed, never a key that rules cannot see; so is an
+ * IPv4-mapped source or destination (nfb_v6_mapped).
  */
 static __always_inline int nfb_parse_ipv6(struct bpf_dynptr *dp, struct nfb_pkt *p)
 {
@@ -261,6 +267,8 @@ static __always_inline int nfb_parse_ipv6(struct bpf_dynptr *dp, struct nfb_pkt 
 	/* payload_len 0: jumbogram / BIG TCP, the skb length is the datagram. */
 	end = plen ? plen + (__u32)sizeof(*ip6) : p->len;
 	if (end > p->len)
+		return NFB_MALFORMED;
+	if ((nfb_v6_mapped(ip6->saddr) || nfb_v6_mapped(ip6->daddr)) && !(nfb_plant & NFB_PLANT_MAPPED_PASSES))
 		return NFB_MALFORMED;
 	__builtin_memcpy(p->saddr, ip6->saddr, 16);
 	__builtin_memcpy(p->daddr, ip6->daddr, 16);

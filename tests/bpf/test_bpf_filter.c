@@ -34,6 +34,7 @@
 #include <bpf/libbpf.h>
 
 #include "backend/bpf/compile/bitvec.h"
+#include "backend/bpf/engine/engine.h"
 #include "bpf/nfbox.h"
 #include "bpf/nfbox_filter.skel.h"
 #include "tests/lib/check.h"
@@ -1261,6 +1262,16 @@ static const struct fixture fx_malformed[] = {
 	{ "v6_udp_truncated_proto_rule", 0, UDP6(.dport = 53, .l4bytes = L4B(2)), DROP, X_MALFORMED },
 	{ "v6_udp_ports_only_ok", 0, UDP6(.dport = 53, .l4bytes = L4B(4)), DROP, 1 },
 	{ "v6_no_next_header", 0, { .fam = 6, .proto = 59, .l4bytes = L4B(0) }, ACCEPT, X_DEFAULT },
+	/* An IPv4-mapped address (::ffff:0:0/96) as source or destination is
+	 * malformed, whatever the rules (rule 2 would accept); the addresses
+	 * beside the prefix are not. */
+	{ "v6_mapped_source", 0, UDP6(.src = "::ffff:192.0.2.2", .dport = 99), DROP, X_MALFORMED },
+	{ "v6_mapped_destination", 0, UDP6(.dst = "::ffff:203.0.113.10", .dport = 99), DROP, X_MALFORMED },
+	{ "v6_mapped_destination_output", 2, TCP6(.dst = "::ffff:203.0.113.10", .dport = 443), DROP, X_MALFORMED },
+	{ "v6_mapped_all_zero_v4", 0, UDP6(.src = "::ffff:0.0.0.0", .dport = 99), DROP, X_MALFORMED },
+	{ "v6_beside_mapped_ok", 0, UDP6(.src = "::1:ffff:192.0.2.2", .dport = 99), ACCEPT, 2 },
+	{ "v6_ipv4_compatible_ok", 0, UDP6(.src = "::192.0.2.2", .dport = 99), ACCEPT, 2 },
+	{ "v6_below_mapped_ok", 0, UDP6(.dst = "::fffe:ffff:ffff", .dport = 99), ACCEPT, 2 },
 };
 
 /* Group "defrag": the same rules with the links' defrag flag on. The kernel
@@ -1938,6 +1949,7 @@ int main(void)
 		check_end();
 		CHECK_EXIT();
 	}
+	e.skel->rodata->nfb_plant = engine_plants(); /* as the engine loads it */
 	for (int i = 0; i < GM_N; i++) {
 		struct bpf_map *outer = bpf_object__find_map_by_name(e.skel->obj, outer_names[i]);
 		const struct bpf_map *t = outer ? bpf_map__inner_map(outer) : NULL;

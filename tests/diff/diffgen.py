@@ -42,7 +42,8 @@ established (both). The probes fall on the policy's edges: the first and
 last address of each prefix and the one past each end, the bounds of
 each port range and the port past each, every ICMP type a rule names,
 IPv6 extension-header chains, fragments (with defrag on judged whole,
-with it off one by one), replies of accepted flows (established).
+with it off one by one), replies of accepted flows (established), IPv6
+packets from IPv4-mapped addresses (malformed).
 """
 import ctypes
 import ipaddress
@@ -653,6 +654,28 @@ class Prober:
                  [{"ns": "c", "ifname": lan[1], "to": lan[0], "v6": v6, "hex": pkt.hex()}],
                  [dict(hook=hook, iif=lan[0], oif=oif, ct=ct, hex=jpkt.hex())], watch)
 
+    def mapped(self):
+        """An IPv6 packet from an IPv4-mapped address (::ffff:A, A an IPv4
+        address on the policy's edges or the client's link), forwarded or
+        to the appliance: malformed on every hook, whatever the rules, the
+        state and an IPv4 rule on A."""
+        r, pol = self.r, self.pol
+        lan = r.choice(LAN)
+        src = "::ffff:" + r.choice(edge_addrs(pol, False) + [self.pick_src(lan, False)])
+        kind, sport, dport, flags, icmp_type = self.l4(True)
+        hook, dst, oif, watch = "forward", self.pick_dst(True), "-", None
+        if "input" in pol.hooks and r.random() < 0.3:
+            hook, dst = "input", r.choice(LOCAL6)
+        else:
+            oif, watch = route_out(dst, True)[0], route_out(dst, True)[1]
+        while nat_dest(pol, lan[0], src, dst, True, kind, dport):
+            dport = r.randint(1, 65535)  # redirect would make it another hook's
+        pkt = self.packet(kind, src, dst, True, sport, dport, flags, icmp_type)
+        ct = ct_first(kind, True, flags, icmp_type) if pol.defrag else "invalid"
+        self.add("%s %s v6 mapped %s -> %s %s/%d" % (hook, lan[0], src, dst, kind, dport),
+                 [{"ns": "c", "ifname": lan[1], "to": lan[0], "v6": True, "hex": pkt.hex()}],
+                 [dict(hook=hook, iif=lan[0], oif=oif, ct=ct, hex=pkt.hex())], watch)
+
     def output(self):
         """From the appliance itself (a raw socket: the output hook)."""
         r = self.r
@@ -677,7 +700,9 @@ def gen_probes(r, pol, n):
     flows = []
     for _ in range(n):
         x = r.random()
-        if x < 0.6:
+        if x < 0.04:
+            pr.mapped()
+        elif x < 0.6:
             flows.append((len(pr.probes), pr.forward()))
         elif x < 0.8 and ("input" in pol.hooks or any(n["kind"] == "forward-port" for n in pol.nat)):
             pr.local()
@@ -817,8 +842,8 @@ def counts(sock):
             c[(row["hook"], "over " + row["rule"])] = row["over_limit"]
     c[("all", "(established)")] = st["established"]["packets"]
     for k in ("unreassembled", "malformed"):
-        if k in st:
-            c[("all", "(%s)" % k)] = st[k] if isinstance(st[k], int) else st[k].get("packets", 0)
+        if k in st["drops"]:
+            c[("all", "(%s)" % k)] = st["drops"][k]
     return c
 
 

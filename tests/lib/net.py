@@ -27,6 +27,19 @@ time and prints one result line; the exit status says success.
                                    the seconds it took
   tcp-stream HOST PORT SECONDS     send/echo continuously; print bytes and the
                                    longest stall; exit 1 if it breaks
+  forge [--local] [--from SRC] HOST PORT SPORT KIND...
+                                   scapy: one packet per KIND, from source ports SPORT,
+                                   SPORT+1... (and address SRC, which may be one no
+                                   socket could send from); KIND a TCP segment's flags
+                                   (scapy's letters: S, R, F, A, FA, RA; 0 for none),
+                                   with no handshake before it, or udp; --local: through
+                                   this host's own stack (a raw socket: its output hook),
+                                   not onto the link; print "sent N"
+  watch SPORT N SECONDS            print "ready" once listening, then "seen KIND SPORT
+                                   DPORT SRC" for each TCP segment or UDP datagram from
+                                   source ports SPORT..SPORT+N-1 that arrives here (KIND
+                                   as forge's), until SECONDS are up or SIGTERM; then
+                                   "total K"
   frags HOST PORT[,PORT] MODE [EVIL-PORT]
                                    scapy: send crafted IPv4/IPv6 fragments
   v6-chain HOST PORT udp|tcp N     an IPv6 UDP datagram, or a TCP SYN (then
@@ -359,6 +372,66 @@ def tcp_stream(host, port, seconds):
         print("broken after %d bytes: %s" % (total, e))
         return 1
     print("streamed %d bytes, longest stall %.3fs" % (total, stall))
+    return 0
+
+
+def forge(*args):
+    """Packets no socket would send: segments no handshake led to (what a
+    SYN proxy must not let through: a RST, FIN or no flag at all is invalid
+    to conntrack and not the proxy's; an ACK is the proxy's to check against
+    its cookies), or from an address that is not on the wire."""
+    from scapy.layers.inet import IP, TCP, UDP
+    from scapy.layers.inet6 import IPv6
+    from scapy.sendrecv import send
+
+    local = args[0] == "--local"
+    args = args[1:] if local else args
+    src = None
+    if args[0] == "--from":
+        src, args = args[1], args[2:]
+    host, port, sport, kinds = args[0], int(args[1]), int(args[2]), args[3:]
+    ip = IPv6(dst=host) if ":" in host else IP(dst=host)
+    if src:
+        ip.src = src
+    pkts = [ip / (UDP(sport=sport + i, dport=port) / payload(16) if k == "udp" else
+                  TCP(sport=sport + i, dport=port, flags=0 if k == "0" else k, seq=1000 + i, ack=2000 if "A" in k else 0))
+            for i, k in enumerate(kinds)]
+    if local:
+        s = socket.socket(family(host), socket.SOCK_RAW, socket.IPPROTO_RAW)
+        for p in pkts:
+            try:
+                s.sendto(bytes(p), (host, 0))
+            except PermissionError:
+                pass  # the output hook dropped it (and said so to the sender)
+    else:
+        send(pkts, verbose=False)
+    print("sent %d" % len(pkts))
+    return 0
+
+
+def watch(sport, n, seconds):
+    import signal
+    from scapy.layers.inet import TCP, UDP
+    from scapy.layers.inet6 import IPv6  # noqa: F401 (dissects IPv6 frames)
+    from scapy.layers.l2 import Ether  # noqa: F401 (dissects frames)
+    from scapy.sendrecv import AsyncSniffer
+
+    def seen(p):
+        t = p.getlayer(TCP) or p.getlayer(UDP)
+        kind = "udp" if isinstance(t, UDP) else (t.flags or "0")
+        print("seen %s %d %d %s" % (kind, t.sport, t.dport, p.payload.src), flush=True)
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    lo, hi = int(sport), int(sport) + int(n) - 1
+    sn = AsyncSniffer(filter="(tcp or udp) and src portrange %d-%d" % (lo, hi), prn=seen, store=True,
+                      started_callback=lambda: print("ready", flush=True))
+    sn.start()
+    end = time.time() + float(seconds)
+    while time.time() < end and not stop:
+        time.sleep(0.05)
+    got = sn.stop() or []
+    print("total %d" % len(got), flush=True)
     return 0
 
 
@@ -717,7 +790,7 @@ def main():
     fn = {"udp-recv": udp_recv, "udp-send": udp_send, "udp-blast": udp_blast, "udp-say": udp_say, "tcp-listen": tcp_listen,
           "tcp-connect": tcp_connect, "tcp-stream": tcp_stream, "frags": frags,
           "tcp-whoami": tcp_whoami, "tcp-ask": tcp_ask, "tcp-many": tcp_many, "tcp-probe": tcp_probe,
-          "tcp-sink": tcp_sink, "tcp-hold": tcp_hold,
+          "tcp-sink": tcp_sink, "tcp-hold": tcp_hold, "forge": forge, "watch": watch,
           "udp-whoami": udp_whoami, "udp-probe": udp_probe,
           "v6-chain": v6_chain, "v6-split-chain": v6_split_chain,
           "push-serve": push_serve, "push-watch": push_watch,

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bpf/nfbox.h"
 #include "lib/ip6walk.h"
 #include "policy/schedule/schedule.h"
 
@@ -405,6 +406,8 @@ static enum ref_verdict_kind parse_v6(const uint8_t *ip, size_t len, struct ref_
 		return REF_MALFORMED;
 	memcpy(k->src, ip + 8, 16);
 	memcpy(k->dst, ip + 24, 16);
+	if (nfb_v6_mapped(k->src) || nfb_v6_mapped(k->dst))
+		return REF_MALFORMED; /* never on the wire (bpf/nfbox.h) */
 	if (ip6_walk(ip, len, end, &w) != IP6W_OK)
 		return REF_MALFORMED;
 	k->proto = w.proto;
@@ -522,6 +525,19 @@ static size_t put_ext(uint8_t *buf, size_t off, uint8_t t, uint8_t nh)
 	return t == 51 ? ((size_t)buf[off + 1] + 2) * 4 : ((size_t)len + 1) * 8;
 }
 
+/* An IPv6 address of the pools, or now and then one of the IPv4 pool's
+ * mapped (::ffff:a.b.c.d), which no packet may carry. */
+static void random_v6_addr(uint8_t *a)
+{
+	if (ref_rnd(12)) {
+		ref_random_addr_bytes(POLICY_FAM_IPV6, a);
+		return;
+	}
+	memset(a, 0, 16);
+	a[10] = a[11] = 0xff;
+	ref_random_addr_bytes(POLICY_FAM_IPV4, a + 12);
+}
+
 static size_t random_v6(uint8_t *buf, size_t cap, int proto)
 {
 	static const uint8_t types[] = { 0, 43, 60, 60, 60, 51, 44, 135, 139, 140 };
@@ -531,8 +547,8 @@ static size_t random_v6(uint8_t *buf, size_t cap, int proto)
 
 	buf[0] = 6 << 4;
 	buf[7] = 64;
-	ref_random_addr_bytes(POLICY_FAM_IPV6, buf + 8);
-	ref_random_addr_bytes(POLICY_FAM_IPV6, buf + 24);
+	random_v6_addr(buf + 8);
+	random_v6_addr(buf + 24);
 	for (uint32_t i = 0; i < n && off + 64 + 80 < cap; i++) {
 		uint8_t t = types[ref_rnd(N(types))];
 

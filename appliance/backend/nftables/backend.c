@@ -202,6 +202,8 @@ static int nftables_stats(struct backend *b, const struct loaded *cur, struct st
 	read_named(&nc, NFT_COUNTER_ESTABLISHED, &out->established);
 	read_named(&nc, NFT_COUNTER_UNREASSEMBLED, &c);
 	out->unreassembled = c.packets;
+	read_named(&nc, NFT_COUNTER_MALFORMED, &c);
+	out->malformed = c.packets;
 	read_named(&nc, NFT_COUNTER_REJECT_LIMITED, &c);
 	out->reject_rate_limited = c.packets;
 	read_named(&nc, NFT_COUNTER_LOG_WANTED, &wanted);

@@ -19,6 +19,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "lib/nfhook.h"
+#include "lib/plant.h"
 #include "bpf/nfbox_filter.skel.h"
 
 static const char *const map_names[EM_COUNT] = {
@@ -275,6 +276,11 @@ static void skel_destroyp(struct nfbox_filter_bpf **s)
 	nfbox_filter_bpf__destroy(*s);
 }
 
+uint32_t engine_plants(void)
+{
+	return planted("mapped-passes") ? NFB_PLANT_MAPPED_PASSES : 0;
+}
+
 int engine_open(const struct engine_opts *o, struct diags *d, struct engine **out)
 {
 	_cleanup_(skel_destroyp) struct nfbox_filter_bpf *skel = NULL;
@@ -286,6 +292,7 @@ int engine_open(const struct engine_opts *o, struct diags *d, struct engine **ou
 		return diag_errno(d, -ENOMEM, "opening the engine");
 	if (!(skel = nfbox_filter_bpf__open()))
 		return diag_errno(d, -errno, "cannot open the classifier object");
+	skel->rodata->nfb_plant = engine_plants();
 	read_shapes(e, skel);
 	if (e->pin_dir && engine_path(path, sizeof(path), e, "", "prog") == 0 && access(path, F_OK) == 0)
 		r = adopt(e, o->netns_cookie, d);

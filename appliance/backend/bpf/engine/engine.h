@@ -46,6 +46,10 @@ struct engine_opts {
 				  pinned state of another namespace is never adopted */
 };
 
+/* The classifier's planted bugs (bpf/nfbox.h, NFB_PLANT_*), for its rodata
+ * nfb_plant: from NFBOX_TEST_PLANT in the test build, 0 in nfbox itself. */
+uint32_t engine_plants(void);
+
 /* Open the engine: adopt the pinned state under pin_dir if there is one
  * (enforcement continues without a gap), else load the program and pin it.
  * Returns 0 or -errno, explained in d; *out untouched on failure. */

@@ -799,7 +799,11 @@ static uint32_t chain_once(struct ctx *c, const struct nfr_chain *ch)
  * client's ACK (invalid to conntrack until then) go to nftables' synproxy,
  * which answers with a SYN cookie and, once the ACK proves the address,
  * opens the connection to the server: tracked from then on, it meets the
- * rule again like any other connection. Counted in the rule's counter.
+ * rule again like any other connection. What the proxy leaves (a segment
+ * invalid to conntrack that is neither SYN nor ACK: a forged RST, FIN or one
+ * without flags) is dropped right after it, as nftables' own SYN proxy
+ * recipe does, whatever the rule's state: only a client that completed
+ * the handshake reaches the server. Counted in the rule's counter, once.
  */
 #define SYNPROXY_RAW_PRIO (-300)
 #define SYNPROXY_WSCALE	  7
@@ -830,6 +834,7 @@ static void synproxy_rules(struct emit *e, uint32_t chain)
 {
 	struct nfr_rule raw = { .chain = synproxy_raw_chain(e->c), .loc = e->ru->loc };
 	struct nfr_rule r = { .chain = chain, .loc = e->ru->loc };
+	struct nfr_rule drop = { .chain = chain, .loc = e->ru->loc };
 	struct nfr_stmt *s;
 
 	synproxy_match(e->c, &raw, e->ru, e->fam);
@@ -844,6 +849,12 @@ static void synproxy_rules(struct emit *e, uint32_t chain)
 	s->port = e->fam == POLICY_FAM_IPV4 ? 1460 : 1440;
 	s->value = SYNPROXY_WSCALE;
 	nfr_rule_add(e->c->t, &r, e->what);
+	if (planted("synproxy-invalid-passes"))
+		return;
+	synproxy_match(e->c, &drop, e->ru, e->fam);
+	m_add(&drop, NFR_M_CT_STATE)->value = CT_INVALID | CT_UNTRACKED;
+	s_add(&drop, NFR_S_DROP, NULL);
+	nfr_rule_add(e->c->t, &drop, e->what);
 }
 
 /*
@@ -851,10 +862,9 @@ static void synproxy_rules(struct emit *e, uint32_t chain)
  * invalid ACKs in the rule's place (compile.c widens a synproxy rule's
  * states to them), and the proxy comes after it: a base chain of its own
  * on each hook (synproxy_input, synproxy_forward), after the classifier's
- * priorities, takes what the classifier let through and matches the rule.
- * What the proxy does not take (neither SYN nor ACK) is dropped there if
- * the rule as written would not have matched it (its state: leaves out
- * invalid or untracked), as the nftables backend's rule would not.
+ * priorities, takes what the classifier let through and matches the rule;
+ * what the proxy does not take is dropped there (synproxy_rules), as in
+ * the nftables backend's rule.
  */
 #define SYNPROXY_BPF_PRIO (-80) /* after the classifier's NFB_PRIORITY .. + NFB_PRIORITY_SPAN - 1 */
 
@@ -876,20 +886,11 @@ static void synproxy_bpf(struct ctx *c)
 			chain = chain_once(c, &ch);
 			for (uint8_t fam = POLICY_FAM_IPV4; fam <= POLICY_FAM_IPV6; fam <<= 1) {
 				struct emit e = { .c = c, .ru = ru, .h = (enum policy_hook)h, .fam = fam };
-				struct nfr_rule drop = { .chain = chain, .loc = ru->loc };
-				uint32_t widened =
-					ct_bits((uint8_t)((POLICY_CT_INVALID | POLICY_CT_UNTRACKED) & ~ru->state));
 
 				if (!applies(ru, fam))
 					continue;
 				snprintf(e.what, sizeof(e.what), "rule '%s' (%s)", ru->name, policy_hook_name(e.h));
 				synproxy_rules(&e, chain);
-				if (!widened)
-					continue;
-				synproxy_match(c, &drop, ru, fam);
-				m_add(&drop, NFR_M_CT_STATE)->value = widened;
-				s_add(&drop, NFR_S_DROP, NULL);
-				nfr_rule_add(c->t, &drop, e.what);
 			}
 		}
 	}
@@ -1154,6 +1155,33 @@ static void family_rules(struct ctx *c, enum policy_hook h, uint32_t chain, uint
 	free(run);
 }
 
+/* Before anything else (conntrack's verdict too), an IPv6 packet from or to
+ * an IPv4-mapped address (::ffff:0:0/96): malformed, never on the wire
+ * (bpf/nfbox.h, nfb_v6_mapped), dropped and counted as the classifier
+ * does. The kernel's own parser passes it, and a dual-stack server would
+ * take it for the IPv4 peer. */
+static void mapped_rules(struct nfr_table *t, uint32_t chain)
+{
+	static const uint8_t mapped[16] = { [10] = 0xff, [11] = 0xff };
+
+	if (planted("mapped-passes"))
+		return;
+	for (uint8_t dir = 0; dir < 2; dir++) {
+		struct nfr_rule r = { .chain = chain };
+		struct nfr_match *m;
+
+		match_nfproto(&r, POLICY_FAM_IPV6);
+		m = m_add(&r, NFR_M_ADDR_EQ);
+		m->dir = dir;
+		m->family = POLICY_FAM_IPV6;
+		m->value = 96;
+		memcpy(m->addr, mapped, sizeof(mapped));
+		s_add(&r, NFR_S_COUNTER, NFT_COUNTER_MALFORMED);
+		s_add(&r, NFR_S_DROP, NULL);
+		nfr_rule_add(t, &r, "IPv4-mapped addresses");
+	}
+}
+
 /* Fragments first: with defrag on the kernel reassembled what it could, so
  * a fragment here was refused: dropped and counted. With defrag off each
  * fragment is judged by the rules that need no ports (HOOK_ipN_fragments,
@@ -1188,7 +1216,7 @@ static void fragment_rules(struct ctx *c, enum policy_hook h, uint32_t chain)
 	}
 }
 
-/* Base chain HOOK: fragments, established, then a jump on the family into
+/* Base chain HOOK: IPv4-mapped addresses, fragments, established, then a jump on the family into
  * HOOK_ip or HOOK_ip6 (each rule is looked at only by packets of a family
  * it can match), and the default, counted, last.
  *
@@ -1210,6 +1238,7 @@ static void filter_hook(struct ctx *c, enum policy_hook h)
 
 	snprintf(ch.name, sizeof(ch.name), "%s", policy_hook_name(h));
 	chain = nfr_chain_add(c->t, &ch);
+	mapped_rules(c->t, chain);
 	fragment_rules(c, h, chain);
 	if (p->opt.established_accept) {
 		struct nfr_rule r = { .chain = chain };
@@ -1237,6 +1266,7 @@ static void filter(struct ctx *c)
 {
 	counter(c, NFT_COUNTER_ESTABLISHED);
 	counter(c, NFT_COUNTER_UNREASSEMBLED);
+	counter(c, NFT_COUNTER_MALFORMED);
 	counter(c, NFT_COUNTER_REJECT_LIMITED);
 	counter(c, NFT_COUNTER_LOG_WANTED);
 	counter(c, NFT_COUNTER_LOGGED);

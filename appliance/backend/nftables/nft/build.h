@@ -86,6 +86,7 @@ void nft_default_counter_name(char *buf, size_t len, enum policy_hook h);
 void nft_over_limit_counter_name(char *buf, size_t len, enum policy_hook h, const char *rule);
 #define NFT_COUNTER_ESTABLISHED	   "x_established"
 #define NFT_COUNTER_UNREASSEMBLED  "x_unreassembled"
+#define NFT_COUNTER_MALFORMED	   "x_malformed" /* IPv4-mapped IPv6 addresses */
 #define NFT_COUNTER_REJECT_LIMITED "x_reject_limited"
 /* Events a log: rule asked for, and those the log-rate let through: the
  * difference is log_rate_limited. */
