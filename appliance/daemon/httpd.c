@@ -19,7 +19,6 @@
 
 #include "daemon/daemon_int.h"
 #include "daemon/httpd.h"
-#include "daemon/metrics.h"
 #include "base/clock.h"
 #include "base/log.h"
 
@@ -33,6 +32,7 @@
 struct httpd {
 	struct MHD_Daemon *mhd;
 	struct handler h;
+	httpd_text_fn *text; /* the metrics text (metrics.c's, handed down) */
 	unsigned long served, refused;
 	char *body; /* the last metrics text, served again within HTTPD_CACHE_MS */
 	size_t len;
@@ -84,7 +84,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!h->body || clock_ms(CLOCK_MONOTONIC) - h->made >= HTTPD_CACHE_MS) {
 		if (!(f = open_memstream(&buf, &len)))
 			return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
-		if (daemon_metrics(dm, f) < 0 || fclose(f) != 0) {
+		if (h->text(dm, f) < 0 || fclose(f) != 0) {
 			free(buf);
 			return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the counters\n", NULL);
 		}
@@ -158,7 +158,7 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, bool *v6)
 	return 0;
 }
 
-int httpd_open(struct daemon *dm, struct diags *d)
+int httpd_open(struct daemon *dm, httpd_text_fn *text, struct diags *d)
 {
 	const char *listen = dm->opts->metrics_listen;
 	const union MHD_DaemonInfo *info;
@@ -190,6 +190,7 @@ int httpd_open(struct daemon *dm, struct diags *d)
 		return diag_errno(d, -e, "--metrics-listen %s: cannot listen", listen);
 	}
 	h->h = (struct handler){ .fd = info->epoll_fd, .fn = on_ready, .ctx = dm };
+	h->text = text;
 	dm->httpd = h;
 	if (loop_watch(&dm->loop, &h->h) < 0) {
 		httpd_close(dm);

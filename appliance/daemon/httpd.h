@@ -5,8 +5,13 @@
 
 #include "daemon/daemon_int.h"
 
+/* What is served: the metrics text to f, 0 or -errno. Handed down by the
+ * loop (daemon_metrics), so that the report may read this part's counts
+ * without a call circle. */
+typedef int httpd_text_fn(struct daemon *dm, FILE *f);
+
 /* httpd.c: --metrics-listen. httpd_tick once a round of the loop. */
-int httpd_open(struct daemon *dm, struct diags *d);
+int httpd_open(struct daemon *dm, httpd_text_fn *text, struct diags *d);
 void httpd_tick(struct daemon *dm);
 void httpd_close(struct daemon *dm);
 
