@@ -306,6 +306,19 @@ void httpd_tick(struct daemon *dm)
 	MHD_run(dm->httpd->mhd); /* idle connections time out, cut ones are reaped */
 }
 
+void httpd_report(struct daemon *dm, struct httpd_report *out)
+{
+	struct httpd *h = dm->httpd;
+
+	*out = (struct httpd_report){ .head_deadline_s = HTTPD_HEAD_DEADLINE_MS / 1000 };
+	if (!h)
+		return;
+	out->listen = dm->opts->metrics_listen;
+	out->served = h->served;
+	out->refused = h->refused;
+	out->head_timeouts = h->head_timeouts;
+}
+
 void httpd_close(struct daemon *dm)
 {
 	if (!dm->httpd)

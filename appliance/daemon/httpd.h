@@ -15,4 +15,14 @@ int httpd_open(struct daemon *dm, httpd_text_fn *text, struct diags *d);
 void httpd_tick(struct daemon *dm);
 void httpd_close(struct daemon *dm);
 
+/* What the server counts, as status and metrics show it. */
+struct httpd_report {
+	const char *listen; /* --metrics-listen; NULL: not serving */
+	unsigned head_deadline_s;
+	unsigned long served;	     /* GET or HEAD /metrics answered */
+	unsigned long refused;	     /* answered 404 or 405 */
+	unsigned long head_timeouts; /* closed: no request's head within the deadline */
+};
+void httpd_report(struct daemon *dm, struct httpd_report *out);
+
 #endif
