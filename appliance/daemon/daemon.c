@@ -23,6 +23,7 @@
 #include "daemon/dynsets.h"
 #include "daemon/dynverify.h"
 #include "daemon/httpd.h"
+#include "daemon/metrics.h"
 #include "daemon/clients.h"
 #include "daemon/links.h"
 #include "daemon/events.h"
@@ -199,7 +200,8 @@ static int start(struct daemon *dm, struct diags *d)
 	if (!dm->opts->no_pin && (r = pins_make_lasting(dm->pin_dir, &dm->pins, d)) < 0)
 		return r;
 	backend_env_init(dm);
-	if ((r = backends_open(dm, d)) < 0 || (r = links_open(dm, d)) < 0 || (r = httpd_open(dm, d)) < 0)
+	if ((r = backends_open(dm, d)) < 0 || (r = links_open(dm, d)) < 0 ||
+	    (r = httpd_open(dm, daemon_metrics, d)) < 0)
 		return r;
 	eventlog_journal(dm->events, log_to_journal() && !dm->opts->no_journal_events);
 	adopted = backends_adopted(dm);

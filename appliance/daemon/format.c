@@ -220,6 +220,16 @@ static void status_sched_text(const struct status_report *r, FILE *f)
 			r->sched[i].open ? "in force" : "out of force", when_text(r->sched[i].next, buf, sizeof(buf)));
 }
 
+static void status_http_text(const struct httpd_report *x, FILE *f)
+{
+	if (!x->listen)
+		return;
+	fprintf(f,
+		"metrics:    http://%s/metrics: %lu served, %lu refused, %lu connections closed with no request's "
+		"head within %u s\n",
+		x->listen, x->served, x->refused, x->head_timeouts, x->head_deadline_s);
+}
+
 static void status_text(const struct status_report *r, FILE *f)
 {
 	const struct engine_info *e = &r->be.engine;
@@ -270,6 +280,7 @@ static void status_text(const struct status_report *r, FILE *f)
 			left < 0 ? 0 : left, (long long)time(NULL) - r->pending_since);
 	}
 	fprintf(f, "log events: %llu\n", r->events);
+	status_http_text(&r->http, f);
 	if (r->nmissing) {
 		fputs("missing:   ", f);
 		for (uint32_t i = 0; i < r->nmissing; i++)
@@ -400,6 +411,22 @@ static void status_ha_json(const struct report_ha *h, struct json *j)
 	json_object_end(j);
 }
 
+static void status_http_json(const struct httpd_report *x, struct json *j)
+{
+	json_key(j, "metrics_http");
+	if (!x->listen) {
+		json_null_value(j);
+		return;
+	}
+	json_object_begin(j);
+	json_kv_str(j, "listen", x->listen);
+	json_kv_u64(j, "served", x->served);
+	json_kv_u64(j, "refused", x->refused);
+	json_kv_u64(j, "head_timeouts", x->head_timeouts);
+	json_kv_u64(j, "head_deadline_s", x->head_deadline_s);
+	json_object_end(j);
+}
+
 static void status_json(const struct status_report *r, FILE *f)
 {
 	const struct engine_info *e = &r->be.engine;
@@ -438,6 +465,7 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_kv_str(&j, "state_dir", r->state_dir);
 	json_kv_u64(&j, "reloads_failed", r->reloads_failed);
 	json_kv_u64(&j, "events", r->events);
+	status_http_json(&r->http, &j);
 	json_kv_str(&j, "pin_dir", e->pin_dir); /* null: nothing pinned */
 	json_key(&j, "netns");
 	json_object_begin(&j);
@@ -897,6 +925,18 @@ static void fleet_metrics(const struct report_fleet *x, FILE *f)
 	fprintf(f, "nfbox_fleet_shared_changes_total{direction=\"received\"} %lu\n", x->received);
 }
 
+static void http_metrics(const struct httpd_report *x, FILE *f)
+{
+	family(f, "nfbox_http_requests_total", "counter",
+	       "Requests to --metrics-listen: served (GET or HEAD /metrics) or refused (404, 405).");
+	fprintf(f, "nfbox_http_requests_total{result=\"served\"} %lu\n", x->served);
+	fprintf(f, "nfbox_http_requests_total{result=\"refused\"} %lu\n", x->refused);
+	family(f, "nfbox_http_head_timeouts_total", "counter",
+	       "Connections to --metrics-listen closed because no request's head (request line and headers) "
+	       "arrived within the deadline after the connect.");
+	fprintf(f, "nfbox_http_head_timeouts_total %lu\n", x->head_timeouts);
+}
+
 void format_metrics(const struct status_report *st, const struct stats_report *sr, FILE *f)
 {
 	static const char *const capture_keys[] = { "packets",	 "bytes",	   "written",  "kernel_dropped",
@@ -975,6 +1015,8 @@ void format_metrics(const struct status_report *st, const struct stats_report *s
 		ha_metrics(&st->ha, f);
 	if (st->fleet.present)
 		fleet_metrics(&st->fleet, f);
+	if (st->http.listen)
+		http_metrics(&st->http, f);
 	family(f, "nfbox_capture_total", "counter", "Capture counters, by capture and what they count.");
 	for (uint32_t i = 0; i < sr->ncaps; i++) {
 		const struct capture_stats *s = &sr->caps[i].stats;

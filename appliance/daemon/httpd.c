@@ -6,8 +6,10 @@
  * each request is answered from the daemon's state as the control socket
  * answers (the text kept for a second: a client asking in a loop costs one
  * read of the counters a second). GET or HEAD /metrics only; anything else is 404 or 405. A few
- * connections at once, each closed after 10 s idle: a client that holds
- * connections open cannot starve the control socket.
+ * connections at once, 4 from one address; a request's head must arrive
+ * within 5 s of the connect, and a response not read is dropped after 10 s
+ * idle: a client that holds connections open, idle or trickling its
+ * headers, cannot starve the control socket or keep scrapers out for long.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,11 +17,12 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "daemon/daemon_int.h"
 #include "daemon/httpd.h"
-#include "daemon/metrics.h"
+#include "lib/plant.h"
 #include "base/clock.h"
 #include "base/log.h"
 
@@ -29,12 +32,31 @@
  * address is not kept out by a client that holds connections idle. */
 #define HTTPD_PER_ADDRESS 4
 #define METRICS_TYPE	  "text/plain; version=0.0.4; charset=utf-8"
+/* The idle timeout is reset by every byte: a client sending a header line
+ * a second would hold its connection for ever. MHD has no deadline for a
+ * request's head, so the tick closes what misses this one (a scraper
+ * sends its few hundred bytes at once; this leaves room for two lost
+ * segments). Each connection serves one request (Connection: close), so
+ * counting from the connect bounds every request's head. */
+#define HTTPD_HEAD_DEADLINE_MS 5000
+
+/* A connection MHD holds, from its start to its end (notified). */
+struct httpd_conn {
+	struct MHD_Connection *c; /* NULL: a free slot */
+	int fd;			  /* MHD's: shut down, never closed here */
+	long long opened;	  /* CLOCK_MONOTONIC ms */
+	bool head;		  /* the request's head arrived */
+	bool cut;		  /* shut down at the deadline, MHD yet to reap it */
+};
 
 struct httpd {
 	struct MHD_Daemon *mhd;
 	struct handler h;
+	httpd_text_fn *text; /* the metrics text (metrics.c's, handed down) */
 	unsigned long served, refused;
-	char *body; /* the last metrics text, served again within HTTPD_CACHE_MS */
+	unsigned long head_timeouts;			/* connections cut at HTTPD_HEAD_DEADLINE_MS */
+	struct httpd_conn conns[HTTPD_MAX_CONNECTIONS]; /* MHD holds no more */
+	char *body;					/* the last metrics text, served again within HTTPD_CACHE_MS */
 	size_t len;
 	long long made; /* CLOCK_MONOTONIC ms */
 };
@@ -43,19 +65,107 @@ struct httpd {
  * text for this long instead of a read of every counter each time. */
 #define HTTPD_CACHE_MS 1000
 
+/* One request a connection: a kept-alive one would wait for its next
+ * request's head with no deadline of its own. MHD closes after an answer
+ * queued at the handler's first call anyway; said here, it does not
+ * depend on that. */
+static enum MHD_Result queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *r)
+{
+	enum MHD_Result ret;
+
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *text, const char *allow)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
-	enum MHD_Result ret;
 
 	if (!r)
 		return MHD_NO;
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/plain; charset=utf-8");
 	if (allow)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-	ret = MHD_queue_response(c, status, r);
-	MHD_destroy_response(r);
-	return ret;
+	return queue(c, status, r);
+}
+
+/* MHD_OPTION_NOTIFY_CONNECTION: a slot for each connection, so the tick
+ * can find those whose head is late. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **ctx, enum MHD_ConnectionNotificationCode code)
+{
+	struct httpd *h = cls;
+	struct httpd_conn *k = *ctx;
+	const union MHD_ConnectionInfo *fd;
+
+	if (code != MHD_CONNECTION_NOTIFY_STARTED) {
+		if (k)
+			*k = (struct httpd_conn){ 0 };
+		return;
+	}
+	for (k = h->conns; k < h->conns + HTTPD_MAX_CONNECTIONS && k->c; k++)
+		;
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (k == h->conns + HTTPD_MAX_CONNECTIONS) { /* MHD's limit is ours: never, but not unbounded if so */
+		if (fd)
+			shutdown(fd->connect_fd, SHUT_RDWR);
+		return;
+	}
+	*k = (struct httpd_conn){ .c = c, .fd = fd ? fd->connect_fd : -1, .opened = clock_ms(CLOCK_MONOTONIC) };
+	*ctx = k;
+}
+
+/* The request's head is in: the deadline no longer applies. */
+static void head_arrived(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct httpd_conn *k = i ? i->socket_context : NULL;
+
+	if (k)
+		k->head = true;
+}
+
+/* Shut down, not closed: the fd is MHD's. It reads the end at its next
+ * run and reaps the connection (on_connection frees the slot). */
+static void cut_late(struct httpd *h)
+{
+	long long now = clock_ms(CLOCK_MONOTONIC);
+
+	if (planted("httpd-no-deadline"))
+		return;
+	for (struct httpd_conn *k = h->conns; k < h->conns + HTTPD_MAX_CONNECTIONS; k++) {
+		if (!k->c || k->head || k->cut || now - k->opened < HTTPD_HEAD_DEADLINE_MS)
+			continue;
+		if (k->fd >= 0)
+			shutdown(k->fd, SHUT_RDWR);
+		k->cut = true;
+		h->head_timeouts++;
+	}
+}
+
+/* The cached text, made again once older than HTTPD_CACHE_MS: NULL, or
+ * what the client is told instead. */
+static const char *fresh_text(struct daemon *dm)
+{
+	struct httpd *h = dm->httpd;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	if (h->body && clock_ms(CLOCK_MONOTONIC) - h->made < HTTPD_CACHE_MS)
+		return NULL;
+	if (!(f = open_memstream(&buf, &len)))
+		return "out of memory\n";
+	if (h->text(dm, f) < 0 || fclose(f) != 0) {
+		free(buf);
+		return "cannot read the counters\n";
+	}
+	free(h->body);
+	h->body = buf;
+	h->len = len;
+	h->made = clock_ms(CLOCK_MONOTONIC);
+	return NULL;
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -64,42 +174,30 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct daemon *dm = cls;
 	struct httpd *h = dm->httpd;
 	struct MHD_Response *r;
+	const char *why;
 	enum MHD_Result ret;
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
 
 	(void)version;
 	(void)upload;
+	(void)state;
+	head_arrived(c);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD)) {
-		dm->httpd->refused++;
+		h->refused++;
 		*upload_size = 0; /* a body is not read */
 		return respond(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET /metrics\n", "GET, HEAD");
 	}
 	if (strcmp(url, "/metrics")) {
-		dm->httpd->refused++;
+		h->refused++;
 		return respond(c, MHD_HTTP_NOT_FOUND, "nfbox serves /metrics only\n", NULL);
 	}
-	(void)state;
-	if (!h->body || clock_ms(CLOCK_MONOTONIC) - h->made >= HTTPD_CACHE_MS) {
-		if (!(f = open_memstream(&buf, &len)))
-			return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
-		if (daemon_metrics(dm, f) < 0 || fclose(f) != 0) {
-			free(buf);
-			return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "cannot read the counters\n", NULL);
-		}
-		free(h->body);
-		h->body = buf;
-		h->len = len;
-		h->made = clock_ms(CLOCK_MONOTONIC);
-	}
+	if ((why = fresh_text(dm)))
+		return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, why, NULL);
 	/* copied: the cache may be replaced while MHD still sends this one */
 	if (!(r = MHD_create_response_from_buffer(h->len, h->body, MHD_RESPMEM_MUST_COPY)))
 		return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n", NULL);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, METRICS_TYPE);
-	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	dm->httpd->served++;
+	ret = queue(c, MHD_HTTP_OK, r);
+	h->served++;
 	return ret;
 }
 
@@ -158,7 +256,7 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, bool *v6)
 	return 0;
 }
 
-int httpd_open(struct daemon *dm, struct diags *d)
+int httpd_open(struct daemon *dm, httpd_text_fn *text, struct diags *d)
 {
 	const char *listen = dm->opts->metrics_listen;
 	const union MHD_DaemonInfo *info;
@@ -175,12 +273,12 @@ int httpd_open(struct daemon *dm, struct diags *d)
 				 listen);
 	if (!(h = calloc(1, sizeof(*h))))
 		return diag_errno(d, -ENOMEM, "--metrics-listen");
-	h->mhd = MHD_start_daemon(MHD_USE_EPOLL | (v6 ? MHD_USE_IPv6 | MHD_USE_DUAL_STACK : 0), 0, NULL, NULL,
-				  on_request, dm, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTPD_MAX_CONNECTIONS,
-				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTPD_IDLE_TIMEOUT_S,
-				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTPD_PER_ADDRESS,
-				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(32 * 1024), MHD_OPTION_END);
+	h->mhd = MHD_start_daemon(
+		MHD_USE_EPOLL | (v6 ? MHD_USE_IPv6 | MHD_USE_DUAL_STACK : 0), 0, NULL, NULL, on_request, dm,
+		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
+		(unsigned)HTTPD_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTPD_IDLE_TIMEOUT_S,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTPD_PER_ADDRESS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+		(size_t)(32 * 1024), MHD_OPTION_NOTIFY_CONNECTION, on_connection, h, MHD_OPTION_END);
 	if (!h->mhd || !(info = MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_EPOLL_FD))) {
 		int e = errno ? errno : EADDRINUSE;
 
@@ -190,6 +288,7 @@ int httpd_open(struct daemon *dm, struct diags *d)
 		return diag_errno(d, -e, "--metrics-listen %s: cannot listen", listen);
 	}
 	h->h = (struct handler){ .fd = info->epoll_fd, .fn = on_ready, .ctx = dm };
+	h->text = text;
 	dm->httpd = h;
 	if (loop_watch(&dm->loop, &h->h) < 0) {
 		httpd_close(dm);
@@ -201,8 +300,23 @@ int httpd_open(struct daemon *dm, struct diags *d)
 
 void httpd_tick(struct daemon *dm)
 {
-	if (dm->httpd)
-		MHD_run(dm->httpd->mhd); /* idle connections time out */
+	if (!dm->httpd)
+		return;
+	cut_late(dm->httpd);
+	MHD_run(dm->httpd->mhd); /* idle connections time out, cut ones are reaped */
+}
+
+void httpd_report(struct daemon *dm, struct httpd_report *out)
+{
+	struct httpd *h = dm->httpd;
+
+	*out = (struct httpd_report){ .head_deadline_s = HTTPD_HEAD_DEADLINE_MS / 1000 };
+	if (!h)
+		return;
+	out->listen = dm->opts->metrics_listen;
+	out->served = h->served;
+	out->refused = h->refused;
+	out->head_timeouts = h->head_timeouts;
 }
 
 void httpd_close(struct daemon *dm)

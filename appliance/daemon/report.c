@@ -56,6 +56,7 @@ int report_status(struct daemon *dm, struct status_report *out)
 		out->on_disk = r < 0 ? strerror(-r) : !strcmp(out->disk_fp, dm->fingerprint) ? "same" : "changed";
 	}
 	fleet_report(dm, &out->fleet);
+	httpd_report(dm, &out->http);
 	out->nmissing = links_missing(dm->cur.plan, out->missing, sizeof(out->missing) / sizeof(out->missing[0]));
 	if (ha_report(dm, &out->ha) < 0 || sched_report(dm, &out->sched, &out->nsched) < 0 ||
 	    feeds_report(dm, &out->feeds, &out->nfeeds) < 0)

@@ -17,6 +17,7 @@
 #include "daemon/dynsets.h"
 #include "daemon/feeds.h"
 #include "daemon/fleet.h"
+#include "daemon/httpd.h"
 #include "ha/parse.h"
 
 struct daemon;
@@ -87,6 +88,7 @@ struct status_report {
 	uint32_t nsched;
 	struct feed_report *feeds; /* the sets of countries and host names (feeds.h) */
 	uint32_t nfeeds;
+	struct httpd_report http; /* --metrics-listen (httpd.h) */
 };
 
 struct stats_report {

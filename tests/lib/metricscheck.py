@@ -7,8 +7,8 @@ The metrics are parsed with the Prometheus project's own parser
 (python3-prometheus-client), so a line it cannot read fails here. Every rule
 and default row of stats must be there with the same packets and bytes (and
 a limited rule's over-limit count, and its last hit),
-every drop counter with its value, the reloads, each dynamic set's size and
-the policy's fingerprint as status says. Prints each mismatch;
+every drop counter with its value, the reloads, each dynamic set's size,
+the HTTP server's counts and the policy's fingerprint as status says. Prints each mismatch;
 exit 0 when there is none.
 """
 import json
@@ -55,6 +55,15 @@ def main():
         want("nfbox_dynamic_set_entries", {"set": ds["set"]}, ds["entries"])
     want("nfbox_reloads_total", {"result": "ok"}, status["reloads_ok"])
     want("nfbox_reloads_total", {"result": "failed"}, status["reloads_failed"])
+    http = status.get("metrics_http")
+    if http:  # --metrics-listen; the scrape that made METRICS was counted served after
+        want("nfbox_http_requests_total", {"result": "refused"}, http["refused"])
+        want("nfbox_http_head_timeouts_total", {}, http["head_timeouts"])
+        served = got.get(("nfbox_http_requests_total", (("result", "served"),)))
+        if served is None or served > http["served"]:
+            bad.append("nfbox_http_requests_total served: %s, status says %s" % (served, http["served"]))
+    elif any(k[0].startswith("nfbox_http_") for k in got):
+        bad.append("nfbox_http_* without --metrics-listen in status")
     info = [k for k in got if k[0] == "nfbox_info"]
     if len(info) != 1 or dict(info[0][1]).get("fingerprint") != status["fingerprint"]:
         bad.append("nfbox_info: %s, fingerprint %s" % (info, status["fingerprint"]))
