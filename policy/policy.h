@@ -82,6 +82,19 @@ struct prefix {
 	struct loc loc;
 };
 
+/* A reference list as written: from/to resolve to prefixes, in/out to names. */
+struct addr_match {
+	bool any;	  /* no restriction */
+	bool neg;	  /* "!office": every address (of either family) not in v */
+	struct prefix *v; /* resolved prefixes (sets expanded) */
+	uint32_t n;
+	uint8_t families;
+	char *what;    /* as written, for display: "office", "[a, b]" */
+	int neg_state; /* loading: 0 nothing seen, 1 negated entries, -1 plain ones */
+	uint32_t dyn;  /* 1 + index in policy.sets of a dynamic set, named alone (n is 0,
+				    any false; neg as written); 0: none. Only in rules' from/to. */
+};
+
 struct addr_set {
 	char *name;
 	struct loc loc;
@@ -109,6 +122,12 @@ struct addr_set {
 	uint32_t severity;		  /* eve: alerts of severity 1..this (1 the gravest) */
 	uint32_t ban;			  /* eve: seconds an offender stays; 0: until deleted */
 	bool shared;			  /* shared: true: kept in etcd for every node of a fleet */
+	/* never-ban: what the daemon never puts into this dynamic set by
+	 * itself (Suricata, a limit's overload, a fleet's other nodes) and
+	 * `nfbox set add` only with --force; any false, n 0: nothing beyond
+	 * what is never banned anyway (options.never_ban, the built-in ranges,
+	 * the appliance's own addresses) */
+	struct addr_match never_ban;
 };
 
 struct iface_group {
@@ -134,19 +153,6 @@ struct service {
 	bool used;
 	bool full;	    /* over POLICY_MAX_SERVICE_ENTRIES (reported once) */
 	uint8_t cont_proto; /* loading: the protocol a bare port takes (lx_port_list) */
-};
-
-/* A reference list as written: from/to resolve to prefixes, in/out to names. */
-struct addr_match {
-	bool any;	  /* no restriction */
-	bool neg;	  /* "!office": every address (of either family) not in v */
-	struct prefix *v; /* resolved prefixes (sets expanded) */
-	uint32_t n;
-	uint8_t families;
-	char *what;    /* as written, for display: "office", "[a, b]" */
-	int neg_state; /* loading: 0 nothing seen, 1 negated entries, -1 plain ones */
-	uint32_t dyn;  /* 1 + index in policy.sets of a dynamic set, named alone (n is 0,
-				    any false; neg as written); 0: none. Only in rules' from/to. */
 };
 
 struct iface_match {
@@ -346,6 +352,7 @@ struct policy_options {
 	struct policy_rate reject_rate; /* rejects answered (all rules together) */
 	enum policy_backend backend;
 	struct loc backend_loc;
+	struct addr_match never_ban; /* never-ban: of every dynamic set (addr_set.never_ban) */
 };
 
 struct policy {

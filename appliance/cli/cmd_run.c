@@ -265,6 +265,7 @@ struct set_args {
 	const char *timeout;
 	const char *file;
 	bool json;
+	bool force;
 };
 
 static const struct cli_opt set_opts[] = {
@@ -273,6 +274,8 @@ static const struct cli_opt set_opts[] = {
 	CLI_OPT_STRING("file", 'f', struct set_args, file, "FILE",
 		       "add, del: read the prefixes from FILE (- for standard input), one per line, '#' comments"),
 	CLI_OPT_FLAG("json", 'j', struct set_args, json, "list: JSON instead of text"),
+	CLI_OPT_FLAG("force", 'F', struct set_args, force,
+		     "add: even an address never banned otherwise (the appliance's own, a special range, never-ban)"),
 	CLI_OPT_STRING("socket", 's', struct set_args, socket, "PATH",
 		       "the daemon's control socket (default: that of this network namespace, as for nfbox run)"),
 	CLI_OPT_END,
@@ -370,13 +373,15 @@ static int run_set(void *args, int argc, char **argv)
 				  : "give the prefixes, or --file FILE (- for standard input)");
 		return EXIT_USAGE;
 	}
-	if ((a->timeout && op != 0) || (a->file && op >= 2) || (a->json && op != 2)) {
+	if ((a->timeout && op != 0) || (a->file && op >= 2) || (a->json && op != 2) || (a->force && op != 0)) {
 		fprintf(stderr, "nfbox set %s: %s is not taken here\n", ops[op],
 			a->timeout && op != 0 ? "--timeout"
 			: a->file && op >= 2  ? "--file"
+			: a->force && op != 0 ? "--force"
 					      : "--json");
 		return EXIT_USAGE;
 	}
+	req.force = a->force;
 	if (a->timeout && !(req.timeout = parse_duration_max(a->timeout, CTL_MAX_TIMEOUT))) {
 		fprintf(stderr,
 			"nfbox set add: --timeout %s: give a duration of 1 s to 365 days, e.g. 90s, 10m, 2h or 7d\n",
@@ -401,13 +406,16 @@ const struct cli_cmd cli_cmd_set = {
 	.max_operands = 0,
 	.options_anywhere = true,
 	.opts = set_opts,
-	.more_help = "  nfbox set add NAME PREFIX... [--timeout DURATION]   (root)\n"
-		     "  nfbox set add NAME --file FILE|-  [--timeout DURATION]\n"
+	.more_help = "  nfbox set add NAME PREFIX... [--timeout DURATION] [--force]   (root)\n"
+		     "  nfbox set add NAME --file FILE|-  [--timeout DURATION] [--force]\n"
 		     "  nfbox set del NAME PREFIX...  |  --file FILE|-        (root)\n"
 		     "  nfbox set list [NAME] [--json]\n"
 		     "  nfbox set flush NAME                                  (root)\n"
 		     "Only sets marked 'dynamic: true' in the policy change this way; a change\n"
-		     "is enforced at once, without a reload, and kept across reloads and restarts.\n",
+		     "is enforced at once, without a reload, and kept across reloads and restarts.\n"
+		     "An address that is never banned (this appliance's own, loopback, multicast,\n"
+		     "broadcast, unspecified, IPv4-mapped, or in the policy's never-ban) is refused\n"
+		     "unless --force.\n",
 	.args_size = sizeof(struct set_args),
 	.run = run_set,
 };

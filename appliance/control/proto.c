@@ -20,6 +20,7 @@ enum ctl_arg {
 	ARG_SOURCE = 1u << 7,
 	ARG_UNUSED = 1u << 8,
 	ARG_SINCE = 1u << 9,
+	ARG_FORCE = 1u << 10,
 };
 
 static const struct {
@@ -34,7 +35,7 @@ static const struct {
 	[CTL_CONFIRM] = { "confirm", 0 },
 	[CTL_DIFF] = { "diff", ARG_POLICY },
 	[CTL_METRICS] = { "metrics", 0 },
-	[CTL_SET_ADD] = { "set-add", ARG_SET | ARG_TIMEOUT | ARG_SOURCE },
+	[CTL_SET_ADD] = { "set-add", ARG_SET | ARG_TIMEOUT | ARG_SOURCE | ARG_FORCE },
 	[CTL_SET_DEL] = { "set-del", ARG_SET | ARG_SOURCE },
 	[CTL_SET_LIST] = { "set-list", ARG_SET | ARG_JSON },
 	[CTL_SET_FLUSH] = { "set-flush", ARG_SET },
@@ -86,6 +87,10 @@ static int parse_arg(struct ctl_request *r, const char *w, size_t n, struct diag
 	}
 	if (n > 6 && !memcmp(w, "since=", 6) && (takes & ARG_SINCE) && !r->since)
 		return parse_seconds(w + 6, n - 6, CTL_MAX_SINCE, "since=", &r->since, d);
+	if (n == 5 && !memcmp(w, "force", 5) && (takes & ARG_FORCE) && !r->force) {
+		r->force = true;
+		return 0;
+	}
 	if (n == 4 && !memcmp(w, "keep", 4) && (takes & ARG_KEEP) && !r->keep) {
 		r->keep = true;
 		return 0;
@@ -182,6 +187,8 @@ char *ctl_request_format(const struct ctl_request *r)
 	}
 	if (r->timeout)
 		fprintf(f, " timeout=%u", r->timeout);
+	if (r->force)
+		fputs(" force", f);
 	if (r->source) {
 		fputs(" source=", f);
 		pct_encode(f, r->source);

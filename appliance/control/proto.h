@@ -9,7 +9,7 @@
  * with the verbs and arguments of the table in proto.c (status [json],
  * stats [json] [zero] [unused [since=SECONDS]], reload [policy=PATH] [confirm=SECONDS], log, stop [keep],
  * confirm, diff [policy=PATH], metrics, set-add set=NAME [timeout=SECONDS]
- * [source=NAME], set-del set=NAME [source=NAME], set-list [set=NAME] [json],
+ * [source=NAME] [force], set-del set=NAME [source=NAME], set-list [set=NAME] [json],
  * set-flush set=NAME). set-add and set-del read their prefixes, one per
  * line, from a file sent with the request (SCM_RIGHTS); source names it
  * in messages. Anything else is
@@ -60,6 +60,7 @@ struct ctl_request {
 	char *set;	  /* set-*: the dynamic set */
 	unsigned timeout; /* set-add: seconds the entries stay; 0: until deleted */
 	char *source;	  /* set-add, set-del: what the prefixes were read from ("stdin", a path) */
+	bool force;	  /* set-add: addresses never banned (never-ban) too */
 };
 
 #define CTL_MAX_CONFIRM (7u * 86400)	/* a week */

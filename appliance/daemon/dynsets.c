@@ -31,6 +31,8 @@
 #include "base/pct.h"
 #include "base/log.h"
 #include "lib/plant.h"
+#include "dynset/protect.h"
+#include "netlink/addr.h"
 #include "policy/syntax/parse.h"
 #include "system/files.h"
 
@@ -42,13 +44,26 @@ struct dynstore {
 	dyn_listener_fn listener; /* told of every change not from_fleet (a fleet's node) */
 	long long verify_wanted;  /* CLOCK_MONOTONIC ms a check of the kernel is asked for (dyn_verify_take), 0: none */
 	uint64_t refused;	  /* automatic bans of addresses never banned */
+	struct own_addrs {	  /* the appliance's own addresses, as last listed */
+		struct prefix *v;
+		uint32_t n, cap;
+		long long at; /* CLOCK_MONOTONIC ms; listed again once a second old */
+	} own;
+	long long refusals_window; /* CLOCK_MONOTONIC ms: the minute refusals are logged in */
+	uint32_t refusals_logged;  /* ... and how many were */
 };
 
 #define DYN_STATE	"dynsets"
 #define DYN_BY_CONTROL	"nfbox-set"  /* an entry added through the control socket */
 #define DYN_BY_RULE	"rule:"	     /* ... by a limit's overload: "rule:NAME" */
 #define DYN_BY_SURICATA "suricata:"  /* ... by a Suricata alert: "suricata:SID:MSG" (feeds.c) */
+#define DYN_BY_FLEET	"fleet:"     /* ... by a fleet's node: "fleet:NODE" (fleet.c) */
 #define DYN_MAX_INPUT	(256u << 20) /* bytes of prefixes in one request */
+/* addresses never banned (below) */
+static void protect_of(struct daemon *dm, const char *set, struct dyn_protect *out);
+static void purge_protected(struct daemon *dm);
+static void by_text(const char *by, char *buf, size_t len);
+
 /* The backend in force, NULL for none. */
 static struct backend *be_of(const struct daemon *dm)
 {
@@ -214,6 +229,7 @@ void dyn_after_reload(struct daemon *dm, int r)
 	gone = drop_gone(dm);
 	if (be_of(dm))
 		be_of(dm)->ops->dyn_after_reload(be_of(dm), gone);
+	purge_protected(dm);
 	dyn_save(dm);
 	warn_unshared(dm);
 }
@@ -437,6 +453,34 @@ static void undo_kernel(struct daemon *dm, const struct dyn_set *set, const stru
 		be_of(dm)->ops->dyn_undo(be_of(dm), set, u);
 }
 
+#define PROTECTED_SAID 8 /* refused entries of one request explained; the rest counted */
+
+/* An add by hand of addresses that are never banned: refused whole, each
+ * said at its place, unless forced. */
+static int refuse_protected(struct daemon *dm, const struct dyn_set *set, const struct dyn_change *c, uint32_t n,
+			    struct diags *d)
+{
+	struct dyn_protect p;
+	uint32_t refused = 0;
+	char why[160], a[64];
+
+	protect_of(dm, set->name, &p);
+	for (uint32_t i = 0; i < n; i++) {
+		if (!dyn_protected(&p, &c[i].pfx, why, sizeof(why)))
+			continue;
+		if (refused++ < PROTECTED_SAID) {
+			policy_prefix_format(&c[i].pfx, a, sizeof(a));
+			diag_fail(d, -EPERM, "%s:%u: %s is %s, which is never banned (add --force to ban it anyway)",
+				  c[i].src, c[i].line, a, why);
+		}
+	}
+	if (refused > PROTECTED_SAID)
+		diag_fail(d, -EPERM, "and %u more addresses that are never banned", refused - PROTECTED_SAID);
+	if (refused)
+		diag_fail(d, -EPERM, "set '%s': nothing added", set->name);
+	return refused ? -EPERM : 0;
+}
+
 static int change(struct daemon *dm, const struct dyn_caller *c, const struct ctl_request *req, FILE *f,
 		  struct diags *d)
 {
@@ -454,6 +498,10 @@ static int change(struct daemon *dm, const struct dyn_caller *c, const struct ct
 		return -ENOENT;
 	if ((r = read_changes(c->fd, source, expires, &v, &n, d)) < 0)
 		return r;
+	if (!del && !req->force && (r = refuse_protected(dm, set, v, n, d)) < 0) {
+		free(v);
+		return r;
+	}
 	r = store_and_apply(dm, set, v, n, del, d, &undo, &did);
 	if (r == 0 && (r = dyn_save(dm)) < 0) {
 		/* Not kept, so not done: the kernel and the store go back to
@@ -794,6 +842,14 @@ int dyn_from_fleet(struct daemon *dm, const char *name, struct dyn_change *c, ui
 	 * nothing to delete */
 	if (del && n == 1 && dynset_index(set, c->pfx.family == POLICY_FAM_IPV6, c->pfx.addr, c->pfx.plen) < 0)
 		return 0;
+	if (!del) { /* a ban the fleet shares is a ban of another node's: never of what is never banned here */
+		uint32_t kept = 0;
+
+		for (uint32_t i = 0; i < n; i++)
+			if (dyn_ban_allowed(dm, name, &c[i].pfx, c[i].by ? c[i].by : "the fleet"))
+				c[kept++] = c[i];
+		n = kept;
+	}
 	diags_init(&d);
 	dm->dyn->from_fleet = true;
 	if (replace || !del)
@@ -808,6 +864,156 @@ int dyn_from_fleet(struct daemon *dm, const char *name, struct dyn_change *c, ui
 		log_info("set %s: %u entries added, %u deleted to hold what the fleet shares", name, added, deleted);
 	diags_free(&d);
 	return r;
+}
+
+/* ---- addresses never banned (dynset/protect.h) ------------------------------ */
+
+#define OWN_ADDRS_MS	1000 /* the appliance's addresses listed again once this old */
+#define REFUSALS_LOGGED 20   /* refused bans logged one by one in a minute; the rest counted */
+
+static void own_add(uint8_t family, const uint8_t *addr, void *arg)
+{
+	struct own_addrs *o = arg;
+	struct prefix *p;
+
+	if (o->n == o->cap) {
+		struct prefix *v = realloc(o->v, (o->cap = o->cap ? 2 * o->cap : 16) * sizeof(*v));
+
+		if (!v) {
+			o->cap = o->n;
+			return;
+		}
+		o->v = v;
+	}
+	p = &o->v[o->n++];
+	memset(p, 0, sizeof(*p));
+	p->family = family;
+	p->plen = family == POLICY_FAM_IPV6 ? 128 : 32;
+	memcpy(p->addr, addr, family == POLICY_FAM_IPV6 ? 16 : 4);
+}
+
+/* The appliance's own addresses: its interfaces' (with their broadcast
+ * addresses) and an HA pair's virtual and sync addresses (the backup's
+ * too, which it does not hold yet). */
+static const struct own_addrs *own_addrs(struct daemon *dm)
+{
+	struct own_addrs *o = &dm->dyn->own;
+	const struct ha_conf *ha = dm->cur.pol ? &dm->cur.pol->ha : NULL;
+	long long now = clock_ms(CLOCK_MONOTONIC);
+	int r;
+
+	if (o->at && now - o->at < OWN_ADDRS_MS)
+		return o;
+	o->n = 0;
+	o->at = now;
+	if ((r = nl_local_addrs(own_add, o)) < 0)
+		log_warn("cannot list this appliance's addresses (%s): bans of them are not refused", strerror(-r));
+	for (uint32_t i = 0; ha && ha->present && i < ha->nvirt; i++)
+		own_add(ha->virt[i].addr.family, ha->virt[i].addr.addr, o);
+	for (uint32_t i = 0; ha && ha->present && i < ha->npeers; i++)
+		own_add(ha->sync_peers[i].family, ha->sync_peers[i].addr, o);
+	return o;
+}
+
+/* A refused ban: counted, and logged (REFUSALS_LOGGED a minute, then one
+ * line for the rest of that minute). */
+static void refusal(struct daemon *dm, const char *set, const struct prefix *pfx, const char *why, const char *who)
+{
+	long long now = clock_ms(CLOCK_MONOTONIC);
+	char a[64], by[320];
+
+	dm->dyn->refused++;
+	if (now - dm->dyn->refusals_window >= 60000) {
+		if (dm->dyn->refusals_logged > REFUSALS_LOGGED)
+			log_warn("dynamic sets: %u more automatic bans refused in the last minute",
+				 dm->dyn->refusals_logged - REFUSALS_LOGGED);
+		dm->dyn->refusals_window = now;
+		dm->dyn->refusals_logged = 0;
+	}
+	if (dm->dyn->refusals_logged++ >= REFUSALS_LOGGED)
+		return;
+	policy_prefix_format(pfx, a, sizeof(a));
+	by_text(who, by, sizeof(by));
+	log_warn("set %s: %s not banned (asked by %s): it is %s, which is never banned", set, a, by, why);
+}
+
+/* What set may never get (dynset/protect.h), for the policy in force. */
+static void protect_of(struct daemon *dm, const char *set, struct dyn_protect *out)
+{
+	const struct own_addrs *o = own_addrs(dm);
+	const struct addr_set *ps = policy_set(dm->cur.pol, set);
+
+	*out = (struct dyn_protect){
+		.own = o->v,
+		.nown = o->n,
+		.lists = { dm->cur.pol ? &dm->cur.pol->opt.never_ban : NULL, ps ? &ps->never_ban : NULL },
+	};
+	if (planted("ban-anything")) /* test_neverban's positive control: the protection's lists lost */
+		*out = (struct dyn_protect){ .nown = 0 };
+}
+
+bool dyn_ban_allowed(struct daemon *dm, const char *set, const struct prefix *pfx, const char *who)
+{
+	struct dyn_protect p;
+	char why[160];
+
+	protect_of(dm, set, &p);
+	if (!dyn_protected(&p, pfx, why, sizeof(why)))
+		return true;
+	refusal(dm, set, pfx, why, who);
+	return false;
+}
+
+/* An entry an automatic source put there (a limit, Suricata, a fleet's
+ * other node): not one an operator added. */
+static bool automatic(const char *by)
+{
+	return !strncmp(by, DYN_BY_RULE, strlen(DYN_BY_RULE)) ||
+	       !strncmp(by, DYN_BY_SURICATA, strlen(DYN_BY_SURICATA)) ||
+	       !strncmp(by, DYN_BY_FLEET, strlen(DYN_BY_FLEET));
+}
+
+/* The automatic entries of one set that are never banned now (put there
+ * before the address was the appliance's, or the policy's never-ban grew,
+ * or by an nfbox before this rule): deleted, each said. */
+static void purge_set(struct daemon *dm, struct dyn_set *set)
+{
+	_cleanup_free_ struct dyn_change *c = calloc(set_size(set) + 1, sizeof(*c));
+	struct dyn_undo undo = { 0 };
+	struct dyn_protect p;
+	uint32_t n = 0;
+	struct diags d;
+	char why[160], a[64], by[320];
+
+	if (!c)
+		return;
+	protect_of(dm, set->name, &p);
+	for (int fam = 0; fam < 2; fam++)
+		for (uint32_t j = 0; j < set->n[fam]; j++) {
+			const struct dyn_entry *e = &set->v[fam][j];
+			struct prefix pfx = { .family = fam ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4, .plen = e->plen };
+
+			memcpy(pfx.addr, e->addr, 16);
+			if (!automatic(dyn_entry_by(&dm->dyn->store, e)) || !dyn_protected(&p, &pfx, why, sizeof(why)))
+				continue;
+			dyn_entry_format(fam, e, a, sizeof(a));
+			by_text(dyn_entry_by(&dm->dyn->store, e), by, sizeof(by));
+			log_warn("set %s: %s, put there by %s, is %s, which is never banned: deleted", set->name, a, by,
+				 why);
+			c[n++].pfx = pfx;
+		}
+	diags_init(&d);
+	if (n && store_and_apply(dm, set, c, n, true, &d, &undo, NULL) < 0)
+		log_err("set %s: cannot delete entries that are never banned: %s", set->name, diags_last(&d, ""));
+	dyn_undo_free(&undo);
+	diags_free(&d);
+}
+
+static void purge_protected(struct daemon *dm)
+{
+	for (uint32_t i = 0; i < dm->dyn->store.n; i++)
+		if (dm->dyn->store.sets[i].in_policy)
+			purge_set(dm, &dm->dyn->store.sets[i]);
 }
 
 /* ---- overload (limit: { overload: SET }) ------------------------------------ */
@@ -848,6 +1054,8 @@ void dyn_overload(void *arg, const struct vevent *v)
 	f = c.pfx.family == POLICY_FAM_IPV6;
 	i = dynset_index(set, f, c.pfx.addr, c.pfx.plen);
 	if (i >= 0 && (!c.expires || (set->v[f][i].expires && c.expires - set->v[f][i].expires < 1000)))
+		return;
+	if (!dyn_ban_allowed(dm, set->name, &c.pfx, by))
 		return;
 	diags_init(&d);
 	r = store_and_apply(dm, set, &c, 1, false, &d, &undo, &did);
@@ -927,6 +1135,7 @@ void dyn_free(struct daemon *dm)
 	if (!dm->dyn)
 		return;
 	dynsets_free(&dm->dyn->store);
+	free(dm->dyn->own.v);
 	free(dm->dyn);
 	dm->dyn = NULL;
 }

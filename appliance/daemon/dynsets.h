@@ -27,6 +27,12 @@ struct dyn_caller {
 };
 void dyn_answer(struct daemon *dm, const struct dyn_caller *who, const struct ctl_request *req, FILE *f);
 void dyn_tick(struct daemon *dm);
+/* An automatic ban of pfx into set, asked by who ("rule:ssh", "fleet:n2",
+ * a Suricata alert): false, counted and logged, when the address is never
+ * banned (dynset/protect.h: the appliance's own, a special range, the
+ * policy's never-ban). Automatic entries that became such are deleted at
+ * each load. */
+bool dyn_ban_allowed(struct daemon *dm, const char *set, const struct prefix *pfx, const char *who);
 /* A source over a limit with an overload set (backend_sink.overload, arg
  * the daemon): into that set, for the limit's timeout, by that rule. */
 void dyn_overload(void *arg, const struct vevent *v);

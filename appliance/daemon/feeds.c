@@ -601,6 +601,9 @@ static void eve_alert(struct daemon *dm, struct feed *f, json_t *ev)
 	b.c.expires = f->ban ? dyn_now_ms() + 1000LL * f->ban : 0;
 	if (eve_banned(dm, f, &b.c.pfx, b.c.expires))
 		return;
+	eve_by(by, sizeof(by), sid, msg);
+	if (!dyn_ban_allowed(dm, f->set, &b.c.pfx, by))
+		return;
 	if (set_entries(dm, f->set) + f->npend >= EVE_MAX_ENTRIES) {
 		f->full++; /* a flood of (spoofed) sources must not take every set's room */
 		return;
@@ -619,7 +622,6 @@ static void eve_alert(struct daemon *dm, struct feed *f, json_t *ev)
 		}
 		f->pend = nv;
 	}
-	eve_by(by, sizeof(by), sid, msg);
 	snprintf(rule, sizeof(rule), "suricata sid %lld: %s", (long long)sid, msg ? msg : "");
 	if (!(b.by = strdup(by)) || !(b.rule = strdup(rule))) {
 		free(b.by);

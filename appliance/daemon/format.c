@@ -64,6 +64,9 @@ static void status_dynsets_text(const struct dynsets *dyn, const struct dyn_repo
 	if (dr->last_repair[0])
 		fprintf(f, " (last: %s)", dr->last_repair);
 	fputc('\n', f);
+	if (dr->refused)
+		fprintf(f, "            %llu automatic bans refused (addresses that are never banned)\n",
+			U(dr->refused));
 }
 
 static void status_feeds_text(const struct status_report *r, FILE *f)
@@ -523,6 +526,7 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_kv_u64(&j, "failed", r->dynr.check_failed);
 	json_kv_u64(&j, "repaired", r->dynr.repaired);
 	json_kv_str(&j, "last_repair", r->dynr.last_repair);
+	json_kv_u64(&j, "bans_refused", r->dynr.refused);
 	json_object_end(&j);
 	json_key(&j, "dynamic_sets");
 	json_array_begin(&j);
@@ -568,6 +572,7 @@ static const struct {
 	{ "conn_events_lost", offsetof(struct stats_report, be.conn_events_lost) },
 	{ "conn_release_failed", offsetof(struct stats_report, be.conn_release_failed) },
 	{ "dynset_repaired", offsetof(struct stats_report, dyn_repaired) },
+	{ "ban_refused", offsetof(struct stats_report, ban_refused) },
 };
 
 #define NDROPS (sizeof(drop_counters) / sizeof(drop_counters[0]))

@@ -225,6 +225,28 @@ static struct strs group_elems(const void *e)
 	return iface_strs(g->ifnames, g->n);
 }
 
+static char *never_ban_str(const struct prefix *p)
+{
+	char a[64];
+
+	policy_prefix_format(p, a, sizeof(a));
+	return dupf("never-ban %s", a);
+}
+
+/* A dynamic set's never-ban prefixes, as elements of it ("never-ban 192.0.2.53"). */
+static void never_ban_strs(struct strs *r, const struct addr_match *m)
+{
+	char **v = m->n ? realloc(r->v, (r->n + m->n + 1) * sizeof(*v)) : r->v;
+
+	if (!v)
+		return;
+	r->v = v;
+	for (uint32_t k = 0; k < m->n; k++)
+		if ((r->v[r->n] = never_ban_str(&m->v[k])))
+			r->n++;
+	strs_sort(r);
+}
+
 /* A set's elements; a set the daemon fills has what defines it instead:
  * "country DE", "database PATH", "host NAME", "min-ttl 30s", ... */
 static struct strs set_elems(const void *e)
@@ -233,9 +255,12 @@ static struct strs set_elems(const void *e)
 	struct strs r;
 	size_t k;
 
-	if (s->feed == SET_FEED_NONE)
-		return prefix_strs(s->v, s->n);
-	r = (struct strs){ calloc((size_t)s->ncountries + s->nhosts + 4, sizeof(char *)), 0 };
+	if (s->feed == SET_FEED_NONE) {
+		r = prefix_strs(s->v, s->n);
+		never_ban_strs(&r, &s->never_ban);
+		return r;
+	}
+	r = (struct strs){ calloc((size_t)s->ncountries + s->nhosts + s->never_ban.n + 4, sizeof(char *)), 0 };
 	for (k = 0; r.v && k < s->ncountries; k++)
 		r.v[r.n++] = dupf("country %s", s->countries[k]);
 	for (k = 0; r.v && k < s->nhosts; k++)
@@ -251,6 +276,8 @@ static struct strs set_elems(const void *e)
 		r.v[r.n++] = dupf("max-ttl %us", s->max_ttl);
 		r.v[r.n++] = dupf("grace %us", s->grace);
 	}
+	for (k = 0; r.v && k < s->never_ban.n; k++)
+		r.v[r.n++] = never_ban_str(&s->never_ban.v[k]);
 	for (k = 0; k < r.n && r.v; k++)
 		if (!r.v[k]) { /* out of memory: the ones made are kept */
 			memmove(&r.v[k], &r.v[k + 1], (r.n - k - 1) * sizeof(*r.v));
@@ -334,6 +361,9 @@ static void diff_options(struct out *o, const struct policy *a, const struct pol
 	rate_text(&y->reject_rate, r2, sizeof(r2));
 	if (strcmp(r1, r2))
 		say(o, "option reject-rate: %s -> %s", r1, r2);
+	if (!policy_addrs_equal(&x->never_ban, &y->never_ban))
+		say(o, "option never-ban: %s -> %s", x->never_ban.what ? x->never_ban.what : "(none)",
+		    y->never_ban.what ? y->never_ban.what : "(none)");
 	for (int h = 0; h < POLICY_HOOK_MAX; h++) {
 		const struct hook_conf *p = &a->hooks[h], *q = &b->hooks[h];
 		const char *n = policy_hook_name((enum policy_hook)h);

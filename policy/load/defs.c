@@ -180,6 +180,36 @@ static void set_load_file(struct lx *x, struct addr_set *s, const struct ynode *
 	}
 }
 
+/* never-ban: addresses and sets (not dynamic ones, not negated) that the
+ * daemon never bans by itself (policy.h) and `nfbox set add` bans only with
+ * --force; of a dynamic set (one that bans), or of every one (options). */
+static void load_never_ban(struct lx *x, const struct ynode *n, const char *what, struct addr_match *m)
+{
+	lx_addr_match(x, n, what, m);
+	lx_no_negation(x, n, m->neg, what);
+	if (m->any)
+		diag_error(x->d, n->loc,
+			   "%s: 'any' would leave nothing to ban; list the addresses and sets that must never be "
+			   "banned",
+			   what);
+	lx_no_dynamic(x, n, m, what);
+}
+
+static void load_set_never_ban(struct lx *x, struct addr_set *s, const struct ynode *n)
+{
+	if (!s->dynamic || s->feed == SET_FEED_COUNTRY || s->feed == SET_FEED_HOSTS) {
+		diag_error(
+			x->d, n->loc,
+			"never-ban is for a set that bans (dynamic: true, or Suricata's eve:): set '%s' is filled %s",
+			s->name,
+			s->feed == SET_FEED_COUNTRY ? "from a country database"
+			: s->feed == SET_FEED_HOSTS ? "from DNS"
+						    : "in the policy");
+		return;
+	}
+	load_never_ban(x, n, "never-ban", &s->never_ban);
+}
+
 /* shared: true, a dynamic set whose entries every node of a fleet holds
  * (kept in etcd): of the sets filled at run time, those of `nfbox set`,
  * limits and Suricata, not those each node fills from its own database or
@@ -204,9 +234,9 @@ static void load_set_shared(struct lx *x, struct addr_set *s, const struct ynode
 
 void load_sets(struct lx *x, const struct ynode *n)
 {
-	static const char *const file_keys[] = { "file",    "dynamic", "country", "database", "hosts",
-						 "min-ttl", "max-ttl", "grace",	  "eve",      "severity",
-						 "timeout", "shared",  NULL };
+	static const char *const file_keys[] = { "file",    "dynamic", "country",   "database", "hosts",
+						 "min-ttl", "max-ttl", "grace",	    "eve",	"severity",
+						 "timeout", "shared",  "never-ban", NULL };
 	uint32_t ndyn = 0;
 
 	if (!n || !lx_is(x, n, YNODE_MAP, "sets"))
@@ -260,6 +290,14 @@ void load_sets(struct lx *x, const struct ynode *n)
 		} else if (!ynode_is_null(v)) { /* "blocked:" with nothing: an empty set */
 			lx_each_scalar(x, v, "a set", set_add_node, s);
 		}
+	}
+	/* never-ban names other sets: once all are known */
+	for (size_t i = 0; i < ynode_map_len(n); i++) {
+		const struct ynode *v = ynode_map_val(n, i);
+		struct addr_set *s = lx_find_set(x, ynode_map_key(n, i)->str);
+
+		if (s && v->type == YNODE_MAP && ynode_get(v, "never-ban"))
+			load_set_never_ban(x, s, ynode_get(v, "never-ban"));
 	}
 }
 
@@ -345,8 +383,8 @@ void load_hooks(struct lx *x, const struct ynode *n)
 
 void load_options(struct lx *x, const struct ynode *n)
 {
-	static const char *const keys[] = { "defrag",	   "established", "log-rate", "log-burst",
-					    "reject-rate", "backend",	  NULL };
+	static const char *const keys[] = { "defrag",	   "established", "log-rate",  "log-burst",
+					    "reject-rate", "backend",	  "never-ban", NULL };
 	static const char *const est[] = { "accept", "rules", NULL };
 	static const char *const backends[] = { "bpf", "nftables", NULL };
 	const struct ynode *v;
@@ -380,6 +418,8 @@ void load_options(struct lx *x, const struct ynode *n)
 		if (parse_rate(v->str, &x->p->opt.reject_rate, &why) < 0)
 			diag_error(x->d, v->loc, "options.reject-rate '%s': %s", v->str, why);
 	}
+	if ((v = ynode_get(n, "never-ban")))
+		load_never_ban(x, v, "options.never-ban", &x->p->opt.never_ban);
 	if ((v = ynode_get(n, "backend"))) {
 		int b = lx_choice(x, v, "options.backend", backends);
 

@@ -214,7 +214,9 @@ void policy_free(struct policy *p)
 		for (uint32_t k = 0; k < p->sets[i].nhosts; k++)
 			free(p->sets[i].hosts[k]);
 		free(p->sets[i].hosts);
+		free_addr_match(&p->sets[i].never_ban);
 	}
+	free_addr_match(&p->opt.never_ban);
 	for (uint32_t i = 0; i < p->nservices; i++) {
 		free(p->services[i].name);
 		free(p->services[i].v);

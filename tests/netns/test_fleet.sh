@@ -145,6 +145,15 @@ FL_BACKEND=bpf renew_at_expiry shared-renew
 sed 's/^hooks:/options: { backend: nftables }\nhooks:/' "$FL_TMP/base.yaml" >"$FL_TMP/base-nft.yaml"
 push "$FL_TMP/base-nft.yaml" --wait 10s >/dev/null 2>&1
 FL_BACKEND=nftables renew_at_expiry shared-renew-nft
+# A shared ban of a node's own address (as a forged alert on another node
+# would make): the other nodes hold it, that node refuses it and counts it.
+refused_on() { [ "$(fl_ctl "$1" status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["dynamic_sets_check"]["bans_refused"])')" -ge 1 ]; }
+fl_ctl n1 set add blocklist "$(fl_ip n2)" --timeout 60 >/dev/null
+t_check own-address-ban-shared wait_until 2 lists n3 "$(fl_ip n2)"
+t_check own-address-ban-refused wait_until 2 refused_on n2
+t_check own-address-not-banned-there unlists n2 "$(fl_ip n2)"
+t_check own-address-refusal-logged grep -q "set blocklist: $(fl_ip n2) not banned (asked by fleet:n1): it is this appliance's own address" "$FL_TMP/n2.err"
+fl_ctl n1 set del blocklist "$(fl_ip n2)" >/dev/null
 
 # a limit's overload on n1 bans on every node: a ping flood over 5/s
 cp "$FL_TMP/base.yaml" "$FL_TMP/limit.yaml"

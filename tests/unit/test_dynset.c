@@ -16,6 +16,7 @@
 
 #include "dynset/dynset.h"
 #include "dynset/verify.h"
+#include "dynset/protect.h"
 #include "policy/syntax/parse.h"
 #include "tests/lib/check.h"
 
@@ -449,8 +450,56 @@ static void test_verify(void)
 	check_end();
 }
 
+/* What is never banned: the special ranges, the appliance's own addresses
+ * and the never-ban lists, a prefix that overlaps one of them too. */
+static void test_protect(void)
+{
+	struct prefix own[2] = { ch("198.51.100.1", 0).pfx, ch("2001:db8:2::1", 0).pfx };
+	struct addr_match global = { .v = (struct prefix[]){ ch("192.0.2.53", 0).pfx }, .n = 1, .what = "192.0.2.53" };
+	struct addr_match set = { .v = (struct prefix[]){ ch("203.0.113.0/28", 0).pfx }, .n = 1, .what = "trusted" };
+	struct dyn_protect p = { .own = own, .nown = 2, .lists = { &global, &set } };
+	static const char *const never[] = {
+		"0.0.0.0",    "::",	      "127.0.0.1",   "127.255.0.0/16",	 "::1",		 "255.255.255.255",
+		"224.0.0.1",  "239.1.2.0/24", "ff02::1",     "::ffff:192.0.2.9", "198.51.100.1", "2001:db8:2::1",
+		"192.0.2.53", "192.0.2.0/24", "203.0.113.7", "203.0.113.0/24"
+	};
+	/* a network that holds the appliance's address (its LAN) may be banned */
+	static const char *const fine[] = { "198.51.100.2",    "192.0.2.52",	  "203.0.113.16/28",
+					    "2001:db8:3::1",   "126.255.255.255", "::2",
+					    "198.51.100.0/24", "2001:db8:2::/64", "::/0" };
+	char why[160];
+
+	check_begin("dynset-protect");
+	for (size_t i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+		struct dyn_change c = ch(never[i], 0);
+
+		if (!dyn_protected(&p, &c.pfx, why, sizeof(why)))
+			check_fail_at(__FILE__, __LINE__, "%s may be banned", never[i]);
+	}
+	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+		struct dyn_change c = ch(fine[i], 0);
+
+		if (dyn_protected(&p, &c.pfx, why, sizeof(why)))
+			check_fail_at(__FILE__, __LINE__, "%s may not be banned: %s", fine[i], why);
+	}
+	{
+		struct dyn_change c = ch("127.0.0.1", 0);
+
+		CHECK(dyn_protected(&p, &c.pfx, why, sizeof(why)) && !strcmp(why, "loopback"));
+		c = ch("198.51.100.1", 0);
+		CHECK(dyn_protected(&p, &c.pfx, why, sizeof(why)) &&
+		      !strcmp(why, "this appliance's own address 198.51.100.1"));
+		c = ch("203.0.113.8", 0);
+		CHECK(dyn_protected(&p, &c.pfx, why, sizeof(why)) && !strcmp(why, "in the set's never-ban (trusted)"));
+		c = ch("192.0.2.53", 0);
+		CHECK(dyn_protected(&p, &c.pfx, why, sizeof(why)) && !strcmp(why, "in options.never-ban (192.0.2.53)"));
+	}
+	check_end();
+}
+
 int main(void)
 {
+	test_protect();
 	test_verify();
 	test_origin();
 	test_undo();

@@ -278,6 +278,17 @@ static void print_feeds(const struct policy *p, FILE *f)
 	}
 }
 
+/* The dynamic sets' never-ban, and the policy's: as written. */
+static void print_never_ban(const struct policy *p, FILE *f)
+{
+	if (p->opt.never_ban.what)
+		fprintf(f, "\nnever banned by the daemon, in any dynamic set: %s\n", p->opt.never_ban.what);
+	for (uint32_t i = 0; i < p->nsets; i++)
+		if (p->sets[i].never_ban.what)
+			fprintf(f, "\nset %s: never banned by the daemon: %s\n", p->sets[i].name,
+				p->sets[i].never_ban.what);
+}
+
 void plan_print(const struct plan *pl, FILE *f)
 {
 	const struct policy *p = pl->pol;
@@ -297,6 +308,7 @@ void plan_print(const struct plan *pl, FILE *f)
 		fprintf(f, "\ncapture %s: interface %s -> %s\n", p->captures[i].name, p->captures[i].ifname,
 			p->captures[i].file);
 	print_feeds(p, f);
+	print_never_ban(p, f);
 }
 
 static void json_segs(const struct plan_hook *h, const struct plan_seg *s, uint32_t n, bool ports, struct json *j)
