@@ -364,11 +364,15 @@ struct nfb_limit_cfg {
  *                   owner's connections; per rule the key's family is
  *                   NFB_FAM_MAX and its address zero
  * The classifier takes a count (compare-and-swap below N) and adds the
- * connection; user space gives it back when conntrack forgets the
- * connection or TCP closes it (TIME_WAIT, CLOSE: as nftables' ct count
- * does), through the nfbox_conn_release program. A count that reaches zero
- * is marked NFB_CONN_DEAD before its entry is deleted, so no CPU adds to an
- * entry on its way out: it makes a new one.
+ * connection. A connection TCP has closed (conntrack's TIME_WAIT or CLOSE,
+ * ct count's "already closed") no longer counts: the classifier gives its
+ * count back as soon as it sees one of its packets after the close (with
+ * NFB_OPT_CONN_LIMITS, before established: accept), and a packet of a
+ * closed connection fits without a count. User space gives the others back
+ * when conntrack forgets the connection or TCP closes it with no packet
+ * through the hooks after, through the nfbox_conn_release program. A count
+ * that reaches zero is marked NFB_CONN_DEAD before its entry is deleted, so
+ * no CPU adds to an entry on its way out: it makes a new one.
  */
 #define NFB_CONN_ENTRIES    262144
 #define NFB_CONN_OWNERS	    65536
@@ -432,8 +436,9 @@ struct nfb_hook_cfg {
 /* Options of a generation. */
 #define NFB_OPT_ESTABLISHED_ACCEPT 0x1 /* established/related skip the rules */
 #define NFB_OPT_DEFRAG \
-	0x2 /* links have the defrag flag: the kernel reassembles, so a
+	0x2			/* links have the defrag flag: the kernel reassembles, so a
 					  fragment that still arrives was refused and is dropped */
+#define NFB_OPT_CONN_LIMITS 0x4 /* the policy has connection limits: TCP packets of closed connections give back */
 
 struct nfb_gen_cfg {
 	__u32 options;

@@ -886,6 +886,12 @@ static __always_inline bool nfb_gcra(__u64 *tat, __u64 now, __u64 interval, __u6
 
 /* ---- connection limits (bpf/nfbox.h, "Connection limits") -------------- */
 
+/* Set before load by the test build's planted bug conns-keep-closed
+ * (appliance/lib/plant.h) only: closed connections keep their counts until
+ * conntrack forgets them, as if TCP's close were not seen. Always false
+ * otherwise; the verifier drops what it guards. */
+const volatile bool nfb_plant_keep_closed = false;
+
 /* One connection of owner given back: the count goes down, and an entry
  * that reaches zero is marked dead, then deleted. */
 static __always_inline void nfb_conn_put(void *counts, const struct nfb_meter_key *owner)
@@ -898,10 +904,42 @@ static __always_inline void nfb_conn_put(void *counts, const struct nfb_meter_ke
 		bpf_map_delete_elem(counts, owner);
 }
 
-/* The connection's conntrack original tuple. */
-static __noinline int nfb_conn_key_of(const struct sk_buff *skb, __u8 family, struct nfb_conn_key *k)
+/* A counted connection that ended: its entry goes, and its count. 1 if it
+ * was there (of two CPUs, the one whose delete succeeds gives it back). */
+static __always_inline int nfb_conn_forget(void *conns, void *counts, const struct nfb_conn_key *k)
 {
-	struct nf_conn *ct = (struct nf_conn *)(skb->_nfct & ~7ul);
+	struct nfb_conn_val *v = bpf_map_lookup_elem(conns, k);
+	struct nfb_meter_key owner;
+
+	if (!v)
+		return 0;
+	__builtin_memcpy(&owner, &v->owner, sizeof(owner));
+	if (bpf_map_delete_elem(conns, k))
+		return 0; /* given back by another run meanwhile */
+	nfb_conn_put(counts, &owner);
+	return 1;
+}
+
+/* The packet's conntrack entry: NULL for none. */
+static __always_inline struct nf_conn *nfb_ct_of(const struct sk_buff *skb)
+{
+	return (struct nf_conn *)(skb->_nfct & ~7ul);
+}
+
+/* Whether TCP closed the connection (conntrack's TIME_WAIT or CLOSE: ct
+ * count's already_closed()). */
+static __always_inline bool nfb_ct_closed(struct nf_conn *ct)
+{
+	__u8 st = 0;
+
+	if (nfb_plant_keep_closed || bpf_core_read(&st, sizeof(st), &ct->proto.tcp.state))
+		return false;
+	return st == TCP_CONNTRACK_TIME_WAIT || st == TCP_CONNTRACK_CLOSE;
+}
+
+/* The connection's conntrack original tuple. */
+static __noinline int nfb_conn_key_of(struct nf_conn *ct, __u8 family, struct nfb_conn_key *k)
+{
 	struct nf_conntrack_tuple t;
 
 	if (!ct || bpf_core_read(&t, sizeof(t), &ct->tuplehash[0].tuple))
@@ -916,24 +954,49 @@ static __noinline int nfb_conn_key_of(const struct sk_buff *skb, __u8 family, st
 	return 0;
 }
 
+/* A TCP packet of a connection TCP has closed (with NFB_OPT_CONN_LIMITS,
+ * before established: accept): its count given back now, not when user
+ * space hears of it, so that a source that opens and resets connections
+ * one after another holds one at a time whatever its pace, with or
+ * without a daemon. */
+static __noinline void nfb_conn_closed(const struct sk_buff *skb, __u8 family, __u32 gen)
+{
+	struct nf_conn *ct = nfb_ct_of(skb);
+	struct nfb_conn_key k;
+	void *conns, *counts;
+
+	if (!ct || !nfb_ct_closed(ct) || nfb_conn_key_of(ct, family, &k))
+		return;
+	conns = bpf_map_lookup_elem(&nfb_conns, &gen);
+	counts = bpf_map_lookup_elem(&nfb_conn_count, &gen);
+	if (conns && counts)
+		nfb_conn_forget(conns, counts, &k);
+}
+
 /*
  * Whether the new connection fits the owner's count: taken (true), or over
  * (false). A connection counted already (its SYN sent again) fits without
- * a second count. Over also when the connection cannot be read or kept
+ * a second count, and so does one TCP has closed (its count given back, if
+ * it had one). Over also when the connection cannot be read or kept
  * (nfb_conns full): the rule does not match, the safe side.
  */
 static __noinline bool nfb_conn_take(const struct sk_buff *skb, const struct nfb_meter_key *owner, __u64 max,
 				     __u8 family, __u32 gen)
 {
 	struct nfb_conn_count one = { .n = 1 }, *c;
+	struct nf_conn *ct = nfb_ct_of(skb);
 	struct nfb_conn_key k;
 	struct nfb_conn_val v;
 	void *conns = bpf_map_lookup_elem(&nfb_conns, &gen), *counts = bpf_map_lookup_elem(&nfb_conn_count, &gen);
 	__u64 n;
 	int i, r;
 
-	if (!conns || !counts || nfb_conn_key_of(skb, family, &k))
+	if (!conns || !counts || nfb_conn_key_of(ct, family, &k))
 		return false;
+	if (k.proto == NFB_IPPROTO_TCP && nfb_ct_closed(ct)) {
+		nfb_conn_forget(conns, counts, &k);
+		return true;
+	}
 	if (bpf_map_lookup_elem(conns, &k))
 		return true;
 #pragma clang loop unroll(full)
@@ -969,8 +1032,6 @@ SEC("syscall")
 int nfbox_conn_release(struct nfb_conn_key *arg)
 {
 	struct nfb_conn_key k;
-	struct nfb_meter_key owner;
-	struct nfb_conn_val *v;
 	const struct nfb_ctl *ctl;
 	void *conns, *counts;
 	__u32 zero = 0, gen;
@@ -982,14 +1043,7 @@ int nfbox_conn_release(struct nfb_conn_key *arg)
 	if (!conns || !counts)
 		return 0;
 	__builtin_memcpy(&k, arg, sizeof(k));
-	v = bpf_map_lookup_elem(conns, &k);
-	if (!v)
-		return 0;
-	__builtin_memcpy(&owner, &v->owner, sizeof(owner));
-	if (bpf_map_delete_elem(conns, &k))
-		return 0; /* given back by another run meanwhile */
-	nfb_conn_put(counts, &owner);
-	return 1;
+	return nfb_conn_forget(conns, counts, &k);
 }
 
 /* A source over a limit with an overload set: an event for user space,
@@ -1250,6 +1304,8 @@ int nfbox_filter(struct bpf_nf_ctx *ctx)
 	}
 
 	pkt.ct = nfb_ct_state(ctx->skb);
+	if ((cfg->options & NFB_OPT_CONN_LIMITS) && pkt.proto == NFB_IPPROTO_TCP && pkt.l4kind == NFB_L4_PORTS)
+		nfb_conn_closed(ctx->skb, pkt.family, gen);
 	if ((cfg->options & NFB_OPT_ESTABLISHED_ACCEPT) && (pkt.ct == NFB_CT_ESTABLISHED || pkt.ct == NFB_CT_RELATED)) {
 		nfb_count(cfg, gen, cfg->established_counter, pkt.len);
 		return NF_ACCEPT;

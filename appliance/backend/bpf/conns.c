@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Connection limits with the BPF backend: the classifier counts each
- * connection a limited rule lets in (bpf/nfbox.h, "Connection limits");
- * this gives each back when it ends. Conntrack's events say when:
+ * connection a limited rule lets in (bpf/nfbox.h, "Connection limits"),
+ * and gives back at once those whose packets show TCP closed them; this
+ * gives back the rest when they end. Conntrack's events say when:
  * destroyed, or TCP in TIME_WAIT or CLOSE (ct count's rule). A sweep once
  * a second asks conntrack about connections counted more than
  * CONNS_CONFIRM_NS ago that no answer has confirmed yet (a connection the

@@ -19,6 +19,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "lib/nfhook.h"
+#include "lib/plant.h"
 #include "bpf/nfbox_filter.skel.h"
 
 static const char *const map_names[EM_COUNT] = {
@@ -286,6 +287,7 @@ int engine_open(const struct engine_opts *o, struct diags *d, struct engine **ou
 		return diag_errno(d, -ENOMEM, "opening the engine");
 	if (!(skel = nfbox_filter_bpf__open()))
 		return diag_errno(d, -errno, "cannot open the classifier object");
+	skel->rodata->nfb_plant_keep_closed = planted("conns-keep-closed"); /* test build only */
 	read_shapes(e, skel);
 	if (e->pin_dir && engine_path(path, sizeof(path), e, "", "prog") == 0 && access(path, F_OK) == 0)
 		r = adopt(e, o->netns_cookie, d);
