@@ -370,13 +370,23 @@ struct nfb_limit_cfg {
  * NFB_OPT_CONN_LIMITS, before established: accept), and a packet of a
  * closed connection fits without a count. User space gives the others back
  * when conntrack forgets the connection or TCP closes it with no packet
- * through the hooks after, through the nfbox_conn_release program. A count
- * that reaches zero is marked NFB_CONN_DEAD before its entry is deleted, so
- * no CPU adds to an entry on its way out: it makes a new one.
+ * through the hooks after, through the nfbox_conns program. A count that
+ * reaches zero is marked NFB_CONN_DEAD before its entry is deleted, so no
+ * CPU adds to an entry on its way out: it makes a new one.
+ *
+ * Counts nobody followed (a daemon that adopts pinned state: connections
+ * may have ended while none listened to conntrack) are not trusted: user
+ * space marks each such connection NFB_CONN_UNVERIFIED (since_ns) and
+ * takes it out of its owner's count (NFB_CONNS_DISTRUST), so the limits
+ * judge only connections counted since, and counts each back when
+ * conntrack says it is still open (NFB_CONNS_CONFIRM); one that ended goes
+ * without touching the count (NFB_CONNS_RELEASE).
  */
 #define NFB_CONN_ENTRIES    262144
 #define NFB_CONN_OWNERS	    65536
 #define NFB_CONN_DEAD	    (~0ull)
+#define NFB_CONN_UNVERIFIED (~0ull)	/* nfb_conn_val.since_ns: adopted, not in its owner's count */
+#define NFB_CONN_GONE	    (~0ull - 1) /* nfb_conn_val.since_ns: being forgotten (its entry goes next) */
 #define NFB_OVERLOAD_SEEN   1024
 #define NFB_OVERLOAD_GAP_NS 100000000ull /* at most one overload event per source and limit per 100 ms */
 
@@ -415,7 +425,22 @@ struct nfb_meter_key {
 
 struct nfb_conn_val {
 	struct nfb_meter_key owner;
-	__u64 since_ns; /* bpf_ktime_get_ns() when it was counted */
+	__u64 since_ns; /* bpf_ktime_get_ns() when it was counted; 0 once conntrack confirmed it;
+			   NFB_CONN_UNVERIFIED: not counted (see above) */
+};
+
+/* What user space asks of the counts (BPF_PROG_RUN of nfbox_conns, its
+ * context a struct nfb_conns_op; the return value says). */
+enum nfb_conns_verb {
+	NFB_CONNS_RELEASE = 0,	/* key's connection ended: 1 if it was there (its count given back if counted) */
+	NFB_CONNS_CONFIRM = 1,	/* key's connection is open: 1 if it was there (counted again if unverified) */
+	NFB_CONNS_DISTRUST = 2, /* every connection counted before now: unverified; how many were marked */
+};
+
+struct nfb_conns_op {
+	struct nfb_conn_key key; /* RELEASE, CONFIRM */
+	__u32 verb;		 /* enum nfb_conns_verb */
+	__u32 pad;
 };
 
 struct nfb_hook_cfg {
