@@ -72,6 +72,7 @@ static inline int nfb_v6_mapped(const __u8 *a)
  * classifier's rodata nfb_plant, which only the test build's loaders set
  * (NFBOX_TEST_PLANT); 0 everywhere else. */
 #define NFB_PLANT_MAPPED_PASSES (1u << 0) /* "mapped-passes": IPv4-mapped addresses not dropped */
+#define NFB_PLANT_KEEP_CLOSED	(1u << 1) /* "conns-keep-closed": a closed connection keeps its count (user space's part: netlink/ctevents.c) */
 
 /* An extension header's length from its type and second byte. */
 static inline __u32 nfb_v6_ext_len(__u8 nh, __u8 len_byte)
@@ -385,15 +386,29 @@ struct nfb_limit_cfg {
  *                   owner's connections; per rule the key's family is
  *                   NFB_FAM_MAX and its address zero
  * The classifier takes a count (compare-and-swap below N) and adds the
- * connection; user space gives it back when conntrack forgets the
- * connection or TCP closes it (TIME_WAIT, CLOSE: as nftables' ct count
- * does), through the nfbox_conn_release program. A count that reaches zero
- * is marked NFB_CONN_DEAD before its entry is deleted, so no CPU adds to an
- * entry on its way out: it makes a new one.
+ * connection. A connection TCP has closed (conntrack's TIME_WAIT or CLOSE,
+ * ct count's "already closed") no longer counts: the classifier gives its
+ * count back as soon as it sees one of its packets after the close (with
+ * NFB_OPT_CONN_LIMITS, before established: accept), and a packet of a
+ * closed connection fits without a count. User space gives the others back
+ * when conntrack forgets the connection or TCP closes it with no packet
+ * through the hooks after, through the nfbox_conns program. A count that
+ * reaches zero is marked NFB_CONN_DEAD before its entry is deleted, so no
+ * CPU adds to an entry on its way out: it makes a new one.
+ *
+ * Counts nobody followed (a daemon that adopts pinned state: connections
+ * may have ended while none listened to conntrack) are not trusted: user
+ * space marks each such connection NFB_CONN_UNVERIFIED (since_ns) and
+ * takes it out of its owner's count (NFB_CONNS_DISTRUST), so the limits
+ * judge only connections counted since, and counts each back when
+ * conntrack says it is still open (NFB_CONNS_CONFIRM); one that ended goes
+ * without touching the count (NFB_CONNS_RELEASE).
  */
 #define NFB_CONN_ENTRIES    262144
 #define NFB_CONN_OWNERS	    65536
 #define NFB_CONN_DEAD	    (~0ull)
+#define NFB_CONN_UNVERIFIED (~0ull)	/* nfb_conn_val.since_ns: adopted, not in its owner's count */
+#define NFB_CONN_GONE	    (~0ull - 1) /* nfb_conn_val.since_ns: being forgotten (its entry goes next) */
 #define NFB_OVERLOAD_SEEN   1024
 #define NFB_OVERLOAD_GAP_NS 100000000ull /* at most one overload event per source and limit per 100 ms */
 
@@ -432,7 +447,22 @@ struct nfb_meter_key {
 
 struct nfb_conn_val {
 	struct nfb_meter_key owner;
-	__u64 since_ns; /* bpf_ktime_get_ns() when it was counted */
+	__u64 since_ns; /* bpf_ktime_get_ns() when it was counted; 0 once conntrack confirmed it;
+			   NFB_CONN_UNVERIFIED: not counted (see above) */
+};
+
+/* What user space asks of the counts (BPF_PROG_RUN of nfbox_conns, its
+ * context a struct nfb_conns_op; the return value says). */
+enum nfb_conns_verb {
+	NFB_CONNS_RELEASE = 0,	/* key's connection ended: 1 if it was there (its count given back if counted) */
+	NFB_CONNS_CONFIRM = 1,	/* key's connection is open: 1 if it was there (counted again if unverified) */
+	NFB_CONNS_DISTRUST = 2, /* every connection counted before now: unverified; how many were marked */
+};
+
+struct nfb_conns_op {
+	struct nfb_conn_key key; /* RELEASE, CONFIRM */
+	__u32 verb;		 /* enum nfb_conns_verb */
+	__u32 pad;
 };
 
 struct nfb_hook_cfg {
@@ -453,8 +483,9 @@ struct nfb_hook_cfg {
 /* Options of a generation. */
 #define NFB_OPT_ESTABLISHED_ACCEPT 0x1 /* established/related skip the rules */
 #define NFB_OPT_DEFRAG \
-	0x2 /* links have the defrag flag: the kernel reassembles, so a
+	0x2			/* links have the defrag flag: the kernel reassembles, so a
 					  fragment that still arrives was refused and is dropped */
+#define NFB_OPT_CONN_LIMITS 0x4 /* the policy has connection limits: TCP packets of closed connections give back */
 
 struct nfb_gen_cfg {
 	__u32 options;

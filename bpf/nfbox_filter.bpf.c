@@ -894,6 +894,7 @@ static __always_inline bool nfb_gcra(__u64 *tat, __u64 now, __u64 interval, __u6
 
 /* ---- connection limits (bpf/nfbox.h, "Connection limits") -------------- */
 
+
 /* One connection of owner given back: the count goes down, and an entry
  * that reaches zero is marked dead, then deleted. */
 static __always_inline void nfb_conn_put(void *counts, const struct nfb_meter_key *owner)
@@ -906,10 +907,77 @@ static __always_inline void nfb_conn_put(void *counts, const struct nfb_meter_ke
 		bpf_map_delete_elem(counts, owner);
 }
 
-/* The connection's conntrack original tuple. */
-static __noinline int nfb_conn_key_of(const struct sk_buff *skb, __u8 family, struct nfb_conn_key *k)
+/* One connection more for owner while it holds fewer than max (a
+ * compare-and-swap: exact under any number of CPUs): whether it was added.
+ * Not when over, nor when contended past all tries (the safe side). */
+static __always_inline bool nfb_conn_inc(void *counts, const struct nfb_meter_key *owner, __u64 max)
 {
-	struct nf_conn *ct = (struct nf_conn *)(skb->_nfct & ~7ul);
+	struct nfb_conn_count one = { .n = 1 }, *c;
+	__u64 n;
+	int i;
+
+#pragma clang loop unroll(full)
+	for (i = 0; i < 4; i++) {
+		c = bpf_map_lookup_elem(counts, owner);
+		if (!c) {
+			if (bpf_map_update_elem(counts, owner, &one, BPF_NOEXIST) == 0)
+				return true;
+			continue; /* another CPU made it, or the map is full */
+		}
+		n = *(volatile __u64 *)&c->n;
+		if (n == NFB_CONN_DEAD)
+			continue; /* on its way out: make a new one */
+		if (n >= max)
+			return false;
+		if (__sync_val_compare_and_swap(&c->n, n, n + 1) == n)
+			return true;
+	}
+	return false;
+}
+
+/* A counted connection that ended: its entry goes, and its count unless it
+ * was unverified (not in its owner's count). since_ns goes to
+ * NFB_CONN_GONE first, in one exchange: of two CPUs forgetting it, or one
+ * forgetting it while user space confirms it, exactly one decides. 1 if it
+ * was there. */
+static __always_inline int nfb_conn_forget(void *conns, void *counts, const struct nfb_conn_key *k)
+{
+	struct nfb_conn_val *v = bpf_map_lookup_elem(conns, k);
+	struct nfb_meter_key owner;
+	__u64 was;
+
+	if (!v)
+		return 0;
+	__builtin_memcpy(&owner, &v->owner, sizeof(owner));
+	was = __sync_lock_test_and_set(&v->since_ns, NFB_CONN_GONE);
+	if (was == NFB_CONN_GONE)
+		return 0; /* another CPU is forgetting it */
+	bpf_map_delete_elem(conns, k);
+	if (was != NFB_CONN_UNVERIFIED)
+		nfb_conn_put(counts, &owner);
+	return 1;
+}
+
+/* The packet's conntrack entry: NULL for none. */
+static __always_inline struct nf_conn *nfb_ct_of(const struct sk_buff *skb)
+{
+	return (struct nf_conn *)(skb->_nfct & ~7ul);
+}
+
+/* Whether TCP closed the connection (conntrack's TIME_WAIT or CLOSE: ct
+ * count's already_closed()). */
+static __always_inline bool nfb_ct_closed(struct nf_conn *ct)
+{
+	__u8 st = 0;
+
+	if ((nfb_plant & NFB_PLANT_KEEP_CLOSED) || bpf_core_read(&st, sizeof(st), &ct->proto.tcp.state))
+		return false;
+	return st == TCP_CONNTRACK_TIME_WAIT || st == TCP_CONNTRACK_CLOSE;
+}
+
+/* The connection's conntrack original tuple. */
+static __noinline int nfb_conn_key_of(struct nf_conn *ct, __u8 family, struct nfb_conn_key *k)
+{
 	struct nf_conntrack_tuple t;
 
 	if (!ct || bpf_core_read(&t, sizeof(t), &ct->tuplehash[0].tuple))
@@ -924,44 +992,50 @@ static __noinline int nfb_conn_key_of(const struct sk_buff *skb, __u8 family, st
 	return 0;
 }
 
+/* A TCP packet of a connection TCP has closed (with NFB_OPT_CONN_LIMITS,
+ * before established: accept): its count given back now, not when user
+ * space hears of it, so that a source that opens and resets connections
+ * one after another holds one at a time whatever its pace. */
+static __noinline void nfb_conn_closed(const struct sk_buff *skb, __u8 family, __u32 gen)
+{
+	struct nf_conn *ct = nfb_ct_of(skb);
+	struct nfb_conn_key k;
+	void *conns, *counts;
+
+	if (!ct || !nfb_ct_closed(ct) || nfb_conn_key_of(ct, family, &k))
+		return;
+	conns = bpf_map_lookup_elem(&nfb_conns, &gen);
+	counts = bpf_map_lookup_elem(&nfb_conn_count, &gen);
+	if (conns && counts)
+		nfb_conn_forget(conns, counts, &k);
+}
+
 /*
  * Whether the new connection fits the owner's count: taken (true), or over
  * (false). A connection counted already (its SYN sent again) fits without
- * a second count. Over also when the connection cannot be read or kept
+ * a second count, and so does one TCP has closed (its count given back, if
+ * it had one). Over also when the connection cannot be read or kept
  * (nfb_conns full): the rule does not match, the safe side.
  */
 static __noinline bool nfb_conn_take(const struct sk_buff *skb, const struct nfb_meter_key *owner, __u64 max,
 				     __u8 family, __u32 gen)
 {
-	struct nfb_conn_count one = { .n = 1 }, *c;
+	struct nf_conn *ct = nfb_ct_of(skb);
 	struct nfb_conn_key k;
 	struct nfb_conn_val v;
 	void *conns = bpf_map_lookup_elem(&nfb_conns, &gen), *counts = bpf_map_lookup_elem(&nfb_conn_count, &gen);
-	__u64 n;
-	int i, r;
+	int r;
 
-	if (!conns || !counts || nfb_conn_key_of(skb, family, &k))
+	if (!conns || !counts || nfb_conn_key_of(ct, family, &k))
 		return false;
+	if (k.proto == NFB_IPPROTO_TCP && nfb_ct_closed(ct)) {
+		nfb_conn_forget(conns, counts, &k);
+		return true;
+	}
 	if (bpf_map_lookup_elem(conns, &k))
 		return true;
-#pragma clang loop unroll(full)
-	for (i = 0; i < 4; i++) {
-		c = bpf_map_lookup_elem(counts, owner);
-		if (!c) {
-			if (bpf_map_update_elem(counts, owner, &one, BPF_NOEXIST) == 0)
-				goto taken;
-			continue; /* another CPU made it, or the map is full */
-		}
-		n = *(volatile __u64 *)&c->n;
-		if (n == NFB_CONN_DEAD)
-			continue; /* on its way out: make a new one */
-		if (n >= max)
-			return false;
-		if (__sync_val_compare_and_swap(&c->n, n, n + 1) == n)
-			goto taken;
-	}
-	return false; /* contended past all tries: over, the safe side */
-taken:
+	if (!nfb_conn_inc(counts, owner, max))
+		return false;
 	__builtin_memcpy(&v.owner, owner, sizeof(v.owner));
 	v.since_ns = bpf_ktime_get_ns();
 	r = bpf_map_update_elem(conns, &k, &v, BPF_NOEXIST);
@@ -971,33 +1045,91 @@ taken:
 	return r == -17; /* -EEXIST: another CPU counted it meanwhile; else full */
 }
 
-/* A connection conntrack forgot, or TCP closed: its count given back. Run
- * by user space (BPF_PROG_RUN) for each; returns 1 if it was counted. */
-SEC("syscall")
-int nfbox_conn_release(struct nfb_conn_key *arg)
+/* An unverified connection conntrack says is open: counted again (whatever
+ * its owner's limit: it is open), then marked so; one counted already is
+ * marked confirmed (since_ns 0: not asked about again). 1 if it is there. */
+static __always_inline int nfb_conn_confirm(void *conns, void *counts, const struct nfb_conn_key *k)
 {
-	struct nfb_conn_key k;
+	struct nfb_conn_val *v = bpf_map_lookup_elem(conns, k);
 	struct nfb_meter_key owner;
-	struct nfb_conn_val *v;
-	const struct nfb_ctl *ctl;
-	void *conns, *counts;
-	__u32 zero = 0, gen;
+	__u64 s;
 
-	ctl = bpf_map_lookup_elem(&nfb_ctl, &zero);
-	gen = ctl ? ctl->active_gen : 0;
-	conns = bpf_map_lookup_elem(&nfb_conns, &gen);
-	counts = bpf_map_lookup_elem(&nfb_conn_count, &gen);
-	if (!conns || !counts)
-		return 0;
-	__builtin_memcpy(&k, arg, sizeof(k));
-	v = bpf_map_lookup_elem(conns, &k);
 	if (!v)
 		return 0;
+	s = v->since_ns;
+	if (s == NFB_CONN_GONE)
+		return 0;
+	if (s != NFB_CONN_UNVERIFIED) {
+		if (s)
+			__sync_val_compare_and_swap(&v->since_ns, s, 0);
+		return 1;
+	}
 	__builtin_memcpy(&owner, &v->owner, sizeof(owner));
-	if (bpf_map_delete_elem(conns, &k))
-		return 0; /* given back by another run meanwhile */
-	nfb_conn_put(counts, &owner);
+	if (!nfb_conn_inc(counts, &owner, NFB_CONN_DEAD)) /* whatever its limit: it is open */
+		return 0;				  /* asked again next time */
+	if (__sync_val_compare_and_swap(&v->since_ns, NFB_CONN_UNVERIFIED, 0) != NFB_CONN_UNVERIFIED) {
+		nfb_conn_put(counts, &owner); /* forgotten meanwhile, as unverified */
+		return 0;
+	}
 	return 1;
+}
+
+struct nfb_distrust {
+	__u32 gen;
+	__u32 n;
+	__u64 before;
+};
+
+/* One connection counted before the distrust began: unverified, and out of
+ * its owner's count. */
+static long nfb_distrust_one(void *map, const struct nfb_conn_key *k, struct nfb_conn_val *v, struct nfb_distrust *d)
+{
+	struct nfb_meter_key owner;
+	void *counts;
+	__u64 s = v->since_ns;
+
+	(void)map;
+	(void)k;
+	if (s == NFB_CONN_UNVERIFIED || s == NFB_CONN_GONE || s >= d->before)
+		return 0; /* counted since: trusted */
+	__builtin_memcpy(&owner, &v->owner, sizeof(owner));
+	if (__sync_val_compare_and_swap(&v->since_ns, s, NFB_CONN_UNVERIFIED) != s)
+		return 0;
+	counts = bpf_map_lookup_elem(&nfb_conn_count, &d->gen);
+	if (counts)
+		nfb_conn_put(counts, &owner);
+	d->n++;
+	return 0;
+}
+
+/* User space's requests about the counts (struct nfb_conns_op), run with
+ * BPF_PROG_RUN; the return value is the verb's (bpf/nfbox.h). */
+SEC("syscall")
+int nfbox_conns(struct nfb_conns_op *arg)
+{
+	struct nfb_distrust d = { .before = bpf_ktime_get_ns() };
+	struct nfb_conn_key k;
+	const struct nfb_ctl *ctl;
+	void *conns, *counts;
+	__u32 zero = 0, verb;
+
+	ctl = bpf_map_lookup_elem(&nfb_ctl, &zero);
+	d.gen = ctl ? ctl->active_gen : 0;
+	conns = bpf_map_lookup_elem(&nfb_conns, &d.gen);
+	counts = bpf_map_lookup_elem(&nfb_conn_count, &d.gen);
+	if (!conns || !counts)
+		return 0;
+	verb = arg->verb;
+	if (verb == NFB_CONNS_DISTRUST) {
+		bpf_for_each_map_elem(conns, nfb_distrust_one, &d, 0);
+		return (int)d.n;
+	}
+	__builtin_memcpy(&k, &arg->key, sizeof(k));
+	if (verb == NFB_CONNS_RELEASE)
+		return nfb_conn_forget(conns, counts, &k);
+	if (verb == NFB_CONNS_CONFIRM)
+		return nfb_conn_confirm(conns, counts, &k);
+	return 0;
 }
 
 /* A source over a limit with an overload set: an event for user space,
@@ -1258,6 +1390,8 @@ int nfbox_filter(struct bpf_nf_ctx *ctx)
 	}
 
 	pkt.ct = nfb_ct_state(ctx->skb);
+	if ((cfg->options & NFB_OPT_CONN_LIMITS) && pkt.proto == NFB_IPPROTO_TCP && pkt.l4kind == NFB_L4_PORTS)
+		nfb_conn_closed(ctx->skb, pkt.family, gen);
 	if ((cfg->options & NFB_OPT_ESTABLISHED_ACCEPT) && (pkt.ct == NFB_CT_ESTABLISHED || pkt.ct == NFB_CT_RELATED)) {
 		nfb_count(cfg, gen, cfg->established_counter, pkt.len);
 		return NF_ACCEPT;

@@ -1698,6 +1698,115 @@ static void test_generations(struct env *e)
 	set_ctl(e, 0);
 }
 
+/* ---- connection limits' counts (nfbox_conns) ---------------------------- */
+
+/* nfb_conns's and nfb_conn_count's inner maps, as bpf/nfbox_filter.bpf.c
+ * shapes them. */
+static int conns_inner(size_t key, size_t value, uint32_t entries)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
+
+	return bpf_map_create(BPF_MAP_TYPE_HASH, "nfb_test_inner", key, value, entries, &o);
+}
+
+static int conns_op(struct env *e, uint32_t verb, const struct nfb_conn_key *k)
+{
+	struct nfb_conns_op op = { .verb = verb };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &op, .ctx_size_in = sizeof(op));
+
+	if (k)
+		op.key = *k;
+	if (bpf_prog_test_run_opts(bpf_program__fd(e->skel->progs.nfbox_conns), &o) < 0)
+		return -errno;
+	return (int)o.retval;
+}
+
+static uint64_t conns_count(int fd, const struct nfb_meter_key *owner)
+{
+	struct nfb_conn_count c;
+
+	return bpf_map_lookup_elem(fd, owner, &c) ? 0 : c.n;
+}
+
+static uint64_t conns_since(int fd, const struct nfb_conn_key *k)
+{
+	struct nfb_conn_val v;
+
+	return bpf_map_lookup_elem(fd, k, &v) ? 1234 : v.since_ns; /* 1234: not there */
+}
+
+/* What user space asks of the counts (bpf/nfbox.h, "Connection limits"):
+ * the connections counted before a daemon listened are set aside
+ * (unverified, out of their owner's count), each counted again when
+ * conntrack says it is open, or forgotten without touching the count when
+ * it ended; a counted one given back takes its count with it. */
+static void test_conns(struct env *e)
+{
+	int conns = conns_inner(sizeof(struct nfb_conn_key), sizeof(struct nfb_conn_val), NFB_CONN_ENTRIES);
+	int counts = conns_inner(sizeof(struct nfb_meter_key), sizeof(struct nfb_conn_count), NFB_CONN_OWNERS);
+	int oc = bpf_map__fd(e->skel->maps.nfb_conns), on = bpf_map__fd(e->skel->maps.nfb_conn_count);
+	struct nfb_meter_key owner = { .slot = 7, .family = NFB_FAM_IPV4, .addr = { 198, 51, 100, 2 } };
+	struct nfb_conn_count three = { .n = 3 };
+	struct nfb_conn_key k[3];
+	uint32_t gen = 0;
+
+	check_begin("conns/distrust");
+	CHECK(conns >= 0 && counts >= 0);
+	CHECK_EQ_INT(bpf_map_update_elem(oc, &gen, &conns, BPF_ANY), 0);
+	CHECK_EQ_INT(bpf_map_update_elem(on, &gen, &counts, BPF_ANY), 0);
+	CHECK_EQ_INT(set_ctl(e, gen), 0);
+	for (int i = 0; i < 3; i++) {
+		/* counted long ago, confirmed, and counted after the distrust begins */
+		struct nfb_conn_val v = { .owner = owner, .since_ns = i == 0 ? 1 : i == 1 ? 0 : NFB_CONN_GONE - 1 };
+
+		memset(&k[i], 0, sizeof(k[i]));
+		k[i].proto = 6;
+		k[i].family = NFB_FAM_IPV4;
+		k[i].sport = htons(40000 + i);
+		CHECK_EQ_INT(bpf_map_update_elem(conns, &k[i], &v, BPF_NOEXIST), 0);
+	}
+	CHECK_EQ_INT(bpf_map_update_elem(counts, &owner, &three, BPF_NOEXIST), 0);
+	CHECK_EQ_INT(conns_op(e, NFB_CONNS_DISTRUST, NULL), 2);
+	CHECK_EQ_INT(conns_count(counts, &owner), 1);
+	CHECK(conns_since(conns, &k[0]) == NFB_CONN_UNVERIFIED && conns_since(conns, &k[1]) == NFB_CONN_UNVERIFIED);
+	CHECK(conns_since(conns, &k[2]) == NFB_CONN_GONE - 1);
+	check_end();
+
+	check_begin("conns/distrust_again_nothing");
+	CHECK_EQ_INT(conns_op(e, NFB_CONNS_DISTRUST, NULL), 0);
+	CHECK_EQ_INT(conns_count(counts, &owner), 1);
+	check_end();
+
+	check_begin("conns/confirm_counts_again");
+	CHECK_EQ_INT(conns_op(e, NFB_CONNS_CONFIRM, &k[0]), 1);
+	CHECK_EQ_INT(conns_count(counts, &owner), 2);
+	CHECK(conns_since(conns, &k[0]) == 0);
+	CHECK_EQ_INT(conns_op(e, NFB_CONNS_CONFIRM, &k[0]), 1); /* once */
+	CHECK_EQ_INT(conns_count(counts, &owner), 2);
+	check_end();
+
+	check_begin("conns/release_unverified_keeps_count");
+	CHECK_EQ_INT(conns_op(e, NFB_CONNS_RELEASE, &k[1]), 1);
+	CHECK(conns_since(conns, &k[1]) == 1234);
+	CHECK_EQ_INT(conns_count(counts, &owner), 2);
+	CHECK_EQ_INT(conns_op(e, NFB_CONNS_RELEASE, &k[1]), 0);
+	CHECK_EQ_INT(conns_op(e, NFB_CONNS_CONFIRM, &k[1]), 0);
+	check_end();
+
+	check_begin("conns/release_counted_to_zero");
+	CHECK_EQ_INT(conns_op(e, NFB_CONNS_RELEASE, &k[0]), 1);
+	CHECK_EQ_INT(conns_count(counts, &owner), 1);
+	CHECK_EQ_INT(conns_op(e, NFB_CONNS_RELEASE, &k[2]), 1);
+	CHECK_EQ_INT(conns_count(counts, &owner), 0); /* the owner's entry went */
+	check_end();
+
+	gen = 0;
+	bpf_map_delete_elem(oc, &gen);
+	bpf_map_delete_elem(on, &gen);
+	close(conns);
+	close(counts);
+}
+
 /* ---- benchmark --------------------------------------------------------- */
 
 /* Rules 0 .. n-2: src 198.51.100.0/24 (or a distinct /64 under 2001:db8::/32
@@ -2005,6 +2114,7 @@ int main(void)
 	}
 	test_log(&e);
 	test_generations(&e);
+	test_conns(&e);
 	test_bench(&e);
 	test_bench_context(&e);
 

@@ -32,7 +32,10 @@ and wildcards, negated, up to 63 wildcards in a group; sets (many, inline,
 negated, dynamic); address ranges; services with long port lists and
 ranges; TCP, UDP, UDP-Lite, SCTP, ICMP and ICMPv6 types (lists, names),
 other protocols; state; every hook, hook lists; accept, drop and reject
-(every reject-with); log; rate limits per rule and per source; schedules
+(every reject-with); log; rate limits per rule and per source; a
+connection limit per source (rule cl, first on forward: SYN then RST from
+one source again and again must not count, then the limit's last
+connection and one over); schedules
 (when:, in several zones: windows in force now, and windows of a day three
 days off, out of force for the whole run); a country set (its entries
 from a database the test writes, beside networks of another country);
@@ -103,6 +106,7 @@ class Policy:
         self.nat = []        # dicts: kind, in, from, service, to, port
         self.nat_src = {}    # link -> source translation on the way out: "masquerade" or an address
         self.defrag = True
+        self.conns = 0       # the connection limit of rule cl (0: none)
         self.hooks = {}
         self.lines = []
 
@@ -175,6 +179,16 @@ def gen_policy(r, pol):
     if defrag and r.random() < 0.6:
         lines += gen_nat(r, pol)
     lines.append("rules:")
+    if defrag and r.random() < 0.7:
+        # A connection limit first on forward, and a drop of what it finds
+        # over the limit: such a connection is never confirmed, so the
+        # kernel's ct count forgets it too (nftables counts one a later
+        # rule accepts; policy/README.md, "Connection limits").
+        pol.conns = r.randint(1, 3)
+        pol.ports.append(("tcp", 7000, 7003))
+        match = "hook: forward, in: lan, proto: tcp, service: [tcp/7000-7003], state: new"
+        lines.append("  - { name: cl, %s, limit: { connections: %d, per: source }, action: accept }" % (match, pol.conns))
+        lines.append("  - { name: clx, %s, action: drop }" % match)
     hooks = list(pol.hooks)
     for i in range(r.randint(6, 22)):
         lines += gen_rule(r, pol, i, hooks, defrag)
@@ -332,7 +346,7 @@ def pseudo(src, dst, proto, length, v6):
     return socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack("!xBH", proto, length)
 
 
-def l4_bytes(kind, src, dst, v6, sport, dport, payload, flags="S", icmp_type=8):
+def l4_bytes(kind, src, dst, v6, sport, dport, payload, flags="S", icmp_type=8, seq=12345, ack=0):
     """The layer-4 header and payload, checksummed for src and dst."""
     from scapy.layers.inet import ICMP, IP, TCP, UDP
     from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6Unknown, IPv6
@@ -346,7 +360,7 @@ def l4_bytes(kind, src, dst, v6, sport, dport, payload, flags="S", icmp_type=8):
         return b"\x00\x00\x08\x00" + payload
     ip = IPv6(src=src, dst=dst) if v6 else IP(src=src, dst=dst)
     if kind == "tcp":
-        l4 = TCP(sport=sport, dport=dport, flags=flags, seq=12345) / Raw(payload)
+        l4 = TCP(sport=sport, dport=dport, flags=flags, seq=seq, ack=ack) / Raw(payload)
     elif kind == "udp":
         l4 = UDP(sport=sport, dport=dport) / Raw(payload)
     elif kind == "sctp" and flags == "init":
@@ -558,12 +572,12 @@ class Prober:
         self.probes.append({"id": len(self.probes), "summary": summary, "send": sends, "judge": judged,
                             "watch": arrive_at})
 
-    def packet(self, kind, src, dst, v6, sport, dport, flags, icmp_type, chain=0, payload_len=16):
+    def packet(self, kind, src, dst, v6, sport, dport, flags, icmp_type, chain=0, payload_len=16, seq=12345, ack=0):
         """The probe's packet; its payload begins with the tag of the probe
         about to be added (what the watchers look for)."""
         payload = TAG + struct.pack("!I", len(self.probes)) + b"." * max(0, payload_len - 8)
         proto = PROTO_NUM["icmpv6" if kind == "icmp" and v6 else kind]
-        l4 = l4_bytes(kind, src, dst, v6, sport, dport, payload, flags, icmp_type)
+        l4 = l4_bytes(kind, src, dst, v6, sport, dport, payload, flags, icmp_type, seq, ack)
         return ip_packet(src, dst, v6, proto, l4, chain, ident=len(self.probes) + 1)
 
     def forward(self, judge_only=False):
@@ -676,6 +690,43 @@ class Prober:
                  [{"ns": "c", "ifname": lan[1], "to": lan[0], "v6": True, "hex": pkt.hex()}],
                  [dict(hook=hook, iif=lan[0], oif=oif, ct=ct, hex=pkt.hex())], watch)
 
+    def conn_sequence(self):
+        """Rule cl's connection limit: from one source, SYN then RST again and
+        again (more times than the limit), some answered by the server
+        before the reset (conntrack then keeps the connection, closed, where
+        it forgets an unanswered one at once); then as many SYNs as the limit
+        holds and one more. A reset connection no longer counts, so only the
+        last SYN may be over (more if the source has connections of its own
+        from the probes before). The answer and the reset are "tracked": as
+        their state says if the SYN got through, else invalid (the reference
+        knows which)."""
+        r, lan, n = self.r, LAN[0], self.pol.conns
+        v6 = r.random() < 0.4
+        src, dst = self.pick_src(lan, v6), self.pick_dst(v6)
+        w = route_out(dst, v6)
+        # An answer needs the connection's own addresses: none behind a source NAT.
+        answered = 0.5 if not self.pol.nat_src.get(w[0]) else 0
+        steps = [("S", "SA", "R") if r.random() < answered else ("S", "R") for _ in range(n + 2)] + [("S",)] * (n + 1)
+        for flags in steps:
+            sport, dport = self.next_sport(), 7000 + r.randint(0, 3)
+            for f in flags:
+                # The numbers of a handshake (the payloads take 16): in conntrack's window.
+                if f == "SA":
+                    self.neighbors.append((lan[0], src))
+                    a, b, link, watch = dst, src, ("s", w[1], w[0]), lan[1]
+                    pkt = self.packet("tcp", dst, src, v6, dport, sport, f, 0, seq=50000, ack=12362)
+                    ct = "tracked:established"
+                else:
+                    a, b, link, watch = src, dst, ("c", lan[1], lan[0]), w[1]
+                    pkt = self.packet("tcp", src, dst, v6, sport, dport, f, 0, seq=12345 if f == "S" else 12362,
+                                      ack=50017 if f == "R" and "SA" in flags else 0)
+                    ct = "new" if f == "S" else "tracked:established" if "SA" in flags else "tracked:new"
+                self.add("forward %s %s %s -> %s tcp %d -> %d %s" % (link[2], "v6" if v6 else "v4", a, b, sport if a == src
+                                                                     else dport, dport if a == src else sport, f),
+                         [{"ns": link[0], "ifname": link[1], "to": link[2], "v6": v6, "hex": pkt.hex()}],
+                         [dict(hook="forward", iif=link[2], oif=lan[0] if f == "SA" else w[0], ct=ct, hex=pkt.hex())],
+                         watch)
+
     def output(self):
         """From the appliance itself (a raw socket: the output hook)."""
         r = self.r
@@ -710,6 +761,8 @@ def gen_probes(r, pol, n):
             pr.output()
         else:
             flows.append((len(pr.probes), pr.forward()))
+    if pol.conns:
+        pr.conn_sequence()
     return pr, flows
 
 
@@ -737,7 +790,7 @@ def cmd_gen(seed, out):
     pr, flows = gen_probes(r, pol, int(os.environ.get("NFBOX_DIFF_PROBES", "120")))
     # Replies need the reference's verdict on their first packet: they are
     # made by `replies` once refjudge has run (test_backend_diff.sh).
-    state = {"seed": int(seed), "nat_src": pol.nat_src,
+    state = {"seed": int(seed), "nat_src": pol.nat_src, "neighbors": pr.neighbors,
              "flows": [(i, list(f)) for i, f in flows if f[0] in ("tcp", "udp") and f[9] == "new"]}
     with open(os.path.join(out, "flows.json"), "w") as f:
         json.dump(state, f)
@@ -779,6 +832,7 @@ def cmd_replies(d):
     pol.defrag = "defrag: true" in open(os.path.join(d, "policy.yaml")).read()
     pr = Prober(r, pol)
     pr.probes = json.load(open(os.path.join(d, "probes.json")))
+    pr.neighbors = [tuple(n) for n in state.get("neighbors", [])]
     for i, f in state["flows"]:
         if r.random() < 0.5 and i in ref:
             kind, lan, w, v6 = f[0], tuple(f[1]), tuple(f[2]), f[7]

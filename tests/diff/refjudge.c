@@ -12,8 +12,11 @@
  *     PROBE HOOK IIF OIF CT HEX
  * HOOK input|forward|output, IIF and OIF an interface name or "-", CT the
  * packet's conntrack state (new, established, related, invalid,
- * untracked), HEX the IP packet from its first byte (with defrag on, the
- * reassembled datagram). DYNAMIC has a line "SET PREFIX" per entry of a
+ * untracked; or "tracked:STATE": STATE if the first packet of its
+ * connection (either way) was accepted as new, else invalid, as conntrack
+ * forgets a connection whose first packet was dropped), HEX the IP packet
+ * from its first byte (with
+ * defrag on, the reassembled datagram). DYNAMIC has a line "SET PREFIX" per entry of a
  * dynamic set. For each packet it prints what counts it, in the words of
  * `nfbox stats --json`:
  *     PROBE HOOK RULE VERDICT     (RULE a rule's name, "(default)",
@@ -22,12 +25,16 @@
  *     PROBE HOOK over RULE        a rule over its limit that the packet
  *                                  went past (its over_limit counter)
  * Rate limits are those ref.c models: rates of 1/hour, a bucket of burst
- * tokens per rule or per source.
+ * tokens per rule or per source; and connection limits, whose connections
+ * count until a TCP reset (a packet of a connection accepted as new, with
+ * RST set) closes them.
  */
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "bpf/nfbox.h"
 #include "policy/policy.h"
@@ -102,6 +109,50 @@ static int load_dynamic(const char *path)
 	return 0;
 }
 
+/* The connections whose first packet was accepted as new: what conntrack
+ * holds for the probes, until a reset ends one. */
+static struct ref_pkt *tracked;
+static size_t ntracked, tracked_cap;
+
+/* The same connection, b either way. */
+static bool same_conn(const struct ref_pkt *a, const struct ref_pkt *b)
+{
+	if (a->fam != b->fam || a->proto != b->proto)
+		return false;
+	return (a->sport == b->sport && a->dport == b->dport && !memcmp(a->src, b->src, 16) &&
+		!memcmp(a->dst, b->dst, 16)) ||
+	       (a->sport == b->dport && a->dport == b->sport && !memcmp(a->src, b->dst, 16) &&
+		!memcmp(a->dst, b->src, 16));
+}
+
+static ssize_t tracked_find(const struct ref_pkt *k)
+{
+	for (size_t i = 0; i < ntracked; i++)
+		if (same_conn(&tracked[i], k))
+			return (ssize_t)i;
+	return -1;
+}
+
+static void tracked_add(const struct ref_pkt *k)
+{
+	if (tracked_find(k) >= 0)
+		return;
+	if (ntracked == tracked_cap) {
+		tracked_cap = tracked_cap ? 2 * tracked_cap : 64;
+		if (!(tracked = realloc(tracked, tracked_cap * sizeof(*tracked))))
+			abort();
+	}
+	tracked[ntracked++] = *k;
+}
+
+static void tracked_forget(const struct ref_pkt *k)
+{
+	ssize_t i = tracked_find(k);
+
+	if (i >= 0)
+		tracked[i] = tracked[--ntracked];
+}
+
 static int hook_of(const char *s)
 {
 	for (int h = 0; h < POLICY_HOOK_MAX; h++)
@@ -165,18 +216,18 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	while (fgets(line, sizeof(line), in)) {
-		char probe[32], hook[16], iif[32], oif[32], ct[16], *hex;
+		char probe[32], hook[16], iif[32], oif[32], ct[32], *hex;
 		struct ref_pkt k = { 0 };
 		enum ref_verdict_kind kind;
 		int n = 0, h, rule;
 		size_t len;
 
-		if (sscanf(line, "%31s %15s %31s %31s %15s %n", probe, hook, iif, oif, ct, &n) != 5 || !n)
+		if (sscanf(line, "%31s %15s %31s %31s %31s %n", probe, hook, iif, oif, ct, &n) != 5 || !n)
 			continue;
 		hex = line + n;
 		h = hook_of(hook);
 		k.hook = h;
-		k.ct = ct_of(ct);
+		k.ct = ct_of(strncmp(ct, "tracked:", 8) ? ct : ct + 8);
 		k.iif = strcmp(iif, "-") ? iif : NULL;
 		k.oif = strcmp(oif, "-") ? oif : NULL;
 		if (h < 0 || k.ct < 0) {
@@ -193,6 +244,16 @@ int main(int argc, char **argv)
 			printf("%s %s (unreassembled) drop\n", probe, hook);
 			continue;
 		}
+		if (!strncmp(ct, "tracked:", 8) && tracked_find(&k) < 0)
+			k.ct = NFB_CT_INVALID;
+		/* A reset ends its connection before any rule sees it (conntrack's
+		 * CLOSE): its count goes, whatever judges the reset. */
+		k.closes = k.proto == IPPROTO_TCP && (k.tcp_flags & 0x04) &&
+			   (k.ct == NFB_CT_NEW || k.ct == NFB_CT_ESTABLISHED);
+		if (k.closes) {
+			ref_conns_close(&lim, &k);
+			tracked_forget(&k);
+		}
 		if (p->opt.established_accept && (k.ct == NFB_CT_ESTABLISHED || k.ct == NFB_CT_RELATED)) {
 			printf("%s %s (established) accept\n", probe, hook);
 			continue;
@@ -207,12 +268,16 @@ int main(int argc, char **argv)
 		else
 			printf("%s %s %s %s\n", probe, hook, hooks[h].rules[rule]->name,
 			       policy_action_name(hooks[h].rules[rule]->action));
+		if (k.ct == NFB_CT_NEW && !k.closes &&
+		    (rule < 0 ? p->hooks[h].def : hooks[h].rules[rule]->action) == POLICY_ACCEPT)
+			tracked_add(&k);
 	}
 	fclose(in);
 	ref_limits_free(&lim);
 	for (int h = 0; h < POLICY_HOOK_MAX; h++)
 		free(hooks[h].rules);
 	free(dyn);
+	free(tracked);
 	policy_free(p);
 	diags_free(&d);
 	return 0;

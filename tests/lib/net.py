@@ -19,6 +19,10 @@ time and prints one result line; the exit status says success.
                                    how many were
   tcp-probe HOST PORT TIMEOUT      print "open", "refused", "timeout" or "error ERRNO",
                                    then the seconds it took
+  syn-rst HOST PORT COUNT GAP [SRC]
+                                   COUNT connections opened and reset at once (a raw
+                                   socket: a SYN, then a RST from the same port, each
+                                   from a new port), GAP seconds apart; "sent N"
   udp-whoami PORT TIMEOUT [COUNT]  answer each datagram with "peer ADDR PORT"
   udp-probe HOST PORT TIMEOUT [SPORT]
                                    send one datagram on a connected socket and print
@@ -300,6 +304,37 @@ def tcp_probe(host, port, timeout, src=None):
     except OSError as e:
         what = "error %s" % errno.errorcode.get(e.errno, e.errno)
     print("%s %.3f" % (what, time.time() - t0))
+    return 0
+
+
+def _tcp_segment(src, dst, sport, dport, seq, flags):
+    """A bare TCP header (no options) checksummed for src and dst."""
+    import struct
+    fam = family(dst)
+    hdr = struct.pack("!HHIIBBHHH", sport, dport, seq, 0, 5 << 4, flags, 65535, 0, 0)
+    pseudo = socket.inet_pton(fam, src) + socket.inet_pton(fam, dst)
+    pseudo += struct.pack("!I3xB", len(hdr), 6) if fam == socket.AF_INET6 else struct.pack("!xBH", 6, len(hdr))
+    return hdr[:16] + struct.pack("!H", _csum(pseudo + hdr)) + hdr[18:]
+
+
+def syn_rst(host, port, count, gap, src=None):
+    import os
+    fam, port, count = family(host), int(port), int(count)
+    if not src:
+        u = socket.socket(fam, socket.SOCK_DGRAM)
+        u.connect((host, port))
+        src = u.getsockname()[0]
+        u.close()
+    s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_TCP)
+    s.bind((src, 0))
+    base = 20000 + (os.getpid() * 97) % 40000
+    for i in range(count):
+        if i:
+            time.sleep(float(gap))  # at least GAP between pairs, even late (never two at once)
+        sport = base + i
+        s.sendto(_tcp_segment(src, host, sport, port, 1000, 0x02), (host, 0))  # SYN
+        s.sendto(_tcp_segment(src, host, sport, port, 1001, 0x04), (host, 0))  # RST
+    print("sent %d" % count)
     return 0
 
 
@@ -790,7 +825,7 @@ def main():
     fn = {"udp-recv": udp_recv, "udp-send": udp_send, "udp-blast": udp_blast, "udp-say": udp_say, "tcp-listen": tcp_listen,
           "tcp-connect": tcp_connect, "tcp-stream": tcp_stream, "frags": frags,
           "tcp-whoami": tcp_whoami, "tcp-ask": tcp_ask, "tcp-many": tcp_many, "tcp-probe": tcp_probe,
-          "tcp-sink": tcp_sink, "tcp-hold": tcp_hold, "forge": forge, "watch": watch,
+          "tcp-sink": tcp_sink, "tcp-hold": tcp_hold, "forge": forge, "watch": watch, "syn-rst": syn_rst,
           "udp-whoami": udp_whoami, "udp-probe": udp_probe,
           "v6-chain": v6_chain, "v6-split-chain": v6_split_chain,
           "push-serve": push_serve, "push-watch": push_watch,

@@ -129,6 +129,17 @@ int ref_first_match(const struct plan_hook *h, const struct ref_pkt *k)
 	return -1;
 }
 
+/* v (n of *cap elements of size) with room for one more. */
+static void *grow(void *v, uint32_t n, uint32_t *cap, size_t size)
+{
+	if (n < *cap)
+		return v;
+	*cap = *cap ? 2 * *cap : 64;
+	if (!(v = realloc(v, *cap * size)))
+		abort();
+	return v;
+}
+
 static struct ref_bucket *bucket(struct ref_limits *lim, int hook, const struct rule *r, const struct ref_pkt *k)
 {
 	struct ref_bucket want = { .hook = hook, .rule = r, .left = r->limit.burst };
@@ -143,17 +154,50 @@ static struct ref_bucket *bucket(struct ref_limits *lim, int hook, const struct 
 		if (b->hook == hook && b->rule == r && b->fam == want.fam && !memcmp(b->src, want.src, 16))
 			return b;
 	}
-	if (lim->n == lim->cap) {
-		uint32_t cap = lim->cap ? 2 * lim->cap : 64;
-		struct ref_bucket *v = realloc(lim->v, cap * sizeof(*v));
-
-		if (!v)
-			abort();
-		lim->v = v;
-		lim->cap = cap;
-	}
+	lim->v = grow(lim->v, lim->n, &lim->cap, sizeof(*lim->v));
 	lim->v[lim->n] = want;
 	return &lim->v[lim->n++];
+}
+
+static bool same_tuple(const struct ref_conn *c, const struct ref_pkt *k)
+{
+	return c->fam == k->fam && c->proto == k->proto && c->sport == k->sport && c->dport == k->dport &&
+	       !memcmp(c->src, k->src, 16) && !memcmp(c->dst, k->dst, 16);
+}
+
+void ref_conns_close(struct ref_limits *lim, const struct ref_pkt *k)
+{
+	for (uint32_t i = 0; i < lim->nconns; i++)
+		if (same_tuple(&lim->conns[i], k)) {
+			lim->conns[i] = lim->conns[--lim->nconns];
+			return;
+		}
+}
+
+/* Whether k's connection fits rule r's connection limit (counted if new). */
+static bool conn_fits(struct ref_limits *lim, const struct rule *r, const struct ref_pkt *k)
+{
+	struct ref_conn c = { .rule = r, .fam = k->fam, .proto = k->proto, .sport = k->sport, .dport = k->dport };
+	uint32_t held = 0;
+
+	if (k->closes)
+		return true;
+	memcpy(c.src, k->src, 16);
+	memcpy(c.dst, k->dst, 16);
+	if (r->limit.per_source)
+		memcpy(c.owner, k->src, 16);
+	for (uint32_t i = 0; i < lim->nconns; i++) {
+		const struct ref_conn *o = &lim->conns[i];
+
+		if (same_tuple(o, k))
+			return true; /* counted already */
+		held += o->rule == r && (!r->limit.per_source || o->fam == k->fam) && !memcmp(o->owner, c.owner, 16);
+	}
+	if (held >= r->limit.conns)
+		return false;
+	lim->conns = grow(lim->conns, lim->nconns, &lim->conns_cap, sizeof(*lim->conns));
+	lim->conns[lim->nconns++] = c;
+	return true;
 }
 
 int ref_first_match_limited(const struct plan_hook *h, const struct ref_pkt *k, struct ref_limits *lim)
@@ -164,6 +208,13 @@ int ref_first_match_limited(const struct plan_hook *h, const struct ref_pkt *k, 
 
 		if (!ref_rule_matches(r, k))
 			continue;
+		if (r->limit.conns) {
+			if (conn_fits(lim, r, k))
+				return (int)b;
+			if (k->hook >= 0 && k->hook < 3 && b < REF_OVER_RULES)
+				lim->over[k->hook][b]++;
+			continue;
+		}
 		if (!r->limit.rate.n)
 			return (int)b;
 		bk = bucket(lim, k->hook, r, k);
@@ -180,6 +231,7 @@ int ref_first_match_limited(const struct plan_hook *h, const struct ref_pkt *k, 
 void ref_limits_free(struct ref_limits *lim)
 {
 	free(lim->v);
+	free(lim->conns);
 	memset(lim, 0, sizeof(*lim));
 }
 
@@ -363,6 +415,8 @@ static enum ref_verdict_kind parse_l4(const uint8_t *ip, size_t off, size_t end,
 			return REF_MALFORMED;
 		k->sport = get16(ip + off);
 		k->dport = get16(ip + off + 2);
+		if (k->proto == IPPROTO_TCP && off + 14 <= end)
+			k->tcp_flags = ip[off + 13];
 	} else if (k->proto == icmp) {
 		if (off + 2 > end)
 			return REF_MALFORMED;
@@ -424,6 +478,7 @@ enum ref_verdict_kind ref_parse(const uint8_t *ip, size_t len, uint8_t fam, stru
 	k->frag = false;
 	k->sport = k->dport = 0;
 	k->icmp_type = -1;
+	k->tcp_flags = 0;
 	return fam == POLICY_FAM_IPV4 ? parse_v4(ip, len, k) : parse_v6(ip, len, k);
 }
 

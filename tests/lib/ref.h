@@ -27,8 +27,10 @@ struct ref_pkt {
 	int proto;
 	uint16_t sport, dport;
 	int icmp_type;
-	bool frag; /* a fragment: keyed by protocol only */
-	int ct;	   /* NFB_CT_* */
+	bool frag;	   /* a fragment: keyed by protocol only */
+	int ct;		   /* NFB_CT_* */
+	uint8_t tcp_flags; /* TCP's flags byte (0 when the header is too short for it) */
+	bool closes;	   /* a packet that closes its connection before the rules see it (a TCP reset) */
 };
 
 void ref_seed(uint64_t seed);
@@ -61,12 +63,28 @@ struct ref_limits {
 		uint32_t left;
 	} *v;
 	uint32_t n, cap;
+	/* Connection limits (policy/README.md, "Connection limits"): the
+	 * connections counted, each by its owner (the rule, and per source the
+	 * address) and its tuple. A new connection the rule matches fits while
+	 * its owner holds fewer than N, and is then counted until TCP closes it
+	 * (ref_conns_close); one counted already, or a packet that closes its
+	 * connection, fits without a count. */
+	struct ref_conn {
+		const struct rule *rule;
+		uint8_t owner[16]; /* per source: the address; else zero */
+		uint8_t fam, src[16], dst[16];
+		int proto;
+		uint16_t sport, dport;
+	} *conns;
+	uint32_t nconns, conns_cap;
 #define REF_OVER_RULES 4096
 	uint64_t over[3][REF_OVER_RULES]; /* by hook and rule bit: packets over a limit */
 };
 /* The first rule that matches and is within its limit, or -1; takes the
- * token. */
+ * token, or counts the connection. */
 int ref_first_match_limited(const struct plan_hook *h, const struct ref_pkt *k, struct ref_limits *lim);
+/* k's connection closed: its count, if counted, given back. */
+void ref_conns_close(struct ref_limits *lim, const struct ref_pkt *k);
 void ref_limits_free(struct ref_limits *lim);
 
 /* A random valid policy of nrules rules (malloc'd YAML). */

@@ -159,8 +159,10 @@ static int bpf_start(struct backend *b, struct diags *d)
 		bb->e = NULL;
 		return r;
 	}
-	if (info.adopted)
+	if (info.adopted) {
 		load_slots(bb);
+		bpf_conns_adopted(bb);
+	}
 	if (info.adopted && early_pinned(bb))
 		early_adopt(bb);
 	return 0;

@@ -11,6 +11,7 @@ struct ring_buffer;
 struct rejecter;
 struct early;
 struct ctev;
+struct conns_walk;
 
 struct bpf_backend {
 	struct backend b;
@@ -28,8 +29,10 @@ struct bpf_backend {
 	struct handler ct_h;
 	bool conns_verify_all;		    /* ask about every counted connection on the next pass */
 	bool conns_walking, conns_pass_all; /* a sweep under way (over several ticks), and of all */
-	bool conns_at_start;
-	struct nfb_conn_key conns_cursor;
+	uint64_t conns_pass_ns;		    /* when the last pass began (CLOCK_MONOTONIC) */
+	bool conns_adopted;		    /* adopted pins: counts not followed yet (bpf_conns_follow) */
+	uint64_t overload_after_ns;	    /* overload reports from before (CLOCK_MONOTONIC) not acted on */
+	struct conns_walk *walk;	    /* the sweep's place and its batch of connections */
 	uint64_t conns_released, conns_release_failed, conns_events_lost;
 };
 
@@ -60,8 +63,13 @@ void bpf_rejects_zero(struct bpf_backend *bb);
 
 /* conns.c: the connections counted by connection limits, given back when
  * conntrack forgets them or TCP closes them; follow the policy in force
- * (listening while it has connection limits), sweep once a second. */
+ * (listening while it has connection limits; counts nobody followed are
+ * unverified when it begins), sweep once a second. bpf_conns_adopted():
+ * the engine adopted pinned counts, and overload reports from before they
+ * are unverified are not acted on (bpf_conns_overload_ok). */
+void bpf_conns_adopted(struct bpf_backend *bb);
 void bpf_conns_follow(struct bpf_backend *bb, const struct policy *p);
+bool bpf_conns_overload_ok(const struct bpf_backend *bb, uint64_t ts_ns);
 void bpf_conns_tick(struct bpf_backend *bb);
 void bpf_conns_close(struct bpf_backend *bb);
 

@@ -1,14 +1,27 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * Connection limits with the BPF backend: the classifier counts each
- * connection a limited rule lets in (bpf/nfbox.h, "Connection limits");
- * this gives each back when it ends. Conntrack's events say when:
+ * connection a limited rule lets in (bpf/nfbox.h, "Connection limits"),
+ * and gives back at once those whose packets show TCP closed them; this
+ * gives back the rest when they end. Conntrack's events say when:
  * destroyed, or TCP in TIME_WAIT or CLOSE (ct count's rule). A sweep once
  * a second asks conntrack about connections counted more than
  * CONNS_CONFIRM_NS ago that no answer has confirmed yet (a connection the
- * stack dropped before conntrack confirmed it has no event), and about
- * every counted connection after events were lost or at a start (events
- * missed while no daemon ran).
+ * stack dropped before conntrack confirmed it has no event), about every
+ * unverified one, and about every counted connection after events were
+ * lost or at a start (events missed while no daemon ran).
+ *
+ * Counts that nobody followed (adopted from pins, or kept while the
+ * nftables backend enforced) are not trusted: when the daemon begins to
+ * listen, each connection counted before is marked unverified and taken
+ * out of its owner's count, in one BPF run; the sweep counts each back
+ * when conntrack says it is open. Until then a limit judges only the
+ * connections counted since: it may let an owner have as many more as it
+ * has unverified (at most N), for as long as the sweep takes to reach
+ * them, but it never refuses or bans for a connection that has ended.
+ * (Holding every limit back until a first full sweep would open them all
+ * for that long instead: more than a minute with 262,144 connections at
+ * CONNS_ASK_BUDGET a tick, longer still under a flood.)
  */
 #include <bpf/bpf.h>
 #include <errno.h>
@@ -21,10 +34,24 @@
 #include "base/clock.h"
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "lib/plant.h"
 #include "netlink/ctevents.h"
 
 #define CONNS_CONFIRM_NS (2ull * 1000000000) /* counted this long: asked about */
 #define CONNS_ASK_BUDGET 4096		     /* questions to conntrack a tick */
+#define CONNS_BATCH	 256		     /* connections read from the map at a time */
+#define CONNS_PASS_NS	 1000000000ull	     /* a pass begins at most once a second */
+
+/* A sweep's place: the hash map's bucket (bpf_map_lookup_batch()'s token,
+ * which a connection that goes meanwhile does not move, unlike
+ * bpf_map_get_next_key()'s key), and the batch read from it. */
+struct conns_walk {
+	uint32_t token;
+	bool started, last; /* a batch was read; it was the last */
+	uint32_t n, at;	    /* connections in the batch, and the next to look at */
+	struct nfb_conn_key keys[CONNS_BATCH];
+	struct nfb_conn_val vals[CONNS_BATCH];
+};
 
 static struct nfb_conn_key key_of(const struct ct_tuple *t)
 {
@@ -56,7 +83,7 @@ static struct ct_tuple tuple_of(const struct nfb_conn_key *k)
 
 static void release(struct bpf_backend *bb, const struct nfb_conn_key *k)
 {
-	int r = engine_conn_release(bb->e, k);
+	int r = engine_conns_op(bb->e, NFB_CONNS_RELEASE, k);
 
 	if (r > 0)
 		bb->conns_released++;
@@ -99,6 +126,9 @@ static bool has_conn_limits(const struct policy *p)
 
 void bpf_conns_close(struct bpf_backend *bb)
 {
+	free(bb->walk);
+	bb->walk = NULL;
+	bb->conns_walking = false;
 	if (!bb->ct)
 		return;
 	loop_unwatch(bb->b.env->loop, &bb->ct_h);
@@ -106,74 +136,146 @@ void bpf_conns_close(struct bpf_backend *bb)
 	bb->ct = NULL;
 }
 
-void bpf_conns_follow(struct bpf_backend *bb, const struct policy *p)
+void bpf_conns_adopted(struct bpf_backend *bb)
+{
+	if (planted("conns-adopt-trusting")) /* the test build: adopted counts judge and ban */
+		return;
+	bb->conns_adopted = true;
+	bb->overload_after_ns = UINT64_MAX; /* until the policy is in force (bpf_conns_follow) */
+}
+
+bool bpf_conns_overload_ok(const struct bpf_backend *bb, uint64_t ts_ns)
+{
+	return ts_ns >= bb->overload_after_ns;
+}
+
+/* The connections counted before now: unverified, out of their owners'
+ * counts, until conntrack says they are open (the sweep). */
+static void distrust(struct bpf_backend *bb)
+{
+	int n;
+
+	if (planted("conns-adopt-trusting"))
+		return;
+	if ((n = engine_conns_op(bb->e, NFB_CONNS_DISTRUST, NULL)) < 0)
+		log_warn("connection limits: cannot set aside the counts made while nobody listened to conntrack: %s",
+			 strerror(-n));
+	else if (n > 0)
+		log_info("connection limits: %d connections counted while nobody listened to conntrack count again "
+			 "once conntrack says they are open",
+			 n);
+}
+
+/* Conntrack's events heard from now on; what ended before, while nobody
+ * listened, is not trusted. */
+static void listen_ct(struct bpf_backend *bb)
 {
 	int r;
 
-	if (!has_conn_limits(p)) {
-		bpf_conns_close(bb);
-		return;
-	}
-	if (bb->ct)
-		return;
 	if ((r = ctev_open(&bb->ct)) < 0) {
 		log_err("connection limits: cannot hear conntrack's events (%s): connections are given back only by "
 			"the sweep, once a second",
 			strerror(-r));
 		bb->ct = NULL;
-	} else {
-		bb->ct_h = (struct handler){ .fd = ctev_fd(bb->ct), .fn = on_ct, .ctx = bb };
-		if (loop_watch(bb->b.env->loop, &bb->ct_h) < 0) {
-			ctev_close(bb->ct);
-			bb->ct = NULL;
-		}
+		return;
 	}
-	bb->conns_verify_all = true; /* what ended while nobody listened */
+	bb->ct_h = (struct handler){ .fd = ctev_fd(bb->ct), .fn = on_ct, .ctx = bb };
+	if (loop_watch(bb->b.env->loop, &bb->ct_h) < 0) {
+		ctev_close(bb->ct);
+		bb->ct = NULL;
+		return;
+	}
+	distrust(bb);
+	bb->conns_verify_all = true; /* every counted connection asked about */
+}
+
+void bpf_conns_follow(struct bpf_backend *bb, const struct policy *p)
+{
+	if (!has_conn_limits(p))
+		bpf_conns_close(bb);
+	else if (!bb->ct)
+		listen_ct(bb);
+	if (bb->conns_adopted) { /* reports made on the adopted counts were not acted on; from now on, they are */
+		bb->overload_after_ns = (uint64_t)clock_ns(CLOCK_MONOTONIC);
+		bb->conns_adopted = false;
+	}
+}
+
+/* Whether this pass asks conntrack about the connection. */
+static bool wanted(const struct bpf_backend *bb, const struct nfb_conn_val *v, uint64_t now)
+{
+	if (bb->conns_pass_all || v->since_ns == NFB_CONN_UNVERIFIED)
+		return v->since_ns != NFB_CONN_GONE;
+	return v->since_ns && v->since_ns != NFB_CONN_GONE && now - v->since_ns >= CONNS_CONFIRM_NS;
 }
 
 /* One connection: given back if conntrack no longer has it open, else
- * marked confirmed (since_ns 0) so that it is not asked about again. */
-static void check_one(struct bpf_backend *bb, int fd, const struct nfb_conn_key *k, struct nfb_conn_val *v)
+ * confirmed (counted again if it was unverified; since_ns 0, so that it is
+ * not asked about again). */
+static void check_one(struct bpf_backend *bb, const struct nfb_conn_key *k, const struct nfb_conn_val *v)
 {
 	struct ct_tuple t = tuple_of(k);
 	int alive = ctev_alive(bb->ct, &t);
 
-	if (alive == 0) {
+	if (alive == 0)
 		release(bb, k);
-	} else if (alive > 0 && v->since_ns) {
-		v->since_ns = 0;
-		bpf_map_update_elem(fd, k, v, BPF_EXIST);
-	}
+	else if (alive > 0 && v->since_ns)
+		engine_conns_op(bb->e, NFB_CONNS_CONFIRM, k);
+}
+
+/* The next batch of the walk: 1, 0 at its end, -errno. */
+static int next_batch(struct conns_walk *w, int fd)
+{
+	uint32_t count = CONNS_BATCH, out = 0;
+	int r;
+
+	if (w->last)
+		return 0;
+	r = bpf_map_lookup_batch(fd, w->started ? &w->token : NULL, &out, w->keys, w->vals, &count, NULL);
+	if (r < 0 && errno != ENOENT)
+		return -errno;
+	w->started = true;
+	w->last = r < 0; /* ENOENT: no bucket after these */
+	w->token = out;
+	w->n = count;
+	w->at = 0;
+	return 1;
 }
 
 void bpf_conns_tick(struct bpf_backend *bb)
 {
 	_cleanup_close_ int fd = bb->e && bb->ct ? engine_conns_fd(bb->e) : -1;
-	struct nfb_conn_key next, *cur = &bb->conns_cursor;
-	struct nfb_conn_val v;
 	uint64_t now = (uint64_t)clock_ns(CLOCK_MONOTONIC);
+	struct conns_walk *w = bb->walk;
 	unsigned asked = 0;
+	int r;
 
 	if (fd < 0 || !bb->ct)
 		return;
-	if (!bb->conns_walking) { /* a new pass: it asks about all if so wanted now */
+	if (!w && !(w = bb->walk = malloc(sizeof(*w))))
+		return;
+	if (!bb->conns_walking) { /* a new pass, once a second: it asks about all if so wanted now (at once) */
+		if (!bb->conns_verify_all && now - bb->conns_pass_ns < CONNS_PASS_NS)
+			return;
+		bb->conns_pass_ns = now;
+		memset(w, 0, offsetof(struct conns_walk, keys));
 		bb->conns_walking = true;
 		bb->conns_pass_all = bb->conns_verify_all;
 		bb->conns_verify_all = false;
-		bb->conns_at_start = true;
 	}
-	/* A walk goes on from where the last tick stopped (from the start
-	 * again if that connection went meanwhile). */
-	while (bpf_map_get_next_key(fd, bb->conns_at_start ? NULL : cur, &next) == 0) {
-		bb->conns_at_start = false;
-		*cur = next;
-		if (bpf_map_lookup_elem(fd, cur, &v) < 0)
-			continue;
-		if (!bb->conns_pass_all && (!v.since_ns || now - v.since_ns < CONNS_CONFIRM_NS))
-			continue;
-		check_one(bb, fd, cur, &v);
-		if (++asked == CONNS_ASK_BUDGET)
+	/* A pass goes on from where the last tick stopped, over several ticks
+	 * when there is much to ask (a batch is finished past the budget). */
+	while (asked < CONNS_ASK_BUDGET) {
+		for (; w->at < w->n; w->at++)
+			if (wanted(bb, &w->vals[w->at], now)) {
+				check_one(bb, &w->keys[w->at], &w->vals[w->at]);
+				asked++;
+			}
+		if ((r = next_batch(w, fd)) <= 0) {
+			if (r < 0)
+				log_warn("connection limits: cannot read the counted connections: %s", strerror(-r));
+			bb->conns_walking = false;
 			return;
+		}
 	}
-	bb->conns_walking = false;
 }

@@ -55,7 +55,11 @@ static int on_event(void *ctx, void *data, size_t size)
 	memcpy(v.src, ev->saddr, 16);
 	memcpy(v.dst, ev->daddr, 16);
 	sink->verdict(sink->arg, &v);
-	if (ev->action == NFB_ACT_OVERLOAD && sink->overload)
+	/* One judged on adopted counts before they were set aside (while no
+	 * daemon listened to conntrack, they may hold connections that ended)
+	 * bans nobody: a source really over its limit is told again at its next
+	 * attempt. */
+	if (ev->action == NFB_ACT_OVERLOAD && sink->overload && bpf_conns_overload_ok(bb, ev->ts_ns))
 		sink->overload(sink->oarg, &v);
 	return 0;
 }

@@ -152,9 +152,9 @@ static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 			"the state pinned in %s enforces another network namespace (cookie %llu, this one %llu): give "
 			"each appliance its own --pin-dir, or replace the stale state with 'nfbox run --fresh'",
 			e->pin_dir, (unsigned long long)ctl.netns_cookie, (unsigned long long)cookie);
-	if (engine_path(path, sizeof(path), e, "", "release") < 0 || (e->release_fd = bpf_obj_get(path)) < 0)
+	if (engine_path(path, sizeof(path), e, "", "conns") < 0 || (e->conns_fd = bpf_obj_get(path)) < 0)
 		return diag_fail(d, -ENOENT,
-				 "pinned state in %s is incomplete (program release is missing); remove the pin "
+				 "pinned state in %s is incomplete (program conns is missing); remove the pin "
 				 "directory or run 'nfbox run --fresh'",
 				 e->pin_dir);
 	e->netns_cookie = cookie;
@@ -227,16 +227,16 @@ static int load_fresh(struct engine *e, struct nfbox_filter_bpf *skel, uint64_t 
 	if ((e->pin_dir && (r = make_pin_dirs(e, d)) < 0) || (r = take_maps(e, skel, d)) < 0)
 		return r;
 	e->prog_fd = dup(bpf_program__fd(skel->progs.nfbox_filter));
-	e->release_fd = dup(bpf_program__fd(skel->progs.nfbox_conn_release));
+	e->conns_fd = dup(bpf_program__fd(skel->progs.nfbox_conns));
 	e->netns_cookie = cookie;
 	if (bpf_map_update_elem(e->map_fd[EM_CTL], &zero, &ctl, BPF_ANY) < 0)
 		return diag_errno(d, -errno, "cannot write the classifier's control map");
 	e->active_gen = 1; /* so the first load goes to generation 0 */
 	if (!e->pin_dir)
 		return 0;
-	engine_path(path, sizeof(path), e, "", "release");
+	engine_path(path, sizeof(path), e, "", "conns");
 	unlink(path);
-	if (bpf_obj_pin(e->release_fd, path) < 0)
+	if (bpf_obj_pin(e->conns_fd, path) < 0)
 		return diag_errno(d, -errno, "cannot pin the program %s", path);
 	/* The classifier is pinned last: its pin marks the state as complete. */
 	engine_path(path, sizeof(path), e, "", "prog");
@@ -255,7 +255,7 @@ static struct engine *engine_alloc(const char *pin_dir)
 		return NULL;
 	}
 	e->prog_fd = -1;
-	e->release_fd = -1;
+	e->conns_fd = -1;
 	for (int i = 0; i < EM_COUNT; i++)
 		e->map_fd[i] = -1;
 	for (int h = 0; h < NFB_HOOK_MAX; h++)
@@ -278,7 +278,8 @@ static void skel_destroyp(struct nfbox_filter_bpf **s)
 
 uint32_t engine_plants(void)
 {
-	return planted("mapped-passes") ? NFB_PLANT_MAPPED_PASSES : 0;
+	return (planted("mapped-passes") ? NFB_PLANT_MAPPED_PASSES : 0) |
+	       (planted("conns-keep-closed") ? NFB_PLANT_KEEP_CLOSED : 0);
 }
 
 int engine_open(const struct engine_opts *o, struct diags *d, struct engine **out)
@@ -328,8 +329,8 @@ void engine_close(struct engine *e)
 				close(e->link[h][f].fd);
 	if (e->prog_fd >= 0)
 		close(e->prog_fd);
-	if (e->release_fd >= 0)
-		close(e->release_fd);
+	if (e->conns_fd >= 0)
+		close(e->conns_fd);
 	free(e->pin_dir);
 	free(e);
 }
@@ -354,7 +355,9 @@ void engine_destroy_pins(struct engine *e)
 		return;
 	engine_path(path, sizeof(path), e, "", "prog");
 	unlink(path);
-	engine_path(path, sizeof(path), e, "", "release");
+	engine_path(path, sizeof(path), e, "", "conns");
+	unlink(path);
+	engine_path(path, sizeof(path), e, "", "release"); /* ABI 11 and 12's name */
 	unlink(path);
 	for (int i = 0; i < EM_COUNT; i++) {
 		engine_path(path, sizeof(path), e, "maps", map_names[i]);
@@ -553,13 +556,16 @@ int engine_conns_fd(const struct engine *e)
 	return e ? engine_inner_fd(e, EM_CONNS, e->active_gen) : -1;
 }
 
-int engine_conn_release(const struct engine *e, const struct nfb_conn_key *k)
+int engine_conns_op(const struct engine *e, uint32_t verb, const struct nfb_conn_key *k)
 {
-	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = k, .ctx_size_in = sizeof(*k));
+	struct nfb_conns_op op = { .verb = verb };
+	LIBBPF_OPTS(bpf_test_run_opts, o, .ctx_in = &op, .ctx_size_in = sizeof(op));
 
-	if (!e || e->release_fd < 0)
+	if (!e || e->conns_fd < 0)
 		return -EBADF;
-	if (bpf_prog_test_run_opts(e->release_fd, &o) < 0)
+	if (k)
+		op.key = *k;
+	if (bpf_prog_test_run_opts(e->conns_fd, &o) < 0)
 		return -errno;
 	return (int)o.retval;
 }

@@ -125,9 +125,10 @@ int engine_prog_fd(const struct engine *e);
 /* The connections counted by connection limits (nfb_conns of the active
  * generation), as a new fd (the caller closes it); -1 if it has none. */
 int engine_conns_fd(const struct engine *e);
-/* Give back a connection counted by a connection limit (bpf/nfbox.h,
- * "Connection limits"): 1 if it was counted, 0 if not, -errno. */
-int engine_conn_release(const struct engine *e, const struct nfb_conn_key *k);
+/* A request about the counts of connection limits (bpf/nfbox.h,
+ * "Connection limits", enum nfb_conns_verb) about connection k (NULL for
+ * NFB_CONNS_DISTRUST): the verb's answer, or -errno. */
+int engine_conns_op(const struct engine *e, uint32_t verb, const struct nfb_conn_key *k);
 
 /* -ENODEV for a NULL engine (*out zeroed). */
 int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out);

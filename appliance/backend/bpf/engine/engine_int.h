@@ -21,8 +21,10 @@
  * 9: address ranges (nfb_addr4, nfb_addr6 arrays, nfb_hook_cfg.range)
  *    instead of LPM tries; a vector's R[0] holds its top summary.
  * 11: connection limits (nfb_conns, nfb_conn_count, nfb_overload_seen, the
- *    pinned release program; nfb_limit_cfg.conns). */
-#define NFB_ABI_VERSION 12
+ *    pinned release program; nfb_limit_cfg.conns).
+ * 13: adopted connection counts unverified (nfb_conn_val.since_ns markers);
+ *    the pinned program nfbox_conns ("conns") instead of "release". */
+#define NFB_ABI_VERSION 13
 
 enum engine_map {
 	EM_CTL,
@@ -69,7 +71,7 @@ struct cnt_map {
 struct engine {
 	char *pin_dir;
 	int prog_fd;
-	int release_fd; /* nfbox_conn_release */
+	int conns_fd; /* nfbox_conns */
 	int map_fd[EM_COUNT];
 	struct inner_shape shape[EM_NUM_OUTER];
 	struct engine_link link[NFB_HOOK_MAX][NFB_FAM_MAX];

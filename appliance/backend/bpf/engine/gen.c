@@ -833,7 +833,8 @@ static void gen_cfg(struct engine *e, struct nfb_gen_cfg *c, const struct gen_pl
 	const struct policy_options *o = &pl->pol->opt;
 
 	memset(c, 0, sizeof(*c));
-	c->options = (o->established_accept ? NFB_OPT_ESTABLISHED_ACCEPT : 0) | (o->defrag ? NFB_OPT_DEFRAG : 0);
+	c->options = (o->established_accept ? NFB_OPT_ESTABLISHED_ACCEPT : 0) | (o->defrag ? NFB_OPT_DEFRAG : 0) |
+		     (gp->conns ? NFB_OPT_CONN_LIMITS : 0);
 	c->log_rate = o->log_rate.n;
 	c->log_period = o->log_rate.per;
 	c->log_burst = o->log_burst;
