@@ -72,7 +72,8 @@ static inline int nfb_v6_mapped(const __u8 *a)
  * classifier's rodata nfb_plant, which only the test build's loaders set
  * (NFBOX_TEST_PLANT); 0 everywhere else. */
 #define NFB_PLANT_MAPPED_PASSES (1u << 0) /* "mapped-passes": IPv4-mapped addresses not dropped */
-#define NFB_PLANT_KEEP_CLOSED	(1u << 1) /* "conns-keep-closed": a closed connection keeps its count (user space's part: netlink/ctevents.c) */
+#define NFB_PLANT_KEEP_CLOSED \
+	(1u << 1) /* "conns-keep-closed": a closed connection keeps its count (user space's part: netlink/ctevents.c) */
 
 /* An extension header's length from its type and second byte. */
 static inline __u32 nfb_v6_ext_len(__u8 nh, __u8 len_byte)

@@ -894,7 +894,6 @@ static __always_inline bool nfb_gcra(__u64 *tat, __u64 now, __u64 interval, __u6
 
 /* ---- connection limits (bpf/nfbox.h, "Connection limits") -------------- */
 
-
 /* One connection of owner given back: the count goes down, and an entry
  * that reaches zero is marked dead, then deleted. */
 static __always_inline void nfb_conn_put(void *counts, const struct nfb_meter_key *owner)

@@ -94,6 +94,16 @@ send_udp() {
 	wait $rp
 	RECV=$(grep -c ' intact' "$NS_TMP/recv")
 }
+# send_udp_n SIZE COUNT: as send_udp, COUNT datagrams of SIZE from one sender
+# (100 senders, one a datagram, outlasted the receiver on a loaded machine)
+send_udp_n() {
+	ip netns exec "$NS_S" "$NET" udp-recv $PORT 10 "$2" >"$NS_TMP/recv" 2>&1 &
+	local rp=$!
+	wait_listen in_s $PORT || echo "    send_udp_n: the server's udp-recv never listened on udp/$PORT"
+	in_c "$NET" udp-send $S4 $PORT "$1" "$2" >/dev/null
+	wait $rp
+	RECV=$(grep -c ' intact' "$NS_TMP/recv")
+}
 written_at_least() { [ "$(stats_json "c['$1']['written']")" -ge "$2" ]; } # NAME COUNT
 wait_written() { wait_until 3 written_at_least "$@"; } # the writer flushes within ~200 ms
 # link_gone IF: `ip link` answers in the appliance and IF is not among its links
@@ -199,7 +209,7 @@ if mount -t tmpfs -o size=512k nfbox-test "$NS_TMP/small"; then
 	policy "$NS_TMP/p5.yaml" "  - { name: full, interface: mon0, mirror-from: wan0, match: { proto: udp }, file: $NS_TMP/small/full.pcapng }"
 	if nfbox_start "$NS_TMP/p5.yaml"; then
 		cp "$NS_TMP/nfbox.err" "$NS_TMP/nfbox-run1.err"
-		send_udp $(for _ in $(seq 100); do echo 8000; done)
+		send_udp_n 8000 100
 		[ "$RECV" -eq 100 ] && t_ok "full-disk-forwarding-goes-on" || t_fail "full-disk-forwarding-goes-on" "server got $RECV of 100"
 		wait_until 6 grep -q "capture full: [0-9]* frames lost since the last report.*write [1-9][0-9]*: No space left on device" "$NS_TMP/nfbox.err" &&
 			t_ok "full-disk-logged" || t_fail "full-disk-logged" "(6 s after) $(tail -n 3 "$NS_TMP/nfbox.err")"
