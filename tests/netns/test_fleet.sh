@@ -132,14 +132,18 @@ holds_on() { # N PREFIX MIN-LEFT
 }
 lists() { fl_ctl "$1" set list blocklist | grep -q "^$2[[:space:]]"; } # N ADDRESS
 unlists() { ! lists "$@"; }
-renew_at_expiry() { # LABEL
-	fl_ctl n3 set add blocklist 198.51.100.79 --timeout 2 >/dev/null
-	t_check "$1-shared" wait_until 2 lists n1 198.51.100.79
-	t_check "$1-expired-on-n1" wait_until 5 unlists n1 198.51.100.79
-	fl_ctl n2 set add blocklist 198.51.100.79 --timeout 8 >/dev/null
-	t_check "$1-kernel-n1" wait_until 2 holds_on n1 198.51.100.79/32 5
-	t_check "$1-kernel-n3" wait_until 2 holds_on n3 198.51.100.79/32 5
-	fl_ctl n2 set del blocklist 198.51.100.79 >/dev/null
+renew_at_expiry() { # LABEL: the client banned on n3, renewed on n2 as n1 lets it go
+	local c
+	c=$(fl_ip cl)
+	fl_ctl n3 set add blocklist "$c" --timeout 2 >/dev/null
+	t_check "$1-shared" wait_until 2 lists n1 "$c"
+	t_check "$1-expired-on-n1" wait_until 5 unlists n1 "$c"
+	fl_ctl n2 set add blocklist "$c" --timeout 8 >/dev/null
+	t_check "$1-kernel-n1" wait_until 2 holds_on n1 "$c/32" 5
+	t_check "$1-kernel-n3" wait_until 2 holds_on n3 "$c/32" 5
+	t_check "$1-dropped-n1" fl_ping_is drop n1
+	fl_ctl n2 set del blocklist "$c" >/dev/null
+	t_check "$1-unbanned" wait_until 2 fl_ping_is pass n1
 }
 FL_BACKEND=bpf renew_at_expiry shared-renew
 sed 's/^hooks:/options: { backend: nftables }\nhooks:/' "$FL_TMP/base.yaml" >"$FL_TMP/base-nft.yaml"
