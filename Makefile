@@ -241,6 +241,7 @@ install: $(B)/nfbox
 	install -D -m 0644 config/host/policy.yaml $(DESTDIR)/etc/nfbox/policy.yaml
 	install -D -m 0644 packaging/systemd/nfbox.default $(DESTDIR)/etc/default/nfbox
 	install -D -m 0644 packaging/logrotate/nfbox $(DESTDIR)/etc/logrotate.d/nfbox
+	install -D -m 0644 packaging/modules-load/nfbox.conf $(DESTDIR)$(PREFIX)/lib/modules-load.d/nfbox.conf
 	install -D -m 0644 packaging/fail2ban/action.d/nfbox.conf $(DESTDIR)/etc/fail2ban/action.d/nfbox.conf
 	install -D -m 0755 packaging/crowdsec/nfbox-crowdsec $(DESTDIR)$(LIBEXECDIR)/nfbox-crowdsec
 	install -D -m 0644 packaging/crowdsec/crowdsec.md $(DESTDIR)$(PREFIX)/share/doc/nfbox/crowdsec.md

@@ -76,12 +76,13 @@ in_root "$root" sh -c 'cd /src/nfbox && NFBOX_DEB_HERE=1 tests/run.sh unit/ fuzz
 rc=${PIPESTATUS[0]}
 
 # The same .deb as a service under Debian 13's own systemd: the root booted
-# with systemd-nspawn from this machine (tests/distro/test_unit_systemd.sh).
+# with systemd-nspawn from this machine (tests/distro/test_unit_systemd.sh),
+# and every feature under that unit (tests/distro/test_unit_features.sh).
 step "the .deb built on 13 under trixie's systemd"
 if in_root "$root" sh -c 'cd /src/nfbox && packaging/build-deb.sh --outdir /src/deb' >"$work/deb.log" 2>&1; then
 	deb=$(ls "$root"/src/deb/nfbox_*.deb | head -n 1)
 	cp "$deb" "$work/" && deb=$work/$(basename "$deb")
-	NFBOX_UNIT_RELEASE=trixie NFBOX_UNIT_DEB=$deb tests/run.sh distro/test_unit_systemd |
+	NFBOX_UNIT_RELEASE=trixie NFBOX_UNIT_DEB=$deb tests/run.sh distro/test_unit_systemd distro/test_unit_features |
 		tee "$work/unit.log" | grep -Ev "$summary"
 	[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 else

@@ -14,6 +14,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
 . tests/lib/droot.sh
+. tests/lib/deb.sh
 
 here=${NFBOX_DEB_HERE:-0}
 droot_prepare deb-root
@@ -36,7 +37,7 @@ if [ "$here" -eq 1 ]; then
 fi
 trap 'droot_free "$root"; rm -rf "$tmp"' EXIT
 
-if ! deb=$(packaging/build-deb.sh --outdir "$tmp/out" 2>"$tmp/build.err"); then
+if ! deb=$(deb_of_tree 2>"$tmp/build.err"); then
 	t_fail deb-build "$(tail -n 3 "$tmp/build.err")"
 	t_done
 fi

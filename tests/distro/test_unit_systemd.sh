@@ -16,29 +16,13 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
 . tests/lib/droot.sh
+. tests/lib/deb.sh
 
 droot_prepare unit-systemd
 rel=${NFBOX_UNIT_RELEASE:-$rel}
 command -v systemd-nspawn >/dev/null || { t_fail unit-systemd "systemd-nspawn is missing (packaging/install-deps.sh installs systemd-container)"; t_done; }
 
-# systemd 256 and later (Debian 13's 257) boot only on the unified cgroup
-# hierarchy. On a host with v1 cgroup mounts this test, and only it, gets a
-# private mount namespace with cgroup2 on /sys/fs/cgroup, and runs the
-# container in a cgroup of its own below the test's, removed at the end; the
-# host's mounts are not touched.
-cg= cg_home=
-if [ "$rel" != bookworm ] && [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ]; then
-	if [ -z "${NFBOX_UNIT_CGROUP2:-}" ]; then
-		exec env NFBOX_UNIT_CGROUP2=1 unshare --mount --propagation private "$PWD/tests/distro/test_unit_systemd.sh"
-	fi
-	if ! mount -t cgroup2 nfbox-unit /sys/fs/cgroup; then
-		t_fail cgroup2 "cannot mount the unified cgroup hierarchy that $rel's systemd needs"
-		t_done
-	fi
-	cg_home=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
-	cg=${cg_home%/}/nfbox-unit.$$
-	mkdir "$cg" && echo $$ >"$cg/cgroup.procs" || { t_fail cgroup2 "cannot make a cgroup of the test's own"; t_done; }
-fi
+droot_cgroup2 "$rel" "$PWD/tests/distro/test_unit_systemd.sh" || { t_fail cgroup2 "cannot make the unified cgroup hierarchy that $rel's systemd needs"; t_done; }
 
 tmp=$(mktemp -d /tmp/nfbox-unit.XXXXXX)
 root=$tmp/root
@@ -49,10 +33,7 @@ cleanup() {
 		for _ in $(seq 50); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
 		kill -KILL "$nspawn_pid" 2>/dev/null
 	fi
-	if [ -n "$cg" ]; then
-		echo $$ >"$cg_home/cgroup.procs"
-		find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null
-	fi
+	droot_cgroup2_free
 	umount "$tmp/bpffs" 2>/dev/null
 	droot_free "$root"
 	rm -rf "$tmp"
@@ -63,7 +44,7 @@ trap 'exit 143' TERM
 
 if [ -n "${NFBOX_UNIT_DEB:-}" ]; then
 	deb=$NFBOX_UNIT_DEB
-elif ! deb=$(packaging/build-deb.sh --outdir "$tmp/out" 2>"$tmp/build.err"); then
+elif ! deb=$(deb_of_tree 2>"$tmp/build.err"); then
 	t_fail deb-build "$(grep -m 1 -iE 'error|unmet' "$tmp/build.err")"
 	t_done
 fi

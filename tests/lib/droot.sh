@@ -9,6 +9,10 @@
 #   in_root DIR CMD...      run CMD in the root (a login-like environment)
 #   droot_prepare CASE      for a test: sets $rel to this machine's release, or
 #                           reports CASE skipped (not root, another release) and exits
+#   droot_cgroup2 REL SCRIPT
+#                           before booting a root of REL with systemd-nspawn:
+#                           the unified cgroup hierarchy its systemd may need
+#                           (below); droot_cgroup2_free in the test's trap
 #
 # Environment:
 #   NFBOX_ROOT_CACHE  where the pristine roots and apt's downloads are kept
@@ -116,4 +120,29 @@ in_root() {
 	esac
 	"${lock[@]}" chroot "$dir" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+# systemd 256 and later (Debian 13's 257) boot only on the unified cgroup
+# hierarchy. On a host with v1 cgroup mounts the calling test (SCRIPT, run
+# again) gets a private mount namespace with cgroup2 on /sys/fs/cgroup, and
+# a cgroup of its own below the test's (DROOT_CG) for the container,
+# removed by droot_cgroup2_free; the host's mounts are not touched. Status 1
+# if that cannot be made.
+DROOT_CG= DROOT_CG_HOME=
+droot_cgroup2() {
+	[ "$1" != bookworm ] && [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ] || return 0
+	if [ -z "${NFBOX_UNIT_CGROUP2:-}" ]; then
+		exec env NFBOX_UNIT_CGROUP2=1 unshare --mount --propagation private "$2"
+	fi
+	mount -t cgroup2 nfbox-unit /sys/fs/cgroup || return 1
+	DROOT_CG_HOME=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+	DROOT_CG=${DROOT_CG_HOME%/}/nfbox-unit.$$
+	mkdir "$DROOT_CG" && echo $$ >"$DROOT_CG/cgroup.procs"
+}
+
+droot_cgroup2_free() {
+	[ -n "$DROOT_CG" ] || return 0
+	echo $$ >"$DROOT_CG_HOME/cgroup.procs"
+	find "$DROOT_CG" -depth -type d -exec rmdir {} + 2>/dev/null
+	return 0
 }

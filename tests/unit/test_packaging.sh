@@ -16,6 +16,7 @@ NFBOX_BIN=${NFBOX_BIN_RELEASE:-${NFBOX_BIN:-}}
 
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root" || exit 1
+. tests/lib/deb.sh
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nfbox-test-packaging.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -140,12 +141,13 @@ if ! command -v dpkg-buildpackage >/dev/null 2>&1 || ! command -v dh >/dev/null 
 else
 	arch=$(dpkg --print-architecture)
 	# Not a sub-make of whatever make runs the tests.
-	if ! deb=$(env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL packaging/build-deb.sh --outdir "$tmp/out" 2>"$tmp/build.err"); then
+	# the tree's package, built once for every suite that needs it (tests/lib/deb.sh)
+	if ! deb=$(deb_of_tree 2>"$tmp/build.err"); then
 		fail deb-build "build-deb.sh failed: $(grep -m 1 -iE 'error|unmet' "$tmp/build.err" || tail -n 1 "$tmp/build.err")"
 		for c in $deb_checks; do [ "$c" = deb-build ] || fail "$c" "no package was built"; done
 		deb=
-	elif [ ! -f "$deb" ] || [ "$deb" != "$tmp/out/nfbox_$(cat VERSION)_$arch.deb" ]; then
-		fail deb-build "build-deb.sh printed '$deb', not the path of the .deb: $(cd "$tmp/out" && echo *)"
+	elif [ ! -f "$deb" ] || [ "$(basename "$deb")" != "nfbox_$(cat VERSION)_$arch.deb" ]; then
+		fail deb-build "build-deb.sh printed '$deb', not the path of the .deb: $(cd "$(dirname "$deb")" && echo *)"
 		for c in $deb_checks; do [ "$c" = deb-build ] || fail "$c" "no package was built"; done
 		deb=
 	else
@@ -154,7 +156,7 @@ else
 	if [ -n "$deb" ]; then
 		dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./||' >"$tmp/contents"
 		missing=
-		for f in usr/sbin/nfbox usr/lib/nfbox/nfbox-stop etc/nfbox/policy.yaml etc/default/nfbox etc/logrotate.d/nfbox \
+		for f in usr/sbin/nfbox usr/lib/nfbox/nfbox-stop etc/nfbox/policy.yaml etc/default/nfbox etc/logrotate.d/nfbox usr/lib/modules-load.d/nfbox.conf \
 			etc/fail2ban/action.d/nfbox.conf usr/lib/nfbox/nfbox-crowdsec usr/share/doc/nfbox/crowdsec.md \
 			'(usr/)?lib/systemd/system/nfbox.service' usr/share/bash-completion/completions/nfbox \
 			usr/share/doc/nfbox/README.Debian usr/share/doc/nfbox/examples/home-router.yaml \
