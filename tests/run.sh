@@ -19,6 +19,9 @@
 #    gcov build). Any other skip, such as a missing tool, is a failure:
 #    packaging/install-deps.sh installs them.
 #
+# A suite whose header says "# runner: long" (two booted roots, say) runs
+# only under NFBOX_LONG (make check-long).
+#
 # Suites run in parallel (NFBOX_TEST_JOBS at a time, default 4): each has
 # its own namespaces, pins, sockets and state directories. A suite whose
 # header says "# runner: alone" (it measures the whole machine, such as
@@ -61,6 +64,8 @@ add() { # NAME FILE COMMAND...
 		for p in "${patterns[@]}"; do [[ "$name" == *"$p"* ]] && want=1; done
 		[ "$want" -eq 1 ] || return 0
 	fi
+	# a suite too costly for make check says so; make check-long runs it
+	[ -z "${NFBOX_LONG:-}" ] && grep -q '^# runner: long$' "$file" 2>/dev/null && return 0
 	names+=("$name")
 	files+=("$file")
 	cmds+=("$*")
