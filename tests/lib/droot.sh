@@ -7,6 +7,8 @@
 #   droot_unmount DIR       unmount what droot_new mounted (before booting it)
 #   droot_free DIR          unmount and remove it (install as a trap)
 #   in_root DIR CMD...      run CMD in the root (a login-like environment)
+#   deb_relabel DEB VERSION OUT
+#                           DEB as this tree built with another version would be
 #   droot_prepare CASE      for a test: sets $rel to this machine's release, or
 #                           reports CASE skipped (not root, another release) and exits
 #
@@ -116,4 +118,20 @@ in_root() {
 	esac
 	"${lock[@]}" chroot "$dir" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 \
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"
+}
+
+# The package DEB as this tree would build it at VERSION (the control's
+# Version and the version the maintainer scripts compare with theirs), at
+# OUT: an older package to downgrade to without building one.
+deb_relabel() {
+	local deb=$1 v=$2 out=$3 d old
+	d=$(mktemp -d /tmp/nfbox-relabel.XXXXXX) || return 1
+	dpkg-deb -R "$deb" "$d/p" || { rm -rf "$d"; return 1; }
+	old=$(sed -n 's/^Version: //p' "$d/p/DEBIAN/control")
+	sed -i "s/^Version: .*/Version: $v/" "$d/p/DEBIAN/control"
+	sed -i "s/^this='$old'\$/this='$v'/" "$d/p/DEBIAN/preinst" 2>/dev/null
+	local r=1
+	grep -qx "this='$v'" "$d/p/DEBIAN/preinst" 2>/dev/null && dpkg-deb --root-owner-group -b "$d/p" "$out" >/dev/null && r=0
+	rm -rf "$d"
+	return $r
 }
