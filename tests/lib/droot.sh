@@ -7,6 +7,9 @@
 #   droot_unmount DIR       unmount what droot_new mounted (before booting it)
 #   droot_free DIR          unmount and remove it (install as a trap)
 #   in_root DIR CMD...      run CMD in the root (a login-like environment)
+#   droot_boot DIR LOG [OPTION...]
+#                           boot it with systemd-nspawn until systemd runs (below)
+#   droot_halt              stop what droot_boot booted
 #   deb_relabel DEB VERSION OUT
 #                           DEB as this tree built with another version would be
 #   droot_prepare CASE      for a test: sets $rel to this machine's release, or
@@ -120,6 +123,37 @@ in_root() {
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"
 }
 
+# Boot DIR with systemd-nspawn (its output to LOG; OPTIONs are nspawn's:
+# the network, binds), keeping the capabilities and calls nfbox needs, which
+# nspawn leaves out otherwise; wait until its systemd runs (30 s at most).
+# Sets DROOT_NSPAWN (nspawn's pid) and DROOT_LEADER (the container's pid 1,
+# for nsenter -t); status 1 if it did not boot.
+droot_boot() {
+	local dir=$1 log=$2
+	shift 2
+	systemd-nspawn -D "$dir" --boot --register=no --keep-unit --console=passive \
+		--capability=CAP_BPF,CAP_PERFMON,CAP_NET_ADMIN,CAP_SYS_ADMIN,CAP_IPC_LOCK,CAP_NET_RAW \
+		--system-call-filter='bpf perf_event_open' "$@" >"$log" 2>&1 &
+	DROOT_NSPAWN=$!
+	DROOT_LEADER=
+	for _ in $(seq 150); do
+		DROOT_LEADER=$(pgrep -P "$DROOT_NSPAWN" | head -n 1)
+		[ -n "$DROOT_LEADER" ] && nsenter -t "$DROOT_LEADER" -a systemctl is-system-running 2>/dev/null |
+			grep -Eq 'running|degraded' && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+droot_halt() {
+	[ -n "${DROOT_NSPAWN:-}" ] || return 0
+	kill -TERM "$DROOT_NSPAWN" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$DROOT_NSPAWN" 2>/dev/null || break; sleep 0.2; done
+	kill -KILL "$DROOT_NSPAWN" 2>/dev/null
+	wait "$DROOT_NSPAWN" 2>/dev/null
+	DROOT_NSPAWN= DROOT_LEADER=
+}
+
 # The package DEB as this tree would build it at VERSION (the control's
 # Version and the version the maintainer scripts compare with theirs), at
 # OUT: an older package to downgrade to without building one.
@@ -129,9 +163,13 @@ deb_relabel() {
 	dpkg-deb -R "$deb" "$d/p" || { rm -rf "$d"; return 1; }
 	old=$(sed -n 's/^Version: //p' "$d/p/DEBIAN/control")
 	sed -i "s/^Version: .*/Version: $v/" "$d/p/DEBIAN/control"
-	sed -i "s/^this='$old'\$/this='$v'/" "$d/p/DEBIAN/preinst" 2>/dev/null
-	local r=1
-	grep -qx "this='$v'" "$d/p/DEBIAN/preinst" 2>/dev/null && dpkg-deb --root-owner-group -b "$d/p" "$out" >/dev/null && r=0
+	local r=1 pre=$d/p/DEBIAN/preinst
+	# (a package without the preinst that compares has nothing more to change)
+	if [ -f "$pre" ] && grep -q "^this='" "$pre"; then
+		sed -i "s/^this='$old'\$/this='$v'/" "$pre"
+		grep -qx "this='$v'" "$pre" || { rm -rf "$d"; return 1; }
+	fi
+	dpkg-deb --root-owner-group -b "$d/p" "$out" >/dev/null && r=0
 	rm -rf "$d"
 	return $r
 }

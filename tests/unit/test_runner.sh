@@ -4,8 +4,9 @@
 # without testing anything: a suite file that is not executable, a C test
 # that was not built, a suite that hangs (killed at its time limit), one
 # that reports no case, one that exits non-zero after "ok", a skip for a
-# missing tool; a skip for the kernel or the machine counts as a skip. Its
-# last line adds them up.
+# missing tool; a skip for the kernel or the machine counts as a skip; a
+# suite marked "# runner: long" runs only under NFBOX_LONG. Its last line
+# adds them up.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
@@ -28,6 +29,8 @@ fake unit/test_toolskip.sh 755 'echo "ok a"; echo "skip b: tshark is not install
 fake unit/test_kernelskip.sh 755 'echo "ok a"; echo "skip b: kernel: no netfilter BPF links"; echo "skip c: machine: one CPU"'
 echo 'int main(void) { return 0; }' >"$tmp/tests/unit/test_unbuilt.c"
 fake netns/test_both.sh 755 'echo "ok $NFBOX_BACKEND"'
+fake unit/test_long.sh 755 '# runner: long
+echo "ok long"'
 
 out=$(cd "$tmp" && env -u NFBOX_BUILD NFBOX_TEST_JOBS=3 timeout 60 tests/run.sh 2>&1)
 rc=$?
@@ -42,6 +45,9 @@ t_check exit-fails grep -q 'FAIL unit/test_exits: exited with status 3' <<<"$out
 t_check tool-skip-fails grep -q "FAIL b: skipped for a reason that is not the kernel, the machine or the build: tshark is not installed" <<<"$out"
 t_check kernel-skip-skips grep -qE '^unit/test_kernelskip +1 passed +0 failed +2 skipped' <<<"$out"
 t_check netns-on-bpf grep -qE '^netns/test_both +1 passed' <<<"$out"
+t_check long-left-out bash -c '! grep -q test_long <<<"$1"' _ "$out"
+long=$(cd "$tmp" && env -u NFBOX_BUILD NFBOX_LONG=1 timeout 60 tests/run.sh test_long 2>&1)
+t_check long-in-long-runs grep -qE '^unit/test_long +1 passed' <<<"$long"
 # ok: good 2, hang 1, exits 1, toolskip 1, kernelskip 1, fuzz 1, both 1;
 # failed: noexec, unbuilt, hang, silent, exits, toolskip: 6; skipped 2.
 t_check totals grep -qx '8 passed, 6 failed, 2 skipped' <<<"$out"
