@@ -19,7 +19,8 @@
 #     from 0, the last hit is kept, the new program runs;
 #   - a newer layout (99, a downgrade): the start is refused, saying so,
 #     and the state goes on enforcing, untouched;
-#   - nfbox run --fresh: replaced as an older layout is.
+#   - nfbox run --fresh, and a state that cannot be read (no layout
+#     version): replaced as an older layout is.
 # Planted bugs (NFBOX_TEST_PLANT): adopt-keeps-program (an adoption that
 # keeps the old programs) fails programs-replaced and mapped-dropped;
 # replace-detaches-first (the state set aside detached before the new
@@ -175,4 +176,14 @@ else
 	t_fail fresh-replaced "replaced '$(up_status replaced)': $(ls "$NFBOX_PINS")"
 fi
 t_check fresh-ban-kept up_listed
+
+# --- a state that cannot be read (no layout version): replaced ------------------
+unreadable() { keep_stop; set_abi 0 && new_start "$NS_TMP/policy.yaml"; }
+restart_under_traffic unreadable-no-gap unreadable
+if [ "$(up_status replaced)" = "has no layout version" ] && [ "$(up_status set_aside)" = 0 ] &&
+	! ls -d "$NFBOX_PINS"/old-* >/dev/null 2>&1 && grep -q "set aside in $NFBOX_PINS/old-unknown" "$NS_TMP/nfbox.err"; then
+	t_ok unreadable-replaced
+else
+	t_fail unreadable-replaced "replaced '$(up_status replaced)': $(ls "$NFBOX_PINS")"
+fi
 t_done
