@@ -117,8 +117,9 @@ static void early_adopt(struct bpf_backend *bb)
 
 /* The early drop a daemon before left, when its classifier was not adopted
  * (set aside: another layout, --fresh): it shares that classifier's maps,
- * so it is detached and unpinned. The hooks drop what it dropped until the
- * policy attaches this build's (a moment without XDP is slower, not open). */
+ * so it is detached and unpinned. The hooks drop the early rules' packets
+ * until the policy attaches this build's (policy/README.md, "Early drop at
+ * XDP": a moment without XDP is slower, not open). */
 static void early_drop_pinned(struct bpf_backend *bb)
 {
 	early_adopt(bb);

@@ -214,7 +214,7 @@ static bool adoptable(struct early *ea)
 		return false;
 	if (!same_build(ea, ea->cfg.prog_id)) {
 		log_info("early: the XDP early drop pinned in %s is another build's program: this build's takes its "
-			 "place when the policy is loaded (the hooks drop what it dropped until then)",
+			 "place when the policy is loaded (until then the hooks drop the early rules' packets)",
 			 ea->dir);
 		return false;
 	}
