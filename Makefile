@@ -91,7 +91,7 @@ BENCH_BINS  := $(patsubst tests/bench/%.c,$(B)/%,$(BENCH_SRCS))
 rel_obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
 asan_obj = $(patsubst %.c,$(B)/asan/obj/%.o,$(1))
 
-.PHONY: all check check-long check-debian13 coverage mutants demo bench soak deb clean help deps install fuzz unit vmlinux format
+.PHONY: all check check-long check-debian13 coverage mutants demo bench soak deb clean help deps install uninstall fuzz unit vmlinux format
 # Keep generated skeletons and objects (they are intermediate files to make).
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -111,7 +111,8 @@ help:
 	@echo '  soak           30 minutes of everything at once on the sanitizer build: RSS, descriptors, BPF memory (root)'
 	@echo '  format         format the C sources with the pinned clang-format (tests/unit/test_format.sh checks it)'
 	@echo '  deb            build the Debian package into build/'
-	@echo '  install        install binary, unit and man pages under DESTDIR/PREFIX'
+	@echo '  install        install binary, unit and man pages under DESTDIR/PREFIX; configuration under /etc only where none is'
+	@echo '  uninstall      remove what install installed, but not the configuration (/etc) nor the state (/var/lib/nfbox)'
 	@echo '  clean          remove build/'
 	@echo '  vmlinux        regenerate bpf/vmlinux/ARCH/vmlinux.h from the running kernel'
 	@echo '  V=1            show the commands'
@@ -232,30 +233,61 @@ soak: deps
 	$(Q)$(MAKE) --no-print-directory $(B)/asan/nfbox $(B)/bench_txgen
 	$(Q)tests/bench/soak.sh
 
-# The unit names the binaries by their installed paths.
+# What `make install` puts under DESTDIR, SOURCE:DESTINATION:MODE, and
+# `make uninstall` removes; besides these, nfbox-stop and the unit (which
+# name the binaries by their installed paths) and the man pages.
+INSTALL_FILES := \
+	$(B)/nfbox:$(SBINDIR)/nfbox:0755 \
+	packaging/fleet/nfbox-fleet-rbac:$(SBINDIR)/nfbox-fleet-rbac:0755 \
+	packaging/crowdsec/nfbox-crowdsec:$(LIBEXECDIR)/nfbox-crowdsec:0755 \
+	packaging/crowdsec/crowdsec.md:$(PREFIX)/share/doc/nfbox/crowdsec.md:0644 \
+	packaging/ha/runbook.md:$(PREFIX)/share/doc/nfbox/ha-runbook.md:0644 \
+	packaging/fleet/runbook.md:$(PREFIX)/share/doc/nfbox/fleet-runbook.md:0644 \
+	packaging/completion/nfbox:$(COMPLETIONDIR)/nfbox:0644 \
+	packaging/modules-load/nfbox.conf:$(PREFIX)/lib/modules-load.d/nfbox.conf:0644 \
+	config/schema/policy.schema.json:$(PREFIX)/share/nfbox/policy.schema.json:0644
+# The configuration, SOURCE:DESTINATION: never overwritten once there (it
+# is the administrator's), never removed. A file there that differs from the
+# shipped one is kept, the shipped one going beside it as DESTINATION.dist.
+INSTALL_CONFIG := \
+	config/host/policy.yaml:/etc/nfbox/policy.yaml \
+	packaging/systemd/nfbox.default:/etc/default/nfbox \
+	packaging/logrotate/nfbox:/etc/logrotate.d/nfbox \
+	packaging/fail2ban/action.d/nfbox.conf:/etc/fail2ban/action.d/nfbox.conf
+MAN_PAGES := $(wildcard packaging/man/*.[1-8])
+
 install: $(B)/nfbox
-	install -D -m 0755 $(B)/nfbox $(DESTDIR)$(SBINDIR)/nfbox
-	mkdir -p $(DESTDIR)$(LIBEXECDIR)
-	sed 's|/usr/sbin/nfbox|$(SBINDIR)/nfbox|g' packaging/systemd/nfbox-stop >$(DESTDIR)$(LIBEXECDIR)/nfbox-stop
-	chmod 0755 $(DESTDIR)$(LIBEXECDIR)/nfbox-stop
-	install -D -m 0644 config/host/policy.yaml $(DESTDIR)/etc/nfbox/policy.yaml
-	install -D -m 0644 packaging/systemd/nfbox.default $(DESTDIR)/etc/default/nfbox
-	install -D -m 0644 packaging/logrotate/nfbox $(DESTDIR)/etc/logrotate.d/nfbox
-	install -D -m 0644 packaging/modules-load/nfbox.conf $(DESTDIR)$(PREFIX)/lib/modules-load.d/nfbox.conf
-	install -D -m 0644 packaging/fail2ban/action.d/nfbox.conf $(DESTDIR)/etc/fail2ban/action.d/nfbox.conf
-	install -D -m 0755 packaging/crowdsec/nfbox-crowdsec $(DESTDIR)$(LIBEXECDIR)/nfbox-crowdsec
-	install -D -m 0644 packaging/crowdsec/crowdsec.md $(DESTDIR)$(PREFIX)/share/doc/nfbox/crowdsec.md
-	install -D -m 0644 packaging/ha/runbook.md $(DESTDIR)$(PREFIX)/share/doc/nfbox/ha-runbook.md
-	install -D -m 0644 packaging/fleet/runbook.md $(DESTDIR)$(PREFIX)/share/doc/nfbox/fleet-runbook.md
-	install -D -m 0755 packaging/fleet/nfbox-fleet-rbac $(DESTDIR)$(SBINDIR)/nfbox-fleet-rbac
-	install -D -m 0644 packaging/completion/nfbox $(DESTDIR)$(COMPLETIONDIR)/nfbox
-	install -D -m 0644 config/schema/policy.schema.json $(DESTDIR)$(PREFIX)/share/nfbox/policy.schema.json
-	if [ -n "$(UNITDIR)" ]; then \
+	$(Q)for f in $(INSTALL_FILES); do \
+		src=$${f%%:*}; rest=$${f#*:}; \
+		install -D -m $${rest##*:} $$src $(DESTDIR)$${rest%:*} || exit 1; done
+	$(Q)mkdir -p $(DESTDIR)$(LIBEXECDIR)
+	$(Q)sed 's|/usr/sbin/nfbox|$(SBINDIR)/nfbox|g' packaging/systemd/nfbox-stop >$(DESTDIR)$(LIBEXECDIR)/nfbox-stop
+	$(Q)chmod 0755 $(DESTDIR)$(LIBEXECDIR)/nfbox-stop
+	$(Q)for f in $(INSTALL_CONFIG); do \
+		src=$${f%%:*}; dst=$(DESTDIR)$${f#*:}; \
+		if [ ! -e $$dst ]; then install -D -m 0644 $$src $$dst || exit 1; \
+		elif cmp -s $$src $$dst; then rm -f $$dst.dist; \
+		else install -m 0644 $$src $$dst.dist || exit 1; \
+			echo "kept $$dst as it is (it differs from the shipped one, which is $$dst.dist)"; fi; done
+	$(Q)if [ -n "$(UNITDIR)" ]; then \
 		mkdir -p $(DESTDIR)$(UNITDIR) && \
 		sed -e 's|/usr/sbin/nfbox|$(SBINDIR)/nfbox|g' -e 's|/usr/lib/nfbox/|$(LIBEXECDIR)/|g' \
 			packaging/systemd/nfbox.service >$(DESTDIR)$(UNITDIR)/nfbox.service; fi
-	for m in packaging/man/*.[1-8]; do \
-		s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m); done
+	$(Q)for m in $(MAN_PAGES); do \
+		s=$${m##*.}; install -D -m 0644 $$m $(DESTDIR)$(MANDIR)/man$$s/$$(basename $$m) || exit 1; done
+
+# What install installed, but not the configuration (install's .dist
+# copies go) nor the daemon's state (/var/lib/nfbox, /var/log/nfbox).
+uninstall:
+	$(Q)for f in $(INSTALL_FILES); do rest=$${f#*:}; rm -f $(DESTDIR)$${rest%:*}; done
+	$(Q)rm -f $(DESTDIR)$(LIBEXECDIR)/nfbox-stop
+	$(Q)if [ -n "$(UNITDIR)" ]; then rm -f $(DESTDIR)$(UNITDIR)/nfbox.service; fi
+	$(Q)for m in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${m##*.}/$$(basename $$m); done
+	$(Q)for f in $(INSTALL_CONFIG); do rm -f $(DESTDIR)$${f#*:}.dist; done
+	$(Q)for d in $(LIBEXECDIR) $(PREFIX)/share/doc/nfbox $(PREFIX)/share/nfbox; do \
+		[ ! -d $(DESTDIR)$$d ] || rmdir --ignore-fail-on-non-empty $(DESTDIR)$$d; done
+	$(Q)for f in $(INSTALL_CONFIG); do dst=$(DESTDIR)$${f#*:}; \
+		[ ! -e $$dst ] || echo "kept $$dst (configuration: remove it by hand)"; done
 
 # The Debian package, built from the source package in packaging/debian
 # with dpkg-buildpackage (packaging/build-deb.sh); the .deb lands in build/.

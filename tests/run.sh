@@ -25,7 +25,8 @@
 # Suites run in parallel (NFBOX_TEST_JOBS at a time, default 4): each has
 # its own namespaces, pins, sockets and state directories. A suite whose
 # header says "# runner: alone" (it measures the whole machine, such as
-# memory or timing) runs after the others, by itself. The longest suites
+# memory or timing) runs after the others, by itself; one whose header says
+# "# runner: long" runs only under NFBOX_LONG (make check-long). The longest suites
 # of the last run (build/test-times; in a fresh tree, tests/lib/suite-times)
 # start first.
 #
@@ -59,6 +60,8 @@ names=() files=() cmds=()
 add() { # NAME FILE COMMAND...
 	local name=$1 file=$2 p want
 	shift 2
+	# "# runner: long": only in the long runs (make check-long)
+	[ -n "${NFBOX_LONG:-}" ] || ! grep -q '^# runner: long$' "$file" 2>/dev/null || return 0
 	if [ ${#patterns[@]} -gt 0 ]; then
 		want=0
 		for p in "${patterns[@]}"; do [[ "$name" == *"$p"* ]] && want=1; done

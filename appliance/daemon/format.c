@@ -233,9 +233,30 @@ static void status_http_text(const struct httpd_report *x, FILE *f)
 		x->listen, x->served, x->refused, x->head_timeouts, x->head_deadline_s);
 }
 
+/* What the start found pinned and did with it: "" (nothing was pinned). */
+static const char *start_text(const struct engine_info *e, char *buf, size_t len)
+{
+	if (e->adopted)
+		snprintf(buf, len, " (adopted at start: enforcement had no gap%s)",
+			 e->programs_replaced ? "; its programs were another build's, and this build's took their place"
+					      : "");
+	else if (e->replaced && e->set_aside)
+		snprintf(buf, len,
+			 " (the state found at start %s: set aside, enforcing until this version's policy is in force)",
+			 e->replaced);
+	else if (e->replaced)
+		snprintf(buf, len,
+			 " (the state found at start %s: replaced without a gap; its counters were not carried over)",
+			 e->replaced);
+	else
+		snprintf(buf, len, "%s", "");
+	return buf;
+}
+
 static void status_text(const struct status_report *r, FILE *f)
 {
 	const struct engine_info *e = &r->be.engine;
+	char start[512];
 
 	fprintf(f, "nfbox running: pid %d, up %lds\n", r->pid, r->uptime);
 	if (!strcmp(r->backend, "nftables"))
@@ -269,8 +290,7 @@ static void status_text(const struct status_report *r, FILE *f)
 	else
 		fprintf(f, "netns:      %s (cookie %llu)\n", r->netns[0] ? r->netns : "unnamed", U(r->netns_cookie));
 	if (e->pin_dir)
-		fprintf(f, "pin dir:    %s%s\n", e->pin_dir,
-			e->adopted ? " (adopted at start: enforcement had no gap)" : "");
+		fprintf(f, "pin dir:    %s%s\n", e->pin_dir, start_text(e, start, sizeof(start)));
 	else
 		fprintf(f, "pin dir:    none (--no-pin): enforcement ends with this process\n");
 	fprintf(f, "reloads:    %lu ok, %lu failed\n", r->reloads_ok, r->reloads_failed);
@@ -450,6 +470,9 @@ static void status_json(const struct status_report *r, FILE *f)
 	json_kv_u64(&j, "bpf_memory_bytes", r->be.bpf_memory);
 	json_kv_str(&j, "early_xdp", r->be.early_ifaces);
 	json_kv_bool(&j, "adopted", e->adopted);
+	json_kv_bool(&j, "programs_replaced", e->programs_replaced);
+	json_kv_str(&j, "replaced", e->replaced);
+	json_kv_u64(&j, "set_aside", e->set_aside);
 	json_kv_bool(&j, "defrag", r->defrag);
 	json_kv_str(&j, "backend", r->backend);
 	json_kv_bool(&j, "nft_table", r->be.nft_table == 1);

@@ -2,8 +2,9 @@
 # The Debian package as an administrator meets it, in a throw-away root of
 # this machine's release (tests/lib/droot.sh): apt installs the .deb with
 # its dependencies (on Debian 12 refusing first, naming backports, until
-# bookworm-backports is enabled), the shipped policy validates there with
-# the installed binary, and removal and purge leave what README.Debian says.
+# bookworm-backports is enabled), a downgrade is refused unless asked for,
+# the shipped policy validates there with the installed binary, and removal
+# and purge leave what README.Debian says.
 #
 # Usage: tests/distro/test_deb_root.sh   (root) in a new root of this release.
 # With NFBOX_DEB_HERE=1 this system is itself a throw-away root that has the
@@ -62,8 +63,10 @@ if [ "$rel" = bookworm ]; then
 	# The one step README.Debian gives.
 	echo "deb $(droot_mirror) bookworm-backports main" >"$root/etc/apt/sources.list.d/bookworm-backports.list"
 	in_root "$root" apt-get -qq update >/dev/null 2>&1
-	install=(apt-get install -y --no-install-recommends -t bookworm-backports "$pkg")
+	apt_t=(-t bookworm-backports)
+	install=(apt-get install -y --no-install-recommends "${apt_t[@]}" "$pkg")
 else
+	apt_t=()
 	install=(apt-get install -y --no-install-recommends "$pkg")
 fi
 if in_root "$root" "${install[@]}" >"$tmp/install.out" 2>&1; then
@@ -71,6 +74,28 @@ if in_root "$root" "${install[@]}" >"$tmp/install.out" 2>&1; then
 else
 	t_fail apt-install "$(grep -E 'E:|Depends' "$tmp/install.out" | head -n 3 | tr '\n' ' ')"
 	t_done
+fi
+
+# A downgrade: this tree's package, relabelled older, is refused with a
+# message and the installed one stays; NFBOX_DOWNGRADE=yes lets it in.
+version=$(dpkg-deb -f "$deb" Version)
+older=(apt-get install -y --no-install-recommends --allow-downgrades "${apt_t[@]}" /tmp/older.deb)
+installed() { in_root "$root" dpkg-query -W -f='${Version} ${Status}' nfbox; }
+if ! deb_relabel "$deb" "$version~older" "$root/tmp/older.deb"; then
+	t_fail downgrade-refused "cannot relabel $deb"
+elif in_root "$root" "${older[@]}" >"$tmp/older.out" 2>&1; then
+	t_fail downgrade-refused "apt-get installed $version~older over $version"
+elif grep -q "nfbox: refusing to replace nfbox $version by the older $version~older (a downgrade)" "$tmp/older.out" &&
+	[ "$(installed)" = "$version install ok installed" ]; then
+	t_ok downgrade-refused
+else
+	t_fail downgrade-refused "$(grep -E 'nfbox:|E:' "$tmp/older.out" | head -n 3 | tr '\n' ' '); installed: $(installed)"
+fi
+if in_root "$root" env NFBOX_DOWNGRADE=yes "${older[@]}" >"$tmp/older.out" 2>&1 &&
+	[ "$(installed)" = "$version~older install ok installed" ]; then
+	t_ok downgrade-when-asked
+else
+	t_fail downgrade-when-asked "$(grep -E 'nfbox:|E:' "$tmp/older.out" | head -n 3 | tr '\n' ' '); installed: $(installed)"
 fi
 
 # The installed binary runs with the libraries apt chose, on the shipped policy.

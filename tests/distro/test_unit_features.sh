@@ -45,15 +45,10 @@ ETCD=192.0.2.2 MGMT=192.0.2.1 NS_E=$NS_PREFIX-e
 ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
 tmp=$NS_TMP
 root=$tmp/root
-nspawn_pid=
 etcd_pid=
 features_cleanup() {
 	[ -n "$etcd_pid" ] && { kill -9 "$etcd_pid" && wait "$etcd_pid"; } 2>/dev/null
-	if [ -n "$nspawn_pid" ]; then
-		kill -TERM "$nspawn_pid" 2>/dev/null
-		for _ in $(seq 50); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
-		kill -KILL "$nspawn_pid" 2>/dev/null
-	fi
+	droot_halt
 	droot_cgroup2_free
 	umount "$tmp/bpffs" 2>/dev/null
 	droot_free "$root"
@@ -141,22 +136,12 @@ mkdir -p "$tmp/bpffs"
 mount -t bpf bpf "$tmp/bpffs" || { t_fail bpffs "cannot mount a bpf filesystem"; t_done; }
 # /proc/sys/net writable in it, as on a host (nspawn makes all of /proc/sys
 # read-only unless told): the unit's own sandbox is what is tested.
-SYSTEMD_NSPAWN_API_VFS_WRITABLE=network \
-	systemd-nspawn -D "$root" --boot --register=no --keep-unit --network-namespace-path="/run/netns/$NS_A" \
-	--console=passive --resolv-conf=off --capability=CAP_BPF,CAP_PERFMON,CAP_NET_ADMIN,CAP_SYS_ADMIN,CAP_IPC_LOCK,CAP_NET_RAW \
-	--system-call-filter='bpf perf_event_open' --bind="$tmp/bpffs:/sys/fs/bpf" >"$tmp/nspawn.log" 2>&1 &
-nspawn_pid=$!
-leader=
-for _ in $(seq 100); do
-	leader=$(pgrep -P "$nspawn_pid" | head -n 1)
-	[ -n "$leader" ] && nsenter -t "$leader" -a systemctl is-system-running 2>/dev/null | grep -Eq 'running|degraded' && break
-	sleep 0.2
-done
-in_ct() { nsenter -t "$leader" -a "$@"; }
-if [ -z "$leader" ] || ! in_ct systemctl is-system-running 2>/dev/null | grep -Eq 'running|degraded'; then
+if ! SYSTEMD_NSPAWN_API_VFS_WRITABLE=network droot_boot "$root" "$tmp/nspawn.log" \
+	--network-namespace-path="/run/netns/$NS_A" --resolv-conf=off --bind="$tmp/bpffs:/sys/fs/bpf"; then
 	t_fail boot "the container did not boot: $(tail -n 5 "$tmp/nspawn.log" | tr '\n' ' ')"
 	t_done
 fi
+in_ct() { nsenter -t "$DROOT_LEADER" -a "$@"; }
 show() { in_ct systemctl show nfbox -p "$1" --value; }
 journal() { in_ct journalctl -u nfbox --no-pager -n "${1:-8}" | tr '\n' ' '; }
 

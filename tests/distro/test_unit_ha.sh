@@ -32,9 +32,7 @@ ha_cleanup() {
 	local n
 	for n in 1 2; do
 		[ -n "${NSPAWN[$n]:-}" ] || continue
-		kill -TERM "${NSPAWN[$n]}" 2>/dev/null
-		for _ in $(seq 50); do kill -0 "${NSPAWN[$n]}" 2>/dev/null || break; sleep 0.2; done
-		kill -KILL "${NSPAWN[$n]}" 2>/dev/null
+		droot_halt "${NSPAWN[$n]}"
 	done
 	for n in 1 2; do
 		umount "$TMP/bpffs$n" 2>/dev/null
@@ -84,17 +82,11 @@ boot() { # N
 	local n=$1 l=
 	policy "$n" bpf none >"$TMP/root$n/etc/nfbox/policy.yaml"
 	mkdir -p "$TMP/bpffs$n" && mount -t bpf bpf "$TMP/bpffs$n" || return 1
-	SYSTEMD_NSPAWN_API_VFS_WRITABLE=network \
-		systemd-nspawn -D "$TMP/root$n" --boot --register=no --keep-unit --network-namespace-path="/run/netns/$P-f$n" \
-		--console=passive --resolv-conf=off \
-		--capability=CAP_BPF,CAP_PERFMON,CAP_NET_ADMIN,CAP_SYS_ADMIN,CAP_IPC_LOCK,CAP_NET_RAW \
-		--system-call-filter='bpf perf_event_open' --bind="$TMP/bpffs$n:/sys/fs/bpf" >"$TMP/nspawn$n.log" 2>&1 &
-	NSPAWN[$n]=$!
-	for _ in $(seq 100); do
-		l=$(pgrep -P "${NSPAWN[$n]}" | head -n 1)
-		[ -n "$l" ] && nsenter -t "$l" -a systemctl is-system-running 2>/dev/null | grep -Eq 'running|degraded' && break
-		sleep 0.2
-	done
+	SYSTEMD_NSPAWN_API_VFS_WRITABLE=network droot_boot "$TMP/root$n" "$TMP/nspawn$n.log" \
+		--network-namespace-path="/run/netns/$P-f$n" --resolv-conf=off --bind="$TMP/bpffs$n:/sys/fs/bpf"
+	# two at once: the pair's trap stops both
+	NSPAWN[$n]=$DROOT_NSPAWN l=$DROOT_LEADER
+	DROOT_NSPAWN= DROOT_LEADER=
 	LEADER[$n]=$l
 	[ -n "$l" ] && in_node "$n" systemctl enable --now nfbox >"$TMP/enable$n.out" 2>&1
 }

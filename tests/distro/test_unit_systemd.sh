@@ -26,13 +26,8 @@ droot_cgroup2 "$rel" "$PWD/tests/distro/test_unit_systemd.sh" || { t_fail cgroup
 
 tmp=$(mktemp -d /tmp/nfbox-unit.XXXXXX)
 root=$tmp/root
-nspawn_pid=
 cleanup() {
-	if [ -n "$nspawn_pid" ]; then
-		kill -TERM "$nspawn_pid" 2>/dev/null
-		for _ in $(seq 50); do kill -0 "$nspawn_pid" 2>/dev/null || break; sleep 0.2; done
-		kill -KILL "$nspawn_pid" 2>/dev/null
-	fi
+	droot_halt
 	droot_cgroup2_free
 	umount "$tmp/bpffs" 2>/dev/null
 	droot_free "$root"
@@ -63,24 +58,14 @@ fi
 droot_unmount "$root"
 
 # Boot it. Its pins go to a bpffs of ours, bound where systemd would have
-# mounted one; nspawn keeps CAP_BPF and bpf(2) out unless asked.
+# mounted one.
 mkdir -p "$tmp/bpffs"
 mount -t bpf bpf "$tmp/bpffs" || { t_fail bpffs "cannot mount a bpf filesystem"; t_done; }
-systemd-nspawn -D "$root" --boot --register=no --keep-unit --private-network --console=passive \
-	--capability=CAP_BPF,CAP_PERFMON,CAP_NET_ADMIN,CAP_SYS_ADMIN,CAP_IPC_LOCK,CAP_NET_RAW \
-	--system-call-filter='bpf perf_event_open' --bind="$tmp/bpffs:/sys/fs/bpf" >"$tmp/nspawn.log" 2>&1 &
-nspawn_pid=$!
-leader=
-for _ in $(seq 100); do
-	leader=$(pgrep -P "$nspawn_pid" | head -n 1)
-	[ -n "$leader" ] && nsenter -t "$leader" -a systemctl is-system-running 2>/dev/null | grep -Eq 'running|degraded' && break
-	sleep 0.2
-done
-in_ct() { nsenter -t "$leader" -a "$@"; }
-if [ -z "$leader" ] || ! in_ct systemctl is-system-running 2>/dev/null | grep -Eq 'running|degraded'; then
+if ! droot_boot "$root" "$tmp/nspawn.log" --private-network --bind="$tmp/bpffs:/sys/fs/bpf"; then
 	t_fail boot "the container did not boot: $(tail -n 5 "$tmp/nspawn.log" | tr '\n' ' ')"
 	t_done
 fi
+in_ct() { nsenter -t "$DROOT_LEADER" -a "$@"; }
 t_ok boot
 
 show() { in_ct systemctl show nfbox -p "$1" --value; }

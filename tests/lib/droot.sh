@@ -7,6 +7,11 @@
 #   droot_unmount DIR       unmount what droot_new mounted (before booting it)
 #   droot_free DIR          unmount and remove it (install as a trap)
 #   in_root DIR CMD...      run CMD in the root (a login-like environment)
+#   droot_boot DIR LOG [OPTION...]
+#                           boot it with systemd-nspawn until systemd runs (below)
+#   droot_halt [PID]        stop what droot_boot booted (or the one of PID)
+#   deb_relabel DEB VERSION OUT
+#                           DEB as this tree built with another version would be
 #   droot_prepare CASE      for a test: sets $rel to this machine's release, or
 #                           reports CASE skipped (not root, another release) and exits
 #   droot_cgroup2 REL SCRIPT
@@ -145,4 +150,56 @@ droot_cgroup2_free() {
 	echo $$ >"$DROOT_CG_HOME/cgroup.procs"
 	find "$DROOT_CG" -depth -type d -exec rmdir {} + 2>/dev/null
 	return 0
+}
+
+# Boot DIR with systemd-nspawn (its output to LOG; OPTIONs are nspawn's:
+# the network, binds), keeping the capabilities and calls nfbox needs, which
+# nspawn leaves out otherwise; wait until its systemd runs (30 s at most).
+# Sets DROOT_NSPAWN (nspawn's pid) and DROOT_LEADER (the container's pid 1,
+# for nsenter -t); status 1 if it did not boot.
+droot_boot() {
+	local dir=$1 log=$2
+	shift 2
+	systemd-nspawn -D "$dir" --boot --register=no --keep-unit --console=passive \
+		--capability=CAP_BPF,CAP_PERFMON,CAP_NET_ADMIN,CAP_SYS_ADMIN,CAP_IPC_LOCK,CAP_NET_RAW \
+		--system-call-filter='bpf perf_event_open' "$@" >"$log" 2>&1 &
+	DROOT_NSPAWN=$!
+	DROOT_LEADER=
+	for _ in $(seq 150); do
+		DROOT_LEADER=$(pgrep -P "$DROOT_NSPAWN" | head -n 1)
+		[ -n "$DROOT_LEADER" ] && nsenter -t "$DROOT_LEADER" -a systemctl is-system-running 2>/dev/null |
+			grep -Eq 'running|degraded' && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+droot_halt() { # [PID]: another of droot_boot's, saved before it booted the next
+	local pid=${1:-${DROOT_NSPAWN:-}}
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	[ -n "${1:-}" ] || DROOT_NSPAWN= DROOT_LEADER=
+}
+
+# The package DEB as this tree would build it at VERSION (the control's
+# Version and the version the maintainer scripts compare with theirs), at
+# OUT: an older package to downgrade to without building one.
+deb_relabel() {
+	local deb=$1 v=$2 out=$3 d old
+	d=$(mktemp -d /tmp/nfbox-relabel.XXXXXX) || return 1
+	dpkg-deb -R "$deb" "$d/p" || { rm -rf "$d"; return 1; }
+	old=$(sed -n 's/^Version: //p' "$d/p/DEBIAN/control")
+	sed -i "s/^Version: .*/Version: $v/" "$d/p/DEBIAN/control"
+	local r=1 pre=$d/p/DEBIAN/preinst
+	# (a package without the preinst that compares has nothing more to change)
+	if [ -f "$pre" ] && grep -q "^this='" "$pre"; then
+		sed -i "s/^this='$old'\$/this='$v'/" "$pre"
+		grep -qx "this='$v'" "$pre" || { rm -rf "$d"; return 1; }
+	fi
+	dpkg-deb --root-owner-group -b "$d/p" "$out" >/dev/null && r=0
+	rm -rf "$d"
+	return $r
 }

@@ -3,8 +3,9 @@
 # verifies (and keeps its hardening: exposure 3.0 or better), the source
 # package builds a .deb (packaging/build-deb.sh, as `make deb`) with the
 # expected files, Depends, conffiles and hardening that lintian passes, the
-# bash completion completes, and the unit's ExecStop= keeps the policy on a
-# restart and detaches it on a stop.
+# bash completion completes, the unit's ExecStop= keeps the policy on a
+# restart and detaches it on a stop, and make install never overwrites the
+# configuration, which make uninstall leaves.
 #
 # Usage: tests/unit/test_packaging.sh
 #   NFBOX_BIN=path/to/nfbox  the binary the unit and completion checks run
@@ -183,7 +184,7 @@ else
 
 		dpkg-deb -I "$deb" conffiles >"$tmp/conffiles" 2>/dev/null
 		missing=
-		for f in /etc/nfbox/policy.yaml /etc/default/nfbox /etc/logrotate.d/nfbox; do
+		for f in /etc/nfbox/policy.yaml /etc/default/nfbox /etc/logrotate.d/nfbox /etc/fail2ban/action.d/nfbox.conf; do
 			grep -qx "$f" "$tmp/conffiles" || missing="$missing $f"
 		done
 		if [ -z "$missing" ]; then
@@ -290,6 +291,61 @@ PY
 			else
 				ok deb-lintian
 			fi
+		fi
+	fi
+fi
+
+# --- make install and make uninstall ----------------------------------------------
+# Into a DESTDIR: everything in place; again over configuration an
+# administrator changed, which stays as it is (the shipped copy beside it as
+# FILE.dist, and a message); uninstall removes what install installed but
+# never the configuration or the state.
+dest=$tmp/dest
+bin=${NFBOX_BIN:-$root/build/nfbox}
+minst() { env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$root" B="$(dirname "$bin")" -o "$bin" "$@" DESTDIR="$dest" \
+	PREFIX=/usr UNITDIR=/lib/systemd/system; }
+confs="etc/nfbox/policy.yaml etc/default/nfbox etc/logrotate.d/nfbox etc/fail2ban/action.d/nfbox.conf"
+if [ ! -x "$bin" ]; then
+	fail make-install "no nfbox binary at $bin (make unit builds it)"
+elif ! minst install >"$tmp/inst.out" 2>&1; then
+	fail make-install "make install failed: $(tail -n 2 "$tmp/inst.out" | tr '\n' ' ')"
+else
+	missing=
+	for f in usr/sbin/nfbox usr/lib/nfbox/nfbox-stop lib/systemd/system/nfbox.service usr/share/man/man8/nfbox.8 $confs; do
+		[ -f "$dest/$f" ] || missing="$missing $f"
+	done
+	if [ -z "$missing" ] && cmp -s "$dest/etc/nfbox/policy.yaml" config/host/policy.yaml; then
+		ok make-install
+	else
+		fail make-install "not installed:$missing"
+	fi
+	# The administrator's changes, and a state the daemon keeps.
+	echo "# mine" >>"$dest/etc/nfbox/policy.yaml"
+	echo 'NFBOX_OPTS="--log -"' >"$dest/etc/default/nfbox"
+	cp "$dest/etc/nfbox/policy.yaml" "$tmp/mine.yaml"
+	cp "$dest/etc/default/nfbox" "$tmp/mine.default"
+	mkdir -p "$dest/var/lib/nfbox/state" && echo x >"$dest/var/lib/nfbox/state/dynsets"
+	if ! minst install >"$tmp/inst2.out" 2>&1; then
+		fail make-install-keeps-config "make install failed: $(tail -n 2 "$tmp/inst2.out" | tr '\n' ' ')"
+	elif cmp -s "$tmp/mine.yaml" "$dest/etc/nfbox/policy.yaml" && cmp -s "$tmp/mine.default" "$dest/etc/default/nfbox" &&
+		cmp -s config/host/policy.yaml "$dest/etc/nfbox/policy.yaml.dist" &&
+		cmp -s packaging/systemd/nfbox.default "$dest/etc/default/nfbox.dist" &&
+		[ ! -e "$dest/etc/logrotate.d/nfbox.dist" ] &&
+		grep -q "kept $dest/etc/nfbox/policy.yaml as it is (it differs from the shipped one, which is $dest/etc/nfbox/policy.yaml.dist)" "$tmp/inst2.out"; then
+		ok make-install-keeps-config
+	else
+		fail make-install-keeps-config "after a second install: $(cd "$dest/etc" && ls nfbox default | tr '\n' ' '); said: $(head -n 2 "$tmp/inst2.out" | tr '\n' ' ')"
+	fi
+	if ! minst uninstall >"$tmp/uninst.out" 2>&1; then
+		fail make-uninstall "make uninstall failed: $(tail -n 2 "$tmp/uninst.out" | tr '\n' ' ')"
+	else
+		left=$(cd "$dest" && find . -type f | sed 's|^\./||' | sort | tr '\n' ' ')
+		want=$(for f in $confs var/lib/nfbox/state/dynsets; do echo "$f"; done | sort | tr '\n' ' ')
+		if [ "$left" = "$want" ] && cmp -s "$tmp/mine.yaml" "$dest/etc/nfbox/policy.yaml" &&
+			grep -q "kept $dest/etc/nfbox/policy.yaml (configuration" "$tmp/uninst.out"; then
+			ok make-uninstall
+		else
+			fail make-uninstall "left: $left; want: $want"
 		fi
 	fi
 fi

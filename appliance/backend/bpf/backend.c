@@ -39,19 +39,6 @@ static int bpf_open(const struct backend_env *env, struct backend **out)
 	return 0;
 }
 
-static void drop_pinned(const struct engine_opts *eo)
-{
-	struct engine *old;
-	struct diags d;
-
-	diags_init(&d);
-	if (engine_open(eo, &d, &old) == 0) {
-		engine_destroy_pins(old);
-		engine_close(old);
-	}
-	diags_free(&d);
-}
-
 static int slots_path(const struct bpf_backend *bb, char *buf, size_t len)
 {
 	int n = snprintf(buf, len, "%s/slots", bb->b.env->state_dir);
@@ -128,22 +115,35 @@ static void early_adopt(struct bpf_backend *bb)
 	diags_free(&ed);
 }
 
-/* The engine, adopting what is pinned (or dropping it: --fresh), and its
- * rings. */
+/* The early drop a daemon before left, when its classifier was not adopted
+ * (set aside: another layout, --fresh): it shares that classifier's maps,
+ * so it is detached and unpinned. The hooks drop the early rules' packets
+ * until the policy attaches this build's (policy/README.md, "Early drop at
+ * XDP": a moment without XDP is slower, not open). */
+static void early_drop_pinned(struct bpf_backend *bb)
+{
+	early_adopt(bb);
+	if (!bb->early)
+		return;
+	early_remove(bb);
+	log_info("early: the XDP early drop of the state set aside is removed; the policy attaches this build's");
+}
+
+/* The engine, adopting what is pinned (or setting it aside to replace it:
+ * another layout, --fresh), and its rings. */
 static int bpf_start(struct backend *b, struct diags *d)
 {
 	struct bpf_backend *bb = bpf_of(b);
 	const struct backend_env *env = b->env;
-	struct engine_opts eo = { .pin_dir = env->pin_dir[0] ? env->pin_dir : NULL, .netns_cookie = env->netns_cookie };
+	struct engine_opts eo = { .pin_dir = env->pin_dir[0] ? env->pin_dir : NULL,
+				  .netns_cookie = env->netns_cookie,
+				  .fresh = env->fresh && !bb->fresh_done };
 	struct engine_info info;
 	int r;
 
 	if (bb->e)
 		return 0;
-	if (env->fresh && eo.pin_dir && !bb->dropped_pins) {
-		drop_pinned(&eo);
-		bb->dropped_pins = true;
-	}
+	bb->fresh_done = true; /* --fresh sets aside what the daemon before left, not what this one made */
 	if ((r = engine_open(&eo, d, &bb->e)) < 0)
 		return r;
 	engine_get_info(bb->e, &info);
@@ -163,8 +163,12 @@ static int bpf_start(struct backend *b, struct diags *d)
 		load_slots(bb);
 		bpf_conns_adopted(bb);
 	}
-	if (info.adopted && early_pinned(bb))
-		early_adopt(bb);
+	if (early_pinned(bb)) {
+		if (info.adopted)
+			early_adopt(bb);
+		else
+			early_drop_pinned(bb);
+	}
 	return 0;
 }
 
@@ -192,6 +196,7 @@ static void bpf_stop(struct backend *b, bool keep)
 
 	if (!keep) {
 		early_remove(bb);
+		engine_retire_predecessors(bb->e);
 		if (bb->e)
 			engine_destroy_pins(bb->e);
 		return;
@@ -202,9 +207,14 @@ static void bpf_stop(struct backend *b, bool keep)
 		 (unsigned long long)info.generation, b->env->pin_dir, NFT_TABLE_NAME);
 }
 
+/* What this start made goes; a state it set aside stays, enforcing. */
 static void bpf_discard(struct backend *b)
 {
-	bpf_stop(b, false);
+	struct bpf_backend *bb = bpf_of(b);
+
+	early_remove(bb);
+	if (bb->e)
+		engine_destroy_pins(bb->e);
 }
 
 static bool bpf_adopted(const struct backend *b)
@@ -326,6 +336,7 @@ static void bpf_retire(struct backend *b)
 	struct bpf_backend *bb = bpf_of(b);
 
 	engine_unhook(bb->e);
+	engine_retire_predecessors(bb->e); /* the nftables backend enforces in their place too */
 	bpf_conns_close(bb);
 	bb->dyn_synced = false;
 	early_remove(bb); /* the nftables backend drops them at ingress */

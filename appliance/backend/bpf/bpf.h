@@ -17,7 +17,7 @@ struct bpf_backend {
 	struct backend b;
 	struct engine *e;	 /* NULL until started (a kernel without netfilter BPF: never) */
 	struct slot_table slots; /* each rule's counter slot, kept across reloads */
-	bool dropped_pins;	 /* --fresh done */
+	bool fresh_done;	 /* --fresh is for the first start only */
 	bool dyn_synced;	 /* the tries hold the store's entries (kept so while in force) */
 	struct ring_buffer *rb;	 /* verdict events (events.c) */
 	struct handler events_h;

@@ -120,6 +120,11 @@ void bpf_dyn_after_reload(struct backend *b, bool gone)
 		bpf_dyn_resync(b);
 	else if (bb->e)
 		put_names(bb); /* a set the reload added */
+	/* The classifier enforces the policy and holds the dynamic sets: a
+	 * state set aside at start may go (until then it drops what it
+	 * dropped, bans included, beside this one). */
+	if (bb->dyn_synced)
+		engine_retire_predecessors(bb->e);
 }
 
 /* The adopted classifier was enforcing: its links are in place. */

@@ -153,9 +153,22 @@ static int pin_path(const struct early *ea, const char *name, char *buf, size_t 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* This build's early program: the object's bytes (it has no load-time
+ * settings). */
+static void early_hash(uint8_t out[32])
+{
+	size_t n = 0;
+	const void *elf = nfbox_early_bpf__elf_bytes(&n);
+
+	engine_build_hash(elf, n, NULL, 0, out);
+}
+
 static void unpin_all(struct early *ea)
 {
 	char path[PATH_MAX];
+
+	if (pin_path(ea, "build", path, sizeof(path)) == 0)
+		unlink(path);
 
 	if (pin_path(ea, "nfb_early_cfg", path, sizeof(path)) == 0)
 		unlink(path);
@@ -177,8 +190,21 @@ static int open_pinned(const struct early *ea, const char *name)
 	return fd < 0 ? -errno : fd;
 }
 
+/* Whether the pinned record names program id as this build's. */
+static bool same_build(const struct early *ea, uint32_t id)
+{
+	struct engine_build b;
+	uint8_t hash[32];
+	char path[PATH_MAX];
+
+	if (pin_path(ea, "build", path, sizeof(path)) < 0 || engine_build_read(path, &b) < 0)
+		return false;
+	early_hash(hash);
+	return b.prog_id[0] == id && !memcmp(b.hash, hash, sizeof(hash));
+}
+
 /* The pinned maps of a daemon before this one, if they are of this
- * layout and their program still runs. */
+ * layout and their program, this build's, still runs. */
 static bool adoptable(struct early *ea)
 {
 	uint32_t zero = 0;
@@ -186,6 +212,12 @@ static bool adoptable(struct early *ea)
 
 	if (bpf_map_lookup_elem(ea->cfg_fd, &zero, &ea->cfg) < 0 || ea->cfg.abi != NFB_EARLY_ABI)
 		return false;
+	if (!same_build(ea, ea->cfg.prog_id)) {
+		log_info("early: the XDP early drop pinned in %s is another build's program: this build's takes its "
+			 "place when the policy is loaded (until then the hooks drop the early rules' packets)",
+			 ea->dir);
+		return false;
+	}
 	for (int i = 0; i < EO_COUNT; i++)
 		if ((ea->outer_fd[i] = open_pinned(ea, outer_names[i])) < 0)
 			return false;
@@ -349,6 +381,20 @@ void early_close(struct early *ea)
 
 /* ---- attaching ---- */
 
+/* The record that the program pinned is this build's (its absence makes
+ * the next daemon load its own). */
+static void record_build(const struct early *ea)
+{
+	struct engine_build b = { .prog_id = { ea->prog_id } };
+	char path[PATH_MAX];
+	int r;
+
+	early_hash(b.hash);
+	if ((r = pin_path(ea, "build", path, sizeof(path))) < 0 || (r = engine_build_pin(path, &b)) < 0)
+		log_warn("early: cannot record which build's XDP program runs (%s): the next daemon loads its own",
+			 strerror(-r));
+}
+
 /* The maps, once libxdp loaded the program: the configuration says which
  * program they belong to, and that nothing is in force yet. */
 static int after_load(struct early *ea, struct diags *d)
@@ -365,6 +411,7 @@ static int after_load(struct early *ea, struct diags *d)
 	ea->cfg = (struct nfb_early_cfg){ .active = EARLY_NONE, .abi = NFB_EARLY_ABI, .prog_id = ea->prog_id };
 	if (bpf_map_update_elem(ea->cfg_fd, &zero, &ea->cfg, BPF_ANY) < 0)
 		return diag_errno(d, -errno, "early: cannot write the XDP program's configuration");
+	record_build(ea);
 	return 0;
 }
 

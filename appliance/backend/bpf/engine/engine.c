@@ -122,6 +122,12 @@ static int adopt_counters(struct engine *e)
 	return 0;
 }
 
+const char *engine_map_name(int em)
+{
+	return em >= 0 && em < EM_COUNT ? map_names[em] : "";
+}
+
+/* The state pinned in e->pin_dir, of this layout and namespace (probed). */
 static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 {
 	char path[512];
@@ -139,19 +145,11 @@ static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 					 "pinned state in %s is incomplete (map %s is missing); remove the pin "
 					 "directory or run 'nfbox run --fresh'",
 					 e->pin_dir, map_names[i]);
-		if (i == EM_CTL &&
-		    (bpf_map_lookup_elem(e->map_fd[EM_CTL], &zero, &ctl) < 0 || ctl.abi != NFB_ABI_VERSION))
-			return diag_fail(d, -EPROTO,
-					 "the state pinned in %s was made by another nfbox version; stop it ('nfbox "
-					 "run --fresh' replaces it)",
+		if (i == EM_CTL && (bpf_map_lookup_elem(e->map_fd[EM_CTL], &zero, &ctl) < 0 ||
+				    ctl.abi != NFB_ABI_VERSION || ctl.netns_cookie != cookie))
+			return diag_fail(d, -EPROTO, "the control map pinned in %s changed under this start",
 					 e->pin_dir);
 	}
-	if (ctl.netns_cookie != cookie)
-		return diag_fail(
-			d, -EXDEV,
-			"the state pinned in %s enforces another network namespace (cookie %llu, this one %llu): give "
-			"each appliance its own --pin-dir, or replace the stale state with 'nfbox run --fresh'",
-			e->pin_dir, (unsigned long long)ctl.netns_cookie, (unsigned long long)cookie);
 	if (engine_path(path, sizeof(path), e, "", "conns") < 0 || (e->conns_fd = bpf_obj_get(path)) < 0)
 		return diag_fail(d, -ENOENT,
 				 "pinned state in %s is incomplete (program conns is missing); remove the pin "
@@ -282,12 +280,107 @@ uint32_t engine_plants(void)
 	       (planted("conns-keep-closed") ? NFB_PLANT_KEEP_CLOSED : 0);
 }
 
+/* What a failed adopt() opened, closed: the engine as engine_alloc() made it. */
+static void forget(struct engine *e)
+{
+	cnt_map_close(e, &e->cnt);
+	for (int i = 0; i < EM_COUNT; i++) {
+		if (e->map_fd[i] >= 0)
+			close(e->map_fd[i]);
+		e->map_fd[i] = -1;
+	}
+	for (int h = 0; h < NFB_HOOK_MAX; h++) {
+		for (int f = 0; f < NFB_FAM_MAX; f++) {
+			if (e->link[h][f].fd >= 0)
+				close(e->link[h][f].fd);
+			e->link[h][f].fd = -1;
+		}
+	}
+	if (e->prog_fd >= 0)
+		close(e->prog_fd);
+	if (e->conns_fd >= 0)
+		close(e->conns_fd);
+	e->prog_fd = e->conns_fd = -1;
+	e->retired = e->adopted = false;
+}
+
+/* The state found pinned: adopted (its programs made this build's), set
+ * aside to be replaced, or (a newer layout, another namespace) refused
+ * and left enforcing. */
+static int open_pinned(struct engine *e, struct nfbox_filter_bpf *skel, const struct engine_opts *o, struct diags *d)
+{
+	struct engine_probe p;
+	char tag[32], why[sizeof(e->replaced)];
+	struct diags ad;
+	int r;
+
+	engine_probe(e, &p);
+	if (o->fresh)
+		return engine_set_aside(e, "fresh", "is replaced (--fresh)", d);
+	if (p.abi > NFB_ABI_VERSION)
+		return diag_fail(d, -EPROTO,
+				 "the state pinned in %s is of layout %u, newer than this nfbox's (%u): a newer nfbox "
+				 "made it (a downgrade?), and this one cannot read it. It stays enforcing, untouched. "
+				 "Run the newer nfbox again, or replace the state with this version's: 'nfbox run "
+				 "--fresh' (no gap: it enforces until this version's classifier has taken its place; "
+				 "its counters are not carried over)",
+				 e->pin_dir, p.abi, NFB_ABI_VERSION);
+	if (p.cookie_known && p.cookie != o->netns_cookie)
+		return diag_fail(
+			d, -EXDEV,
+			"the state pinned in %s enforces another network namespace (cookie %llu, this one %llu): give "
+			"each appliance its own --pin-dir, or replace the stale state with 'nfbox run --fresh'",
+			e->pin_dir, (unsigned long long)p.cookie, (unsigned long long)o->netns_cookie);
+	if (p.abi == NFB_ABI_VERSION) {
+		diags_init(&ad);
+		r = adopt(e, o->netns_cookie, &ad);
+		snprintf(why, sizeof(why), "cannot be adopted (%s)", diags_last(&ad, strerror(-r)));
+		diags_free(&ad);
+		if (r == 0)
+			return engine_programs_follow(e, skel, d);
+		forget(e);
+		return engine_set_aside(e, "broken", why, d);
+	}
+	if (p.abi) {
+		snprintf(tag, sizeof(tag), "abi%u", p.abi);
+		snprintf(why, sizeof(why), "%s, older than this nfbox's %u", p.why, NFB_ABI_VERSION);
+	} else {
+		snprintf(tag, sizeof(tag), "unknown");
+		snprintf(why, sizeof(why), "%s", p.why);
+	}
+	return engine_set_aside(e, tag, why, d);
+}
+
+/* A classifier of this build, loaded and pinned; the states set aside go
+ * on enforcing beside it until the backend retires them. */
+static int open_fresh(struct engine *e, struct nfbox_filter_bpf *skel, uint64_t cookie, struct diags *d)
+{
+	int r;
+
+	if ((r = engine_find_predecessors(e)) < 0)
+		return diag_errno(d, r, "pin directory %s", e->pin_dir);
+	if (e->npred && !e->replaced[0]) {
+		snprintf(e->replaced, sizeof(e->replaced), "was set aside by a start before this one");
+		log_warn("%s holds %u states set aside by a start before this one: they go on enforcing until this "
+			 "classifier has its policy and dynamic sets",
+			 e->pin_dir, e->npred);
+	}
+	if (planted("replace-detaches-first"))
+		engine_retire_predecessors(e);
+	if ((r = load_fresh(e, skel, cookie, d)) < 0)
+		return r;
+	if ((r = engine_build_record(e, skel)) < 0)
+		log_warn("cannot record which build's programs are pinned in %s (the next start loads them again): %s",
+			 e->pin_dir, strerror(-r));
+	return 0;
+}
+
 int engine_open(const struct engine_opts *o, struct diags *d, struct engine **out)
 {
 	_cleanup_(skel_destroyp) struct nfbox_filter_bpf *skel = NULL;
 	_cleanup_(engine_closep) struct engine *e = engine_alloc(o->pin_dir);
 	char path[512];
-	int r;
+	int r = 0;
 
 	if (!e)
 		return diag_errno(d, -ENOMEM, "opening the engine");
@@ -296,9 +389,9 @@ int engine_open(const struct engine_opts *o, struct diags *d, struct engine **ou
 	skel->rodata->nfb_plant = engine_plants();
 	read_shapes(e, skel);
 	if (e->pin_dir && engine_path(path, sizeof(path), e, "", "prog") == 0 && access(path, F_OK) == 0)
-		r = adopt(e, o->netns_cookie, d);
-	else
-		r = load_fresh(e, skel, o->netns_cookie, d);
+		r = open_pinned(e, skel, o, d);
+	if (r == 0 && !e->adopted)
+		r = open_fresh(e, skel, o->netns_cookie, d);
 	if (r < 0)
 		return r;
 	*out = TAKE_PTR(e);
@@ -331,18 +424,25 @@ void engine_close(struct engine *e)
 		close(e->prog_fd);
 	if (e->conns_fd >= 0)
 		close(e->conns_fd);
+	for (uint32_t i = 0; i < e->npred; i++)
+		free(e->pred[i]);
+	free(e->pred);
 	free(e->pin_dir);
 	free(e);
 }
 
 void engine_destroy_pins(struct engine *e)
 {
+	static const char *const own_pins[] = { "prog", "conns", "release", "build" };
 	char path[512];
 
 	for (int h = 0; h < NFB_HOOK_MAX; h++) {
 		for (int f = 0; f < NFB_FAM_MAX; f++) {
-			if (e->pin_dir && engine_link_path(path, sizeof(path), e, h, f) == 0)
+			if (e->pin_dir && engine_link_path(path, sizeof(path), e, h, f) == 0) {
 				unlink(path);
+				strncat(path, "-new", sizeof(path) - strlen(path) - 1);
+				unlink(path);
+			}
 			if (e->link[h][f].fd >= 0) {
 				/* Detach now, even if someone else holds the link. */
 				bpf_link_detach(e->link[h][f].fd);
@@ -353,12 +453,13 @@ void engine_destroy_pins(struct engine *e)
 	}
 	if (!e->pin_dir)
 		return;
-	engine_path(path, sizeof(path), e, "", "prog");
-	unlink(path);
-	engine_path(path, sizeof(path), e, "", "conns");
-	unlink(path);
-	engine_path(path, sizeof(path), e, "", "release"); /* ABI 11 and 12's name */
-	unlink(path);
+	/* "release": layouts 11 and 12's name; X-new: a pin_over cut short */
+	for (size_t i = 0; i < sizeof(own_pins) / sizeof(own_pins[0]); i++) {
+		engine_path(path, sizeof(path), e, "", own_pins[i]);
+		unlink(path);
+		strncat(path, "-new", sizeof(path) - strlen(path) - 1);
+		unlink(path);
+	}
 	for (int i = 0; i < EM_COUNT; i++) {
 		engine_path(path, sizeof(path), e, "maps", map_names[i]);
 		unlink(path);
@@ -536,6 +637,9 @@ void engine_get_info(const struct engine *e, struct engine_info *out)
 	out->pin_dir = e->pin_dir;
 	out->netns_cookie = e->netns_cookie;
 	out->adopted = e->adopted;
+	out->programs_replaced = e->prog_replaced;
+	out->replaced = e->replaced[0] ? e->replaced : NULL;
+	out->set_aside = e->npred;
 	out->active_gen = e->active_gen;
 	out->generation = e->generation;
 	memcpy(out->link, e->link, sizeof(out->link));

@@ -7,14 +7,30 @@
  *   PIN/prog                 the classifier program
  *   PIN/maps/NAME            every map of the program
  *   PIN/links/HOOK-FAMILY    one netfilter link per hook and family
+ *   PIN/conns                the connection limits' program (BPF_PROG_TEST_RUN)
+ *   PIN/build                which build's programs these are (struct engine_build)
+ *   PIN/old-TAG/             a state set aside, still enforcing (below)
  *
  * Without a pin directory (nfbox run --no-pin) the same objects are held by
  * the process only.
+ *
+ * Upgrades (upgrade.c). A state of this layout (nfb_ctl.abi ==
+ * NFB_ABI_VERSION) is adopted; if its programs are another build's (PIN/build
+ * does not name them as this one's), this build's are loaded against the
+ * adopted maps and attached beside the old links at spare priorities, then
+ * the old links are detached: the policy, counters and dynamic sets stay.
+ * A state of an older layout, one that cannot be read or adopted, or any
+ * with --fresh, is set aside (moved into PIN/old-TAG, its links still
+ * attached) and a fresh classifier is loaded; the backend retires what was
+ * set aside (engine_retire_predecessors) once this classifier enforces the
+ * policy with its dynamic sets. A state of a newer layout (a downgrade) is
+ * neither adopted nor touched: engine_open fails and it goes on enforcing.
  */
 #ifndef NFBOX_ENGINE_H
 #define NFBOX_ENGINE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend/bpf/compile/plan.h"
@@ -31,9 +47,12 @@ struct engine_link {
 struct engine_info {
 	const char *pin_dir; /* NULL: nothing pinned; enforcement ends with the process */
 	uint64_t netns_cookie;
-	bool adopted;	     /* found enforcing state pinned at start */
-	uint32_t active_gen; /* map set in force (0 or 1) */
-	uint64_t generation; /* policies loaded by this daemon */
+	bool adopted;		/* found enforcing state pinned at start */
+	bool programs_replaced; /* adopted, and its programs were another build's: this build's took their place */
+	const char *replaced;	/* the state found pinned at start was set aside and replaced: why; NULL if not */
+	uint32_t set_aside;	/* states set aside that still enforce (until engine_retire_predecessors) */
+	uint32_t active_gen;	/* map set in force (0 or 1) */
+	uint64_t generation;	/* policies loaded by this daemon */
 	struct engine_link link[NFB_HOOK_MAX][NFB_FAM_MAX];
 };
 
@@ -44,6 +63,7 @@ struct engine_opts {
 				  NULL: pin nothing, enforcement ends with the process */
 	uint64_t netns_cookie; /* the namespace enforced: written into the pinned state, and
 				  pinned state of another namespace is never adopted */
+	bool fresh;	       /* set aside whatever is pinned instead of adopting it */
 };
 
 /* The classifier's planted bugs (bpf/nfbox.h, NFB_PLANT_*), for its rodata
@@ -56,8 +76,28 @@ uint32_t engine_plants(void);
 int engine_open(const struct engine_opts *o, struct diags *d, struct engine **out);
 /* Close fds; pins stay, so enforcement goes on. NULL is fine. */
 void engine_close(struct engine *e);
-/* Detach links and remove every pin: enforcement stops. */
+/* Detach links and remove every pin: enforcement stops. States set aside
+ * stay (engine_retire_predecessors). */
 void engine_destroy_pins(struct engine *e);
+/* The states set aside at open detached and removed: this engine enforces
+ * in their place. NULL or none: nothing to do. */
+void engine_retire_predecessors(struct engine *e);
+
+/* Which build's programs are pinned: a pinned array of one. prog_id: the
+ * programs' ids (the classifier and conns; the early drop's), hash: SHA-256
+ * of the object's bytes and its load-time settings (engine_build_hash). A
+ * record whose ids are not those of the pinned programs says nothing. */
+struct engine_build {
+	uint32_t prog_id[2];
+	uint8_t hash[32];
+};
+void engine_build_hash(const void *elf, size_t elf_len, const void *rodata, size_t rodata_len, uint8_t out[32]);
+/* 0 or -errno (-ENOENT: none). */
+int engine_build_read(const char *path, struct engine_build *out);
+int engine_build_pin(const char *path, const struct engine_build *b);
+/* The BPF object fd pinned at path in place of what is there (pinned at
+ * PATH-new, then renamed over it): path never lacks an object. */
+int engine_pin_over(int fd, const char *path);
 
 /* Per-rule counter slots assigned by the daemon for a plan. */
 struct slot_map {

@@ -87,6 +87,13 @@ struct engine {
 	bool retired;
 	struct cnt_map old_cnt;
 	struct nfb_counter *snap;
+	/* upgrade.c: adopted, with another build's programs replaced by this
+	 * one's; the state found pinned set aside (why, "" if not), and the
+	 * states set aside that still enforce (their directories) */
+	bool prog_replaced;
+	char replaced[160];
+	char **pred;
+	uint32_t npred;
 };
 
 /* "ipv4" or "ipv6": the engine's family f is the policy's bit 1 << f. */
@@ -118,5 +125,33 @@ void cnt_map_total(const struct engine *e, const struct cnt_map *m, uint32_t slo
 
 /* The inner map in slot gen of outer em, as a new fd; -1 if none. */
 int engine_inner_fd(const struct engine *e, int em, uint32_t gen);
+
+/* The name of map em (engine.c). */
+const char *engine_map_name(int em);
+/* Hook/fam's link replaced by one of the program in e->prog_fd, with the
+ * same defrag flag, without a gap (links.c). */
+int engine_link_renew(struct engine *e, int hook, int fam, struct diags *d);
+
+/* upgrade.c (engine.h, "Upgrades"). What the pinned control map says,
+ * read before anything is adopted: abi 0 if it cannot be read (why). */
+struct engine_probe {
+	uint32_t abi;
+	bool cookie_known;
+	uint64_t cookie;
+	char why[64];
+};
+void engine_probe(const struct engine *e, struct engine_probe *p);
+/* The state pinned under the pin directory moved into PIN/old-TAG, where
+ * it goes on enforcing (why: for the log and status). */
+int engine_set_aside(struct engine *e, const char *tag, const char *why, struct diags *d);
+/* e->pred: every state set aside under the pin directory. */
+int engine_find_predecessors(struct engine *e);
+struct nfbox_filter_bpf;
+/* After adopting: the pinned programs made this build's if they are
+ * another's (loaded against the adopted maps, linked without a gap), and
+ * every link made to run the pinned classifier. */
+int engine_programs_follow(struct engine *e, struct nfbox_filter_bpf *skel, struct diags *d);
+/* PIN/build made to name e's programs as skel's build. */
+int engine_build_record(struct engine *e, struct nfbox_filter_bpf *skel);
 
 #endif

@@ -91,17 +91,13 @@ static int link_replace(struct engine *e, struct engine_link *cur, int hook, int
 	if (r < 0)
 		return diag_errno(d, r, "cannot attach the netfilter link for %s/%s",
 				  policy_hook_name((enum policy_hook)hook), engine_fam_name(fam));
-	if (e->pin_dir) {
-		engine_link_path(path, sizeof(path), e, hook, fam);
-		unlink(path);
-		if (bpf_obj_pin(nl.fd, path) < 0) {
-			r = diag_errno(d, -errno, "cannot pin link %s", path);
-			if (cur->fd >= 0)
-				bpf_obj_pin(cur->fd, path); /* the old one stays in force, pinned */
-			bpf_link_detach(nl.fd);
-			close(nl.fd);
-			return r;
-		}
+	/* pinned over the old one's pin: the path never lacks a link */
+	if (e->pin_dir &&
+	    ((r = engine_link_path(path, sizeof(path), e, hook, fam)) < 0 || (r = engine_pin_over(nl.fd, path)) < 0)) {
+		r = diag_errno(d, r, "cannot pin link %s", path);
+		bpf_link_detach(nl.fd); /* the old one stays in force, pinned */
+		close(nl.fd);
+		return r;
 	}
 	if (cur->fd >= 0) {
 		bpf_link_detach(cur->fd);
@@ -109,6 +105,13 @@ static int link_replace(struct engine *e, struct engine_link *cur, int hook, int
 	}
 	*cur = nl;
 	return 0;
+}
+
+int engine_link_renew(struct engine *e, int hook, int fam, struct diags *d)
+{
+	struct engine_link *cur = &e->link[hook][fam];
+
+	return link_replace(e, cur, hook, fam, cur->defrag, d);
 }
 
 /* Make the links match the plan: one per enabled hook and family, with the
