@@ -18,15 +18,17 @@ cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
 . tests/lib/netns.sh
 NET=$PWD/tests/lib/net.py
-CTL=$PWD/tests/lib/ctl.py
-
 ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
 # A socket directory others may traverse (for the socket group), owned by
-# root and writable by root alone; the binary beside it, for nobody to run.
+# root and writable by root alone; the binary and the clients beside it,
+# for nobody to run: the checkout may be one that only root may enter (a
+# clone in /root), and no test may depend on its permissions.
 PUB=$(mktemp -d /tmp/nfbox-ctl.XXXXXX)
 chmod 755 "$PUB"
 cp "$NFBOX" "$PUB/nfbox"
-chmod 755 "$PUB/nfbox"
+cp tests/lib/ctl.py "$PUB/ctl.py"
+chmod 755 "$PUB/nfbox" "$PUB/ctl.py"
+CTL=$PUB/ctl.py
 trap 'ns_cleanup; rm -rf "$PUB"' EXIT
 SOCK=$PUB/nfbox.sock
 
@@ -49,8 +51,24 @@ start() { # extra run options...
 	return 1
 }
 ctl() { "$NFBOX" "$1" --socket "$SOCK" "${@:2}"; }
-as_nobody() { setpriv --reuid=nobody --regid=nogroup --init-groups "$@"; }
-as_stranger() { setpriv --reuid=65533 --regid=65533 --clear-groups "$@"; }
+# as_user SETPRIV-OPTIONS... COMMAND...: run as another user, from /, and
+# only what that user may read whatever the checkout's mode: a path into
+# the checkout is refused (the case fails in every checkout, not only in
+# one under /root).
+CHECKOUT=$PWD
+as_user() {
+	local a
+	for a in "$@"; do
+		case $a in "$CHECKOUT"/*)
+			t_fail runs-nothing-of-the-checkout-as-another-user "$a: copy it to \$PUB"
+			return 126
+			;;
+		esac
+	done
+	(cd / && exec setpriv "$@")
+}
+as_nobody() { as_user --reuid=nobody --regid=nogroup --init-groups "$@"; }
+as_stranger() { as_user --reuid=65533 --regid=65533 --clear-groups "$@"; }
 # queued PID BYTES: a unix socket of process PID (here, in the test's own
 # namespace) holds more than BYTES unread (ss: Recv-Q)
 queued() { ss -xnp | awk -v p="pid=$1," -v n="$2" 'index($0, p) && $3 > n { f = 1 } END { exit !f }'; }
@@ -116,7 +134,7 @@ print(s.recv(200).decode())' "$SOCK" 2>&1)
 echo "$out" | grep -q "must come as a regular file" && t_ok set-add-pipe-refused || t_fail set-add-pipe-refused "$out"
 out=$(as_stranger "$PUB/nfbox" status --socket "$SOCK" 2>&1)
 [ $? = 1 ] && echo "$out" | grep -qi "permission denied" && t_ok stranger-refused || t_fail stranger-refused "$out"
-setpriv --reuid=65533 --regid=65533 --groups=65534 "$PUB/nfbox" status --socket "$SOCK" >/dev/null 2>&1 &&
+as_user --reuid=65533 --regid=65533 --groups=65534 "$PUB/nfbox" status --socket "$SOCK" >/dev/null 2>&1 &&
 	t_ok supplementary-group-may-read || t_fail supplementary-group-may-read "a member through its supplementary groups was refused"
 
 # ---- one client class cannot lock out another ----
