@@ -102,7 +102,7 @@ static int run_validate(void *args, int argc, char **argv)
 
 	for (int i = 0; i < argc; i++)
 		failed |= !validate_one(argv[i], args);
-	return failed ? 1 : 0;
+	return failed ? EXIT_INVALID : 0;
 }
 
 const struct cli_cmd cli_cmd_validate = {
@@ -174,7 +174,7 @@ static int run_plan(void *args, int argc, char **argv)
 	plan_free(pl);
 	policy_free(p);
 	diags_free(&d);
-	return r < 0 ? 1 : 0;
+	return r < 0 ? EXIT_INVALID : 0;
 }
 
 const struct cli_cmd cli_cmd_plan = {
@@ -215,7 +215,7 @@ static int diff_running(const struct diff_args *a, const char *file)
 
 	if (file && (!(abs = realpath(file, NULL)) || (fd = open(abs, O_RDONLY | O_CLOEXEC)) < 0)) {
 		fprintf(stderr, "nfbox diff: %s: %s\n", file, strerror(errno));
-		return EXIT_USAGE;
+		return EXIT_INVALID; /* the policy file cannot be read */
 	}
 	req.policy = abs;
 	diags_init(&d);
@@ -230,14 +230,14 @@ static int diff_running(const struct diff_args *a, const char *file)
 		diags_print(&d, stderr, false);
 	}
 	diags_free(&d);
-	if (r != 0)
-		return EXIT_USAGE;
+	if (r != 0) /* the daemon's error is diff's trouble: 1 says "different" */
+		return (r = cli_ctl_exit(r)) == EXIT_FAILED ? EXIT_USAGE : r;
 	fwrite(out, 1, len, stdout);
-	return len ? 1 : 0;
+	return len ? EXIT_DIFFERENT : 0;
 }
 
 /* `nfbox diff OLD NEW`: what changes in meaning, by name. Exit status as
- * diff(1): 0 the same, 1 different, 2 trouble (an invalid policy). */
+ * diff(1): 0 the same, 1 different; an invalid policy EXIT_INVALID. */
 static int run_diff(void *args, int argc, char **argv)
 {
 	struct policy *p[2] = { NULL, NULL };
@@ -258,8 +258,8 @@ static int run_diff(void *args, int argc, char **argv)
 	policy_free(p[1]);
 	diags_free(&d);
 	if (r < 0)
-		return EXIT_USAGE;
-	return n ? 1 : 0;
+		return EXIT_INVALID;
+	return n ? EXIT_DIFFERENT : 0;
 }
 
 const struct cli_cmd cli_cmd_diff = {

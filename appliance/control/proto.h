@@ -15,8 +15,9 @@
  * in messages. Anything else is
  * refused with a message; nothing is guessed.
  *
- * The reply is a first line "ok" or "error", then text (or JSON), until the
- * daemon closes the connection. `log` replies "ok" and then streams one
+ * The reply is a first line "ok", "error" or "invalid" (an error: the policy
+ * file of a reload or diff cannot be read, is invalid or exceeds a limit),
+ * then text (or JSON), until the daemon closes the connection. `log` replies "ok" and then streams one
  * verdict event per line.
  */
 #ifndef NFBOX_CONTROL_PROTO_H
@@ -29,8 +30,9 @@
 
 #define CTL_MAX_REQUEST 4096
 
-#define CTL_REPLY_OK	"ok\n"
-#define CTL_REPLY_ERROR "error\n"
+#define CTL_REPLY_OK	  "ok\n"
+#define CTL_REPLY_ERROR	  "error\n"
+#define CTL_REPLY_INVALID "invalid\n"
 
 enum ctl_verb {
 	CTL_STATUS,

@@ -210,10 +210,12 @@ static struct client *client_alive(struct daemon *dm, struct client *c, uint64_t
 	return NULL; /* it went away meanwhile */
 }
 
-/* The reply to a reload of path that ended with r (its messages in d). */
-static void reload_reply(struct daemon *dm, FILE *f, const struct diags *d, const char *path, int r, unsigned confirm)
+/* The reply to a reload of path that ended with r (its messages in d);
+ * invalid: the policy file was what failed. */
+static void reload_reply(struct daemon *dm, FILE *f, const struct diags *d, const char *path, int r, unsigned confirm,
+			 bool invalid)
 {
-	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
+	fputs(r == 0 ? CTL_REPLY_OK : invalid ? CTL_REPLY_INVALID : CTL_REPLY_ERROR, f);
 	diags_print(d, f, false);
 	daemon_reload_summary(dm, path, r, f);
 	if (r == 0 && confirm)
@@ -234,7 +236,7 @@ static void reload_answered(struct daemon *dm, void *arg, int r, struct diags *d
 	else if (r == 0 && !w->confirm)
 		confirm_loaded(dm);
 	if (f)
-		reload_reply(dm, f, d, w->path, r, w->confirm);
+		reload_reply(dm, f, d, w->path, r, w->confirm, dm->policy_fault);
 	if (c) {
 		c->waiting = false;
 		if (!f || fclose(f) != 0)
@@ -278,7 +280,7 @@ static bool answer_reload(struct daemon *dm, struct client *c, const struct ctl_
 	if (r < 0) {
 		if (req->confirm)
 			confirm_begin_failed(dm);
-		reload_reply(dm, f, &d, path, r, req->confirm);
+		reload_reply(dm, f, &d, path, r, req->confirm, false);
 		diags_free(&d);
 		free(w);
 		return false;
@@ -330,7 +332,7 @@ static void answer_diff(struct daemon *dm, struct client *c, const struct ctl_re
 		diag_fail(&d, -ENOENT, "no policy is in force to compare with");
 	else
 		daemon_load_only(dm, path, req->policy ? c->fd_passed : -1, &d, &p); /* warnings are validate's */
-	fputs(p ? CTL_REPLY_OK : CTL_REPLY_ERROR, f);
+	fputs(p ? CTL_REPLY_OK : dm->cur.pol ? CTL_REPLY_INVALID : CTL_REPLY_ERROR, f);
 	if (p) {
 		policy_diff(dm->cur.pol, p, f);
 		removed_hits(dm, p, f);

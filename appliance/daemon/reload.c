@@ -258,6 +258,7 @@ void daemon_reload_wait(struct daemon *dm)
 	pthread_join(j->th, NULL);
 	dm->reload_job = NULL;
 	diag_fail(&j->d, -ECANCELED, "nfbox stopped before the policy was loaded");
+	dm->policy_fault = false; /* the file was not judged: not its fault */
 	j->done(dm, j->arg, -ECANCELED, &j->d);
 	job_free(j);
 }

@@ -226,14 +226,14 @@ rc=$?
 	t_fail start-refuses-writable-policy "rc $rc: $(cat "$NS_TMP/loose.err")"
 start || { t_fail restart "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 out=$(ctl reload --policy "$NS_TMP/loose.yaml" 2>&1)
-[ $? = 1 ] && echo "$out" | grep -q "writable by everyone" && t_ok reload-refuses-writable-policy ||
+[ $? = 3 ] && echo "$out" | grep -q "writable by everyone" && t_ok reload-refuses-writable-policy ||
 	t_fail reload-refuses-writable-policy "$out"
 printf '192.0.2.0/24\n' >"$NS_TMP/set.txt"
 chown nobody "$NS_TMP/set.txt"
 printf 'version: 1\nsets: { s: { file: set.txt } }\nhooks: { forward: { default: drop } }\nrules:\n  - { name: a, from: s, action: accept }\n' \
 	>"$NS_TMP/withset.yaml"
 out=$(ctl reload --policy "$NS_TMP/withset.yaml" 2>&1)
-[ $? = 1 ] && echo "$out" | grep -q "withset.yaml:2:.*cannot read set file.*belongs to uid 65534" && t_ok set-file-owner-checked ||
+[ $? = 3 ] && echo "$out" | grep -q "withset.yaml:2:.*cannot read set file.*belongs to uid 65534" && t_ok set-file-owner-checked ||
 	t_fail set-file-owner-checked "$out"
 # The file a client passes, even from a mount namespace the daemon cannot see.
 out=$(unshare --mount --propagation private sh -c 'mkdir -p "$1/hidden" && mount -t tmpfs none "$1/hidden" &&

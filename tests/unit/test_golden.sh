@@ -3,7 +3,7 @@
 #   golden/valid/X.yaml    `nfbox plan X.yaml` must print X.plan exactly, and
 #                          `nfbox plan --json` must be valid JSON; where X.nft
 #                          exists, `nfbox plan --nft` must print it exactly
-#   golden/invalid/X.yaml  `nfbox validate --strict X.yaml` must exit 1 and
+#   golden/invalid/X.yaml  `nfbox validate --strict X.yaml` must exit 3 and
 #                          print X.err exactly (messages, lines, columns, carets)
 # NFBOX_UPDATE_GOLDEN=1 rewrites the expected files from the current output
 # (review the diff before committing it).
@@ -53,8 +53,8 @@ for f in tests/unit/golden/invalid/*.yaml; do
 	n=$(basename "$f" .yaml)
 	"$NFBOX" validate --strict --offline "$f" >"$tmp/out" 2>&1
 	rc=$?
-	if [ "$rc" -ne 1 ]; then
-		t_fail "reject-$n" "exit status $rc, expected 1"
+	if [ "$rc" -ne 3 ]; then
+		t_fail "reject-$n" "exit status $rc, expected 3"
 		continue
 	fi
 	compare "reject-$n" "${f%.yaml}.err" "$tmp/out"
@@ -107,7 +107,7 @@ for f in tests/unit/golden/diff/*.old.yaml; do
 done
 "$NFBOX" diff tests/unit/golden/valid/ports.yaml tests/unit/golden/invalid/unknown-refs.yaml >"$tmp/out" 2>&1
 rc=$?
-if [ "$rc" -eq 2 ] && grep -q "unknown set 'offce'" "$tmp/out"; then t_ok diff-invalid-policy; else t_fail diff-invalid-policy "exit $rc: $(head -n 3 "$tmp/out")"; fi
+if [ "$rc" -eq 3 ] && grep -q "unknown set 'offce'" "$tmp/out"; then t_ok diff-invalid-policy; else t_fail diff-invalid-policy "exit $rc: $(head -n 3 "$tmp/out")"; fi
 
 # The plan is stable under small edits: a comment line changes nothing, one
 # rule inserted changes a few lines (its own, the vectors it is in, the
@@ -170,7 +170,7 @@ if unshare -n true 2>/dev/null; then
 	rc=$?
 	t_check here-unknown-interface-warned grep -q "here.yaml:8:30: warning: no interface group 'wierd0', and no interface of that name here" "$tmp/out"
 	t_check here-existing-interface-not-warned [ "$(grep -c warning: "$tmp/out")" = 1 ]
-	t_check here-strict-fails [ "$rc" = 1 ]
+	t_check here-strict-fails [ "$rc" = 3 ]
 	t_check here-offline-passes "$NFBOX" validate --strict --quiet --offline "$tmp/here.yaml"
 else
 	t_skip here-unknown-interface "machine: cannot make a network namespace (unshare -n needs root)"
@@ -190,7 +190,7 @@ REL=${NFBOX_BIN_RELEASE:-$NFBOX}
 big "" >"$tmp/big.yaml"
 "$REL" validate "$tmp/big.yaml" >"$tmp/out" 2>&1
 rc=$?
-if [ "$rc" -eq 1 ] && grep -q 'error: the policy does not fit the BPF engine' "$tmp/out"; then
+if [ "$rc" -eq 3 ] && grep -q 'error: the policy does not fit the BPF engine' "$tmp/out"; then
 	t_ok validate-runs-the-encoder
 else
 	t_fail validate-runs-the-encoder "exit $rc: $(tail -n 3 "$tmp/out")"
