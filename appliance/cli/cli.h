@@ -90,8 +90,9 @@ struct ctl_request;
 struct diags;
 /* One request to the daemon on socket (NULL: this network namespace's,
  * its path in sock, PATH_MAX bytes), with fd passed if not -1; the answer
- * to out, the daemon's error text to stderr. 0 or -errno explained in d. */
-int cli_ctl(const char *socket, struct ctl_request *req, int fd, FILE *out, struct diags *d, char *sock);
+ * to out, the daemon's error text to err. What ctl_call() returns:
+ * 0, CTL_ERROR, CTL_INVALID, or -errno explained in d. */
+int cli_ctl(const char *socket, struct ctl_request *req, int fd, FILE *out, FILE *err, struct diags *d, char *sock);
 /* The exit status for what cli_ctl returned. */
 int cli_ctl_exit(int r);
 

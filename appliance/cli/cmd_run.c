@@ -124,7 +124,7 @@ static const struct cli_opt stop_opts[] = {
 	CLI_OPT_END,
 };
 
-int cli_ctl(const char *socket, struct ctl_request *req, int fd, FILE *out, struct diags *d, char *sock)
+int cli_ctl(const char *socket, struct ctl_request *req, int fd, FILE *out, FILE *err, struct diags *d, char *sock)
 {
 	int r = 0;
 
@@ -132,7 +132,7 @@ int cli_ctl(const char *socket, struct ctl_request *req, int fd, FILE *out, stru
 		snprintf(sock, PATH_MAX, "%s", socket);
 	else
 		r = netns_default_socket(sock, PATH_MAX, d);
-	return r < 0 ? r : ctl_call(sock, req, fd, out, stderr, d);
+	return r < 0 ? r : ctl_call(sock, req, fd, out, err, d);
 }
 
 int cli_ctl_exit(int r)
@@ -149,7 +149,7 @@ static int call(const struct ctl_args *a, struct ctl_request *req, int fd)
 	int r;
 
 	diags_init(&d);
-	r = cli_ctl(a->socket, req, fd, stdout, &d, sock);
+	r = cli_ctl(a->socket, req, fd, stdout, stderr, &d, sock);
 	if (req->verb == CTL_STOP && (r == -ECONNREFUSED || r == -ENOENT)) {
 		/* Nothing to stop; what a dead daemon left pinned stays enforced. */
 		fprintf(stderr, "nfbox stop: no daemon answers on %s; nothing to stop\n", sock);

@@ -8,7 +8,7 @@
  *     arg     = name | name "=" value       value percent-encoded (%XX)
  * with the verbs and arguments of the table in proto.c (status [json],
  * stats [json] [zero] [unused [since=SECONDS]], reload [policy=PATH] [confirm=SECONDS], log, stop [keep],
- * confirm, diff [policy=PATH], metrics, set-add set=NAME [timeout=SECONDS]
+ * confirm, diff [policy=PATH] [json], metrics, set-add set=NAME [timeout=SECONDS]
  * [source=NAME] [force], set-del set=NAME [source=NAME], set-list [set=NAME] [json],
  * set-flush set=NAME). set-add and set-del read their prefixes, one per
  * line, from a file sent with the request (SCM_RIGHTS); source names it

@@ -292,8 +292,9 @@ static bool answer_reload(struct daemon *dm, struct client *c, const struct ctl_
 
 /* Rules in force on a hook that p no longer has there, and their last hit:
  * what the change would stop matching (an operator removing a rule thought
- * unused learns that it is not). */
-static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f)
+ * unused learns that it is not). A line each to f, or (f NULL) an object
+ * each into j: {"hook", "rule", "last_hit" (seconds since the epoch), "text"}. */
+static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f, struct json *j)
 {
 	const struct policy *cur = dm->cur.pol;
 
@@ -305,7 +306,7 @@ static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f)
 			const struct rule *r = &cur->rules[i];
 			long long last;
 			bool kept = false;
-			char age[32];
+			char age[32], text[512];
 
 			if (!(r->hooks & (1u << h)) || r->implicit)
 				continue;
@@ -313,14 +314,38 @@ static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f)
 				kept = (p->rules[k].hooks & (1u << h)) && !strcmp(p->rules[k].name, r->name);
 			if (kept || !(last = usage_last_hit(dm, hn, r->name)))
 				continue;
-			fprintf(f, "warning: rule %s %s, which this change removes, was hit %s\n", hn, r->name,
-				format_ago(last, age, sizeof(age)));
+			snprintf(text, sizeof(text), "warning: rule %s %s, which this change removes, was hit %s", hn,
+				 r->name, format_ago(last, age, sizeof(age)));
+			if (f) {
+				fprintf(f, "%s\n", text);
+				continue;
+			}
+			json_object_begin(j);
+			json_kv_str(j, "hook", hn);
+			json_kv_str(j, "rule", r->name);
+			json_key(j, "last_hit"); /* seconds, as stats --json says it */
+			json_fixed(j, (double)last / 1000.0, 3);
+			json_kv_str(j, "text", text);
+			json_object_end(j);
 		}
 	}
 }
 
+struct hits_arg {
+	struct daemon *dm;
+	const struct policy *p;
+};
+
+static void hits_json(struct json *j, void *arg)
+{
+	const struct hits_arg *h = arg;
+
+	removed_hits(h->dm, h->p, NULL, j);
+}
+
 /* What a reload of the file would change, against the policy in force:
- * "ok", then one line per difference (policy/diff/diff.h). */
+ * "ok", then one line per difference (policy/diff/diff.h), or with json
+ * the document of diff --json (also after "invalid"). */
 static void answer_diff(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f)
 {
 	const char *path = req->policy ? req->policy : dm->policy_path;
@@ -333,9 +358,11 @@ static void answer_diff(struct daemon *dm, struct client *c, const struct ctl_re
 	else
 		daemon_load_only(dm, path, req->policy ? c->fd_passed : -1, &d, &p); /* warnings are validate's */
 	fputs(p ? CTL_REPLY_OK : dm->cur.pol ? CTL_REPLY_INVALID : CTL_REPLY_ERROR, f);
-	if (p) {
+	if (req->json && dm->cur.pol) {
+		policy_diff_doc(dm->cur.pol, p, &d, hits_json, &(struct hits_arg){ dm, p }, f);
+	} else if (p) {
 		policy_diff(dm->cur.pol, p, f);
-		removed_hits(dm, p, f);
+		removed_hits(dm, p, f, NULL);
 	} else
 		diags_print(&d, f, false);
 	policy_free(p);

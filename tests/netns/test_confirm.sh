@@ -71,6 +71,21 @@ out=$("$NFBOX" diff --socket "$NFBOX_SOCK" "$NS_TMP/none.yaml" 2>&1); rc=$?
 printf 'version: 1\nrules: [\n' >"$NS_TMP/broken.yaml"
 out=$("$NFBOX" diff --socket "$NFBOX_SOCK" "$NS_TMP/broken.yaml" 2>&1); rc=$?
 [ $rc -eq 3 ] && grep -q "broken.yaml:" <<<"$out" && t_ok diff-running-invalid || t_fail diff-running-invalid "exit $rc: $out"
+# --json: the document, on stdout, also of an invalid file
+out=$("$NFBOX" diff --json --socket "$NFBOX_SOCK" "$NS_TMP/closed.yaml" 2>/dev/null); rc=$?
+t_check diff-running-json /usr/bin/python3 -c '
+import json, sys
+doc = json.loads(sys.argv[1])
+assert sys.argv[2] == "1" and doc["valid"], sys.argv[1:]
+assert {(c["kind"], c["hook"], c["name"], c["change"]) for c in doc["changes"]} >= {("rule", "forward", "web", "removed"), ("rule", "forward", "closed", "added")}, doc
+' "$out" "$rc"
+out=$("$NFBOX" diff --json --socket "$NFBOX_SOCK" "$NS_TMP/broken.yaml" 2>/dev/null); rc=$?
+t_check diff-running-json-invalid /usr/bin/python3 -c '
+import json, sys
+doc = json.loads(sys.argv[1])
+assert sys.argv[2] == "3" and not doc["valid"] and doc["changes"] == [], sys.argv[1:]
+assert any(d["severity"] == "error" and d["file"].endswith("broken.yaml") for d in doc["diagnostics"]), doc
+' "$out" "$rc"
 
 # Unconfirmed: enforced at once, back at the deadline.
 nfbox_ctl reload --policy "$NS_TMP/closed.yaml" --confirm 3s >"$NS_TMP/r1" 2>&1 || t_fail reload-confirm "$(cat "$NS_TMP/r1")"

@@ -105,6 +105,19 @@ for f in tests/unit/golden/diff/*.old.yaml; do
 	rc=$?
 	if [ "$rc" -eq 0 ] && [ ! -s "$tmp/out" ]; then t_ok "diff-self-$n"; else t_fail "diff-self-$n" "exit $rc: $(head -n 3 "$tmp/out")"; fi
 done
+# --json: the same changes taken apart (tests/lib/jsoncheck.py), and the
+# shape pinned by one golden each (golden/json/)
+for f in tests/unit/golden/diff/*.old.yaml; do
+	/usr/bin/python3 tests/lib/jsoncheck.py diff "$NFBOX" "$f" "${f%.old.yaml}.new.yaml" || T_FAILED=$((T_FAILED + 1))
+done
+/usr/bin/python3 tests/lib/jsoncheck.py validate "$NFBOX" tests/unit/golden/invalid/*.yaml || T_FAILED=$((T_FAILED + 1))
+pretty() { /usr/bin/python3 -m json.tool --indent 1; }
+"$NFBOX" diff --json tests/unit/golden/diff/edits.old.yaml tests/unit/golden/diff/edits.new.yaml | pretty >"$tmp/out"
+compare diff-json-golden tests/unit/golden/json/diff-edits.json "$tmp/out"
+"$NFBOX" validate --json --offline tests/unit/golden/invalid/unknown-refs.yaml | pretty >"$tmp/out"
+compare validate-json-golden tests/unit/golden/json/validate-unknown-refs.json "$tmp/out"
+"$NFBOX" diff --json tests/unit/golden/valid/ports.yaml tests/unit/golden/invalid/unknown-refs.yaml | pretty >"$tmp/out"
+compare diff-json-invalid-golden tests/unit/golden/json/diff-invalid.json "$tmp/out"
 "$NFBOX" diff tests/unit/golden/valid/ports.yaml tests/unit/golden/invalid/unknown-refs.yaml >"$tmp/out" 2>&1
 rc=$?
 if [ "$rc" -eq 3 ] && grep -q "unknown set 'offce'" "$tmp/out"; then t_ok diff-invalid-policy; else t_fail diff-invalid-policy "exit $rc: $(head -n 3 "$tmp/out")"; fi
