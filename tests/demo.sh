@@ -24,8 +24,8 @@ show() { # DESCRIPTION EXPECT(allowed|denied) COMMAND...
 [ "$(id -u)" -eq 0 ] || { echo "make demo needs root (network namespaces, BPF)"; exit 1; }
 say "topology: client $C4/$C6 -- lan0 [nfbox] wan0 -- server $S4/$S6"
 ns_setup || exit 1
-say "nfbox validate $policy"
-"$NFBOX" validate "$policy"
+say "nfbox validate $policy (in the appliance namespace, which forwards)"
+in_a "$NFBOX" validate "$policy"
 say "nfbox run --policy $policy (in the appliance namespace)"
 nfbox_start "$policy" --log "$NS_TMP/verdicts.jsonl" || exit 1
 nfbox_ctl status

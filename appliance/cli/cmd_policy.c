@@ -110,6 +110,9 @@ static void file_json(struct json *j, const char *path, bool ok, const struct po
 	json_object_end(j);
 }
 
+_Static_assert(NETNS_FORWARDS_IPV4 == POLICY_FAM_IPV4 && NETNS_FORWARDS_IPV6 == POLICY_FAM_IPV6,
+	       "netns_forwarding() answers in the policy's families");
+
 static bool validate_one(const char *path, struct validate_args *a)
 {
 	struct plan *pl = NULL;
@@ -119,9 +122,11 @@ static bool validate_one(const char *path, struct validate_args *a)
 	int r;
 
 	diags_init(&d);
-	r = policy_load_files(
-		path, &(struct policy_files){ .policy_fd = -1, .iface_exists = a->offline ? NULL : netns_has_iface },
-		&d, &p);
+	r = policy_load_files(path,
+			      &(struct policy_files){ .policy_fd = -1,
+						      .iface_exists = a->offline ? NULL : netns_has_iface,
+						      .forwarding = a->offline ? NULL : netns_forwarding },
+			      &d, &p);
 	/* What validate accepts, run loads: the compiler and the encoder too,
 	 * and what goes to nftables (NAT, the conntrack anchor, the nftables
 	 * backend's filter). */

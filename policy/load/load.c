@@ -88,6 +88,8 @@ static void load_all(struct lx *x, const struct ynode *root)
 		check_nat(x->p, x->d);
 		check_early(x->p, x->d);
 		check_synproxy(x->p, x->d);
+		if (x->files && x->files->forwarding)
+			check_forwarding(x->p, x->files->forwarding(x->files->arg), x->d);
 	}
 }
 
