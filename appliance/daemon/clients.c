@@ -2,9 +2,11 @@
 /*
  * The control socket: requests in (control/proto.h), answers out, and no
  * client can stall the daemon. Replies are written without blocking from a
- * buffer per client (bounded); a client has CLIENT_REQUEST_SECS to send its
- * request and CLIENT_WRITE_SECS to take each part of its reply; when every
- * slot is taken a new client is told so at once. Who may ask what comes
+ * buffer per client (bounded); a client has CLIENT_REQUEST_MS from its
+ * connect to send its whole request line (however steadily its bytes come:
+ * half a request holds no slot for long) and CLIENT_WRITE_SECS to take each
+ * part of its reply; when every slot is taken a new client is told so at
+ * once. Who may ask what comes
  * from the peer's credentials (SO_PEERCRED): root anything, members of the
  * socket group (nfbox run --socket-group) status, stats and log.
  */
@@ -32,8 +34,10 @@
 #include "daemon/report.h"
 #include "daemon/usage.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "lib/plant.h"
 #include "system/files.h"
 
 #define DAEMON_MAX_CLIENTS 64
@@ -48,9 +52,10 @@ struct client {
 	bool waiting;	 /* its reload runs in a thread: answered when it is done */
 	uint64_t serial; /* which connection this is (a freed client's memory is reused) */
 	uid_t uid;
-	int fd_passed;	 /* a file sent with the request (SCM_RIGHTS), or -1 */
-	time_t since;	 /* accepted, or the last progress writing */
-	uint64_t missed; /* events a follower could not take */
+	int fd_passed;	  /* a file sent with the request (SCM_RIGHTS), or -1 */
+	int64_t accepted; /* CLOCK_MONOTONIC ms: the request line is due CLIENT_REQUEST_MS after */
+	time_t since;	  /* accepted, or the last progress writing */
+	uint64_t missed;  /* events a follower could not take */
 	size_t len;
 	char buf[CTL_MAX_REQUEST + 1];
 	char *out; /* queued output: out[out_off .. out_len) */
@@ -65,7 +70,7 @@ struct clients {
 	gid_t socket_gid; /* --socket-group, (gid_t)-1 if none */
 };
 
-#define CLIENT_REQUEST_SECS 5
+#define CLIENT_REQUEST_MS   2000
 #define CLIENT_WRITE_SECS   30
 #define CLIENT_MAX_REPLY    (64u << 20) /* a reply larger than this is an error */
 #define CLIENT_FOLLOW_BYTES (1u << 20)	/* events queued for one `nfbox log` */
@@ -658,7 +663,11 @@ static void on_listener(struct handler *h, uint32_t events)
 		return;
 	}
 	*c = (struct client){
-		.h = { .fd = fd, .fn = on_client, .ctx = dm }, .fd_passed = -1, .since = time(NULL), .serial = ++serial
+		.h = { .fd = fd, .fn = on_client, .ctx = dm },
+		.fd_passed = -1,
+		.accepted = clock_ms(CLOCK_MONOTONIC),
+		.since = time(NULL),
+		.serial = ++serial,
 	};
 	/* Who it is first: its share of the slots depends on it. */
 	if (!credentials(dm, c))
@@ -700,21 +709,40 @@ void clients_reap(struct daemon *dm)
 			client_drop(dm, i);
 }
 
-/* Once a second: a client that does not send its request, or does not
- * take what it is sent, loses its slot. */
+/* Still reading its request line (not answered, not following). */
+static bool requesting(const struct client *c)
+{
+	return !c->follow && !c->closing && !c->waiting;
+}
+
+/* After each round of the loop, and at the next request deadline: a client
+ * whose request line is not in CLIENT_REQUEST_MS after its connect, or
+ * that does not take what it is sent, loses its slot. */
 void clients_tick(struct daemon *dm)
 {
+	int64_t now_ms = clock_ms(CLOCK_MONOTONIC);
 	time_t now = time(NULL);
 
 	for (int i = 0; i < dm->clients->n; i++) {
 		struct client *c = dm->clients->v[i];
 
-		if (!c->follow && !c->closing && !c->waiting && now - c->since >= CLIENT_REQUEST_SECS)
-			reply_str(dm, c, CTL_REPLY_ERROR "request timed out: send one line within 5 seconds\n");
+		if (requesting(c) && now_ms - c->accepted >= CLIENT_REQUEST_MS && !planted("ctl-no-request-deadline"))
+			reply_str(dm, c,
+				  CTL_REPLY_ERROR "request timed out: send one line within 2 seconds of the connect\n");
 		else if (pending(c) && now - c->since >= CLIENT_WRITE_SECS)
 			c->dead = true;
 	}
 	clients_reap(dm);
+}
+
+int clients_next_deadline(const struct daemon *dm)
+{
+	int64_t now = clock_ms(CLOCK_MONOTONIC), first = INT64_MAX;
+
+	for (int i = 0; dm->clients && i < dm->clients->n; i++)
+		if (requesting(dm->clients->v[i]) && dm->clients->v[i]->accepted + CLIENT_REQUEST_MS < first)
+			first = dm->clients->v[i]->accepted + CLIENT_REQUEST_MS;
+	return first == INT64_MAX ? -1 : first <= now ? 0 : (int)(first - now);
 }
 
 void clients_close_all(struct daemon *dm)
