@@ -126,7 +126,7 @@ static void load_nat_one(struct lx *x, const struct ynode *item)
 	for (uint32_t i = 0; (kind == NAT_FORWARD_PORT || kind == NAT_REDIRECT) && i < nr->service.n; i++)
 		if (nr->service.v[i].lo == 0)
 			diag_error(x->d, nr->service.v[i].loc,
-				   "port 0 cannot be %s: no connection is made to it; start the range at 1",
+				   "port 0 cannot be %s: no connection is made to it" DIAG_FIX "; start the range at 1",
 				   kind == NAT_FORWARD_PORT ? "forwarded" : "redirected");
 	lx_addr_match(x, ynode_get(v, "from"), "from", &nr->from);
 	lx_no_negation(x, ynode_get(v, "from"), nr->from.neg, "nat");
