@@ -300,7 +300,9 @@ void load_sets(struct lx *x, const struct ynode *n)
 		const struct ynode *v = ynode_map_val(n, i);
 		struct addr_set *s = lx_find_set(x, ynode_map_key(n, i)->str);
 
-		if (s && v->type == YNODE_MAP && ynode_get(v, "never-ban"))
+		/* (a set named twice is an error of its own; its first holds) */
+		if (s && s->loc.line == ynode_map_key(n, i)->loc.line && s->loc.col == ynode_map_key(n, i)->loc.col &&
+		    v->type == YNODE_MAP && ynode_get(v, "never-ban"))
 			load_set_never_ban(x, s, ynode_get(v, "never-ban"));
 	}
 }
