@@ -4,10 +4,14 @@
  * table inet nfbox for conntrack and NAT) or nftables alone (nftables/).
  * Each keeps its own state behind struct backend and is reached only
  * through struct backend_ops; what it needs of the daemon comes in struct
- * backend_env. The daemon opens both at start (the BPF one adopts what a
- * daemon before it pinned), decides which one enforces a policy in one
- * place, and calls the other only to let it go. A third backend is one
- * more folder here that fills in these operations.
+ * backend_env. Each compiles a policy into its own form (compile) and
+ * keeps it (struct loaded's own); nothing of one backend is seen outside
+ * its folder. The daemon opens every backend of the table (backends.def)
+ * at start (the BPF one adopts what a daemon before it pinned), decides
+ * which one enforces a policy in one place (the policy's backend:), and
+ * calls the others only to let it go. A third backend is its folder, which
+ * fills in these operations, one line in backends.def, and its name in
+ * the policy's backend: option (policy.h).
  */
 #ifndef NFBOX_BACKEND_H
 #define NFBOX_BACKEND_H
@@ -16,23 +20,24 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "backend/bpf/compile/plan.h"
-#include "backend/bpf/engine/engine.h"
-#include "backend/bpf/engine/slots.h"
 #include "base/diag.h"
 #include "dynset/dynset.h"
 #include "dynset/verify.h"
 #include "policy/policy.h"
+#include "report/tree.h"
 #include "system/loop.h"
 
-/* A policy made ready for a backend: read, compiled and encoded, its
- * counters given slots (reload.c). */
+/* A policy made ready for its backend (reload.c): read and checked, then
+ * compiled by that backend (compile) into what it alone reads (own). */
 struct loaded {
 	char *path;
 	struct policy *pol;
-	struct plan *plan;
-	struct plan_blob blob;
-	struct slot_map slots;
+	void *own; /* the policy's backend's; NULL: it keeps nothing */
+};
+
+/* A counter: packets and bytes. */
+struct backend_counter {
+	uint64_t packets, bytes;
 };
 
 /* A verdict event, from either backend, as `nfbox log` shows it. */
@@ -71,7 +76,7 @@ struct backend_env {
 	const char *state_dir; /* "" for none */
 	uint64_t netns_cookie;
 	bool fresh;		   /* --fresh: drop what was pinned instead of adopting it */
-	const struct dynsets *dyn; /* the dynamic sets' store (dynsets.c): read only */
+	const struct dynsets *dyn; /* the dynamic sets' store (dynset/part/): read only */
 	struct backend_sink sink;
 	struct backend_table *table;
 };
@@ -91,16 +96,6 @@ struct dyn_kref {
 	const char *name;
 };
 
-/* What `nfbox status` shows of the backends. */
-struct backend_status {
-	struct engine_info engine; /* the BPF engine: generation, links, adoption */
-	uint64_t bpf_memory;	   /* bytes its maps hold (0: no engine) */
-	char early_ifaces[256];	   /* interfaces the early drop at XDP is attached to: "wan0, wan1" */
-	uint32_t early_ifaces_n;
-	int nft_table;	/* as struct backend_table */
-	bool nft_owned; /* owned by the daemon (NFT_TABLE_F_OWNER, PERSIST) */
-};
-
 /* A row of `nfbox stats`: the daemon fills in which rule (hook, index and
  * names), the backend the counts. */
 struct stats_row {
@@ -108,16 +103,18 @@ struct stats_row {
 	int h;	    /* enum policy_hook */
 	uint32_t b; /* the rule's index in its hook's plan; its count there for the default */
 	bool is_default;
-	struct nfb_counter c;
+	struct backend_counter c;
 	const struct policy_limit *limit; /* the rule's limit:, NULL if none */
 	uint64_t over_limit;		  /* packets over it, gone on to later rules */
 	long long last_hit_ms;		  /* wall-clock ms of its last packet, 0: none yet */
 	long long in_force_ms;		  /* wall-clock ms it came into force, as far as the daemon's record goes */
 };
 
-/* The backend's own counts of `nfbox stats`. */
+/* The backend's own counts of `nfbox stats`: the losses every backend
+ * reports by these names (0 where its way of enforcing cannot lose so),
+ * so that `stats --json` has the same keys whatever the backend. */
 struct backend_stats {
-	struct nfb_counter established;
+	struct backend_counter established;
 	uint64_t malformed;	/* dropped: headers or the L4 key cut short */
 	uint64_t unreassembled; /* dropped: fragments the kernel did not reassemble (defrag on) */
 	uint64_t log_ring_full, log_rate_limited;
@@ -132,11 +129,25 @@ struct backend_stats {
 };
 
 struct backend_ops {
-	const char *name;   /* "bpf", "nftables": status, metrics */
-	const char *holder; /* what holds its state in the kernel, in words */
+	const char *name;		    /* "bpf", "nftables": status, metrics */
+	const char *holder;		    /* what holds its state in the kernel, in words */
+	enum policy_backend policy_backend; /* the policies it enforces (backend:) */
 	/* How much longer than the store's expiry the kernel keeps a dynamic
 	 * set's entry (ms; the nftables backend's own timeouts). */
 	int64_t dyn_margin_ms;
+
+	/* ---- without a daemon: any thread, no state ---- */
+	/* What it enforces of p, made (*own, freed by own_free; NULL: it
+	 * keeps nothing): 0, or an error that says what does not fit and
+	 * what to do (d). */
+	int (*compile)(const struct policy *p, void **own, struct diags *d);
+	void (*own_free)(void *own);
+	/* What it would put in the kernel for p, made and thrown away, for any
+	 * policy (`nfbox validate` runs every backend's): 0, or errors in d. */
+	int (*check)(const struct policy *p, struct diags *d);
+	/* Its plan of p as `nfbox plan` prints it (json: as JSON, where it has
+	 * a JSON form). 0 or -errno explained in d. */
+	int (*print)(const struct policy *p, bool json, FILE *f, struct diags *d);
 
 	/* ---- every open backend ---- */
 	/* Made with env (never fails but for memory); then started: attached
@@ -151,15 +162,17 @@ struct backend_ops {
 	void (*discard)(struct backend *b);
 	/* The state a daemon before this one left was adopted. */
 	bool (*adopted)(const struct backend *b);
-	/* Before a reload puts nl in force, whichever backend it is for: its
-	 * counters' slots (nl->slots); then commit (it is in force) or abort
-	 * (cur stays). */
+	/* Before a reload puts nl in force, whichever backend it is for (the
+	 * BPF one: its counters' slots, its dynamic sets' ids from the store);
+	 * then commit (it is in force) or abort (cur stays). */
 	int (*prepare)(struct backend *b, struct loaded *nl, struct diags *d);
 	void (*commit)(struct backend *b, const struct loaded *nl);
 	void (*abort)(struct backend *b, const struct loaded *cur);
 	/* Once a round of the loop. */
 	void (*tick)(struct backend *b);
-	void (*status)(struct backend *b, struct backend_status *out);
+	/* Its values into `nfbox status` (status: the tree's root; its keys
+	 * are docs/report.md's, and metrics where they are series). */
+	void (*status)(struct backend *b, struct rep *status);
 	/* The dynamic sets' entries the kernel holds for it, when the saved
 	 * file could not be read: *text in the saved file's format and *n
 	 * entries; 1 found, 0 it holds none, -errno explained in d. */
@@ -206,11 +219,19 @@ struct backend_ops {
 			void *arg);
 	void (*dyn_walk_end)(void *walker);
 	/* The schedules (when:) of cur's rules: bit when.sched - 1 of words
-	 * set for each scheduled rule in force now (plan_sched_words). */
+	 * (SCHED_WORDS) set for each scheduled rule in force now
+	 * (policy/schedule/schedule.h: sched_words). */
 	int (*schedule)(struct backend *b, const struct loaded *cur, const uint64_t *words, struct diags *d);
 };
 
-/* The two backends (bpf/backend.c, nftables/backend.c). */
-extern const struct backend_ops backend_bpf_ops, backend_nftables_ops;
+/* The backends (backends.def; table.c): their ops, how many; the index
+ * of a policy's (0, the first, when none fits); one by name (NULL: none). */
+#define BACKEND(name) extern const struct backend_ops backend_##name##_ops;
+#include "backend/backends.def"
+#undef BACKEND
+extern const struct backend_ops *const backend_table[];
+extern const unsigned backend_count;
+unsigned backend_index(const struct policy *p);
+const struct backend_ops *backend_named(const char *name);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * `nfbox fleet push|status|diff`: an operator's view of a fleet in etcd
- * (daemon/fleet.c is a node's). A push validates the policy here, and
+ * (fleet/part.c is a node's). A push validates the policy here, and
  * writes it as the group's revision with a compare-and-swap on the
  * revision it read (or the one --base names), so that two operators cannot
  * overwrite each other; with --canary N it goes to N nodes first, each of

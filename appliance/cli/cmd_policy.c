@@ -13,9 +13,7 @@
 #include "base/json.h"
 
 #include <jansson.h>
-#include "backend/bpf/compile/plan.h"
-#include "backend/nftables/nft/build.h"
-#include "backend/nftables/nft/print.h"
+#include "backend/backend.h"
 #include "policy/diff/diff.h"
 #include "policy/policy.h"
 #include "system/netns.h"
@@ -60,17 +58,16 @@ static const struct cli_opt validate_opts[] = {
 	CLI_OPT_END,
 };
 
-/* The policy's table inet nfbox, built and thrown away: 0 or its errors in d. */
-static int nft_check(const struct policy *p, struct diags *d)
+/* What every backend would put in the kernel for p, made and thrown away:
+ * 0 or the errors in d. */
+static int backends_check(const struct policy *p, struct diags *d)
 {
-	struct nft_build_opts o = { .filter = p->opt.backend == POLICY_BACKEND_NFTABLES };
-	struct nfr_table t;
 	int r;
 
-	nfr_init(&t);
-	r = nft_build(p, &o, &t, d);
-	nfr_free(&t);
-	return r;
+	for (unsigned i = 0; i < backend_count; i++)
+		if ((r = backend_table[i]->check(p, d)) < 0)
+			return r;
+	return 0;
 }
 
 /* What the summary line says, for --json. */
@@ -115,7 +112,6 @@ _Static_assert(NETNS_FORWARDS_IPV4 == POLICY_FAM_IPV4 && NETNS_FORWARDS_IPV6 == 
 
 static bool validate_one(const char *path, struct validate_args *a)
 {
-	struct plan *pl = NULL;
 	struct policy *p = NULL;
 	struct diags d;
 	bool ok;
@@ -127,12 +123,11 @@ static bool validate_one(const char *path, struct validate_args *a)
 						      .iface_exists = a->offline ? NULL : netns_has_iface,
 						      .forwarding = a->offline ? NULL : netns_forwarding },
 			      &d, &p);
-	/* What validate accepts, run loads: the compiler and the encoder too,
-	 * and what goes to nftables (NAT, the conntrack anchor, the nftables
-	 * backend's filter). */
-	if (r == 0 && ((r = plan_make(p, &pl, NULL, &d)) < 0 || (r = nft_check(p, &d)) < 0))
+	/* What validate accepts, run loads: each backend's compile too (the
+	 * BPF compiler and encoder; what goes to nftables: NAT, the conntrack
+	 * anchor, the nftables backend's filter). */
+	if (r == 0 && backends_check(p, &d) < 0)
 		r = -EINVAL;
-	plan_free(pl);
 	ok = r == 0 && !(a->strict && d.warnings);
 	if (a->json) {
 		file_json(&a->j, path, ok, p, &d);
@@ -194,52 +189,22 @@ static const struct cli_opt plan_opts[] = {
 	CLI_OPT_END,
 };
 
-/* What nftables gets for this policy (NAT, the conntrack anchor and, with
- * backend: nftables, the filter), counters at 0. */
-static int print_nft(const struct policy *p, struct diags *d)
-{
-	struct nft_build_opts o = { .filter = p->opt.backend == POLICY_BACKEND_NFTABLES };
-	struct nfr_table t;
-	int r;
-
-	nfr_init(&t);
-	if ((r = nft_build(p, &o, &t, d)) < 0) {
-		nfr_free(&t);
-		return r;
-	}
-	printf("# nfbox plan --nft of %s: the %s\n", p->src->name,
-	       o.filter ? "whole policy (backend: nftables)"
-			: "NAT, conntrack and SYN proxy (the filter is the BPF backend's)");
-	if (t.nchains)
-		nfr_print(&t, stdout);
-	else
-		printf("# nothing: this policy needs no table in nftables\n");
-	nfr_free(&t);
-	return 0;
-}
-
 static int run_plan(void *args, int argc, char **argv)
 {
 	const struct plan_args *a = args;
+	/* the BPF classifier's plan; with --nft, what nftables gets */
+	const struct backend_ops *be = a->nft ? backend_named("nftables") : backend_table[0];
 	struct policy *p = NULL;
-	struct plan *pl = NULL;
 	struct diags d;
 	int r;
 
 	diags_init(&d);
 	r = policy_load(argv[0], &d, &p);
+	if (r == 0 && a->nft) /* (the classifier's compile checks the policy, as before) */
+		r = backend_table[0]->check(p, &d);
 	if (r == 0)
-		r = plan_make(p, &pl, NULL, &d);
-	if (r == 0 && a->nft)
-		r = print_nft(p, &d);
+		r = be->print(p, a->json, stdout, &d);
 	diags_print(&d, stderr, cli_color(stderr));
-	if (r < 0 || a->nft)
-		;
-	else if (a->json)
-		plan_print_json(pl, stdout);
-	else
-		plan_print(pl, stdout);
-	plan_free(pl);
 	policy_free(p);
 	diags_free(&d);
 	return r < 0 ? EXIT_INVALID : 0;

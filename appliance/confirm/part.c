@@ -20,106 +20,103 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "daemon/daemon_int.h"
-#include "daemon/reload.h"
-#include "daemon/confirm.h"
+#include "confirm/confirm.h"
+#include "daemon/part.h"
 #include "daemon/state.h"
-#include "daemon/dynsets.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "system/files.h"
-#include "system/sdnotify.h"
 
-/* The change waiting for its confirmation, and what was pending before a
- * reload --confirm began (back if it fails): the daemon's dm->confirm. */
+/* A change waiting for `nfbox confirm`. */
+struct confirm_pending {
+	bool active;
+	long long deadline, since; /* time(): rolls back at deadline; pending since */
+};
+
+/* The change waiting for its confirmation; what was pending before a
+ * reload --confirm began (back if it fails). */
 struct confirm {
-	struct confirm_pending before;
+	struct daemon *dm;
+	struct confirm_pending pending, before;
+	bool began; /* this reload's prepare wrote pending */
 };
 
 #define SNAP_MAGIC     "nfbox-snapshot 1\n"
 #define SNAP_MAX_BYTES (1ull << 31)
 
-static int write_atomic(const struct daemon *dm, const char *name, const char *data, size_t len)
+static int write_atomic(const struct confirm *cf, const char *name, const char *data, size_t len)
 {
-	return state_write(dm, name, data, len, true);
+	return state_write(cf->dm, name, data, len, true);
 }
 
-int confirm_init(struct daemon *dm, struct diags *d)
+static int confirm_open(struct daemon *dm, void **self, struct diags *d)
 {
-	char path[PATH_MAX], why[PATH_MAX + 256];
+	struct confirm *cf = calloc(1, sizeof(*cf));
+	char path[PATH_MAX];
 	FILE *f;
-	int r;
 
-	if (!(dm->confirm = calloc(1, sizeof(*dm->confirm))))
+	if (!cf)
 		return diag_errno(d, -ENOMEM, "confirm");
-	if (!dm->state_dir[0])
+	cf->dm = dm;
+	*self = cf;
+	if (!daemon_state_dir(dm)[0] || state_path(dm, "pending", path, sizeof(path)) < 0 || !(f = fopen(path, "re")))
 		return 0;
-	/* Made here as the socket's directory is: a daemon run from a build
-	 * tree works as the package's does. Without it nothing acknowledged
-	 * (a confirmed policy, a dynamic set's entry) could be kept, so the
-	 * start fails instead. */
-	if ((r = files_private_dir(dm->state_dir, why, sizeof(why))) < 0)
-		return diag_fail(d, r == -EPERM ? -EPERM : -EINVAL,
-				 "the state directory: %s (it keeps the confirmed policy, the dynamic sets and the "
-				 "counters' names; --state-dir DIR chooses another)",
-				 why);
-	if (r > 0)
-		log_warn("the state directory: %s", why);
-	if (state_path(dm, "pending", path, sizeof(path)) < 0 || !(f = fopen(path, "re")))
-		return 0;
-	dm->pending.active = fscanf(f, "deadline %lld since %lld", &dm->pending.deadline, &dm->pending.since) == 2;
+	cf->pending.active = fscanf(f, "deadline %lld since %lld", &cf->pending.deadline, &cf->pending.since) == 2;
 	fclose(f);
-	if (!dm->pending.active)
+	if (!cf->pending.active)
 		log_warn("%s cannot be read; it is ignored", path);
 	return 0;
 }
 
-int confirm_save(struct daemon *dm)
+static int confirm_save(struct confirm *cf)
 {
+	const struct loaded *cur = daemon_in_force(cf->dm);
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
 	int r;
 
-	if (!dm->state_dir[0] || !dm->cur.pol)
+	if (!daemon_state_dir(cf->dm)[0] || !cur->pol)
 		return 0;
 	if (!(f = open_memstream(&buf, &len)))
 		return -ENOMEM;
-	fprintf(f, SNAP_MAGIC "policy %zu\n%s\n", strlen(dm->cur.path), dm->cur.path);
-	for (const struct source *s = dm->cur.pol->sources.head; s; s = s->next) {
+	fprintf(f, SNAP_MAGIC "policy %zu\n%s\n", strlen(cur->path), cur->path);
+	for (const struct source *s = cur->pol->sources.head; s; s = s->next) {
 		fprintf(f, "file %zu %zu\n%s\n", strlen(s->name), s->len, s->name);
 		fwrite(s->text, 1, s->len, f);
 		fputc('\n', f);
 	}
 	if (fclose(f) != 0)
 		return -ENOMEM;
-	if ((r = write_atomic(dm, "confirmed.snap", buf, len)) < 0)
+	if ((r = write_atomic(cf, "confirmed.snap", buf, len)) < 0)
 		log_warn("cannot save the confirmed policy in %s (a change with --confirm would have nothing to roll "
 			 "back to): %s",
-			 dm->state_dir, strerror(-r));
+			 daemon_state_dir(cf->dm), strerror(-r));
 	return r;
 }
 
-static int write_pending(struct daemon *dm)
+static int write_pending(struct confirm *cf)
 {
 	char line[96];
-	int n = snprintf(line, sizeof(line), "deadline %lld since %lld\n", dm->pending.deadline, dm->pending.since);
+	int n = snprintf(line, sizeof(line), "deadline %lld since %lld\n", cf->pending.deadline, cf->pending.since);
 
-	return write_atomic(dm, "pending", line, (size_t)n);
+	return write_atomic(cf, "pending", line, (size_t)n);
 }
 
-static void remove_pending(struct daemon *dm)
+static void remove_pending(struct confirm *cf)
 {
 	char path[PATH_MAX];
 
-	dm->pending.active = false;
-	if (state_path(dm, "pending", path, sizeof(path)) == 0 && unlink(path) < 0 && errno != ENOENT)
+	cf->pending.active = false;
+	if (state_path(cf->dm, "pending", path, sizeof(path)) == 0 && unlink(path) < 0 && errno != ENOENT)
 		log_err("cannot remove %s: %s", path, strerror(errno));
-	dyn_settle(dm); /* dynamic sets the policy now in force dropped: their entries go */
+	daemon_confirmed(cf->dm); /* e.g. dynamic sets the policy now in force dropped: their entries go */
 }
 
 /* ---- the saved policy, read back ---- */
@@ -192,7 +189,7 @@ static int snapshot_parse(struct snapshot *s, size_t size)
 	return 0;
 }
 
-static int snapshot_read(const struct daemon *dm, struct snapshot *s)
+static int snapshot_read(const struct confirm *cf, struct snapshot *s)
 {
 	char path[PATH_MAX];
 	_cleanup_close_ int fd = -1;
@@ -200,7 +197,7 @@ static int snapshot_read(const struct daemon *dm, struct snapshot *s)
 	int r = 0;
 
 	memset(s, 0, sizeof(*s));
-	if ((r = state_path(dm, "confirmed.snap", path, sizeof(path))) < 0)
+	if ((r = state_path(cf->dm, "confirmed.snap", path, sizeof(path))) < 0)
 		return r;
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
 		return -errno;
@@ -247,96 +244,108 @@ static int snap_open(const char *path, void *arg)
 }
 
 /* Load the saved policy: 0, or -errno explained in d. */
-static int load_confirmed(struct daemon *dm, struct diags *d)
+static int load_confirmed(struct confirm *cf, struct diags *d)
 {
+	const char *dir = daemon_state_dir(cf->dm);
 	struct snapshot s;
 	struct policy_files files = { .open = snap_open };
 	int r, fd = -1;
 
-	if ((r = snapshot_read(dm, &s)) < 0)
-		return diag_errno(d, r, "cannot read the last confirmed policy in %s", dm->state_dir);
+	if ((r = snapshot_read(cf, &s)) < 0)
+		return diag_errno(d, r, "cannot read the last confirmed policy in %s", dir);
 	files.arg = &s;
 	for (size_t i = 0; i < s.n && fd < 0; i++)
 		if (!strcmp(s.v[i].name, s.policy))
 			fd = text_fd(s.v[i].text, s.v[i].len);
 	if (fd < 0)
-		r = diag_errno(d, fd == -1 ? -EINVAL : fd, "the saved policy in %s is incomplete", dm->state_dir);
+		r = diag_errno(d, fd == -1 ? -EINVAL : fd, "the saved policy in %s is incomplete", dir);
 	else
-		r = daemon_reload_files(dm, s.policy, fd, &files, d);
+		r = daemon_reload_now(
+			cf->dm,
+			&(struct reload_req){ .path = s.policy, .fd = fd, .why = RELOAD_ROLLBACK, .files = &files }, d);
 	if (fd >= 0)
 		close(fd);
 	snapshot_free(&s);
 	return r;
 }
 
-/* ---- the requests ---- */
+/* ---- a reload ---- */
 
-int confirm_begin(struct daemon *dm, unsigned seconds, struct diags *d)
+/* A reload with a confirmation time: pending from now, before it is
+ * enforced (a daemon killed right after still rolls it back). */
+static int confirm_prepare(void *self, const struct change *c, struct diags *d)
 {
+	struct confirm *cf = self;
+	const char *dir = daemon_state_dir(cf->dm);
 	char path[PATH_MAX];
 	time_t now = time(NULL);
 	int r;
 
-	if (!dm->state_dir[0])
+	cf->began = false;
+	if (!c->req->confirm)
+		return 0;
+	if (!dir[0])
 		return diag_fail(d, -EINVAL,
 				 "--confirm needs a state directory to keep the policy it rolls back to (nfbox run "
 				 "--state-dir)");
-	if (state_path(dm, "confirmed.snap", path, sizeof(path)) < 0 || access(path, R_OK) < 0)
+	if (state_path(cf->dm, "confirmed.snap", path, sizeof(path)) < 0 || access(path, R_OK) < 0)
 		return diag_fail(d, -ENOENT,
 				 "no confirmed policy is saved in %s to roll back to; reload without --confirm first",
-				 dm->state_dir);
-	dm->confirm->before = dm->pending;
-	if (!dm->pending.active)
-		dm->pending.since = now;
-	dm->pending.active = true;
-	dm->pending.deadline = now + (time_t)seconds;
-	if ((r = write_pending(dm)) < 0) {
-		dm->pending = dm->confirm->before;
-		return diag_errno(d, r, "cannot write %s/pending", dm->state_dir);
+				 dir);
+	cf->before = cf->pending;
+	if (!cf->pending.active)
+		cf->pending.since = now;
+	cf->pending.active = true;
+	cf->pending.deadline = now + (time_t)c->req->confirm;
+	if ((r = write_pending(cf)) < 0) {
+		cf->pending = cf->before;
+		return diag_errno(d, r, "cannot write %s/pending", dir);
 	}
+	cf->began = true;
 	return 0;
 }
 
-void confirm_begin_failed(struct daemon *dm)
+/* That reload failed: what was pending before it is again. */
+static void confirm_abort(void *self, const struct change *c)
 {
-	dm->pending = dm->confirm->before;
-	if (dm->pending.active)
-		write_pending(dm);
+	struct confirm *cf = self;
+
+	(void)c;
+	if (!cf->began)
+		return;
+	cf->began = false;
+	cf->pending = cf->before;
+	if (cf->pending.active)
+		write_pending(cf);
 	else
-		remove_pending(dm);
+		remove_pending(cf);
 }
 
-int confirm_done(struct daemon *dm, struct diags *d)
+/* A policy loaded without a confirmation time is the confirmed one (a
+ * change that was pending is confirmed with it); a rollback's is already. */
+static void confirm_settle(void *self, const struct change *c, int r)
 {
-	int r;
+	struct confirm *cf = self;
 
-	if (!dm->pending.active)
-		return diag_fail(d, -ENOENT, "no change is waiting for a confirmation");
-	if ((r = confirm_save(dm)) < 0)
-		return diag_errno(d, r, "cannot save the policy as confirmed; it stays pending");
-	remove_pending(dm);
-	log_info("confirmed: %s stays in force", dm->cur.path);
-	return 0;
-}
-
-void confirm_loaded(struct daemon *dm)
-{
-	if (dm->pending.active) {
+	cf->began = false;
+	if (r < 0 || c->req->confirm || c->req->why == RELOAD_ROLLBACK)
+		return;
+	if (cf->pending.active) {
 		log_info("a reload without --confirm while a change was pending: the new policy is confirmed");
-		remove_pending(dm);
+		remove_pending(cf);
 	}
-	confirm_save(dm);
+	confirm_save(cf);
 }
 
-int confirm_rollback(struct daemon *dm, const char *why, bool running)
+static int rollback(struct confirm *cf, const char *why, bool running)
 {
 	struct diags d;
 	int r;
 
 	diags_init(&d);
 	if (running)
-		sd_notify_reloading();
-	r = load_confirmed(dm, &d);
+		daemon_notify_reloading(cf->dm);
+	r = load_confirmed(cf, &d);
 	if (r < 0) {
 		_cleanup_free_ char *text = diags_to_text(&d);
 
@@ -344,25 +353,132 @@ int confirm_rollback(struct daemon *dm, const char *why, bool running)
 			"force: %s",
 			why, text ? text : "");
 	} else {
-		log_warn("%s: rolled back to the last confirmed policy (%s)", why, dm->cur.path);
+		log_warn("%s: rolled back to the last confirmed policy (%s)", why, daemon_in_force(cf->dm)->path);
 	}
-	remove_pending(dm);
+	remove_pending(cf);
 	if (running)
-		daemon_notify_ready(dm, r);
+		daemon_notify_ready(cf->dm, r);
 	diags_free(&d);
 	return r;
 }
 
-void confirm_tick(struct daemon *dm)
+/* A change was waiting for its confirmation when the daemon before this
+ * one stopped: the last confirmed policy comes back, not the configured
+ * file (which may hold the unconfirmed change). 1: it is in force. */
+static int confirm_start(void *self, struct diags *d)
 {
-	if (dm->reload_job)
-		return; /* once the reload running is done (it may be a confirm's own) */
-	if (dm->pending.active && time(NULL) >= dm->pending.deadline)
-		confirm_rollback(dm, "no 'nfbox confirm' before the deadline", true);
+	struct confirm *cf = self;
+
+	(void)d;
+	return cf->pending.active &&
+	       rollback(cf, "a change was pending confirmation when the last daemon stopped", false) == 0;
 }
 
-void confirm_free(struct daemon *dm)
+static void confirm_tick(void *self)
 {
-	free(dm->confirm);
-	dm->confirm = NULL;
+	struct confirm *cf = self;
+
+	if (daemon_reloading(cf->dm))
+		return; /* once the reload running is done (it may be a confirm's own) */
+	if (cf->pending.active && time(NULL) >= cf->pending.deadline)
+		rollback(cf, "no 'nfbox confirm' before the deadline", true);
 }
+
+/* ---- what the others ask ---- */
+
+bool confirm_pending(const struct daemon *dm)
+{
+	const struct confirm *cf = daemon_part_state(dm, &part_confirm);
+
+	return cf && cf->pending.active;
+}
+
+int confirm_now(struct daemon *dm, struct diags *d)
+{
+	struct confirm *cf = daemon_part_state(dm, &part_confirm);
+	int r;
+
+	if (!cf || !cf->pending.active)
+		return diag_fail(d, -ENOENT, "no change is waiting for a confirmation");
+	if ((r = confirm_save(cf)) < 0)
+		return diag_errno(d, r, "cannot save the policy as confirmed; it stays pending");
+	remove_pending(cf);
+	log_info("confirmed: %s stays in force", daemon_in_force(dm)->path);
+	return 0;
+}
+
+static bool confirm_answer(void *self, const struct part_caller *who, const struct ctl_request *req, FILE *f)
+{
+	struct confirm *cf = self;
+	struct diags d;
+	int r;
+
+	if (req->verb != CTL_CONFIRM)
+		return false;
+	if (daemon_reloading(cf->dm)) {
+		fputs(CTL_REPLY_ERROR "a reload is in progress; confirm once it is done\n", f);
+		return true;
+	}
+	diags_init(&d);
+	r = confirm_now(cf->dm, &d);
+	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
+	diags_print(&d, f, false);
+	if (r == 0)
+		fprintf(f, "confirmed: %s stays in force\n", daemon_in_force(cf->dm)->path);
+	log_msg(r < 0 ? LOG_WARN : LOG_INFO, "confirm (control socket, uid %u): %s", (unsigned)who->uid,
+		r < 0 ? "nothing was pending" : "done");
+	diags_free(&d);
+	return true;
+}
+
+/* ---- its report ---- */
+
+static void pending_text(const struct rep *o, FILE *f)
+{
+	fprintf(f,
+		"pending:    this policy rolls back to the last confirmed one in %lld s unless 'nfbox confirm' "
+		"(unconfirmed for %lld s)\n",
+		(long long)(rep_i(o, "seconds_left") < 0 ? 0 : rep_i(o, "seconds_left")),
+		(long long)(time(NULL) - rep_i(o, "since")));
+}
+
+static const struct rep_metric m_pending = { "nfbox_pending_confirm", "gauge",
+					     "1 while a reload --confirm waits for nfbox confirm.", NULL };
+static const struct rep_metric m_deadline = { "nfbox_pending_confirm_deadline_timestamp_seconds", "gauge",
+					      "When the pending change rolls back.", NULL };
+
+static void confirm_status(void *self, struct rep *status)
+{
+	struct confirm *cf = self;
+	long long left = cf->pending.deadline - (long long)time(NULL);
+	struct rep *o;
+
+	rep_metric(rep_hidden(rep_bool(status, "pending_confirm", cf->pending.active)), &m_pending);
+	if (!cf->pending.active) {
+		rep_null(status, "pending");
+		return;
+	}
+	o = rep_object(status, "pending");
+	rep_text(o, pending_text);
+	rep_metric(rep_int(o, "deadline", cf->pending.deadline), &m_deadline);
+	rep_int(o, "since", cf->pending.since);
+	rep_int(o, "seconds_left", left);
+}
+
+static void confirm_close(void *self)
+{
+	free(self);
+}
+
+const struct part part_confirm = {
+	.name = "confirm",
+	.open = confirm_open,
+	.start = confirm_start,
+	.prepare = confirm_prepare,
+	.abort = confirm_abort,
+	.settle = confirm_settle,
+	.tick = confirm_tick,
+	.answer = confirm_answer,
+	.status = confirm_status,
+	.close = confirm_close,
+};

@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The daemon's backends (backends.h). */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "daemon/backends.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 
-#define NBACKENDS 2
+#define NBACKENDS backend_count
 
 struct backend *backend_of(const struct daemon *dm, const struct policy *p)
 {
-	if (!p)
+	if (!p || !dm->backends)
 		return NULL;
-	return dm->backends[p->opt.backend == POLICY_BACKEND_NFTABLES ? 1 : 0];
+	return dm->backends[backend_index(p)];
 }
 
 struct backend *backend_in_force(const struct daemon *dm)
@@ -22,10 +23,12 @@ struct backend *backend_in_force(const struct daemon *dm)
 
 int backends_open(struct daemon *dm, struct diags *d)
 {
-	static const struct backend_ops *const ops[NBACKENDS] = { &backend_bpf_ops, &backend_nftables_ops };
+	const struct backend_ops *const *ops = backend_table;
 	int r;
 
-	for (int i = 0; i < NBACKENDS; i++) {
+	if (!(dm->backends = calloc(backend_count, sizeof(*dm->backends))))
+		return diag_errno(d, -ENOMEM, "backends");
+	for (unsigned i = 0; dm->backends && i < NBACKENDS; i++) {
 		struct diags sd;
 
 		if ((r = ops[i]->open(&dm->benv, &dm->backends[i])) < 0)
@@ -46,18 +49,18 @@ int backends_open(struct daemon *dm, struct diags *d)
 
 void backends_close(struct daemon *dm)
 {
-	for (int i = 0; i < NBACKENDS; i++) {
+	for (unsigned i = 0; dm->backends && i < NBACKENDS; i++)
 		if (dm->backends[i])
 			dm->backends[i]->ops->close(dm->backends[i]);
-		dm->backends[i] = NULL;
-	}
+	free(dm->backends);
+	dm->backends = NULL;
 }
 
 int backends_prepare(struct daemon *dm, struct loaded *nl, struct diags *d)
 {
 	int r;
 
-	for (int i = 0; i < NBACKENDS; i++)
+	for (unsigned i = 0; dm->backends && i < NBACKENDS; i++)
 		if ((r = dm->backends[i]->ops->prepare(dm->backends[i], nl, d)) < 0)
 			return r;
 	return 0;
@@ -74,7 +77,7 @@ void backends_commit(struct daemon *dm, const struct loaded *nl)
 {
 	struct backend *in = backend_of(dm, nl->pol);
 
-	for (int i = 0; i < NBACKENDS; i++) {
+	for (unsigned i = 0; dm->backends && i < NBACKENDS; i++) {
 		struct backend *b = dm->backends[i];
 
 		b->ops->commit(b, nl);
@@ -86,26 +89,25 @@ void backends_commit(struct daemon *dm, const struct loaded *nl)
 
 void backends_abort(struct daemon *dm)
 {
-	for (int i = 0; i < NBACKENDS; i++)
+	for (unsigned i = 0; dm->backends && i < NBACKENDS; i++)
 		dm->backends[i]->ops->abort(dm->backends[i], &dm->cur);
 }
 
 void backends_tick(struct daemon *dm)
 {
-	for (int i = 0; i < NBACKENDS; i++)
+	for (unsigned i = 0; dm->backends && i < NBACKENDS; i++)
 		dm->backends[i]->ops->tick(dm->backends[i]);
 }
 
-void backends_status(struct daemon *dm, struct backend_status *out)
+void backends_status(struct daemon *dm, struct rep *status)
 {
-	*out = (struct backend_status){ .nft_table = -1 };
-	for (int i = 0; i < NBACKENDS; i++)
-		dm->backends[i]->ops->status(dm->backends[i], out);
+	for (unsigned i = 0; dm->backends && i < NBACKENDS; i++)
+		dm->backends[i]->ops->status(dm->backends[i], status);
 }
 
 bool backends_adopted(const struct daemon *dm)
 {
-	for (int i = 0; i < NBACKENDS; i++)
+	for (unsigned i = 0; dm->backends && i < NBACKENDS; i++)
 		if (dm->backends[i] && dm->backends[i]->ops->adopted(dm->backends[i]))
 			return true;
 	return false;
@@ -113,22 +115,22 @@ bool backends_adopted(const struct daemon *dm)
 
 void backends_stop(struct daemon *dm, bool keep)
 {
-	for (int i = 0; i < NBACKENDS; i++)
+	for (unsigned i = 0; dm->backends && i < NBACKENDS; i++)
 		dm->backends[i]->ops->stop(dm->backends[i], keep);
 }
 
 void backends_discard(struct daemon *dm)
 {
-	for (int i = 0; i < NBACKENDS; i++)
+	for (unsigned i = 0; dm->backends && i < NBACKENDS; i++)
 		if (dm->backends[i])
 			dm->backends[i]->ops->discard(dm->backends[i]);
 }
 
-int backends_dyn_read_back(struct daemon *dm, char **text, size_t *len, uint64_t *n, const char **from, struct diags *d)
+int daemon_dyn_read_back(struct daemon *dm, char **text, size_t *len, uint64_t *n, const char **from, struct diags *d)
 {
 	int r;
 
-	for (int i = 0; i < NBACKENDS; i++)
+	for (unsigned i = 0; dm->backends && i < NBACKENDS; i++)
 		if ((r = dm->backends[i]->ops->dyn_read_back(dm->backends[i], text, len, n, d)) != 0) {
 			*from = dm->backends[i]->ops->holder;
 			return r;

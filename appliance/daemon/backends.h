@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * The daemon's backends (backends.c): both opened at start, the one of the
+ * The daemon's backends (backends.c): each of the table opened at start, the one of the
  * policy in force chosen in one place (backend_of, the only reader of
  * opt.backend), the others told to let go when it takes over.
  */
@@ -28,16 +28,12 @@ void backends_commit(struct daemon *dm, const struct loaded *nl);
 void backends_abort(struct daemon *dm);
 
 void backends_tick(struct daemon *dm);
-void backends_status(struct daemon *dm, struct backend_status *out);
+/* Each backend's values into `nfbox status` (the tree's root). */
+void backends_status(struct daemon *dm, struct rep *status);
 /* Whether a backend adopted the state a daemon before left. */
 bool backends_adopted(const struct daemon *dm);
 /* At the end: the kernel's state kept for the next daemon or removed; or,
  * after a failed start that enforced nothing, what it made removed. */
 void backends_stop(struct daemon *dm, bool keep);
 void backends_discard(struct daemon *dm);
-/* The dynamic sets' entries from the first backend whose kernel state
- * holds them: 1 (text, n, and which backend: from), 0 none does, -errno. */
-int backends_dyn_read_back(struct daemon *dm, char **text, size_t *len, uint64_t *n, const char **from,
-			   struct diags *d);
-
 #endif

@@ -23,16 +23,12 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "daemon/daemon_int.h"
-#include "daemon/reload.h"
-#include "daemon/confirm.h"
-#include "daemon/dynsets.h"
-#include "daemon/metrics.h"
 #include "daemon/clients.h"
+#include "daemon/daemon_int.h"
 #include "daemon/events.h"
-#include "policy/diff/diff.h"
+#include "daemon/reload.h"
 #include "daemon/report.h"
-#include "daemon/usage.h"
+#include "policy/diff/diff.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/json.h"
@@ -236,10 +232,6 @@ static void reload_answered(struct daemon *dm, void *arg, int r, struct diags *d
 	size_t len = 0;
 	FILE *f = open_memstream(&out, &len);
 
-	if (w->confirm && r < 0)
-		confirm_begin_failed(dm);
-	else if (r == 0 && !w->confirm)
-		confirm_loaded(dm);
 	if (f)
 		reload_reply(dm, f, d, w->path, r, w->confirm, dm->policy_fault);
 	if (c) {
@@ -279,12 +271,13 @@ static bool answer_reload(struct daemon *dm, struct client *c, const struct ctl_
 	*w = (struct reload_wait){ .c = c, .serial = c->serial, .confirm = req->confirm, .uid = c->uid };
 	strcpy(w->path, path);
 	diags_init(&d);
-	r = req->confirm ? confirm_begin(dm, req->confirm, &d) : 0;
-	if (r == 0 && (r = daemon_reload_start(dm, path, req->policy ? c->fd_passed : -1, reload_answered, w)) < 0)
+	if ((r = daemon_reload_start(dm,
+				     &(struct reload_req){ .path = path,
+							   .fd = req->policy ? c->fd_passed : -1,
+							   .confirm = req->confirm,
+							   .why = RELOAD_ASKED },
+				     reload_answered, w)) < 0) {
 		diag_errno(&d, r, "cannot start the reload");
-	if (r < 0) {
-		if (req->confirm)
-			confirm_begin_failed(dm);
 		reload_reply(dm, f, &d, path, r, req->confirm, false);
 		diags_free(&d);
 		free(w);
@@ -299,11 +292,20 @@ static bool answer_reload(struct daemon *dm, struct client *c, const struct ctl_
  * what the change would stop matching (an operator removing a rule thought
  * unused learns that it is not). A line each to f, or (f NULL) an object
  * each into j: {"hook", "rule", "last_hit" (seconds since the epoch), "text"}. */
+static long long row_hit(const struct stats_rows *rows, const char *hook, const char *rule)
+{
+	for (uint32_t i = 0; i < rows->n; i++)
+		if (!rows->v[i].is_default && !strcmp(rows->v[i].hook, hook) && !strcmp(rows->v[i].rule, rule))
+			return rows->v[i].last_hit_ms;
+	return 0;
+}
+
 static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f, struct json *j)
 {
 	const struct policy *cur = dm->cur.pol;
+	struct stats_rows rows = { 0 };
 
-	report_usage(dm, true); /* the last hits as of now */
+	daemon_rows(dm, &rows); /* the last hits as of now */
 	for (int h = 0; h < POLICY_HOOK_MAX; h++) {
 		const char *hn = policy_hook_name((enum policy_hook)h);
 
@@ -317,10 +319,10 @@ static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f, str
 				continue;
 			for (uint32_t k = 0; k < p->nrules && !kept; k++)
 				kept = (p->rules[k].hooks & (1u << h)) && !strcmp(p->rules[k].name, r->name);
-			if (kept || !(last = usage_last_hit(dm, hn, r->name)))
+			if (kept || !(last = row_hit(&rows, hn, r->name)))
 				continue;
 			snprintf(text, sizeof(text), "warning: rule %s %s, which this change removes, was hit %s", hn,
-				 r->name, format_ago(last, age, sizeof(age)));
+				 r->name, rep_ago(last, age, sizeof(age)));
 			if (f) {
 				fprintf(f, "%s\n", text);
 				continue;
@@ -334,6 +336,7 @@ static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f, str
 			json_object_end(j);
 		}
 	}
+	free(rows.v);
 }
 
 struct hits_arg {
@@ -374,26 +377,6 @@ static void answer_diff(struct daemon *dm, struct client *c, const struct ctl_re
 	diags_free(&d);
 }
 
-static void answer_confirm(struct daemon *dm, struct client *c, FILE *f)
-{
-	struct diags d;
-	int r;
-
-	if (dm->reload_job) {
-		fputs(CTL_REPLY_ERROR "a reload is in progress; confirm once it is done\n", f);
-		return;
-	}
-	diags_init(&d);
-	r = confirm_done(dm, &d);
-	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
-	diags_print(&d, f, false);
-	if (r == 0)
-		fprintf(f, "confirmed: %s stays in force\n", dm->cur.path);
-	log_msg(r < 0 ? LOG_WARN : LOG_INFO, "confirm (control socket, uid %u): %s", (unsigned)c->uid,
-		r < 0 ? "nothing was pending" : "done");
-	diags_free(&d);
-}
-
 /* The loop ends after this round; shutdown_all() then keeps or detaches. */
 static void answer_stop(struct daemon *dm, struct client *c, const struct ctl_request *req)
 {
@@ -414,34 +397,28 @@ static void answer_stop(struct daemon *dm, struct client *c, const struct ctl_re
 
 static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE *f)
 {
-	struct status_report st;
-	struct stats_report sr;
+	struct rep *t;
 	int r;
 
 	if (req->verb == CTL_METRICS) {
 		fputs(CTL_REPLY_OK, f);
 		return daemon_metrics(dm, f);
 	}
-	if (req->verb == CTL_STATUS) {
-		if ((r = report_status(dm, &st)) == 0) {
-			fputs(CTL_REPLY_OK, f);
-			format_status(&st, f, req->json);
-		}
-		report_status_free(&st);
-		return r;
-	}
 	if (req->since && !req->unused) {
 		fputs(CTL_REPLY_ERROR "since= goes with unused\n", f);
 		return 0;
 	}
-	if ((r = report_stats(dm, &sr, req->zero)) == 0) {
+	t = req->verb == CTL_STATUS ? report_status(dm) : report_stats(dm, req->zero);
+	if ((r = rep_failed(t)) == 0) {
 		fputs(CTL_REPLY_OK, f);
 		if (req->unused)
-			format_unused(&sr, f, req->json, req->since);
+			report_unused(t, f, req->json, req->since);
+		else if (req->json)
+			rep_write_json(t, f);
 		else
-			format_stats(&sr, f, req->json);
+			rep_write_text(t, f);
 	}
-	report_stats_free(&sr);
+	rep_free(t);
 	return r;
 }
 
@@ -497,14 +474,12 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 			fclose(f); /* answered when the reload is done */
 			return;
 		}
-	} else if (req->verb == CTL_CONFIRM)
-		answer_confirm(dm, c, f);
-	else if (req->verb == CTL_DIFF)
+	} else if (req->verb == CTL_DIFF) {
 		answer_diff(dm, c, req, f);
-	else if (req->verb >= CTL_SET_ADD && req->verb <= CTL_SET_FLUSH)
-		dyn_answer(dm, &(struct dyn_caller){ .uid = c->uid, .fd = c->fd_passed }, req, f);
-	else
+	} else if (!parts_answer(dm, &(struct part_caller){ .uid = c->uid, .root = c->root, .fd = c->fd_passed }, req,
+				 f)) {
 		r = answer_report(dm, req, f);
+	}
 	if (fclose(f) != 0 || r < 0)
 		reply_str(dm, c, CTL_REPLY_ERROR "out of memory\n");
 	else

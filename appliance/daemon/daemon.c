@@ -15,24 +15,12 @@
 #include <unistd.h>
 
 #include "daemon/backends.h"
-#include "daemon/daemon_int.h"
-#include "daemon/report.h"
-#include "daemon/reload.h"
-#include "daemon/confirm.h"
-#include "daemon/state.h"
-#include "daemon/dynsets.h"
-#include "daemon/dynverify.h"
-#include "daemon/httpd.h"
-#include "daemon/metrics.h"
 #include "daemon/clients.h"
-#include "daemon/links.h"
+#include "daemon/daemon_int.h"
 #include "daemon/events.h"
-#include "daemon/captures.h"
-#include "daemon/ha.h"
-#include "daemon/usage.h"
-#include "daemon/schedules.h"
-#include "daemon/feeds.h"
-#include "daemon/fleet.h"
+#include "daemon/links.h"
+#include "daemon/reload.h"
+#include "daemon/state.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "system/sdnotify.h"
@@ -43,9 +31,8 @@ static void sighup_done(struct daemon *dm, void *arg, int r, struct diags *d)
 {
 	_cleanup_free_ char *text = diags_to_text(d);
 
+	(void)dm;
 	(void)arg;
-	if (r == 0)
-		confirm_loaded(dm);
 	log_msg(r < 0 ? LOG_ERR : LOG_INFO, "reload on SIGHUP: %s", text ? text : "");
 }
 
@@ -57,7 +44,9 @@ void daemon_reload_sighup(struct daemon *dm)
 		dm->reload_again = true; /* after the one running */
 		return;
 	}
-	if ((r = daemon_reload_start(dm, dm->policy_path, -1, sighup_done, NULL)) < 0)
+	if ((r = daemon_reload_start(dm,
+				     &(struct reload_req){ .path = dm->policy_path, .fd = -1, .why = RELOAD_SIGHUP },
+				     sighup_done, NULL)) < 0)
 		log_err("reload on SIGHUP: cannot start it: %s", strerror(-r));
 }
 
@@ -109,16 +98,8 @@ static void loop(struct daemon *dm)
 		}
 		clients_reap(dm);
 		clients_tick(dm);
-		daemon_captures_tick(dm);
-		confirm_tick(dm);
-		dyn_tick(dm);
-		dynverify_tick(dm);
-		httpd_tick(dm);
 		backends_tick(dm);
-		ha_tick(dm);
-		report_usage(dm, false);
-		feeds_tick(dm);
-		fleet_tick(dm);
+		parts_tick(dm);
 	}
 }
 
@@ -126,12 +107,9 @@ static void loop(struct daemon *dm)
 
 static void shutdown_all(struct daemon *dm)
 {
-	daemon_reload_wait(dm);	      /* a reload still reading: it ends, unenforced */
-	ha_stop_all(dm);	      /* keepalived first: the peer takes the addresses while this node still filters */
-	daemon_captures_stop_all(dm); /* files closed complete */
-	report_usage(dm, true);	      /* the last hits as the backends last saw them */
-	dynverify_close(dm);	      /* a check under way ends before its backend */
-	backends_stop(dm, dm->keep);  /* kept: pins and table for the next daemon to adopt */
+	daemon_reload_wait(dm);	     /* a reload still reading: it ends, unenforced */
+	parts_stop(dm, dm->keep);    /* each while the policy is still enforced */
+	backends_stop(dm, dm->keep); /* kept: pins and table for the next daemon to adopt */
 	unlink(dm->socket_path);
 }
 
@@ -170,12 +148,10 @@ static void backend_env_init(struct daemon *dm)
 		.state_dir = dm->state_dir,
 		.netns_cookie = dm->netns.cookie,
 		.fresh = dm->opts->fresh,
-		.dyn = dyn_store(dm),
 		.sink = eventlog_sink(dm->events),
 		.table = &dm->table,
 	};
-	dm->benv.sink.overload = dyn_overload;
-	dm->benv.sink.oarg = dm;
+	parts_env(dm, &dm->benv); /* the dynamic sets' store, what an overload does */
 }
 
 static int start(struct daemon *dm, struct diags *d)
@@ -191,34 +167,25 @@ static int start(struct daemon *dm, struct diags *d)
 	dm->signals.ctx = dm;
 	if ((dm->signals.fd = setup_signals()) < 0 || loop_watch(&dm->loop, &dm->signals) < 0)
 		return diag_errno(d, -errno, "cannot set up signals");
-	if ((r = clients_listen(dm, d)) < 0 || (r = confirm_init(dm, d)) < 0)
+	if ((r = clients_listen(dm, d)) < 0 || (r = state_dir_make(dm, d)) < 0 || (r = parts_open(dm, d)) < 0)
 		return r;
-	if ((r = dyn_state_load(dm)) < 0)
-		return diag_errno(d, r, "dynamic sets");
-	if ((r = fleet_open(dm, d)) < 0)
-		return r;
-	if ((r = usage_open(dm)) < 0)
-		return diag_errno(d, r, "the rules' last hits");
 	if (!dm->opts->no_pin && (r = pins_make_lasting(dm->pin_dir, &dm->pins, d)) < 0)
 		return r;
 	backend_env_init(dm);
-	if ((r = backends_open(dm, d)) < 0 || (r = links_open(dm, d)) < 0 ||
-	    (r = httpd_open(dm, daemon_metrics, d)) < 0)
+	if ((r = backends_open(dm, d)) < 0 || (r = links_open(dm, d)) < 0)
 		return r;
 	eventlog_journal(dm->events, log_to_journal() && !dm->opts->no_journal_events);
 	adopted = backends_adopted(dm);
-	if ((r = dyn_recover(dm, d)) < 0)
-		return r;
-	/* A change was waiting for its confirmation when the daemon before
-	 * this one stopped: the last confirmed policy comes back, not the
-	 * configured file (which may hold the unconfirmed change). */
-	if (dm->pending.active &&
-	    confirm_rollback(dm, "a change was pending confirmation when the last daemon stopped", false) == 0)
-		return 0;
-	if ((r = daemon_reload(dm, dm->policy_path, -1, d)) < 0)
+	/* A part may load the first policy itself: confirm, when a change
+	 * was waiting for its confirmation as the daemon before this one
+	 * stopped (the last confirmed policy comes back, not the configured
+	 * file, which may hold the unconfirmed change). */
+	if ((r = parts_start(dm, d)) != 0)
+		return r < 0 ? r : 0;
+	if ((r = daemon_reload_now(dm, &(struct reload_req){ .path = dm->policy_path, .fd = -1, .why = RELOAD_START },
+				   d)) < 0)
 		return diag_fail(d, r, "%s: not loaded; %s", dm->policy_path,
 				 adopted ? "the adopted policy stays in force" : "nothing is enforced");
-	confirm_loaded(dm);
 	return 0;
 }
 
@@ -252,24 +219,63 @@ static void start_failed(struct daemon *dm, struct diags *d)
 
 static void daemon_free(struct daemon *dm)
 {
-	ha_free(dm);
-	daemon_captures_stop_all(dm);
 	clients_close_all(dm);
 	links_close(dm);
-	httpd_close(dm);
-	sched_close(dm);
-	feeds_close(dm);
-	dynverify_close(dm);
-	fleet_close(dm);
+	parts_close(dm);
 	if (dm->signals.fd >= 0)
 		close(dm->signals.fd);
 	loop_close(&dm->loop);
 	backends_close(dm);
-	confirm_free(dm);
 	loaded_free(&dm->cur);
-	dyn_free(dm);
-	usage_close(dm);
 	eventlog_close(dm->events);
+}
+
+/* ---- what the core gives the parts (part.h) ---- */
+
+const struct daemon_opts *daemon_opts(const struct daemon *dm)
+{
+	return dm->opts;
+}
+
+struct loop *daemon_loop(struct daemon *dm)
+{
+	return &dm->loop;
+}
+
+const struct loaded *daemon_in_force(const struct daemon *dm)
+{
+	return &dm->cur;
+}
+
+struct backend *daemon_backend(const struct daemon *dm)
+{
+	return backend_in_force(dm);
+}
+
+unsigned long daemon_loads(const struct daemon *dm)
+{
+	return dm->reloads_ok;
+}
+
+const char *daemon_socket_path(const struct daemon *dm)
+{
+	return dm->socket_path;
+}
+
+const char *daemon_policy_path(const struct daemon *dm)
+{
+	return dm->policy_path;
+}
+
+void daemon_set_policy_path(struct daemon *dm, const char *path)
+{
+	snprintf(dm->policy_path, sizeof(dm->policy_path), "%s", path);
+}
+
+void daemon_verdict(struct daemon *dm, const struct vevent *v)
+{
+	if (dm->benv.sink.verdict)
+		dm->benv.sink.verdict(dm->benv.sink.arg, v);
 }
 
 int daemon_run(const struct daemon_opts *o)

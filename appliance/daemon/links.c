@@ -35,24 +35,31 @@ static bool listed(const char **v, uint32_t n, const char *name)
 	return false;
 }
 
-uint32_t links_missing(const struct plan *pl, const char **out, uint32_t max)
+uint32_t links_missing(const struct policy *p, const char **out, uint32_t max)
 {
 	uint32_t n = 0;
 
-	for (int hk = 0; pl && hk < NFB_HOOK_MAX; hk++)
-		for (uint32_t i = 0; i < pl->hook[hk].nifaces && n < max; i++) {
-			const char *name = pl->hook[hk].ifaces[i].ifname;
+	for (int hk = 0; p && hk < POLICY_HOOK_MAX; hk++)
+		for (int dir = 0; dir < 2; dir++)
+			for (uint32_t r = 0; r < p->nrules; r++) {
+				const struct iface_match *m = dir ? &p->rules[r].out : &p->rules[r].in;
 
-			if (!policy_ifname_wild(name) && !listed(out, n, name) && !if_nametoindex(name))
-				out[n++] = name;
-		}
+				if (!(p->rules[r].hooks & (1u << hk)) || m->any)
+					continue;
+				for (uint32_t i = 0; i < m->n && n < max; i++) {
+					const char *name = m->ifnames[i];
+
+					if (!policy_ifname_wild(name) && !listed(out, n, name) && !if_nametoindex(name))
+						out[n++] = name;
+				}
+			}
 	return n;
 }
 
-static char *missing_text(const struct plan *pl)
+static char *missing_text(const struct policy *p)
 {
 	const char *names[MAX_LISTED];
-	uint32_t n = links_missing(pl, names, MAX_LISTED);
+	uint32_t n = links_missing(p, names, MAX_LISTED);
 	char *out = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&out, &len);
@@ -68,7 +75,7 @@ static char *missing_text(const struct plan *pl)
 /* Log when the set of missing interfaces changed since the last time. */
 static void note_missing(struct daemon *dm)
 {
-	char *now = missing_text(dm->cur.plan);
+	char *now = missing_text(dm->cur.pol);
 
 	if (!now)
 		return;
@@ -90,7 +97,7 @@ static void on_links(struct handler *h, uint32_t events)
 	struct daemon *dm = h->ctx;
 	(void)h;
 	(void)events;
-	if (!nl_monitor_links_changed(dm->links->monitor) || !dm->cur.plan)
+	if (!nl_monitor_links_changed(dm->links->monitor) || !dm->cur.pol)
 		return;
 	backend_in_force(dm)->ops->links_changed(backend_in_force(dm), &dm->cur);
 	note_missing(dm);

@@ -6,10 +6,10 @@
 #include "daemon/daemon_int.h"
 
 /* links.c: interfaces follow the link monitor; the policy's interfaces
- * that are not there (names into the plan, *n of them, at most max). */
+ * that are not there (names into the policy, *n of them, at most max). */
 int links_open(struct daemon *dm, struct diags *d);
 void links_close(struct daemon *dm);
 void links_after_reload(struct daemon *dm);
-uint32_t links_missing(const struct plan *pl, const char **out, uint32_t max);
+uint32_t links_missing(const struct policy *p, const char **out, uint32_t max);
 
 #endif

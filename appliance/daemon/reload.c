@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * A reload: load and validate, compile, encode, assign counter slots, then
- * put the policy in force. Any failure before that leaves the policy in
+ * A reload: load and validate, compiled by the policy's backend (its
+ * compile: the BPF one compiles and encodes), the dynamic sets ready, the
+ * backends prepared (the BPF one's counter slots), then the policy put in
+ * force. Any failure before that leaves the policy in
  * force untouched.
  *
  * A policy is in force in two places: the BPF classifier (its spare map
@@ -38,16 +40,9 @@
 
 #include "daemon/backends.h"
 #include "daemon/daemon_int.h"
-#include "daemon/usage.h"
-#include "daemon/schedules.h"
-#include "daemon/feeds.h"
+#include "daemon/links.h"
 #include "daemon/reload.h"
 #include "lib/fingerprint.h"
-#include "daemon/state.h"
-#include "daemon/dynsets.h"
-#include "daemon/links.h"
-#include "daemon/captures.h"
-#include "daemon/ha.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "system/files.h"
@@ -55,12 +50,28 @@
 
 void loaded_free(struct loaded *l)
 {
-	slot_map_free(&l->slots);
-	plan_blob_free(&l->blob);
-	plan_free(l->plan);
+	const struct backend_ops *be = l->pol ? backend_table[backend_index(l->pol)] : NULL;
+
+	if (be && be->own_free && l->own)
+		be->own_free(l->own);
 	policy_free(l->pol);
 	free(l->path);
 	memset(l, 0, sizeof(*l));
+}
+
+static int check_file(int fd, const char *path, char *why, size_t len, void *arg)
+{
+	(void)arg;
+	return files_check_trusted(fd, path, why, len);
+}
+
+/* How the daemon reads a policy's files: trusted ones only, unless
+ * --allow-unsafe-files. */
+static struct policy_files daemon_files(const struct daemon *dm)
+{
+	return (struct policy_files){ .check = dm->opts->allow_unsafe_files ? NULL : check_file,
+				      .iface_exists = netns_has_iface,
+				      .forwarding = netns_forwarding /* said in the reload's answer and log */ };
 }
 
 /* Read, check, compile and encode: nothing of the daemon is touched, so
@@ -74,82 +85,74 @@ static int reload_prepare(const char *path, int fd, const struct policy_files *v
 	nl->path = fd >= 0 ? strdup(path) : realpath(path, NULL);
 	r = policy_load_files(path, &files, d, &nl->pol);
 	if (r == 0)
-		r = plan_make(nl->pol, &nl->plan, &nl->blob, d);
+		r = backend_table[backend_index(nl->pol)]->compile(nl->pol, &nl->own, d);
 	return r;
-}
-
-static int check_file(int fd, const char *path, char *why, size_t len, void *arg)
-{
-	(void)arg;
-	return files_check_trusted(fd, path, why, len);
 }
 
 int daemon_load_only(struct daemon *dm, const char *path, int fd, struct diags *d, struct policy **out)
 {
-	struct policy_files files = { .policy_fd = fd, .check = dm->opts->allow_unsafe_files ? NULL : check_file };
+	struct policy_files files = daemon_files(dm);
 
+	files.policy_fd = fd;
+	files.iface_exists = NULL; /* (diff: the warnings are validate's) */
+	files.forwarding = NULL;
 	return policy_load_files(path, &files, d, out);
 }
 
-int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d)
+/* The rest of a reload, in the loop: r is what reload_prepare returned.
+ * The parts check the new policy and the backends prepare it (either
+ * failing, the file is at fault); the parts get ready for it; the backends
+ * enforce it; the parts commit (or abort); then it is the policy in force,
+ * and every part settles. */
+static int reload_finish(struct daemon *dm, const struct reload_req *req, struct loaded *nl, int r, struct diags *d)
 {
-	struct policy_files files = { .check = dm->opts->allow_unsafe_files ? NULL : check_file,
-				      .iface_exists = netns_has_iface,
-				      .forwarding = netns_forwarding };
+	struct change c = { .nl = nl, .req = req, .source = nl->path ? nl->path : "the policy" };
+	bool prepared = false;
 
-	return daemon_reload_files(dm, path, fd, &files, d);
-}
-
-/* The rest of a reload, in the loop: r is what reload_prepare returned. */
-static int reload_finish(struct daemon *dm, struct loaded *nl, int r, struct diags *d)
-{
-	if (r == 0)
-		r = backends_prepare(dm, nl, d);
-	if (r == 0)
-		r = dyn_prepare(dm, nl->pol, &nl->slots, d);
+	if (r == 0) /* before the backends: the dynamic sets' ids they key entries by */
+		r = parts_check(dm, &c, d);
 	if (r == 0) {
-		const char *source = nl->path ? nl->path : "the policy";
-
+		prepared = true;
+		r = backends_prepare(dm, nl, d);
+	}
+	if (r == 0) {
 		dm->policy_fault = false; /* from here on, a failure is the system's */
-		if ((r = ha_prepare(dm, nl->pol, source, d)) == 0 && (r = backends_enforce(dm, nl, d)) == 0) {
-			daemon_captures_apply(dm, nl->pol, d); /* while the old policy is alive */
-			ha_commit(dm, nl->pol, source);
-		} else {
-			ha_abort(dm);
-		}
+		if ((r = parts_prepare(dm, &c, d)) == 0 && (r = backends_enforce(dm, nl, d)) == 0)
+			parts_commit(dm, &c, d); /* while the old policy is alive */
+		else
+			parts_abort(dm, &c);
 	} else {
 		dm->policy_fault = true; /* the file: unreadable, invalid, beyond a limit */
 	}
 	if (r < 0) {
-		if (nl->plan)
+		if (prepared)
 			backends_abort(dm);
-		loaded_free(nl);
 		dm->reloads_failed++;
-		dyn_after_reload(dm, r);
+		parts_settle(dm, &c, r);
+		loaded_free(nl);
 		return r;
 	}
 	backends_commit(dm, nl);
 	loaded_free(&dm->cur);
 	dm->cur = *nl;
 	memset(nl, 0, sizeof(*nl));
+	c.nl = &dm->cur;
 	dm->reloads_ok++;
 	dm->loaded_at = time(NULL);
 	if (fingerprint_loaded(dm->cur.pol->sources.head, dm->fingerprint) < 0)
 		dm->fingerprint[0] = '\0';
 	links_after_reload(dm);
 	backend_in_force(dm)->ops->in_force_now(backend_in_force(dm), &dm->cur);
-	dyn_after_reload(dm, 0);
-	sched_after_reload(dm);
-	feeds_after_reload(dm);
-	usage_soon(dm); /* new rules' records start with the next round */
+	parts_settle(dm, &c, 0);
 	return 0;
 }
 
-int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struct policy_files *via, struct diags *d)
+int daemon_reload_now(struct daemon *dm, const struct reload_req *req, struct diags *d)
 {
+	struct policy_files files = req->files ? *req->files : daemon_files(dm);
 	struct loaded nl = { 0 };
 
-	return reload_finish(dm, &nl, reload_prepare(path, fd, via, &nl, d), d);
+	return reload_finish(dm, req, &nl, reload_prepare(req->path, req->fd, &files, &nl, d), d);
 }
 
 /* ---- a reload in a thread ---- */
@@ -157,8 +160,7 @@ int daemon_reload_files(struct daemon *dm, const char *path, int fd, const struc
 struct reload_job {
 	struct handler h; /* an eventfd: the thread is done */
 	pthread_t th;
-	char *path;
-	int fd; /* the policy file a client sent, or -1 */
+	struct reload_req req; /* its path and fd the job's own */
 	struct policy_files files;
 	struct loaded nl;
 	struct diags d;
@@ -172,7 +174,7 @@ static void *reload_thread(void *arg)
 	struct reload_job *j = arg;
 	uint64_t one = 1;
 
-	j->r = reload_prepare(j->path, j->fd, &j->files, &j->nl, &j->d);
+	j->r = reload_prepare(j->req.path, j->req.fd, &j->files, &j->nl, &j->d);
 	if (write(j->h.fd, &one, sizeof(one)) < 0) {
 		/* cannot happen (an eventfd takes 2^64 - 2); the loop would wait */
 	}
@@ -183,11 +185,11 @@ static void job_free(struct reload_job *j)
 {
 	if (j->h.fd >= 0)
 		close(j->h.fd);
-	if (j->fd >= 0)
-		close(j->fd);
+	if (j->req.fd >= 0)
+		close(j->req.fd);
 	loaded_free(&j->nl);
 	diags_free(&j->d);
-	free(j->path);
+	free((char *)j->req.path);
 	free(j);
 }
 
@@ -207,15 +209,13 @@ static void reload_thread_done(struct handler *h, uint32_t events)
 	loop_unwatch(&dm->loop, &j->h);
 	pthread_join(j->th, NULL);
 	dm->reload_job = NULL;
-	r = reload_finish(dm, &j->nl, j->r, &j->d);
+	r = reload_finish(dm, &j->req, &j->nl, j->r, &j->d);
 	daemon_notify_ready(dm, r);
 	j->done(dm, j->arg, r, &j->d);
 	job_free(j);
 }
 
-static int check_file(int fd, const char *path, char *why, size_t len, void *arg);
-
-int daemon_reload_start(struct daemon *dm, const char *path, int fd, reload_done_fn done, void *arg)
+int daemon_reload_start(struct daemon *dm, const struct reload_req *req, reload_done_fn done, void *arg)
 {
 	_cleanup_(job_freep) struct reload_job *j = NULL;
 	int r;
@@ -224,20 +224,21 @@ int daemon_reload_start(struct daemon *dm, const char *path, int fd, reload_done
 		return -EBUSY;
 	if (!(j = calloc(1, sizeof(*j))))
 		return -ENOMEM;
-	j->fd = -1;
+	j->req = *req;
+	j->req.fd = -1;
+	j->req.files = NULL;
 	j->h.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	j->h.fn = reload_thread_done;
 	j->h.ctx = dm;
-	j->path = strdup(path);
-	j->files.check = dm->opts->allow_unsafe_files ? NULL : check_file;
-	j->files.forwarding = netns_forwarding; /* said in the reload's answer and log */
+	j->req.path = strdup(req->path);
+	j->files = req->files ? *req->files : daemon_files(dm);
 	j->done = done;
 	j->arg = arg;
 	diags_init(&j->d);
-	if (fd >= 0 && (j->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0)
+	if (req->fd >= 0 && (j->req.fd = fcntl(req->fd, F_DUPFD_CLOEXEC, 3)) < 0)
 		return -errno;
-	if (j->h.fd < 0 || !j->path)
-		return j->path ? -errno : -ENOMEM;
+	if (j->h.fd < 0 || !j->req.path)
+		return j->req.path ? -errno : -ENOMEM;
 	if ((r = loop_watch(&dm->loop, &j->h)) < 0)
 		return r;
 	if ((r = -pthread_create(&j->th, NULL, reload_thread, j)) < 0) {
@@ -247,6 +248,17 @@ int daemon_reload_start(struct daemon *dm, const char *path, int fd, reload_done
 	sd_notify_reloading();
 	dm->reload_job = TAKE_PTR(j);
 	return 0;
+}
+
+bool daemon_reloading(const struct daemon *dm)
+{
+	return dm->reload_job != NULL;
+}
+
+void daemon_notify_reloading(struct daemon *dm)
+{
+	(void)dm;
+	sd_notify_reloading();
 }
 
 void daemon_reload_wait(struct daemon *dm)

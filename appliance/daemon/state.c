@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* The daemon's state directory (--state-dir): files written whole (a
- * crash leaves the old or the new one). Below every part that keeps state (confirm, dynamic sets,
- * reloads). */
+ * crash leaves the old or the new one), for every part that keeps state. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -16,6 +15,30 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "system/files.h"
+
+int state_dir_make(const struct daemon *dm, struct diags *d)
+{
+	char why[PATH_MAX + 256];
+	int r;
+
+	if (!dm->state_dir[0])
+		return 0;
+	/* Made here as the socket's directory is: a daemon run from a build
+	 * tree works as the package's does. */
+	if ((r = files_private_dir(dm->state_dir, why, sizeof(why))) < 0)
+		return diag_fail(d, r == -EPERM ? -EPERM : -EINVAL,
+				 "the state directory: %s (it keeps the confirmed policy, the dynamic sets and the "
+				 "counters' names; --state-dir DIR chooses another)",
+				 why);
+	if (r > 0)
+		log_warn("the state directory: %s", why);
+	return 0;
+}
+
+const char *daemon_state_dir(const struct daemon *dm)
+{
+	return dm->state_dir;
+}
 
 int state_path(const struct daemon *dm, const char *name, char *buf, size_t len)
 {

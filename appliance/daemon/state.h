@@ -3,7 +3,19 @@
 #ifndef NFBOX_DAEMON_STATE_H
 #define NFBOX_DAEMON_STATE_H
 
-#include "daemon/daemon_int.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct daemon;
+struct diags;
+
+/* At start: the state directory made (0700, root's) if it is not there,
+ * and checked; without it nothing acknowledged (a confirmed policy, a
+ * dynamic set's entry) could be kept, so the start fails instead. */
+int state_dir_make(const struct daemon *dm, struct diags *d);
+/* The directory ("" for none). */
+const char *daemon_state_dir(const struct daemon *dm);
 
 /* A file of the state directory: its path; written whole or not at all (a
  * temporary file, synced to disk when sync, renamed). 0 or -errno. */

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "backend/bpf/compile/plan.h"
 #include "base/clock.h"
 #include "base/cleanup.h"
 #include "policy/syntax/parse.h"
@@ -77,7 +76,7 @@ static struct dyn_set *set_new(struct dynsets *s, const char *name, uint16_t id)
 
 static uint16_t free_id(const struct dynsets *s)
 {
-	for (uint16_t id = 1; id < NFB_MAX_DYNSETS; id++) {
+	for (uint16_t id = 1; id < DYNSET_MAX_IDS; id++) {
 		bool used = false;
 
 		for (uint32_t i = 0; i < s->n && !used; i++)
@@ -721,7 +720,7 @@ static int load_set(struct loader *ld, const char *name, unsigned id)
 {
 	struct dynsets *s = ld->s;
 
-	if (!parse_valid_name(name) || !id || id >= NFB_MAX_DYNSETS || dynsets_find(s, name))
+	if (!parse_valid_name(name) || !id || id >= DYNSET_MAX_IDS || dynsets_find(s, name))
 		return -EINVAL;
 	for (uint32_t i = 0; i < s->n; i++)
 		if (s->sets[i].id == id)

@@ -10,8 +10,9 @@
  * entry is refused, naming it (the nftables backend's interval sets cannot
  * hold overlaps, and so the longest match in the BPF trie is the only one);
  * an add of an entry already there renews its timeout. A set has an id
- * (1..NFB_MAX_DYNSETS-1), the classifier's name for it, kept as long as a
- * set of that name is in the policy.
+ * (1..DYNSET_MAX_IDS-1), the backends' name for it (the BPF classifier's
+ * tries key their entries by it), kept as long as a set of that name is in
+ * the policy.
  *
  * Times are CLOCK_REALTIME milliseconds (they are saved, and survive a
  * reboot); 0 is "never".
@@ -24,6 +25,11 @@
 #include <stdio.h>
 
 #include "policy/policy.h"
+
+/* Set ids are 1..DYNSET_MAX_IDS-1: the store owns the id space, and the
+ * BPF backend checks that its tries' keys hold it (bpf/nfbox.h,
+ * NFB_MAX_DYNSETS). */
+#define DYNSET_MAX_IDS 1023
 
 #define DYNSET_MAX_ENTRIES   (1u << 20) /* per family, all sets together (NFB_DYN_ENTRIES) */
 #define DYNSET_MAX_TIMEOUT_S (365u * 86400)

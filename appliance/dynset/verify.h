@@ -5,7 +5,7 @@
  * the store, the authority. What differs is a repair: an entry the kernel
  * lacks, or holds with another expiry, is put again; one it holds that the
  * store does not is deleted. Pure: the daemon reads the kernel and applies
- * the repairs (daemon/dynsets.c).
+ * the repairs (dynset/part/check.c).
  */
 #ifndef NFBOX_DYNSET_VERIFY_H
 #define NFBOX_DYNSET_VERIFY_H

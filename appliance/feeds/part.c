@@ -49,9 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/daemon_int.h"
-#include "daemon/dynsets.h"
-#include "daemon/feeds.h"
+#include "daemon/part.h"
+#include "dynset/part/part.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/pct.h"
@@ -110,6 +109,16 @@ struct sock {
 	struct handler h;
 	struct daemon *dm;
 };
+
+struct feeds;
+/* The part's state: the feeds while the policy in force has some. */
+struct feeds_part {
+	struct daemon *dm;
+	struct feeds *fs;
+};
+#define FS(dm) (((struct feeds_part *)daemon_part_state(dm, &part_feeds))->fs)
+
+static void feeds_tick_dm(struct daemon *dm);
 
 struct feeds {
 	struct feed *v;
@@ -220,17 +229,17 @@ static void on_inotify(struct handler *h, uint32_t events)
 	 * tells whether it is a new file). */
 	while ((len = read(h->fd, buf, sizeof(buf))) > 0)
 		;
-	for (uint32_t i = 0; dm->feeds && i < dm->feeds->n; i++)
-		if (dm->feeds->v[i].kind == SET_FEED_COUNTRY)
-			dm->feeds->v[i].dirty = true;
+	for (uint32_t i = 0; FS(dm) && i < FS(dm)->n; i++)
+		if (FS(dm)->v[i].kind == SET_FEED_COUNTRY)
+			FS(dm)->v[i].dirty = true;
 }
 
 static void watch_databases(struct daemon *dm)
 {
-	struct feeds *fs = dm->feeds;
+	struct feeds *fs = FS(dm);
 
 	if (fs->ino.fd >= 0) {
-		loop_unwatch(&dm->loop, &fs->ino);
+		loop_unwatch(daemon_loop(dm), &fs->ino);
 		close(fs->ino.fd);
 		fs->ino.fd = -1;
 	}
@@ -243,7 +252,7 @@ static void watch_databases(struct daemon *dm)
 			fs->ino = (struct handler){ .fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC),
 						    .fn = on_inotify,
 						    .ctx = dm };
-			if (fs->ino.fd < 0 || loop_watch(&dm->loop, &fs->ino) < 0) {
+			if (fs->ino.fd < 0 || loop_watch(daemon_loop(dm), &fs->ino) < 0) {
 				log_warn("sets: cannot watch their files (%s): country databases are read at reloads "
 					 "only, eve.json once a second",
 					 strerror(errno));
@@ -268,7 +277,7 @@ static void watch_databases(struct daemon *dm)
 static void on_sock(struct handler *h, uint32_t events)
 {
 	struct sock *s = h->ctx;
-	struct feeds *fs = s->dm->feeds;
+	struct feeds *fs = FS(s->dm);
 	int fd = h->fd;
 
 	ares_process_fd(fs->ch, events & (EPOLLIN | EPOLLERR | EPOLLHUP) ? fd : ARES_SOCKET_BAD,
@@ -279,7 +288,7 @@ static void on_sock(struct handler *h, uint32_t events)
 static void sock_state(void *data, ares_socket_t fd, int readable, int writable)
 {
 	struct daemon *dm = data;
-	struct feeds *fs = dm->feeds;
+	struct feeds *fs = FS(dm);
 	uint32_t i;
 
 	for (i = 0; i < fs->nsocks && fs->socks[i]->h.fd != fd; i++)
@@ -287,7 +296,7 @@ static void sock_state(void *data, ares_socket_t fd, int readable, int writable)
 	if (!readable && !writable) {
 		if (i == fs->nsocks)
 			return;
-		loop_unwatch(&dm->loop, &fs->socks[i]->h);
+		loop_unwatch(daemon_loop(dm), &fs->socks[i]->h);
 		free(fs->socks[i]);
 		fs->socks[i] = fs->socks[--fs->nsocks];
 		return;
@@ -306,19 +315,19 @@ static void sock_state(void *data, ares_socket_t fd, int readable, int writable)
 		fs->socks = nv;
 		s->dm = dm;
 		s->h = (struct handler){ .fd = fd, .fn = on_sock, .ctx = s };
-		if (loop_watch(&dm->loop, &s->h) < 0) {
+		if (loop_watch(daemon_loop(dm), &s->h) < 0) {
 			free(s);
 			log_err("hosts: cannot watch a resolver socket: %s", strerror(errno));
 			return;
 		}
 		fs->socks[fs->nsocks++] = s;
 	}
-	loop_want_write(&dm->loop, &fs->socks[i]->h, writable);
+	loop_want_write(daemon_loop(dm), &fs->socks[i]->h, writable);
 }
 
 static int resolver_open(struct daemon *dm)
 {
-	struct feeds *fs = dm->feeds;
+	struct feeds *fs = FS(dm);
 	struct ares_options o = {
 		.sock_state_cb = sock_state,
 		.sock_state_cb_data = dm,
@@ -377,7 +386,7 @@ static void on_question_due(struct handler *h, uint32_t events)
 	(void)events;
 	while (read(h->fd, &n, sizeof(n)) == sizeof(n))
 		;
-	feeds_tick(dm);
+	feeds_tick_dm(dm);
 }
 
 /* A name is asked again a little before its shortest TTL runs out, so that
@@ -395,7 +404,7 @@ static void answer(void *arg, int status, int timeouts, struct ares_addrinfo *re
 {
 	struct question *q = arg;
 	struct daemon *dm = q->dm;
-	struct feed *f = dm->feeds && q->gen == dm->feeds->gen ? feed_named(dm->feeds, q->set) : NULL;
+	struct feed *f = FS(dm) && q->gen == FS(dm)->gen ? feed_named(FS(dm), q->set) : NULL;
 	struct hostname *h = NULL;
 	struct dyn_change c[64];
 	uint32_t n = 0, held = 0, added, deleted, next_s = UINT32_MAX;
@@ -473,7 +482,7 @@ static void answer(void *arg, int status, int timeouts, struct ares_addrinfo *re
 	}
 	f->loaded = (long long)time(NULL);
 	h->next_ms = clock_ms(CLOCK_MONOTONIC) + ask_again_ms(next_s);
-	arm_questions(dm->feeds);
+	arm_questions(FS(dm));
 out:
 	if (res)
 		ares_freeaddrinfo(res);
@@ -500,9 +509,9 @@ static void ask(struct daemon *dm, struct feed *f, struct hostname *h)
 		return;
 	}
 	q->dm = dm;
-	q->gen = dm->feeds->gen;
+	q->gen = FS(dm)->gen;
 	h->asking = true;
-	ares_getaddrinfo(dm->feeds->ch, h->name, NULL, &hints, answer, q);
+	ares_getaddrinfo(FS(dm)->ch, h->name, NULL, &hints, answer, q);
 }
 
 /* ---- Suricata's eve.json ---- */
@@ -668,8 +677,7 @@ static void eve_flush(struct daemon *dm, struct feed *f)
 				char a[64];
 
 				memcpy(v.src, b->c.pfx.addr, 16);
-				if (dm->benv.sink.verdict)
-					dm->benv.sink.verdict(dm->benv.sink.arg, &v);
+				daemon_verdict(dm, &v);
 				inet_ntop(v.af, b->c.pfx.addr, a, sizeof(a));
 				if (i < EVE_LOGGED_BANS)
 					log_info("set %s: %s banned by Suricata alert %lld (%s), severity %lld%s",
@@ -865,26 +873,28 @@ static int feed_of(struct feed *f, const struct addr_set *s, struct feed *old)
 	return 0;
 }
 
-void feeds_after_reload(struct daemon *dm)
+static void feeds_close_all(struct daemon *dm);
+
+static void feeds_after_reload(struct daemon *dm)
 {
-	const struct policy *p = dm->cur.pol;
-	struct feeds *fs = dm->feeds;
+	const struct policy *p = daemon_in_force(dm)->pol;
+	struct feeds *fs = FS(dm);
 	struct feed *nv;
 	uint32_t n = 0, want = 0;
 
 	for (uint32_t i = 0; p && i < p->nsets; i++)
 		want += p->sets[i].feed != SET_FEED_NONE;
 	if (!want) {
-		feeds_close(dm);
+		feeds_close_all(dm);
 		return;
 	}
 	if (!fs) {
-		if (!(fs = dm->feeds = calloc(1, sizeof(*fs))))
+		if (!(fs = FS(dm) = calloc(1, sizeof(*fs))))
 			return;
 		fs->ino.fd = -1;
 		fs->timer = (struct handler){ .fn = on_question_due, .ctx = dm };
 		fs->timer.fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-		if (fs->timer.fd >= 0 && loop_watch(&dm->loop, &fs->timer) < 0) {
+		if (fs->timer.fd >= 0 && loop_watch(daemon_loop(dm), &fs->timer) < 0) {
 			close(fs->timer.fd);
 			fs->timer.fd = -1;
 		}
@@ -916,12 +926,12 @@ void feeds_after_reload(struct daemon *dm)
 		fs->have_ch = false;
 	}
 	watch_databases(dm);
-	feeds_tick(dm);
+	feeds_tick_dm(dm);
 }
 
-void feeds_tick(struct daemon *dm)
+static void feeds_tick_dm(struct daemon *dm)
 {
-	struct feeds *fs = dm->feeds;
+	struct feeds *fs = FS(dm);
 	long long now;
 
 	if (!fs)
@@ -943,9 +953,9 @@ void feeds_tick(struct daemon *dm)
 	arm_questions(fs);
 }
 
-void feeds_close(struct daemon *dm)
+static void feeds_close_all(struct daemon *dm)
 {
-	struct feeds *fs = dm->feeds;
+	struct feeds *fs = FS(dm);
 
 	if (!fs)
 		return;
@@ -953,71 +963,138 @@ void feeds_close(struct daemon *dm)
 	if (fs->have_ch)
 		ares_destroy(fs->ch); /* each question's answer comes, ARES_EDESTRUCTION */
 	for (uint32_t i = 0; i < fs->nsocks; i++) {
-		loop_unwatch(&dm->loop, &fs->socks[i]->h);
+		loop_unwatch(daemon_loop(dm), &fs->socks[i]->h);
 		free(fs->socks[i]);
 	}
 	free(fs->socks);
 	if (fs->ino.fd >= 0) {
-		loop_unwatch(&dm->loop, &fs->ino);
+		loop_unwatch(daemon_loop(dm), &fs->ino);
 		close(fs->ino.fd);
 	}
 	if (fs->timer.fd >= 0) {
-		loop_unwatch(&dm->loop, &fs->timer);
+		loop_unwatch(daemon_loop(dm), &fs->timer);
 		close(fs->timer.fd);
 	}
 	for (uint32_t i = 0; i < fs->n; i++)
 		feed_free(&fs->v[i]);
 	free(fs->v);
 	free(fs);
-	dm->feeds = NULL;
+	FS(dm) = NULL;
 }
 
-int feeds_report(struct daemon *dm, struct feed_report **out, uint32_t *n)
+/* ---- the part ---- */
+
+static int feeds_open(struct daemon *dm, void **self, struct diags *d)
 {
-	struct feeds *fs = dm->feeds;
-	struct feed_report *v;
+	struct feeds_part *p = calloc(1, sizeof(*p));
 
-	*out = NULL;
-	*n = 0;
-	if (!fs || !fs->n)
-		return 0;
-	if (!(v = calloc(fs->n, sizeof(*v))))
-		return -ENOMEM;
-	for (uint32_t i = 0; i < fs->n; i++) {
-		const struct feed *f = &fs->v[i];
-		size_t len = 0;
+	if (!p)
+		return diag_errno(d, -ENOMEM, "feeds");
+	p->dm = dm;
+	*self = p;
+	return 0;
+}
 
-		v[i].set = f->set;
-		v[i].kind = f->kind == SET_FEED_COUNTRY ? "country" : f->kind == SET_FEED_EVE ? "suricata" : "hosts";
-		v[i].entries = set_entries(dm, f->set);
-		v[i].loaded = f->loaded;
-		if (f->kind == SET_FEED_COUNTRY) {
-			for (uint32_t k = 0; k < f->ncc && len < sizeof(v[i].source) - 4; k++)
-				len += (size_t)snprintf(v[i].source + len, sizeof(v[i].source) - len, "%s%s",
-							k ? "," : "", f->cc[k]);
-			if (len < sizeof(v[i].source))
-				snprintf(v[i].source + len, sizeof(v[i].source) - len, " from %s", f->database);
-			snprintf(v[i].problem, sizeof(v[i].problem), "%s", f->problem);
-			continue;
-		}
-		if (f->kind == SET_FEED_EVE) {
-			snprintf(v[i].source, sizeof(v[i].source),
-				 "%s, severity 1-%u; %llu alerts, %llu bans, %llu lines not understood, %llu not "
-				 "banned (set full)",
-				 f->eve, f->severity, (unsigned long long)f->alerts, (unsigned long long)f->bans,
-				 (unsigned long long)f->bad, (unsigned long long)f->full);
-			snprintf(v[i].problem, sizeof(v[i].problem), "%s", f->problem);
-			continue;
-		}
-		snprintf(v[i].source, sizeof(v[i].source), "%u name%s", f->nh, f->nh == 1 ? "" : "s");
+/* After a reload (or the start): the policy in force's feeds (re)loaded
+ * where their definition or source changed, the others kept. */
+static void feeds_settle(void *self, const struct change *c, int r)
+{
+	struct feeds_part *p = self;
+
+	(void)c;
+	if (r == 0)
+		feeds_after_reload(p->dm);
+}
+
+/* Once a round: names whose refresh is due asked again. */
+static void feeds_tick(void *self)
+{
+	struct feeds_part *p = self;
+
+	feeds_tick_dm(p->dm);
+}
+
+static void feeds_text(const struct rep *o, FILE *f)
+{
+	char age[32];
+	int i = 0;
+
+	for (const struct rep *x = rep_first(o); x; x = rep_next(x), i++) {
+		fprintf(f, "%-11s %s: %s, %s; %llu entries, loaded %s\n", i ? "" : "feeds:", rep_s(x, "set"),
+			rep_s(x, "kind"), rep_s(x, "source"), (unsigned long long)rep_u(x, "entries"),
+			rep_ago(rep_i(x, "loaded") * 1000, age, sizeof(age)));
+		if (rep_has(x, "warning"))
+			fprintf(f, "%-11s   warning: %s\n", "", rep_s(x, "warning"));
+	}
+}
+
+/* One feed: its set, kind, source ("DE,FR from /var/lib/GeoIP/x.mmdb", "3
+ * names"), the set's entries now, when it was last loaded or answered
+ * (time(), null: not yet), and what is wrong (a warning: the set keeps
+ * what it has). */
+static void feed_status(struct daemon *dm, const struct feed *f, struct rep *o)
+{
+	char source[160] = "", problem[640] = "";
+	size_t len = 0;
+
+	rep_str(o, "set", f->set);
+	rep_str(o, "kind", f->kind == SET_FEED_COUNTRY ? "country" : f->kind == SET_FEED_EVE ? "suricata" : "hosts");
+	if (f->kind == SET_FEED_COUNTRY) {
+		for (uint32_t k = 0; k < f->ncc && len < sizeof(source) - 4; k++)
+			len += (size_t)snprintf(source + len, sizeof(source) - len, "%s%s", k ? "," : "", f->cc[k]);
+		if (len < sizeof(source))
+			snprintf(source + len, sizeof(source) - len, " from %s", f->database);
+		snprintf(problem, sizeof(problem), "%s", f->problem);
+	} else if (f->kind == SET_FEED_EVE) {
+		snprintf(source, sizeof(source),
+			 "%s, severity 1-%u; %llu alerts, %llu bans, %llu lines not understood, %llu not banned (set "
+			 "full)",
+			 f->eve, f->severity, (unsigned long long)f->alerts, (unsigned long long)f->bans,
+			 (unsigned long long)f->bad, (unsigned long long)f->full);
+		snprintf(problem, sizeof(problem), "%s", f->problem);
+	} else {
+		snprintf(source, sizeof(source), "%u name%s", f->nh, f->nh == 1 ? "" : "s");
 		for (uint32_t k = 0; k < f->nh; k++) {
-			len = strlen(v[i].problem);
-			if (f->h[k].problem[0] && len < sizeof(v[i].problem) - 2)
-				snprintf(v[i].problem + len, sizeof(v[i].problem) - len, "%s%s", len ? "; " : "",
+			len = strlen(problem);
+			if (f->h[k].problem[0] && len < sizeof(problem) - 2)
+				snprintf(problem + len, sizeof(problem) - len, "%s%s", len ? "; " : "",
 					 f->h[k].problem);
 		}
 	}
-	*out = v;
-	*n = fs->n;
-	return 0;
+	rep_str(o, "source", source);
+	rep_uint(o, "entries", set_entries(dm, f->set));
+	if (f->loaded)
+		rep_int(o, "loaded", f->loaded);
+	else
+		rep_null(o, "loaded");
+	rep_str(o, "warning", problem[0] ? problem : NULL);
 }
+
+static void feeds_status(void *self, struct rep *status)
+{
+	struct feeds_part *p = self;
+	struct rep *l = rep_list(status, "feeds");
+
+	rep_text(l, feeds_text);
+	for (uint32_t i = 0; p->fs && i < p->fs->n; i++)
+		feed_status(p->dm, &p->fs->v[i], rep_object(l, NULL));
+}
+
+static void feeds_close(void *self)
+{
+	struct feeds_part *p = self;
+
+	if (!p)
+		return;
+	feeds_close_all(p->dm);
+	free(p);
+}
+
+const struct part part_feeds = {
+	.name = "feeds",
+	.open = feeds_open,
+	.settle = feeds_settle,
+	.tick = feeds_tick,
+	.status = feeds_status,
+	.close = feeds_close,
+};

@@ -33,14 +33,12 @@
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/log.h"
-#include "daemon/confirm.h"
-#include "daemon/dynsets.h"
-#include "lib/fingerprint.h"
-#include "daemon/fleet.h"
-#include "daemon/ha.h"
-#include "daemon/reload.h"
-#include "daemon/report.h"
+#include "confirm/confirm.h"
+#include "daemon/part.h"
 #include "daemon/state.h"
+#include "dynset/part/part.h"
+#include "ha/pair.h"
+#include "lib/fingerprint.h"
 #include "fleet/bundle.h"
 #include "fleet/conf.h"
 #include "fleet/etcd.h"
@@ -100,6 +98,16 @@ struct mirror_entry {
 	int64_t expires;
 };
 
+struct fleet;
+/* The part's state: the node's, with --fleet. */
+struct fleet_part {
+	struct daemon *dm;
+	struct fleet *fl;
+};
+#define FL(dm) (((struct fleet_part *)daemon_part_state(dm, &part_fleet))->fl)
+
+static void fleet_tick(struct daemon *dm);
+
 struct fleet {
 	struct fleet_conf conf;
 	char base[PATH_MAX + 16]; /* STATE/fleet */
@@ -141,8 +149,8 @@ struct fleet {
 	bool mirror_fresh; /* a snapshot came since the last reconcile */
 	char *sent_status;
 	uint64_t probe_seen;	    /* the last probe the thread did */
-	unsigned long reloads_seen; /* dm->reloads_ok when the shared sets were last reconciled */
-	char enforced[65];	    /* enforced_fp() of the load dm->reloads_ok was enforced_load */
+	unsigned long reloads_seen; /* daemon_loads(dm) when the shared sets were last reconciled */
+	char enforced[65];	    /* enforced_fp() of the load daemon_loads(dm) was enforced_load */
 	unsigned long enforced_load;
 	bool enforced_known;
 	unsigned long published, received;
@@ -567,19 +575,19 @@ static void fval_set(struct fval *v, const struct fmsg *m)
  * every round, and a policy's set files may be megabytes). */
 static int enforced_fp(struct daemon *dm, char out[65])
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 	_cleanup_free_ char *copy = NULL;
 
-	if (!dm->cur.pol || !dm->cur.path)
+	if (!daemon_in_force(dm)->pol || !daemon_in_force(dm)->path)
 		return -ENOENT;
-	if (!fl->enforced_known || fl->enforced_load != dm->reloads_ok) {
+	if (!fl->enforced_known || fl->enforced_load != daemon_loads(dm)) {
 		int r;
 
-		if (!(copy = strdup(dm->cur.path)))
+		if (!(copy = strdup(daemon_in_force(dm)->path)))
 			return -ENOMEM;
-		if ((r = fingerprint_relative(dm->cur.pol->sources.head, dirname(copy), fl->enforced)) < 0)
+		if ((r = fingerprint_relative(daemon_in_force(dm)->pol->sources.head, dirname(copy), fl->enforced)) < 0)
 			return r;
-		fl->enforced_load = dm->reloads_ok;
+		fl->enforced_load = daemon_loads(dm);
 		fl->enforced_known = true;
 	}
 	memcpy(out, fl->enforced, sizeof(fl->enforced));
@@ -645,12 +653,12 @@ static void set_error(struct fleet *fl, const char *fmt, ...)
 
 static void adopt(struct daemon *dm, int64_t rev, const char *fp, const char *path)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 
 	fl->applied_rev = rev;
 	snprintf(fl->applied_fp, sizeof(fl->applied_fp), "%s", fp);
 	snprintf(fl->applied_path, sizeof(fl->applied_path), "%s", path);
-	snprintf(dm->policy_path, sizeof(dm->policy_path), "%s", path);
+	daemon_set_policy_path(dm, path);
 	fl->last_error[0] = '\0';
 	save_applied(fl);
 	prune(fl);
@@ -661,7 +669,7 @@ static void adopt(struct daemon *dm, int64_t rev, const char *fp, const char *pa
  * what the node reports). */
 static void fingerprint_check(struct daemon *dm)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 	char fp[65];
 
 	if (enforced_fp(dm, fp) < 0)
@@ -674,7 +682,7 @@ static void fingerprint_check(struct daemon *dm)
 
 static void reload_done(struct daemon *dm, void *arg, int r, struct diags *d)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 	_cleanup_free_ char *text = diags_to_text(d);
 
 	(void)arg;
@@ -683,8 +691,6 @@ static void reload_done(struct daemon *dm, void *arg, int r, struct diags *d)
 	if (r == 0)
 		fingerprint_check(dm);
 	if (r < 0) {
-		if (fl->applying.canary)
-			confirm_begin_failed(dm);
 		fl->refused_rev = fl->applying.rev;
 		if (fl->applying.canary) {
 			fl->canary.rev = fl->applying.rev;
@@ -704,7 +710,6 @@ static void reload_done(struct daemon *dm, void *arg, int r, struct diags *d)
 		log_info("fleet: candidate %" PRId64 " in force; confirmed once etcd is reached again",
 			 fl->applying.rev);
 	} else {
-		confirm_loaded(dm);
 		adopt(dm, fl->applying.rev, fl->applying.fp, fl->applying.path);
 		log_info("fleet: revision %" PRId64 " in force", fl->applied_rev);
 	}
@@ -713,9 +718,8 @@ static void reload_done(struct daemon *dm, void *arg, int r, struct diags *d)
 
 static int apply(struct daemon *dm, const struct fval *v, bool canary, const struct fleet_bundle *b)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 	char dir[PATH_MAX + 64];
-	struct diags d;
 	int r;
 
 	snprintf(dir, sizeof(dir), "%s/%c%" PRId64, fl->base, canary ? 'c' : 'r', v->rev);
@@ -725,19 +729,15 @@ static int apply(struct daemon *dm, const struct fval *v, bool canary, const str
 		set_error(fl, "revision %" PRId64 ": cannot write it under %s: %s", v->rev, dir, strerror(-r));
 		return r;
 	}
-	diags_init(&d);
-	if (canary && (r = confirm_begin(dm, b->confirm_s ? b->confirm_s : FLEET_CONFIRM_S, &d)) < 0) {
-		fl->refused_rev = v->rev;
-		set_error(fl, "candidate %" PRId64 ": %s", v->rev, diags_last(&d, strerror(-r)));
-		diags_free(&d);
-		return r;
-	}
-	diags_free(&d);
-	if ((r = daemon_reload_start(dm, fl->applying.path, -1, reload_done, NULL)) < 0) {
-		if (canary)
-			confirm_begin_failed(dm);
+	/* a canary's change rolls back unless etcd is reached again after it */
+	if ((r = daemon_reload_start(
+		     dm,
+		     &(struct reload_req){ .path = fl->applying.path,
+					   .fd = -1,
+					   .why = RELOAD_FLEET,
+					   .confirm = canary ? b->confirm_s ? b->confirm_s : FLEET_CONFIRM_S : 0 },
+		     reload_done, NULL)) < 0)
 		return r; /* busy: tried again next round */
-	}
 	fl->applying.rev = v->rev;
 	fl->applying.canary = canary;
 	memcpy(fl->applying.fp, b->fingerprint, sizeof(fl->applying.fp));
@@ -749,17 +749,17 @@ static int apply(struct daemon *dm, const struct fval *v, bool canary, const str
 /* Which revision this node should enforce, and whether it does. */
 static void decide(struct daemon *dm)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 	struct fleet_bundle b = { 0 }, cb = { 0 };
 	const struct fval *want = NULL;
 	bool canary = false;
 	char why[256];
 
-	if (fl->applying.rev || dm->reload_job || fl->snapping)
+	if (fl->applying.rev || daemon_reloading(dm) || fl->snapping)
 		return;
 	if (fl->canary.state && !strcmp(fl->canary.state, "confirming"))
 		return;
-	if (dm->pending.active) /* a local reload --confirm is not overtaken: after it */
+	if (confirm_pending(dm)) /* a local reload --confirm is not overtaken: after it */
 		return;
 	if (fl->cand.present && fl->cand.rev != fl->refused_rev &&
 	    fleet_bundle_decode(fl->cand.value, fl->cand.vlen, &cb, why, sizeof(why)) == 0 &&
@@ -797,16 +797,16 @@ static void decide(struct daemon *dm)
 }
 
 /* A canary's change: confirmed once etcd answered after it, or rolled back
- * by confirm.c at its deadline. */
+ * by confirm (confirm/part.c) at its deadline. */
 static void canary_tick(struct daemon *dm)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 	char fp[65];
 	struct diags d;
 
 	if (!fl->canary.state || strcmp(fl->canary.state, "confirming"))
 		return;
-	if (!dm->pending.active) {
+	if (!confirm_pending(dm)) {
 		/* ended without us: by `nfbox confirm` (what runs is the
 		 * candidate) or rolled back at the deadline */
 		if (enforced_fp(dm, fp) == 0 && !strcmp(fp, fl->canary.fp)) {
@@ -825,7 +825,7 @@ static void canary_tick(struct daemon *dm)
 	if (fl->probe_seen < fl->canary.probe && !planted("canary-trusting"))
 		return;
 	diags_init(&d);
-	if (confirm_done(dm, &d) == 0) {
+	if (confirm_now(dm, &d) == 0) {
 		fl->canary.state = "confirmed";
 		adopt(dm, fl->canary.rev, fl->canary.fp, fl->canary.path);
 		log_info("fleet: candidate %" PRId64 " confirmed (etcd reached after the change)", fl->canary.rev);
@@ -846,9 +846,9 @@ static int64_t mirror_find(const struct fleet *fl, const char *set, const struct
 
 static const struct addr_set *shared_set(const struct daemon *dm, const char *name)
 {
-	for (uint32_t i = 0; dm->cur.pol && i < dm->cur.pol->nsets; i++)
-		if (dm->cur.pol->sets[i].shared && !strcmp(dm->cur.pol->sets[i].name, name))
-			return &dm->cur.pol->sets[i];
+	for (uint32_t i = 0; daemon_in_force(dm)->pol && i < daemon_in_force(dm)->pol->nsets; i++)
+		if (daemon_in_force(dm)->pol->sets[i].shared && !strcmp(daemon_in_force(dm)->pol->sets[i].name, name))
+			return &daemon_in_force(dm)->pol->sets[i];
 	return NULL;
 }
 
@@ -908,7 +908,7 @@ static void mirror_del(struct fleet *fl, const struct mirror_entry *e)
 /* One entry from etcd into the set here (not back into etcd). */
 static void set_message(struct daemon *dm, const struct fmsg *m)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 	struct mirror_entry e;
 	char by[FLEET_MAX_NAME + 8] = "fleet:?";
 	struct dyn_change c = { .src = "etcd" };
@@ -936,13 +936,13 @@ static void set_message(struct daemon *dm, const struct fmsg *m)
  * after a reload: a set may have become shared). */
 static void reconcile(struct daemon *dm)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 	int64_t now = (int64_t)clock_ms(CLOCK_REALTIME);
 
 	if (!fl->have_snapshot) /* etcd not read yet: what the sets hold stays */
 		return;
-	for (uint32_t s = 0; dm->cur.pol && s < dm->cur.pol->nsets; s++) {
-		const struct addr_set *as = &dm->cur.pol->sets[s];
+	for (uint32_t s = 0; daemon_in_force(dm)->pol && s < daemon_in_force(dm)->pol->nsets; s++) {
+		const struct addr_set *as = &daemon_in_force(dm)->pol->sets[s];
 		_cleanup_free_ struct dyn_change *v = NULL;
 		uint32_t n = 0;
 
@@ -964,7 +964,7 @@ static void reconcile(struct daemon *dm)
 
 static void shared_changed(struct daemon *dm, const char *set, const struct dyn_change *c, uint32_t n, bool del)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 	char what[POLICY_MAX_NAME + 80], key[600], pfx[64];
 
 	if (!fl || !shared_set(dm, set))
@@ -1012,7 +1012,7 @@ static void shared_changed(struct daemon *dm, const char *set, const struct dyn_
 
 static void on_message(struct daemon *dm, struct fmsg *m)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 
 	switch (m->kind) {
 	case FM_UP:
@@ -1059,7 +1059,7 @@ static void on_message(struct daemon *dm, struct fmsg *m)
 static void on_wake(struct handler *h, uint32_t events)
 {
 	struct daemon *dm = h->ctx;
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 	struct fmsg *list;
 
 	(void)events;
@@ -1083,24 +1083,21 @@ static void on_wake(struct handler *h, uint32_t events)
 
 static char *status_json(struct daemon *dm)
 {
-	struct fleet *fl = dm->fleet;
-	struct report_ha ha;
+	struct fleet *fl = FL(dm);
+	const char *role = ha_pair_role(dm);
 	char line[256], fp[65] = "";
 	json_t *o;
 	char *text;
 
 	daemon_status_line(dm, line, sizeof(line));
 	enforced_fp(dm, fp);
-	if (ha_report(dm, &ha) < 0)
-		ha.present = false;
 	o = json_pack("{s:s, s:s, s:I, s:s, s:s, s:b, s:I, s:s, s:s, s:s, s:s}", "node", fl->conf.node, "group",
 		      fl->conf.group, "revision", (json_int_t)fl->applied_rev, "fingerprint", fl->applied_fp,
 		      "enforced", fp, "local_change", fl->applied_fp[0] && strcmp(fp, fl->applied_fp), "generation",
-		      (json_int_t)dm->reloads_ok, "summary", line, "role", ha.present ? ha.role : "none", "health",
+		      (json_int_t)daemon_loads(dm), "summary", line, "role", role ? role : "none", "health",
 		      fl->last_error[0] ? "error" : "ok", "last_error", fl->last_error);
 	if (o)
 		json_object_set_new(o, "refused", json_integer(fl->refused_rev));
-	free(ha.virt);
 	if (o && fl->canary.rev)
 		json_object_set_new(o, "candidate",
 				    json_pack("{s:I, s:s}", "revision", (json_int_t)fl->canary.rev, "state",
@@ -1112,7 +1109,7 @@ static char *status_json(struct daemon *dm)
 
 static void send_status(struct daemon *dm)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 	char *text = status_json(dm);
 
 	if (!text || (fl->sent_status && !strcmp(text, fl->sent_status))) {
@@ -1129,15 +1126,15 @@ static void send_status(struct daemon *dm)
 	wake_thread(fl);
 }
 
-void fleet_tick(struct daemon *dm)
+static void fleet_tick(struct daemon *dm)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 
 	if (!fl)
 		return;
-	if (fl->reloads_seen != dm->reloads_ok && !fl->snapping && fl->have_snapshot) {
+	if (fl->reloads_seen != daemon_loads(dm) && !fl->snapping && fl->have_snapshot) {
 		/* a new policy: a set may have become shared */
-		fl->reloads_seen = dm->reloads_ok;
+		fl->reloads_seen = daemon_loads(dm);
 		reconcile(dm);
 	}
 	canary_tick(dm);
@@ -1145,38 +1142,12 @@ void fleet_tick(struct daemon *dm)
 	send_status(dm);
 }
 
-void fleet_report(struct daemon *dm, struct report_fleet *out)
-{
-	struct fleet *fl = dm->fleet;
-	char fp[65] = "";
-
-	memset(out, 0, sizeof(*out));
-	if (!fl)
-		return;
-	out->present = true;
-	snprintf(out->node, sizeof(out->node), "%s", fl->conf.node);
-	snprintf(out->group, sizeof(out->group), "%s", fl->conf.group);
-	out->connected = fl->connected;
-	pthread_mutex_lock(&fl->mu);
-	snprintf(out->endpoint, sizeof(out->endpoint), "%s", fl->endpoint);
-	pthread_mutex_unlock(&fl->mu);
-	out->since = fl->since;
-	out->revision = fl->applied_rev;
-	snprintf(out->fingerprint, sizeof(out->fingerprint), "%s", fl->applied_fp);
-	out->local_change = fl->applied_fp[0] && enforced_fp(dm, fp) == 0 && strcmp(fp, fl->applied_fp);
-	out->candidate = fl->canary.rev;
-	out->candidate_state = fl->canary.state ? fl->canary.state : "";
-	snprintf(out->last_error, sizeof(out->last_error), "%s", fl->last_error);
-	out->published = fl->published;
-	out->received = fl->received;
-}
-
 /* ---- start and stop ---- */
 
 /* STATE/fleet/applied: "REV FINGERPRINT PATH" of the last revision applied. */
 static void read_applied(struct daemon *dm)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 	char path[PATH_MAX + 32], line[PATH_MAX + 128], fp[65], file[PATH_MAX];
 	long long rev;
 	FILE *f;
@@ -1189,30 +1160,31 @@ static void read_applied(struct daemon *dm)
 		fl->applied_rev = rev;
 		snprintf(fl->applied_fp, sizeof(fl->applied_fp), "%s", fp);
 		snprintf(fl->applied_path, sizeof(fl->applied_path), "%s", file);
-		snprintf(dm->policy_path, sizeof(dm->policy_path), "%s", file);
+		daemon_set_policy_path(dm, file);
 		log_info("fleet: enforcing revision %lld as last applied (%s) until etcd is reached", rev, file);
 	}
 	fclose(f);
 }
 
-int fleet_open(struct daemon *dm, struct diags *d)
+static int fleet_open(struct daemon *dm, struct diags *d)
 {
 	struct fleet *fl;
 	int r;
 
-	if (!dm->opts->fleet)
+	if (!daemon_opts(dm)->fleet)
 		return 0;
 	if (!(fl = calloc(1, sizeof(*fl))))
 		return diag_errno(d, -ENOMEM, "fleet");
 	fl->to_loop = fl->to_thread = -1;
-	dm->fleet = fl;
+	FL(dm) = fl;
 	pthread_mutex_init(&fl->mu, NULL);
 	fl->in_tail = &fl->in;
-	if ((r = fleet_conf_load(dm->opts->fleet, dm->opts->allow_unsafe_files, d, &fl->conf)) < 0)
+	if ((r = fleet_conf_load(daemon_opts(dm)->fleet, daemon_opts(dm)->allow_unsafe_files, d, &fl->conf)) < 0)
 		return r;
 	if (!fl->conf.node || !fl->conf.group)
-		return diag_fail(d, -EINVAL, "%s: a node's fleet file names its node: and its group:", dm->opts->fleet);
-	snprintf(fl->base, sizeof(fl->base), "%s/fleet", dm->state_dir);
+		return diag_fail(d, -EINVAL,
+				 "%s: a node's fleet file names its node: and its group:", daemon_opts(dm)->fleet);
+	snprintf(fl->base, sizeof(fl->base), "%s/fleet", daemon_state_dir(dm));
 	if (mkdir(fl->base, 0700) < 0 && errno != EEXIST)
 		return diag_errno(d, -errno, "%s", fl->base);
 	read_applied(dm);
@@ -1224,7 +1196,7 @@ int fleet_open(struct daemon *dm, struct diags *d)
 	    (fl->to_thread = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0)
 		return diag_errno(d, -errno, "fleet: eventfd");
 	fl->h = (struct handler){ .fd = fl->to_loop, .fn = on_wake, .ctx = dm };
-	if ((r = loop_watch(&dm->loop, &fl->h)) < 0)
+	if ((r = loop_watch(daemon_loop(dm), &fl->h)) < 0)
 		return diag_errno(d, r, "fleet: epoll");
 	if ((r = pthread_create(&fl->thread, NULL, thread_main, fl)) != 0)
 		return diag_errno(d, -r, "fleet: thread");
@@ -1234,9 +1206,9 @@ int fleet_open(struct daemon *dm, struct diags *d)
 	return 0;
 }
 
-void fleet_close(struct daemon *dm)
+static void fleet_close(struct daemon *dm)
 {
-	struct fleet *fl = dm->fleet;
+	struct fleet *fl = FL(dm);
 
 	if (!fl)
 		return;
@@ -1246,7 +1218,7 @@ void fleet_close(struct daemon *dm)
 		pthread_join(fl->thread, NULL);
 	}
 	if (fl->h.fd >= 0 && fl->h.fn)
-		loop_unwatch(&dm->loop, &fl->h);
+		loop_unwatch(daemon_loop(dm), &fl->h);
 	etcd_close(&fl->etcd);
 	while (fl->in) {
 		struct fmsg *n = fl->in->next;
@@ -1271,5 +1243,117 @@ void fleet_close(struct daemon *dm)
 	fleet_conf_free(&fl->conf);
 	pthread_mutex_destroy(&fl->mu);
 	free(fl);
-	dm->fleet = NULL;
+	FL(dm) = NULL;
 }
+
+/* ---- the part ---- */
+
+static int part_open(struct daemon *dm, void **self, struct diags *d)
+{
+	struct fleet_part *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return diag_errno(d, -ENOMEM, "fleet");
+	p->dm = dm;
+	*self = p;
+	return fleet_open(dm, d);
+}
+
+/* Once a round: a revision to apply, a canary's confirmation, the status;
+ * after a load, the shared sets made to hold what etcd holds. */
+static void part_tick(void *self)
+{
+	struct fleet_part *p = self;
+
+	fleet_tick(p->dm);
+}
+
+static void fleet_text(const struct rep *x, FILE *f)
+{
+	char age[32], age2[32];
+	bool connected = rep_b(x, "connected");
+
+	rep_ago(rep_i(x, "since") * 1000, age, sizeof(age));
+	fprintf(f, "fleet:      node %s of group %s; etcd %s %s (%s)\n", rep_s(x, "node"), rep_s(x, "group"),
+		connected ? "reached at" : "NOT reached since", connected ? rep_s(x, "endpoint") : age,
+		connected ? rep_ago(rep_i(x, "since") * 1000, age2, sizeof(age2)) : "the policy in force stays");
+	if (rep_i(x, "revision"))
+		fprintf(f, "            revision %lld (%.12s)%s\n", (long long)rep_i(x, "revision"),
+			rep_s(x, "fingerprint"),
+			rep_b(x, "local_change") ? "; what is enforced is NOT that revision (a local reload)" : "");
+	else
+		fprintf(f, "            no revision of the group applied yet\n");
+	if (rep_i(x, "candidate"))
+		fprintf(f, "            candidate %lld: %s\n", (long long)rep_i(x, "candidate"),
+			rep_s(x, "candidate_state"));
+	fprintf(f, "            shared entries: %llu sent, %llu received\n", (unsigned long long)rep_u(x, "published"),
+		(unsigned long long)rep_u(x, "received"));
+	if (rep_has(x, "last_error"))
+		fprintf(f, "            last error: %s\n", rep_s(x, "last_error"));
+}
+
+static const struct rep_metric m_connected = { "nfbox_fleet_etcd_connected", "gauge",
+					       "1 while the node reaches etcd (run --fleet).", NULL };
+static const struct rep_metric m_revision = { "nfbox_fleet_revision", "gauge",
+					      "The group's revision this node applied last; 0: none yet.", NULL };
+static const struct rep_metric m_local = { "nfbox_fleet_local_change", "gauge",
+					   "1 while what is enforced is not that revision (a local reload).", NULL };
+static const struct rep_metric m_error = { "nfbox_fleet_error", "gauge",
+					   "1 while the node reports an error (a revision refused, etcd lost).", NULL };
+#define SHARED_HELP "Shared sets' changes sent to etcd and received from it."
+static const struct rep_metric m_sent = { "nfbox_fleet_shared_changes_total{direction=\"sent\"}", "counter",
+					  SHARED_HELP, NULL };
+static const struct rep_metric m_received = { "nfbox_fleet_shared_changes_total{direction=\"received\"}", "counter",
+					      SHARED_HELP, NULL };
+
+static void part_status(void *self, struct rep *status)
+{
+	struct fleet_part *p = self;
+	struct fleet *fl = p->fl;
+	char fp[65] = "", endpoint[160];
+	struct rep *o;
+
+	if (!fl) {
+		rep_null(status, "fleet");
+		return;
+	}
+	o = rep_object(status, "fleet");
+	rep_text(o, fleet_text);
+	rep_str(o, "node", fl->conf.node);
+	rep_str(o, "group", fl->conf.group);
+	rep_metric(rep_bool(o, "connected", fl->connected), &m_connected);
+	pthread_mutex_lock(&fl->mu);
+	snprintf(endpoint, sizeof(endpoint), "%s", fl->endpoint);
+	pthread_mutex_unlock(&fl->mu);
+	rep_str(o, "endpoint", endpoint);
+	rep_int(o, "since", fl->since);
+	rep_metric(rep_int(o, "revision", fl->applied_rev), &m_revision);
+	rep_str(o, "fingerprint", fl->applied_fp);
+	rep_metric(rep_bool(o, "local_change",
+			    fl->applied_fp[0] && enforced_fp(p->dm, fp) == 0 && strcmp(fp, fl->applied_fp)),
+		   &m_local);
+	rep_int(o, "candidate", fl->canary.rev);
+	rep_str(o, "candidate_state", fl->canary.state ? fl->canary.state : "");
+	rep_metric(rep_uint(o, "published", fl->published), &m_sent);
+	rep_metric(rep_uint(o, "received", fl->received), &m_received);
+	rep_str(o, "last_error", fl->last_error[0] ? fl->last_error : NULL);
+	rep_metric(rep_hidden(rep_bool(o, "error", fl->last_error[0] != '\0')), &m_error);
+}
+
+static void part_close(void *self)
+{
+	struct fleet_part *p = self;
+
+	if (!p)
+		return;
+	fleet_close(p->dm);
+	free(p);
+}
+
+const struct part part_fleet = {
+	.name = "fleet",
+	.open = part_open,
+	.tick = part_tick,
+	.status = part_status,
+	.close = part_close,
+};

@@ -5,7 +5,7 @@
  * virtual address, all of them in one sync group so that they move
  * together, every change told through a FIFO) and conntrackd (FTFW over
  * UDP on the sync link, an external cache committed when the node becomes
- * master). Pure text: the daemon writes and checks it (daemon/ha.c).
+ * master). Pure text: the daemon writes and checks it (ha/part.c).
  */
 #ifndef NFBOX_HA_CONFIG_H
 #define NFBOX_HA_CONFIG_H

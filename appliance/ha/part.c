@@ -43,9 +43,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/daemon_int.h"
-#include "daemon/ha.h"
-#include "daemon/report.h"
+#include "daemon/part.h"
+#include "ha/pair.h"
 #include "ha/config.h"
 #include "ha/parse.h"
 #include "netlink/addr.h"
@@ -104,10 +103,18 @@ static const char *const cmd_args[][2] = {
 	[CMD_REQUEST] = { "-n", "ask the peer for its whole state" },
 };
 
+struct dha;
+/* The part's state: the pair's, from the first policy with ha:. */
+struct ha_part {
+	struct daemon *dm;
+	struct dha *ha;
+};
+#define HA(dm) (((struct ha_part *)daemon_part_state(dm, &part_ha))->ha)
+
 struct dha {
 	struct ha_paths paths;
 	char keepalived_bin[PATH_MAX], conntrackd_bin[PATH_MAX];
-	const struct ha_conf *conf;	    /* in force (in dm->cur.pol); NULL: no pair */
+	const struct ha_conf *conf;	    /* in force (in daemon_in_force(dm)->pol); NULL: no pair */
 	char source[PATH_MAX];		    /* the policy it came from, for the files' heads */
 	struct prefix sync_addr, sync_peer; /* this node's and the peer's; family 0: not found yet */
 	char *kconf, *cconf;		    /* the texts in force */
@@ -134,8 +141,8 @@ struct dha {
 
 static struct dha *get(struct daemon *dm)
 {
-	if (!dm->ha && (dm->ha = calloc(1, sizeof(*dm->ha)))) {
-		struct dha *h = dm->ha;
+	if (!HA(dm) && (HA(dm) = calloc(1, sizeof(*HA(dm))))) {
+		struct dha *h = HA(dm);
 
 		h->kd.name = "keepalived";
 		h->cd.name = "conntrackd";
@@ -145,7 +152,7 @@ static struct dha *get(struct daemon *dm)
 		proc_init(&h->st.p);
 		h->fifo.fd = -1;
 	}
-	return dm->ha;
+	return HA(dm);
 }
 
 /* ---- output of the daemons, into the log ---- */
@@ -180,7 +187,7 @@ static void on_out(struct handler *h, uint32_t events)
 	struct dha_proc *dp = OF(h, struct dha_proc, out_h);
 
 	if (proc_read(&dp->p, log_line, dp))
-		loop_unwatch(&dm->loop, h); /* closed by proc_read */
+		loop_unwatch(daemon_loop(dm), h); /* closed by proc_read */
 }
 
 /* ---- starting and stopping ---- */
@@ -190,7 +197,7 @@ static void queue_cmds(struct daemon *dm, const enum ha_cmd *v, unsigned n);
 
 static int start_proc(struct daemon *dm, struct dha_proc *dp)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 	char *kd_argv[] = {
 		ha->keepalived_bin, "-n", "-l", "-G", "-P", "-f", ha->paths.keepalived_conf, "-p", ha->paths.pid, "-r",
 		ha->paths.vrrp_pid, NULL
@@ -217,7 +224,7 @@ static int start_proc(struct daemon *dm, struct dha_proc *dp)
 	dp->started = time(NULL);
 	dp->exit_h = (struct handler){ .fd = dp->p.pidfd, .fn = on_exit_proc, .ctx = dm };
 	dp->out_h = (struct handler){ .fd = dp->p.out, .fn = on_out, .ctx = dm };
-	if ((r = loop_watch(&dm->loop, &dp->exit_h)) < 0 || (r = loop_watch(&dm->loop, &dp->out_h)) < 0)
+	if ((r = loop_watch(daemon_loop(dm), &dp->exit_h)) < 0 || (r = loop_watch(daemon_loop(dm), &dp->out_h)) < 0)
 		log_err("ha: cannot follow %s (epoll: %s): its exit goes unnoticed", dp->name, strerror(-r));
 	if (is_kd) {
 		ha->role = HA_ROLE_STARTING;
@@ -238,9 +245,9 @@ static int start_proc(struct daemon *dm, struct dha_proc *dp)
 static void unwatch_proc(struct daemon *dm, struct dha_proc *dp)
 {
 	if (dp->p.pidfd >= 0)
-		loop_unwatch(&dm->loop, &dp->exit_h);
+		loop_unwatch(daemon_loop(dm), &dp->exit_h);
 	if (dp->p.out >= 0)
-		loop_unwatch(&dm->loop, &dp->out_h);
+		loop_unwatch(daemon_loop(dm), &dp->out_h);
 }
 
 static void stop_proc(struct daemon *dm, struct dha_proc *dp)
@@ -255,7 +262,7 @@ static void stop_proc(struct daemon *dm, struct dha_proc *dp)
 
 static void set_role(struct daemon *dm, enum ha_role role, const char *why)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 	static const enum ha_cmd to_master[] = { CMD_COMMIT, CMD_FLUSH, CMD_RESYNC_KERNEL, CMD_BULK };
 	static const enum ha_cmd to_backup[] = { CMD_SHORTEN, CMD_REQUEST };
 
@@ -279,7 +286,7 @@ static void on_exit_proc(struct handler *h, uint32_t events)
 {
 	struct daemon *dm = h->ctx;
 	struct dha_proc *dp = OF(h, struct dha_proc, exit_h);
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 	time_t now = time(NULL);
 	pid_t pgid;
 	int status;
@@ -287,14 +294,14 @@ static void on_exit_proc(struct handler *h, uint32_t events)
 	pgid = dp->p.pid;
 	if (!proc_reap(&dp->p, &status))
 		return; /* an event for the process before this one */
-	loop_unwatch(&dm->loop, h);
+	loop_unwatch(daemon_loop(dm), h);
 	/* keepalived's VRRP process outlives a parent killed by SIGKILL: it
 	 * must go (its addresses with it) before another keepalived starts. */
 	if (pgid > 0 && kill(-pgid, SIGTERM) == 0)
 		dp->lingering = pgid;
 	dp->exited = now;
 	if (dp->p.out >= 0) {
-		loop_unwatch(&dm->loop, &dp->out_h);
+		loop_unwatch(daemon_loop(dm), &dp->out_h);
 		proc_drain(&dp->p, 200, log_line, dp);
 	}
 	proc_close(&dp->p);
@@ -312,7 +319,7 @@ static void on_exit_proc(struct handler *h, uint32_t events)
 
 static void notice(struct daemon *dm, const char *line)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 	struct ha_notice n;
 	char name[64];
 
@@ -336,7 +343,7 @@ static void notice(struct daemon *dm, const char *line)
 static void on_fifo(struct handler *h, uint32_t events)
 {
 	struct daemon *dm = h->ctx;
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 	ssize_t n;
 
 	while ((n = read(h->fd, ha->fifo_buf + ha->fifo_len, sizeof(ha->fifo_buf) - 1 - ha->fifo_len)) > 0) {
@@ -360,7 +367,7 @@ static void on_fifo(struct handler *h, uint32_t events)
  * when keepalived restarts. */
 static int open_fifo(struct daemon *dm)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 	struct stat st;
 
 	if (ha->fifo.fd >= 0)
@@ -373,16 +380,16 @@ static int open_fifo(struct daemon *dm)
 		return -errno;
 	ha->fifo.fn = on_fifo;
 	ha->fifo.ctx = dm;
-	return loop_watch(&dm->loop, &ha->fifo);
+	return loop_watch(daemon_loop(dm), &ha->fifo);
 }
 
 static void close_fifo(struct daemon *dm)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 
 	if (ha->fifo.fd < 0)
 		return;
-	loop_unwatch(&dm->loop, &ha->fifo);
+	loop_unwatch(daemon_loop(dm), &ha->fifo);
 	close(ha->fifo.fd);
 	ha->fifo.fd = -1;
 	ha->fifo_len = 0;
@@ -396,7 +403,7 @@ static void on_job_out(struct handler *h, uint32_t events)
 	struct dha_job *j = OF(h, struct dha_job, out_h);
 
 	if (proc_read(&j->p, proc_text_line, &j->out))
-		loop_unwatch(&dm->loop, h);
+		loop_unwatch(daemon_loop(dm), h);
 }
 
 static void on_job_exit(struct handler *h, uint32_t events)
@@ -407,9 +414,9 @@ static void on_job_exit(struct handler *h, uint32_t events)
 
 	if (!proc_reap(&j->p, &status))
 		return;
-	loop_unwatch(&dm->loop, h);
+	loop_unwatch(daemon_loop(dm), h);
 	if (j->p.out >= 0) {
-		loop_unwatch(&dm->loop, &j->out_h);
+		loop_unwatch(daemon_loop(dm), &j->out_h);
 		proc_drain(&j->p, 200, proc_text_line, &j->out);
 	}
 	proc_close(&j->p);
@@ -420,7 +427,7 @@ static void on_job_exit(struct handler *h, uint32_t events)
 static int job_start(struct daemon *dm, struct dha_job *j, const char *arg, const char *sep,
 		     void (*done)(struct daemon *, int))
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 	char *argv[] = { ha->conntrackd_bin, "-C", ha->paths.conntrackd_conf, (char *)arg, NULL };
 	int r;
 
@@ -433,8 +440,8 @@ static int job_start(struct daemon *dm, struct dha_job *j, const char *arg, cons
 	j->started_ms = clock_ms(CLOCK_MONOTONIC);
 	j->exit_h = (struct handler){ .fd = j->p.pidfd, .fn = on_job_exit, .ctx = dm };
 	j->out_h = (struct handler){ .fd = j->p.out, .fn = on_job_out, .ctx = dm };
-	loop_watch(&dm->loop, &j->exit_h);
-	loop_watch(&dm->loop, &j->out_h);
+	loop_watch(daemon_loop(dm), &j->exit_h);
+	loop_watch(daemon_loop(dm), &j->out_h);
 	return 0;
 }
 
@@ -443,9 +450,9 @@ static void job_stop(struct daemon *dm, struct dha_job *j)
 	if (!j->p.pid)
 		return;
 	if (j->p.pidfd >= 0)
-		loop_unwatch(&dm->loop, &j->exit_h);
+		loop_unwatch(daemon_loop(dm), &j->exit_h);
 	if (j->p.out >= 0)
-		loop_unwatch(&dm->loop, &j->out_h);
+		loop_unwatch(daemon_loop(dm), &j->out_h);
 	proc_stop(&j->p, 1000, NULL, NULL);
 }
 
@@ -456,7 +463,7 @@ static void run_next_cmd(struct daemon *dm);
  * on, is how long a new master dropped the flows it had not yet got. */
 static void cmd_done(struct daemon *dm, int status)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 	int64_t now = clock_ms(CLOCK_MONOTONIC);
 	char how[128];
 
@@ -477,7 +484,7 @@ static void cmd_done(struct daemon *dm, int status)
 
 static void run_next_cmd(struct daemon *dm)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 
 	while (ha->qn && !ha->cmd.p.pid) {
 		int r;
@@ -494,7 +501,7 @@ static void run_next_cmd(struct daemon *dm)
 /* A new change of role replaces what the last one still had to do. */
 static void queue_cmds(struct daemon *dm, const enum ha_cmd *v, unsigned n)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 
 	ha->qn = 0;
 	for (unsigned i = 0; i < n && ha->qn < QUEUE_MAX; i++)
@@ -504,14 +511,14 @@ static void queue_cmds(struct daemon *dm, const enum ha_cmd *v, unsigned n)
 
 static void stop_cmds(struct daemon *dm)
 {
-	dm->ha->qn = 0;
-	job_stop(dm, &dm->ha->cmd);
+	HA(dm)->qn = 0;
+	job_stop(dm, &HA(dm)->cmd);
 }
 
 /* conntrackd -s, every STATS_EVERY seconds. */
 static void stats_done(struct daemon *dm, int status)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 	struct ha_sync_stats s;
 
 	if (status == 0 && ha_parse_stats(ha->st.text, &s) == 0) {
@@ -522,7 +529,7 @@ static void stats_done(struct daemon *dm, int status)
 
 static void stats_start(struct daemon *dm)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 
 	if (!ha->st.p.pid && ha->cd.p.pid && access(ha->paths.ctl, F_OK) == 0)
 		job_start(dm, &ha->st, "-s", "\n", stats_done);
@@ -533,7 +540,7 @@ static void stats_start(struct daemon *dm)
 /* Beside the control socket: /run/nfbox/nfbox-NAME.sock -> /run/nfbox/nfbox-NAME.ha */
 static int ha_dir(const struct daemon *dm, char *buf, size_t len)
 {
-	const char *s = dm->socket_path, *dot = strrchr(s, '.'), *slash = strrchr(s, '/');
+	const char *s = daemon_socket_path(dm), *dot = strrchr(s, '.'), *slash = strrchr(s, '/');
 	size_t stem = dot && (!slash || dot > slash) ? (size_t)(dot - s) : strlen(s);
 
 	return snprintf(buf, len, "%.*s.ha", (int)stem, s) >= (int)len ? -ENAMETOOLONG : 0;
@@ -638,7 +645,7 @@ static int need_program(const char *name, char *out, struct diags *d)
 			 name, name, name);
 }
 
-int ha_prepare(struct daemon *dm, const struct policy *p, const char *source, struct diags *d)
+static int ha_prepare(struct daemon *dm, const struct policy *p, const char *source, struct diags *d)
 {
 	char dir[PATH_MAX], out[2048], next[PATH_MAX + 8];
 	struct stat st;
@@ -653,7 +660,7 @@ int ha_prepare(struct daemon *dm, const struct policy *p, const char *source, st
 	    (r = need_program("conntrackd", ha->conntrackd_bin, d)) < 0)
 		return r;
 	if ((r = ha_dir(dm, dir, sizeof(dir))) < 0 || (r = ha_paths_init(&ha->paths, dir)) < 0)
-		return diag_errno(d, r, "ha: the directory beside %s", dm->socket_path);
+		return diag_errno(d, r, "ha: the directory beside %s", daemon_socket_path(dm));
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return diag_errno(d, -errno, "ha: cannot make %s", dir);
 	/* keepalived and conntrackd write there as root: it must be a
@@ -687,23 +694,23 @@ int ha_prepare(struct daemon *dm, const struct policy *p, const char *source, st
 	return 0;
 }
 
-void ha_abort(struct daemon *dm)
+static void ha_abort(struct daemon *dm)
 {
 	char next[PATH_MAX + 8];
 
-	if (!dm->ha || !dm->ha->next_kconf)
+	if (!HA(dm) || !HA(dm)->next_kconf)
 		return;
-	snprintf(next, sizeof(next), "%s.new", dm->ha->paths.keepalived_conf);
+	snprintf(next, sizeof(next), "%s.new", HA(dm)->paths.keepalived_conf);
 	unlink(next);
-	free(dm->ha->next_kconf);
-	dm->ha->next_kconf = NULL;
+	free(HA(dm)->next_kconf);
+	HA(dm)->next_kconf = NULL;
 }
 
 /* ---- the policy in force ---- */
 
 static void stop_pair(struct daemon *dm)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 
 	if (!ha)
 		return;
@@ -732,7 +739,7 @@ static bool gone(struct dha_proc *dp, time_t now)
 /* Start what is not running (and due): conntrackd, then keepalived. */
 static void ensure_running(struct daemon *dm)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 	time_t now = time(NULL);
 	char why[256];
 
@@ -811,9 +818,9 @@ static const char *body(const char *text)
 	return text ? text : "";
 }
 
-void ha_commit(struct daemon *dm, const struct policy *p, const char *source)
+static void ha_commit(struct daemon *dm, const struct policy *p, const char *source)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 	char next[PATH_MAX + 8], why[256];
 	bool k_changed, was;
 
@@ -867,9 +874,9 @@ void ha_commit(struct daemon *dm, const struct policy *p, const char *source)
 	ensure_running(dm);
 }
 
-void ha_tick(struct daemon *dm)
+static void ha_tick(struct daemon *dm)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 	time_t now = time(NULL);
 
 	if (!ha || !ha->conf)
@@ -891,9 +898,9 @@ void ha_tick(struct daemon *dm)
 	}
 }
 
-void ha_stop_all(struct daemon *dm)
+static void ha_stop_all(struct daemon *dm)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 
 	if (!ha)
 		return;
@@ -902,9 +909,9 @@ void ha_stop_all(struct daemon *dm)
 	ha->conf = NULL;
 }
 
-void ha_free(struct daemon *dm)
+static void ha_free(struct daemon *dm)
 {
-	struct dha *ha = dm->ha;
+	struct dha *ha = HA(dm);
 
 	if (!ha)
 		return;
@@ -914,59 +921,250 @@ void ha_free(struct daemon *dm)
 	free(ha->next_kconf);
 	free(ha->inst);
 	free(ha);
-	dm->ha = NULL;
+	HA(dm) = NULL;
 }
 
-/* ---- reports ---- */
+/* ---- the part ---- */
 
-int ha_report(struct daemon *dm, struct report_ha *out)
+static int part_open(struct daemon *dm, void **self, struct diags *d)
 {
-	struct dha *ha = dm->ha;
-	const struct dha_proc *ps[2];
-	char buf[64];
+	struct ha_part *p = calloc(1, sizeof(*p));
 
-	memset(out, 0, sizeof(*out));
-	if (!ha || !ha->conf)
-		return 0;
-	out->present = true;
-	out->role = ha_role_name(ha->role);
-	out->prev_role = ha_role_name(ha->prev_role);
-	out->since = ha->role_since;
-	out->transitions = ha->transitions;
-	out->priority = ha->conf->priority;
-	out->advert_ms = ha->conf->advert_ms;
-	out->sync_ifname = ha->conf->sync_ifname;
-	if (ha->sync_peer.family) {
-		policy_prefix_format(&ha->sync_peer, out->peer, sizeof(out->peer));
-	} else {
-		policy_ha_peers_format(ha->conf, out->peer, sizeof(out->peer));
-	}
-	if (ha->sync_addr.family)
-		policy_prefix_format(&ha->sync_addr, out->sync_addr, sizeof(out->sync_addr));
-	out->error = ha->error;
-	out->dirname = ha->paths.dir;
-	ps[0] = &ha->kd;
-	ps[1] = &ha->cd;
-	for (int i = 0; i < 2; i++) {
-		out->daemons[i].name = ps[i]->name;
-		out->daemons[i].pid = (int)ps[i]->p.pid;
-		out->daemons[i].restarts = ps[i]->restarts;
-		out->daemons[i].last_exit = ps[i]->last_exit;
-	}
-	out->stats = ha->stats;
-	out->stats_at = ha->stats_at;
-	if (!(out->virt = calloc(ha->conf->nvirt ? ha->conf->nvirt : 1, sizeof(*out->virt))))
-		return -ENOMEM;
-	for (uint32_t i = 0; i < ha->conf->nvirt; i++) {
-		const struct ha_virtual *v = &ha->conf->virt[i];
-
-		ha_instance_name(v, out->virt[i].instance, sizeof(out->virt[i].instance));
-		policy_prefix_format(&v->addr, buf, sizeof(buf));
-		snprintf(out->virt[i].address, sizeof(out->virt[i].address), "%s", buf);
-		out->virt[i].ifname = v->ifname;
-		out->virt[i].id = v->id;
-		out->virt[i].state = ha_role_name(i < ha->ninst && ha->kd.p.pid ? ha->inst[i] : HA_ROLE_STOPPED);
-	}
-	out->nvirt = ha->conf->nvirt;
+	if (!p)
+		return diag_errno(d, -ENOMEM, "ha");
+	p->dm = dm;
+	*self = p;
 	return 0;
 }
+
+/* keepalived and conntrackd follow the policy in force: a load whose pair
+ * cannot run fails (a program missing, a configuration keepalived refuses);
+ * once it is enforced they are started, reconfigured or stopped. */
+static int part_prepare(void *self, const struct change *c, struct diags *d)
+{
+	struct ha_part *p = self;
+
+	return ha_prepare(p->dm, c->nl->pol, c->source, d);
+}
+
+static void part_commit(void *self, const struct change *c, struct diags *d)
+{
+	struct ha_part *p = self;
+
+	(void)d;
+	ha_commit(p->dm, c->nl->pol, c->source);
+}
+
+static void part_abort(void *self, const struct change *c)
+{
+	struct ha_part *p = self;
+
+	(void)c;
+	ha_abort(p->dm);
+}
+
+/* What exited is started again; conntrackd's statistics are read. */
+static void part_tick(void *self)
+{
+	struct ha_part *p = self;
+
+	ha_tick(p->dm);
+}
+
+/* keepalived first: the peer takes the addresses over. */
+static void part_stop(void *self, bool keep)
+{
+	struct ha_part *p = self;
+
+	(void)keep;
+	ha_stop_all(p->dm);
+}
+
+static void part_close(void *self)
+{
+	struct ha_part *p = self;
+
+	if (!p)
+		return;
+	ha_free(p->dm);
+	free(p);
+}
+
+#define U(x) ((unsigned long long)(x))
+
+static void ha_text(const struct rep *h, FILE *f)
+{
+	const struct rep *s = rep_get(h, "sync"), *since = rep_get(h, "since");
+	char when[32];
+
+	fprintf(f, "ha:         %s", rep_s(h, "role"));
+	if (rep_value_i(since)) {
+		time_t t = (time_t)rep_value_i(since);
+		struct tm tm;
+
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &tm));
+		fprintf(f, " since %s (%lld s; was %s)", when, (long long)(time(NULL) - t), rep_s(h, "previous_role"));
+	}
+	fprintf(f, ", priority %lld, adverts every %llu ms, %llu transition%s\n", (long long)rep_i(h, "priority"),
+		U(rep_u(h, "advert_ms")), U(rep_u(h, "transitions")), rep_u(h, "transitions") == 1 ? "" : "s");
+	if (rep_has(h, "error"))
+		fprintf(f, "            %s\n", rep_s(h, "error"));
+	fprintf(f, "            peer %s over %s%s%s\n", rep_s(h, "peer"), rep_s(h, "sync_interface"),
+		rep_has(h, "sync_address") ? " from " : "", rep_s(h, "sync_address"));
+	for (const char *const *n = (const char *const[]){ "keepalived", "conntrackd", NULL }; *n; n++) {
+		const struct rep *d = rep_get(h, *n);
+
+		fprintf(f, "            %-10s ", *n);
+		if (rep_i(d, "pid"))
+			fprintf(f, "pid %lld", (long long)rep_i(d, "pid"));
+		else
+			fprintf(f, "not running");
+		fprintf(f, ", %llu restart%s", U(rep_u(d, "restarts")), rep_u(d, "restarts") == 1 ? "" : "s");
+		if (rep_has(d, "last_exit"))
+			fprintf(f, ", last exit: %s", rep_s(d, "last_exit"));
+		fputc('\n', f);
+	}
+	if (rep_i(s, "at"))
+		fprintf(f,
+			"            sync: %llu connections held, %llu from the peer; messages %llu sent, %llu "
+			"received; %llu send errors, %llu receive errors, %llu lost, %llu malformed (%lld s ago)\n",
+			U(rep_u(s, "connections")), U(rep_u(s, "from_peer")), U(rep_u(s, "messages_sent")),
+			U(rep_u(s, "messages_received")), U(rep_u(s, "send_errors")), U(rep_u(s, "receive_errors")),
+			U(rep_u(s, "lost")), U(rep_u(s, "malformed")), (long long)(time(NULL) - rep_i(s, "at")));
+	for (const struct rep *v = rep_first(rep_get(h, "virtual")); v; v = rep_next(v))
+		fprintf(f, "            %-16s %s on %s, id %llu: %s\n", rep_s(v, "instance"), rep_s(v, "address"),
+			rep_s(v, "interface"), U(rep_u(v, "id")), rep_s(v, "state"));
+}
+
+#define ROLE_HELP "The node's role in its pair: 1 for the role it has."
+static const struct rep_metric m_role[] = {
+	{ "nfbox_ha_role{role=\"master\"}", "gauge", ROLE_HELP, NULL },
+	{ "nfbox_ha_role{role=\"backup\"}", "gauge", ROLE_HELP, NULL },
+	{ "nfbox_ha_role{role=\"fault\"}", "gauge", ROLE_HELP, NULL },
+	{ "nfbox_ha_role{role=\"starting\"}", "gauge", ROLE_HELP, NULL },
+	{ "nfbox_ha_role{role=\"stopped\"}", "gauge", ROLE_HELP, NULL },
+};
+static const char *const role_keys[] = { "master", "backup", "fault", "starting", "stopped" };
+static const struct rep_metric m_transitions = { "nfbox_ha_transitions_total", "counter",
+						 "Changes of role since the daemon started.", NULL };
+static const struct rep_metric m_last = { "nfbox_ha_last_transition_timestamp_seconds", "gauge",
+					  "When the role last changed; 0: never.", NULL };
+static const struct rep_metric m_up = { "nfbox_ha_daemon_up", "gauge", "1 while keepalived or conntrackd runs.",
+					"daemon=." };
+static const struct rep_metric m_restarts = { "nfbox_ha_daemon_restarts_total", "counter",
+					      "Times nfbox started keepalived or conntrackd again after it exited.",
+					      "daemon=." };
+#define CONN_HELP "Connections in conntrackd's caches: this node's (internal) and the peer's (external)."
+static const struct rep_metric m_internal = { "nfbox_ha_sync_connections{cache=\"internal\"}", "gauge", CONN_HELP,
+					      NULL };
+static const struct rep_metric m_external = { "nfbox_ha_sync_connections{cache=\"external\"}", "gauge", CONN_HELP,
+					      NULL };
+#define MSG_HELP "conntrackd's sync messages, by direction."
+static const struct rep_metric m_msent = { "nfbox_ha_sync_messages_total{direction=\"sent\"}", "counter", MSG_HELP,
+					   NULL };
+static const struct rep_metric m_mrecv = { "nfbox_ha_sync_messages_total{direction=\"received\"}", "counter", MSG_HELP,
+					   NULL };
+#define BYTES_HELP "Bytes of conntrackd's sync messages, by direction."
+static const struct rep_metric m_bsent = { "nfbox_ha_sync_bytes_total{direction=\"sent\"}", "counter", BYTES_HELP,
+					   NULL };
+static const struct rep_metric m_brecv = { "nfbox_ha_sync_bytes_total{direction=\"received\"}", "counter", BYTES_HELP,
+					   NULL };
+#define ERR_HELP "Sync messages conntrackd could not send or receive, lost on the way, or malformed."
+static const struct rep_metric m_esend = { "nfbox_ha_sync_errors_total{error=\"send\"}", "counter", ERR_HELP, NULL };
+static const struct rep_metric m_erecv = { "nfbox_ha_sync_errors_total{error=\"receive\"}", "counter", ERR_HELP, NULL };
+static const struct rep_metric m_elost = { "nfbox_ha_sync_errors_total{error=\"lost\"}", "counter", ERR_HELP, NULL };
+static const struct rep_metric m_emal = { "nfbox_ha_sync_errors_total{error=\"malformed\"}", "counter", ERR_HELP,
+					  NULL };
+
+static void part_status(void *self, struct rep *status)
+{
+	struct ha_part *p = self;
+	struct dha *ha = p->ha;
+	const struct ha_sync_stats *st;
+	const char *role;
+	struct rep *o, *s, *l;
+	char buf[128];
+
+	if (!ha || !ha->conf) {
+		rep_null(status, "ha");
+		return;
+	}
+	st = &ha->stats;
+	role = ha_role_name(ha->role);
+	o = rep_object(status, "ha");
+	rep_text(o, ha_text);
+	rep_str(o, "role", role);
+	for (size_t i = 0; i < sizeof(role_keys) / sizeof(role_keys[0]); i++)
+		rep_metric(rep_hidden(rep_bool(o, role_keys[i], !strcmp(role, role_keys[i]))), &m_role[i]);
+	rep_str(o, "previous_role", ha_role_name(ha->prev_role));
+	rep_metric(rep_int(o, "since", ha->role_since), &m_last);
+	rep_metric(rep_uint(o, "transitions", ha->transitions), &m_transitions);
+	rep_int(o, "priority", ha->conf->priority);
+	rep_uint(o, "advert_ms", ha->conf->advert_ms);
+	if (ha->sync_peer.family)
+		policy_prefix_format(&ha->sync_peer, buf, sizeof(buf));
+	else
+		policy_ha_peers_format(ha->conf, buf, sizeof(buf));
+	rep_str(o, "peer", buf);
+	rep_str(o, "sync_interface", ha->conf->sync_ifname);
+	if (ha->sync_addr.family) {
+		policy_prefix_format(&ha->sync_addr, buf, sizeof(buf));
+		rep_str(o, "sync_address", buf);
+	} else {
+		rep_null(o, "sync_address");
+	}
+	rep_str(o, "error", ha->error[0] ? ha->error : NULL);
+	rep_str(o, "directory", ha->paths.dir);
+	for (const struct dha_proc *const *pp = (const struct dha_proc *const[]){ &ha->kd, &ha->cd, NULL }; *pp; pp++) {
+		struct rep *d = rep_object(o, (*pp)->name);
+
+		rep_metric(rep_hidden(rep_bool(d, "up", (*pp)->p.pid != 0)), &m_up);
+		rep_int(d, "pid", (*pp)->p.pid);
+		rep_metric(rep_uint(d, "restarts", (*pp)->restarts), &m_restarts);
+		rep_str(d, "last_exit", (*pp)->last_exit[0] ? (*pp)->last_exit : NULL);
+	}
+	s = rep_object(o, "sync");
+	rep_int(s, "at", ha->stats_at);
+	rep_metric(rep_uint(s, "connections", st->internal), &m_internal);
+	rep_metric(rep_uint(s, "from_peer", st->external), &m_external);
+	rep_metric(rep_uint(s, "messages_sent", st->msgs_sent), &m_msent);
+	rep_metric(rep_uint(s, "messages_received", st->msgs_recv), &m_mrecv);
+	rep_metric(rep_uint(s, "bytes_sent", st->bytes_sent), &m_bsent);
+	rep_metric(rep_uint(s, "bytes_received", st->bytes_recv), &m_brecv);
+	rep_metric(rep_uint(s, "send_errors", st->send_errors), &m_esend);
+	rep_metric(rep_uint(s, "receive_errors", st->recv_errors), &m_erecv);
+	rep_metric(rep_uint(s, "lost", st->lost), &m_elost);
+	rep_metric(rep_uint(s, "malformed", st->malformed), &m_emal);
+	l = rep_list(o, "virtual");
+	for (uint32_t i = 0; i < ha->conf->nvirt; i++) {
+		const struct ha_virtual *v = &ha->conf->virt[i];
+		struct rep *x = rep_object(l, NULL);
+
+		ha_instance_name(v, buf, sizeof(buf));
+		rep_str(x, "instance", buf);
+		rep_str(x, "interface", v->ifname);
+		policy_prefix_format(&v->addr, buf, sizeof(buf));
+		rep_str(x, "address", buf);
+		rep_uint(x, "id", v->id);
+		rep_str(x, "state", ha_role_name(i < ha->ninst && ha->kd.p.pid ? ha->inst[i] : HA_ROLE_STOPPED));
+	}
+}
+
+const char *ha_pair_role(const struct daemon *dm)
+{
+	const struct ha_part *p = daemon_part_state(dm, &part_ha);
+
+	return p && p->ha && p->ha->conf ? ha_role_name(p->ha->role) : NULL;
+}
+
+const struct part part_ha = {
+	.name = "ha",
+	.open = part_open,
+	.prepare = part_prepare,
+	.commit = part_commit,
+	.abort = part_abort,
+	.tick = part_tick,
+	.status = part_status,
+	.stop = part_stop,
+	.close = part_close,
+};

@@ -18,9 +18,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon/daemon_int.h"
+#include "daemon/part.h"
 #include "daemon/state.h"
-#include "daemon/usage.h"
 #include "base/clock.h"
 #include "base/cleanup.h"
 #include "base/log.h"
@@ -36,6 +35,7 @@ struct use {
 };
 
 struct usage {
+	struct daemon *dm;
 	struct use *v; /* sorted by key */
 	uint32_t n;
 	bool dirty;	   /* changed since it was saved */
@@ -70,17 +70,17 @@ static void save_usage(const void *obj, FILE *f)
 		fprintf(f, "%lld %lld %s\n", u->v[i].first, u->v[i].last, u->v[i].key);
 }
 
-void usage_save(struct daemon *dm)
+static void usage_save(struct usage *u)
 {
 	int r;
 
-	if (!dm->usage || !dm->usage->dirty)
+	if (!u->dirty)
 		return;
-	if ((r = state_save(dm, USAGE_STATE, save_usage, dm->usage, false)) < 0) {
-		log_warn("cannot save the rules' last hits in %s: %s", dm->state_dir, strerror(-r));
+	if ((r = state_save(u->dm, USAGE_STATE, save_usage, u, false)) < 0) {
+		log_warn("cannot save the rules' last hits in %s: %s", daemon_state_dir(u->dm), strerror(-r));
 		return;
 	}
-	dm->usage->dirty = false;
+	u->dirty = false;
 }
 
 /* One line into u->v[u->n]: 0, or -EINVAL if it is not one. */
@@ -111,9 +111,9 @@ static int parse_line(struct usage *u, char *line)
 }
 
 /* The record as saved; a file that cannot be read or parsed is set aside. */
-static void load(struct daemon *dm)
+static void load(struct usage *u)
 {
-	struct usage *u = dm->usage;
+	struct daemon *dm = u->dm;
 	char path[PATH_MAX], why[512], line[USAGE_MAX_LINE];
 	uint32_t cap = 0;
 	int r = 0;
@@ -156,22 +156,27 @@ static void load(struct daemon *dm)
 	}
 }
 
-int usage_open(struct daemon *dm)
+static int lasthits_open(struct daemon *dm, void **self, struct diags *d)
 {
-	if (!(dm->usage = calloc(1, sizeof(*dm->usage))))
-		return -ENOMEM;
-	load(dm);
+	struct usage *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return diag_errno(d, -ENOMEM, "the rules' last hits");
+	u->dm = dm;
+	load(u);
+	*self = u;
 	return 0;
 }
 
-void usage_close(struct daemon *dm)
+static void lasthits_close(void *self)
 {
-	if (!dm->usage)
+	struct usage *u = self;
+
+	if (!u)
 		return;
-	usage_save(dm);
-	uses_free(dm->usage->v, dm->usage->n);
-	free(dm->usage);
-	dm->usage = NULL;
+	usage_save(u);
+	uses_free(u->v, u->n);
+	free(u);
 }
 
 static char *key_of(const struct stats_row *r)
@@ -181,14 +186,17 @@ static char *key_of(const struct stats_row *r)
 	return asprintf(&k, "%s:%s", r->hook, r->rule) < 0 ? NULL : k;
 }
 
-void usage_merge(struct daemon *dm, struct stats_row *rows, uint32_t n)
+/* The rows of the policy in force: each row's last hit becomes the later of
+ * the backend's and the record's, and its in_force_ms is filled in; rules
+ * not yet recorded start now, and those no longer in force leave the
+ * record. */
+static void merge(struct usage *u, struct stats_row *rows, uint32_t n)
 {
-	struct usage *u = dm->usage;
 	long long now = clock_ms(CLOCK_REALTIME);
 	bool changed;
 	struct use *nv;
 
-	if (!u || !(nv = calloc(n ? n : 1, sizeof(*nv))))
+	if (!(nv = calloc(n ? n : 1, sizeof(*nv))))
 		return;
 	for (uint32_t i = 0; i < n; i++) {
 		const struct use *old;
@@ -215,36 +223,71 @@ void usage_merge(struct daemon *dm, struct stats_row *rows, uint32_t n)
 	u->dirty |= changed;
 }
 
-void usage_zero(struct daemon *dm)
+/* stats --zero: every last hit forgotten. */
+static void zero_all(struct usage *u)
 {
-	for (uint32_t i = 0; dm->usage && i < dm->usage->n; i++) {
-		dm->usage->dirty |= dm->usage->v[i].last != 0;
-		dm->usage->v[i].last = 0;
+	for (uint32_t i = 0; i < u->n; i++) {
+		u->dirty |= u->v[i].last != 0;
+		u->v[i].last = 0;
 	}
-	usage_save(dm);
+	usage_save(u);
 }
 
-bool usage_due(struct daemon *dm, bool now)
+static void lasthits_stats(void *self, struct stats_rows *rows, struct rep *stats, bool zero)
+{
+	struct usage *u = self;
+
+	(void)stats;
+	if (rows && daemon_backend(u->dm))
+		merge(u, rows->v, rows->n);
+	if (zero)
+		zero_all(u);
+}
+
+/* The backend's last hits read into the record (daemon_rows() merges them)
+ * and saved: once a minute, or now. */
+static void read_now(struct usage *u, bool now)
 {
 	long long t = clock_ms(CLOCK_MONOTONIC);
+	struct stats_rows rows = { 0 };
 
-	if (!dm->usage || !dm->cur.plan || (!now && t < dm->usage->next_ms))
-		return false;
-	dm->usage->next_ms = t + USAGE_PERIOD_MS;
-	return true;
+	if (!daemon_in_force(u->dm)->pol || (!now && t < u->next_ms))
+		return;
+	u->next_ms = t + USAGE_PERIOD_MS;
+	if (daemon_rows(u->dm, &rows) == 0)
+		usage_save(u);
+	free(rows.v);
 }
 
-void usage_soon(struct daemon *dm)
+static void lasthits_tick(void *self)
 {
-	if (dm->usage)
-		dm->usage->next_ms = 0;
+	read_now(self, false);
 }
 
-long long usage_last_hit(const struct daemon *dm, const char *hook, const char *rule)
+/* After a reload: read at the next round of the loop (new rules' records
+ * start then). */
+static void lasthits_settle(void *self, const struct change *c, int r)
 {
-	char key[2 * 80];
-	const struct use *e;
+	struct usage *u = self;
 
-	snprintf(key, sizeof(key), "%s:%s", hook, rule);
-	return (e = find(dm->usage, key)) ? e->last : 0;
+	(void)c;
+	if (r == 0)
+		u->next_ms = 0;
 }
+
+/* At the end: the last hits as the backends last saw them. */
+static void lasthits_stop(void *self, bool keep)
+{
+	(void)keep;
+	read_now(self, true);
+}
+
+const struct part part_lasthits = {
+	.name = "lasthits",
+	.open = lasthits_open,
+	.settle = lasthits_settle,
+	.tick = lasthits_tick,
+	.stats = lasthits_stats,
+	.stop = lasthits_stop,
+	.close = lasthits_close,
+};

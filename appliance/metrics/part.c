@@ -20,8 +20,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include "daemon/daemon_int.h"
-#include "daemon/httpd.h"
+#include "daemon/part.h"
 #include "lib/plant.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -52,7 +51,7 @@ struct httpd_conn {
 struct httpd {
 	struct MHD_Daemon *mhd;
 	struct handler h;
-	httpd_text_fn *text; /* the metrics text (metrics.c's, handed down) */
+	struct daemon *dm;
 	unsigned long served, refused;
 	unsigned long head_timeouts;			/* connections cut at HTTPD_HEAD_DEADLINE_MS */
 	struct httpd_conn conns[HTTPD_MAX_CONNECTIONS]; /* MHD holds no more */
@@ -146,9 +145,8 @@ static void cut_late(struct httpd *h)
 
 /* The cached text, made again once older than HTTPD_CACHE_MS: NULL, or
  * what the client is told instead. */
-static const char *fresh_text(struct daemon *dm)
+static const char *fresh_text(struct httpd *h)
 {
-	struct httpd *h = dm->httpd;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
@@ -157,7 +155,7 @@ static const char *fresh_text(struct daemon *dm)
 		return NULL;
 	if (!(f = open_memstream(&buf, &len)))
 		return "out of memory\n";
-	if (h->text(dm, f) < 0 || fclose(f) != 0) {
+	if (daemon_metrics(h->dm, f) < 0 || fclose(f) != 0) {
 		free(buf);
 		return "cannot read the counters\n";
 	}
@@ -171,8 +169,7 @@ static const char *fresh_text(struct daemon *dm)
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 				  const char *version, const char *upload, size_t *upload_size, void **state)
 {
-	struct daemon *dm = cls;
-	struct httpd *h = dm->httpd;
+	struct httpd *h = cls;
 	struct MHD_Response *r;
 	const char *why;
 	enum MHD_Result ret;
@@ -190,7 +187,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		h->refused++;
 		return respond(c, MHD_HTTP_NOT_FOUND, "nfbox serves /metrics only\n", NULL);
 	}
-	if ((why = fresh_text(dm)))
+	if ((why = fresh_text(h)))
 		return respond(c, MHD_HTTP_INTERNAL_SERVER_ERROR, why, NULL);
 	/* copied: the cache may be replaced while MHD still sends this one */
 	if (!(r = MHD_create_response_from_buffer(h->len, h->body, MHD_RESPMEM_MUST_COPY)))
@@ -203,10 +200,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 static void on_ready(struct handler *h, uint32_t events)
 {
-	struct daemon *dm = h->ctx;
+	struct httpd *x = h->ctx;
 	(void)h;
 	(void)events;
-	MHD_run(dm->httpd->mhd);
+	MHD_run(x->mhd);
 }
 
 /* "192.0.2.1:9470", "[2001:db8::1]:9470", ":9470" (every IPv4 and IPv6 address). */
@@ -256,14 +253,17 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss, bool *v6)
 	return 0;
 }
 
-int httpd_open(struct daemon *dm, httpd_text_fn *text, struct diags *d)
+static void httpd_close(void *self);
+
+static int httpd_open(struct daemon *dm, void **self, struct diags *d)
 {
-	const char *listen = dm->opts->metrics_listen;
+	const char *listen = daemon_opts(dm)->metrics_listen;
 	const union MHD_DaemonInfo *info;
 	struct sockaddr_storage ss;
 	struct httpd *h;
 	bool v6 = false;
 
+	*self = NULL;
 	if (!listen)
 		return 0;
 	if (parse_listen(listen, &ss, &v6) < 0)
@@ -273,8 +273,9 @@ int httpd_open(struct daemon *dm, httpd_text_fn *text, struct diags *d)
 				 listen);
 	if (!(h = calloc(1, sizeof(*h))))
 		return diag_errno(d, -ENOMEM, "--metrics-listen");
+	h->dm = dm;
 	h->mhd = MHD_start_daemon(
-		MHD_USE_EPOLL | (v6 ? MHD_USE_IPv6 | MHD_USE_DUAL_STACK : 0), 0, NULL, NULL, on_request, dm,
+		MHD_USE_EPOLL | (v6 ? MHD_USE_IPv6 | MHD_USE_DUAL_STACK : 0), 0, NULL, NULL, on_request, h,
 		MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss, MHD_OPTION_CONNECTION_LIMIT,
 		(unsigned)HTTPD_MAX_CONNECTIONS, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTPD_IDLE_TIMEOUT_S,
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)HTTPD_PER_ADDRESS, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
@@ -287,45 +288,82 @@ int httpd_open(struct daemon *dm, httpd_text_fn *text, struct diags *d)
 		free(h);
 		return diag_errno(d, -e, "--metrics-listen %s: cannot listen", listen);
 	}
-	h->h = (struct handler){ .fd = info->epoll_fd, .fn = on_ready, .ctx = dm };
-	h->text = text;
-	dm->httpd = h;
-	if (loop_watch(&dm->loop, &h->h) < 0) {
-		httpd_close(dm);
-		return diag_errno(d, -errno, "--metrics-listen");
+	h->h = (struct handler){ .fd = info->epoll_fd, .fn = on_ready, .ctx = h };
+	if (loop_watch(daemon_loop(dm), &h->h) < 0) {
+		int e = -errno;
+
+		MHD_stop_daemon(h->mhd);
+		free(h);
+		return diag_errno(d, e, "--metrics-listen");
 	}
+	*self = h;
 	log_info("serving metrics on http://%s/metrics", listen);
 	return 0;
 }
 
-void httpd_tick(struct daemon *dm)
+static void httpd_tick(void *self)
 {
-	if (!dm->httpd)
-		return;
-	cut_late(dm->httpd);
-	MHD_run(dm->httpd->mhd); /* idle connections time out, cut ones are reaped */
-}
+	struct httpd *h = self;
 
-void httpd_report(struct daemon *dm, struct httpd_report *out)
-{
-	struct httpd *h = dm->httpd;
-
-	*out = (struct httpd_report){ .head_deadline_s = HTTPD_HEAD_DEADLINE_MS / 1000 };
 	if (!h)
 		return;
-	out->listen = dm->opts->metrics_listen;
-	out->served = h->served;
-	out->refused = h->refused;
-	out->head_timeouts = h->head_timeouts;
+	cut_late(h);
+	MHD_run(h->mhd); /* idle connections time out, cut ones are reaped */
 }
 
-void httpd_close(struct daemon *dm)
+static void http_text(const struct rep *o, FILE *f)
 {
-	if (!dm->httpd)
-		return;
-	loop_unwatch(&dm->loop, &dm->httpd->h);
-	MHD_stop_daemon(dm->httpd->mhd);
-	free(dm->httpd->body);
-	free(dm->httpd);
-	dm->httpd = NULL;
+	fprintf(f,
+		"metrics:    http://%s/metrics: %llu served, %llu refused, %llu connections closed with no request's "
+		"head within %llu s\n",
+		rep_s(o, "listen"), (unsigned long long)rep_u(o, "served"), (unsigned long long)rep_u(o, "refused"),
+		(unsigned long long)rep_u(o, "head_timeouts"), (unsigned long long)rep_u(o, "head_deadline_s"));
 }
+
+#define REQUESTS_HELP "Requests to --metrics-listen: served (GET or HEAD /metrics) or refused (404, 405)."
+static const struct rep_metric m_served = { "nfbox_http_requests_total{result=\"served\"}", "counter", REQUESTS_HELP,
+					    NULL };
+static const struct rep_metric m_refused = { "nfbox_http_requests_total{result=\"refused\"}", "counter", REQUESTS_HELP,
+					     NULL };
+static const struct rep_metric m_head = { "nfbox_http_head_timeouts_total", "counter",
+					  "Connections to --metrics-listen closed because no request's head (request "
+					  "line and headers) arrived within the deadline after the connect.",
+					  NULL };
+
+static void httpd_status(void *self, struct rep *status)
+{
+	struct httpd *h = self;
+	struct rep *o;
+
+	if (!h) {
+		rep_null(status, "metrics_http");
+		return;
+	}
+	o = rep_object(status, "metrics_http");
+	rep_text(o, http_text);
+	rep_str(o, "listen", daemon_opts(h->dm)->metrics_listen);
+	rep_metric(rep_uint(o, "served", h->served), &m_served);
+	rep_metric(rep_uint(o, "refused", h->refused), &m_refused);
+	rep_metric(rep_uint(o, "head_timeouts", h->head_timeouts), &m_head);
+	rep_uint(o, "head_deadline_s", HTTPD_HEAD_DEADLINE_MS / 1000);
+}
+
+static void httpd_close(void *self)
+{
+	struct httpd *h = self;
+
+	if (!h)
+		return;
+	loop_unwatch(daemon_loop(h->dm), &h->h);
+	MHD_stop_daemon(h->mhd);
+	free(h->body);
+	free(h);
+}
+
+const struct part part_metrics = {
+	.name = "metrics over HTTP",
+	.open = httpd_open,
+	.tick = httpd_tick,
+	.status = httpd_status,
+	.close = httpd_close,
+};

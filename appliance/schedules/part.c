@@ -16,18 +16,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/backends.h"
-#include "daemon/daemon_int.h"
-#include "daemon/schedules.h"
+#include "daemon/part.h"
 #include "base/log.h"
 #include "policy/schedule/schedule.h"
 
 #define SCHED_RECHECK_S 86400 /* no change within the span: judge again in a day */
 
 struct schedules {
-	struct handler h;
-	uint64_t applied[NFB_SCHED_WORDS]; /* the states the backend holds */
-	const struct policy *pol;	   /* ... of this policy */
+	struct daemon *dm;
+	struct handler h;	       /* the timer; fd -1 while no rule has when: */
+	uint64_t applied[SCHED_WORDS]; /* the states the backend holds */
+	const struct policy *pol;      /* ... of this policy */
 };
 
 static bool bit_of(const uint64_t *w, uint32_t sched)
@@ -35,65 +34,64 @@ static bool bit_of(const uint64_t *w, uint32_t sched)
 	return (w[(sched - 1) / 64] >> ((sched - 1) % 64)) & 1;
 }
 
-static void judge(struct daemon *dm);
+static void judge(struct schedules *s);
 
 static void on_timer(struct handler *h, uint32_t events)
 {
-	struct daemon *dm = h->ctx;
+	struct schedules *s = h->ctx;
 	uint64_t n;
 
 	(void)events;
 	/* ECANCELED: the clock was set; either way, judge now */
 	if (read(h->fd, &n, sizeof(n)) < 0 && errno == ECANCELED)
 		log_info("the clock was set: the schedules are judged again");
-	judge(dm);
+	judge(s);
 }
 
-static int arm(struct daemon *dm, int64_t at)
+static int arm(struct schedules *s, int64_t at)
 {
 	struct itimerspec its = { .it_value = { .tv_sec = at } };
 
-	return timerfd_settime(dm->sched->h.fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL) < 0 ? -errno
-													     : 0;
+	return timerfd_settime(s->h.fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL) < 0 ? -errno : 0;
 }
 
-static void judge(struct daemon *dm)
+static void judge(struct schedules *s)
 {
-	struct schedules *s = dm->sched;
-	struct backend *be = backend_in_force(dm);
+	const struct loaded *cur = daemon_in_force(s->dm);
+	struct backend *be = daemon_backend(s->dm);
 	int64_t now = (int64_t)time(NULL), next = now + SCHED_RECHECK_S;
-	uint64_t words[NFB_SCHED_WORDS];
+	uint64_t words[SCHED_WORDS];
 	struct diags d;
 	bool changed;
 
-	if (!s || !dm->cur.plan || !be)
+	if (s->h.fd < 0 || !cur->pol || !be)
 		return;
-	plan_sched_words(dm->cur.plan, now, words);
-	for (uint32_t i = 0; i < dm->cur.pol->nrules; i++) {
-		const struct rule *ru = &dm->cur.pol->rules[i];
+	sched_words(cur->pol, now, words);
+	for (uint32_t i = 0; i < cur->pol->nrules; i++) {
+		const struct rule *ru = &cur->pol->rules[i];
 		int64_t t;
 
 		if (!ru->when.sched)
 			continue;
 		if ((t = sched_next_change(&ru->when, now)) != SCHED_NEVER && t < next)
 			next = t;
-		if (s->pol == dm->cur.pol && bit_of(s->applied, ru->when.sched) != bit_of(words, ru->when.sched))
+		if (s->pol == cur->pol && bit_of(s->applied, ru->when.sched) != bit_of(words, ru->when.sched))
 			log_info("rule '%s' is %s in force (when:)", ru->name,
 				 bit_of(words, ru->when.sched) ? "now" : "no longer");
 	}
-	changed = s->pol != dm->cur.pol || memcmp(words, s->applied, sizeof(words));
+	changed = s->pol != cur->pol || memcmp(words, s->applied, sizeof(words));
 	diags_init(&d);
-	if (changed && be->ops->schedule(be, &dm->cur, words, &d) < 0) {
+	if (changed && be->ops->schedule(be, cur, words, &d) < 0) {
 		/* the states the backend holds are not known: try again in a second */
 		log_err("%s", diags_last(&d, "cannot change the schedules' states"));
 		s->pol = NULL;
 		next = now + 1;
 	} else if (changed) {
 		memcpy(s->applied, words, sizeof(words));
-		s->pol = dm->cur.pol;
+		s->pol = cur->pol;
 	}
 	diags_free(&d);
-	if (arm(dm, next) < 0)
+	if (arm(s, next) < 0)
 		log_err("cannot set the schedules' timer: %s", strerror(errno));
 }
 
@@ -105,66 +103,124 @@ static bool has_schedules(const struct policy *p)
 	return false;
 }
 
-void sched_after_reload(struct daemon *dm)
+static void timer_close(struct schedules *s)
 {
-	if (!has_schedules(dm->cur.pol)) {
-		sched_close(dm);
+	if (s->h.fd < 0)
+		return;
+	loop_unwatch(daemon_loop(s->dm), &s->h);
+	close(s->h.fd);
+	s->h.fd = -1;
+}
+
+static int schedules_open(struct daemon *dm, void **self, struct diags *d)
+{
+	struct schedules *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return diag_errno(d, -ENOMEM, "schedules");
+	s->dm = dm;
+	s->h = (struct handler){ .fd = -1, .fn = on_timer, .ctx = s };
+	*self = s;
+	return 0;
+}
+
+/* After a reload: a new generation is made with the states of its own
+ * time; judged again here, its states given again. */
+static void schedules_settle(void *self, const struct change *c, int r)
+{
+	struct schedules *s = self;
+
+	(void)c;
+	if (r < 0)
+		return;
+	if (!has_schedules(daemon_in_force(s->dm)->pol)) {
+		timer_close(s);
 		return;
 	}
-	if (!dm->sched) {
-		int fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC);
-
-		if (fd < 0 || !(dm->sched = calloc(1, sizeof(*dm->sched)))) {
+	if (s->h.fd < 0) {
+		if ((s->h.fd = timerfd_create(CLOCK_REALTIME, TFD_NONBLOCK | TFD_CLOEXEC)) < 0) {
 			log_err("schedules: cannot make their timer: %s; the scheduled rules keep the states of the "
 				"reload",
 				strerror(errno));
-			if (fd >= 0)
-				close(fd);
 			return;
 		}
-		dm->sched->h = (struct handler){ .fd = fd, .fn = on_timer, .ctx = dm };
-		if (loop_watch(&dm->loop, &dm->sched->h) < 0)
+		if (loop_watch(daemon_loop(s->dm), &s->h) < 0)
 			log_err("schedules: cannot watch their timer: %s", strerror(errno));
 	}
-	dm->sched->pol = NULL; /* a new generation: its states are given again */
-	judge(dm);
+	s->pol = NULL;
+	judge(s);
 }
 
-void sched_close(struct daemon *dm)
+/* "2026-12-05T08:00:00Z (in 3h)" */
+static const char *when_text(int64_t t, char *buf, size_t len)
 {
-	if (!dm->sched)
-		return;
-	loop_unwatch(&dm->loop, &dm->sched->h);
-	close(dm->sched->h.fd);
-	free(dm->sched);
-	dm->sched = NULL;
+	time_t tt = (time_t)t;
+	long long in = (long long)(t - (int64_t)time(NULL));
+	struct tm tm;
+	char at[32];
+
+	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&tt, &tm));
+	if (in < 120)
+		snprintf(buf, len, "%s (in %llds)", at, in < 0 ? 0 : in);
+	else if (in < 7200)
+		snprintf(buf, len, "%s (in %lldm)", at, in / 60);
+	else
+		snprintf(buf, len, "%s (in %lldh)", at, in / 3600);
+	return buf;
 }
 
-int sched_report(struct daemon *dm, struct sched_report **out, uint32_t *n)
+static void schedules_text(const struct rep *o, FILE *f)
 {
+	char buf[80];
+
+	for (const struct rep *x = rep_first(o); x; x = rep_next(x))
+		fprintf(f, "%-11s %-24s %-16s next change %s\n", x == rep_first(o) ? "schedules:" : "",
+			rep_s(x, "rule"), rep_b(x, "in_force") ? "in force" : "out of force",
+			rep_has(x, "next_change") ? when_text(rep_i(x, "next_change"), buf, sizeof(buf))
+						  : "none within 8 days");
+}
+
+/* "schedules": [{"rule", "in_force", "next_change" (UTC seconds; null:
+ * none within 8 days)}], the policy in force's scheduled rules. */
+static void schedules_status(void *self, struct rep *status)
+{
+	struct schedules *s = self;
+	const struct policy *p = daemon_in_force(s->dm)->pol;
 	int64_t now = (int64_t)time(NULL);
-	const struct policy *p = dm->cur.pol;
-	struct sched_report *v;
+	struct rep *l = rep_list(status, "schedules");
 
-	*out = NULL;
-	*n = 0;
-	if (!has_schedules(p))
-		return 0;
-	if (!(v = calloc(p->nrules, sizeof(*v))))
-		return -ENOMEM;
-	for (uint32_t i = 0; i < p->nrules; i++) {
+	rep_text(l, schedules_text);
+	for (uint32_t i = 0; p && i < p->nrules; i++) {
 		const struct rule *ru = &p->rules[i];
+		int64_t next;
+		struct rep *o;
 
 		if (!ru->when.sched)
 			continue;
-		v[*n] = (struct sched_report){
-			.rule = ru->name,
-			.open = dm->sched && dm->sched->pol == p ? bit_of(dm->sched->applied, ru->when.sched)
-								 : sched_open(&ru->when, now),
-			.next = sched_next_change(&ru->when, now),
-		};
-		(*n)++;
+		o = rep_object(l, NULL);
+		rep_str(o, "rule", ru->name);
+		rep_bool(o, "in_force", s->pol == p ? bit_of(s->applied, ru->when.sched) : sched_open(&ru->when, now));
+		if ((next = sched_next_change(&ru->when, now)) == SCHED_NEVER)
+			rep_null(o, "next_change");
+		else
+			rep_int(o, "next_change", next);
 	}
-	*out = v;
-	return 0;
 }
+
+static void schedules_close(void *self)
+{
+	struct schedules *s = self;
+
+	if (!s)
+		return;
+	timer_close(s);
+	free(s);
+}
+
+const struct part part_schedules = {
+	.name = "schedules",
+	.open = schedules_open,
+	.settle = schedules_settle,
+	.status = schedules_status,
+	.close = schedules_close,
+};

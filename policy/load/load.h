@@ -48,7 +48,7 @@ int lx_addresses(struct lx *x, const char *text, struct loc loc,
 
 /* The sections that use them (rules.c, nat.c, capture.c). */
 void load_rules(struct lx *x, const struct ynode *n);
-/* A set's country:/hosts: (feeds.c): false if it has neither (a set of
+/* A set's country:/hosts: (feeds/part.c): false if it has neither (a set of
  * another kind), else read into s (a dynamic set). */
 bool load_set_feed(struct lx *x, struct addr_set *s, const struct ynode *v);
 /* A rule's when: (when.c). */

@@ -8,6 +8,7 @@
  * has no two changes that close). Between two candidates the state is
  * constant, so the first candidate where it differs is the change.
  */
+#include <string.h>
 #include "policy/schedule/schedule.h"
 
 #include <stdlib.h>
@@ -128,4 +129,16 @@ int64_t sched_next_change(const struct policy_when *w, int64_t t)
 		}
 	free(c.v);
 	return next;
+}
+
+void sched_words(const struct policy *p, int64_t t, uint64_t *words)
+{
+	memset(words, 0, SCHED_WORDS * sizeof(*words));
+	for (uint32_t i = 0; i < p->nrules; i++) {
+		const struct rule *ru = &p->rules[i];
+		uint32_t bit = ru->when.sched - 1;
+
+		if (ru->when.sched && bit < POLICY_MAX_SCHEDULED && sched_open(&ru->when, t))
+			words[bit / 64] |= 1ull << (bit % 64);
+	}
 }

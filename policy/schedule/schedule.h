@@ -23,4 +23,10 @@ bool sched_open(const struct policy_when *w, int64_t t);
  * then). */
 int64_t sched_next_change(const struct policy_when *w, int64_t t);
 
+/* The states of p's scheduled rules at t, as the backends take them: bit
+ * when.sched - 1 of words (SCHED_WORDS of them) set for each rule in
+ * force. */
+#define SCHED_WORDS (POLICY_MAX_SCHEDULED / 64)
+void sched_words(const struct policy *p, int64_t t, uint64_t *words);
+
 #endif

@@ -92,6 +92,9 @@ nfbox_ctl reload --policy "$NS_TMP/closed.yaml" --confirm 3s >"$NS_TMP/r1" 2>&1 
 t_check new-policy-at-once [ "$(web)" = timeout ]
 t_check status-pending [ "$(pending)" = yes ]
 grep -q "pending:" <(nfbox_ctl status) && t_ok status-text-pending || t_fail status-text-pending "$(nfbox_ctl status)"
+nfbox_ctl status --json >"$NS_TMP/pending.json"
+out=$(/usr/bin/python3 tests/lib/keysdoc.py docs/report.md "$NS_TMP/pending.json" 2>&1) &&
+	t_ok pending-keys-documented || t_fail pending-keys-documented "$out"
 t_check rolled-back wait_until 8 web_is open
 t_check status-not-pending [ "$(pending)" = none ]
 t_check rollback-same-fingerprint [ "$(field fingerprint)" = "$fp0" ]

@@ -131,6 +131,9 @@ scenario() {
 	phase elect
 	[ "$(ha 1 'h["advert_ms"]')" = "$(advert_ms)" ] && t_ok "$name-status-advert" ||
 		t_fail "$name-status-advert" "status says $(ha 1 'h["advert_ms"]') ms, the policy $(advert_ms) ms"
+	ctl 1 status --json >"$TMP/ha-status.json" 2>/dev/null
+	out=$(/usr/bin/python3 tests/lib/keysdoc.py docs/report.md "$TMP/ha-status.json" 2>&1) &&
+		t_ok "$name-status-keys-documented" || t_fail "$name-status-keys-documented" "$out"
 	if [ "$backend" = nftables ]; then
 		saw=$("$NFBOX" diff "$TMP/n1/policy.yaml" "$TMP/n2/policy.yaml")
 		[ "$saw" = "ha priority: 150 -> 100" ] && [ "$(ha 2 'h["peer"]')" = 203.0.113.1 ] && t_ok "$name-files-differ-in-priority" ||

@@ -62,6 +62,10 @@ fetch /metrics >"$NS_TMP/http"
 nfbox_ctl metrics >"$NS_TMP/metrics"
 nfbox_ctl stats --json >"$NS_TMP/stats.json"
 nfbox_ctl status --json >"$NS_TMP/status.json"
+nfbox_ctl stats --unused --json >"$NS_TMP/unused.json"
+# docs/report.md is the interface other programs read: it names every key
+out=$(/usr/bin/python3 tests/lib/keysdoc.py docs/report.md "$NS_TMP/status.json" "$NS_TMP/stats.json" \
+	"$NS_TMP/unused.json" 2>&1) && t_ok json-keys-documented || t_fail json-keys-documented "$out"
 t_check http-ok grep -q '^200 text/plain; version=0.0.4; charset=utf-8' <(head -1 "$NS_TMP/http")
 tail -n +2 "$NS_TMP/http" >"$NS_TMP/http.txt"
 out=$(/usr/bin/python3 tests/lib/metricscheck.py "$NS_TMP/http.txt" "$NS_TMP/stats.json" "$NS_TMP/status.json" 2>&1) &&

@@ -20,6 +20,7 @@
 #include "backend/nftables/table.h"
 #include "base/cleanup.h"
 #include "base/log.h"
+#include "policy/schedule/schedule.h"
 #include "system/files.h"
 
 /* ---- opening, adopting, closing ---- */
@@ -225,29 +226,113 @@ static bool bpf_adopted(const struct backend *b)
 	return info.adopted;
 }
 
-/* ---- every reload: the counter slots ---- */
+/* ---- a policy compiled: the plan, its encoding, its counters' slots ---- */
+
+/* What this backend makes of a policy (struct loaded's own). */
+struct bpf_own {
+	struct plan *plan;
+	struct plan_blob blob;
+	struct slot_map slots;
+};
+
+static const struct bpf_own *own_of(const struct loaded *l)
+{
+	return l ? l->own : NULL;
+}
+
+static void bpf_own_free(void *own)
+{
+	struct bpf_own *o = own;
+
+	if (!o)
+		return;
+	slot_map_free(&o->slots);
+	plan_blob_free(&o->blob);
+	plan_free(o->plan);
+	free(o);
+}
+
+static int bpf_compile(const struct policy *p, void **own, struct diags *d)
+{
+	struct bpf_own *o = calloc(1, sizeof(*o));
+	int r;
+
+	*own = NULL;
+	if (!o)
+		return diag_errno(d, -ENOMEM, "compile");
+	if ((r = plan_make(p, &o->plan, &o->blob, d)) < 0) {
+		bpf_own_free(o);
+		return r;
+	}
+	*own = o;
+	return 0;
+}
+
+static int bpf_check(const struct policy *p, struct diags *d)
+{
+	struct plan *pl = NULL;
+	int r = plan_make(p, &pl, NULL, d);
+
+	plan_free(pl);
+	return r;
+}
+
+static int bpf_print(const struct policy *p, bool json, FILE *f, struct diags *d)
+{
+	struct plan *pl = NULL;
+	int r = plan_make(p, &pl, NULL, d);
+
+	if (r == 0 && json)
+		plan_print_json(pl, f);
+	else if (r == 0)
+		plan_print(pl, f);
+	plan_free(pl);
+	return r;
+}
+
+/* ---- every reload: the counter slots, the dynamic sets' ids ---- */
 
 static int bpf_prepare(struct backend *b, struct loaded *nl, struct diags *d)
 {
 	struct bpf_backend *bb = bpf_of(b);
+	struct bpf_own *o = nl->own;
+	const struct policy *p = nl->pol;
 	int r;
 
-	if ((r = slots_assign(&bb->slots, bb->e, nl->plan, &nl->slots)) < 0)
+	if (!o) /* another backend's policy */
+		return 0;
+	if ((r = slots_assign(&bb->slots, bb->e, o->plan, &o->slots)) < 0)
 		return diag_errno(d, r, "cannot assign counters");
+	/* the tries key a dynamic set's entries by the store's id for it */
+	if (!p->nsets)
+		return 0;
+	if (!(o->slots.set_id = calloc(p->nsets, sizeof(*o->slots.set_id))))
+		return diag_errno(d, -ENOMEM, "dynamic sets");
+	o->slots.nsets = p->nsets;
+	for (uint32_t i = 0; i < p->nsets; i++) {
+		const struct dyn_set *s = p->sets[i].dynamic ? dynsets_get(b->env->dyn, p->sets[i].name) : NULL;
+
+		o->slots.set_id[i] = s ? s->id : 0;
+	}
 	return 0;
 }
 
 static void bpf_commit(struct backend *b, const struct loaded *nl)
 {
 	struct bpf_backend *bb = bpf_of(b);
+	const struct bpf_own *o = own_of(nl);
 
-	slots_commit(&bb->slots, &nl->slots, nl->plan);
+	if (!o)
+		return;
+	slots_commit(&bb->slots, &o->slots, o->plan);
 	save_slots(bb);
 }
 
 static void bpf_abort(struct backend *b, const struct loaded *cur)
 {
-	slots_abort(&bpf_of(b)->slots, &cur->slots, cur->plan);
+	const struct bpf_own *o = own_of(cur);
+
+	slots_abort(&bpf_of(b)->slots, o ? &o->slots : NULL, o ? o->plan : NULL);
 }
 
 static void bpf_tick(struct backend *b)
@@ -259,14 +344,63 @@ static void bpf_tick(struct backend *b)
 	engine_settle(bb->e); /* a reload is answered: free the policy it replaced */
 }
 
-static void bpf_status(struct backend *b, struct backend_status *out)
+static void links_text(const struct rep *o, FILE *f)
+{
+	if (!rep_count(o)) {
+		fprintf(f, "links:      none (no BPF classifier attached)\n");
+		return;
+	}
+	fprintf(f, "links:\n");
+	for (const struct rep *l = rep_first(o); l; l = rep_next(l))
+		fprintf(f, "  %-8s %-5s link %llu, priority %lld%s\n", rep_s(l, "hook"), rep_s(l, "family"),
+			(unsigned long long)rep_u(l, "id"), (long long)rep_i(l, "priority"),
+			rep_b(l, "defrag") ? ", defrag" : "");
+}
+
+static const struct rep_metric m_generation = { "nfbox_generation", "gauge",
+						"Policies this daemon has loaded into the BPF engine.", NULL };
+static const struct rep_metric m_bpf_memory = { "nfbox_bpf_memory_bytes", "gauge",
+						"Kernel memory the classifier's BPF maps hold.", NULL };
+
+/* The engine: its generation, memory, what the start found pinned, the
+ * early drop's interfaces, the links. */
+static void bpf_status(struct backend *b, struct rep *status)
 {
 	struct bpf_backend *bb = bpf_of(b);
+	struct engine_info e;
+	uint64_t memory = 0;
+	char early[256];
+	struct rep *l;
 
-	engine_get_info(bb->e, &out->engine);
+	engine_get_info(bb->e, &e);
 	if (bb->e)
-		engine_memory(bb->e, &out->bpf_memory);
-	out->early_ifaces_n = early_ifaces(bb->early, out->early_ifaces, sizeof(out->early_ifaces));
+		engine_memory(bb->e, &memory);
+	early_ifaces(bb->early, early, sizeof(early));
+	rep_metric(rep_uint(status, "generation", e.generation), &m_generation);
+	rep_uint(status, "active_gen", e.active_gen);
+	rep_metric(rep_uint(status, "bpf_memory_bytes", memory), &m_bpf_memory);
+	rep_str(status, "early_xdp", early);
+	rep_bool(status, "adopted", e.adopted);
+	rep_bool(status, "programs_replaced", e.programs_replaced);
+	rep_str(status, "replaced", e.replaced);
+	rep_uint(status, "set_aside", e.set_aside);
+	rep_str(status, "pin_dir", e.pin_dir); /* null: nothing pinned */
+	l = rep_list(status, "links");
+	rep_text(l, links_text);
+	for (int h = 0; h < NFB_HOOK_MAX; h++)
+		for (int fam = 0; fam < NFB_FAM_MAX; fam++) {
+			const struct engine_link *k = &e.link[h][fam];
+			struct rep *o;
+
+			if (k->fd < 0)
+				continue;
+			o = rep_object(l, NULL);
+			rep_str(o, "hook", policy_hook_name((enum policy_hook)h));
+			rep_str(o, "family", policy_family_name((enum policy_family)(1 << fam)));
+			rep_uint(o, "id", k->id);
+			rep_int(o, "priority", k->priority);
+			rep_bool(o, "defrag", k->defrag);
+		}
 }
 
 /* ---- enforcing ---- */
@@ -292,16 +426,17 @@ static int bpf_enforce(struct backend *b, const struct loaded *cur, const struct
 {
 	struct bpf_backend *bb = bpf_of(b);
 	const struct backend_env *env = b->env;
+	const struct bpf_own *o = own_of(nl);
 	int r;
 
 	if (!bb->e && (r = bpf_start(b, d)) < 0)
 		return r;
-	if (!bb->early && early_count(nl->plan) && (r = early_open(bb->e, env->pin_dir, &bb->early, d)) < 0)
+	if (!bb->early && early_count(o->plan) && (r = early_open(bb->e, env->pin_dir, &bb->early, d)) < 0)
 		return r;
-	if (bb->early && (r = early_prepare(bb->early, nl->plan, d)) < 0)
+	if (bb->early && (r = early_prepare(bb->early, o->plan, d)) < 0)
 		return r;
 	if (switching) {
-		if ((r = engine_load(bb->e, nl->plan, &nl->blob, &nl->slots, d)) < 0)
+		if ((r = engine_load(bb->e, o->plan, &o->blob, &o->slots, d)) < 0)
 			return r;
 		if ((r = nft_table_put(env->table, env->dyn, nl->pol, false, NULL, NULL, d)) < 0)
 			engine_unhook(bb->e);
@@ -309,7 +444,7 @@ static int bpf_enforce(struct backend *b, const struct loaded *cur, const struct
 	}
 	if ((r = nft_table_put(env->table, env->dyn, nl->pol, false, NULL, NULL, d)) < 0)
 		return r;
-	if ((r = engine_load(bb->e, nl->plan, &nl->blob, &nl->slots, d)) < 0)
+	if ((r = engine_load(bb->e, o->plan, &o->blob, &o->slots, d)) < 0)
 		restore_table(b, cur);
 	return r;
 }
@@ -321,10 +456,10 @@ static void bpf_in_force_now(struct backend *b, const struct loaded *cur)
 	struct diags d;
 
 	bpf_conns_follow(bb, cur->pol);
-	if (!bb->early)
+	if (!bb->early || !own_of(cur))
 		return;
 	diags_init(&d);
-	if (early_apply(bb->early, cur->plan, &cur->slots, &d) < 0)
+	if (early_apply(bb->early, own_of(cur)->plan, &own_of(cur)->slots, &d) < 0)
 		log_err("%s; the hook still drops what they drop", diags_last(&d, "early: not in force"));
 	diags_free(&d);
 }
@@ -375,12 +510,14 @@ static long long wall_ms_of(uint64_t mono_ns)
 	       1000000;
 }
 
-static void fill_row(struct engine *e, const struct loaded *cur, struct stats_row *r)
+static void fill_row(struct engine *e, const struct bpf_own *o, struct stats_row *r)
 {
-	uint32_t slot = r->is_default ? cur->slots.default_slot[r->h] : cur->slots.rule_slot[r->h][r->b];
+	uint32_t slot = r->is_default ? o->slots.default_slot[r->h] : o->slots.rule_slot[r->h][r->b];
+	struct nfb_counter c;
 
-	engine_counter_read(e, slot, &r->c);
-	r->last_hit_ms = wall_ms_of(r->c.last_ns);
+	engine_counter_read(e, slot, &c);
+	r->c = (struct backend_counter){ .packets = c.packets, .bytes = c.bytes };
+	r->last_hit_ms = wall_ms_of(c.last_ns);
 	if (r->limit)
 		engine_limit_over(e, slot, &r->over_limit);
 }
@@ -395,16 +532,16 @@ static uint64_t packets_of(struct engine *e, uint32_t slot)
 
 /* After the report: every counter it showed back to 0 (read, then zeroed,
  * so what is counted in between is lost). */
-static void zero_all(struct engine *e, const struct loaded *cur)
+static void zero_all(struct engine *e, const struct bpf_own *o)
 {
-	const struct plan *pl = cur->plan;
+	const struct plan *pl = o->plan;
 
 	for (int h = 0; pl && h < NFB_HOOK_MAX; h++) {
 		for (uint32_t b = 0; b < pl->hook[h].nrules; b++)
-			engine_counter_reset(e, cur->slots.rule_slot[h][b]);
-		engine_counter_reset(e, cur->slots.default_slot[h]);
+			engine_counter_reset(e, o->slots.rule_slot[h][b]);
+		engine_counter_reset(e, o->slots.default_slot[h]);
 	}
-	engine_counter_reset(e, cur->slots.established_slot);
+	engine_counter_reset(e, o->slots.established_slot);
 	for (uint32_t s = 0; s < NFB_CNT_FIRST_RULE; s++)
 		engine_counter_reset(e, s);
 }
@@ -413,11 +550,16 @@ static int bpf_stats(struct backend *b, const struct loaded *cur, struct stats_r
 		     struct backend_stats *out, bool zero)
 {
 	struct bpf_backend *bb = bpf_of(b);
+	const struct bpf_own *o = own_of(cur);
 	struct engine *e = bb->e;
+	struct nfb_counter est;
 
+	if (!o)
+		return -EINVAL;
 	for (uint32_t i = 0; i < n; i++)
-		fill_row(e, cur, &rows[i]);
-	engine_counter_read(e, cur->slots.established_slot, &out->established);
+		fill_row(e, o, &rows[i]);
+	engine_counter_read(e, o->slots.established_slot, &est);
+	out->established = (struct backend_counter){ .packets = est.packets, .bytes = est.bytes };
 	out->malformed = packets_of(e, NFB_CNT_MALFORMED);
 	out->unreassembled = packets_of(e, NFB_CNT_FRAGMENT);
 	out->log_ring_full = packets_of(e, NFB_CNT_LOG_DROPPED);
@@ -428,7 +570,7 @@ static int bpf_stats(struct backend *b, const struct loaded *cur, struct stats_r
 	out->conn_events_lost = bb->conns_events_lost;
 	out->conn_release_failed = bb->conns_release_failed;
 	if (zero && e)
-		zero_all(e, cur);
+		zero_all(e, o);
 	if (zero) {
 		bpf_rejects_zero(bb);
 		bb->conns_events_lost = bb->conns_release_failed = 0;
@@ -439,11 +581,14 @@ static int bpf_stats(struct backend *b, const struct loaded *cur, struct stats_r
 static void bpf_links_changed(struct backend *b, const struct loaded *cur)
 {
 	struct bpf_backend *bb = bpf_of(b);
+	const struct bpf_own *o = own_of(cur);
 	uint32_t need = 0;
 	struct diags d;
 	int r;
 
-	if ((r = engine_ifaces_refresh(bb->e, cur->plan, &cur->blob, &need)) == -E2BIG)
+	if (!o)
+		return;
+	if ((r = engine_ifaces_refresh(bb->e, o->plan, &o->blob, &need)) == -E2BIG)
 		log_err("interfaces changed: the policy's interfaces now need %u entries and the BPF engine holds %u; "
 			"those that did not fit match only the rules that exclude them (name fewer interfaces, or use "
 			"'backend: nftables')",
@@ -451,7 +596,7 @@ static void bpf_links_changed(struct backend *b, const struct loaded *cur)
 	else if (r < 0)
 		log_err("interfaces changed, but the interface map could not be updated: %s", strerror(-r));
 	diags_init(&d);
-	if (bb->early && early_links_changed(bb->early, cur->plan, &cur->slots, &d) < 0)
+	if (bb->early && early_links_changed(bb->early, o->plan, &o->slots, &d) < 0)
 		log_err("interfaces changed: %s", diags_last(&d, "early: not followed"));
 	diags_free(&d);
 	diags_init(&d);
@@ -460,6 +605,8 @@ static void bpf_links_changed(struct backend *b, const struct loaded *cur)
 			diags_last(&d, ""));
 	diags_free(&d);
 }
+
+_Static_assert(SCHED_WORDS == NFB_SCHED_WORDS, "the schedules' states and the classifier's differ in size");
 
 static int bpf_schedule(struct backend *b, const struct loaded *cur, const uint64_t *words, struct diags *d)
 {
@@ -474,6 +621,11 @@ static int bpf_schedule(struct backend *b, const struct loaded *cur, const uint6
 const struct backend_ops backend_bpf_ops = {
 	.name = "bpf",
 	.holder = "the pinned classifier",
+	.policy_backend = POLICY_BACKEND_BPF,
+	.compile = bpf_compile,
+	.own_free = bpf_own_free,
+	.check = bpf_check,
+	.print = bpf_print,
 	.open = bpf_open,
 	.start = bpf_start,
 	.close = bpf_close,

@@ -6,6 +6,9 @@
 #include <stddef.h>
 
 #include "backend/backend.h"
+#include "backend/bpf/compile/plan.h"
+#include "backend/bpf/engine/engine.h"
+#include "backend/bpf/engine/slots.h"
 
 struct ring_buffer;
 struct rejecter;

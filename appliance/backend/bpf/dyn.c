@@ -15,6 +15,9 @@
 #include "backend/dyntext.h"
 #include "base/log.h"
 
+/* The store's set ids (dynset.h) key the classifier's tries. */
+_Static_assert(DYNSET_MAX_IDS == NFB_MAX_DYNSETS, "the dynamic sets' ids and the BPF tries' keys differ");
+
 static bool in_store(uint16_t id, int fam, const uint8_t *addr, uint8_t plen, void *arg)
 {
 	const struct dynsets *s = arg;

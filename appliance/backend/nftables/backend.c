@@ -17,6 +17,7 @@
 #include "backend/nftables/nft/build.h"
 #include "backend/nftables/nft/counters.h"
 #include "backend/nftables/nft/emit.h"
+#include "backend/nftables/nft/print.h"
 #include "base/log.h"
 
 /* ---- every open backend ---- */
@@ -106,10 +107,64 @@ static void nftables_tick(struct backend *b)
 		lasthit_tick(&nft_of(b)->lasthit);
 }
 
-static void nftables_status(struct backend *b, struct backend_status *out)
+/* Table inet nfbox: there, and owned by the daemon (NFT_TABLE_F_OWNER,
+ * PERSIST). */
+static void nftables_status(struct backend *b, struct rep *status)
 {
-	out->nft_table = b->env->table->present;
-	out->nft_owned = nft_table_owned();
+	bool present = b->env->table->present == 1;
+
+	rep_bool(status, "nft_table", present);
+	rep_bool(status, "nft_table_owned", present && nft_table_owned());
+}
+
+/* ---- without a daemon ---- */
+
+/* It builds its table when it enforces: nothing kept from the compile. */
+static int nftables_compile(const struct policy *p, void **own, struct diags *d)
+{
+	(void)p;
+	(void)d;
+	*own = NULL;
+	return 0;
+}
+
+/* The policy's table inet nfbox (NAT, the conntrack anchor and, with
+ * backend: nftables, the filter), built and thrown away. */
+static int nftables_check(const struct policy *p, struct diags *d)
+{
+	struct nft_build_opts o = { .filter = p->opt.backend == POLICY_BACKEND_NFTABLES };
+	struct nfr_table t;
+	int r;
+
+	nfr_init(&t);
+	r = nft_build(p, &o, &t, d);
+	nfr_free(&t);
+	return r;
+}
+
+/* What nftables gets for this policy, counters at 0, in nft's syntax (it
+ * has no JSON form of its own: json is not heeded). */
+static int nftables_print(const struct policy *p, bool json, FILE *f, struct diags *d)
+{
+	struct nft_build_opts o = { .filter = p->opt.backend == POLICY_BACKEND_NFTABLES };
+	struct nfr_table t;
+	int r;
+
+	(void)json;
+	nfr_init(&t);
+	if ((r = nft_build(p, &o, &t, d)) < 0) {
+		nfr_free(&t);
+		return r;
+	}
+	fprintf(f, "# nfbox plan --nft of %s: the %s\n", p->src->name,
+		o.filter ? "whole policy (backend: nftables)"
+			 : "NAT, conntrack and SYN proxy (the filter is the BPF backend's)");
+	if (t.nchains)
+		nfr_print(&t, f);
+	else
+		fprintf(f, "# nothing: this policy needs no table in nftables\n");
+	nfr_free(&t);
+	return 0;
 }
 
 /* ---- in force ---- */
@@ -155,7 +210,7 @@ static void nftables_summary(const struct backend *b, const struct loaded *cur, 
 
 /* ---- counters: the named counters, read (and reset) in one step ---- */
 
-static void read_named(const struct nft_counters *nc, const char *name, struct nfb_counter *out)
+static void read_named(const struct nft_counters *nc, const char *name, struct backend_counter *out)
 {
 	const struct nfr_counter *c = nft_counters_find(nc, name);
 
@@ -174,7 +229,7 @@ static void fill_row(const struct nft_backend *nb, const struct nft_counters *nc
 	read_named(nc, name, &r->c);
 	r->last_hit_ms = lasthit_of(nb->lasthit, name);
 	if (r->limit) {
-		struct nfb_counter over;
+		struct backend_counter over;
 
 		nft_over_limit_counter_name(name, sizeof(name), (enum policy_hook)r->h, r->rule);
 		read_named(nc, name, &over);
@@ -187,7 +242,7 @@ static int nftables_stats(struct backend *b, const struct loaded *cur, struct st
 {
 	struct nft_backend *nb = nft_of(b);
 	struct nft_counters nc;
-	struct nfb_counter c, wanted, logged;
+	struct backend_counter c, wanted, logged;
 	int r;
 
 	(void)cur;
@@ -284,7 +339,11 @@ static int nftables_schedule(struct backend *b, const struct loaded *cur, const 
 const struct backend_ops backend_nftables_ops = {
 	.name = "nftables",
 	.holder = "table inet nfbox",
+	.policy_backend = POLICY_BACKEND_NFTABLES,
 	.dyn_margin_ms = NFT_TIMEOUT_MARGIN_MS,
+	.compile = nftables_compile,
+	.check = nftables_check,
+	.print = nftables_print,
 	.open = nftables_open,
 	.start = nftables_start,
 	.close = nftables_close,

@@ -3,7 +3,7 @@
  * The dynamic sets' kernel checked against the store (dynset/verify.h): at
  * least every DYNV_EVERY_MS (longer when a check takes long: it takes at
  * most 1/DYNV_SHARE of the time), and soon after a change the kernel
- * refused or that met an expiry (dynsets.c asks: dyn_verify_take). What
+ * refused or that met an expiry (part.c asks: dyn_verify_take). What
  * the kernel holds is read, and compared with a copy of the store, in a
  * thread of its own: a dump of a large nftables interval set takes seconds,
  * and the loop must not wait for it. The repairs found are applied in the
@@ -17,8 +17,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "daemon/backends.h"
-#include "daemon/dynverify.h"
+#include "dynset/part/part.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/log.h"
@@ -40,8 +39,17 @@ struct dynverify {
 	struct dyn_verdict v;
 	int r;
 	long long t0, due, every; /* CLOCK_MONOTONIC ms */
-	struct dyn_report rep;
+	struct dyn_check_counts {
+		uint64_t checks, check_failed;
+		uint64_t repaired;  /* kernel entries put again or deleted to match the store */
+		int64_t checked_at; /* ms, CLOCK_REALTIME, of the last check; 0: none yet */
+		uint64_t check_ms;
+		char last_repair[192]; /* "" if none */
+	} rep;
+	struct daemon *dm;
 };
+
+#define DV(dm) ((struct dynverify *)daemon_part_state(dm, &part_dynsets_check))
 
 /* ---- the thread ---- */
 
@@ -197,7 +205,7 @@ static void job_join(struct daemon *dm, struct dynverify *w)
 {
 	uint64_t n;
 
-	loop_unwatch(&dm->loop, &w->h);
+	loop_unwatch(daemon_loop(dm), &w->h);
 	pthread_join(w->th, NULL);
 	w->running = false;
 	while (read(w->h.fd, &n, sizeof(n)) == sizeof(n))
@@ -216,7 +224,7 @@ static void on_done(struct handler *h, uint32_t events)
 	if (w->r < 0) {
 		w->rep.check_failed++;
 		log_warn("dynamic sets: cannot check %s against the store: %s", w->be->ops->holder, strerror(-w->r));
-	} else if (w->be == backend_in_force(dm)) { /* else another backend took over meanwhile */
+	} else if (w->be == daemon_backend((struct daemon *)dm)) { /* else another backend took over meanwhile */
 		apply_repairs(dm, w);
 		w->rep.checks++;
 		w->rep.checked_at = dyn_now_ms();
@@ -235,13 +243,13 @@ static int job_start(struct daemon *dm, struct dynverify *w, struct backend *be)
 
 	w->be = be;
 	if ((r = be->ops->dyn_walk_begin(be, &w->walker)) < 0 || (r = dynsets_copy(&w->snap, dyn_store(dm))) < 0 ||
-	    (r = loop_watch(&dm->loop, &w->h)) < 0) {
+	    (r = loop_watch(daemon_loop(dm), &w->h)) < 0) {
 		job_clear(w);
 		return r;
 	}
 	w->t0 = clock_ms(CLOCK_MONOTONIC);
 	if ((r = -pthread_create(&w->th, NULL, verify_thread, w)) < 0) {
-		loop_unwatch(&dm->loop, &w->h);
+		loop_unwatch(daemon_loop(dm), &w->h);
 		job_clear(w);
 		return r;
 	}
@@ -249,30 +257,31 @@ static int job_start(struct daemon *dm, struct dynverify *w, struct backend *be)
 	return 0;
 }
 
-static struct dynverify *dynverify_of(struct daemon *dm)
+static int check_open(struct daemon *dm, void **self, struct diags *d)
 {
-	struct dynverify *w = dm->dynverify;
+	struct dynverify *w = calloc(1, sizeof(*w));
 
-	if (w || !(w = calloc(1, sizeof(*w))))
-		return w;
+	if (!w)
+		return diag_errno(d, -ENOMEM, "the dynamic sets' check");
+	w->dm = dm;
 	w->h = (struct handler){ .fn = on_done, .ctx = dm };
 	if ((w->h.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
 		free(w);
-		return NULL;
+		return diag_errno(d, -errno, "the dynamic sets' check: eventfd");
 	}
 	w->every = DYNV_EVERY_MS;
-	return dm->dynverify = w;
+	*self = w;
+	return 0;
 }
 
-void dynverify_tick(struct daemon *dm)
+static void check_tick(void *self)
 {
-	struct dynverify *w = dynverify_of(dm);
+	struct dynverify *w = self;
+	struct daemon *dm = w->dm;
 	long long now = clock_ms(CLOCK_MONOTONIC), wanted = dyn_verify_take(dm);
-	struct backend *be = backend_in_force(dm);
+	struct backend *be = daemon_backend((struct daemon *)dm);
 	int r;
 
-	if (!w)
-		return;
 	if (wanted && wanted < w->due)
 		w->due = wanted;
 	if (w->running || now < w->due || !be || !dyn_store(dm)->n)
@@ -285,39 +294,63 @@ void dynverify_tick(struct daemon *dm)
 	}
 }
 
-void dynverify_report(const struct daemon *dm, struct dyn_report *out)
-{
-	const struct dynverify *w = dm->dynverify;
+/* ---- the part ---- */
 
-	if (!w) {
-		out->every_ms = DYNV_EVERY_MS;
-		return;
-	}
-	out->checks = w->rep.checks;
-	out->check_failed = w->rep.check_failed;
-	out->repaired = w->rep.repaired;
-	out->checked_at = w->rep.checked_at;
-	out->check_ms = w->rep.check_ms;
-	out->every_ms = (uint64_t)w->every;
-	memcpy(out->last_repair, w->rep.last_repair, sizeof(out->last_repair));
-}
-
-void dynverify_zero(struct daemon *dm)
+void dyn_check_report(const struct daemon *dm, struct rep *o)
 {
-	if (dm->dynverify)
-		dm->dynverify->rep.repaired = dm->dynverify->rep.check_failed = 0;
-}
-
-void dynverify_close(struct daemon *dm)
-{
-	struct dynverify *w = dm->dynverify;
+	const struct dynverify *w = DV(dm);
 
 	if (!w)
 		return;
+	rep_ms(o, "checked_at", w->rep.checked_at);
+	rep_uint(o, "every_ms", (uint64_t)w->every);
+	rep_uint(o, "took_ms", w->rep.check_ms);
+	rep_uint(o, "checks", w->rep.checks);
+	rep_uint(o, "failed", w->rep.check_failed);
+	rep_uint(o, "repaired", w->rep.repaired);
+	rep_str(o, "last_repair", w->rep.last_repair);
+}
+
+uint64_t dyn_check_repaired(const struct daemon *dm, bool zero)
+{
+	struct dynverify *w = DV(dm);
+	uint64_t n;
+
+	if (!w)
+		return 0;
+	n = w->rep.repaired;
+	if (zero)
+		w->rep.repaired = w->rep.check_failed = 0;
+	return n;
+}
+
+/* A check under way finishes before its backend stops (its repairs are
+ * not applied). */
+static void check_stop(void *self, bool keep)
+{
+	struct dynverify *w = self;
+
+	(void)keep;
 	if (w->running)
-		job_join(dm, w);
+		job_join(w->dm, w);
 	job_clear(w);
+}
+
+static void check_close(void *self)
+{
+	struct dynverify *w = self;
+
+	if (!w)
+		return;
+	check_stop(w, false);
 	close(w->h.fd);
 	free(w);
-	dm->dynverify = NULL;
 }
+
+const struct part part_dynsets_check = {
+	.name = "the dynamic sets' check",
+	.open = check_open,
+	.tick = check_tick,
+	.stop = check_stop,
+	.close = check_close,
+};

@@ -14,17 +14,16 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/backends.h"
-#include "daemon/daemon_int.h"
 #include "daemon/state.h"
-#include "daemon/dynsets.h"
-#include "daemon/confirm.h"
+#include "dynset/part/part.h"
+#include "confirm/confirm.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "base/json.h"
@@ -36,8 +35,9 @@
 #include "policy/syntax/parse.h"
 #include "system/files.h"
 
-/* The dynamic sets' state (the daemon's dm->dyn). */
+/* The dynamic sets' state: the part's. */
 struct dynstore {
+	struct daemon *dm;
 	struct dynsets store;	  /* the entries: the authority */
 	char unread[512];	  /* why STATE/dynsets could not be read at start ("": it could, or there is none) */
 	bool from_fleet;	  /* the change came from etcd: not sent back there */
@@ -53,11 +53,13 @@ struct dynstore {
 	uint32_t refusals_logged;  /* ... and how many were */
 };
 
+#define DYN(dm) ((struct dynstore *)daemon_part_state(dm, &part_dynsets))
+
 #define DYN_STATE	"dynsets"
 #define DYN_BY_CONTROL	"nfbox-set"  /* an entry added through the control socket */
 #define DYN_BY_RULE	"rule:"	     /* ... by a limit's overload: "rule:NAME" */
-#define DYN_BY_SURICATA "suricata:"  /* ... by a Suricata alert: "suricata:SID:MSG" (feeds.c) */
-#define DYN_BY_FLEET	"fleet:"     /* ... by a fleet's node: "fleet:NODE" (fleet.c) */
+#define DYN_BY_SURICATA "suricata:"  /* ... by a Suricata alert: "suricata:SID:MSG" (feeds/part.c) */
+#define DYN_BY_FLEET	"fleet:"     /* ... by a fleet's node: "fleet:NODE" (fleet/part.c) */
 #define DYN_MAX_INPUT	(256u << 20) /* bytes of prefixes in one request */
 /* addresses never banned (below) */
 static void protect_of(struct daemon *dm, const char *set, struct dyn_protect *out);
@@ -67,7 +69,7 @@ static void by_text(const char *by, char *buf, size_t len);
 /* The backend in force, NULL for none. */
 static struct backend *be_of(const struct daemon *dm)
 {
-	return backend_in_force(dm);
+	return daemon_backend((struct daemon *)dm);
 }
 
 static void save_dyn(const void *obj, FILE *f)
@@ -82,32 +84,30 @@ static void save_dyn(const void *obj, FILE *f)
 static int dyn_save(struct daemon *dm)
 {
 	/* the crash test's positive control: a daemon that answers without saving */
-	int r = planted("dyn-no-save") ? 0 : state_save(dm, DYN_STATE, save_dyn, &dm->dyn->store, true);
+	int r = planted("dyn-no-save") ? 0 : state_save(dm, DYN_STATE, save_dyn, &DYN(dm)->store, true);
 
 	if (r < 0)
-		log_warn("cannot save the dynamic sets in %s: %s", dm->state_dir, strerror(-r));
+		log_warn("cannot save the dynamic sets in %s: %s", daemon_state_dir(dm), strerror(-r));
 	return r;
 }
 
-int dyn_state_load(struct daemon *dm)
+static int dyn_state_load(struct daemon *dm)
 {
 	char path[PATH_MAX];
 	unsigned bad = 0;
 	uint64_t n = 0;
 	FILE *f;
 
-	if (!dm->dyn && !(dm->dyn = calloc(1, sizeof(*dm->dyn))))
-		return -ENOMEM;
-	dynsets_init(&dm->dyn->store);
-	if (state_open(dm, DYN_STATE, &f, dm->dyn->unread, sizeof(dm->dyn->unread)) < 0 || !f)
+	dynsets_init(&DYN(dm)->store);
+	if (state_open(dm, DYN_STATE, &f, DYN(dm)->unread, sizeof(DYN(dm)->unread)) < 0 || !f)
 		return 0;
 	state_path(dm, DYN_STATE, path, sizeof(path));
-	if (dynsets_load(&dm->dyn->store, f, dyn_now_ms(), &bad) < 0)
-		snprintf(dm->dyn->unread, sizeof(dm->dyn->unread),
+	if (dynsets_load(&DYN(dm)->store, f, dyn_now_ms(), &bad) < 0)
+		snprintf(DYN(dm)->unread, sizeof(DYN(dm)->unread),
 			 "line %u is not a dynamic-set entry (the file is damaged)", bad);
 	fclose(f);
-	for (uint32_t i = 0; i < dm->dyn->store.n; i++)
-		n += dm->dyn->store.sets[i].n[0] + dm->dyn->store.sets[i].n[1];
+	for (uint32_t i = 0; i < DYN(dm)->store.n; i++)
+		n += DYN(dm)->store.sets[i].n[0] + DYN(dm)->store.sets[i].n[1];
 	if (n)
 		log_info("dynamic sets: %llu entries read back from %s", (unsigned long long)n, path);
 	return 0;
@@ -125,16 +125,16 @@ static int store_from_text(struct daemon *dm, char *text, size_t len, const char
 
 	if (!in)
 		return diag_errno(d, -ENOMEM, "dynamic sets");
-	dynsets_free(&dm->dyn->store);
-	dynsets_init(&dm->dyn->store);
-	r = dynsets_load(&dm->dyn->store, in, dyn_now_ms(), &bad);
+	dynsets_free(&DYN(dm)->store);
+	dynsets_init(&DYN(dm)->store);
+	r = dynsets_load(&DYN(dm)->store, in, dyn_now_ms(), &bad);
 	fclose(in);
 	if (r < 0)
 		return diag_fail(d, -EIO, "the dynamic sets' entries in %s cannot be read back (entry %u)", where, bad);
 	return 0;
 }
 
-int dyn_recover(struct daemon *dm, struct diags *d)
+static int dyn_recover(struct daemon *dm, struct diags *d)
 {
 	char path[PATH_MAX], kept[PATH_MAX + 64];
 	_cleanup_free_ char *text = NULL;
@@ -143,25 +143,25 @@ int dyn_recover(struct daemon *dm, struct diags *d)
 	uint64_t n = 0;
 	int r;
 
-	if (!dm->dyn->unread[0])
+	if (!DYN(dm)->unread[0])
 		return 0;
 	state_path(dm, DYN_STATE, path, sizeof(path));
-	if (dm->opts->fresh) {
-		dynsets_free(&dm->dyn->store);
-		dynsets_init(&dm->dyn->store);
+	if (daemon_opts(dm)->fresh) {
+		dynsets_free(&DYN(dm)->store);
+		dynsets_init(&DYN(dm)->store);
 		state_set_aside(dm, DYN_STATE, kept, sizeof(kept));
 		log_warn("%s cannot be read (%s): --fresh, so the dynamic sets start empty; the file is kept as %s",
-			 path, dm->dyn->unread, kept);
+			 path, DYN(dm)->unread, kept);
 		return 0;
 	}
-	if ((r = backends_dyn_read_back(dm, &text, &len, &n, &source, d)) < 0 ||
+	if ((r = daemon_dyn_read_back(dm, &text, &len, &n, &source, d)) < 0 ||
 	    (r > 0 && (r = store_from_text(dm, text, len, source, d)) < 0))
 		return r;
 	if (source) {
 		state_set_aside(dm, DYN_STATE, kept, sizeof(kept));
 		log_warn("%s cannot be read (%s): the dynamic sets' %llu entries were taken from %s, which enforced "
 			 "them; the file is kept as %s",
-			 path, dm->dyn->unread, (unsigned long long)n, source, kept);
+			 path, DYN(dm)->unread, (unsigned long long)n, source, kept);
 		return 0;
 	}
 	return diag_fail(
@@ -169,25 +169,18 @@ int dyn_recover(struct daemon *dm, struct diags *d)
 		"%s cannot be read (%s), and neither a pinned classifier nor table inet nfbox holds the dynamic sets' "
 		"entries: starting would lose every entry added at run time (a blocklist fed by fail2ban or CrowdSec "
 		"would stop blocking). Repair or remove the file, or start with --fresh to start the sets empty",
-		path, dm->dyn->unread);
+		path, DYN(dm)->unread);
 }
 
-int dyn_prepare(struct daemon *dm, const struct policy *p, struct slot_map *m, struct diags *d)
+/* The new policy's dynamic sets in the store (their ids, which the
+ * backends key their entries by; the entries of a set the policy keeps by
+ * name stay). */
+static int dyn_prepare(struct daemon *dm, const struct policy *p, struct diags *d)
 {
 	int r;
 
-	if ((r = dynsets_sync_policy(&dm->dyn->store, p)) < 0)
+	if ((r = dynsets_sync_policy(&DYN(dm)->store, p)) < 0)
 		return diag_errno(d, r, "dynamic sets");
-	if (!p->nsets)
-		return 0;
-	if (!(m->set_id = calloc(p->nsets, sizeof(*m->set_id))))
-		return diag_errno(d, -ENOMEM, "dynamic sets");
-	m->nsets = p->nsets;
-	for (uint32_t i = 0; i < p->nsets; i++) {
-		const struct dyn_set *s = p->sets[i].dynamic ? dynsets_find(&dm->dyn->store, p->sets[i].name) : NULL;
-
-		m->set_id[i] = s ? s->id : 0;
-	}
 	return 0;
 }
 
@@ -198,11 +191,11 @@ static bool drop_gone(struct daemon *dm)
 {
 	bool gone = false;
 
-	if (dm->pending.active)
+	if (confirm_pending(dm))
 		return false;
-	for (uint32_t i = 0; i < dm->dyn->store.n; i++)
-		gone |= !dm->dyn->store.sets[i].in_policy;
-	dynsets_drop_gone(&dm->dyn->store);
+	for (uint32_t i = 0; i < DYN(dm)->store.n; i++)
+		gone |= !DYN(dm)->store.sets[i].in_policy;
+	dynsets_drop_gone(&DYN(dm)->store);
 	return gone;
 }
 
@@ -210,20 +203,20 @@ static bool drop_gone(struct daemon *dm)
  * shares those entries. */
 static void warn_unshared(const struct daemon *dm)
 {
-	for (uint32_t i = 0; !dm->dyn->listener && dm->cur.pol && i < dm->cur.pol->nsets; i++)
-		if (dm->cur.pol->sets[i].shared)
+	for (uint32_t i = 0; !DYN(dm)->listener && daemon_in_force(dm)->pol && i < daemon_in_force(dm)->pol->nsets; i++)
+		if (daemon_in_force(dm)->pol->sets[i].shared)
 			log_warn("set %s is 'shared: true', but this daemon is not a fleet's node (nfbox run --fleet): "
 				 "its entries stay on this node",
-				 dm->cur.pol->sets[i].name);
+				 daemon_in_force(dm)->pol->sets[i].name);
 }
 
-void dyn_after_reload(struct daemon *dm, int r)
+static void dyn_after_reload(struct daemon *dm, int r)
 {
 	bool gone;
 
 	if (r < 0) { /* the policy in force keeps its sets */
-		if (dm->cur.pol)
-			dynsets_sync_policy(&dm->dyn->store, dm->cur.pol);
+		if (daemon_in_force(dm)->pol)
+			dynsets_sync_policy(&DYN(dm)->store, daemon_in_force(dm)->pol);
 		return;
 	}
 	gone = drop_gone(dm);
@@ -234,7 +227,7 @@ void dyn_after_reload(struct daemon *dm, int r)
 	warn_unshared(dm);
 }
 
-void dyn_settle(struct daemon *dm)
+static void dyn_settle(struct daemon *dm)
 {
 	if (!drop_gone(dm))
 		return;
@@ -259,14 +252,14 @@ static void resync(struct daemon *dm)
 		be_of(dm)->ops->dyn_resync(be_of(dm));
 }
 
-/* The kernel checked against the store within after ms (daemon/dynverify.c
+/* The kernel checked against the store within after ms (check.c
  * takes the wish). */
 static void verify_soon(struct daemon *dm, long long after)
 {
 	long long at = clock_ms(CLOCK_MONOTONIC) + after;
 
-	if (!dm->dyn->verify_wanted || at < dm->dyn->verify_wanted)
-		dm->dyn->verify_wanted = at ? at : 1;
+	if (!DYN(dm)->verify_wanted || at < DYN(dm)->verify_wanted)
+		DYN(dm)->verify_wanted = at ? at : 1;
 }
 
 /* A change that met an expiry of its set (the store let an entry go within
@@ -287,20 +280,20 @@ static void after_change(struct daemon *dm, const struct dyn_set *set)
 static int store_and_apply(struct daemon *dm, struct dyn_set *set, struct dyn_change *c, uint32_t n, bool del,
 			   struct diags *d, struct dyn_undo *undo, struct dyn_added *did)
 {
-	int r = del ? dynset_del(&dm->dyn->store, set, c, n, d, undo) : dynset_add(&dm->dyn->store, set, c, n, d, did);
+	int r = del ? dynset_del(&DYN(dm)->store, set, c, n, d, undo) : dynset_add(&DYN(dm)->store, set, c, n, d, did);
 
 	/* the positive control of test_dynset_renew: changes that do not reach the kernel */
 	if (r == 0 && planted("dyn-skips-kernel"))
 		return 0;
 	if (r == 0 && (r = apply(dm, set, c, n, del, d)) < 0) {
-		dynset_undo(&dm->dyn->store, set, undo);
+		dynset_undo(&DYN(dm)->store, set, undo);
 		resync(dm);
 		verify_soon(dm, 0);
 	}
 	if (r == 0)
 		after_change(dm, set);
-	if (r == 0 && !dm->dyn->from_fleet && dm->dyn->listener)
-		dm->dyn->listener(dm, set->name, c, n, del);
+	if (r == 0 && !DYN(dm)->from_fleet && DYN(dm)->listener)
+		DYN(dm)->listener(dm, set->name, c, n, del);
 	return r;
 }
 
@@ -408,13 +401,13 @@ static const struct addr_set *policy_set(const struct policy *p, const char *nam
 
 static struct dyn_set *find_set(struct daemon *dm, const char *name, struct diags *d)
 {
-	struct dyn_set *s = dynsets_find(&dm->dyn->store, name ? name : "");
+	struct dyn_set *s = dynsets_find(&DYN(dm)->store, name ? name : "");
 
 	if (s && s->in_policy)
 		return s;
-	if (!dm->cur.pol)
+	if (!daemon_in_force(dm)->pol)
 		diag_fail(d, -ENOENT, "no policy is in force");
-	else if (policy_set(dm->cur.pol, name ? name : ""))
+	else if (policy_set(daemon_in_force(dm)->pol, name ? name : ""))
 		diag_fail(d, -EINVAL,
 			  "set '%s' is not dynamic: its entries are in the policy (mark it 'dynamic: true' to change "
 			  "it at run time)",
@@ -430,7 +423,7 @@ static struct dyn_set *find_set(struct daemon *dm, const char *name, struct diag
 static struct dyn_set *find_set_by_hand(struct daemon *dm, const char *name, struct diags *d)
 {
 	struct dyn_set *s = find_set(dm, name, d);
-	const struct addr_set *fs = s ? policy_set(dm->cur.pol, s->name) : NULL;
+	const struct addr_set *fs = s ? policy_set(daemon_in_force(dm)->pol, s->name) : NULL;
 
 	if (fs && (fs->feed == SET_FEED_COUNTRY || fs->feed == SET_FEED_HOSTS)) {
 		diag_fail(d, -EPERM, "set '%s' is filled from %s by the daemon: change the policy instead", s->name,
@@ -507,9 +500,9 @@ static int change(struct daemon *dm, const struct dyn_caller *c, const struct ct
 		/* Not kept, so not done: the kernel and the store go back to
 		 * what they were, and the client is told. */
 		diag_errno(d, r, "set '%s': the change could not be saved in %s, so it was taken back", set->name,
-			   dm->state_dir);
+			   daemon_state_dir(dm));
 		undo_kernel(dm, set, &undo);
-		dynset_undo(&dm->dyn->store, set, &undo);
+		dynset_undo(&DYN(dm)->store, set, &undo);
 		resync(dm);
 	}
 	dyn_undo_free(&undo);
@@ -549,17 +542,17 @@ static int flush_set(struct daemon *dm, const struct dyn_caller *c, const struct
 		free(v);
 		return r;
 	}
-	dynset_flush(&dm->dyn->store, set);
-	if (dm->dyn->listener)
-		dm->dyn->listener(dm, set->name, v, n, true);
+	dynset_flush(&DYN(dm)->store, set);
+	if (DYN(dm)->listener)
+		DYN(dm)->listener(dm, set->name, v, n, true);
 	if ((r = dyn_save(dm)) < 0) {
 		/* not kept, so not done: the entries come back */
 		diag_errno(d, r, "set '%s': the flush could not be saved in %s, so it was taken back", set->name,
-			   dm->state_dir);
+			   daemon_state_dir(dm));
 		struct diags tmp;
 
 		diags_init(&tmp);
-		if (dynset_add(&dm->dyn->store, set, v, n, &tmp, NULL) < 0 || apply(dm, set, v, n, false, &tmp) < 0)
+		if (dynset_add(&DYN(dm)->store, set, v, n, &tmp, NULL) < 0 || apply(dm, set, v, n, false, &tmp) < 0)
 			log_err("set '%s': the entries of a flush that could not be saved could not all be put back: "
 				"%s",
 				set->name, diags_last(&tmp, ""));
@@ -574,7 +567,7 @@ static int flush_set(struct daemon *dm, const struct dyn_caller *c, const struct
 	return 0;
 }
 
-/* "suricata:SID:MSG" (MSG %-escaped, feeds.c) as "Suricata alert SID (MSG)" */
+/* "suricata:SID:MSG" (MSG %-escaped, feeds/part.c) as "Suricata alert SID (MSG)" */
 static void suricata_text(const char *by, char *buf, size_t len)
 {
 	const char *sid = by + strlen(DYN_BY_SURICATA), *msg = strchr(sid, ':');
@@ -679,21 +672,21 @@ static int list(struct daemon *dm, const struct ctl_request *req, FILE *f, struc
 	if (req->json)
 		json_init(&j, f);
 	if (set) {
-		list_one(&dm->dyn->store, set, now, f, req->json ? &j : NULL);
+		list_one(&DYN(dm)->store, set, now, f, req->json ? &j : NULL);
 	} else {
 		if (req->json)
 			json_array_begin(&j);
-		for (uint32_t i = 0; i < dm->dyn->store.n; i++) {
-			if (!dm->dyn->store.sets[i].in_policy)
+		for (uint32_t i = 0; i < DYN(dm)->store.n; i++) {
+			if (!DYN(dm)->store.sets[i].in_policy)
 				continue;
 			if (req->json) {
 				json_object_begin(&j);
-				json_kv_str(&j, "set", dm->dyn->store.sets[i].name);
-				json_kv_u64(&j, "entries", set_size(&dm->dyn->store.sets[i]));
+				json_kv_str(&j, "set", DYN(dm)->store.sets[i].name);
+				json_kv_u64(&j, "entries", set_size(&DYN(dm)->store.sets[i]));
 				json_object_end(&j);
 			} else {
-				fprintf(f, "%s\t%llu entries\n", dm->dyn->store.sets[i].name,
-					(unsigned long long)set_size(&dm->dyn->store.sets[i]));
+				fprintf(f, "%s\t%llu entries\n", DYN(dm)->store.sets[i].name,
+					(unsigned long long)set_size(&DYN(dm)->store.sets[i]));
 			}
 		}
 		if (req->json)
@@ -704,7 +697,7 @@ static int list(struct daemon *dm, const struct ctl_request *req, FILE *f, struc
 	return 0;
 }
 
-void dyn_answer(struct daemon *dm, const struct dyn_caller *c, const struct ctl_request *req, FILE *f)
+static void dyn_answer(struct daemon *dm, const struct dyn_caller *c, const struct ctl_request *req, FILE *f)
 {
 	_cleanup_free_ char *out = NULL;
 	size_t len = 0;
@@ -760,7 +753,7 @@ static bool in_sorted(const struct dyn_change *c, uint32_t n, int fam, const str
 int dyn_feed(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t n, bool replace, uint32_t *added,
 	     uint32_t *deleted, struct diags *d)
 {
-	struct dyn_set *set = dynsets_find(&dm->dyn->store, name);
+	struct dyn_set *set = dynsets_find(&DYN(dm)->store, name);
 	struct dyn_change *del = NULL, *add = c;
 	uint32_t ndel = 0, nadd = n;
 	int r = 0;
@@ -804,7 +797,7 @@ int dyn_feed(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t
 		} else if (*deleted) {
 			/* all or nothing: what the replacement deleted comes back */
 			undo_kernel(dm, set, &undo_del);
-			dynset_undo(&dm->dyn->store, set, &undo_del);
+			dynset_undo(&DYN(dm)->store, set, &undo_del);
 			resync(dm);
 			*deleted = 0;
 		}
@@ -817,20 +810,20 @@ int dyn_feed(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t
 	if ((*added || *deleted || renewed) && dyn_save(dm) < 0)
 		log_warn(
 			"set %s: the entries from its feed could not be saved in %s; they come again at the next start",
-			name, dm->state_dir);
+			name, daemon_state_dir(dm));
 	return r;
 }
 
-/* ---- a fleet's shared sets (fleet.c) ------------------------------------------ */
+/* ---- a fleet's shared sets (fleet/part.c) ------------------------------------------ */
 
 void dyn_listen(struct daemon *dm, dyn_listener_fn fn)
 {
-	dm->dyn->listener = fn;
+	DYN(dm)->listener = fn;
 }
 
 int dyn_from_fleet(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t n, bool del, bool replace)
 {
-	struct dyn_set *set = dynsets_find(&dm->dyn->store, name);
+	struct dyn_set *set = dynsets_find(&DYN(dm)->store, name);
 	uint32_t added = 0, deleted = 0;
 	struct dyn_undo undo = { 0 };
 	struct diags d;
@@ -851,12 +844,13 @@ int dyn_from_fleet(struct daemon *dm, const char *name, struct dyn_change *c, ui
 		n = kept;
 	}
 	diags_init(&d);
-	dm->dyn->from_fleet = true;
+	DYN(dm)->from_fleet = true;
 	if (replace || !del)
 		r = dyn_feed(dm, name, c, n, replace, &added, &deleted, &d);
 	else if ((r = store_and_apply(dm, set, c, n, true, &d, &undo, NULL)) == 0 && dyn_save(dm) < 0)
-		log_warn("set %s: an entry deleted through the fleet could not be saved in %s", name, dm->state_dir);
-	dm->dyn->from_fleet = false;
+		log_warn("set %s: an entry deleted through the fleet could not be saved in %s", name,
+			 daemon_state_dir(dm));
+	DYN(dm)->from_fleet = false;
 	dyn_undo_free(&undo);
 	if (r < 0)
 		log_warn("set %s: a shared entry from etcd not taken: %s", name, diags_last(&d, strerror(-r)));
@@ -897,8 +891,8 @@ static void own_add(uint8_t family, const uint8_t *addr, void *arg)
  * too, which it does not hold yet). */
 static const struct own_addrs *own_addrs(struct daemon *dm)
 {
-	struct own_addrs *o = &dm->dyn->own;
-	const struct ha_conf *ha = dm->cur.pol ? &dm->cur.pol->ha : NULL;
+	struct own_addrs *o = &DYN(dm)->own;
+	const struct ha_conf *ha = daemon_in_force(dm)->pol ? &daemon_in_force(dm)->pol->ha : NULL;
 	long long now = clock_ms(CLOCK_MONOTONIC);
 	int r;
 
@@ -922,15 +916,15 @@ static void refusal(struct daemon *dm, const char *set, const struct prefix *pfx
 	long long now = clock_ms(CLOCK_MONOTONIC);
 	char a[64], by[320];
 
-	dm->dyn->refused++;
-	if (now - dm->dyn->refusals_window >= 60000) {
-		if (dm->dyn->refusals_logged > REFUSALS_LOGGED)
+	DYN(dm)->refused++;
+	if (now - DYN(dm)->refusals_window >= 60000) {
+		if (DYN(dm)->refusals_logged > REFUSALS_LOGGED)
 			log_warn("dynamic sets: %u more automatic bans refused in the last minute",
-				 dm->dyn->refusals_logged - REFUSALS_LOGGED);
-		dm->dyn->refusals_window = now;
-		dm->dyn->refusals_logged = 0;
+				 DYN(dm)->refusals_logged - REFUSALS_LOGGED);
+		DYN(dm)->refusals_window = now;
+		DYN(dm)->refusals_logged = 0;
 	}
-	if (dm->dyn->refusals_logged++ >= REFUSALS_LOGGED)
+	if (DYN(dm)->refusals_logged++ >= REFUSALS_LOGGED)
 		return;
 	policy_prefix_format(pfx, a, sizeof(a));
 	by_text(who, by, sizeof(by));
@@ -941,12 +935,13 @@ static void refusal(struct daemon *dm, const char *set, const struct prefix *pfx
 static void protect_of(struct daemon *dm, const char *set, struct dyn_protect *out)
 {
 	const struct own_addrs *o = own_addrs(dm);
-	const struct addr_set *ps = policy_set(dm->cur.pol, set);
+	const struct addr_set *ps = policy_set(daemon_in_force(dm)->pol, set);
 
 	*out = (struct dyn_protect){
 		.own = o->v,
 		.nown = o->n,
-		.lists = { dm->cur.pol ? &dm->cur.pol->opt.never_ban : NULL, ps ? &ps->never_ban : NULL },
+		.lists = { daemon_in_force(dm)->pol ? &daemon_in_force(dm)->pol->opt.never_ban : NULL,
+			   ps ? &ps->never_ban : NULL },
 	};
 	if (planted("ban-anything")) /* test_neverban's positive control: the protection's lists lost */
 		*out = (struct dyn_protect){ .nown = 0 };
@@ -994,10 +989,10 @@ static void purge_set(struct daemon *dm, struct dyn_set *set)
 			struct prefix pfx = { .family = fam ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4, .plen = e->plen };
 
 			memcpy(pfx.addr, e->addr, 16);
-			if (!automatic(dyn_entry_by(&dm->dyn->store, e)) || !dyn_protected(&p, &pfx, why, sizeof(why)))
+			if (!automatic(dyn_entry_by(&DYN(dm)->store, e)) || !dyn_protected(&p, &pfx, why, sizeof(why)))
 				continue;
 			dyn_entry_format(fam, e, a, sizeof(a));
-			by_text(dyn_entry_by(&dm->dyn->store, e), by, sizeof(by));
+			by_text(dyn_entry_by(&DYN(dm)->store, e), by, sizeof(by));
 			log_warn("set %s: %s, put there by %s, is %s, which is never banned: deleted", set->name, a, by,
 				 why);
 			c[n++].pfx = pfx;
@@ -1011,9 +1006,9 @@ static void purge_set(struct daemon *dm, struct dyn_set *set)
 
 static void purge_protected(struct daemon *dm)
 {
-	for (uint32_t i = 0; i < dm->dyn->store.n; i++)
-		if (dm->dyn->store.sets[i].in_policy)
-			purge_set(dm, &dm->dyn->store.sets[i]);
+	for (uint32_t i = 0; i < DYN(dm)->store.n; i++)
+		if (DYN(dm)->store.sets[i].in_policy)
+			purge_set(dm, &DYN(dm)->store.sets[i]);
 }
 
 /* ---- overload (limit: { overload: SET }) ------------------------------------ */
@@ -1029,7 +1024,7 @@ static const struct rule *rule_named(const struct policy *p, const char *name)
 void dyn_overload(void *arg, const struct vevent *v)
 {
 	struct daemon *dm = arg;
-	const struct rule *ru = rule_named(dm->cur.pol, v->rule);
+	const struct rule *ru = rule_named(daemon_in_force(dm)->pol, v->rule);
 	int64_t now = dyn_now_ms();
 	struct dyn_change c = { .src = "overload" };
 	struct dyn_undo undo = { 0 };
@@ -1040,7 +1035,7 @@ void dyn_overload(void *arg, const struct vevent *v)
 	int64_t i;
 	int f, r;
 
-	if (!ru || !ru->limit.overload || !(set = dynsets_find(&dm->dyn->store, ru->limit.overload)))
+	if (!ru || !ru->limit.overload || !(set = dynsets_find(&DYN(dm)->store, ru->limit.overload)))
 		return; /* an event of a policy no longer in force */
 	c.pfx.family = v->af == AF_INET ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6;
 	c.pfx.plen = v->af == AF_INET ? 32 : 128;
@@ -1062,7 +1057,7 @@ void dyn_overload(void *arg, const struct vevent *v)
 	if (r == 0 && (r = dyn_save(dm)) < 0) {
 		/* enforced, not kept: the next start would lose it; said loudly */
 		log_warn("set %s: the entry added by rule %s could not be saved in %s: %s", set->name, ru->name,
-			 dm->state_dir, strerror(-r));
+			 daemon_state_dir(dm), strerror(-r));
 		r = 0;
 	}
 	dyn_undo_free(&undo);
@@ -1086,9 +1081,9 @@ static void expired(const struct dyn_set *set, int fam, const struct dyn_entry *
 		be_of(dm)->ops->dyn_expired(be_of(dm), set, fam, e);
 }
 
-void dyn_tick(struct daemon *dm)
+static void dyn_tick(struct daemon *dm)
 {
-	uint32_t n = dynsets_expire(&dm->dyn->store, dyn_now_ms(), expired, dm);
+	uint32_t n = dynsets_expire(&DYN(dm)->store, dyn_now_ms(), expired, dm);
 
 	if (n) {
 		log_info("dynamic sets: %u entries expired", n);
@@ -1096,21 +1091,11 @@ void dyn_tick(struct daemon *dm)
 	}
 }
 
-void dyn_report(const struct daemon *dm, struct dyn_report *out)
-{
-	out->refused = dm->dyn->refused;
-}
-
-void dyn_report_zero(struct daemon *dm)
-{
-	dm->dyn->refused = 0;
-}
-
 long long dyn_verify_take(struct daemon *dm)
 {
-	long long at = dm->dyn->verify_wanted;
+	long long at = DYN(dm)->verify_wanted;
 
-	dm->dyn->verify_wanted = 0;
+	DYN(dm)->verify_wanted = 0;
 	return at;
 }
 
@@ -1127,15 +1112,166 @@ void dyn_kernel_resync(struct daemon *dm)
 
 const struct dynsets *dyn_store(const struct daemon *dm)
 {
-	return &dm->dyn->store;
+	return &DYN(dm)->store;
 }
 
-void dyn_free(struct daemon *dm)
+/* ---- the part ---- */
+
+static int dynsets_open(struct daemon *dm, void **self, struct diags *d)
 {
-	if (!dm->dyn)
-		return;
-	dynsets_free(&dm->dyn->store);
-	free(dm->dyn->own.v);
-	free(dm->dyn);
-	dm->dyn = NULL;
+	struct dynstore *ds = calloc(1, sizeof(*ds));
+
+	if (!ds)
+		return diag_errno(d, -ENOMEM, "dynamic sets");
+	ds->dm = dm;
+	*self = ds;
+	return dyn_state_load(dm) < 0 ? diag_errno(d, -ENOMEM, "dynamic sets") : 0;
 }
+
+/* The backends read the store; a source over a limit with an overload
+ * set is banned into it (dyn_overload). */
+static void dynsets_env(void *self, struct backend_env *env)
+{
+	struct dynstore *ds = self;
+
+	env->dyn = &ds->store;
+	env->sink.overload = dyn_overload;
+	env->sink.oarg = ds->dm;
+}
+
+static int dynsets_start(void *self, struct diags *d)
+{
+	struct dynstore *ds = self;
+
+	return dyn_recover(ds->dm, d);
+}
+
+static int dynsets_check(void *self, const struct change *c, struct diags *d)
+{
+	struct dynstore *ds = self;
+
+	return dyn_prepare(ds->dm, c->nl->pol, d);
+}
+
+static void dynsets_settle(void *self, const struct change *c, int r)
+{
+	struct dynstore *ds = self;
+
+	(void)c;
+	dyn_after_reload(ds->dm, r);
+}
+
+static void dynsets_confirmed(void *self)
+{
+	struct dynstore *ds = self;
+
+	dyn_settle(ds->dm);
+}
+
+static void dynsets_tick(void *self)
+{
+	struct dynstore *ds = self;
+
+	dyn_tick(ds->dm);
+}
+
+static bool dynsets_answer(void *self, const struct part_caller *who, const struct ctl_request *req, FILE *f)
+{
+	struct dynstore *ds = self;
+
+	if (req->verb != CTL_SET_ADD && req->verb != CTL_SET_DEL && req->verb != CTL_SET_LIST &&
+	    req->verb != CTL_SET_FLUSH)
+		return false;
+	dyn_answer(ds->dm, &(struct dyn_caller){ .uid = who->uid, .fd = who->fd }, req, f);
+	return true;
+}
+
+static void dynsets_text(const struct rep *o, FILE *f)
+{
+	const struct rep *chk = rep_get(rep_parent(o), "dynamic_sets_check");
+	bool first = true;
+	char age[32];
+
+	for (const struct rep *s = rep_first(o); s; s = rep_next(s)) {
+		fprintf(f, "%s%s %llu", first ? "dynamic:    " : ", ", rep_s(s, "set"),
+			(unsigned long long)rep_u(s, "entries"));
+		first = false;
+	}
+	if (first)
+		return;
+	fputs(" entries (nfbox set list NAME)\n", f);
+	fprintf(f, "            the kernel checked against them %s (every %llus): %llu entries repaired",
+		rep_ago(rep_i(chk, "checked_at"), age, sizeof(age)),
+		(unsigned long long)(rep_u(chk, "every_ms") / 1000), (unsigned long long)rep_u(chk, "repaired"));
+	if (rep_u(chk, "failed"))
+		fprintf(f, ", %llu checks failed", (unsigned long long)rep_u(chk, "failed"));
+	if (*rep_s(chk, "last_repair"))
+		fprintf(f, " (last: %s)", rep_s(chk, "last_repair"));
+	fputc('\n', f);
+	if (rep_u(chk, "bans_refused"))
+		fprintf(f, "            %llu automatic bans refused (addresses that are never banned)\n",
+			(unsigned long long)rep_u(chk, "bans_refused"));
+}
+
+static const struct rep_metric m_entries = { "nfbox_dynamic_set_entries", "gauge", "Entries of each dynamic set.",
+					     "set" };
+
+static void dynsets_status(void *self, struct rep *status)
+{
+	struct dynstore *ds = self;
+	struct rep *chk = rep_object(status, "dynamic_sets_check"), *l;
+
+	dyn_check_report(ds->dm, chk);
+	rep_uint(chk, "bans_refused", ds->refused);
+	l = rep_list(status, "dynamic_sets");
+	rep_text(l, dynsets_text);
+	for (uint32_t i = 0; i < ds->store.n; i++) {
+		const struct dyn_set *s = &ds->store.sets[i];
+		struct rep *o;
+
+		if (!s->in_policy)
+			continue;
+		o = rep_object(l, NULL);
+		rep_str(o, "set", s->name);
+		rep_metric(rep_uint(o, "entries", (uint64_t)s->n[0] + s->n[1]), &m_entries);
+	}
+}
+
+static void dynsets_stats(void *self, struct stats_rows *rows, struct rep *stats, bool zero)
+{
+	struct dynstore *ds = self;
+	struct rep *drops = rep_at(stats, "drops");
+
+	if (rows || !stats)
+		return;
+	rep_metric(rep_uint(drops, "dynset_repaired", dyn_check_repaired(ds->dm, zero)), &report_drop_metric);
+	rep_metric(rep_uint(drops, "ban_refused", ds->refused), &report_drop_metric);
+	if (zero)
+		ds->refused = 0;
+}
+
+static void dynsets_close(void *self)
+{
+	struct dynstore *ds = self;
+
+	if (!ds)
+		return;
+	dynsets_free(&ds->store);
+	free(ds->own.v);
+	free(ds);
+}
+
+const struct part part_dynsets = {
+	.name = "dynamic sets",
+	.open = dynsets_open,
+	.env = dynsets_env,
+	.start = dynsets_start,
+	.check = dynsets_check,
+	.settle = dynsets_settle,
+	.confirmed = dynsets_confirmed,
+	.tick = dynsets_tick,
+	.answer = dynsets_answer,
+	.status = dynsets_status,
+	.stats = dynsets_stats,
+	.close = dynsets_close,
+};
