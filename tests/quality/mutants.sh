@@ -37,6 +37,12 @@ work=$(mktemp -d /tmp/nfbox-mutants.XXXXXX)
 trap '[ -n "${NFBOX_MUTANT_KEEP:-}" ] && echo "kept $work" || rm -rf "$work"' EXIT
 
 mkdir -p "$work/src" && git ls-files -z | tar --null -T - -cf - | tar -C "$work/src" -xf -
+# The tree's test build, if it has one, as the copy's start (times kept:
+# make rebuilds what is older than its sources, as in the tree): the first
+# build is then a link, not every object again.
+mkdir -p "$work/src/build/asan"
+[ -d build/asan/obj ] && cp -a build/asan/obj "$work/src/build/asan/"
+[ -d build/bpf ] && cp -a build/bpf "$work/src/build/"
 cd "$work/src" || exit 1
 mkdir -p "$work/pristine"
 for f in $FILES; do cp "$f" "$work/pristine/$(echo "$f" | tr / _)"; done
