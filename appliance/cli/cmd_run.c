@@ -235,6 +235,11 @@ static int run_confirm(void *args, int argc, char **argv)
 	return run_ctl(CTL_CONFIRM, args);
 }
 
+static int run_rollback(void *args, int argc, char **argv)
+{
+	return run_ctl(CTL_ROLLBACK, args);
+}
+
 static int run_log(void *args, int argc, char **argv)
 {
 	return run_ctl(CTL_LOG, args);
@@ -261,6 +266,9 @@ const struct cli_cmd cli_cmd_metrics =
 	CTL_CMD("metrics", run_metrics, confirm_opts, "the counters and state in the Prometheus text format");
 const struct cli_cmd cli_cmd_confirm =
 	CTL_CMD("confirm", run_confirm, confirm_opts, "keep the change a reload --confirm made (else it rolls back)");
+const struct cli_cmd cli_cmd_rollback =
+	CTL_CMD("rollback", run_rollback, confirm_opts,
+		"undo the change a reload --confirm made now: the last confirmed policy comes back");
 const struct cli_cmd cli_cmd_log = CTL_CMD("log", run_log, log_opts, "follow verdict events as JSON lines");
 const struct cli_cmd cli_cmd_stop =
 	CTL_CMD("stop", run_stop, stop_opts, "stop the daemon: detach everything, or --keep the policy enforced");

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -45,6 +46,9 @@ struct confirm {
 	struct daemon *dm;
 	struct confirm_pending pending, before;
 	bool began; /* this reload's prepare wrote pending */
+	pthread_t saver;
+	const struct loaded *saving_of; /* the policy a save in its thread writes; NULL: none runs */
+	int save_r;
 };
 
 #define SNAP_MAGIC     "nfbox-snapshot 1\n"
@@ -74,16 +78,13 @@ static int confirm_open(struct daemon *dm, void **self, struct diags *d)
 	return 0;
 }
 
-static int confirm_save(struct confirm *cf)
+/* The policy in force as the snapshot's text, written whole (synced). */
+static int save_now(struct confirm *cf, const struct loaded *cur)
 {
-	const struct loaded *cur = daemon_in_force(cf->dm);
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	FILE *f;
-	int r;
 
-	if (!daemon_state_dir(cf->dm)[0] || !cur->pol)
-		return 0;
 	if (!(f = open_memstream(&buf, &len)))
 		return -ENOMEM;
 	fprintf(f, SNAP_MAGIC "policy %zu\n%s\n", strlen(cur->path), cur->path);
@@ -94,10 +95,54 @@ static int confirm_save(struct confirm *cf)
 	}
 	if (fclose(f) != 0)
 		return -ENOMEM;
-	if ((r = write_atomic(cf, "confirmed.snap", buf, len)) < 0)
+	return write_atomic(cf, "confirmed.snap", buf, len);
+}
+
+static void save_said(const struct confirm *cf, int r)
+{
+	if (r < 0)
 		log_warn("cannot save the confirmed policy in %s (a change with --confirm would have nothing to roll "
 			 "back to): %s",
 			 daemon_state_dir(cf->dm), strerror(-r));
+}
+
+static void *save_thread(void *arg)
+{
+	struct confirm *cf = arg;
+
+	cf->save_r = save_now(cf, cf->saving_of);
+	return NULL;
+}
+
+/* A save in its thread is over (before anything reads the snapshot, and
+ * before the policy it reads can be replaced: every reload waits here). */
+static void save_wait(struct confirm *cf)
+{
+	if (!cf->saving_of)
+		return;
+	pthread_join(cf->saver, NULL);
+	cf->saving_of = NULL;
+	save_said(cf, cf->save_r);
+}
+
+/* The policy in force is the confirmed one: its snapshot written, now
+ * (wait) or in a thread (a million prefixes take tens of milliseconds to
+ * write and sync, which the loop does not wait for; a crash meanwhile
+ * leaves the snapshot before, and a start without a pending change reads
+ * the configured file anyway). */
+static int confirm_save(struct confirm *cf, bool wait)
+{
+	const struct loaded *cur = daemon_in_force(cf->dm);
+	int r;
+
+	save_wait(cf);
+	if (!daemon_state_dir(cf->dm)[0] || !cur->pol)
+		return 0;
+	if (!wait && pthread_create(&cf->saver, NULL, save_thread, cf) == 0) {
+		cf->saving_of = cur;
+		return 0;
+	}
+	save_said(cf, r = save_now(cf, cur));
 	return r;
 }
 
@@ -273,6 +318,15 @@ static int load_confirmed(struct confirm *cf, struct diags *d)
 
 /* A reload with a confirmation time: pending from now, before it is
  * enforced (a daemon killed right after still rolls it back). */
+/* Any reload: a save of the policy in force is over before it changes. */
+static int confirm_check(void *self, const struct change *c, struct diags *d)
+{
+	(void)c;
+	(void)d;
+	save_wait(self);
+	return 0;
+}
+
 static int confirm_prepare(void *self, const struct change *c, struct diags *d)
 {
 	struct confirm *cf = self;
@@ -334,7 +388,7 @@ static void confirm_settle(void *self, const struct change *c, int r)
 		log_info("a reload without --confirm while a change was pending: the new policy is confirmed");
 		remove_pending(cf);
 	}
-	confirm_save(cf);
+	confirm_save(cf, false);
 }
 
 static int rollback(struct confirm *cf, const char *why, bool running)
@@ -342,6 +396,7 @@ static int rollback(struct confirm *cf, const char *why, bool running)
 	struct diags d;
 	int r;
 
+	save_wait(cf);
 	diags_init(&d);
 	if (running)
 		daemon_notify_reloading(cf->dm);
@@ -400,11 +455,32 @@ int confirm_now(struct daemon *dm, struct diags *d)
 
 	if (!cf || !cf->pending.active)
 		return diag_fail(d, -ENOENT, "no change is waiting for a confirmation");
-	if ((r = confirm_save(cf)) < 0)
+	if ((r = confirm_save(cf, true)) < 0)
 		return diag_errno(d, r, "cannot save the policy as confirmed; it stays pending");
 	remove_pending(cf);
 	log_info("confirmed: %s stays in force", daemon_in_force(dm)->path);
 	return 0;
+}
+
+/* `nfbox rollback`: the change waiting for its confirmation undone now. */
+static void answer_rollback(struct confirm *cf, const struct part_caller *who, FILE *f)
+{
+	char why[96];
+	int r;
+
+	if (!cf->pending.active) {
+		fputs(CTL_REPLY_ERROR "no change is waiting for a confirmation: nothing to roll back\n", f);
+		return;
+	}
+	snprintf(why, sizeof(why), "nfbox rollback (control socket, uid %u)", (unsigned)who->uid);
+	r = rollback(cf, why, true);
+	if (r < 0)
+		fputs(CTL_REPLY_ERROR "the last confirmed policy could not be loaded back; the unconfirmed one stays "
+				      "in force (see the log)\n",
+		      f);
+	else
+		fprintf(f, CTL_REPLY_OK "rolled back: %s (the last confirmed policy) is in force\n",
+			daemon_in_force(cf->dm)->path);
 }
 
 static bool confirm_answer(void *self, const struct part_caller *who, const struct ctl_request *req, FILE *f)
@@ -413,8 +489,16 @@ static bool confirm_answer(void *self, const struct part_caller *who, const stru
 	struct diags d;
 	int r;
 
-	if (req->verb != CTL_CONFIRM)
+	if (req->verb != CTL_CONFIRM && req->verb != CTL_ROLLBACK)
 		return false;
+	if (req->verb == CTL_ROLLBACK && daemon_reloading(cf->dm)) {
+		fputs(CTL_REPLY_ERROR "a reload is in progress; roll back once it is done\n", f);
+		return true;
+	}
+	if (req->verb == CTL_ROLLBACK) {
+		answer_rollback(cf, who, f);
+		return true;
+	}
 	if (daemon_reloading(cf->dm)) {
 		fputs(CTL_REPLY_ERROR "a reload is in progress; confirm once it is done\n", f);
 		return true;
@@ -465,8 +549,16 @@ static void confirm_status(void *self, struct rep *status)
 	rep_int(o, "seconds_left", left);
 }
 
+static void confirm_stop(void *self, bool keep)
+{
+	(void)keep;
+	save_wait(self);
+}
+
 static void confirm_close(void *self)
 {
+	if (self)
+		save_wait(self);
 	free(self);
 }
 
@@ -474,11 +566,13 @@ const struct part part_confirm = {
 	.name = "confirm",
 	.open = confirm_open,
 	.start = confirm_start,
+	.check = confirm_check,
 	.prepare = confirm_prepare,
 	.abort = confirm_abort,
 	.settle = confirm_settle,
 	.tick = confirm_tick,
 	.answer = confirm_answer,
 	.status = confirm_status,
+	.stop = confirm_stop,
 	.close = confirm_close,
 };

@@ -39,6 +39,7 @@ static const struct {
 	[CTL_SET_DEL] = { "set-del", ARG_SET | ARG_SOURCE },
 	[CTL_SET_LIST] = { "set-list", ARG_SET | ARG_JSON },
 	[CTL_SET_FLUSH] = { "set-flush", ARG_SET },
+	[CTL_ROLLBACK] = { "rollback", 0 },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)
@@ -143,7 +144,7 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *out, str
 			if ((v = find_verb(p, n)) < 0)
 				return diag_fail(d, -EINVAL,
 						 "request: unknown '%.*s' (status, stats, reload, log, stop, confirm, "
-						 "diff, metrics, set-add, set-del, set-list, set-flush)",
+						 "rollback, diff, metrics, set-add, set-del, set-list, set-flush)",
 						 (int)(n > 64 ? 64 : n), p);
 			r.verb = (enum ctl_verb)v;
 		} else if ((e = parse_arg(&r, p, n, d)) < 0) {

@@ -47,6 +47,7 @@ enum ctl_verb {
 	CTL_SET_DEL,
 	CTL_SET_LIST,
 	CTL_SET_FLUSH,
+	CTL_ROLLBACK,
 	CTL_NVERBS,
 };
 

@@ -226,6 +226,7 @@ static void daemon_free(struct daemon *dm)
 		close(dm->signals.fd);
 	loop_close(&dm->loop);
 	backends_close(dm);
+	daemon_reap_wait(dm);
 	loaded_free(&dm->cur);
 	eventlog_close(dm->events);
 }

@@ -16,6 +16,7 @@
 
 #include "backend/backend.h"
 #include "control/proto.h"
+#include "lib/fingerprint.h"
 #include "daemon/daemon.h"
 #include "daemon/part.h"
 #include "system/loop.h"
@@ -25,6 +26,7 @@
 struct eventlog;   /* events.c */
 struct clients;	   /* clients.c */
 struct reload_job; /* reload.c */
+struct reaper;	   /* reload.c */
 struct links;	   /* links.c */
 
 /* The parts, in the table's order (parts.c). */
@@ -54,9 +56,11 @@ struct daemon {
 	bool keep;		 /* ... leaving pins and table for the next daemon (stop keep) */
 	bool policy_fault;	 /* the last reload failed because of the policy file */
 	time_t started, loaded_at;
-	char fingerprint[65]; /* of the policy in force (lib/fingerprint.h); "" if none */
+	char fingerprint[65];		  /* of the policy in force (lib/fingerprint.h); "" if none */
+	struct fingerprint_cache on_disk; /* ... of its files as they are on disk, while unchanged */
 	unsigned long reloads_ok, reloads_failed;
 	struct reload_job *reload_job; /* a reload whose thread runs (reload.c), NULL if none */
+	struct reaper *reaper;	       /* the policy a reload replaced, being freed (reload.c) */
 	bool reload_again;	       /* SIGHUP came while it ran: once more after it */
 	/* The policy file a reload or a start reads: --policy, or the last
 	 * revision a fleet's node applied. */

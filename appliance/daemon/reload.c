@@ -74,9 +74,11 @@ static struct policy_files daemon_files(const struct daemon *dm)
 				      .forwarding = netns_forwarding /* said in the reload's answer and log */ };
 }
 
-/* Read, check, compile and encode: nothing of the daemon is touched, so
- * any thread may run it. */
-static int reload_prepare(const char *path, int fd, const struct policy_files *via, struct loaded *nl, struct diags *d)
+/* Read, check, compile and encode, and the files' fingerprint (fp):
+ * nothing of the daemon is touched, so any thread may run it (a policy of
+ * a million prefixes takes its time, which the loop does not wait for). */
+static int reload_prepare(const char *path, int fd, const struct policy_files *via, struct loaded *nl, char fp[65],
+			  struct diags *d)
 {
 	struct policy_files files = *via;
 	int r;
@@ -86,6 +88,8 @@ static int reload_prepare(const char *path, int fd, const struct policy_files *v
 	r = policy_load_files(path, &files, d, &nl->pol);
 	if (r == 0)
 		r = backend_table[backend_index(nl->pol)]->compile(nl->pol, &nl->own, d);
+	if (r == 0 && fingerprint_loaded(nl->pol->sources.head, fp) < 0)
+		fp[0] = '\0';
 	return r;
 }
 
@@ -99,12 +103,59 @@ int daemon_load_only(struct daemon *dm, const char *path, int fd, struct diags *
 	return policy_load_files(path, &files, d, out);
 }
 
+/* ---- the policy replaced, freed in a thread ---- */
+
+/* A policy of a million prefixes takes milliseconds to free: the loop
+ * hands it to a thread of its own (one at a time; the next waits for the
+ * last, and so does the daemon's end). */
+struct reaper {
+	pthread_t th;
+	struct loaded l;
+};
+
+static void *reap(void *arg)
+{
+	struct reaper *rp = arg;
+
+	loaded_free(&rp->l);
+	return NULL;
+}
+
+void daemon_reap_wait(struct daemon *dm)
+{
+	if (!dm->reaper)
+		return;
+	pthread_join(dm->reaper->th, NULL);
+	free(dm->reaper);
+	dm->reaper = NULL;
+}
+
+static void loaded_free_later(struct daemon *dm, struct loaded *l)
+{
+	struct reaper *rp;
+
+	daemon_reap_wait(dm);
+	if (!l->pol || !(rp = calloc(1, sizeof(*rp)))) {
+		loaded_free(l);
+		return;
+	}
+	rp->l = *l;
+	memset(l, 0, sizeof(*l));
+	if (pthread_create(&rp->th, NULL, reap, rp) != 0) {
+		loaded_free(&rp->l);
+		free(rp);
+		return;
+	}
+	dm->reaper = rp;
+}
+
 /* The rest of a reload, in the loop: r is what reload_prepare returned.
  * The parts check the new policy and the backends prepare it (either
  * failing, the file is at fault); the parts get ready for it; the backends
  * enforce it; the parts commit (or abort); then it is the policy in force,
  * and every part settles. */
-static int reload_finish(struct daemon *dm, const struct reload_req *req, struct loaded *nl, int r, struct diags *d)
+static int reload_finish(struct daemon *dm, const struct reload_req *req, struct loaded *nl, const char *fp, int r,
+			 struct diags *d)
 {
 	struct change c = { .nl = nl, .req = req, .source = nl->path ? nl->path : "the policy" };
 	bool prepared = false;
@@ -133,14 +184,13 @@ static int reload_finish(struct daemon *dm, const struct reload_req *req, struct
 		return r;
 	}
 	backends_commit(dm, nl);
-	loaded_free(&dm->cur);
+	loaded_free_later(dm, &dm->cur);
 	dm->cur = *nl;
 	memset(nl, 0, sizeof(*nl));
 	c.nl = &dm->cur;
 	dm->reloads_ok++;
 	dm->loaded_at = time(NULL);
-	if (fingerprint_loaded(dm->cur.pol->sources.head, dm->fingerprint) < 0)
-		dm->fingerprint[0] = '\0';
+	snprintf(dm->fingerprint, sizeof(dm->fingerprint), "%s", fp);
 	links_after_reload(dm);
 	backend_in_force(dm)->ops->in_force_now(backend_in_force(dm), &dm->cur);
 	parts_settle(dm, &c, 0);
@@ -151,8 +201,10 @@ int daemon_reload_now(struct daemon *dm, const struct reload_req *req, struct di
 {
 	struct policy_files files = req->files ? *req->files : daemon_files(dm);
 	struct loaded nl = { 0 };
+	char fp[65] = "";
+	int r = reload_prepare(req->path, req->fd, &files, &nl, fp, d);
 
-	return reload_finish(dm, req, &nl, reload_prepare(req->path, req->fd, &files, &nl, d), d);
+	return reload_finish(dm, req, &nl, fp, r, d);
 }
 
 /* ---- a reload in a thread ---- */
@@ -163,6 +215,7 @@ struct reload_job {
 	struct reload_req req; /* its path and fd the job's own */
 	struct policy_files files;
 	struct loaded nl;
+	char fp[65]; /* the files' fingerprint */
 	struct diags d;
 	int r;
 	reload_done_fn done;
@@ -174,7 +227,7 @@ static void *reload_thread(void *arg)
 	struct reload_job *j = arg;
 	uint64_t one = 1;
 
-	j->r = reload_prepare(j->req.path, j->req.fd, &j->files, &j->nl, &j->d);
+	j->r = reload_prepare(j->req.path, j->req.fd, &j->files, &j->nl, j->fp, &j->d);
 	if (write(j->h.fd, &one, sizeof(one)) < 0) {
 		/* cannot happen (an eventfd takes 2^64 - 2); the loop would wait */
 	}
@@ -209,7 +262,7 @@ static void reload_thread_done(struct handler *h, uint32_t events)
 	loop_unwatch(&dm->loop, &j->h);
 	pthread_join(j->th, NULL);
 	dm->reload_job = NULL;
-	r = reload_finish(dm, &j->req, &j->nl, j->r, &j->d);
+	r = reload_finish(dm, &j->req, &j->nl, j->fp, j->r, &j->d);
 	daemon_notify_ready(dm, r);
 	j->done(dm, j->arg, r, &j->d);
 	job_free(j);

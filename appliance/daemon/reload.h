@@ -17,6 +17,8 @@
  * daemon_reload_wait (at stop) lets a running one finish without
  * enforcing it (done gets -ECANCELED). */
 void daemon_reload_wait(struct daemon *dm);
+/* The policy the last reload replaced is freed in a thread: wait for it. */
+void daemon_reap_wait(struct daemon *dm);
 /* SIGHUP: the policy file reloaded that way; one that comes while a reload
  * runs makes another once it is done. */
 void daemon_reload_sighup(struct daemon *dm);

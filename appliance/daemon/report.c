@@ -66,6 +66,8 @@ static void status_text(const struct rep *o, FILE *f)
 		fprintf(f, "policy:     %s, %llu rules (generation %llu, map set %llu)\n",
 			rep_has(o, "policy") ? rep_s(o, "policy") : "-", U(rep_u(o, "rules")),
 			U(rep_u(o, "generation")), U(rep_u(o, "active_gen")));
+	if (rep_has(o, "policy") && strcmp(rep_s(o, "policy"), rep_s(o, "configured_policy")))
+		fprintf(f, "configured: %s (what a plain reload reads)\n", rep_s(o, "configured_policy"));
 	if (rep_has(o, "fingerprint")) {
 		const char *disk = rep_s(o, "on_disk");
 		char when[32];
@@ -157,6 +159,8 @@ struct rep *report_status(struct daemon *dm)
 	rep_int(root, "pid", (int64_t)getpid());
 	rep_int(root, "uptime", (int64_t)(time(NULL) - dm->started));
 	rep_str(root, "policy", dm->cur.path);
+	/* what a plain reload reads: --policy, or a fleet's last revision */
+	rep_str(root, "configured_policy", dm->policy_path);
 	rep_str(root, "version", NFBOX_VERSION);
 	rep_str(root, "fingerprint", dm->fingerprint[0] ? dm->fingerprint : NULL);
 	rep_metric(rep_int(root, "loaded_at", dm->loaded_at), &m_loaded);
@@ -165,7 +169,7 @@ struct rep *report_status(struct daemon *dm)
 		rep_null(root, "on_disk");
 	} else {
 		char fp[65];
-		int r = fingerprint_on_disk(p->sources.head, fp);
+		int r = fingerprint_on_disk_cached(&dm->on_disk, p->sources.head, fp);
 
 		rep_str(root, "on_disk", r < 0 ? strerror(-r) : !strcmp(fp, dm->fingerprint) ? "same" : "changed");
 	}

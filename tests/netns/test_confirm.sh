@@ -58,6 +58,16 @@ cp "$NS_TMP/policy.yaml" "$NS_TMP/policy.keep"
 echo "# an edit" >>"$NS_TMP/policy.yaml"
 t_check on-disk-changed [ "$(field on_disk)" = changed ]
 cp "$NS_TMP/policy.keep" "$NS_TMP/policy.yaml"
+# the daemon hashes the files again only when their stat changed: an edit
+# in place that keeps the size and the modification time (touch -r) is
+# still seen (its change time moved), and the file put back is "same"
+t_check on-disk-same-again [ "$(field on_disk)" = same ]
+touch -r "$NS_TMP/policy.yaml" "$NS_TMP/policy.ref"
+/usr/bin/python3 -c 'import sys; f = open(sys.argv[1], "r+b"); f.seek(0); b = f.read(1); f.seek(0); f.write(b" " if b != b" " else b"#"); f.close()' "$NS_TMP/policy.yaml"
+touch -r "$NS_TMP/policy.ref" "$NS_TMP/policy.yaml"
+t_check on-disk-edit-in-place-seen [ "$(field on_disk)" = changed ]
+cp "$NS_TMP/policy.keep" "$NS_TMP/policy.yaml"
+t_check on-disk-same-after-restore [ "$(field on_disk)" = same ]
 
 # nfbox diff [FILE]: what a reload would change against the policy in force.
 out=$("$NFBOX" diff --socket "$NFBOX_SOCK" 2>&1); rc=$?
@@ -100,6 +110,20 @@ t_check status-not-pending [ "$(pending)" = none ]
 t_check rollback-same-fingerprint [ "$(field fingerprint)" = "$fp0" ]
 grep -q "rolled back to the last confirmed policy" "$NS_TMP/nfbox.err" && t_ok rollback-logged ||
 	t_fail rollback-logged "$(tail -n 5 "$NS_TMP/nfbox.err")"
+
+# Rolled back on request (nfbox rollback), long before the deadline.
+t_check reload-confirm-60s nfbox_ctl reload --policy "$NS_TMP/closed.yaml" --confirm 60s
+t_check closed-before-rollback [ "$(web)" = timeout ]
+t_check configured-policy-kept [ "$(field configured_policy)" = "$NS_TMP/policy.yaml" ]
+t_check status-says-configured grep -q "^configured: $NS_TMP/policy.yaml" <(nfbox_ctl status)
+out=$(nfbox_ctl rollback 2>&1) && t_ok rollback-asked || t_fail rollback-asked "$out"
+t_check rollback-says grep -q "rolled back: .* (the last confirmed policy) is in force" <<<"$out"
+t_check rollback-open-again [ "$(web)" = open ]
+t_check rollback-nothing-pending [ "$(pending)" = none ]
+t_check rollback-asked-logged grep -q "nfbox rollback (control socket, uid 0): rolled back" "$NS_TMP/nfbox.err"
+out=$(nfbox_ctl rollback 2>&1); rc=$?
+t_check rollback-nothing-pending-fails [ "$rc" -eq 1 ]
+t_check rollback-nothing-pending-says grep -q "nothing to roll back" <<<"$out"
 
 # Confirmed: it stays past the deadline.
 t_check reload-confirm-2s nfbox_ctl reload --policy "$NS_TMP/closed.yaml" --confirm 2s

@@ -39,6 +39,7 @@ static void test_accepts(void)
 	CHECK(parse("stop", &r) == 0 && r.verb == CTL_STOP && !r.keep);
 	CHECK(parse("stop keep", &r) == 0 && r.verb == CTL_STOP && r.keep);
 	CHECK(parse("confirm", &r) == 0 && r.verb == CTL_CONFIRM);
+	CHECK(parse("rollback", &r) == 0 && r.verb == CTL_ROLLBACK);
 	CHECK(parse("metrics", &r) == 0 && r.verb == CTL_METRICS);
 	CHECK(parse("stats json zero", &r) == 0 && r.verb == CTL_STATS && r.zero && r.json);
 	CHECK(parse("stats unused", &r) == 0 && r.unused && !r.since);
