@@ -83,7 +83,7 @@ rc1=$?
 t_check race-one-wins eval '[ $((rc1 + rc2)) -eq 1 ] && cat "$FL_TMP"/race?.out | grep -q "changed since revision $REV1"'
 RACE=$(sed -n 's/^revision \([0-9]*\) of group.*/\1/p' "$FL_TMP"/race?.out)
 t_check race-winner-applied wait_until 5 all_at "$RACE"
-fl_ctl 1 status --json >"$FL_TMP/status.json" 2>/dev/null
+fl_ctl n1 status --json >"$FL_TMP/status.json" 2>/dev/null
 out=$(/usr/bin/python3 tests/lib/keysdoc.py docs/report.md "$FL_TMP/status.json" 2>&1) &&
 	t_ok status-keys-documented || t_fail status-keys-documented "$out"
 push "$FL_TMP/op/policy.yaml" --wait 10s >/dev/null 2>&1 # v2 again, whoever won
