@@ -138,9 +138,11 @@ static int confirm_save(struct confirm *cf, bool wait)
 	save_wait(cf);
 	if (!daemon_state_dir(cf->dm)[0] || !cur->pol)
 		return 0;
-	if (!wait && pthread_create(&cf->saver, NULL, save_thread, cf) == 0) {
-		cf->saving_of = cur;
-		return 0;
+	if (!wait) {
+		cf->saving_of = cur; /* before the thread reads it */
+		if (pthread_create(&cf->saver, NULL, save_thread, cf) == 0)
+			return 0;
+		cf->saving_of = NULL;
 	}
 	save_said(cf, r = save_now(cf, cur));
 	return r;
