@@ -282,7 +282,7 @@ static int load_text(const char *name, const char *text, size_t len)
 		goto fail;
 	}
 	t0 = now_s();
-	r = engine_load(eng, nl.plan, &nl.blob, &nl.slots, &nl.d);
+	r = engine_load(eng, nl.plan, &nl.blob, &nl.slots, NULL, &nl.d);
 	t1 = now_s();
 	nl.t_load = t1 - t0;
 	/* as the daemon does once a reload is answered: not part of the load */

@@ -81,7 +81,7 @@ static int load(struct world *w, const char *text, size_t len, struct loaded *l)
 		return r;
 	if ((r = slots_assign(&w->slots, w->e, l->pl, &l->m)) < 0)
 		return r;
-	if ((r = engine_load(w->e, l->pl, &l->blob, &l->m, &l->d)) < 0)
+	if ((r = engine_load(w->e, l->pl, &l->blob, &l->m, NULL, &l->d)) < 0)
 		return r;
 	slots_commit(&w->slots, &l->m, l->pl);
 	return 0;

@@ -232,6 +232,7 @@ static bool bpf_adopted(const struct backend *b)
 struct bpf_own {
 	struct plan *plan;
 	struct plan_blob blob;
+	struct engine_stage *stage; /* the maps' contents that need no engine, made in the compile's thread */
 	struct slot_map slots;
 };
 
@@ -247,6 +248,7 @@ static void bpf_own_free(void *own)
 	if (!o)
 		return;
 	slot_map_free(&o->slots);
+	engine_stage_free(o->stage);
 	plan_blob_free(&o->blob);
 	plan_free(o->plan);
 	free(o);
@@ -263,6 +265,10 @@ static int bpf_compile(const struct policy *p, void **own, struct diags *d)
 	if ((r = plan_make(p, &o->plan, &o->blob, d)) < 0) {
 		bpf_own_free(o);
 		return r;
+	}
+	if ((r = engine_stage_make(o->plan, &o->blob, &o->stage)) < 0) {
+		bpf_own_free(o);
+		return diag_errno(d, r, "the new policy's port and address maps");
 	}
 	*own = o;
 	return 0;
@@ -436,7 +442,7 @@ static int bpf_enforce(struct backend *b, const struct loaded *cur, const struct
 	if (bb->early && (r = early_prepare(bb->early, o->plan, d)) < 0)
 		return r;
 	if (switching) {
-		if ((r = engine_load(bb->e, o->plan, &o->blob, &o->slots, d)) < 0)
+		if ((r = engine_load(bb->e, o->plan, &o->blob, &o->slots, o->stage, d)) < 0)
 			return r;
 		if ((r = nft_table_put(env->table, env->dyn, nl->pol, false, NULL, NULL, d)) < 0)
 			engine_unhook(bb->e);
@@ -444,7 +450,7 @@ static int bpf_enforce(struct backend *b, const struct loaded *cur, const struct
 	}
 	if ((r = nft_table_put(env->table, env->dyn, nl->pol, false, NULL, NULL, d)) < 0)
 		return r;
-	if ((r = engine_load(bb->e, o->plan, &o->blob, &o->slots, d)) < 0)
+	if ((r = engine_load(bb->e, o->plan, &o->blob, &o->slots, o->stage, d)) < 0)
 		restore_table(b, cur);
 	return r;
 }

@@ -108,12 +108,21 @@ struct slot_map {
 	uint32_t nsets;
 };
 
+/* What engine_load makes of a plan without the engine: the address and
+ * port maps' contents (a policy of a million prefixes: most of a load's
+ * work). Made beforehand in any thread (the daemon's reload thread), so
+ * that the loop does not wait for it. 0 or -errno. */
+struct engine_stage;
+int engine_stage_make(const struct plan *pl, const struct plan_blob *blob, struct engine_stage **out);
+void engine_stage_free(struct engine_stage *s);
+
 /* Write the plan into the spare generation and flip to it, then attach
  * or re-attach links so that exactly the plan's hooks are enforced with
- * its defrag setting. On failure the running generation is untouched.
+ * its defrag setting (stage: made by engine_stage_make from the same plan,
+ * or NULL: made here). On failure the running generation is untouched.
  * Errors, and warnings (an interface that does not exist), go to d. */
 int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob *blob, const struct slot_map *slots,
-		struct diags *d);
+		const struct engine_stage *stage, struct diags *d);
 
 /* Free the generation the last engine_load() flipped away from: its maps
  * leave the outer maps (the kernel waits for one RCU grace period first,

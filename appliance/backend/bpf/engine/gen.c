@@ -589,12 +589,47 @@ static int port_pages_build(const struct plan *pl, const struct plan_blob *b, st
 struct gen_plan {
 	struct port_pages pp;
 	struct addr_plan ap;
+	bool staged; /* pp and ap are a stage's (engine_stage_make), not freed here */
 	uint32_t rule_base[NFB_HOOK_MAX], nrules, nlimits, cnt_cap;
 	bool meter, conns;
 };
 
+struct engine_stage {
+	struct port_pages pp;
+	struct addr_plan ap;
+};
+
+void engine_stage_free(struct engine_stage *s)
+{
+	if (!s)
+		return;
+	port_pages_free(&s->pp);
+	addr_plan_free(&s->ap);
+	free(s);
+}
+
+int engine_stage_make(const struct plan *pl, const struct plan_blob *b, struct engine_stage **out)
+{
+	struct engine_stage *s = calloc(1, sizeof(*s));
+	int r;
+
+	*out = NULL;
+	if (!s)
+		return -ENOMEM;
+	if (port_pages_build(pl, b, &s->pp) < 0)
+		r = -ENOMEM;
+	else
+		r = addr_plan_make(pl, b, &s->ap);
+	if (r < 0) {
+		engine_stage_free(s);
+		return r;
+	}
+	*out = s;
+	return 0;
+}
+
 static int gen_plan_make(struct engine *e, const struct plan *pl, const struct plan_blob *b,
-			 const struct slot_map *slots, struct gen_plan *gp)
+			 const struct slot_map *slots, const struct engine_stage *stage, struct gen_plan *gp)
 {
 	(void)e;
 	memset(gp, 0, sizeof(*gp));
@@ -612,6 +647,12 @@ static int gen_plan_make(struct engine *e, const struct plan *pl, const struct p
 		}
 	}
 	gp->cnt_cap = cnt_cap_for(pl, slots);
+	if (stage) {
+		gp->pp = stage->pp;
+		gp->ap = stage->ap;
+		gp->staged = true;
+		return 0;
+	}
 	return port_pages_build(pl, b, &gp->pp) < 0 ? -ENOMEM : addr_plan_make(pl, b, &gp->ap);
 }
 
@@ -1045,8 +1086,10 @@ static void gen_plan_freep(struct gen_plan **gp)
 {
 	if (!*gp)
 		return;
-	port_pages_free(&(*gp)->pp);
-	addr_plan_free(&(*gp)->ap);
+	if (!(*gp)->staged) {
+		port_pages_free(&(*gp)->pp);
+		addr_plan_free(&(*gp)->ap);
+	}
 	free(*gp);
 }
 
@@ -1112,7 +1155,7 @@ void plan_sched_words(const struct plan *pl, int64_t now, uint64_t *words)
 }
 
 int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob *b, const struct slot_map *slots,
-		struct diags *d)
+		const struct engine_stage *stage, struct diags *d)
 {
 	uint32_t spare = e->active_gen ^ 1, old = e->active_gen;
 	struct outer_op ops[EM_NUM_OUTER];
@@ -1126,7 +1169,7 @@ int engine_load(struct engine *e, const struct plan *pl, const struct plan_blob 
 	engine_settle(e); /* the slots of the spare generation are empty */
 	if (!(gp = calloc(1, sizeof(*gp))))
 		return diag_errno(d, -ENOMEM, "the new policy's maps");
-	if ((r = gen_plan_make(e, pl, b, slots, gp)) < 0)
+	if ((r = gen_plan_make(e, pl, b, slots, stage, gp)) < 0)
 		return diag_errno(d, r, "the new policy's port and address maps");
 	if ((r = gen_create(e, &g, gp, pl, b, d)) < 0)
 		return r;
