@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "base/cleanup.h"
 #include "control/proto.h"
+#include "lib/plant.h"
 #include "policy/policy.h"
 #include "policy/syntax/parse.h"
 #include "policy/trace/trace.h"
@@ -205,6 +206,12 @@ static int parse_l4(const struct trace_args *a, struct trace_packet *k)
 	}
 	k->dport = a->port == PORT_NOT_GIVEN ? -1 : (int)a->port;
 	k->sport = a->sport == PORT_NOT_GIVEN ? -1 : (int)a->sport;
+	if (planted("trace-swap-ports")) { /* the differential test must catch it */
+		int t = k->dport;
+
+		k->dport = k->sport;
+		k->sport = t;
+	}
 	k->icmp_type = -1;
 	if (a->icmp_type) {
 		char *end;
