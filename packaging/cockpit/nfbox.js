@@ -69,7 +69,7 @@ function ago(ts) {
 }
 
 function when(ts) {
-    return ts ? new Date(ts * 1000).toISOString().replace(".000", "") : "";
+    return ts ? new Date(ts * 1000).toISOString().replace(/\.\d+Z$/, "Z") : "";
 }
 
 function dirname(p) {
@@ -374,33 +374,59 @@ function apply() {
 }
 
 let pendingTimer = null;
+let pendingSeen = false; // a countdown shown, and not yet ended here
+let confirming = false; // this page's Confirm under way
 
 // The daemon's countdown (status pending), once a second while it lasts.
+// A countdown that ends without this page's Confirm was rolled back by the
+// daemon (its deadline, Roll back now, or another client): said so, with
+// what is in force again.
 function watchPending() {
     return nfboxJSON(["status", "--json"]).then((st) => {
+        if (confirming)
+            return;
         status = st;
         const box = $("pol-pending");
         box.hidden = !st.pending;
+        clearTimeout(pendingTimer);
         if (st.pending) {
+            pendingSeen = true;
             $("pol-countdown").textContent = "The change rolls back by itself in " + Math.max(0, st.pending.seconds_left) +
                 " s unless it is confirmed.";
-            clearTimeout(pendingTimer);
             pendingTimer = setTimeout(watchPending, 1000);
+        } else if (pendingSeen) {
+            pendingSeen = false;
+            $("pol-out").textContent = "Not confirmed: the change was rolled back. In force: generation " + st.generation +
+                ", " + st.policy + " (" + st.rules + " rules).";
         }
     }).catch(showError);
 }
 
 function confirmChange() {
     const cand = dirname(polFile) + "/" + CANDIDATE;
+    confirming = true;
+    clearTimeout(pendingTimer);
     return nfbox(["confirm"], true)
-            // the confirmed text becomes the configured file, which a restart loads
-            .then(() => cockpit.file(polFile, { superuser: "require" }).replace($("pol-text").value))
-            .then(() => nfbox(["reload"], true))
+            // the confirmed text (the candidate file, whatever the editor
+            // holds now) becomes the configured file, which a restart loads
+            .then(() => cockpit.file(cand, { superuser: "require" }).read())
+            .then((text) => {
+                if (text === null)
+                    throw new Error(cand + " is gone: the confirmed policy is in force, but not saved to " + polFile);
+                return cockpit.file(polFile, { superuser: "require" }).replace(text);
+            })
+            .then(() => nfbox(["reload", "--policy", polFile], true))
             .then(() => cockpit.spawn(["rm", "-f", cand], { superuser: "require" }))
             .then(() => {
-                $("pol-out").textContent = "confirmed; saved to " + polFile;
+                $("pol-out").textContent = "Confirmed, and saved to " + polFile + ".";
+                showError(null);
+            })
+            .catch(showError)
+            .finally(() => {
+                confirming = false;
+                pendingSeen = false;
                 return watchPending();
-            }).catch(showError);
+            });
 }
 
 // The daemon's own rollback, brought forward: the pending change replaced
