@@ -2,7 +2,7 @@
 """The Cockpit pages of nfbox driven in Debian's chromium, headless, through
 the DevTools protocol (python3-websocket), for tests/distro/test_cockpit.sh.
 Runs in the appliance's network namespace, where cockpit-ws listens on
-127.0.0.1:9090; prints "ok NAME" / "FAIL NAME: why" per check and exits 0
+127.0.0.1:9090; prints "ok NAME" / "FAIL NAME: why" per check; exits 0 if all passed, 1
 once it has said what failed (another status: it could not go on).
 
   cockpit_drive.py operator   log in as admin, turn on administrative access,
@@ -636,8 +636,14 @@ def viewer():
 
 def main():
     {"operator": operator, "viewer": viewer}[sys.argv[1]]()
-    return 0
+    return 1 if FAILED else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception:
+        # (Python's own status for this is 1, the one for failed checks)
+        import traceback
+        traceback.print_exc()
+        sys.exit(2)
