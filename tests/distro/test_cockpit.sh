@@ -98,7 +98,10 @@ in_root "$root" sh -c "groupadd -f nfbox-ro && useradd -m -s /bin/bash -G sudo a
 	printf 'admin:$PASS\nviewer:$PASS\n' | chpasswd" >"$tmp/users.out" 2>&1 ||
 	{ t_fail users "$(cat "$tmp/users.out")"; t_done; }
 droot_unmount "$root"
+# the read-only view as /etc/default/nfbox says to set it up
 echo 'NFBOX_OPTS="--socket-group nfbox-ro"' >"$root/etc/default/nfbox"
+mkdir -p "$root/etc/systemd/system/nfbox.service.d"
+printf '[Service]\nCapabilityBoundingSet=CAP_CHOWN\n' >"$root/etc/systemd/system/nfbox.service.d/socket-group.conf"
 # a host name that resolves (sudo says so in Cockpit's dialog otherwise)
 echo nfbox-cockpit >"$root/etc/hostname"
 echo '127.0.1.1 nfbox-cockpit' >>"$root/etc/hosts"
