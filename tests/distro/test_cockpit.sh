@@ -19,7 +19,7 @@
 # read-only pages. Every assertion is on what the page shows (and, where
 # the page claims an effect, on the effect as well).
 #
-# Takes about three minutes (a root installed and booted, a browser):
+# Takes 80 s to 2 minutes on 2 cores (a root installed and booted, a browser; the .deb built if no suite has yet):
 # make check-long runs it. Screenshots go to the directory printed on the
 # "# screenshots:" line (kept; NFBOX_COCKPIT_SHOTS=DIR chooses it).
 #
