@@ -20,7 +20,7 @@ BUILD_PKGS="make gcc build-essential clang llvm pkg-config libbpf-dev bpftool li
 TEST_PKGS="iproute2 iputils-ping ethtool nftables python3 python3-scapy iperf3 hping3 man-db groff-base systemd
  tcpdump tshark jq procps kmod lintian debootstrap bash-completion systemd-container netbase tzdata dnsmasq-base suricata
  python3-jsonschema python3-yaml python3-prometheus-client logrotate keepalived conntrackd conntrack gcovr
- nodejs curl ca-certificates etcd-server etcd-client openssl"
+ nodejs curl ca-certificates etcd-server etcd-client openssl chromium python3-websocket"
 # Packages that must come from backports on bookworm, and the version each needs.
 BPO_PKGS="libbpf-dev bpftool linux-libc-dev"
 # ... and those of the tests (Suricata 7: bookworm itself has none).

@@ -101,6 +101,6 @@ bool cli_color(FILE *f);
 
 extern const struct cli_cmd cli_cmd_validate, cli_cmd_plan, cli_cmd_diff, cli_cmd_run, cli_cmd_status, cli_cmd_stats,
 	cli_cmd_reload, cli_cmd_confirm, cli_cmd_rollback, cli_cmd_metrics, cli_cmd_log, cli_cmd_stop, cli_cmd_set,
-	cli_cmd_capture, cli_cmd_fleet;
+	cli_cmd_capture, cli_cmd_fleet, cli_cmd_trace;
 
 #endif

@@ -6,9 +6,9 @@
 #include "cli/cli.h"
 
 static const struct cli_cmd *const commands[] = {
-	&cli_cmd_validate, &cli_cmd_plan,    &cli_cmd_diff,   &cli_cmd_run,	&cli_cmd_status,
-	&cli_cmd_stats,	   &cli_cmd_metrics, &cli_cmd_reload, &cli_cmd_confirm, &cli_cmd_rollback,
-	&cli_cmd_log,	   &cli_cmd_stop,    &cli_cmd_set,    &cli_cmd_capture, &cli_cmd_fleet,
+	&cli_cmd_validate, &cli_cmd_plan,    &cli_cmd_diff,    &cli_cmd_run,	  &cli_cmd_status, &cli_cmd_stats,
+	&cli_cmd_metrics,  &cli_cmd_reload,  &cli_cmd_confirm, &cli_cmd_rollback, &cli_cmd_log,	   &cli_cmd_stop,
+	&cli_cmd_set,	   &cli_cmd_capture, &cli_cmd_fleet,   &cli_cmd_trace,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

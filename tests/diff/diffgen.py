@@ -22,6 +22,11 @@ appliance.
                       probe; exit 1 on one, or when a positive control
                       fails (a probe moved no counter, nothing was accepted
                       or nothing dropped; not with --no-controls)
+  trace DIR NFBOX      what `nfbox trace --policy` says of each probe it can
+                      describe (one whole packet, a state of its own, not
+                      tracked:): DIR/trace.json, which compare then holds
+                      to each backend's observation as it holds the
+                      reference's
   only DIR ID OUT     a copy of DIR with probe ID alone into OUT (reduction)
   drop-rule POLICY N OUT
                       POLICY without its Nth rule (reduction); exit 3 when
@@ -1067,6 +1072,19 @@ def cmd_compare(d, *backends):
         accepts += any(e["accepted"])
         drops += not all(e["accepted"])
     print("%d probes, %d forwarded and %d not by the reference, %d disagreements" % (len(probes), forwarded, dropped, bad))
+    # What if: nfbox trace's verdicts (DIR/trace.json) against the same observations.
+    traced = {}
+    if os.path.exists(os.path.join(d, "trace.json")):
+        traced = {int(k): v for k, v in json.load(open(os.path.join(d, "trace.json"))).items()}
+    held = 0
+    for p in probes:
+        t = traced.get(p["id"])
+        for b in backends if t else ():
+            r = compare_trace(p, t, b, obs[b].get(p["id"]))
+            held += r is True
+            bad += r is False
+    if traced:
+        print("nfbox trace: %d probes traced, %d observations held to it" % (len(traced), held))
     # Positive controls: the comparison means something only if traffic
     # was seen and judged both ways.
     if not controls:
@@ -1077,11 +1095,123 @@ def cmd_compare(d, *backends):
     if not accepts or not drops:
         print("control: the seed must both accept and drop real traffic (accepted %d, dropped %d)" % (accepts, drops))
         bad += 1
+    if traced and not held:
+        print("control: nfbox trace traced %d probes and no observation was held to it" % len(traced))
+        bad += 1
     for b in backends:
         if not any(obs[b][i]["arrived"] for i in obs[b]) and forwarded:
             print("control: %s forwarded nothing at all" % b)
             bad += 1
     return 1 if bad else 0
+
+# ---------------------------------------------------------------------------
+# What if: nfbox trace on the same probes
+
+L4_PORTS = (6, 17, 132, 136)
+
+
+def l4_of(raw):
+    """(family, src, dst, proto, sport, dport, icmp_type) of a whole IP
+    packet, or None (a fragment, a cut header)."""
+    if raw[0] >> 4 == 4:
+        ihl = (raw[0] & 15) * 4
+        if struct.unpack("!H", raw[6:8])[0] & 0x3fff:
+            return None  # a fragment
+        proto, off = raw[9], ihl
+        src, dst = socket.inet_ntop(socket.AF_INET, raw[12:16]), socket.inet_ntop(socket.AF_INET, raw[16:20])
+    else:
+        proto, off = raw[6], 40
+        src, dst = socket.inet_ntop(socket.AF_INET6, raw[8:24]), socket.inet_ntop(socket.AF_INET6, raw[24:40])
+        while proto in (0, 43, 60, 44, 51):
+            if off + 8 > len(raw):
+                return None
+            if proto == 44:
+                if struct.unpack("!H", raw[off + 2:off + 4])[0] & 0xfff9:
+                    return None  # a fragment (offset or more-fragments)
+                proto, off = raw[off], off + 8
+            elif proto == 51:
+                proto, off = raw[off], off + (raw[off + 1] + 2) * 4
+            else:
+                proto, off = raw[off], off + (raw[off + 1] + 1) * 8
+    if proto in L4_PORTS:
+        if off + 4 > len(raw):
+            return None
+        sport, dport = struct.unpack("!HH", raw[off:off + 4])
+        return src, dst, proto, sport, dport, None
+    if proto in (1, 58):
+        return (src, dst, proto, None, None, raw[off]) if off < len(raw) else None
+    return src, dst, proto, None, None, None
+
+
+def trace_args(p):
+    """nfbox trace's options for probe p, or None when it cannot say it:
+    several packets judged, a state the reference works out (tracked:),
+    a packet that is not whole."""
+    if len(p["judge"]) != 1 or len(p["send"]) != 1:
+        return None
+    j = p["judge"][0]
+    if j["ct"].startswith("tracked:"):
+        return None
+    # What was sent, when prerouting translated it (the trace must do the
+    # same); else what the hook judged (a reply is translated back by
+    # conntrack, which a single packet cannot show).
+    raw = bytes.fromhex(p["send"][0]["hex"] if " (nat)" in p["summary"] else j["hex"])
+    k = l4_of(raw)
+    if not k:
+        return None
+    src, dst, proto, sport, dport, icmp = k
+    a = ["--from", src, "--to", dst, "--proto", str(proto), "--state", j["ct"]]
+    if j["iif"] != "-":
+        a += ["--in", j["iif"]]
+    if j["oif"] != "-":
+        a += ["--out", j["oif"]]
+    if sport is not None:
+        a += ["--sport", str(sport), "--port", str(dport)]
+    if icmp is not None:
+        a += ["--icmp-type", str(icmp)]
+    return a
+
+
+def cmd_trace(d, nfbox):
+    probes = json.load(open(os.path.join(d, "probes.json")))
+    out = {}
+    for p in probes:
+        a = trace_args(p)
+        if a is None:
+            continue
+        run = subprocess.run([nfbox, "trace", "--json", "--policy", os.path.join(d, "check.yaml"),
+                              "--sets", os.path.join(d, "dynamic.txt")] + a, capture_output=True, text=True)
+        if run.returncode != 0:
+            sys.stderr.write("nfbox trace %s: exit %d: %s" % (" ".join(a), run.returncode, run.stderr))
+            return 1
+        t = json.loads(run.stdout)
+        out[p["id"]] = {"args": a, "hook": t["hook"], "decided_by": t["decided_by"], "verdict": t["verdict"]}
+    with open(os.path.join(d, "trace.json"), "w") as f:
+        json.dump(out, f)
+    return 0
+
+
+def trace_counts(t):
+    """The counter a traced packet moves, as compare's keys."""
+    what = t["decided_by"]
+    return {("all" if what in ("(established)", "(malformed)") else t["hook"], what): 1}
+
+
+def compare_trace(p, t, b, o):
+    """Whether backend b's observation o of probe p is what nfbox trace
+    said (t); None when a limit went past (trace assumes room)."""
+    got_c = {(k[0], k[1]): k[2] for k in o["counts"]} if o else {}
+    if any(k[1].startswith("over ") for k in got_c) or t["decided_by"] is None:
+        return None
+    want_a = [p["watch"]] if p["watch"] and t["verdict"] == "accept" else []
+    got_a = o["arrived"] if o else []
+    if got_c == trace_counts(t) and got_a == want_a:
+        return True
+    print("probe %d (%s): %s differs from nfbox trace" % (p["id"], p["summary"], b))
+    print("    nfbox trace %s: %s %s, %s" % (" ".join(t["args"]), t["hook"], t["decided_by"], t["verdict"]))
+    print("    %-9s  counts %s, out on %s" % (b + ":", fmt(got_c), got_a or "nothing"))
+    return False
+
 
 
 def fmt(c):
@@ -1111,7 +1241,7 @@ def cmd_drop_rule(path, n, out):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"gen": cmd_gen, "replies": cmd_replies, "probe": cmd_probe, "compare": cmd_compare, "only": cmd_only,
+    fn = {"gen": cmd_gen, "replies": cmd_replies, "probe": cmd_probe, "compare": cmd_compare, "trace": cmd_trace, "only": cmd_only,
           "drop-rule": cmd_drop_rule}[cmd]
     sys.exit(fn(*args) or 0)
 

@@ -15,6 +15,14 @@
 # backend forgets rules' source addresses) must make one seed's
 # comparison fail.
 #
+# nfbox trace (the what-if) is held to the same observations: for every
+# probe it can describe (one whole packet, its state known, no limit gone
+# past) the rule, default or established that it says decides must be
+# what counted the packet in each backend, and the packet must come out
+# where its verdict says. A bug planted in nfbox trace (NFBOX_TEST_PLANT=
+# trace-swap-ports: it reads the packet's ports the wrong way round) must
+# make a seed fail.
+#
 # A disagreement prints the probe and the packets, then a reduced policy:
 # rules are taken out one at a time while the disagreement on that probe
 # alone stays (NFBOX_DIFF_REDUCE=0: no reduction).
@@ -143,10 +151,12 @@ run_backend() {
 	PID=
 }
 
-# judge DIR: the reference's verdicts (DIR/ref.out).
+# judge DIR: the reference's verdicts (DIR/ref.out), and nfbox trace's
+# (DIR/trace.json) on the probes it can describe.
 judge() {
 	sed 's/^  BACKEND$/  backend: bpf/' "$1/policy.yaml" >"$1/check.yaml"
-	"$JUDGE" "$1/check.yaml" "$1/judge.in" "$1/dynamic.txt" >"$1/ref.out" 2>"$1/ref.err"
+	"$JUDGE" "$1/check.yaml" "$1/judge.in" "$1/dynamic.txt" >"$1/ref.out" 2>"$1/ref.err" &&
+		/usr/bin/python3 "$GEN" trace "$1" "$NFBOX" 2>>"$1/ref.err"
 }
 
 # agree DIR [--no-controls]: the reference and both backends agree on DIR's
@@ -235,4 +245,21 @@ for i in $(seq 0 19); do
 done
 [ $caught -eq 1 ] && t_ok "planted-bug-caught (nftables forgets rules' sources: seed $seed disagrees)" ||
 	t_fail planted-bug-caught "a bug planted in the nftables backend (NFBOX_TEST_PLANT=nft-skip-source) went unnoticed by seed ${seed:-?}"
+
+# The same for nfbox trace: seeds whose policy has a service are tried
+# until one catches the swapped ports (at most three).
+caught=0 tried=0
+for i in $(seq 0 19); do
+	seed=$((first + 2000 + i))
+	mkdir -p "$TMP/probe-$seed"
+	/usr/bin/python3 "$GEN" gen $seed "$TMP/probe-$seed" || continue
+	grep -q 'service: ' "$TMP/probe-$seed/policy.yaml" || continue
+	tried=$((tried + 1))
+	if ! seed_case $seed trace-swap-ports; then
+		grep -q 'differs from nfbox trace' "$TMP/seed-$seed-planted/compare.out" 2>/dev/null && caught=1
+	fi
+	[ $caught -eq 1 ] || [ $tried -ge 3 ] && break
+done
+[ $caught -eq 1 ] && t_ok "planted-trace-bug-caught (nfbox trace swaps ports: seed $seed disagrees)" ||
+	t_fail planted-trace-bug-caught "a bug planted in nfbox trace (NFBOX_TEST_PLANT=trace-swap-ports) went unnoticed by seed ${seed:-?}"
 t_done
