@@ -76,12 +76,12 @@ function dirname(p) {
     return p.replace(/\/[^/]*$/, "") || "/";
 }
 
-// The policy file the service is configured with: what the daemon names,
-// unless that is the page's own candidate (after an apply).
+// The policy file the service is configured with: what a plain reload
+// reads (status' configured_policy), not the page's candidate after an apply.
 function configuredPolicy() {
-    if (!status || !status.policy)
+    if (!status)
         return null;
-    return status.policy.endsWith("/" + CANDIDATE) ? dirname(status.policy) + "/policy.yaml" : status.policy;
+    return status.configured_policy || status.policy || null;
 }
 
 // ---- tabs ----
@@ -429,12 +429,10 @@ function confirmChange() {
             });
 }
 
-// The daemon's own rollback, brought forward: the pending change replaced
-// by itself with a deadline of one second (a second --confirm keeps the
-// rollback target, the last confirmed policy).
+// The daemon's own rollback, now (nfbox rollback): the last confirmed
+// policy comes back, as at the deadline.
 function rollbackNow() {
-    const cand = dirname(polFile) + "/" + CANDIDATE;
-    return nfbox(["reload", "--policy", cand, "--confirm", "1s"], true).then(() => {
+    return nfbox(["rollback"], true).then(() => {
         $("pol-out").textContent = "rolling back";
         return watchPending();
     }).catch(showError);

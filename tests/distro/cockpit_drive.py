@@ -527,6 +527,34 @@ def apply_rollback(b, good):
     ok(name)
 
 
+def rollback_now(b):
+    """Apply with a long confirmation time, then "Roll back now": the daemon's
+    nfbox rollback, not the deadline."""
+    name = "rollback-now"
+    tab(b, "policy")
+    text = policy_text(b).rstrip("\n") + "\n  - { name: probe4, hook: input, in: lan, service: udp/7003, action: accept }\n"
+    set_policy_text(b, text)
+    b.type_text("#pol-confirm", "5m", frame=True)
+    b.js("D.querySelector('#pol-apply').click()")
+    if not b.wait("V('#pol-pending') && D.querySelector('#pol-countdown').textContent", 15):
+        fail(name, "no countdown after Apply: %s" % page_error(b))
+        return
+    if reaches(7003, E["COCKPIT_C4"]) != "pass":
+        fail(name, "the applied rule probe4 is not enforced while it waits")
+        return
+    started = time.time()
+    b.js("D.querySelector('#pol-rollback').click()")
+    said = b.wait("!V('#pol-pending') && D.querySelector('#pol-out').textContent", 15)
+    st = daemon_status()
+    if not said or "rolled back" not in said or time.time() - started > 15:
+        fail(name, "Roll back now: the page says %r (daemon: pending %s)" % (said, st and st.get("pending")))
+        return
+    if not st or st.get("pending") or reaches(7003, E["COCKPIT_C4"]) != "drop":
+        fail(name, "after Roll back now: pending %s, probe4 %s" % (st and st.get("pending"), reaches(7003, E["COCKPIT_C4"])))
+        return
+    ok(name)
+
+
 def policy(b):
     tab(b, "policy")
     good = b.wait("D.querySelector('#pol-text').value", 10)
@@ -537,6 +565,7 @@ def policy(b):
     validate_broken(b, good)
     apply_confirm(b, good)
     apply_rollback(b, good)
+    rollback_now(b)
 
 
 def trace(b):
