@@ -118,9 +118,12 @@ function refreshOverview() {
         fact(dl, "loaded", when(st.loaded_at) + " (" + ago(st.loaded_at) + ")");
         fact(dl, "reloads", st.reloads_ok + " ok, " + st.reloads_failed + " failed");
         fact(dl, "waiting for confirmation", st.pending ? st.pending.seconds_left + " s left" : "no");
-        fact(dl, "HA", st.ha ? (st.ha.role || st.ha.state || "") + (st.ha.peer ? ", peer " + st.ha.peer : "") : "none");
-        fact(dl, "fleet", st.fleet ? (st.fleet.revision !== undefined ? "revision " + st.fleet.revision : "") +
-             (st.fleet.state ? " (" + st.fleet.state + ")" : "") : "none");
+        // the keys are docs/report.md's
+        fact(dl, "HA", st.ha ? st.ha.role + (st.ha.peer ? ", peer " + st.ha.peer : "") : "none");
+        fact(dl, "fleet", st.fleet ? (st.fleet.revision ? "revision " + st.fleet.revision : "no revision yet") +
+             (st.fleet.connected ? ", etcd reached" : ", etcd NOT reached") +
+             (st.fleet.local_change ? ", a local change is in force" : "") +
+             (st.fleet.candidate ? ", candidate " + st.fleet.candidate + " " + st.fleet.candidate_state : "") : "none");
         fact(dl, "rules", st.rules);
         fact(dl, "version", st.version);
         const ul = $("ov-warnings");
