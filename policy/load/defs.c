@@ -372,11 +372,22 @@ void load_hooks(struct lx *x, const struct ynode *n)
 			diag_error(x->d, v->loc,
 				   "hook '%s' needs a default verdict: { default: drop } or { default: accept }",
 				   k->str);
+			x->p->hooks[h] = (struct hook_conf){ .present = true, .def = POLICY_DROP, .loc = k->loc };
 			continue;
 		}
-		a = lx_choice(x, def, "a default verdict", actions);
-		if (a < 0)
-			continue;
+		if (def->type == YNODE_SCALAR && !strcmp(def->str, "reject")) {
+			diag_error(
+				x->d, def->loc,
+				"a hook's default is drop or accept, not reject; write 'default: drop' and, to answer "
+				"what no rule accepts, end the rules with '- { name: refuse, hook: %s, action: "
+				"reject }'",
+				k->str);
+			a = POLICY_DROP;
+		} else if ((a = lx_choice(x, def, "a default verdict", actions)) < 0) {
+			a = POLICY_DROP;
+		}
+		/* declared even when its default is wrong: the rules that name
+		 * the hook say nothing more about it */
 		x->p->hooks[h] = (struct hook_conf){ .present = true, .def = (enum policy_action)a, .loc = k->loc };
 	}
 }

@@ -12,6 +12,17 @@ static const char *const snat_keys[] = { "out", "to", NULL };
 static const char *const fwd_keys[] = { "in", "service", "to", "from", "hairpin", NULL };
 static const char *const redirect_keys[] = { "in", "service", "to", "from", NULL };
 static const char *const *const kind_keys[] = { masq_keys, snat_keys, fwd_keys, redirect_keys };
+/* What iptables, nftables, pf and VyOS call them. */
+static const struct lx_alias kind_aliases[] = {
+	{ "dnat", "forward-port" },
+	{ "port-forward", "forward-port" },
+	{ "portforward", "forward-port" },
+	{ "rdr", "forward-port" },
+	{ "masq", "masquerade" },
+	{ "source-nat", "snat" },
+	{ "destination-nat", "forward-port" },
+	{ NULL, NULL },
+};
 
 /* Whether the range first..last holds only addresses a packet may carry as
  * its source: not the unspecified address, not broadcast, no multicast. */
@@ -105,7 +116,8 @@ static void load_nat_one(struct lx *x, const struct ynode *item)
 	}
 	k = ynode_map_key(item, 0);
 	v = ynode_map_val(item, 0);
-	if ((kind = lx_choice(x, k, "nat kind", policy_nat_kind_names)) < 0 || !lx_is(x, v, YNODE_MAP, k->str))
+	if ((kind = lx_choice_aliased(x, k, "nat kind", policy_nat_kind_names, kind_aliases)) < 0 ||
+	    !lx_is(x, v, YNODE_MAP, k->str))
 		return;
 	lx_check_keys(x, v, kind_keys[kind], k->str);
 	if (!(nr = LX_APPEND(x, x->p->nat, x->p->nnat)))
