@@ -452,5 +452,13 @@ int policy_icmp_type(const char *name, bool v6);
 const char *policy_icmp_type_name(int type, bool v6);
 const char *policy_icmp_type_closest(const char *name, bool v6); /* a typo's fix, or NULL */
 extern const char *const policy_proto_names[];			 /* the names nfbox knows itself, NULL-terminated */
+/* Country codes (countries.c): whether code (two capital letters) is one a
+ * country set takes: ISO 3166-1 alpha-2, XK (Kosovo) or ZZ (DB-IP: no
+ * location). */
+bool policy_country_known(const char *code);
+/* What to write instead of word, which is not such a code: "did you mean GB?"
+ * for UK, DE for DEU or Germany, why GeoIP Legacy's EU does not do; as
+ * snprintf, or -1 when there is nothing to say. */
+int policy_country_fix(const char *word, char *buf, size_t len);
 
 #endif

@@ -30,8 +30,12 @@
 static void country_item(struct lx *x, const struct ynode *n, void *arg)
 {
 	struct addr_set *s = arg;
-	char cc[3];
+	char cc[3], fix[200];
 
+	if (policy_country_fix(n->str, fix, sizeof(fix)) >= 0) {
+		diag_error(x->d, n->loc, "country '%s': %s", n->str, fix);
+		return;
+	}
 	if (strlen(n->str) != 2 || !isalpha((unsigned char)n->str[0]) || !isalpha((unsigned char)n->str[1])) {
 		diag_error(x->d, n->loc, "country '%s': give a two-letter ISO 3166 code, e.g. DE or US", n->str);
 		return;
@@ -39,6 +43,15 @@ static void country_item(struct lx *x, const struct ynode *n, void *arg)
 	cc[0] = (char)toupper((unsigned char)n->str[0]);
 	cc[1] = (char)toupper((unsigned char)n->str[1]);
 	cc[2] = '\0';
+	/* a code no database has matches nothing: a block by country would
+	 * let everything through */
+	if (!policy_country_known(cc)) {
+		diag_error(x->d, n->loc,
+			   "country '%s' is no ISO 3166-1 code (nor XK or ZZ, which the databases also use): it would "
+			   "match nothing",
+			   n->str);
+		return;
+	}
 	for (uint32_t i = 0; i < s->ncountries; i++)
 		if (!strcmp(s->countries[i], cc))
 			return;

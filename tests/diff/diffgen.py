@@ -99,7 +99,7 @@ class Policy:
         self.groups = {}     # name -> [ifnames]
         self.sets = {}       # name -> [entries]
         self.dynamic = {}    # name -> [entries] added at run time
-        self.fed = {}        # name -> [networks]: a country set (XA) of a database the test writes
+        self.fed = {}        # name -> [networks]: a country set (SE) of a database the test writes
         self.prefixes = []   # every prefix or range named anywhere
         self.ports = []      # (proto, lo, hi) named anywhere
         self.icmp = {4: set(), 6: set()}
@@ -146,7 +146,7 @@ def gen_policy(r, pol):
         lines.append("  s%d: [%s]" % (i, ", ".join(q(a) for a in entries)))
     for name in ("d1", "d2"):
         fed = name == "d2" and r.random() < 0.5  # a country set: its entries from a database
-        lines.append("  %s: %s" % (name, "{ country: [XA], database: @GEO@ }" if fed else "{ dynamic: true }"))
+        lines.append("  %s: %s" % (name, "{ country: [SE], database: @GEO@ }" if fed else "{ dynamic: true }"))
         picked = []
         for a in r.sample(V4_POOL + V6_POOL, r.randint(0, 5)):
             if "-" in a:
@@ -783,7 +783,7 @@ def cmd_gen(seed, out):
                             for p in nets if ipaddress.ip_network(p).version == ipaddress.ip_network(n).version)]
             subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                              "..", "lib", "mmdbwrite.py"), geo]
-                           + ["%s=XA" % n for n in nets] + ["%s=XB" % n for n in decoy], check=True)
+                           + ["%s=SE" % n for n in nets] + ["%s=NO" % n for n in decoy], check=True)
     with open(os.path.join(out, "dynamic.txt"), "w") as f:
         for name, ents in pol.dynamic.items():
             f.write("".join("%s %s\n" % (name, e) for e in ents))

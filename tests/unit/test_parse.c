@@ -2,13 +2,15 @@
 /*
  * The scalar syntaxes of the policy language (policy/syntax/parse.c), value
  * by value: sizes with and without a decimal fraction, rates with their
- * period, durations in milliseconds. What the loader does with them is in
+ * period, durations in milliseconds; the country codes a country set
+ * takes. What the loader does with them is in
  * the golden files.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "policy/policy.h"
 #include "policy/syntax/parse.h"
 #include "tests/lib/check.h"
 
@@ -247,8 +249,44 @@ static void test_ranges(void)
 	check_end();
 }
 
+/* The country codes a set takes are exactly ISO 3166-1 alpha-2 as tzdata
+ * lists it (iso3166.tab, on every Debian system), with XK and ZZ: the
+ * table in policy/syntax/countries.c, checked against another's. */
+static void test_countries(void)
+{
+	char known[26][26] = { 0 }, line[256];
+	FILE *f = fopen("/usr/share/zoneinfo/iso3166.tab", "r");
+	unsigned n = 0;
+
+	check_begin("countries-iso3166");
+	if (!f) {
+		check_fail_at(__FILE__, __LINE__, "cannot read /usr/share/zoneinfo/iso3166.tab (tzdata)");
+		check_end();
+		return;
+	}
+	while (fgets(line, sizeof(line), f))
+		if (line[0] >= 'A' && line[0] <= 'Z' && line[1] >= 'A' && line[1] <= 'Z' && line[2] == '\t') {
+			known[line[0] - 'A'][line[1] - 'A'] = 1;
+			n++;
+		}
+	fclose(f);
+	CHECK(n >= 249);
+	known['X' - 'A']['K' - 'A'] = known['Z' - 'A']['Z' - 'A'] = 1;
+	for (int a = 0; a < 26; a++)
+		for (int b = 0; b < 26; b++) {
+			char cc[3] = { (char)('A' + a), (char)('A' + b), 0 };
+
+			if (policy_country_known(cc) != known[a][b])
+				check_fail_at(__FILE__, __LINE__, "%s: %s by nfbox, %s by tzdata", cc,
+					      policy_country_known(cc) ? "known" : "unknown",
+					      known[a][b] ? "known" : "unknown");
+		}
+	check_end();
+}
+
 int main(void)
 {
+	test_countries();
 	test_ranges();
 	test_ports();
 	test_sizes();
