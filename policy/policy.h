@@ -261,19 +261,30 @@ enum nat_kind {
 	NAT_SNAT,
 	NAT_FORWARD_PORT,
 	NAT_REDIRECT,
+	NAT_NO_NAT,	/* what it matches leaves without source translation */
+	NAT_ONE_TO_ONE, /* inside <-> outside, both ways (an address or a prefix) */
+	NAT_NPTV6,	/* the same for IPv6 prefixes */
 };
 
 struct nat_rule {
 	enum nat_kind kind;
 	struct loc loc;
+	/* in: forward-port, redirect; out: masquerade, snat, no-nat, and for
+	 * one-to-one and nptv6 their interface (both ways) */
 	struct iface_match in, out;
-	struct addr_match from;	   /* forward-port, redirect: only sources in it */
-	struct prefix to_addr;	   /* snat: first address of the range; forward-port: the target */
+	struct addr_match from;	   /* all but one-to-one, nptv6: only sources in it */
+	struct addr_match dest;	   /* masquerade, snat, no-nat, forward-port: only to these (destination:) */
+	struct prefix to_addr;	   /* snat: first address of the range; forward-port: the target;
+				   one-to-one, nptv6: the outside address or prefix */
 	struct prefix to_last;	   /* snat: last address of the range (to_addr for one) */
+	struct prefix inside;	   /* one-to-one, nptv6: the inside address or prefix */
 	uint16_t to_port;	   /* forward-port: 0 keeps the port; redirect: the local port */
+	uint16_t to_port_last;	   /* forward-port to a range of ports: its last (to_port for one):
+				   the service's ranges map onto it port by port */
 	struct port_match service; /* forward-port, redirect: what is translated */
 	bool hairpin;		   /* forward-port: inside clients reaching the outside address too */
 	uint8_t families;	   /* the traffic it translates (POLICY_FAM_*) */
+	bool family_given;	   /* masquerade: family: written (else IPv4 only) */
 	struct loc to_loc;
 	/* masquerade out of an interface with a virtual address (ha:): that
 	 * interface's flows of that family take the virtual address (snat),
@@ -285,6 +296,24 @@ struct nat_rule {
 	} *vips;
 	uint32_t nvips;
 };
+
+/* Whether a NAT entry translates the source of connections on their way
+ * out (a no-nat takes that away), or their destination on the way in;
+ * one-to-one and nptv6 do both. */
+static inline bool nat_is_source(const struct nat_rule *n)
+{
+	return n->kind == NAT_MASQUERADE || n->kind == NAT_SNAT || n->kind == NAT_ONE_TO_ONE || n->kind == NAT_NPTV6;
+}
+static inline bool nat_is_dest(const struct nat_rule *n)
+{
+	return n->kind == NAT_FORWARD_PORT || n->kind == NAT_REDIRECT || n->kind == NAT_ONE_TO_ONE ||
+	       n->kind == NAT_NPTV6;
+}
+/* The interfaces a NAT entry's translation of destinations takes packets from. */
+static inline const struct iface_match *nat_in(const struct nat_rule *n)
+{
+	return n->kind == NAT_ONE_TO_ONE || n->kind == NAT_NPTV6 ? &n->out : &n->in;
+}
 
 struct capture_match {
 	int proto; /* -1 any */

@@ -243,6 +243,7 @@ void policy_free(struct policy *p)
 		free_iface_match(&p->nat[i].out);
 		free_port_match(&p->nat[i].service);
 		free_addr_match(&p->nat[i].from);
+		free_addr_match(&p->nat[i].dest);
 		free(p->nat[i].vips);
 	}
 	for (uint32_t i = 0; i < p->ncaptures; i++) {

@@ -2,8 +2,8 @@
 /*
  * The scalar syntaxes of the policy language (policy/syntax/parse.c), value
  * by value: sizes with and without a decimal fraction, rates with their
- * period, durations in milliseconds; the country codes a country set
- * takes. What the loader does with them is in
+ * period, durations in milliseconds; a forward-port's target with a port
+ * or a range of ports; the country codes a country set takes. What the loader does with them is in
  * the golden files.
  */
 #include <errno.h>
@@ -164,6 +164,49 @@ static void test_ports(void)
 	}
 }
 
+/* A forward-port's target: ADDRESS, ADDRESS:PORT, [IPV6]:PORT and a range
+ * of ports ADDRESS:LOW-HIGH. */
+static void test_targets(void)
+{
+	static const struct {
+		const char *in;
+		const char *want; /* "ADDRESS PORT-LAST" or "error" */
+	} cases[] = {
+		{ "198.51.100.10", "198.51.100.10 0-0" },
+		{ "198.51.100.10:80", "198.51.100.10 80-80" },
+		{ "198.51.100.10:9000-9002", "198.51.100.10 9000-9002" },
+		{ "[2001:db8::10]:8443", "2001:db8::10 8443-8443" },
+		{ "[2001:db8::10]:7000-7001", "2001:db8::10 7000-7001" },
+		{ "198.51.100.10:9010-9000", "error" },
+		{ "198.51.100.10:0", "error" },
+		{ "198.51.100.10:80-0", "error" },
+		{ "198.51.100.10:80-65536", "error" },
+		{ "198.51.100.10:-80", "error" },
+		{ "198.51.100.10:80-", "error" },
+		{ "198.51.100.10:123456789", "error" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct prefix addr;
+		uint16_t port = 1, last = 1;
+		const char *why = NULL;
+		char name[80], got[96], a[64];
+		int r = parse_addr_port(cases[i].in, &addr, &port, &last, &why);
+
+		if (r < 0) {
+			snprintf(got, sizeof(got), "error");
+		} else {
+			policy_prefix_format(&addr, a, sizeof(a));
+			snprintf(got, sizeof(got), "%s %u-%u", a, port, last);
+		}
+		snprintf(name, sizeof(name), "target %s", cases[i].in);
+		check_begin(name);
+		CHECK_EQ_STR(got, cases[i].want);
+		CHECK(r == 0 || why);
+		check_end();
+	}
+}
+
 /* Ranges as the fewest prefixes, checked against the known splits and, on
  * random ranges, against the definition: the prefixes are aligned, in
  * order, adjacent, and cover exactly first..last. */
@@ -289,6 +332,7 @@ int main(void)
 	test_countries();
 	test_ranges();
 	test_ports();
+	test_targets();
 	test_sizes();
 	test_rates();
 	test_durations_ms();
