@@ -207,11 +207,16 @@ def gen_policy(r, pol):
 
 def gen_nat(r, pol):
     lines = ["nat:"]
+    # The choices of the NAT forms added later (masquerade's family, no-nat,
+    # destination:, ranges of ports) come from a generator of their own, so
+    # that the rest of a seed's policy and probes stay what they were (the
+    # positive control's seeds among them).
+    rn = random.Random(hash(r.getstate()))
     x = r.random()
     if x < 0.5:
         # IPv4 unless it says otherwise
-        fam, written = r.choice([("4", ""), ("4", "ipv4"), ("46", "[ipv4, ipv6]"), ("6", "ipv6")])
-        if fam != "6" and r.random() < 0.4:
+        fam, written = rn.choice([("4", ""), ("4", "ipv4"), ("46", "[ipv4, ipv6]"), ("6", "ipv6")])
+        if fam != "6" and rn.random() < 0.4:
             pol.no_nat = ["203.0.113.96/27"]  # a part of wan0's servers keeps the clients' addresses
             pol.prefixes += pol.no_nat
             lines.append("  - no-nat: { out: wan, destination: 203.0.113.96/27 }")
@@ -224,17 +229,17 @@ def gen_nat(r, pol):
         proto = r.choice(["tcp", "udp"])
         to_port = r.choice([80, 22, port])
         # a range of ports onto a range of the same length, port by port
-        port_hi = port + 2 if r.random() < 0.3 else port
+        port_hi = port + 2 if rn.random() < 0.3 else port
         if port_hi != port:
-            to_port = r.choice([9000, port])
+            to_port = rn.choice([9000, port])
         n = {"kind": "forward-port", "in": r.choice(["lan", "dmz", "[lan, dmz]"]), "proto": proto, "port": port,
              "port_hi": port_hi, "to": "203.0.113.100", "to_port": to_port, "from": None, "dest": None,
              "hairpin": r.random() < 0.7}
         if r.random() < 0.3:
             n["from"] = "198.51.100.0/25"
         own = [l[2] for l in LAN if in_group(pol, n["in"], l[0])]
-        if own and r.random() < 0.3:  # one of the addresses of in: only
-            n["dest"] = r.choice(own)
+        if own and rn.random() < 0.3:  # one of the addresses of in: only
+            n["dest"] = rn.choice(own)
         pol.nat.append(n)
         pol.ports.append((proto, port, port_hi))
         pol.ports.append((proto, to_port, to_port + port_hi - port))
@@ -668,7 +673,9 @@ class Prober:
             nat = [n for n in nat if n["kind"] == "redirect"]
         if nat and (r.random() < 0.6 or "input" not in pol.hooks):
             n = r.choice(nat)
-            kind, flags, dport = n["proto"], "S" if n["proto"] == "tcp" else "", r.randint(n["port"], n["port_hi"])
+            kind, flags, dport = n["proto"], "S" if n["proto"] == "tcp" else "", n["port"]
+            if n["port_hi"] != n["port"]:
+                dport = r.randint(n["port"], n["port_hi"])
             if r.random() < 0.8:  # mostly from where it translates
                 lan = r.choice([l for l in LAN if in_group(pol, n["in"], l[0])] or [lan])
                 src = self.pick_src(lan, v6)
