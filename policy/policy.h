@@ -110,7 +110,8 @@ struct addr_set {
 		SET_FEED_NONE,
 		SET_FEED_COUNTRY,
 		SET_FEED_HOSTS,
-		SET_FEED_EVE
+		SET_FEED_EVE,
+		SET_FEED_URL
 	} feed;
 	char (*countries)[3]; /* country: ISO 3166 codes, upper case */
 	uint32_t ncountries;
@@ -118,6 +119,9 @@ struct addr_set {
 	char **hosts;	/* hosts: the names */
 	uint32_t nhosts;
 	uint32_t min_ttl, max_ttl, grace; /* hosts: seconds */
+	char *url;			  /* url: the list's https:// address */
+	char *ca;			  /* url: the CA file its server is verified with; NULL: the system's */
+	uint32_t refresh;		  /* url: seconds between fetches */
 	char *eve;			  /* eve: Suricata's eve.json (absolute) */
 	uint32_t severity;		  /* eve: alerts of severity 1..this (1 the gravest) */
 	uint32_t ban;			  /* eve: seconds an offender stays; 0: until deleted */
@@ -129,6 +133,24 @@ struct addr_set {
 	 * the appliance's own addresses) */
 	struct addr_match never_ban;
 };
+
+/* What fills a set that the daemon feeds itself from a source it follows,
+ * which `nfbox set` does not change by hand ("its country database", "DNS
+ * (its host names)", "its URL"); NULL for a set changed by hand (dynamic:
+ * true; Suricata's offenders may be let go by hand). */
+static inline const char *policy_set_fed_by(const struct addr_set *s)
+{
+	switch (s->feed) {
+	case SET_FEED_COUNTRY:
+		return "its country database";
+	case SET_FEED_HOSTS:
+		return "DNS (its host names)";
+	case SET_FEED_URL:
+		return "its URL";
+	default:
+		return NULL;
+	}
+}
 
 struct iface_group {
 	char *name;

@@ -211,6 +211,8 @@ void policy_free(struct policy *p)
 		free(p->sets[i].countries);
 		free(p->sets[i].database);
 		free(p->sets[i].eve);
+		free(p->sets[i].url);
+		free(p->sets[i].ca);
 		for (uint32_t k = 0; k < p->sets[i].nhosts; k++)
 			free(p->sets[i].hosts[k]);
 		free(p->sets[i].hosts);
