@@ -117,6 +117,7 @@ help:
 	@echo '  clean          remove build/'
 	@echo '  vmlinux        regenerate bpf/vmlinux/ARCH/vmlinux.h from the running kernel'
 	@echo '  V=1            show the commands'
+	@echo '  TESTS="P..."   check, check-long, coverage: only the suites whose names contain a pattern'
 
 deps:
 	$(Q)packaging/install-deps.sh
@@ -198,11 +199,14 @@ $(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(COMPILE_SRCS) $
 unit: $(B)/nfbox $(B)/asan/nfbox $(B)/bench_txgen $(UNIT_BINS) $(BPFT_BINS) $(B)/fuzz/fuzz_policy $(REFJUDGE) $(URLFEED)
 
 # check: deps (idempotent, quiet), build (a job per CPU), then every suite
-# through the runner (several at a time: tests/run.sh).
+# through the runner (several at a time: tests/run.sh). TESTS="PATTERN..."
+# runs only the suites whose names contain one (check, check-long,
+# coverage; CI's short forms: .ci/targets).
 NPROC := $(shell nproc 2>/dev/null || echo 2)
+TESTS ?=
 check: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) unit
-	$(Q)tests/run.sh
+	$(Q)tests/run.sh $(TESTS)
 
 # coverage: the test build with gcov instead of the sanitizers (build/cov),
 # every suite on it, then the line and branch coverage of policy/, the BPF
@@ -210,7 +214,7 @@ check: deps
 coverage: deps
 	$(Q)find build/cov -name '*.gcda' -delete 2>/dev/null; true
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) B=build/cov SAN_FLAGS="--coverage -O0" unit
-	$(Q)NFBOX_BUILD=build/cov tests/run.sh; rc=$$?; tests/quality/coverage.sh build/cov && exit $$rc
+	$(Q)NFBOX_BUILD=build/cov tests/run.sh $(TESTS); rc=$$?; tests/quality/coverage.sh build/cov && exit $$rc
 
 # mutants: mutation testing of the compiler, the encoder and the nftables
 # builder against the fast suites (tests/quality/mutants.sh; ~10 min).
@@ -219,7 +223,7 @@ mutants: deps
 
 check-long: deps
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) unit
-	$(Q)NFBOX_LONG=1 tests/run.sh
+	$(Q)NFBOX_LONG=1 tests/run.sh $(TESTS)
 
 # Debian 13 on any Debian machine: tests/distro/debian13.sh (debootstrap).
 check-debian13: deps

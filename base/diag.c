@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 #include "base/diag.h"
+#include "base/json.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -208,9 +209,31 @@ void diag_place(struct diag *g, const struct source *src, unsigned line, unsigne
 	}
 }
 
+/* Where the fix begins in the message fmt makes: the length of what fmt's
+ * part before DIAG_FIX makes of the same arguments (a conversion never
+ * holds the mark, so the part is a format of its own); 0: no mark. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+static size_t fix_offset(const char *fmt, va_list ap)
+{
+	const char *mark = strchr(fmt, DIAG_FIX[0]);
+	char *head;
+	va_list aq;
+	int n;
+
+	if (!mark || !(head = strndup(fmt, (size_t)(mark - fmt))))
+		return 0;
+	va_copy(aq, ap);
+	n = vsnprintf(NULL, 0, head, aq); /* the arguments after the mark are not read */
+	va_end(aq);
+	free(head);
+	return n > 0 ? (size_t)n : 0;
+}
+#pragma GCC diagnostic pop
+
 void diag_add(struct diags *d, enum diag_level level, struct loc loc, const char *fmt, ...)
 {
-	size_t max = d->max ? d->max : DIAG_DEFAULT_MAX;
+	size_t max = d->max ? d->max : DIAG_DEFAULT_MAX, fix_at;
 	va_list ap;
 	char *msg;
 
@@ -234,6 +257,7 @@ void diag_add(struct diags *d, enum diag_level level, struct loc loc, const char
 		d->cap = cap;
 	}
 	va_start(ap, fmt);
+	fix_at = fix_offset(fmt, ap);
 	if (vasprintf(&msg, fmt, ap) < 0)
 		msg = NULL;
 	va_end(ap);
@@ -241,7 +265,11 @@ void diag_add(struct diags *d, enum diag_level level, struct loc loc, const char
 		d->dropped++;
 		return;
 	}
-	d->v[d->n] = (struct diag){ .level = level, .loc = loc, .msg = msg };
+	if (fix_at && msg[fix_at] == DIAG_FIX[0]) /* the mark is not printed */
+		memmove(msg + fix_at, msg + fix_at + 1, strlen(msg + fix_at));
+	else
+		fix_at = 0;
+	d->v[d->n] = (struct diag){ .level = level, .loc = loc, .msg = msg, .fix_at = fix_at };
 	if (!capture(&d->v[d->n], loc.src)) { /* as one that could not be written */
 		diag_release(&d->v[d->n]);
 		d->dropped++;
@@ -417,6 +445,8 @@ void diags_append(struct diags *to, const struct diags *from)
 		size_t n = to->n;
 
 		diag_add(to, g->level, g->loc, "%s", g->msg);
+		if (to->n > n)
+			to->v[n].fix_at = g->fix_at;
 		if (to->n > n && g->file &&
 		    (!(to->v[n].file = strdup(g->file)) || (g->line && !(to->v[n].line = strdup(g->line))))) {
 			diag_release(&to->v[--to->n]); /* its place could not be kept: as one dropped */
@@ -424,6 +454,67 @@ void diags_append(struct diags *to, const struct diags *from)
 		}
 	}
 	to->dropped += from->dropped;
+}
+
+/* The fix of g without its joiner ("; did you mean 'x'?" -> "did you
+ * mean 'x'?", " (use a group)" -> "use a group"). */
+static void write_fix(struct json *j, const struct diag *g)
+{
+	const char *s = g->msg + g->fix_at, *end;
+	bool paren;
+
+	s += strspn(s, " ");
+	paren = *s == '(';
+	s += strspn(s, ";:,( ");
+	end = s + strlen(s);
+	if (paren && end > s && end[-1] == ')')
+		end--;
+	json_strn(j, s, (size_t)(end - s));
+}
+
+static void json_one(struct json *j, const struct diag *g)
+{
+	size_t len = g->fix_at ? g->fix_at : strlen(g->msg);
+
+	while (len && g->msg[len - 1] == ' ')
+		len--;
+	json_object_begin(j);
+	json_kv_str(j, "file", g->file);
+	json_key(j, "line");
+	if (g->file && g->loc.line)
+		json_u64(j, g->loc.line);
+	else
+		json_null_value(j);
+	json_key(j, "column");
+	if (g->file && g->loc.line && g->loc.col)
+		json_u64(j, g->loc.col);
+	else
+		json_null_value(j);
+	json_key(j, "length");
+	if (g->file && g->loc.line && g->loc.col)
+		json_u64(j, g->loc.len ? g->loc.len : 1);
+	else
+		json_null_value(j);
+	json_kv_str(j, "severity", level_name(g->level));
+	json_key(j, "message");
+	json_strn(j, g->msg, len);
+	json_key(j, "fix");
+	if (g->fix_at)
+		write_fix(j, g);
+	else
+		json_null_value(j);
+	json_object_end(j);
+}
+
+void diags_json(const struct diags *d, struct json *j)
+{
+	struct diag *sorted = d->n ? sorted_copy(d) : NULL;
+
+	json_array_begin(j);
+	for (size_t i = 0; i < d->n; i++)
+		json_one(j, sorted ? &sorted[i] : &d->v[i]);
+	json_array_end(j);
+	free(sorted);
 }
 
 char *diags_to_text(const struct diags *d)

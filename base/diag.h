@@ -58,6 +58,7 @@ struct diag {
 	char *file;	/* the source's name; NULL: no place */
 	char *line;	/* that line of it, as it was; NULL: none */
 	char *msg;
+	size_t fix_at; /* where in msg the fix begins (its joiner: "; ", ": ", " ("); 0: none */
 };
 
 struct diags {
@@ -78,6 +79,16 @@ void diag_place(struct diag *g, const struct source *src, unsigned line, unsigne
 
 __attribute__((format(printf, 4, 5))) void diag_add(struct diags *d, enum diag_level level, struct loc loc,
 						    const char *fmt, ...);
+
+/*
+ * What would fix the mistake, where a message knows it, is marked in the
+ * format string by DIAG_FIX before its joiner:
+ *   diag_error(d, loc, "unknown set '%s'" DIAG_FIX "; did you mean '%s'?", name, near);
+ * The message prints as before (the mark is not printed); a reader that
+ * wants them apart (validate --json) gets the message and the fix
+ * ("did you mean 'office'?") each on its own. Once in a format string.
+ */
+#define DIAG_FIX "\x1f"
 
 /* No place in a file: an error about the system (a map the kernel refused,
  * a socket that cannot be bound), printed as "error: MESSAGE". */
@@ -107,6 +118,11 @@ void diags_append(struct diags *to, const struct diags *from);
 void diags_print(const struct diags *d, FILE *f, bool color);
 /* The same into a new string (NULL when out of memory). */
 char *diags_to_text(const struct diags *d);
+struct json;
+/* Every diagnostic, in the same order, as a JSON array of objects: file,
+ * line, column, length (null where there is no place), severity ("error",
+ * "warning", "note"), message and fix (null if none is known). */
+void diags_json(const struct diags *d, struct json *j);
 /* Each diagnostic, in the same order, as its own text (location, message,
  * source line and caret): for a log that keeps one message per entry. */
 void diags_each(const struct diags *d, void (*fn)(enum diag_level level, const char *text, void *arg), void *arg);

@@ -449,12 +449,33 @@ struct policy_files {
 	 * run: a name in in:/out: that is neither a group, nor a group's
 	 * member, nor such an interface is warned of. NULL: not asked. */
 	bool (*iface_exists)(const char *name, void *arg);
+	/* The families (POLICY_FAM_*) the host forwards where the policy is to
+	 * run (a family it cannot tell counts as forwarded): each the policy
+	 * forwards or translates and the host does not is warned of. NULL:
+	 * not asked. */
+	uint8_t (*forwarding)(void *arg);
 	void *arg;
 };
 int policy_load_files(const char *path, const struct policy_files *files, struct diags *d, struct policy **out);
 /* The same from a buffer (name is used in messages and to find set files). */
 int policy_load_buffer(const char *name, const char *text, size_t len, struct diags *d, struct policy **out);
 void policy_free(struct policy *p);
+
+/* What needs the host to forward a family: the forward hook's default
+ * accept, the first rule that accepts the family on the forward hook, or
+ * the first NAT entry that translates it (a redirect goes to the host
+ * itself: not one); its place, and what it is in words. */
+struct policy_forward_why {
+	struct loc loc;
+	char what[160];
+};
+/* The families (POLICY_FAM_*) p forwards or translates; why[0] says why
+ * for IPv4, why[1] for IPv6. */
+uint8_t policy_forwarded(const struct policy *p, struct policy_forward_why why[2]);
+/* The warning for family i (0 IPv4, 1 IPv6) that the host does not
+ * forward: the message, and the fix (sysctl -w, and /etc/sysctl.d/). */
+void policy_forwarding_text(int i, const struct policy_forward_why *why, char *msg, size_t mlen, char *fix,
+			    size_t flen);
 
 /* The vocabularies, written once. Hook names are indexed by enum
  * policy_hook and NULL-terminated (a list of choices for the loader). */

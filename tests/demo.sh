@@ -14,18 +14,20 @@ NET=$PWD/tests/lib/net.py
 policy=${NFBOX_POLICY:-config/policy.yaml}
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+unexpected=0
 show() { # DESCRIPTION EXPECT(allowed|denied) COMMAND...
 	local what=$1 expect=$2
 	shift 2
 	if "$@" >/dev/null 2>&1; then got=allowed; else got=denied; fi
+	[ "$got" = "$expect" ] || unexpected=$((unexpected + 1))
 	printf '  %-58s %-8s %s\n' "$what" "$got" "$([ "$got" = "$expect" ] && echo '(as the policy says)' || echo '(UNEXPECTED)')"
 }
 
 [ "$(id -u)" -eq 0 ] || { echo "make demo needs root (network namespaces, BPF)"; exit 1; }
 say "topology: client $C4/$C6 -- lan0 [nfbox] wan0 -- server $S4/$S6"
 ns_setup || exit 1
-say "nfbox validate $policy"
-"$NFBOX" validate "$policy"
+say "nfbox validate $policy (in the appliance namespace, which forwards)"
+in_a "$NFBOX" validate "$policy"
 say "nfbox run --policy $policy (in the appliance namespace)"
 nfbox_start "$policy" --log "$NS_TMP/verdicts.jsonl" || exit 1
 nfbox_ctl status
@@ -106,3 +108,5 @@ nfbox_ctl stats
 say "verdict log (rules with log: true)"
 head -n 5 "$NS_TMP/verdicts.jsonl"
 say "stopping: SIGTERM detaches; namespaces removed"
+# A demo that shows a flow other than the policy says fails (make demo, CI).
+[ "$unexpected" -eq 0 ] || { echo "demo: $unexpected flows not as the policy says" >&2; exit 1; }

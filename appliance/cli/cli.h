@@ -18,7 +18,15 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define EXIT_USAGE 2
+/* Exit statuses, the same for every command (nfbox(8), EXIT STATUS). */
+#define EXIT_FAILED    1 /* what was asked did not happen: refused, or failed at run time */
+#define EXIT_DIFFERENT 1 /* diff, fleet diff: the policies differ (as diff(1)) */
+#define EXIT_USAGE \
+	2		   /* an unknown command or option, a missing or malformed argument;
+			    * diff, fleet diff: also what others exit EXIT_FAILED for (diff(1)'s trouble) */
+#define EXIT_INVALID	 3 /* a policy (or fleet file) cannot be read, is invalid or exceeds a limit */
+#define EXIT_UNREACHABLE 4 /* no daemon answers on the control socket; etcd not reached or without quorum */
+/* `nfbox run` exits DAEMON_EXIT_POLICY (78, daemon/daemon.h) where others exit EXIT_INVALID. */
 
 enum cli_opt_type {
 	CLI_FLAG,    /* bool, set to true */
@@ -82,8 +90,11 @@ struct ctl_request;
 struct diags;
 /* One request to the daemon on socket (NULL: this network namespace's,
  * its path in sock, PATH_MAX bytes), with fd passed if not -1; the answer
- * to out, the daemon's error text to stderr. 0 or -errno explained in d. */
-int cli_ctl(const char *socket, struct ctl_request *req, int fd, FILE *out, struct diags *d, char *sock);
+ * to out, the daemon's error text to err. What ctl_call() returns:
+ * 0, CTL_ERROR, CTL_INVALID, or -errno explained in d. */
+int cli_ctl(const char *socket, struct ctl_request *req, int fd, FILE *out, FILE *err, struct diags *d, char *sock);
+/* The exit status for what cli_ctl returned. */
+int cli_ctl_exit(int r);
 
 /* Print diagnostics in color when f is a terminal and NO_COLOR is unset. */
 bool cli_color(FILE *f);

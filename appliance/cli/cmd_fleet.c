@@ -30,8 +30,7 @@
 #include "policy/syntax/parse.h"
 
 #define FLEET_DEFAULT_FILE "/etc/nfbox/fleet.yaml"
-#define EXIT_REFUSED	   1 /* the push was refused or halted, or a node did not take it */
-#define EXIT_TROUBLE	   3 /* etcd not reached, a bad file */
+#define EXIT_REFUSED	   EXIT_FAILED /* the push was refused or halted, or a node did not take it */
 
 struct fleet_args {
 	const char *fleet, *group, *confirm, *wait;
@@ -68,6 +67,8 @@ struct op {
 	char key_policy[512], key_cand[512], key_nodes[512];
 };
 
+/* 0, or the exit status: the fleet file cannot be read or is invalid
+ * (EXIT_INVALID), no group is named (EXIT_USAGE). */
 static int op_open(const struct fleet_args *a, struct op *o)
 {
 	struct diags d;
@@ -80,20 +81,23 @@ static int op_open(const struct fleet_args *a, struct op *o)
 		diags_print(&d, stderr, cli_color(stderr));
 	diags_free(&d);
 	if (r < 0)
-		return r;
+		return EXIT_INVALID;
 	o->group = a->group ? a->group : o->conf.group;
 	if (!o->group || !fleet_name_ok(o->group)) {
 		fprintf(stderr, "nfbox fleet: %s: name the group with --group GROUP (or group: in %s)\n",
 			o->group ? "a group is 1 to 63 letters, digits, '-', '_' or '.'" : "no group", a->fleet);
 		fleet_conf_free(&o->conf);
-		return -EINVAL;
+		return a->group || !o->group ? EXIT_USAGE : EXIT_INVALID;
 	}
 	fleet_key(&o->conf, o->group, "policy", o->key_policy, sizeof(o->key_policy));
 	fleet_key(&o->conf, o->group, "candidate", o->key_cand, sizeof(o->key_cand));
 	fleet_key(&o->conf, o->group, "nodes/", o->key_nodes, sizeof(o->key_nodes));
-	if ((r = etcd_open(&o->etcd, &o->conf.etcd)) < 0)
+	if ((r = etcd_open(&o->etcd, &o->conf.etcd)) < 0) {
+		fprintf(stderr, "nfbox fleet: cannot set up the etcd client: %s\n", strerror(-r));
 		fleet_conf_free(&o->conf);
-	return r;
+		return EXIT_FAILED;
+	}
+	return 0;
 }
 
 static void op_close(struct op *o)
@@ -114,7 +118,7 @@ static int etcd_failed(const struct op *o, const char *what, int r)
 					      : "etcd refused it";
 
 	fprintf(stderr, "nfbox fleet: %s: %s (%s)\n", what, hint, o->etcd.err[0] ? o->etcd.err : strerror(-r));
-	return r == -EACCES ? EXIT_REFUSED : EXIT_TROUBLE;
+	return r == -EHOSTUNREACH || r == -ETIMEDOUT ? EXIT_UNREACHABLE : EXIT_REFUSED;
 }
 
 static int parse_secs(const char *s, uint64_t dflt, uint64_t *out)
@@ -323,7 +327,7 @@ static int swap_in(struct op *o, const char *key, const struct fleet_bundle *b, 
 	int r;
 
 	if (!(text = fleet_bundle_encode(b, &len)))
-		return EXIT_TROUBLE;
+		return EXIT_FAILED;
 	if (planted("push-race")) /* the test build: two pushes read the same revision */
 		sleep(1);
 	ops[nops++] = (struct etcd_op){ .key = key, .val = text, .len = len };
@@ -410,7 +414,7 @@ static int fleet_push(const struct fleet_args *a, struct op *o, const char *path
 	if (parse_secs(a->wait, 30, &wait_s) < 0)
 		return EXIT_USAGE;
 	if (load_policy(path, &p, &b) < 0)
-		return EXIT_TROUBLE;
+		return EXIT_INVALID;
 	policy_free(p);
 	b.by = strdup(o->conf.etcd.user ? o->conf.etcd.user : "");
 	if ((r = read_key(o, o->key_policy, &cur, &base)) < 0 || (r = read_key(o, o->key_cand, &cand, &cbase)) < 0) {
@@ -523,22 +527,23 @@ static int fleet_diff(struct op *o, const char *path)
 	int r;
 
 	if (load_policy(path, &p[1], &nb) < 0)
-		return EXIT_TROUBLE;
+		return EXIT_INVALID;
 	if ((r = etcd_get(&o->etcd, o->key_policy, false, &cur)) < 0) {
 		policy_free(p[1]);
 		fleet_bundle_free(&nb);
-		return etcd_failed(o, "reading the group's revision", r);
+		r = etcd_failed(o, "reading the group's revision", r);
+		return r == EXIT_FAILED ? EXIT_USAGE : r; /* diff's trouble: 1 says "different" */
 	}
 	diags_init(&d);
 	if (!cur.n) {
 		printf("group %s has no revision yet: a push makes %s its first\n", o->group, path);
-		r = 1;
+		r = EXIT_DIFFERENT;
 	} else if (fleet_bundle_decode(cur.v[0].value, cur.v[0].vlen, &b, why, sizeof(why)) < 0 || !mkdtemp(dir) ||
 		   fleet_bundle_write(&b, dir, file, sizeof(file)) < 0 || policy_load(file, &d, &p[0]) < 0) {
 		fprintf(stderr, "nfbox fleet: the group's revision %" PRId64 " cannot be read back: %s\n",
 			cur.v[0].mod_rev, why);
 		diags_print(&d, stderr, false);
-		r = EXIT_TROUBLE;
+		r = EXIT_INVALID;
 	} else {
 		printf("against group %s's revision %" PRId64 " (push --base %" PRId64 " to push only onto it):\n",
 		       o->group, cur.v[0].mod_rev, cur.v[0].mod_rev);
@@ -546,7 +551,7 @@ static int fleet_diff(struct op *o, const char *path)
 		if (!n)
 			printf("no change in meaning%s\n",
 			       strcmp(b.fingerprint, nb.fingerprint) ? " (the files differ)" : "");
-		r = n ? 1 : 0;
+		r = n ? EXIT_DIFFERENT : 0;
 	}
 	if (dir[strlen(dir) - 1] != 'X' && fleet_remove_tree(dir) < 0)
 		fprintf(stderr, "nfbox fleet: %s was left behind: %s\n", dir, strerror(errno));
@@ -581,8 +586,8 @@ static int fleet_run(void *args, int argc, char **argv)
 			strcmp(argv[0], "status") ? "give one policy file" : "takes no policy file");
 		return EXIT_USAGE;
 	}
-	if (op_open(a, &o) < 0)
-		return EXIT_TROUBLE;
+	if ((r = op_open(a, &o)) != 0)
+		return r;
 	if (!strcmp(argv[0], "push"))
 		r = fleet_push(a, &o, argv[1]);
 	else if (!strcmp(argv[0], "diff"))
@@ -601,8 +606,9 @@ const struct cli_cmd cli_cmd_fleet = {
 	.max_operands = 2,
 	.options_anywhere = true,
 	.opts = fleet_opts,
-	.more_help = "exit status: 0 done; 1 refused, halted, or a node did not take it; 2 usage; 3 etcd not "
-		     "reached or a bad file. See nfbox-fleet(5).\n",
+	.more_help = "exit status: 0 done (diff: no change); 1 refused, halted, or a node did not take it (diff: a "
+		     "change); 2 usage (diff: also any other trouble); 3 the policy or the fleet file cannot be read "
+		     "or is invalid; 4 etcd not reached or without quorum. See nfbox(8) and nfbox-fleet(5).\n",
 	.args_size = sizeof(struct fleet_args),
 	.defaults = fleet_defaults,
 	.run = fleet_run,

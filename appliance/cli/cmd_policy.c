@@ -10,6 +10,9 @@
 #include "cli/cli.h"
 #include "control/client.h"
 #include "base/cleanup.h"
+#include "base/json.h"
+
+#include <jansson.h>
 #include "backend/bpf/compile/plan.h"
 #include "backend/nftables/nft/build.h"
 #include "backend/nftables/nft/print.h"
@@ -42,7 +45,8 @@ static void summary(const char *path, const struct policy *p, size_t warnings)
 }
 
 struct validate_args {
-	bool strict, quiet, offline;
+	bool strict, quiet, offline, json;
+	struct json j; /* --json: the document being written */
 };
 
 static const struct cli_opt validate_opts[] = {
@@ -50,6 +54,9 @@ static const struct cli_opt validate_opts[] = {
 	CLI_OPT_FLAG("quiet", 'q', struct validate_args, quiet, "print nothing when valid"),
 	CLI_OPT_FLAG("offline", 0, struct validate_args, offline,
 		     "do not compare with this machine (its interfaces): for a policy written for another one"),
+	CLI_OPT_FLAG("json", 'j', struct validate_args, json,
+		     "one JSON document on stdout: each file's validity, counts and diagnostics (place, severity, "
+		     "message, fix)"),
 	CLI_OPT_END,
 };
 
@@ -66,7 +73,47 @@ static int nft_check(const struct policy *p, struct diags *d)
 	return r;
 }
 
-static bool validate_one(const char *path, const struct validate_args *a)
+/* What the summary line says, for --json. */
+static void summary_json(struct json *j, const struct policy *p)
+{
+	json_key(j, "summary");
+	json_object_begin(j);
+	json_kv_u64(j, "rules", p->nrules);
+	json_key(j, "hooks");
+	json_array_begin(j);
+	for (int h = 0; h < POLICY_HOOK_MAX; h++)
+		if (p->hooks[h].present)
+			json_str(j, policy_hook_name((enum policy_hook)h));
+	json_array_end(j);
+	json_kv_u64(j, "sets", p->nsets);
+	json_kv_u64(j, "prefixes", p->nprefixes);
+	json_kv_u64(j, "services", p->nservices);
+	json_kv_u64(j, "nat", p->nnat);
+	json_kv_u64(j, "captures", p->ncaptures);
+	json_object_end(j);
+}
+
+/* One file of validate --json: {"file", "valid", "errors", "warnings",
+ * "diagnostics": [...], "dropped", "summary"} */
+static void file_json(struct json *j, const char *path, bool ok, const struct policy *p, const struct diags *d)
+{
+	json_object_begin(j);
+	json_kv_str(j, "file", path);
+	json_kv_bool(j, "valid", ok);
+	json_kv_u64(j, "errors", d->errors);
+	json_kv_u64(j, "warnings", d->warnings);
+	json_key(j, "diagnostics");
+	diags_json(d, j);
+	json_kv_u64(j, "dropped", d->dropped);
+	if (ok)
+		summary_json(j, p);
+	json_object_end(j);
+}
+
+_Static_assert(NETNS_FORWARDS_IPV4 == POLICY_FAM_IPV4 && NETNS_FORWARDS_IPV6 == POLICY_FAM_IPV6,
+	       "netns_forwarding() answers in the policy's families");
+
+static bool validate_one(const char *path, struct validate_args *a)
 {
 	struct plan *pl = NULL;
 	struct policy *p = NULL;
@@ -75,17 +122,25 @@ static bool validate_one(const char *path, const struct validate_args *a)
 	int r;
 
 	diags_init(&d);
-	r = policy_load_files(
-		path, &(struct policy_files){ .policy_fd = -1, .iface_exists = a->offline ? NULL : netns_has_iface },
-		&d, &p);
+	r = policy_load_files(path,
+			      &(struct policy_files){ .policy_fd = -1,
+						      .iface_exists = a->offline ? NULL : netns_has_iface,
+						      .forwarding = a->offline ? NULL : netns_forwarding },
+			      &d, &p);
 	/* What validate accepts, run loads: the compiler and the encoder too,
 	 * and what goes to nftables (NAT, the conntrack anchor, the nftables
 	 * backend's filter). */
 	if (r == 0 && ((r = plan_make(p, &pl, NULL, &d)) < 0 || (r = nft_check(p, &d)) < 0))
 		r = -EINVAL;
 	plan_free(pl);
-	diags_print(&d, stderr, cli_color(stderr));
 	ok = r == 0 && !(a->strict && d.warnings);
+	if (a->json) {
+		file_json(&a->j, path, ok, p, &d);
+		policy_free(p);
+		diags_free(&d);
+		return ok;
+	}
+	diags_print(&d, stderr, cli_color(stderr));
 	if (!ok)
 		fprintf(stderr, "%s: invalid: %zu error%s, %zu warning%s%s\n", path, d.errors, d.errors == 1 ? "" : "s",
 			d.warnings, d.warnings == 1 ? "" : "s", r == 0 ? " (--strict)" : "");
@@ -98,11 +153,24 @@ static bool validate_one(const char *path, const struct validate_args *a)
 
 static int run_validate(void *args, int argc, char **argv)
 {
+	struct validate_args *a = args;
 	bool failed = false;
 
+	json_init(&a->j, stdout);
+	if (a->json) {
+		json_object_begin(&a->j);
+		json_key(&a->j, "files");
+		json_array_begin(&a->j);
+	}
 	for (int i = 0; i < argc; i++)
-		failed |= !validate_one(argv[i], args);
-	return failed ? 1 : 0;
+		failed |= !validate_one(argv[i], a);
+	if (a->json) {
+		json_array_end(&a->j);
+		json_kv_bool(&a->j, "valid", !failed);
+		json_object_end(&a->j);
+		putchar('\n');
+	}
+	return failed ? EXIT_INVALID : 0;
 }
 
 const struct cli_cmd cli_cmd_validate = {
@@ -174,7 +242,7 @@ static int run_plan(void *args, int argc, char **argv)
 	plan_free(pl);
 	policy_free(p);
 	diags_free(&d);
-	return r < 0 ? 1 : 0;
+	return r < 0 ? EXIT_INVALID : 0;
 }
 
 const struct cli_cmd cli_cmd_plan = {
@@ -190,56 +258,81 @@ const struct cli_cmd cli_cmd_plan = {
 
 struct diff_args {
 	const char *socket;
+	bool json;
 };
 
 static const struct cli_opt diff_opts[] = {
+	CLI_OPT_FLAG("json", 'j', struct diff_args, json,
+		     "one JSON document on stdout: the changes by name, the warnings, the policies' diagnostics"),
 	CLI_OPT_STRING(
 		"socket", 's', struct diff_args, socket, "PATH",
 		"with one file or none: the running daemon's control socket (default: that of this network namespace)"),
 	CLI_OPT_END,
 };
 
+/* The changes a diff --json document lists; -1 if it is not one. */
+static long json_changes(const char *text)
+{
+	json_t *doc = json_loads(text, 0, NULL), *v = json_object_get(doc, "changes");
+	long n = json_is_array(v) ? (long)json_array_size(v) : -1;
+
+	json_decref(doc);
+	return n;
+}
+
 /* `nfbox diff [FILE]`: FILE (or the daemon's configured policy) against the
  * policy in force, compared by the daemon, which reads FILE as a reload
  * would (this command opens it and passes it). */
 static int diff_running(const struct diff_args *a, const char *file)
 {
-	struct ctl_request req = { .verb = CTL_DIFF };
-	_cleanup_free_ char *abs = NULL, *out = NULL;
+	struct ctl_request req = { .verb = CTL_DIFF, .json = a->json };
+	_cleanup_free_ char *abs = NULL, *out = NULL, *err = NULL;
 	_cleanup_close_ int fd = -1;
 	char sock[PATH_MAX];
-	size_t len = 0;
+	size_t len = 0, elen = 0;
 	struct diags d;
-	FILE *f;
+	FILE *f, *ef = NULL;
+	long n = 0;
 	int r;
 
 	if (file && (!(abs = realpath(file, NULL)) || (fd = open(abs, O_RDONLY | O_CLOEXEC)) < 0)) {
 		fprintf(stderr, "nfbox diff: %s: %s\n", file, strerror(errno));
-		return EXIT_USAGE;
+		return EXIT_INVALID; /* the policy file cannot be read */
 	}
 	req.policy = abs;
 	diags_init(&d);
-	if (!(f = open_memstream(&out, &len))) {
+	if (!(f = open_memstream(&out, &len)) || !(ef = open_memstream(&err, &elen))) {
 		r = diag_errno(&d, -ENOMEM, "nfbox diff");
 	} else {
-		r = cli_ctl(a->socket, &req, fd, f, &d, sock);
-		fclose(f);
+		r = cli_ctl(a->socket, &req, fd, f, ef, &d, sock);
 	}
+	if (f)
+		fclose(f);
+	if (ef)
+		fclose(ef);
 	if (r < 0) {
 		fputs("nfbox: ", stderr);
 		diags_print(&d, stderr, false);
 	}
 	diags_free(&d);
-	if (r != 0)
+	/* --json: the document, also of an invalid policy, on stdout */
+	fwrite(a->json && r == CTL_INVALID ? err : out, 1, a->json && r == CTL_INVALID ? elen : len, stdout);
+	if (!(a->json && r == CTL_INVALID) && err)
+		fwrite(err, 1, elen, stderr);
+	if (r != 0) /* the daemon's error is diff's trouble: 1 says "different" */
+		return (r = cli_ctl_exit(r)) == EXIT_FAILED ? EXIT_USAGE : r;
+	if (a->json && (n = json_changes(out)) < 0) {
+		fputs("nfbox diff: the daemon's answer is not a diff --json document\n", stderr);
 		return EXIT_USAGE;
-	fwrite(out, 1, len, stdout);
-	return len ? 1 : 0;
+	}
+	return (a->json ? n : (long)len) ? EXIT_DIFFERENT : 0;
 }
 
 /* `nfbox diff OLD NEW`: what changes in meaning, by name. Exit status as
- * diff(1): 0 the same, 1 different, 2 trouble (an invalid policy). */
+ * diff(1): 0 the same, 1 different; an invalid policy EXIT_INVALID. */
 static int run_diff(void *args, int argc, char **argv)
 {
+	const struct diff_args *a = args;
 	struct policy *p[2] = { NULL, NULL };
 	struct diags d;
 	unsigned long n = 0;
@@ -250,16 +343,18 @@ static int run_diff(void *args, int argc, char **argv)
 	diags_init(&d);
 	for (int i = 0; i < 2 && r == 0; i++)
 		r = policy_load(argv[i], &d, &p[i]);
-	if (r < 0) /* warnings are validate's business; errors stop the diff */
+	if (a->json) /* the policies' warnings too: a reader may pick */
+		n = policy_diff_doc(r == 0 ? p[0] : NULL, r == 0 ? p[1] : NULL, &d, NULL, NULL, stdout);
+	else if (r < 0) /* warnings are validate's business; errors stop the diff */
 		diags_print(&d, stderr, cli_color(stderr));
-	if (r == 0)
+	else
 		n = policy_diff(p[0], p[1], stdout);
 	policy_free(p[0]);
 	policy_free(p[1]);
 	diags_free(&d);
 	if (r < 0)
-		return EXIT_USAGE;
-	return n ? 1 : 0;
+		return EXIT_INVALID;
+	return n ? EXIT_DIFFERENT : 0;
 }
 
 const struct cli_cmd cli_cmd_diff = {

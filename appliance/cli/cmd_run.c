@@ -124,7 +124,7 @@ static const struct cli_opt stop_opts[] = {
 	CLI_OPT_END,
 };
 
-int cli_ctl(const char *socket, struct ctl_request *req, int fd, FILE *out, struct diags *d, char *sock)
+int cli_ctl(const char *socket, struct ctl_request *req, int fd, FILE *out, FILE *err, struct diags *d, char *sock)
 {
 	int r = 0;
 
@@ -132,7 +132,14 @@ int cli_ctl(const char *socket, struct ctl_request *req, int fd, FILE *out, stru
 		snprintf(sock, PATH_MAX, "%s", socket);
 	else
 		r = netns_default_socket(sock, PATH_MAX, d);
-	return r < 0 ? r : ctl_call(sock, req, fd, out, stderr, d);
+	return r < 0 ? r : ctl_call(sock, req, fd, out, err, d);
+}
+
+int cli_ctl_exit(int r)
+{
+	if (r == -ENOENT || r == -ECONNREFUSED) /* no daemon: nothing listens on the socket */
+		return EXIT_UNREACHABLE;
+	return r == 0 ? 0 : r == CTL_INVALID ? EXIT_INVALID : EXIT_FAILED;
 }
 
 static int call(const struct ctl_args *a, struct ctl_request *req, int fd)
@@ -142,7 +149,7 @@ static int call(const struct ctl_args *a, struct ctl_request *req, int fd)
 	int r;
 
 	diags_init(&d);
-	r = cli_ctl(a->socket, req, fd, stdout, &d, sock);
+	r = cli_ctl(a->socket, req, fd, stdout, stderr, &d, sock);
 	if (req->verb == CTL_STOP && (r == -ECONNREFUSED || r == -ENOENT)) {
 		/* Nothing to stop; what a dead daemon left pinned stays enforced. */
 		fprintf(stderr, "nfbox stop: no daemon answers on %s; nothing to stop\n", sock);
@@ -153,7 +160,7 @@ static int call(const struct ctl_args *a, struct ctl_request *req, int fd)
 		diags_print(&d, stderr, false);
 	}
 	diags_free(&d);
-	return r == 0 ? 0 : 1;
+	return cli_ctl_exit(r);
 }
 
 /* reload --policy: this command opens the file and passes it, so the daemon
@@ -181,11 +188,11 @@ static int run_ctl(enum ctl_verb verb, const struct ctl_args *a)
 	if (a->confirm && !(req.confirm = parse_confirm(a->confirm))) {
 		fprintf(stderr, "nfbox reload: --confirm %s: give a duration of 1 s to 7 days, e.g. 90s, 5m or 1h\n",
 			a->confirm);
-		return 2;
+		return EXIT_USAGE;
 	}
 	if (a->policy && (!(abs = realpath(a->policy, NULL)) || (fd = open(abs, O_RDONLY | O_CLOEXEC)) < 0)) {
 		fprintf(stderr, "nfbox reload: %s: %s\n", a->policy, strerror(errno));
-		return 1;
+		return EXIT_INVALID; /* the policy file cannot be read */
 	}
 	req.policy = abs;
 	return call(a, &req, fd);
@@ -203,12 +210,12 @@ static int run_stats(void *args, int argc, char **argv)
 
 	if (a->since && !a->unused) {
 		fputs("nfbox stats: --since goes with --unused: nfbox stats --unused --since 7d\n", stderr);
-		return 2;
+		return EXIT_USAGE;
 	}
 	if (a->since && !(req.since = parse_duration_max(a->since, CTL_MAX_SINCE))) {
 		fprintf(stderr, "nfbox stats: --since %s: give a duration of 1 s to 3650 days, e.g. 12h or 30d\n",
 			a->since);
-		return 2;
+		return EXIT_USAGE;
 	}
 	return call(a, &req, -1);
 }
@@ -391,7 +398,7 @@ static int run_set(void *args, int argc, char **argv)
 	req.set = argc > 1 ? argv[1] : NULL;
 	if (op < 2) {
 		if ((fd = prefixes_fd(a->file, argc - 2, argv + 2, &source)) < 0)
-			return 1;
+			return EXIT_FAILED;
 		req.source = (char *)source;
 	}
 	r = call(&ca, &req, fd);

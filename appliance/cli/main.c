@@ -24,7 +24,10 @@ static void usage(FILE *f)
 		fprintf(f, "\n      %s\n", commands[i]->summary);
 	}
 	fprintf(f, "\n  nfbox COMMAND --help   that command's options\n"
-		   "  nfbox --help | --version\n\nSee nfbox(8) and nfbox-policy(5).\n");
+		   "  nfbox --help | --version\n\n"
+		   "exit status: 0 done (diff: no change); 1 failed (diff: a change); 2 usage; 3 a policy\n"
+		   "cannot be read or is invalid (run: 78); 4 no daemon answers (fleet: etcd).\n\n"
+		   "See nfbox(8) and nfbox-policy(5).\n");
 }
 
 int main(int argc, char **argv)

@@ -88,7 +88,7 @@ static int copy_reply(int fd, FILE *out, FILE *err, struct diags *d)
 {
 	char buf[65536], head[8];
 	size_t nhead = 0;
-	int status = -1; /* 0 ok, 1 error, -1 not known yet */
+	int status = -1; /* 0 ok, CTL_ERROR, CTL_INVALID, -1 not known yet */
 	ssize_t n;
 
 	while ((n = read(fd, buf, sizeof(buf))) != 0) {
@@ -103,9 +103,12 @@ static int copy_reply(int fd, FILE *out, FILE *err, struct diags *d)
 			if (nhead == strlen(CTL_REPLY_OK) && !memcmp(head, CTL_REPLY_OK, nhead))
 				status = 0;
 			else if (nhead == strlen(CTL_REPLY_ERROR) && !memcmp(head, CTL_REPLY_ERROR, nhead))
-				status = 1;
-			else if (nhead == strlen(CTL_REPLY_ERROR) || head[nhead - 1] == '\n')
-				return diag_fail(d, -EPROTO, "the daemon's reply does not start with ok or error");
+				status = CTL_ERROR;
+			else if (nhead == strlen(CTL_REPLY_INVALID) && !memcmp(head, CTL_REPLY_INVALID, nhead))
+				status = CTL_INVALID;
+			else if (nhead == strlen(CTL_REPLY_INVALID) || head[nhead - 1] == '\n')
+				return diag_fail(d, -EPROTO,
+						 "the daemon's reply does not start with ok, error or invalid");
 		}
 		fwrite(p, 1, (size_t)(n - (p - buf)), status ? err : out);
 		fflush(status ? err : out);

@@ -11,7 +11,8 @@
  * the policy file of a reload) and copy its reply: the text of an "ok"
  * reply to out, of an "error" reply to err. Before connecting, the socket's
  * directory must be one only root can write to (else someone could stand
- * in for the daemon). Returns 0 for ok, 1 for an error reply, or -errno
+ * in for the daemon). Returns 0 for ok, CTL_ERROR for an error reply,
+ * CTL_INVALID for an "invalid" one (the policy file's fault), or -errno
  * (explained in d) when no reply could be had.
  *
  * For `log` the reply is a stream of events: each goes to out as it comes,
@@ -20,6 +21,8 @@
  *
  * For `stop`, an "ok" is followed by waiting (up to a minute) until the
  * daemon's process has exited. */
+#define CTL_ERROR   1
+#define CTL_INVALID 2
 int ctl_call(const char *socket_path, const struct ctl_request *req, int fd, FILE *out, FILE *err, struct diags *d);
 
 #endif

@@ -33,7 +33,7 @@ static const struct {
 	[CTL_LOG] = { "log", 0 },
 	[CTL_STOP] = { "stop", ARG_KEEP },
 	[CTL_CONFIRM] = { "confirm", 0 },
-	[CTL_DIFF] = { "diff", ARG_POLICY },
+	[CTL_DIFF] = { "diff", ARG_POLICY | ARG_JSON },
 	[CTL_METRICS] = { "metrics", 0 },
 	[CTL_SET_ADD] = { "set-add", ARG_SET | ARG_TIMEOUT | ARG_SOURCE | ARG_FORCE },
 	[CTL_SET_DEL] = { "set-del", ARG_SET | ARG_SOURCE },

@@ -8,15 +8,16 @@
  *     arg     = name | name "=" value       value percent-encoded (%XX)
  * with the verbs and arguments of the table in proto.c (status [json],
  * stats [json] [zero] [unused [since=SECONDS]], reload [policy=PATH] [confirm=SECONDS], log, stop [keep],
- * confirm, diff [policy=PATH], metrics, set-add set=NAME [timeout=SECONDS]
+ * confirm, diff [policy=PATH] [json], metrics, set-add set=NAME [timeout=SECONDS]
  * [source=NAME] [force], set-del set=NAME [source=NAME], set-list [set=NAME] [json],
  * set-flush set=NAME). set-add and set-del read their prefixes, one per
  * line, from a file sent with the request (SCM_RIGHTS); source names it
  * in messages. Anything else is
  * refused with a message; nothing is guessed.
  *
- * The reply is a first line "ok" or "error", then text (or JSON), until the
- * daemon closes the connection. `log` replies "ok" and then streams one
+ * The reply is a first line "ok", "error" or "invalid" (an error: the policy
+ * file of a reload or diff cannot be read, is invalid or exceeds a limit),
+ * then text (or JSON), until the daemon closes the connection. `log` replies "ok" and then streams one
  * verdict event per line.
  */
 #ifndef NFBOX_CONTROL_PROTO_H
@@ -29,8 +30,9 @@
 
 #define CTL_MAX_REQUEST 4096
 
-#define CTL_REPLY_OK	"ok\n"
-#define CTL_REPLY_ERROR "error\n"
+#define CTL_REPLY_OK	  "ok\n"
+#define CTL_REPLY_ERROR	  "error\n"
+#define CTL_REPLY_INVALID "invalid\n"
 
 enum ctl_verb {
 	CTL_STATUS,

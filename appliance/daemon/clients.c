@@ -2,9 +2,11 @@
 /*
  * The control socket: requests in (control/proto.h), answers out, and no
  * client can stall the daemon. Replies are written without blocking from a
- * buffer per client (bounded); a client has CLIENT_REQUEST_SECS to send its
- * request and CLIENT_WRITE_SECS to take each part of its reply; when every
- * slot is taken a new client is told so at once. Who may ask what comes
+ * buffer per client (bounded); a client has CLIENT_REQUEST_MS from its
+ * connect to send its whole request line (however steadily its bytes come:
+ * half a request holds no slot for long) and CLIENT_WRITE_SECS to take each
+ * part of its reply; when every slot is taken a new client is told so at
+ * once. Who may ask what comes
  * from the peer's credentials (SO_PEERCRED): root anything, members of the
  * socket group (nfbox run --socket-group) status, stats and log.
  */
@@ -32,8 +34,10 @@
 #include "daemon/report.h"
 #include "daemon/usage.h"
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "base/json.h"
 #include "base/log.h"
+#include "lib/plant.h"
 #include "system/files.h"
 
 #define DAEMON_MAX_CLIENTS 64
@@ -48,9 +52,10 @@ struct client {
 	bool waiting;	 /* its reload runs in a thread: answered when it is done */
 	uint64_t serial; /* which connection this is (a freed client's memory is reused) */
 	uid_t uid;
-	int fd_passed;	 /* a file sent with the request (SCM_RIGHTS), or -1 */
-	time_t since;	 /* accepted, or the last progress writing */
-	uint64_t missed; /* events a follower could not take */
+	int fd_passed;	  /* a file sent with the request (SCM_RIGHTS), or -1 */
+	int64_t accepted; /* CLOCK_MONOTONIC ms: the request line is due CLIENT_REQUEST_MS after */
+	time_t since;	  /* accepted, or the last progress writing */
+	uint64_t missed;  /* events a follower could not take */
 	size_t len;
 	char buf[CTL_MAX_REQUEST + 1];
 	char *out; /* queued output: out[out_off .. out_len) */
@@ -65,7 +70,7 @@ struct clients {
 	gid_t socket_gid; /* --socket-group, (gid_t)-1 if none */
 };
 
-#define CLIENT_REQUEST_SECS 5
+#define CLIENT_REQUEST_MS   2000
 #define CLIENT_WRITE_SECS   30
 #define CLIENT_MAX_REPLY    (64u << 20) /* a reply larger than this is an error */
 #define CLIENT_FOLLOW_BYTES (1u << 20)	/* events queued for one `nfbox log` */
@@ -210,10 +215,12 @@ static struct client *client_alive(struct daemon *dm, struct client *c, uint64_t
 	return NULL; /* it went away meanwhile */
 }
 
-/* The reply to a reload of path that ended with r (its messages in d). */
-static void reload_reply(struct daemon *dm, FILE *f, const struct diags *d, const char *path, int r, unsigned confirm)
+/* The reply to a reload of path that ended with r (its messages in d);
+ * invalid: the policy file was what failed. */
+static void reload_reply(struct daemon *dm, FILE *f, const struct diags *d, const char *path, int r, unsigned confirm,
+			 bool invalid)
 {
-	fputs(r < 0 ? CTL_REPLY_ERROR : CTL_REPLY_OK, f);
+	fputs(r == 0 ? CTL_REPLY_OK : invalid ? CTL_REPLY_INVALID : CTL_REPLY_ERROR, f);
 	diags_print(d, f, false);
 	daemon_reload_summary(dm, path, r, f);
 	if (r == 0 && confirm)
@@ -234,7 +241,7 @@ static void reload_answered(struct daemon *dm, void *arg, int r, struct diags *d
 	else if (r == 0 && !w->confirm)
 		confirm_loaded(dm);
 	if (f)
-		reload_reply(dm, f, d, w->path, r, w->confirm);
+		reload_reply(dm, f, d, w->path, r, w->confirm, dm->policy_fault);
 	if (c) {
 		c->waiting = false;
 		if (!f || fclose(f) != 0)
@@ -278,7 +285,7 @@ static bool answer_reload(struct daemon *dm, struct client *c, const struct ctl_
 	if (r < 0) {
 		if (req->confirm)
 			confirm_begin_failed(dm);
-		reload_reply(dm, f, &d, path, r, req->confirm);
+		reload_reply(dm, f, &d, path, r, req->confirm, false);
 		diags_free(&d);
 		free(w);
 		return false;
@@ -290,8 +297,9 @@ static bool answer_reload(struct daemon *dm, struct client *c, const struct ctl_
 
 /* Rules in force on a hook that p no longer has there, and their last hit:
  * what the change would stop matching (an operator removing a rule thought
- * unused learns that it is not). */
-static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f)
+ * unused learns that it is not). A line each to f, or (f NULL) an object
+ * each into j: {"hook", "rule", "last_hit" (seconds since the epoch), "text"}. */
+static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f, struct json *j)
 {
 	const struct policy *cur = dm->cur.pol;
 
@@ -303,7 +311,7 @@ static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f)
 			const struct rule *r = &cur->rules[i];
 			long long last;
 			bool kept = false;
-			char age[32];
+			char age[32], text[512];
 
 			if (!(r->hooks & (1u << h)) || r->implicit)
 				continue;
@@ -311,14 +319,38 @@ static void removed_hits(struct daemon *dm, const struct policy *p, FILE *f)
 				kept = (p->rules[k].hooks & (1u << h)) && !strcmp(p->rules[k].name, r->name);
 			if (kept || !(last = usage_last_hit(dm, hn, r->name)))
 				continue;
-			fprintf(f, "warning: rule %s %s, which this change removes, was hit %s\n", hn, r->name,
-				format_ago(last, age, sizeof(age)));
+			snprintf(text, sizeof(text), "warning: rule %s %s, which this change removes, was hit %s", hn,
+				 r->name, format_ago(last, age, sizeof(age)));
+			if (f) {
+				fprintf(f, "%s\n", text);
+				continue;
+			}
+			json_object_begin(j);
+			json_kv_str(j, "hook", hn);
+			json_kv_str(j, "rule", r->name);
+			json_key(j, "last_hit"); /* seconds, as stats --json says it */
+			json_fixed(j, (double)last / 1000.0, 3);
+			json_kv_str(j, "text", text);
+			json_object_end(j);
 		}
 	}
 }
 
+struct hits_arg {
+	struct daemon *dm;
+	const struct policy *p;
+};
+
+static void hits_json(struct json *j, void *arg)
+{
+	const struct hits_arg *h = arg;
+
+	removed_hits(h->dm, h->p, NULL, j);
+}
+
 /* What a reload of the file would change, against the policy in force:
- * "ok", then one line per difference (policy/diff/diff.h). */
+ * "ok", then one line per difference (policy/diff/diff.h), or with json
+ * the document of diff --json (also after "invalid"). */
 static void answer_diff(struct daemon *dm, struct client *c, const struct ctl_request *req, FILE *f)
 {
 	const char *path = req->policy ? req->policy : dm->policy_path;
@@ -330,10 +362,12 @@ static void answer_diff(struct daemon *dm, struct client *c, const struct ctl_re
 		diag_fail(&d, -ENOENT, "no policy is in force to compare with");
 	else
 		daemon_load_only(dm, path, req->policy ? c->fd_passed : -1, &d, &p); /* warnings are validate's */
-	fputs(p ? CTL_REPLY_OK : CTL_REPLY_ERROR, f);
-	if (p) {
+	fputs(p ? CTL_REPLY_OK : dm->cur.pol ? CTL_REPLY_INVALID : CTL_REPLY_ERROR, f);
+	if (req->json && dm->cur.pol) {
+		policy_diff_doc(dm->cur.pol, p, &d, hits_json, &(struct hits_arg){ dm, p }, f);
+	} else if (p) {
 		policy_diff(dm->cur.pol, p, f);
-		removed_hits(dm, p, f);
+		removed_hits(dm, p, f, NULL);
 	} else
 		diags_print(&d, f, false);
 	policy_free(p);
@@ -629,7 +663,11 @@ static void on_listener(struct handler *h, uint32_t events)
 		return;
 	}
 	*c = (struct client){
-		.h = { .fd = fd, .fn = on_client, .ctx = dm }, .fd_passed = -1, .since = time(NULL), .serial = ++serial
+		.h = { .fd = fd, .fn = on_client, .ctx = dm },
+		.fd_passed = -1,
+		.accepted = clock_ms(CLOCK_MONOTONIC),
+		.since = time(NULL),
+		.serial = ++serial,
 	};
 	/* Who it is first: its share of the slots depends on it. */
 	if (!credentials(dm, c))
@@ -671,21 +709,40 @@ void clients_reap(struct daemon *dm)
 			client_drop(dm, i);
 }
 
-/* Once a second: a client that does not send its request, or does not
- * take what it is sent, loses its slot. */
+/* Still reading its request line (not answered, not following). */
+static bool requesting(const struct client *c)
+{
+	return !c->follow && !c->closing && !c->waiting;
+}
+
+/* After each round of the loop, and at the next request deadline: a client
+ * whose request line is not in CLIENT_REQUEST_MS after its connect, or
+ * that does not take what it is sent, loses its slot. */
 void clients_tick(struct daemon *dm)
 {
+	int64_t now_ms = clock_ms(CLOCK_MONOTONIC);
 	time_t now = time(NULL);
 
 	for (int i = 0; i < dm->clients->n; i++) {
 		struct client *c = dm->clients->v[i];
 
-		if (!c->follow && !c->closing && !c->waiting && now - c->since >= CLIENT_REQUEST_SECS)
-			reply_str(dm, c, CTL_REPLY_ERROR "request timed out: send one line within 5 seconds\n");
+		if (requesting(c) && now_ms - c->accepted >= CLIENT_REQUEST_MS && !planted("ctl-no-request-deadline"))
+			reply_str(dm, c,
+				  CTL_REPLY_ERROR "request timed out: send one line within 2 seconds of the connect\n");
 		else if (pending(c) && now - c->since >= CLIENT_WRITE_SECS)
 			c->dead = true;
 	}
 	clients_reap(dm);
+}
+
+int clients_next_deadline(const struct daemon *dm)
+{
+	int64_t now = clock_ms(CLOCK_MONOTONIC), first = INT64_MAX;
+
+	for (int i = 0; dm->clients && i < dm->clients->n; i++)
+		if (requesting(dm->clients->v[i]) && dm->clients->v[i]->accepted + CLIENT_REQUEST_MS < first)
+			first = dm->clients->v[i]->accepted + CLIENT_REQUEST_MS;
+	return first == INT64_MAX ? -1 : first <= now ? 0 : (int)(first - now);
 }
 
 void clients_close_all(struct daemon *dm)

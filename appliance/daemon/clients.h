@@ -12,7 +12,10 @@ void clients_close_all(struct daemon *dm);
 bool clients_listening(const struct daemon *dm);
 /* Drop the clients marked dead (after each round of the loop). */
 void clients_reap(struct daemon *dm);
-/* Once a second: timeouts. */
+/* After each round of the loop (at least once a second): timeouts. */
 void clients_tick(struct daemon *dm);
+/* Milliseconds until the next request line is due, or -1: none is
+ * awaited (the loop wakes for it, so that the slot is free on time). */
+int clients_next_deadline(const struct daemon *dm);
 
 #endif

@@ -100,7 +100,9 @@ static int setup_signals(void)
 static void loop(struct daemon *dm)
 {
 	while (!dm->stop) {
-		loop_run_once(&dm->loop, 1000, &dm->stop);
+		int due = clients_next_deadline(dm);
+
+		loop_run_once(&dm->loop, due >= 0 && due < 1000 ? due + 1 : 1000, &dm->stop);
 		if (dm->reload_again && !dm->reload_job && !dm->stop) {
 			dm->reload_again = false;
 			daemon_reload_sighup(dm); /* the file may have changed since the last one began */

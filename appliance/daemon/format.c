@@ -312,6 +312,9 @@ static void status_text(const struct status_report *r, FILE *f)
 		      "appear)\n",
 		      f);
 	}
+	for (int i = 0; i < 2; i++)
+		if (r->fwd[i].msg[0])
+			fprintf(f, "warning:    %s; %s\n", r->fwd[i].msg, r->fwd[i].fix);
 	status_ha_text(&r->ha, f);
 	status_sched_text(r, f);
 	status_dynsets_text(r->dyn, &r->dynr, f);
@@ -450,6 +453,38 @@ static void status_http_json(const struct httpd_report *x, struct json *j)
 	json_object_end(j);
 }
 
+/* "forwarding": {"ipv4", "ipv6": this namespace forwards it; "needed": the
+ * families the policy forwards or translates; "warnings": [{"family",
+ * "message", "fix"}] for each needed and not forwarded} */
+static void status_forwarding_json(const struct status_report *r, struct json *j)
+{
+	static const char *const fam[2] = { "ipv4", "ipv6" };
+
+	json_key(j, "forwarding");
+	json_object_begin(j);
+	for (int i = 0; i < 2; i++)
+		json_kv_bool(j, fam[i], r->fwd_host & (POLICY_FAM_IPV4 << i));
+	json_key(j, "needed");
+	json_array_begin(j);
+	for (int i = 0; i < 2; i++)
+		if (r->fwd_needed & (POLICY_FAM_IPV4 << i))
+			json_str(j, fam[i]);
+	json_array_end(j);
+	json_key(j, "warnings");
+	json_array_begin(j);
+	for (int i = 0; i < 2; i++) {
+		if (!r->fwd[i].msg[0])
+			continue;
+		json_object_begin(j);
+		json_kv_str(j, "family", fam[i]);
+		json_kv_str(j, "message", r->fwd[i].msg);
+		json_kv_str(j, "fix", r->fwd[i].fix);
+		json_object_end(j);
+	}
+	json_array_end(j);
+	json_object_end(j);
+}
+
 static void status_json(const struct status_report *r, FILE *f)
 {
 	const struct engine_info *e = &r->be.engine;
@@ -504,6 +539,7 @@ static void status_json(const struct status_report *r, FILE *f)
 	for (uint32_t i = 0; i < r->nmissing; i++)
 		json_str(&j, r->missing[i]);
 	json_array_end(&j);
+	status_forwarding_json(r, &j);
 	status_fleet_json(&r->fleet, &j);
 	json_key(&j, "feeds");
 	json_array_begin(&j);

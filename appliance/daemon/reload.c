@@ -94,7 +94,8 @@ int daemon_load_only(struct daemon *dm, const char *path, int fd, struct diags *
 int daemon_reload(struct daemon *dm, const char *path, int fd, struct diags *d)
 {
 	struct policy_files files = { .check = dm->opts->allow_unsafe_files ? NULL : check_file,
-				      .iface_exists = netns_has_iface };
+				      .iface_exists = netns_has_iface,
+				      .forwarding = netns_forwarding };
 
 	return daemon_reload_files(dm, path, fd, &files, d);
 }
@@ -229,6 +230,7 @@ int daemon_reload_start(struct daemon *dm, const char *path, int fd, reload_done
 	j->h.ctx = dm;
 	j->path = strdup(path);
 	j->files.check = dm->opts->allow_unsafe_files ? NULL : check_file;
+	j->files.forwarding = netns_forwarding; /* said in the reload's answer and log */
 	j->done = done;
 	j->arg = arg;
 	diags_init(&j->d);
@@ -258,6 +260,7 @@ void daemon_reload_wait(struct daemon *dm)
 	pthread_join(j->th, NULL);
 	dm->reload_job = NULL;
 	diag_fail(&j->d, -ECANCELED, "nfbox stopped before the policy was loaded");
+	dm->policy_fault = false; /* the file was not judged: not its fault */
 	j->done(dm, j->arg, -ECANCELED, &j->d);
 	job_free(j);
 }

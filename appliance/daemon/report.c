@@ -17,6 +17,21 @@
 #include "daemon/report.h"
 #include "daemon/usage.h"
 #include "base/log.h"
+#include "system/netns.h"
+
+/* What the policy forwards that this network namespace does not, as of
+ * now (the switches are read for every status). */
+static void report_forwarding(const struct policy *p, struct status_report *out)
+{
+	struct policy_forward_why why[2];
+
+	out->fwd_host = netns_forwarding(NULL);
+	out->fwd_needed = p ? policy_forwarded(p, why) : 0;
+	for (int i = 0; i < 2; i++)
+		if (out->fwd_needed & ~out->fwd_host & (POLICY_FAM_IPV4 << i))
+			policy_forwarding_text(i, &why[i], out->fwd[i].msg, sizeof(out->fwd[i].msg), out->fwd[i].fix,
+					       sizeof(out->fwd[i].fix));
+}
 
 int report_status(struct daemon *dm, struct status_report *out)
 {
@@ -58,6 +73,7 @@ int report_status(struct daemon *dm, struct status_report *out)
 	fleet_report(dm, &out->fleet);
 	httpd_report(dm, &out->http);
 	out->nmissing = links_missing(dm->cur.plan, out->missing, sizeof(out->missing) / sizeof(out->missing[0]));
+	report_forwarding(p, out);
 	if (ha_report(dm, &out->ha) < 0 || sched_report(dm, &out->sched, &out->nsched) < 0 ||
 	    feeds_report(dm, &out->feeds, &out->nfeeds) < 0)
 		return -ENOMEM;

@@ -78,6 +78,13 @@ struct status_report {
 	unsigned long long events;
 	const char *missing[64]; /* interfaces the policy names that do not exist */
 	uint32_t nmissing;
+	/* Forwarding: the families (POLICY_FAM_*) the policy forwards or
+	 * translates, those this network namespace forwards (read now), and
+	 * for each the policy needs and the host lacks, the warning and fix. */
+	uint8_t fwd_needed, fwd_host;
+	struct report_fwd {
+		char msg[384], fix[256];
+	} fwd[2]; /* [0] IPv4, [1] IPv6; msg "" when none */
 	struct report_capture *caps;
 	uint32_t ncaps;
 	const struct dynsets *dyn; /* the dynamic sets (their names and sizes) */

@@ -116,3 +116,19 @@ bool netns_has_iface(const char *name, void *arg)
 	(void)arg;
 	return if_nametoindex(name) != 0;
 }
+
+/* A sysctl that is 0: false; 1 or more, or one that cannot be read: true. */
+static bool sysctl_on(const char *path)
+{
+	_cleanup_fclose_ FILE *f = fopen(path, "re");
+	int v;
+
+	return !f || fscanf(f, "%d", &v) != 1 || v != 0;
+}
+
+uint8_t netns_forwarding(void *arg)
+{
+	(void)arg;
+	return (uint8_t)((sysctl_on("/proc/sys/net/ipv4/ip_forward") ? NETNS_FORWARDS_IPV4 : 0) |
+			 (sysctl_on("/proc/sys/net/ipv6/conf/all/forwarding") ? NETNS_FORWARDS_IPV6 : 0));
+}

@@ -45,4 +45,12 @@ int netns_default_state_dir(char *buf, size_t len, struct diags *d);
  * (arg unused: the shape of policy_files.iface_exists). */
 bool netns_has_iface(const char *name, void *arg);
 
+/* The families this network namespace forwards, read now from
+ * net.ipv4.ip_forward and net.ipv6.conf.all.forwarding: NETNS_FORWARDS_*
+ * bits (POLICY_FAM_*'s), a family whose switch cannot be read counted as
+ * forwarded (arg unused: the shape of policy_files.forwarding). */
+#define NETNS_FORWARDS_IPV4 1
+#define NETNS_FORWARDS_IPV6 2
+uint8_t netns_forwarding(void *arg);
+
 #endif

@@ -23,5 +23,8 @@ void check_early(const struct policy *p, struct diags *d);
 /* Rules with synproxy: true: TCP accept rules on input or forward, with
  * conntrack, that no earlier rule keeps the handshake's last ACK from. */
 void check_synproxy(const struct policy *p, struct diags *d);
+/* The families the policy forwards or translates that the host (host:
+ * POLICY_FAM_* it forwards) does not forward: a warning each, with the fix. */
+void check_forwarding(const struct policy *p, uint8_t host, struct diags *d);
 
 #endif

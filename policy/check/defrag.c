@@ -15,7 +15,7 @@ static void warn_fragments_pass(const struct policy *p, const struct rule *r, st
 		diag_warn(d, r->loc,
 			  "with 'defrag: false', fragments of the datagrams rule '%s' drops carry no ports (every "
 			  "fragment is keyed by its protocol alone), so the %s hook's 'default: accept' lets them "
-			  "through; keep defrag on (the default)",
+			  "through" DIAG_FIX "; keep defrag on (the default)",
 			  r->name, policy_hook_name((enum policy_hook)h));
 		return;
 	}
@@ -39,7 +39,7 @@ void check_defrag_off(struct policy *p, struct diags *d)
 		if (p->rules[i].state != POLICY_CT_ALL)
 			diag_error(d, p->rules[i].loc,
 				   "rule '%s' matches on conntrack state, which 'defrag: false' turns off (conntrack "
-				   "reassembles fragments); remove 'state:' or the defrag option",
+				   "reassembles fragments)" DIAG_FIX "; remove 'state:' or the defrag option",
 				   p->rules[i].name);
 	if (p->nnat)
 		diag_error(
@@ -48,7 +48,8 @@ void check_defrag_off(struct policy *p, struct diags *d)
 	if (p->ha.present)
 		diag_error(d, p->ha.loc,
 			   "ha: keeps flows going through a failover by syncing conntrack, which 'defrag: false' (line "
-			   "%u) turns off: the pair would have nothing to sync; keep defrag on (the default)",
+			   "%u) turns off: the pair would have nothing to sync" DIAG_FIX
+			   "; keep defrag on (the default)",
 			   p->opt.defrag_loc.line);
 	for (uint32_t i = 0; i < p->nrules; i++)
 		warn_fragments_pass(p, &p->rules[i], d);

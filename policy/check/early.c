@@ -62,7 +62,8 @@ static int check_shape(const struct rule *r, struct diags *d)
 	if (key) {
 		diag_error(d, r->early_loc,
 			   "early: XDP judges a packet by its source and input interface only (before "
-			   "reassembly and conntrack), and rule '%s' also matches '%s:'; split it, or remove "
+			   "reassembly and conntrack), and rule '%s' also matches '%s:'" DIAG_FIX
+			   "; split it, or remove "
 			   "'early'",
 			   r->name, key);
 		return -1;
@@ -82,7 +83,8 @@ static int check_shape(const struct rule *r, struct diags *d)
 	for (uint32_t i = 0; i < r->in.n; i++)
 		if (policy_ifname_wild(r->in.ifnames[i])) {
 			diag_error(d, r->early_loc,
-				   "early: '%s' is a wildcard; XDP attaches to named interfaces (list them)",
+				   "early: '%s' is a wildcard; XDP attaches to named interfaces" DIAG_FIX
+				   " (list them)",
 				   r->in.ifnames[i]);
 			return -1;
 		}
@@ -151,14 +153,16 @@ void check_early(const struct policy *p, struct diags *d)
 			if (a->implicit)
 				diag_error(d, r->early_loc,
 					   "early: the HA pair's own traffic is accepted before rule '%s' on these "
-					   "interfaces; at XDP it would be dropped first (remove 'early', or keep the "
+					   "interfaces; at XDP it would be dropped first" DIAG_FIX
+					   " (remove 'early', or keep the "
 					   "pair's addresses out of 'from:')",
 					   r->name);
 			else
 				diag_error(
 					d, r->early_loc,
 					"early: rule '%s' (line %u) comes first and may %s some of these packets; at "
-					"XDP they would be dropped before it is asked (move rule '%s' above it, or "
+					"XDP they would be dropped before it is asked" DIAG_FIX
+					" (move rule '%s' above it, or "
 					"remove 'early')",
 					a->name, a->loc.line, policy_action_name(a->action), r->name);
 			continue;

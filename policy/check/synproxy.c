@@ -68,7 +68,8 @@ void check_synproxy(const struct policy *p, struct diags *d)
 		else if ((a = invalid_dropper(p, r)))
 			diag_error(d, r->synproxy_loc,
 				   "rule '%s': rule '%s' (line %u) drops invalid packets first, and the client's ACK "
-				   "to a SYN cookie is invalid to conntrack until the proxy answers it: move rule '%s' "
+				   "to a SYN cookie is invalid to conntrack until the proxy answers it" DIAG_FIX
+				   ": move rule '%s' "
 				   "above rule '%s'",
 				   r->name, a->name, a->loc.line, r->name, a->name);
 	}

@@ -18,7 +18,8 @@ static void check_capture_ifaces(const struct policy *p, struct diags *d)
 				if (!strcmp(p->groups[g].ifnames[k], c->ifname)) {
 					diag_warn(d, c->loc,
 						  "capture '%s' on '%s' (group '%s') takes the frames it matches away "
-						  "from the stack: the appliance would not forward them; to record "
+						  "from the stack: the appliance would not forward them" DIAG_FIX
+						  "; to record "
 						  "that traffic, capture a copy with 'mirror-from: %s' and a new "
 						  "interface name",
 						  c->name ? c->name : "", c->ifname, p->groups[g].name, c->ifname);
@@ -42,7 +43,7 @@ void check_unused(struct policy *p, struct diags *d)
 		    !(r->state & ~(POLICY_CT_ESTABLISHED | POLICY_CT_RELATED)))
 			diag_warn(d, r->loc,
 				  "rule '%s' never matches: established and related packets skip the rules "
-				  "(options.established: accept); set 'established: rules' to filter them",
+				  "(options.established: accept)" DIAG_FIX "; set 'established: rules' to filter them",
 				  r->name);
 	}
 	for (uint32_t i = 0; i < p->nsets; i++)

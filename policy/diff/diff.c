@@ -9,22 +9,69 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "base/json.h"
 
 #define MAX_LISTED 8 /* elements named per line; the rest are counted */
 
 struct out {
-	FILE *f;
+	FILE *f;	/* text: one line per change */
+	struct json *j; /* or JSON: one object per change (diff.h) */
 	unsigned long n;
 };
 
-__attribute__((format(printf, 2, 3))) static void say(struct out *o, const char *fmt, ...)
+/* A change as a reader takes it apart; the text line says the same. */
+struct change {
+	const char *kind;	     /* option, hook, group, set, service, rule, nat, capture, ha */
+	const char *hook;	     /* rule: its hook */
+	const char *name;	     /* what changed, by name; NULL: nameless (nat, ha) */
+	const char *change;	     /* added, removed, moved, changed */
+	const char *key;	     /* changed: which key of it */
+	const char *old, *new;	     /* changed: the key's values, as written */
+	const char *detail;	     /* added, removed: what it is; elements: +added, -removed */
+	uint32_t position, from, of; /* rule added (position of), moved (from, position, of) */
+	bool counted;		     /* a definition added: how many elements it has */
+	uint64_t elements;
+};
+
+static void change_json(struct json *j, const struct change *c, const char *text)
 {
+	json_object_begin(j);
+	json_kv_str(j, "kind", c->kind);
+	json_kv_str(j, "hook", c->hook);
+	json_kv_str(j, "name", c->name);
+	json_kv_str(j, "change", c->change);
+	json_kv_str(j, "key", c->key);
+	json_kv_str(j, "old", c->old);
+	json_kv_str(j, "new", c->new);
+	json_kv_str(j, "detail", c->detail);
+	if (c->position) {
+		json_kv_u64(j, "position", c->position);
+		json_kv_u64(j, "of", c->of);
+	}
+	if (c->from)
+		json_kv_u64(j, "from", c->from);
+	if (c->counted)
+		json_kv_u64(j, "elements", c->elements);
+	json_kv_str(j, "text", text);
+	json_object_end(j);
+}
+
+__attribute__((format(printf, 3, 4))) static void say(struct out *o, const struct change *c, const char *fmt, ...)
+{
+	_cleanup_free_ char *text = NULL;
 	va_list ap;
+	int n;
 
 	va_start(ap, fmt);
-	vfprintf(o->f, fmt, ap);
+	if (o->f)
+		vfprintf(o->f, fmt, ap);
+	else if ((n = vasprintf(&text, fmt, ap)) < 0)
+		text = NULL;
 	va_end(ap);
-	fputc('\n', o->f);
+	if (o->f)
+		fputc('\n', o->f);
+	else
+		change_json(o->j, c, text);
 	o->n++;
 }
 
@@ -155,7 +202,8 @@ static void say_delta(struct out *o, const char *kind, const char *name, struct 
 	char *d = strs_delta(&a, &b);
 
 	if (d && *d)
-		say(o, "%s %s: %s", kind, name, d);
+		say(o, &(struct change){ kind, .name = name, .change = "changed", .key = "elements", .detail = d },
+		    "%s %s: %s", kind, name, d);
 	free(d);
 	strs_free(&a);
 	strs_free(&b);
@@ -306,7 +354,8 @@ static void diff_named(struct out *o, const char *kind, const void *a, uint32_t 
 		const char *name = *(const char *const *)((const char *)a + (size_t)i * size);
 
 		if (lookup(ib, nb, name) < 0)
-			say(o, "%s %s: removed", kind, name);
+			say(o, &(struct change){ kind, .name = name, .change = "removed" }, "%s %s: removed", kind,
+			    name);
 	}
 	for (uint32_t i = 0; ia && ib && i < nb; i++) {
 		const void *e = (const char *)b + (size_t)i * size;
@@ -316,7 +365,10 @@ static void diff_named(struct out *o, const char *kind, const void *a, uint32_t 
 		if (j < 0) {
 			struct strs now = elems(e);
 
-			say(o, "%s %s: added (%zu)", kind, name, now.n);
+			say(o,
+			    &(struct change){ kind, .name = name, .change = "added", .counted = true,
+					      .elements = now.n },
+			    "%s %s: added (%zu)", kind, name, now.n);
 			strs_free(&now);
 		} else {
 			say_delta(o, kind, name, elems((const char *)a + (size_t)j * size), elems(e));
@@ -339,41 +391,68 @@ static void rate_text(const struct policy_rate *r, char *buf, size_t len)
 	snprintf(buf, len, "%u/%s", r->n, policy_rate_unit(r->per));
 }
 
+/* "KIND NAME: OLD -> NEW" (KEY of NAME, for a reader); kind "option" and
+ * "ha" have no key of their own: the name is it. */
+static void say_changed(struct out *o, const char *kind, const char *name, const char *key, const char *old,
+			const char *new)
+{
+	say(o, &(struct change){ kind, .name = name, .change = "changed", .key = key, .old = old, .new = new },
+	    "%s %s: %s -> %s", kind, name, old, new);
+}
+
+/* A number that changed, as say_changed() says it. */
+static void say_number(struct out *o, const char *kind, const char *name, unsigned x, unsigned y)
+{
+	char t1[16], t2[16];
+
+	if (x == y)
+		return;
+	snprintf(t1, sizeof(t1), "%u", x);
+	snprintf(t2, sizeof(t2), "%u", y);
+	say_changed(o, kind, name, NULL, t1, t2);
+}
+
 static void diff_options(struct out *o, const struct policy *a, const struct policy *b)
 {
 	const struct policy_options *x = &a->opt, *y = &b->opt;
 	char r1[32], r2[32];
 
 	if (x->backend != y->backend)
-		say(o, "option backend: %s -> %s", x->backend ? "nftables" : "bpf", y->backend ? "nftables" : "bpf");
+		say_changed(o, "option", "backend", NULL, x->backend ? "nftables" : "bpf",
+			    y->backend ? "nftables" : "bpf");
 	if (x->defrag != y->defrag)
-		say(o, "option defrag: %s -> %s", x->defrag ? "true" : "false", y->defrag ? "true" : "false");
+		say_changed(o, "option", "defrag", NULL, x->defrag ? "true" : "false", y->defrag ? "true" : "false");
 	if (x->established_accept != y->established_accept)
-		say(o, "option established: %s -> %s", x->established_accept ? "accept" : "rules",
-		    y->established_accept ? "accept" : "rules");
+		say_changed(o, "option", "established", NULL, x->established_accept ? "accept" : "rules",
+			    y->established_accept ? "accept" : "rules");
 	rate_text(&x->log_rate, r1, sizeof(r1));
 	rate_text(&y->log_rate, r2, sizeof(r2));
 	if (strcmp(r1, r2))
-		say(o, "option log-rate: %s -> %s", r1, r2);
-	if (x->log_burst != y->log_burst)
-		say(o, "option log-burst: %u -> %u", x->log_burst, y->log_burst);
+		say_changed(o, "option", "log-rate", NULL, r1, r2);
+	say_number(o, "option", "log-burst", x->log_burst, y->log_burst);
 	rate_text(&x->reject_rate, r1, sizeof(r1));
 	rate_text(&y->reject_rate, r2, sizeof(r2));
 	if (strcmp(r1, r2))
-		say(o, "option reject-rate: %s -> %s", r1, r2);
+		say_changed(o, "option", "reject-rate", NULL, r1, r2);
 	if (!policy_addrs_equal(&x->never_ban, &y->never_ban))
-		say(o, "option never-ban: %s -> %s", x->never_ban.what ? x->never_ban.what : "(none)",
-		    y->never_ban.what ? y->never_ban.what : "(none)");
+		say_changed(o, "option", "never-ban", NULL, x->never_ban.what ? x->never_ban.what : "(none)",
+			    y->never_ban.what ? y->never_ban.what : "(none)");
 	for (int h = 0; h < POLICY_HOOK_MAX; h++) {
 		const struct hook_conf *p = &a->hooks[h], *q = &b->hooks[h];
 		const char *n = policy_hook_name((enum policy_hook)h);
 
 		if (p->present && !q->present)
-			say(o, "hook %s: removed", n);
+			say(o, &(struct change){ "hook", .name = n, .change = "removed" }, "hook %s: removed", n);
 		else if (!p->present && q->present)
-			say(o, "hook %s: added, default %s", n, policy_action_name(q->def));
+			say(o,
+			    &(struct change){ "hook", .name = n, .change = "added", .key = "default",
+					      .new = policy_action_name(q->def) },
+			    "hook %s: added, default %s", n, policy_action_name(q->def));
 		else if (p->present && p->def != q->def)
-			say(o, "hook %s: default %s -> %s", n, policy_action_name(p->def), policy_action_name(q->def));
+			say(o,
+			    &(struct change){ "hook", .name = n, .change = "changed", .key = "default",
+					      .old = policy_action_name(p->def), .new = policy_action_name(q->def) },
+			    "hook %s: default %s -> %s", n, policy_action_name(p->def), policy_action_name(q->def));
 	}
 }
 
@@ -667,7 +746,8 @@ static void diff_hook_rules(struct out *o, const struct policy *a, const struct 
 		int64_t j = lookup(sb, nb, va[i]->name);
 
 		if (j < 0) {
-			say(o, "rule %s %s: removed", hn, va[i]->name);
+			say(o, &(struct change){ "rule", hn, va[i]->name, "removed", .key = NULL },
+			    "rule %s %s: removed", hn, va[i]->name);
 			continue;
 		}
 		common[nc] = i;
@@ -682,7 +762,10 @@ static void diff_hook_rules(struct out *o, const struct policy *a, const struct 
 			continue;
 		rule_text(b, vb[j], f);
 		fclose(f);
-		say(o, "rule %s %s: added as rule %u of %u: %s", hn, vb[j]->name, j + 1, nb, text ? text : "?");
+		say(o,
+		    &(struct change){ "rule", hn, vb[j]->name, "added", .detail = text ? text : "?", .position = j + 1,
+				      .of = nb },
+		    "rule %s %s: added as rule %u of %u: %s", hn, vb[j]->name, j + 1, nb, text ? text : "?");
 		free(text);
 	}
 	kept = kept_order(newpos, nc);
@@ -691,7 +774,10 @@ static void diff_hook_rules(struct out *o, const struct policy *a, const struct 
 		struct rkeys kx, ky;
 
 		if (kept && !kept[c])
-			say(o, "rule %s %s: moved from rule %u to rule %u of %u", hn, x->name, common[c] + 1,
+			say(o,
+			    &(struct change){ "rule", hn, x->name, "moved", .from = common[c] + 1,
+					      .position = newpos[c] + 1, .of = nb },
+			    "rule %s %s: moved from rule %u to rule %u of %u", hn, x->name, common[c] + 1,
 			    newpos[c] + 1, nb);
 		rkeys_of(a, x, &kx);
 		rkeys_of(b, y, &ky);
@@ -702,10 +788,12 @@ static void diff_hook_rules(struct out *o, const struct policy *a, const struct 
 				continue;
 			/* a key left out: any packet for a match, no limit */
 			const char *none = k == K_LIMIT ? "(none)" : "(any)";
+			const char *was = kx.written[k] && kx.written[k][0] ? kx.written[k] : none;
+			const char *is = ky.written[k] && ky.written[k][0] ? ky.written[k] : none;
 
-			say(o, "rule %s %s: %s %s -> %s", hn, x->name, rkey_names[k],
-			    kx.written[k] && kx.written[k][0] ? kx.written[k] : none,
-			    ky.written[k] && ky.written[k][0] ? ky.written[k] : none);
+			say(o,
+			    &(struct change){ "rule", hn, x->name, "changed", rkey_names[k], was, is, .detail = NULL },
+			    "rule %s %s: %s %s -> %s", hn, x->name, rkey_names[k], was, is);
 		}
 		rkeys_free(&kx);
 		rkeys_free(&ky);
@@ -781,11 +869,13 @@ static void diff_nat(struct out *o, const struct policy *a, const struct policy 
 			if (!used[j] && str_eq(x.v[i], y.v[j]))
 				found = used[j] = true;
 		if (!found)
-			say(o, "nat removed: %s", x.v[i] ? x.v[i] : "?");
+			say(o, &(struct change){ "nat", .change = "removed", .detail = x.v[i] ? x.v[i] : "?" },
+			    "nat removed: %s", x.v[i] ? x.v[i] : "?");
 	}
 	for (size_t j = 0; used && j < y.n; j++)
 		if (!used[j])
-			say(o, "nat added: %s", y.v[j] ? y.v[j] : "?");
+			say(o, &(struct change){ "nat", .change = "added", .detail = y.v[j] ? y.v[j] : "?" },
+			    "nat added: %s", y.v[j] ? y.v[j] : "?");
 	free(used);
 	strs_free(&x);
 	strs_free(&y);
@@ -804,7 +894,8 @@ static void diff_captures(struct out *o, const struct policy *a, const struct po
 
 	for (uint32_t i = 0; i < a->ncaptures; i++)
 		if (a->captures[i].name && !FIND(b->captures, b->ncaptures, a->captures[i].name))
-			say(o, "capture %s: removed", a->captures[i].name);
+			say(o, &(struct change){ "capture", .name = a->captures[i].name, .change = "removed" },
+			    "capture %s: removed", a->captures[i].name);
 	for (uint32_t i = 0; i < b->ncaptures; i++) {
 		const struct capture_conf *c = &b->captures[i], *old;
 
@@ -813,7 +904,8 @@ static void diff_captures(struct out *o, const struct policy *a, const struct po
 		old = FIND(a->captures, a->ncaptures, c->name);
 		capture_text(c, t2, sizeof(t2));
 		if (!old) {
-			say(o, "capture %s: added: %s", c->name, t2);
+			say(o, &(struct change){ "capture", .name = c->name, .change = "added", .detail = t2 },
+			    "capture %s: added: %s", c->name, t2);
 			continue;
 		}
 		capture_text(old, t1, sizeof(t1));
@@ -821,7 +913,9 @@ static void diff_captures(struct out *o, const struct policy *a, const struct po
 		    !str_eq(old->match.to.what, c->match.to.what) ||
 		    !str_eq(old->match.service.what, c->match.service.what) || old->match.min_len != c->match.min_len ||
 		    old->match.max_len != c->match.max_len || old->match.non_ip != c->match.non_ip)
-			say(o, "capture %s: changed: %s -> %s", c->name, t1, t2);
+			say(o,
+			    &(struct change){ "capture", .name = c->name, .change = "changed", .old = t1, .new = t2 },
+			    "capture %s: changed: %s -> %s", c->name, t1, t2);
 	}
 }
 
@@ -863,60 +957,97 @@ static const char *ms_text(uint32_t ms, char *buf, size_t len)
 static void diff_ha(struct out *o, const struct policy *a, const struct policy *b)
 {
 	const struct ha_conf *x = &a->ha, *y = &b->ha;
-	char t1[256], t2[256];
+	char t1[384], t2[256];
 
 	if (!x->present && !y->present)
 		return;
 	if (!y->present) {
-		say(o, "ha: removed (keepalived and conntrackd stop; the addresses go to the peer)");
+		say(o, &(struct change){ "ha", .change = "removed" },
+		    "ha: removed (keepalived and conntrackd stop; the addresses go to the peer)");
 		return;
 	}
 	if (!x->present) {
 		sync_text(y, t2, sizeof(t2));
-		say(o, "ha: added: priority %u, sync %s, %u virtual address%s", y->priority, t2, y->nvirt,
-		    y->nvirt == 1 ? "" : "es");
+		snprintf(t1, sizeof(t1), "priority %u, sync %s, %u virtual address%s", y->priority, t2, y->nvirt,
+			 y->nvirt == 1 ? "" : "es");
+		say(o, &(struct change){ "ha", .change = "added", .detail = t1 }, "ha: added: %s", t1);
 		return;
 	}
-	if (x->priority != y->priority)
-		say(o, "ha priority: %u -> %u", x->priority, y->priority);
-	if (x->preempt_delay != y->preempt_delay)
-		say(o, "ha preempt-delay: %u -> %u", x->preempt_delay, y->preempt_delay);
+	say_number(o, "ha", "priority", x->priority, y->priority);
+	say_number(o, "ha", "preempt-delay", x->preempt_delay, y->preempt_delay);
 	if (x->advert_ms != y->advert_ms)
-		say(o, "ha advert: %s -> %s", ms_text(x->advert_ms, t1, sizeof(t1)),
-		    ms_text(y->advert_ms, t2, sizeof(t2)));
+		say_changed(o, "ha", "advert", NULL, ms_text(x->advert_ms, t1, sizeof(t1)),
+			    ms_text(y->advert_ms, t2, sizeof(t2)));
 	sync_text(x, t1, sizeof(t1));
 	sync_text(y, t2, sizeof(t2));
 	if (strcmp(t1, t2))
-		say(o, "ha sync: %s -> %s", t1, t2);
+		say_changed(o, "ha", "sync", NULL, t1, t2);
 	for (uint32_t i = 0; i < x->nvirt; i++)
 		if (!find_virtual(y, &x->virt[i])) {
 			virtual_text(&x->virt[i], t1, sizeof(t1));
-			say(o, "ha virtual id %u: removed (%s)", x->virt[i].id, t1);
+			say(o, &(struct change){ "ha", .key = "virtual", .change = "removed", .old = t1 },
+			    "ha virtual id %u: removed (%s)", x->virt[i].id, t1);
 		}
 	for (uint32_t i = 0; i < y->nvirt; i++) {
 		const struct ha_virtual *old = find_virtual(x, &y->virt[i]);
 
 		virtual_text(&y->virt[i], t2, sizeof(t2));
 		if (!old) {
-			say(o, "ha virtual id %u: added (%s)", y->virt[i].id, t2);
+			say(o, &(struct change){ "ha", .key = "virtual", .change = "added", .new = t2 },
+			    "ha virtual id %u: added (%s)", y->virt[i].id, t2);
 			continue;
 		}
 		virtual_text(old, t1, sizeof(t1));
 		if (strcmp(t1, t2))
-			say(o, "ha virtual id %u: %s -> %s", y->virt[i].id, t1, t2);
+			say(o, &(struct change){ "ha", .key = "virtual", .change = "changed", .old = t1, .new = t2 },
+			    "ha virtual id %u: %s -> %s", y->virt[i].id, t1, t2);
 	}
+}
+
+static unsigned long diff_all(struct out *o, const struct policy *a, const struct policy *b)
+{
+	diff_options(o, a, b);
+	diff_defs(o, a, b);
+	for (int h = 0; h < POLICY_HOOK_MAX; h++)
+		diff_hook_rules(o, a, b, h);
+	diff_nat(o, a, b);
+	diff_captures(o, a, b);
+	diff_ha(o, a, b);
+	return o->n;
 }
 
 unsigned long policy_diff(const struct policy *a, const struct policy *b, FILE *f)
 {
-	struct out o = { f, 0 };
+	return diff_all(&(struct out){ .f = f }, a, b);
+}
 
-	diff_options(&o, a, b);
-	diff_defs(&o, a, b);
-	for (int h = 0; h < POLICY_HOOK_MAX; h++)
-		diff_hook_rules(&o, a, b, h);
-	diff_nat(&o, a, b);
-	diff_captures(&o, a, b);
-	diff_ha(&o, a, b);
-	return o.n;
+unsigned long policy_diff_json(const struct policy *a, const struct policy *b, struct json *j)
+{
+	return diff_all(&(struct out){ .j = j }, a, b);
+}
+
+unsigned long policy_diff_doc(const struct policy *a, const struct policy *b, const struct diags *d,
+			      void (*warnings)(struct json *j, void *arg), void *arg, FILE *f)
+{
+	struct json j;
+	unsigned long n = 0;
+
+	json_init(&j, f);
+	json_object_begin(&j);
+	json_kv_bool(&j, "valid", a && b);
+	json_key(&j, "changes");
+	json_array_begin(&j);
+	if (a && b)
+		n = policy_diff_json(a, b, &j);
+	json_array_end(&j);
+	json_key(&j, "warnings");
+	json_array_begin(&j);
+	if (a && b && warnings)
+		warnings(&j, arg);
+	json_array_end(&j);
+	json_key(&j, "diagnostics");
+	diags_json(d, &j);
+	json_object_end(&j);
+	fputc('\n', f);
+	return n;
 }

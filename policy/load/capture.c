@@ -45,7 +45,8 @@ static void load_capture_match(struct lx *x, struct capture_conf *c, const struc
 			meets |= c->match.service.v[i].proto == c->match.proto;
 		if (!meets)
 			diag_error(x->d, v->loc,
-				   "no port of this service is of proto '%s': the match could catch nothing; drop "
+				   "no port of this service is of proto '%s': the match could catch nothing" DIAG_FIX
+				   "; drop "
 				   "'proto:' or fix the service",
 				   policy_proto_name((uint8_t)c->match.proto));
 	}
@@ -60,10 +61,12 @@ static void capture_conflicts(struct lx *x, const struct capture_conf *c, const 
 		const struct capture_conf *o = &x->p->captures[i];
 
 		if (iface && c->ifname[0] && !strcmp(o->ifname, c->ifname))
-			diag_error(x->d, iface->loc,
-				   "capture '%s' also reads interface '%s' (line %u): one capture per interface; "
-				   "combine their matches, or mirror into a second interface (mirror-from)",
-				   o->name ? o->name : "?", c->ifname, o->loc.line);
+			diag_error(
+				x->d, iface->loc,
+				"capture '%s' also reads interface '%s' (line %u): one capture per interface" DIAG_FIX
+				"; "
+				"combine their matches, or mirror into a second interface (mirror-from)",
+				o->name ? o->name : "?", c->ifname, o->loc.line);
 		if (file && c->file && o->file && !strcmp(o->file, c->file))
 			diag_error(x->d, file->loc, "capture '%s' also writes '%s' (line %u): one file per capture",
 				   o->name ? o->name : "?", c->file, o->loc.line);
@@ -114,7 +117,8 @@ static void load_capture_one(struct lx *x, const struct ynode *n)
 		capture_ifname(x, v, c->mirror_from, "mirror-from");
 		if (c->mirror_from[0] && !strcmp(c->mirror_from, c->ifname))
 			diag_error(x->d, v->loc,
-				   "mirror-from '%s' is the capture interface itself; name the interface whose traffic "
+				   "mirror-from '%s' is the capture interface itself" DIAG_FIX
+				   "; name the interface whose traffic "
 				   "is copied, and a new interface for 'interface:' (nfbox creates it)",
 				   c->mirror_from);
 	}

@@ -15,7 +15,8 @@ static bool check_name(struct lx *x, const struct ynode *k, const char *what)
 	if (parse_valid_name(k->str))
 		return true;
 	diag_error(x->d, k->loc,
-		   "%s name '%s' is not valid: use up to %d letters, digits, '_', '-' or '.', starting with a letter",
+		   "%s name '%s' is not valid" DIAG_FIX
+		   ": use up to %d letters, digits, '_', '-' or '.', starting with a letter",
 		   what, k->str, POLICY_MAX_NAME);
 	return false;
 }
@@ -83,7 +84,7 @@ void load_interfaces(struct lx *x, const struct ynode *n)
 		if (other)
 			diag_error(x->d, g->loc,
 				   "group '%s' is named like an interface of group '%s' (line %u): 'in: %s' would mean "
-				   "this group, not the interface; rename the group",
+				   "this group, not the interface" DIAG_FIX "; rename the group",
 				   g->name, other->name, other->loc.line, g->name);
 	}
 }
@@ -189,7 +190,8 @@ static void load_never_ban(struct lx *x, const struct ynode *n, const char *what
 	lx_no_negation(x, n, m->neg, what);
 	if (m->any)
 		diag_error(x->d, n->loc,
-			   "%s: 'any' would leave nothing to ban; list the addresses and sets that must never be "
+			   "%s: 'any' would leave nothing to ban" DIAG_FIX
+			   "; list the addresses and sets that must never be "
 			   "banned",
 			   what);
 	lx_no_dynamic(x, n, m, what);
@@ -224,7 +226,8 @@ static void load_set_shared(struct lx *x, struct addr_set *s, const struct ynode
 			   policy_set_fed_by(s));
 	else if (!s->dynamic)
 		diag_error(x->d, sh->loc,
-			   "only a dynamic set is shared by a fleet: add 'dynamic: true' (its entries then come "
+			   "only a dynamic set is shared by a fleet" DIAG_FIX
+			   ": add 'dynamic: true' (its entries then come "
 			   "from nfbox set, limits or Suricata) or drop 'shared:'");
 }
 
@@ -267,7 +270,8 @@ void load_sets(struct lx *x, const struct ynode *n)
 					diag_error(x->d, dn->loc, "more than %d dynamic sets", POLICY_MAX_DYNSETS);
 				if (fn || ynode_has(v, "file"))
 					diag_error(x->d, fn ? fn->loc : v->loc,
-						   "a dynamic set gets its entries at run time: drop 'file:' and load "
+						   "a dynamic set gets its entries at run time" DIAG_FIX
+						   ": drop 'file:' and load "
 						   "the file with 'nfbox set add %s --file PATH'",
 						   s->name);
 			} else if (ok && !fn && !ynode_has(v, "file")) {
@@ -366,7 +370,8 @@ void load_hooks(struct lx *x, const struct ynode *n)
 		def = ynode_get(v, "default");
 		if (!def) {
 			diag_error(x->d, v->loc,
-				   "hook '%s' needs a default verdict: { default: drop } or { default: accept }",
+				   "hook '%s' needs a default verdict" DIAG_FIX
+				   ": { default: drop } or { default: accept }",
 				   k->str);
 			x->p->hooks[h] = (struct hook_conf){ .present = true, .def = POLICY_DROP, .loc = k->loc };
 			continue;

@@ -36,11 +36,12 @@ static void country_item(struct lx *x, const struct ynode *n, void *arg)
 	char cc[3], fix[200];
 
 	if (policy_country_fix(n->str, fix, sizeof(fix)) >= 0) {
-		diag_error(x->d, n->loc, "country '%s': %s", n->str, fix);
+		diag_error(x->d, n->loc, "country '%s'" DIAG_FIX ": %s", n->str, fix);
 		return;
 	}
 	if (strlen(n->str) != 2 || !isalpha((unsigned char)n->str[0]) || !isalpha((unsigned char)n->str[1])) {
-		diag_error(x->d, n->loc, "country '%s': give a two-letter ISO 3166 code, e.g. DE or US", n->str);
+		diag_error(x->d, n->loc, "country '%s'" DIAG_FIX ": give a two-letter ISO 3166 code, e.g. DE or US",
+			   n->str);
 		return;
 	}
 	cc[0] = (char)toupper((unsigned char)n->str[0]);
@@ -186,8 +187,8 @@ static void load_url(struct lx *x, struct addr_set *s, const struct ynode *v, co
 	/* Until the daemon fetches these lists, a policy that names one would
 	 * leave its set empty: refused, never a silent no-op. */
 	diag_error(x->d, u->loc,
-		   "set '%s': sets fetched from a URL are not yet applied: nfbox run does not fetch them yet; "
-		   "list the prefixes in a file ('file: PATH') meanwhile",
+		   "set '%s': sets fetched from a URL are not yet applied: nfbox run does not fetch them yet" DIAG_FIX
+		   "; list the prefixes in a file ('file: PATH') meanwhile",
 		   s->name);
 }
 
@@ -217,7 +218,8 @@ bool load_set_feed(struct lx *x, struct addr_set *s, const struct ynode *v)
 			load_eve(x, s, v, e);
 		if ((t = ynode_get(v, "file")))
 			diag_error(x->d, t->loc,
-				   "a set of Suricata's offenders gets its entries from eve.json: drop 'file:'");
+				   "a set of Suricata's offenders gets its entries from eve.json" DIAG_FIX
+				   ": drop 'file:'");
 		return true;
 	}
 	if ((t = ynode_get(v, "severity")) || (t = ynode_get(v, "timeout"))) {
@@ -238,13 +240,15 @@ bool load_set_feed(struct lx *x, struct addr_set *s, const struct ynode *v)
 	s->dynamic = true;
 	s->families = POLICY_FAM_ANY;
 	if ((t = ynode_get(v, "file")))
-		diag_error(x->d, t->loc, "a set of %s gets its entries from there: drop 'file:'",
+		diag_error(x->d, t->loc, "a set of %s gets its entries from there" DIAG_FIX ": drop 'file:'",
 			   c ? "countries" : "host names");
 	if ((t = ynode_get(v, "dynamic")) && t->type == YNODE_SCALAR && !strcmp(t->str, "false"))
-		diag_error(x->d, t->loc, "a set of %s is dynamic (filled at run time): drop 'dynamic: false'",
+		diag_error(x->d, t->loc,
+			   "a set of %s is dynamic (filled at run time)" DIAG_FIX ": drop 'dynamic: false'",
 			   c ? "countries" : "host names");
 	if (c && h) {
-		diag_error(x->d, h->loc, "a set is filled from countries or from host names, not both: make two sets");
+		diag_error(x->d, h->loc,
+			   "a set is filled from countries or from host names, not both" DIAG_FIX ": make two sets");
 		return true;
 	}
 	if (c || ynode_has(v, "country")) {

@@ -171,7 +171,8 @@ static void ha_peers(struct lx *x, struct ha_conf *ha, const struct ynode *v)
 
 	if (v->type == YNODE_SEQ && n != 2) {
 		diag_error(x->d, v->loc,
-			   "ha.sync.peer lists %zu addresses: give the other node's address, or both nodes' (two), of "
+			   "ha.sync.peer lists %zu addresses" DIAG_FIX
+			   ": give the other node's address, or both nodes' (two), of "
 			   "which this node has one",
 			   n);
 		return;
@@ -189,7 +190,8 @@ static void ha_peers(struct lx *x, struct ha_conf *ha, const struct ynode *v)
 		return;
 	}
 	if (n == 2 && !memcmp(ha->sync_peers[0].addr, ha->sync_peers[1].addr, 16)) {
-		diag_error(x->d, v->kids[1]->loc, "the same address twice: give both nodes' sync addresses");
+		diag_error(x->d, v->kids[1]->loc,
+			   "the same address twice" DIAG_FIX ": give both nodes' sync addresses");
 		return;
 	}
 	ha->npeers = (uint8_t)n;
@@ -221,7 +223,8 @@ static void ha_sync(struct lx *x, struct ha_conf *ha, const struct ynode *n)
 				v->str, policy_family_name((enum policy_family)ha->sync_addr.family),
 				policy_family_name((enum policy_family)ha->sync_peers[0].family));
 		else if (ha->npeers == 1 && is_peer(ha, &ha->sync_addr))
-			diag_error(x->d, v->loc, "ha.sync.address is the peer's address; give this node's own");
+			diag_error(x->d, v->loc,
+				   "ha.sync.address is the peer's address" DIAG_FIX "; give this node's own");
 		else if (ha->npeers == 2 && !is_peer(ha, &ha->sync_addr))
 			diag_error(x->d, v->loc,
 				   "ha.sync.address '%s' is neither of the two in 'peer:' (this node's must be one of "
@@ -265,7 +268,8 @@ static void ha_virtual_one(struct lx *x, struct ha_conf *ha, const struct ynode 
 			   "'%s' is the sync interface; the sync link is its own, with no virtual address", hv->ifname);
 	else if (!iface_known(x, hv->ifname))
 		diag_error(x->d, iface->loc,
-			   "unknown interface '%s': no group lists it and no rule or NAT names it; list it in "
+			   "unknown interface '%s': no group lists it and no rule or NAT names it" DIAG_FIX
+			   "; list it in "
 			   "interfaces: (e.g. 'lan: [%s]')",
 			   hv->ifname, hv->ifname);
 	for (uint32_t i = 0; i + 1 < ha->nvirt; i++) {
@@ -311,8 +315,8 @@ static void ha_advert(struct lx *x, struct ha_conf *ha, const struct ynode *v)
 	}
 	if (ms % HA_ADVERT_STEP_MS) {
 		diag_error(x->d, v->loc,
-			   "ha.advert %s: VRRPv3 counts the interval in centiseconds: use %llums or %llums", v->str,
-			   (unsigned long long)(ms - ms % HA_ADVERT_STEP_MS),
+			   "ha.advert %s: VRRPv3 counts the interval in centiseconds" DIAG_FIX ": use %llums or %llums",
+			   v->str, (unsigned long long)(ms - ms % HA_ADVERT_STEP_MS),
 			   (unsigned long long)(ms - ms % HA_ADVERT_STEP_MS + HA_ADVERT_STEP_MS));
 		return;
 	}
@@ -335,7 +339,7 @@ static void ha_check_failback(struct lx *x, const struct ha_conf *ha, const stru
 	diag_warn(x->d, advert->loc,
 		  "ha.advert %s with preempt-delay 0: a node that returns takes over about %ums after it starts, "
 		  "too soon for its conntrackd to have the master's state over the sync link (with 1s adverts it "
-		  "had 3s); give 'preempt-delay: 1' or more",
+		  "had 3s)" DIAG_FIX "; give 'preempt-delay: 1' or more",
 		  advert->str, 3 * ha->advert_ms + (256 - ha->priority) * ha->advert_ms / 256);
 }
 
@@ -569,10 +573,12 @@ static void add_implicit_rules(struct lx *x)
 				added += i < n;
 			}
 		if (added && on > POLICY_MAX_RULES)
-			diag_error(x->d, p->ha.loc,
-				   "ha: adds %u rules to the %s hook, which then has %u, more than %d (the limit): "
-				   "take %u rules out of it",
-				   added, policy_hook_names[h], on, POLICY_MAX_RULES, on - POLICY_MAX_RULES);
+			diag_error(
+				x->d, p->ha.loc,
+				"ha: adds %u rules to the %s hook, which then has %u, more than %d (the limit)" DIAG_FIX
+				": "
+				"take %u rules out of it",
+				added, policy_hook_names[h], on, POLICY_MAX_RULES, on - POLICY_MAX_RULES);
 	}
 	for (uint32_t i = 0; i < n; i++) {
 		const struct rule *r = &p->rules[i];
@@ -605,9 +611,11 @@ void load_ha(struct lx *x, const struct ynode *n, const struct ynode *key)
 	ha->advert_ms = HA_ADVERT_DEFAULT_MS;
 	if ((v = ynode_get(n, "priority"))) {
 		if (v->type == YNODE_SCALAR && !strcmp(v->str, "255"))
-			diag_error(x->d, v->loc,
-				   "priority 255 is VRRP's address owner, and neither node owns a virtual address: use "
-				   "1..254 (the higher node is master)");
+			diag_error(
+				x->d, v->loc,
+				"priority 255 is VRRP's address owner, and neither node owns a virtual address" DIAG_FIX
+				": use "
+				"1..254 (the higher node is master)");
 		else if (lx_uint(x, v, "ha.priority", 1, 254, &num))
 			ha->priority = (uint8_t)num;
 	} else if (!ynode_has(n, "priority")) {
@@ -646,7 +654,8 @@ void load_ha(struct lx *x, const struct ynode *n, const struct ynode *key)
 		policy_prefix_format(&ha->virt[i].addr, buf, sizeof(buf));
 		diag_error(x->d, ha->virt[i].loc,
 			   "virtual address %s on %s would carry nothing: the forward hook drops by default and no "
-			   "rule accepts %s traffic in or out of %s, nor does NAT name it; add a rule with '%s' in "
+			   "rule accepts %s traffic in or out of %s, nor does NAT name it" DIAG_FIX
+			   "; add a rule with '%s' in "
 			   "'in:' or 'out:'",
 			   buf, ha->virt[i].ifname, policy_family_name((enum policy_family)ha->virt[i].addr.family),
 			   ha->virt[i].ifname, ha->virt[i].ifname);

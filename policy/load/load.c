@@ -78,7 +78,8 @@ static void load_all(struct lx *x, const struct ynode *root)
 	check_defrag_off(x->p, x->d);
 	if (!x->p->hooks[0].present && !x->p->hooks[1].present && !x->p->hooks[2].present && x->p->nrules)
 		diag_error(x->d, root->loc,
-			   "the policy has rules but no hooks; add e.g. 'hooks: { forward: { default: drop } }'");
+			   "the policy has rules but no hooks" DIAG_FIX
+			   "; add e.g. 'hooks: { forward: { default: drop } }'");
 	/* Both checks would only echo the errors above (a misspelt set is
 	 * "unused", a rule with a bad field "covers" others). */
 	if (x->d->errors == x->errors0) {
@@ -87,6 +88,8 @@ static void load_all(struct lx *x, const struct ynode *root)
 		check_nat(x->p, x->d);
 		check_early(x->p, x->d);
 		check_synproxy(x->p, x->d);
+		if (x->files && x->files->forwarding)
+			check_forwarding(x->p, x->files->forwarding(x->files->arg), x->d);
 	}
 }
 
@@ -108,7 +111,7 @@ static int load_from_source(const struct source *src, struct sources *own, const
 	}
 	if (!t.root) {
 		diag_error(d, (struct loc){ .src = src, .line = 1, .col = 1 },
-			   "the policy is empty; it needs at least 'version: 1'");
+			   "the policy is empty" DIAG_FIX "; it needs at least 'version: 1'");
 		ytree_free(&t);
 		sources_free(own);
 		return -EINVAL;

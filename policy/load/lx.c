@@ -98,7 +98,7 @@ static void comma_split(struct lx *x, const struct ynode *map, size_t i, const c
 	if (pv && pv->type == YNODE_SCALAR && !pv->quoted && strchr(pv->str, '/'))
 		diag_error(x->d, k->loc,
 			   "unknown key '%s' in %s: inside { } a comma ends a value, so YAML ended %s: at '%s' and "
-			   "took '%s' for a key; quote the list: %s: \"%s,%s\"",
+			   "took '%s' for a key" DIAG_FIX "; quote the list: %s: \"%s,%s\"",
 			   k->str, where, pk->str, pv->str, k->str, pk->str, pv->str, k->str);
 	else
 		diag_error(x->d, k->loc,
@@ -172,7 +172,8 @@ void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *con
 		if (k->str[0] && strspn(k->str, "0123456789-") == strlen(k->str))
 			comma_split(x, map, i, where);
 		else if (near)
-			diag_error(x->d, k->loc, "unknown key '%s' in %s; did you mean '%s'?", k->str, where, near);
+			diag_error(x->d, k->loc, "unknown key '%s' in %s" DIAG_FIX "; did you mean '%s'?", k->str,
+				   where, near);
 		else
 			diag_error(x->d, k->loc, "unknown key '%s' in %s", k->str, where);
 	}
@@ -239,10 +240,10 @@ int lx_choice_aliased(struct lx *x, const struct ynode *n, const char *what, con
 	if (!near)
 		near = diag_closest(n->str, choices);
 	if (near)
-		diag_error(x->d, n->loc, "%s '%s' is not valid; did you mean '%s'? (one of: %s)", what, n->str, near,
-			   list);
+		diag_error(x->d, n->loc, "%s '%s' is not valid" DIAG_FIX "; did you mean '%s'? (one of: %s)", what,
+			   n->str, near, list);
 	else
-		diag_error(x->d, n->loc, "%s '%s' is not valid; use one of: %s", what, n->str, list);
+		diag_error(x->d, n->loc, "%s '%s' is not valid" DIAG_FIX "; use one of: %s", what, n->str, list);
 	return -1;
 }
 

@@ -61,7 +61,7 @@ static void unknown_ref_name(struct lx *x, const struct ynode *n, const char *na
 
 	names_hint(all, sizeof(all), names);
 	if (near)
-		diag_error(x->d, n->loc, "unknown %s '%s'; did you mean '%s'?", kind, name, near);
+		diag_error(x->d, n->loc, "unknown %s '%s'" DIAG_FIX "; did you mean '%s'?", kind, name, near);
 	else if (all[0])
 		diag_error(x->d, n->loc, "unknown %s '%s' (defined: %s)", kind, name, all);
 	else
@@ -99,7 +99,7 @@ static bool addr_add(struct lx *x, const struct prefix *pf, void *arg)
 	if (++x->p->nprefixes_rules == POLICY_MAX_PREFIXES + 1)
 		diag_error(x->d, pf->loc,
 			   "the rules have more than %u prefixes written in them (the limit; an address range "
-			   "counts as the prefixes it is cut into): put them in a set file",
+			   "counts as the prefixes it is cut into)" DIAG_FIX ": put them in a set file",
 			   POLICY_MAX_PREFIXES);
 	if (x->p->nprefixes_rules > POLICY_MAX_PREFIXES)
 		return false;
@@ -121,13 +121,14 @@ static const char *entry_name(struct lx *x, const struct ynode *n, bool *neg, in
 		s += 1 + strspn(s + 1, " \t");
 	if (*state && (*state > 0) != this)
 		diag_error(x->d, n->loc,
-			   "a list is negated entry by entry or not at all: every entry with a leading '!' (none of "
+			   "a list is negated entry by entry or not at all" DIAG_FIX
+			   ": every entry with a leading '!' (none of "
 			   "them), or none");
 	*state = this ? 1 : -1;
 	*neg = this;
 	if (this && (!*s || !strcmp(s, "any"))) {
-		diag_error(x->d, n->loc, "'%s' negates nothing: name a set, address, prefix or group after '!'",
-			   n->str);
+		diag_error(x->d, n->loc,
+			   "'%s' negates nothing" DIAG_FIX ": name a set, address, prefix or group after '!'", n->str);
 		return NULL;
 	}
 	if (!strcmp(s, "any")) {
@@ -146,8 +147,9 @@ static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 	if (m->dyn && (name || m->any)) {
 		/* 'any' too: the list would match every address */
 		diag_error(x->d, n->loc,
-			   "'%s' follows dynamic set '%s', which stands alone in %s: write another rule for it", n->str,
-			   x->p->sets[m->dyn - 1].name, m->what ? m->what : "the list");
+			   "'%s' follows dynamic set '%s', which stands alone in %s" DIAG_FIX
+			   ": write another rule for it",
+			   n->str, x->p->sets[m->dyn - 1].name, m->what ? m->what : "the list");
 		return;
 	}
 	if (!name)
@@ -169,7 +171,8 @@ static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 	if (s->dynamic) {
 		if (m->n || m->any) {
 			diag_error(x->d, n->loc,
-				   "dynamic set '%s' stands alone in a from: or to: (its entries change at run time): "
+				   "dynamic set '%s' stands alone in a from: or to: (its entries change at run "
+				   "time)" DIAG_FIX ": "
 				   "write another rule for the other entries",
 				   name);
 			return;
@@ -183,7 +186,8 @@ static void addr_item(struct lx *x, const struct ynode *n, void *arg)
 	 * which an empty blocklist file should never do. */
 	if (!s->n && m->neg) {
 		diag_error(x->d, n->loc,
-			   "set '%s' is empty, so '%s' would match every address: fill the set, or write 'any' if that "
+			   "set '%s' is empty, so '%s' would match every address" DIAG_FIX
+			   ": fill the set, or write 'any' if that "
 			   "is what is meant",
 			   name, n->str);
 		return;
@@ -259,13 +263,14 @@ static void iface_item(struct lx *x, const struct ynode *n, void *arg)
 
 		if (near)
 			diag_warn(x->d, n->loc,
-				  "'%s' is no interface group, so it is taken as the interface of that name; did you "
+				  "'%s' is no interface group, so it is taken as the interface of that name" DIAG_FIX
+				  "; did you "
 				  "mean the group '%s'?",
 				  n->str, near);
 		else if (x->files && x->files->iface_exists && !x->files->iface_exists(n->str, x->files->arg))
 			diag_warn(x->d, n->loc,
 				  "no interface group '%s', and no interface of that name here: the rule matches only "
-				  "once one appears (define the group, or check the name)",
+				  "once one appears" DIAG_FIX " (define the group, or check the name)",
 				  n->str);
 		free(names);
 	}
@@ -286,8 +291,9 @@ void lx_iface_match(struct lx *x, const struct ynode *n, const char *what, struc
 		for (uint32_t i = 0; i < m->n; i++)
 			wild += policy_ifname_wild(m->ifnames[i]);
 		if (wild > POLICY_MAX_IFACE_WILDCARDS)
-			diag_error(x->d, n->loc, "%s has %u interface wildcards; at most %d (use a group of names)",
-				   what, wild, POLICY_MAX_IFACE_WILDCARDS);
+			diag_error(x->d, n->loc,
+				   "%s has %u interface wildcards; at most %d" DIAG_FIX " (use a group of names)", what,
+				   wild, POLICY_MAX_IFACE_WILDCARDS);
 	}
 	if (m->any) {
 		free(m->ifnames);
@@ -343,7 +349,8 @@ void lx_port_list(struct lx *x, const struct ynode *n, uint8_t *cont,
 void lx_bare_port(struct lx *x, const struct ynode *n)
 {
 	diag_error(x->d, n->loc,
-		   "'%s' is a port without its protocol: write tcp/%s or udp/%s, or put it after a PROTO/PORT item of "
+		   "'%s' is a port without its protocol" DIAG_FIX
+		   ": write tcp/%s or udp/%s, or put it after a PROTO/PORT item of "
 		   "the same list, whose protocol it then takes ([tcp/80, %s])",
 		   n->str, n->str, n->str, n->str);
 }
@@ -361,7 +368,7 @@ static void port_item(struct lx *x, const struct ynode *n, void *arg)
 	if (n->str[0] == '!') {
 		diag_error(x->d, n->loc,
 			   "negating a service or port ('%s') is not supported yet: negation takes addresses, sets and "
-			   "interfaces; list the ports to match",
+			   "interfaces" DIAG_FIX "; list the ports to match",
 			   n->str);
 		return;
 	}
@@ -398,7 +405,8 @@ void lx_port_match(struct lx *x, const struct ynode *n, const char *what, struct
 	x->oom |= !(m->what = lx_describe(n));
 	lx_each_scalar(x, n, what, port_item, m);
 	if (n->type == YNODE_SEQ && !n->nkids)
-		diag_error(x->d, n->loc, "%s is an empty list: nothing would match; list ports or leave %s out", what,
+		diag_error(x->d, n->loc,
+			   "%s is an empty list: nothing would match" DIAG_FIX "; list ports or leave %s out", what,
 			   what);
 	if (m->any) {
 		free(m->v);
@@ -411,14 +419,17 @@ void lx_no_negation(struct lx *x, const struct ynode *n, bool neg, const char *w
 {
 	if (n && neg)
 		diag_error(x->d, n->loc,
-			   "negation ('!') is taken in rules only, not in %s yet; list what to match instead", where);
+			   "negation ('!') is taken in rules only, not in %s yet" DIAG_FIX
+			   "; list what to match instead",
+			   where);
 }
 
 void lx_no_dynamic(struct lx *x, const struct ynode *n, struct addr_match *m, const char *where)
 {
 	if (n && m->dyn) {
 		diag_error(x->d, n->loc,
-			   "dynamic set '%s' is taken in rules' from: and to: only, not in %s; use a set without "
+			   "dynamic set '%s' is taken in rules' from: and to: only, not in %s" DIAG_FIX
+			   "; use a set without "
 			   "dynamic: here",
 			   x->p->sets[m->dyn - 1].name, where);
 		m->dyn = 0;
@@ -431,7 +442,8 @@ void lx_no_wildcard(struct lx *x, const struct ynode *n, const struct iface_matc
 	for (uint32_t i = 0; n && i < m->n; i++) {
 		if (policy_ifname_wild(m->ifnames[i])) {
 			diag_error(x->d, n->loc,
-				   "interface wildcard '%s' is taken in rules only, not in %s yet; name the interfaces",
+				   "interface wildcard '%s' is taken in rules only, not in %s yet" DIAG_FIX
+				   "; name the interfaces",
 				   m->ifnames[i], where);
 			return;
 		}

@@ -38,13 +38,14 @@ bool lx_check_ifname_in(struct lx *x, const struct ynode *n, bool wild)
 
 	if (len && n->str[len - 1] == '+') {
 		diag_error(x->d, n->loc,
-			   "'%s' is iptables' wildcard; nfbox writes it as nftables does: '%.*s*' (quoted)", n->str,
-			   (int)len - 1, n->str);
+			   "'%s' is iptables' wildcard" DIAG_FIX "; nfbox writes it as nftables does: '%.*s*' (quoted)",
+			   n->str, (int)len - 1, n->str);
 		return false;
 	}
 	if (len && n->str[len - 1] == '*') {
 		if (!wild) {
-			diag_error(x->d, n->loc, "'%s': an interface wildcard cannot stand here; name one interface",
+			diag_error(x->d, n->loc,
+				   "'%s': an interface wildcard cannot stand here" DIAG_FIX "; name one interface",
 				   n->str);
 			return false;
 		}

@@ -164,7 +164,7 @@ static void nat_family(struct lx *x, struct nat_rule *nr, const struct ynode *v)
 	nr->family_given = true;
 	lx_each_scalar(x, v, "family", family_item, nr);
 	if (v->type == YNODE_SEQ && !v->nkids && !v->broken)
-		diag_error(x->d, v->loc, "family: [] translates nothing; write ipv4, ipv6 or [ipv4, ipv6]");
+		diag_error(x->d, v->loc, "family: [] translates nothing" DIAG_FIX "; write ipv4, ipv6 or [ipv4, ipv6]");
 	if (!nr->families)
 		nr->families = POLICY_FAM_IPV4; /* reported */
 }
@@ -191,8 +191,8 @@ static void nat_limit_family(struct lx *x, struct nat_rule *nr, const struct yno
 	}
 	if (nr->kind == NAT_MASQUERADE && !nr->family_given)
 		diag_error(x->d, v->loc,
-			   "'%s' lists only %s addresses, but a masquerade translates ipv4 unless it says otherwise; "
-			   "add 'family: ipv6'",
+			   "'%s' lists only %s addresses, but a masquerade translates ipv4 unless it says "
+			   "otherwise" DIAG_FIX "; add 'family: ipv6'",
 			   key, fam_name(m->families));
 	else if (to && nr->kind == NAT_FORWARD_PORT)
 		diag_error(x->d, to->loc,
@@ -253,11 +253,11 @@ static void nat_one_to_one(struct lx *x, struct nat_rule *nr, const struct ynode
 		return;
 	}
 	if (nptv6 && nr->inside.family != POLICY_FAM_IPV6) {
-		diag_error(x->d, in->loc, "nptv6 translates IPv6 prefixes; for IPv4 write one-to-one");
+		diag_error(x->d, in->loc, "nptv6 translates IPv6 prefixes" DIAG_FIX "; for IPv4 write one-to-one");
 		return;
 	}
 	if (nptv6 && nr->inside.plen == 128) {
-		diag_error(x->d, in->loc, "nptv6 translates prefixes; for one address write one-to-one");
+		diag_error(x->d, in->loc, "nptv6 translates prefixes" DIAG_FIX "; for one address write one-to-one");
 		return;
 	}
 	if (nr->inside.plen != nr->to_addr.plen)
@@ -335,7 +335,7 @@ static void nat_matches(struct lx *x, struct nat_rule *nr, const struct ynode *v
 	for (uint32_t i = 0; (nr->kind == NAT_FORWARD_PORT || nr->kind == NAT_REDIRECT) && i < nr->service.n; i++)
 		if (nr->service.v[i].lo == 0)
 			diag_error(x->d, nr->service.v[i].loc,
-				   "port 0 cannot be %s: no connection is made to it; start the range at 1",
+				   "port 0 cannot be %s: no connection is made to it" DIAG_FIX "; start the range at 1",
 				   nr->kind == NAT_FORWARD_PORT ? "forwarded" : "redirected");
 	nat_addrs(x, v, "from", &nr->from);
 	nat_addrs(x, v, "destination", &nr->dest);

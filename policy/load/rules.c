@@ -16,7 +16,8 @@ static void hook_item(struct lx *x, const struct ynode *n, void *arg)
 		return;
 	if (!x->p->hooks[h].present)
 		diag_error(x->d, n->loc,
-			   "hook '%s' is not declared; add it under hooks: with its default, e.g. '%s: { default: "
+			   "hook '%s' is not declared" DIAG_FIX
+			   "; add it under hooks: with its default, e.g. '%s: { default: "
 			   "accept }'",
 			   n->str, n->str);
 	r->hooks |= (uint8_t)(1u << h);
@@ -41,7 +42,8 @@ static void rule_proto(struct lx *x, struct rule *r, const struct ynode *n)
 		const char *near = diag_closest(n->str, policy_proto_names);
 
 		if (near)
-			diag_error(x->d, n->loc, "proto '%s': unknown protocol; did you mean '%s'?", n->str, near);
+			diag_error(x->d, n->loc, "proto '%s': unknown protocol" DIAG_FIX "; did you mean '%s'?", n->str,
+				   near);
 		else
 			diag_error(x->d, n->loc, "proto '%s': %s", n->str, why);
 	}
@@ -62,8 +64,8 @@ static void icmp_type_item(struct lx *x, const struct ynode *n, void *arg)
 		const char *near = policy_icmp_type_closest(n->str, v6);
 
 		if (near)
-			diag_error(x->d, n->loc, "unknown %s type '%s'; did you mean '%s'?", v6 ? "ICMPv6" : "ICMP",
-				   n->str, near);
+			diag_error(x->d, n->loc, "unknown %s type '%s'" DIAG_FIX "; did you mean '%s'?",
+				   v6 ? "ICMPv6" : "ICMP", n->str, near);
 		else
 			diag_error(x->d, n->loc,
 				   "unknown %s type '%s' (e.g. echo-request, echo-reply, destination-unreachable%s, or "
@@ -99,7 +101,8 @@ static void rule_icmp_type(struct lx *x, struct rule *r, const struct ynode *n)
 	lx_each_scalar(x, n, "icmp-type", icmp_type_item, r);
 	if (n->type == YNODE_SEQ && !n->nkids)
 		diag_error(x->d, n->loc,
-			   "icmp-type is an empty list: nothing would match; list types or leave icmp-type out");
+			   "icmp-type is an empty list: nothing would match" DIAG_FIX
+			   "; list types or leave icmp-type out");
 }
 
 /* With both proto and service, keep the service entries of that protocol. */
@@ -153,7 +156,8 @@ static void rule_hooks_and_sides(struct lx *x, struct rule *r, const struct ynod
 	if ((v = ynode_get(n, "hook"))) {
 		lx_each_scalar(x, v, "hook", hook_item, r);
 		if (v->type == YNODE_SEQ && !v->nkids)
-			diag_error(x->d, v->loc, "the hook list is empty; name at least one of input, forward, output");
+			diag_error(x->d, v->loc,
+				   "the hook list is empty" DIAG_FIX "; name at least one of input, forward, output");
 	} else if (!x->p->hooks[POLICY_HOOK_FORWARD].present && (x->p->hooks[0].present || x->p->hooks[2].present))
 		diag_error(
 			x->d, n->loc,
@@ -217,7 +221,8 @@ static void rule_limit(struct lx *x, struct rule *r, const struct ynode *n)
 		conns = ynode_get(n, "connections");
 		if (rate && conns) {
 			diag_error(x->d, conns->loc,
-				   "a limit is a rate or a number of connections, not both: give each its own rule");
+				   "a limit is a rate or a number of connections, not both" DIAG_FIX
+				   ": give each its own rule");
 			return;
 		}
 		if (!rate && !conns) {
@@ -266,14 +271,15 @@ static void rule_limit(struct lx *x, struct rule *r, const struct ynode *n)
 				   "overload: no set named '%s' (declare it under sets: with dynamic: true)", v->str);
 		else if (!set->dynamic)
 			diag_error(x->d, v->loc,
-				   "overload: set '%s' is not dynamic: offenders go into a set with 'dynamic: true'",
+				   "overload: set '%s' is not dynamic" DIAG_FIX
+				   ": offenders go into a set with 'dynamic: true'",
 				   v->str);
 		x->oom |= !(l->overload = strdup(v->str));
 	}
 	if ((v = ynode_get(n, "timeout"))) {
 		if (!l->overload)
 			diag_error(x->d, v->loc,
-				   "'timeout' is how long an offender stays in the overload set: add "
+				   "'timeout' is how long an offender stays in the overload set" DIAG_FIX ": add "
 				   "'overload: SET'");
 		else if (lx_is(x, v, YNODE_SCALAR, "limit timeout")) {
 			if (parse_duration(v->str, POLICY_MAX_TIMEOUT, &u, &why) < 0)
@@ -307,7 +313,8 @@ static void load_rule(struct lx *x, const struct ynode *n)
 	} else if (v && lx_is(x, v, YNODE_SCALAR, "a rule name")) {
 		if (!parse_valid_name(v->str))
 			diag_error(x->d, v->loc,
-				   "rule name '%s' is not valid: use up to %d letters, digits, '_', '-' or '.', "
+				   "rule name '%s' is not valid" DIAG_FIX
+				   ": use up to %d letters, digits, '_', '-' or '.', "
 				   "starting with a letter",
 				   v->str, POLICY_MAX_NAME);
 		x->oom |= !(r->name = strdup(v->str));
@@ -360,11 +367,13 @@ static void load_rule(struct lx *x, const struct ynode *n)
 		load_when(x, r, v);
 		if (r->early)
 			diag_error(x->d, v->loc,
-				   "when: cannot go with early: true (the drop at XDP is not scheduled): give the "
+				   "when: cannot go with early: true (the drop at XDP is not scheduled)" DIAG_FIX
+				   ": give the "
 				   "scheduled drop a rule of its own without early:");
 		if (r->synproxy)
 			diag_error(x->d, v->loc,
-				   "when: cannot go with synproxy: true (the SYN proxy is not scheduled): remove one "
+				   "when: cannot go with synproxy: true (the SYN proxy is not scheduled)" DIAG_FIX
+				   ": remove one "
 				   "of them");
 	}
 	if ((v = ynode_get(n, "comment")) && lx_is(x, v, YNODE_SCALAR, "comment"))

@@ -41,7 +41,8 @@ static void day_item(struct lx *x, const struct ynode *n, void *arg)
 	a = day_of(n->str, dash ? (size_t)(dash - n->str) : strlen(n->str));
 	b = dash ? day_of(dash + 1, strlen(dash + 1)) : a;
 	if (a < 0 || b < 0) {
-		diag_error(x->d, n->loc, "when days: '%s' is not a day or a range of days: use mon..sun or mon-fri",
+		diag_error(x->d, n->loc,
+			   "when days: '%s' is not a day or a range of days" DIAG_FIX ": use mon..sun or mon-fri",
 			   n->str);
 		return;
 	}
@@ -82,7 +83,8 @@ static void window_hours(struct lx *x, struct policy_window *w, const struct yno
 	if (!dash || clock_of(v->str, (size_t)(dash - v->str), &w->start) < 0 ||
 	    clock_of(dash + 1, strlen(dash + 1), &w->end) < 0 || w->start == 86400) {
 		diag_error(x->d, v->loc,
-			   "when hours '%s': give a start and an end, HH:MM or HH:MM:SS, e.g. \"08:00-18:00\" or "
+			   "when hours '%s'" DIAG_FIX
+			   ": give a start and an end, HH:MM or HH:MM:SS, e.g. \"08:00-18:00\" or "
 			   "\"22:00-06:00\" (across midnight)",
 			   v->str);
 		return;
@@ -153,7 +155,7 @@ void load_when(struct lx *x, struct rule *r, const struct ynode *n)
 	}
 	if (!n->nkids)
 		diag_error(x->d, n->loc,
-			   "when: an empty list would never let the rule match: give a window, or "
+			   "when: an empty list would never let the rule match" DIAG_FIX ": give a window, or "
 			   "remove when: to keep the rule in force at all times");
 	for (size_t i = 0; i < n->nkids; i++)
 		load_window(x, r, n->kids[i]);

@@ -188,12 +188,14 @@ static bool count_expansion(struct builder *b, size_t weight, yaml_mark_t m, boo
 	if (b->expanded > YTREE_MAX_EXPANDED) {
 		if (alias)
 			diag_error(b->d, mark_loc(b, m),
-				   "aliases expand the document beyond %u nodes; write the data out or use fewer "
+				   "aliases expand the document beyond %u nodes" DIAG_FIX
+				   "; write the data out or use fewer "
 				   "nested aliases",
 				   YTREE_MAX_EXPANDED);
 		else
 			diag_error(b->d, mark_loc(b, m),
-				   "the document has more than %u nodes; put large address lists in a set file ({ "
+				   "the document has more than %u nodes" DIAG_FIX
+				   "; put large address lists in a set file ({ "
 				   "file: PATH })",
 				   YTREE_MAX_EXPANDED);
 		b->failed = true;
@@ -213,15 +215,18 @@ static void refuse_tag(struct builder *b, const yaml_char_t *tag, yaml_mark_t m)
 		return;
 	if (!strcmp((const char *)tag, "!"))
 		diag_error(b->d, mark_loc(b, m),
-			   "a leading '!' is a YAML tag, which nfbox does not take (it would be ignored, not negate); "
+			   "a leading '!' is a YAML tag, which nfbox does not take (it would be ignored, not "
+			   "negate)" DIAG_FIX "; "
 			   "quote the value if the '!' belongs to it, e.g. \"!office\"");
 	else if (!strncmp((const char *)tag, "tag:yaml.org,2002:", 18))
 		diag_error(b->d, mark_loc(b, m),
-			   "YAML tag '!!%s': nfbox takes no tags; remove it, or quote the value if it is part of it",
+			   "YAML tag '!!%s': nfbox takes no tags" DIAG_FIX
+			   "; remove it, or quote the value if it is part of it",
 			   (const char *)tag + 18);
 	else
 		diag_error(b->d, mark_loc(b, m),
-			   "YAML tag '%s': nfbox takes no tags; remove it, or quote the value if it is part of it",
+			   "YAML tag '%s': nfbox takes no tags" DIAG_FIX
+			   "; remove it, or quote the value if it is part of it",
 			   (const char *)tag);
 }
 
@@ -298,8 +303,8 @@ static int on_alias(struct builder *b, const yaml_event_t *ev)
 			near = diag_closest(name, names);
 		free(names);
 		if (near)
-			diag_error(b->d, mark_loc(b, ev->start_mark), "unknown alias '*%s'; did you mean '*%s'?", name,
-				   near);
+			diag_error(b->d, mark_loc(b, ev->start_mark),
+				   "unknown alias '*%s'" DIAG_FIX "; did you mean '*%s'?", name, near);
 		else
 			diag_error(b->d, mark_loc(b, ev->start_mark),
 				   "unknown alias '*%s': an alias names an anchor '&%s' given earlier in the file",
@@ -358,7 +363,8 @@ static bool plain_words(struct builder *b, const yaml_parser_t *p, const char *a
 			   has(p->problem, "'-'") ? "list" : "mapping", open_line, hint);
 	} else if (has(p->problem, "mapping values are not allowed")) {
 		diag_error(b->d, loc,
-			   "a ': ' where no key can start: quote a value that holds ': ', or check the indentation of "
+			   "a ': ' where no key can start" DIAG_FIX
+			   ": quote a value that holds ': ', or check the indentation of "
 			   "this line%s",
 			   hint);
 	} else {
@@ -421,7 +427,8 @@ static int handle_event(struct builder *b, const yaml_event_t *ev, int *docs)
 	case YAML_DOCUMENT_START_EVENT:
 		if (++*docs > 1) {
 			diag_error(b->d, mark_loc(b, ev->start_mark),
-				   "a policy file holds one YAML document; remove this '---' and what follows");
+				   "a policy file holds one YAML document" DIAG_FIX
+				   "; remove this '---' and what follows");
 			b->failed = true;
 			return -EINVAL;
 		}

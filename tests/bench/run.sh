@@ -36,7 +36,10 @@
 # BENCH_TCP_DUR (3 s per iperf3 run), BENCH_SKIP_MICRO=1 (no bench_classifier),
 # BENCH_VARIANTS ("VARIANT:N ..." to run only those, for experiments),
 # BENCH_SKIP_CAPTURE=1 (no capture benchmark; its own BENCH_CAP_* settings are
-# described in tests/bench/capture.sh).
+# described in tests/bench/capture.sh), BENCH_QUICK=1 (CI's short form,
+# .ci/targets: none, nft-1, nfbox and nfbox-nft once, 200 rules, 1 s
+# samples, without the other benchmarks; figures that say the benchmark
+# runs, not what it measures).
 # Exit status 1 if a measurement or a sanity check failed; a missed target
 # is reported, not failed.
 set -u
@@ -46,6 +49,9 @@ ROOT=$PWD
 NS_PREFIX=nfbench$$
 . tests/lib/netns.sh
 
+QUICK=${BENCH_QUICK:-0}
+[ "$QUICK" = 1 ] && : "${BENCH_N:=200}" "${BENCH_N2=}" "${BENCH_RUNS:=1}" "${BENCH_DUR:=1}" "${BENCH_TCP_DUR:=2}" \
+	"${BENCH_SKIP_CAPTURE:=1}"
 N=${BENCH_N:-10000}
 N2=${BENCH_N2-1000}
 RUNS=${BENCH_RUNS:-5}
@@ -84,15 +90,17 @@ if [ "${BENCH_SKIP_MICRO:-0}" != 1 ]; then
 fi
 
 # ---- 1b. policy tooling at scale --------------------------------------------
-tests/bench/policy.sh "$BIN/nfbox" || fail "policy tooling benchmark (tests/bench/policy.sh)"
-tests/bench/dynset.sh "$BIN/nfbox" || fail "dynamic set benchmark (tests/bench/dynset.sh)"
-tests/bench/scale.sh "$BIN/nfbox" || fail "engine scale benchmark (tests/bench/scale.sh)"
-tests/bench/early.sh "$BIN" || fail "flood defence benchmark (tests/bench/early.sh)"
-tests/bench/synflood.sh "$BIN" || fail "SYN flood benchmark (tests/bench/synflood.sh)"
-tests/bench/connlimit.sh "$BIN" || fail "connection-limit benchmark (tests/bench/connlimit.sh)"
-tests/bench/fleet.sh "$BIN/nfbox" || fail "fleet benchmark (tests/bench/fleet.sh)"
-tests/bench/ha.sh "$BIN" || fail "HA failover benchmark (tests/bench/ha.sh)"
-echo
+if [ "$QUICK" != 1 ]; then
+	tests/bench/policy.sh "$BIN/nfbox" || fail "policy tooling benchmark (tests/bench/policy.sh)"
+	tests/bench/dynset.sh "$BIN/nfbox" || fail "dynamic set benchmark (tests/bench/dynset.sh)"
+	tests/bench/scale.sh "$BIN/nfbox" || fail "engine scale benchmark (tests/bench/scale.sh)"
+	tests/bench/early.sh "$BIN" || fail "flood defence benchmark (tests/bench/early.sh)"
+	tests/bench/synflood.sh "$BIN" || fail "SYN flood benchmark (tests/bench/synflood.sh)"
+	tests/bench/connlimit.sh "$BIN" || fail "connection-limit benchmark (tests/bench/connlimit.sh)"
+	tests/bench/fleet.sh "$BIN/nfbox" || fail "fleet benchmark (tests/bench/fleet.sh)"
+	tests/bench/ha.sh "$BIN" || fail "HA failover benchmark (tests/bench/ha.sh)"
+	echo
+fi
 
 # ---- 2. forwarding --------------------------------------------------------
 bench_cleanup() {
@@ -298,6 +306,7 @@ wait_listen in_s 5201 || fail "iperf3 server did not start"
 # nft-1 and nfbox side by side in each round (the pair of the >= 90% target).
 VARIANTS="none:$N nft-1:$N nfbox:$N nft-set:$N nfbox-nft:$N nft-linear:$N"
 [ -n "$N2" ] && VARIANTS+=" nfbox:$N2 nft-set:$N2 nfbox-nft:$N2 nft-linear:$N2"
+[ "$QUICK" = 1 ] && VARIANTS="none:$N nft-1:$N nfbox:$N nfbox-nft:$N"
 VARIANTS=${BENCH_VARIANTS:-$VARIANTS} # for experiments: "VARIANT:N ..."
 # The fast variants get RUNS rounds; the slow or secondary ones (nft-linear,
 # the N2 policy) and the TCP stream get RUNS_FULL (the samples are steadier).
@@ -319,15 +328,15 @@ for vn in $VARIANTS; do
 	[ -n "${TCP[$k]:-}" ] && MBPS[$k]=$(med "${TCP[$k]}")
 done
 
-one=${PPS[nft-1-$N]}
+one=${PPS[nft-1-$N]:-}
 echo
 printf '%-11s %6s %14s %9s %9s %9s  %s\n' variant rules "UDP packets/s" "vs nft-1" "vs none" "load s" "samples"
 row() { # VARIANT N
 	local k=$1-$2 p=${PPS[$1-$2]:-n/a} r=$2
 	[ "$1" = none ] && r=-
 	[ "$1" = nft-1 ] && r=1
-	printf '%-11s %6s %14s %8s%% %8s%% %9s  %s\n' "$1" "$r" "$p" "$(pct "$p" "$one")" "$(pct "$p" "${PPS[none-$N]}")" \
-		"${LOADT[$k]:--}" "${UDP[$k]# }"
+	printf '%-11s %6s %14s %8s%% %8s%% %9s  %s\n' "$1" "$r" "$p" "$(pct "$p" "$one")" "$(pct "$p" "${PPS[none-$N]:-}")" \
+		"${LOADT[$k]:--}" "$(u=${UDP[$k]:-}; echo "${u# }")"
 }
 for vn in $VARIANTS; do row "${vn%%:*}" "${vn##*:}"; done
 echo
@@ -335,25 +344,25 @@ printf '%-11s %6s %14s %9s  %s\n' variant rules "TCP Mbit/s" "vs none" "samples"
 for v in none nft-linear nfbox; do
 	k=$v-$N
 	printf '%-11s %6s %14s %8s%%  %s\n' "$v" "$([ "$v" = none ] && echo - || echo "$N")" "${MBPS[$k]:-n/a}" \
-		"$(pct "${MBPS[$k]:-0}" "${MBPS[none-$N]:-0}")" "${TCP[$k]# }"
+		"$(pct "${MBPS[$k]:-0}" "${MBPS[none-$N]:-0}")" "$(t=${TCP[$k]:-}; echo "${t# }")"
 done
 echo
-r1=$(pct "${PPS[nfbox-$N]}" "$one")
-rl=$(ratio "${PPS[nfbox-$N]}" "${PPS[nft-linear-$N]}")
+r1=$(pct "${PPS[nfbox-$N]:-}" "$one")
+rl=$(ratio "${PPS[nfbox-$N]:-}" "${PPS[nft-linear-$N]:-}")
 paired=$(paste <(printf '%s\n' ${UDP[nfbox-$N]:-}) <(printf '%s\n' ${UDP[nft-1-$N]:-}) |
 	awk '$1 > 0 && $2 > 0 {printf "%.0f\n", 1000 * $1 / $2}' | median | awk '{printf "%.1f", $1 / 10}')
 echo "nfbox ($N rules) vs nftables with 1 rule, new-flow UDP: $r1% (target >= 90%) $(verdict "$r1" '>=' 90);" \
 	"median of the per-round ratios: $paired%"
 echo "nfbox ($N rules) vs nftables with $N linear rules, new-flow UDP: ${rl}x (target >= 10x) $(verdict "$rl" '>=' 10)"
 if [ -n "$N2" ]; then
-	r2=$(pct "${PPS[nfbox-$N2]}" "$one")
-	rl2=$(ratio "${PPS[nfbox-$N2]}" "${PPS[nft-linear-$N2]}")
+	r2=$(pct "${PPS[nfbox-$N2]:-}" "$one")
+	rl2=$(ratio "${PPS[nfbox-$N2]:-}" "${PPS[nft-linear-$N2]:-}")
 	echo "nfbox ($N2 rules): ${r2}% of nftables with 1 rule; ${rl2}x nftables with $N2 linear rules"
 fi
 for n in $N $N2; do
 	[ -n "${PPS[nfbox-nft-$n]:-}" ] || continue
-	echo "nfbox backend nftables ($n rules): $(pct "${PPS[nfbox-nft-$n]}" "${PPS[nft-set-$n]}")% of hand-written nftables with a set," \
-		"$(pct "${PPS[nfbox-nft-$n]}" "${PPS[nfbox-$n]}")% of nfbox's BPF backend, $(ratio "${PPS[nfbox-nft-$n]}" "${PPS[nft-linear-$n]}")x nftables linear" \
+	echo "nfbox backend nftables ($n rules): $(pct "${PPS[nfbox-nft-$n]:-}" "${PPS[nft-set-$n]:-}")% of hand-written nftables with a set," \
+		"$(pct "${PPS[nfbox-nft-$n]:-}" "${PPS[nfbox-$n]:-}")% of nfbox's BPF backend, $(ratio "${PPS[nfbox-nft-$n]:-}" "${PPS[nft-linear-$n]:-}")x nftables linear" \
 		"(load $(echo "${LOADT[nfbox-nft-$n]:-?}") s vs $(echo "${LOADT[nft-set-$n]:-?}") s for nft -f)"
 done
 rt=$(pct "${MBPS[nfbox-$N]:-0}" "${MBPS[nft-linear-$N]:-0}")

@@ -5,7 +5,10 @@ prints one result line; every wait is bounded.
   hold SOCK N TEXT SECONDS     open N connections, send TEXT (no newline) on
                                each, say "holding N" and hold them; then
                                print how many were answered "busy",
-                               "timed out", or not at all
+                               "timed out", or not at all, and when (s
+                               after "holding") the daemon closed the last
+                               it told "timed out": "timed-out-closed N
+                               last S" 
   stuck SOCK REQUEST SECONDS   send REQUEST and a newline, never read; close
                                after SECONDS
   fake SOCK SECONDS            stand in for the daemon: answer every request
@@ -18,6 +21,7 @@ prints one result line; every wait is bounded.
                                print what the last one is told (a second)
 """
 import os
+import select
 import socket
 import sys
 import time
@@ -39,21 +43,37 @@ def hold(path, n, text, seconds):
         except OSError:
             busy += 1
     print("holding %d" % len(conns), flush=True)
-    time.sleep(float(seconds))
+    t0 = time.time()
+    got = {s: b"" for s in conns}
+    closed = {}  # when the daemon closed it, s after "holding"
+    while time.time() < t0 + float(seconds):
+        still = [s for s in conns if s not in closed]
+        if not still:
+            time.sleep(0.05)
+            continue
+        for s in select.select(still, [], [], 0.05)[0]:
+            try:
+                d = s.recv(65536)
+            except OSError:
+                d = b""
+            if d:
+                got[s] = (got[s] + d)[:4096]  # what it was told; a follower's events beyond
+            else:
+                closed[s] = time.time() - t0
+    told_timed_out = []
     for s in conns:
-        s.settimeout(0.5)
-        try:
-            got = s.recv(4096).decode(errors="replace")
-        except OSError:
-            got = ""
-        if "busy" in got:
+        text = got[s].decode(errors="replace")
+        if "busy" in text:
             busy += 1
-        elif "timed out" in got:
+        elif "timed out" in text:
             timed_out += 1
+            if s in closed:
+                told_timed_out.append(closed[s])
         else:
             silent += 1
         s.close()
     print("busy %d timed-out %d silent %d" % (busy, timed_out, silent))
+    print("timed-out-closed %d last %.2f" % (len(told_timed_out), max(told_timed_out, default=-1)))
 
 
 def stuck(path, request, seconds):

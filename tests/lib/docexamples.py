@@ -67,8 +67,11 @@ def man_examples(text):
 
 
 def run(nfbox, d, *args):
-    r = subprocess.run([nfbox] + list(args) + ["policy.yaml"], cwd=d, capture_output=True, text=True,
-                       env=dict(os.environ, NO_COLOR="1"))
+    # --offline: what the docs show is the policy's, not this machine's (its
+    # interfaces, whether it forwards)
+    offline = ["--offline"] if args[0] == "validate" else []
+    r = subprocess.run([nfbox, args[0]] + offline + list(args[1:]) + ["policy.yaml"], cwd=d, capture_output=True,
+                       text=True, env=dict(os.environ, NO_COLOR="1"))
     return r.returncode, r.stderr + r.stdout
 
 

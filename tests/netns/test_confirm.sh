@@ -65,8 +65,27 @@ out=$("$NFBOX" diff --socket "$NFBOX_SOCK" 2>&1); rc=$?
 out=$("$NFBOX" diff --socket "$NFBOX_SOCK" "$NS_TMP/closed.yaml" 2>&1); rc=$?
 [ $rc -eq 1 ] && grep -q "rule forward web: removed" <<<"$out" && grep -q "rule forward closed: added" <<<"$out" &&
 	t_ok diff-running-changes || t_fail diff-running-changes "exit $rc: $out"
+# exit status 3: a policy that cannot be read or is invalid (nfbox(8), EXIT STATUS)
 out=$("$NFBOX" diff --socket "$NFBOX_SOCK" "$NS_TMP/none.yaml" 2>&1); rc=$?
-[ $rc -eq 2 ] && t_ok diff-running-missing-file || t_fail diff-running-missing-file "exit $rc: $out"
+[ $rc -eq 3 ] && t_ok diff-running-missing-file || t_fail diff-running-missing-file "exit $rc: $out"
+printf 'version: 1\nrules: [\n' >"$NS_TMP/broken.yaml"
+out=$("$NFBOX" diff --socket "$NFBOX_SOCK" "$NS_TMP/broken.yaml" 2>&1); rc=$?
+[ $rc -eq 3 ] && grep -q "broken.yaml:" <<<"$out" && t_ok diff-running-invalid || t_fail diff-running-invalid "exit $rc: $out"
+# --json: the document, on stdout, also of an invalid file
+out=$("$NFBOX" diff --json --socket "$NFBOX_SOCK" "$NS_TMP/closed.yaml" 2>/dev/null); rc=$?
+t_check diff-running-json /usr/bin/python3 -c '
+import json, sys
+doc = json.loads(sys.argv[1])
+assert sys.argv[2] == "1" and doc["valid"], sys.argv[1:]
+assert {(c["kind"], c["hook"], c["name"], c["change"]) for c in doc["changes"]} >= {("rule", "forward", "web", "removed"), ("rule", "forward", "closed", "added")}, doc
+' "$out" "$rc"
+out=$("$NFBOX" diff --json --socket "$NFBOX_SOCK" "$NS_TMP/broken.yaml" 2>/dev/null); rc=$?
+t_check diff-running-json-invalid /usr/bin/python3 -c '
+import json, sys
+doc = json.loads(sys.argv[1])
+assert sys.argv[2] == "3" and not doc["valid"] and doc["changes"] == [], sys.argv[1:]
+assert any(d["severity"] == "error" and d["file"].endswith("broken.yaml") for d in doc["diagnostics"]), doc
+' "$out" "$rc"
 
 # Unconfirmed: enforced at once, back at the deadline.
 nfbox_ctl reload --policy "$NS_TMP/closed.yaml" --confirm 3s >"$NS_TMP/r1" 2>&1 || t_fail reload-confirm "$(cat "$NS_TMP/r1")"
@@ -101,7 +120,7 @@ t_check status-clean [ "$(nfbox_ctl status | grep -c "^policy: .*policy.yaml")" 
 # A bad reload with --confirm changes nothing and leaves nothing pending.
 printf 'version: 1\nrules: [\n' >"$NS_TMP/bad.yaml"
 out=$(nfbox_ctl reload --policy "$NS_TMP/bad.yaml" --confirm 60s 2>&1); rc=$?
-t_check bad-confirm-fails [ "$rc" -ne 0 ]
+t_check bad-confirm-fails [ "$rc" -eq 3 ]
 t_check bad-confirm-unchanged grep -q "policy in force is unchanged" <<<"$out"
 t_check bad-leaves-nothing-pending [ "$(pending)" = none ]
 t_check bad-duration [ "$(nfbox_ctl reload --confirm 0s >/dev/null 2>&1; echo $?)" -eq 2 ]

@@ -250,7 +250,7 @@ t_check member-lost-all-apply wait_until 10 all_at "$REV5"
 fl_etcd_stop e2
 push "$FL_TMP/base.yaml" --wait 0 >"$FL_TMP/noquorum.out" 2>&1
 rc=$?
-t_check no-quorum-refused [ $rc -eq 3 ]
+t_check no-quorum-refused [ $rc -eq 4 ]
 t_check no-quorum-says grep -q "etcd has no quorum" "$FL_TMP/noquorum.out"
 t_check no-quorum-nodes-enforce eval 'fl_ping_is drop n1 && fl_ping_is drop n2'
 

@@ -317,7 +317,7 @@ adverts() {
 	ADVERT=50ms policy 1 bpf plain >"$TMP/floor.yaml"
 	out=$("$NFBOX" validate "$TMP/floor.yaml" 2>&1)
 	rc=$?
-	[ $rc = 1 ] && [[ $out == *"floor.yaml:15:11: error: ha.advert 50ms is below the floor of 100ms"* ]] &&
+	[ $rc = 3 ] && [[ $out == *"floor.yaml:15:11: error: ha.advert 50ms is below the floor of 100ms"* ]] &&
 		t_ok validate-advert-floor || t_fail validate-advert-floor "exit $rc: $out"
 	ADVERT=100ms policy 1 bpf plain | sed 's/preempt-delay: 1/preempt-delay: 0/' >"$TMP/fast.yaml"
 	out=$("$NFBOX" validate "$TMP/fast.yaml" 2>&1)

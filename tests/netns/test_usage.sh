@@ -101,6 +101,19 @@ d=$(nfbox_ctl diff "$NS_TMP/q.yaml" 2>&1)
 t_check diff-warns-hit grep -Eq '^warning: rule forward gone, which this change removes, was hit [0-9]+[smh] ago$' <<<"$d"
 t_check diff-quiet-never sh -c '! grep -q "rule forward idle, which" ' <<<"$d"
 t_check diff-still-lists grep -q 'rule forward idle: removed' <<<"$d"
+# --json: the same, taken apart: the change by rule name, the warning with its last hit
+nfbox_ctl diff --json "$NS_TMP/q.yaml" >"$NS_TMP/diff.json" 2>&1
+rc=$?
+t_check diff-json /usr/bin/python3 -c '
+import json, sys, time
+doc = json.load(open(sys.argv[1]))
+gone = [c for c in doc["changes"] if c["name"] == "gone"]
+w = doc["warnings"]
+assert sys.argv[2] == "1" and doc["valid"] and len(gone) == 1, (sys.argv[2], doc)
+assert gone[0]["kind"] == "rule" and gone[0]["hook"] == "forward" and gone[0]["change"] == "removed", gone
+assert len(w) == 1 and w[0]["rule"] == "gone" and w[0]["hook"] == "forward", w
+assert abs(time.time() - w[0]["last_hit"]) < 600 and w[0]["text"].startswith("warning: rule forward gone"), w
+' "$NS_TMP/diff.json" "$rc"
 
 # ---- a reload that keeps the rule keeps its last hit; a new rule starts now ----
 nfbox_ctl reload --policy "$NS_TMP/q.yaml" >/dev/null

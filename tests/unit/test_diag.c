@@ -4,13 +4,15 @@
  * the error they report; diagnostics without a place print after located
  * ones; diags_append keeps the source lines after the original is freed
  * (a reload reports a policy's mistakes after freeing the policy);
- * suggestions are for typos only.
+ * suggestions are for typos only; a fix marked with DIAG_FIX prints as
+ * before and comes apart in JSON exactly where it was marked.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/diag.h"
+#include "base/json.h"
 #include "tests/lib/check.h"
 
 static void test_errno(void)
@@ -76,8 +78,61 @@ static void test_closest(void)
 	check_end();
 }
 
+/* diags_json() of d, as a string (the caller frees it). */
+static char *as_json(const struct diags *d)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	struct json j;
+
+	json_init(&j, f);
+	diags_json(d, &j);
+	fclose(f);
+	return out;
+}
+
+static void test_fix(void)
+{
+	struct sources own = { 0 };
+	struct source *src = sources_add(&own, "p.yaml", "from: offce\n", 12);
+	struct diags d, copy;
+	char *text, *json;
+
+	check_begin("diag-fix-apart-and-printed-as-before");
+	diags_init(&d);
+	diags_init(&copy);
+	diag_error(&d, (struct loc){ .src = src, .line = 1, .col = 7, .len = 5 },
+		   "unknown set '%s'" DIAG_FIX "; did you mean '%s'?", "offce", "office");
+	/* the mark's byte in an argument before it does not move the split */
+	diag_warn(&d, DIAG_NOWHERE, "name '%s' odd" DIAG_FIX " (use %s)",
+		  "a\x1f"
+		  "b",
+		  "ab");
+	diag_note(&d, DIAG_NOWHERE, "no fix here; %s", "none");
+	text = diags_to_text(&d);
+	CHECK_EQ_STR(text, "p.yaml:1:7: error: unknown set 'offce'; did you mean 'office'?\nfrom: offce\n      ^^^^^\n"
+			   "warning: name 'a\x1f"
+			   "b' odd (use ab)\nnote: no fix here; none\n");
+	free(text);
+	diags_append(&copy, &d);
+	sources_free(&own);
+	json = as_json(&copy);
+	CHECK_EQ_STR(json, "[{\"file\":\"p.yaml\",\"line\":1,\"column\":7,\"length\":5,\"severity\":\"error\","
+			   "\"message\":\"unknown set 'offce'\",\"fix\":\"did you mean 'office'?\"},"
+			   "{\"file\":null,\"line\":null,\"column\":null,\"length\":null,\"severity\":\"warning\","
+			   "\"message\":\"name 'a\\u001fb' odd\",\"fix\":\"use ab\"},"
+			   "{\"file\":null,\"line\":null,\"column\":null,\"length\":null,\"severity\":\"note\","
+			   "\"message\":\"no fix here; none\",\"fix\":null}]");
+	free(json);
+	diags_free(&d);
+	diags_free(&copy);
+	check_end();
+}
+
 int main(void)
 {
+	test_fix();
 	test_closest();
 	test_errno();
 	test_append();

@@ -134,7 +134,7 @@ fi
 
 # --- Debian package -------------------------------------------------------------
 # Built as `make deb` builds it: the source package, dpkg-buildpackage -b.
-deb_checks="deb-build deb-contents deb-depends deb-conffiles deb-maintainer deb-hardening deb-shipped-policy deb-lintian"
+deb_checks="deb-build deb-contents deb-no-forwarding deb-depends deb-conffiles deb-maintainer deb-hardening deb-shipped-policy deb-lintian"
 missing_deb() { for c in $deb_checks; do missing "$c" "$1"; done; }
 
 if ! command -v dpkg-buildpackage >/dev/null 2>&1 || ! command -v dh >/dev/null 2>&1; then
@@ -161,6 +161,7 @@ else
 			etc/fail2ban/action.d/nfbox.conf usr/lib/nfbox/nfbox-crowdsec usr/share/doc/nfbox/crowdsec.md \
 			'(usr/)?lib/systemd/system/nfbox.service' usr/share/bash-completion/completions/nfbox \
 			usr/share/doc/nfbox/README.Debian usr/share/doc/nfbox/examples/home-router.yaml \
+			usr/share/doc/nfbox/examples/nfbox-forwarding.conf \
 			usr/share/man/man8/nfbox.8 usr/share/man/man5/nfbox-policy.5; do
 			grep -qxE "$f(\\.gz)?" "$tmp/contents" || missing="$missing $f"
 		done
@@ -168,6 +169,13 @@ else
 			fail deb-contents "not in the package:$missing"
 		else
 			ok deb-contents
+		fi
+		# Forwarding is the operator's to turn on (README.Debian): no
+		# sysctl.d file of the package's does it behind their back.
+		if grep -qE '^(etc|usr/lib|lib)/sysctl\.d/.' "$tmp/contents"; then
+			fail deb-no-forwarding "the package installs a sysctl.d file: $(grep -E 'sysctl\.d/.' "$tmp/contents" | tr '\n' ' ')"
+		else
+			ok deb-no-forwarding
 		fi
 
 		# libbpf1 >= 1.4, with the alternative whose name tells a Debian

@@ -176,7 +176,8 @@ int plan_make(const struct policy *p, struct plan **pl, struct plan_blob *blob, 
 		return diag_fail(d, r,
 				 "the policy does not fit the BPF engine: its match vectors need more than %u MiB "
 				 "(%u chunks of 64 KiB); rules that alternate between kinds of match (a port, then an "
-				 "address, ...) cost the most: put rules of one kind together, merge them through sets "
+				 "address, ...) cost the most" DIAG_FIX
+				 ": put rules of one kind together, merge them through sets "
 				 "and services, or use 'backend: nftables'",
 				 NFB_MAX_CHUNKS * NFB_CHUNK_WORDS * 8u >> 20, NFB_MAX_CHUNKS);
 	if (r < 0)

@@ -816,7 +816,8 @@ static int fill_ifaces(int fd, const struct plan *pl, const struct plan_blob *b,
 	if (!r && w.n > NFB_IFACE_MAX_ENTRIES)
 		r = diag_fail(d, -E2BIG,
 			      "the policy's interfaces need %u entries (an interface for each hook and direction "
-			      "whose rules name it or a wildcard over it); the BPF engine holds %u: name fewer "
+			      "whose rules name it or a wildcard over it); the BPF engine holds %u" DIAG_FIX
+			      ": name fewer "
 			      "interfaces, or use 'backend: nftables'",
 			      w.n, NFB_IFACE_MAX_ENTRIES);
 

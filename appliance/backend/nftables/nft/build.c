@@ -1812,7 +1812,8 @@ int nft_build(const struct policy *p, const struct nft_build_opts *o, struct nfr
 	nfr_drop_unbound(t);
 	if (t->err == -E2BIG) {
 		diag_error(d, t->err_loc,
-			   "%s needs more than %d matches or %d statements in one nftables rule; split the rule",
+			   "%s needs more than %d matches or %d statements in one nftables rule" DIAG_FIX
+			   "; split the rule",
 			   t->err_what, NFR_MAX_MATCH, NFR_MAX_STMT);
 		return t->err;
 	}
