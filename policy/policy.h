@@ -115,8 +115,9 @@ struct addr_set {
 	} feed;
 	char (*countries)[3]; /* country: ISO 3166 codes, upper case */
 	uint32_t ncountries;
-	char *database; /* country: the MMDB file (absolute) */
-	char **hosts;	/* hosts: the names */
+	char *database;	      /* country: the MMDB file (absolute) */
+	bool feed_unreadable; /* country: the database could not be read at load: the set starts empty */
+	char **hosts;	      /* hosts: the names */
 	uint32_t nhosts;
 	uint32_t min_ttl, max_ttl, grace; /* hosts: seconds */
 	char *url;			  /* url: the list's https:// address */

@@ -265,7 +265,7 @@ bool load_set_feed(struct lx *x, struct addr_set *s, const struct ynode *v)
 				   "/var/lib/GeoIP/GeoLite2-Country.mmdb (geoipupdate) or DB-IP's lite database");
 		} else if (lx_is(x, db, YNODE_SCALAR, "database")) {
 			s->database = lx_path(x, db->str);
-			if (s->database && access(s->database, R_OK) < 0)
+			if (s->database && access(s->database, R_OK) < 0 && (s->feed_unreadable = true))
 				diag_warn(x->d, db->loc,
 					  "database '%s' cannot be read (%s): the set stays as it was (empty at first) "
 					  "until it can; the daemon watches for it",

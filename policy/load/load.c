@@ -86,6 +86,7 @@ static void load_all(struct lx *x, const struct ynode *root)
 		check_unused(x->p, x->d);
 		check_shadowed(x->p, x->d);
 		check_nat(x->p, x->d);
+		check_empty_feeds(x->p, x->d);
 		check_early(x->p, x->d);
 		check_synproxy(x->p, x->d);
 		if (x->files && x->files->forwarding)
