@@ -42,7 +42,8 @@ from a database the test writes, beside networks of another country);
 NAT
 (masquerade of IPv4, IPv6 or both, no-nat by destination, snat,
 forward-port, to one address of in: or any, a port or a range of ports
-onto a range, redirect); options defrag (both),
+onto a range, redirect, one-to-one of a client's address, nptv6 of lan0's
+IPv6 prefix: replies come to the translated address); options defrag (both),
 established (both). The probes fall on the policy's edges: the first and
 last address of each prefix and the one past each end, the bounds of
 each port range and the port past each, every ICMP type a rule names,
@@ -110,6 +111,7 @@ class Policy:
         # "masquerade6", "masquerade46" (the families it translates) or an address
         self.nat_src = {}
         self.no_nat = []     # destinations that leave untranslated (no-nat)
+        self.binat = []      # [inside, outside]: one-to-one of an address, or nptv6 of a prefix, out of wan
         self.defrag = True
         self.conns = 0       # the connection limit of rule cl (0: none)
         self.hooks = {}
@@ -225,6 +227,14 @@ def gen_nat(r, pol):
     elif x < 0.8:  # one source translation per interface: not both
         lines.append("  - snat: { out: up1, to: 203.0.113.20 }")
         pol.nat_src = {"wan1": "203.0.113.20"}
+    # applied before any masquerade or snat: a client's own outside address,
+    # lan0's IPv6 prefix behind another
+    if rn.random() < 0.3:
+        pol.binat.append(["198.51.100.77", "203.0.113.77"])
+        lines.append("  - one-to-one: { interface: wan, inside: 198.51.100.77, outside: 203.0.113.77 }")
+    if rn.random() < 0.3:
+        pol.binat.append(["2001:db8:1::/64", "2001:db8:9::/64"])
+        lines.append("  - nptv6: { interface: wan, inside: \"2001:db8:1::/64\", outside: \"2001:db8:9::/64\" }")
     for port in r.sample([8080, 8443, 2222], r.randint(1, 2)):
         proto = r.choice(["tcp", "udp"])
         to_port = r.choice([80, 22, port])
@@ -527,6 +537,19 @@ def nat_dest(pol, iif, src, dst, v6, kind, dport):
     return None
 
 
+def binat_of(binat, src, link):
+    """The address a one-to-one or nptv6 out of wan gives src (the host bits
+    kept), or None."""
+    if link not in ("wan0", "wan1"):
+        return None
+    a = ipaddress.ip_address(src)
+    for inside, outside in binat:
+        i, o = ipaddress.ip_network(inside), ipaddress.ip_network(outside)
+        if a.version == i.version and a in i:
+            return str(o.network_address + (int(a) - int(i.network_address)))
+    return None
+
+
 def edge_addrs(pol, v6):
     """Addresses on the edges of the policy's prefixes and ranges."""
     out = []
@@ -740,7 +763,7 @@ class Prober:
         src, dst = self.pick_src(lan, v6), self.pick_dst(v6)
         w = route_out(dst, v6)
         # An answer needs the connection's own addresses: none behind a source NAT.
-        answered = 0.5 if not self.pol.nat_src.get(w[0]) else 0
+        answered = 0.5 if not self.pol.nat_src.get(w[0]) and not binat_of(self.pol.binat, src, w[0]) else 0
         steps = [("S", "SA", "R") if r.random() < answered else ("S", "R") for _ in range(n + 2)] + [("S",)] * (n + 1)
         for flags in steps:
             sport, dport = self.next_sport(), 7000 + r.randint(0, 3)
@@ -825,7 +848,8 @@ def cmd_gen(seed, out):
     pr, flows = gen_probes(r, pol, int(os.environ.get("NFBOX_DIFF_PROBES", "120")))
     # Replies need the reference's verdict on their first packet: they are
     # made by `replies` once refjudge has run (test_backend_diff.sh).
-    state = {"seed": int(seed), "nat_src": pol.nat_src, "no_nat": pol.no_nat, "neighbors": pr.neighbors,
+    state = {"seed": int(seed), "nat_src": pol.nat_src, "no_nat": pol.no_nat, "binat": pol.binat,
+             "neighbors": pr.neighbors,
              "flows": [(i, list(f)) for i, f in flows if f[0] in ("tcp", "udp") and f[9] == "new"]}
     with open(os.path.join(out, "flows.json"), "w") as f:
         json.dump(state, f)
@@ -877,9 +901,12 @@ def cmd_replies(d):
                 nat = (w[4] if v6 else w[2]) if ("6" if v6 else "4") in nat[len("masquerade"):] else None
             elif nat and v6:
                 nat = None  # the generated snat is IPv4's
-            if nat and not v6 and any(ipaddress.ip_address(dst) in ipaddress.ip_network(p)
-                                      for p in state.get("no_nat", [])):
-                nat = None  # no-nat: the reply comes to the client's own address
+            mapped = binat_of(state.get("binat", []), f[3], w[0])
+            if mapped:
+                nat = mapped  # one-to-one and nptv6 come before masquerade and snat
+            if not v6 and any(ipaddress.ip_address(dst) in ipaddress.ip_network(p)
+                              for p in state.get("no_nat", [])):
+                nat = None  # no-nat, first of all: the reply comes to the client's own address
             pr.reply((kind, lan, w) + tuple(f[3:]), all(ref[i]["accepted"]), nat)
     write_probes(d, pr.probes)
     with open(os.path.join(d, "neighbors.txt"), "w") as f:

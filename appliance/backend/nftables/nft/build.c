@@ -1768,7 +1768,9 @@ static void nat(struct ctx *c)
 				continue;
 			if (pass == 0 && n->kind == NAT_NO_NAT && !planted("nat-no-nat-ignored"))
 				nat_source_fams(c, n);
-			else if ((pass == 1 || (pass == 3 && !planted("nat-binat-outbound-only"))) && binat)
+			else if (((pass == 1 && !planted("nat-binat-inbound-only")) ||
+				  (pass == 3 && !planted("nat-binat-outbound-only"))) &&
+				 binat)
 				nat_binat(c, n, pass == 3);
 			else if (pass == 2 && (n->kind == NAT_MASQUERADE || n->kind == NAT_SNAT))
 				nat_source(c, n);
