@@ -302,6 +302,10 @@ static void nat_required(struct lx *x, const struct nat_rule *nr, const struct y
 	for (int i = 0; keys[i]; i++) /* a broken value was reported where it broke */
 		if (ynode_has(v, keys[i]) && !ynode_get(v, keys[i]))
 			ok = true;
+	/* a key of another kind was told what to write instead: said once */
+	for (const struct lx_key_hint *h = kind_hints[nr->kind]; h && h->key; h++)
+		if (ynode_has(v, h->key))
+			ok = true;
 	if (!ok)
 		diag_error(x->d, k->loc, "%s", need[nr->kind]);
 }
