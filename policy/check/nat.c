@@ -279,6 +279,28 @@ static void check_binat_admitted(const struct policy *p, const struct nat_rule *
 		  addr, n->out.what ? n->out.what : "any", policy_nat_kind_names[n->kind]);
 }
 
+/* A masquerade that names no family translates IPv4 only (IPv6 is routed);
+ * earlier builds translated both. Where a forward rule lets IPv6 out of
+ * its interfaces, a note says what changed for that policy. */
+static void note_masquerade_v4(const struct policy *p, const struct nat_rule *n, struct diags *d)
+{
+	if (n->kind != NAT_MASQUERADE || n->family_given)
+		return;
+	for (uint32_t i = 0; i < p->nrules; i++) {
+		const struct rule *r = &p->rules[i];
+
+		if (!(r->hooks & (1u << POLICY_HOOK_FORWARD)) || r->action != POLICY_ACCEPT ||
+		    !(r->families & POLICY_FAM_IPV6) || !ifaces_meet(&r->out, &n->out))
+			continue;
+		diag_note(d, n->loc,
+			  "this masquerade translates IPv4 only, and rule '%s' forwards IPv6 out of '%s': IPv6 leaves "
+			  "with its own addresses (earlier builds of nfbox masqueraded it)" DIAG_FIX
+			  "; write 'family: [ipv4, ipv6]' to masquerade IPv6 too, or 'family: ipv4' to say it is meant",
+			  r->name, n->out.what ? n->out.what : "any");
+		return;
+	}
+}
+
 void check_nat(const struct policy *p, struct diags *d)
 {
 	for (uint32_t j = 0; j < p->nnat; j++) {
@@ -300,5 +322,6 @@ void check_nat(const struct policy *p, struct diags *d)
 			check_binat_admitted(p, b, d);
 		if (b->kind == NAT_NO_NAT)
 			check_no_nat(p, b, d);
+		note_masquerade_v4(p, b, d);
 	}
 }
