@@ -217,16 +217,23 @@ void diag_place(struct diag *g, const struct source *src, unsigned line, unsigne
 static size_t fix_offset(const char *fmt, va_list ap)
 {
 	const char *mark = strchr(fmt, DIAG_FIX[0]);
-	char *head;
+	char buf[512], *head = buf, *own = NULL;
+	size_t len;
 	va_list aq;
 	int n;
 
-	if (!mark || !(head = strndup(fmt, (size_t)(mark - fmt))))
+	if (!mark)
 		return 0;
+	/* formats are short: on the stack, so that the split needs no memory
+	 * (a message made without its fix apart would be a silent loss) */
+	if ((len = (size_t)(mark - fmt)) >= sizeof(buf) && !(head = own = malloc(len + 1)))
+		return 0;
+	memcpy(head, fmt, len);
+	head[len] = '\0';
 	va_copy(aq, ap);
 	n = vsnprintf(NULL, 0, head, aq); /* the arguments after the mark are not read */
 	va_end(aq);
-	free(head);
+	free(own);
 	return n > 0 ? (size_t)n : 0;
 }
 #pragma GCC diagnostic pop
