@@ -85,6 +85,7 @@ BPFT_SRCS   := $(wildcard tests/bpf/test_*.c)
 BPFT_BINS   := $(patsubst tests/bpf/%.c,$(B)/asan/%,$(BPFT_SRCS))
 # The reference's judge for the three-way differential test (tests/diff/).
 REFJUDGE    := $(B)/asan/refjudge
+URLFEED     := $(B)/asan/urlfeed
 BENCH_SRCS  := $(wildcard tests/bench/*.c)
 BENCH_BINS  := $(patsubst tests/bench/%.c,$(B)/%,$(BENCH_SRCS))
 
@@ -180,6 +181,10 @@ $(REFJUDGE): $(call asan_obj,tests/diff/refjudge.c) $(call asan_obj,$(APP_LIB_SR
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 
+$(URLFEED): $(call asan_obj,tests/feeds/urlfeed.c) $(call asan_obj,$(APP_LIB_SRCS) $(POLICY_SRCS) $(TESTLIB_SRCS))
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(SAN_FLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
+
 $(B)/bench_%: $(call rel_obj,tests/bench/bench_%.c) $(call rel_obj,$(APP_LIB_SRCS) $(POLICY_SRCS))
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
@@ -191,7 +196,7 @@ $(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(COMPILE_SRCS) $
 	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -iquote . -iquote appliance -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=all -o $@ $(filter %.c,$^) $(shell $(PKG_CONFIG) --cflags --libs yaml-0.1)
 
-unit: $(B)/nfbox $(B)/asan/nfbox $(B)/bench_txgen $(UNIT_BINS) $(BPFT_BINS) $(B)/fuzz/fuzz_policy $(REFJUDGE)
+unit: $(B)/nfbox $(B)/asan/nfbox $(B)/bench_txgen $(UNIT_BINS) $(BPFT_BINS) $(B)/fuzz/fuzz_policy $(REFJUDGE) $(URLFEED)
 
 # check: deps (idempotent, quiet), build (a job per CPU), then every suite
 # through the runner (several at a time: tests/run.sh). TESTS="PATTERN..."

@@ -26,9 +26,10 @@ BPO_PKGS="libbpf-dev bpftool linux-libc-dev"
 # ... and those of the tests (Suricata 7: bookworm itself has none).
 BPO_TEST_PKGS="suricata"
 # Packages the tests unpack (dpkg-deb -x) and run from there, never
-# installed on this host (fail2ban's would start banning here): their .deb
+# installed on this host (fail2ban's would start banning here, nginx's would
+# serve on the host's port 80; test_urlfeed runs its own in a namespace): their .deb
 # is downloaded into DEB_CACHE, so that no test needs the network.
-DOWNLOAD_PKGS="fail2ban"
+DOWNLOAD_PKGS="fail2ban nginx"
 DEB_CACHE=${NFBOX_DEB_CACHE:-/var/cache/nfbox/debs}
 # The formatter the tree is checked with (tests/unit/test_format.sh, make
 # format), one version for every Debian release: clang-format built to

@@ -110,14 +110,19 @@ struct addr_set {
 		SET_FEED_NONE,
 		SET_FEED_COUNTRY,
 		SET_FEED_HOSTS,
-		SET_FEED_EVE
+		SET_FEED_EVE,
+		SET_FEED_URL
 	} feed;
 	char (*countries)[3]; /* country: ISO 3166 codes, upper case */
 	uint32_t ncountries;
-	char *database; /* country: the MMDB file (absolute) */
-	char **hosts;	/* hosts: the names */
+	char *database;	      /* country: the MMDB file (absolute) */
+	bool feed_unreadable; /* country: the database could not be read at load: the set starts empty */
+	char **hosts;	      /* hosts: the names */
 	uint32_t nhosts;
 	uint32_t min_ttl, max_ttl, grace; /* hosts: seconds */
+	char *url;			  /* url: the list's https:// address */
+	char *ca;			  /* url: the CA file its server is verified with; NULL: the system's */
+	uint32_t refresh;		  /* url: seconds between fetches */
 	char *eve;			  /* eve: Suricata's eve.json (absolute) */
 	uint32_t severity;		  /* eve: alerts of severity 1..this (1 the gravest) */
 	uint32_t ban;			  /* eve: seconds an offender stays; 0: until deleted */
@@ -129,6 +134,24 @@ struct addr_set {
 	 * the appliance's own addresses) */
 	struct addr_match never_ban;
 };
+
+/* What fills a set that the daemon feeds itself from a source it follows,
+ * which `nfbox set` does not change by hand ("its country database", "DNS
+ * (its host names)", "its URL"); NULL for a set changed by hand (dynamic:
+ * true; Suricata's offenders may be let go by hand). */
+static inline const char *policy_set_fed_by(const struct addr_set *s)
+{
+	switch (s->feed) {
+	case SET_FEED_COUNTRY:
+		return "its country database";
+	case SET_FEED_HOSTS:
+		return "DNS (its host names)";
+	case SET_FEED_URL:
+		return "its URL";
+	default:
+		return NULL;
+	}
+}
 
 struct iface_group {
 	char *name;
@@ -261,19 +284,30 @@ enum nat_kind {
 	NAT_SNAT,
 	NAT_FORWARD_PORT,
 	NAT_REDIRECT,
+	NAT_NO_NAT,	/* what it matches leaves without source translation */
+	NAT_ONE_TO_ONE, /* inside <-> outside, both ways (an address or a prefix) */
+	NAT_NPTV6,	/* the same for IPv6 prefixes */
 };
 
 struct nat_rule {
 	enum nat_kind kind;
 	struct loc loc;
+	/* in: forward-port, redirect; out: masquerade, snat, no-nat, and for
+	 * one-to-one and nptv6 their interface (both ways) */
 	struct iface_match in, out;
-	struct addr_match from;	   /* forward-port, redirect: only sources in it */
-	struct prefix to_addr;	   /* snat: first address of the range; forward-port: the target */
+	struct addr_match from;	   /* all but one-to-one, nptv6: only sources in it */
+	struct addr_match dest;	   /* masquerade, snat, no-nat, forward-port: only to these (destination:) */
+	struct prefix to_addr;	   /* snat: first address of the range; forward-port: the target;
+				   one-to-one, nptv6: the outside address or prefix */
 	struct prefix to_last;	   /* snat: last address of the range (to_addr for one) */
+	struct prefix inside;	   /* one-to-one, nptv6: the inside address or prefix */
 	uint16_t to_port;	   /* forward-port: 0 keeps the port; redirect: the local port */
+	uint16_t to_port_last;	   /* forward-port to a range of ports: its last (to_port for one):
+				   the service's ranges map onto it port by port */
 	struct port_match service; /* forward-port, redirect: what is translated */
 	bool hairpin;		   /* forward-port: inside clients reaching the outside address too */
 	uint8_t families;	   /* the traffic it translates (POLICY_FAM_*) */
+	bool family_given;	   /* masquerade: family: written (else IPv4 only) */
 	struct loc to_loc;
 	/* masquerade out of an interface with a virtual address (ha:): that
 	 * interface's flows of that family take the virtual address (snat),
@@ -285,6 +319,24 @@ struct nat_rule {
 	} *vips;
 	uint32_t nvips;
 };
+
+/* Whether a NAT entry translates the source of connections on their way
+ * out (a no-nat takes that away), or their destination on the way in;
+ * one-to-one and nptv6 do both. */
+static inline bool nat_is_source(const struct nat_rule *n)
+{
+	return n->kind == NAT_MASQUERADE || n->kind == NAT_SNAT || n->kind == NAT_ONE_TO_ONE || n->kind == NAT_NPTV6;
+}
+static inline bool nat_is_dest(const struct nat_rule *n)
+{
+	return n->kind == NAT_FORWARD_PORT || n->kind == NAT_REDIRECT || n->kind == NAT_ONE_TO_ONE ||
+	       n->kind == NAT_NPTV6;
+}
+/* The interfaces a NAT entry's translation of destinations takes packets from. */
+static inline const struct iface_match *nat_in(const struct nat_rule *n)
+{
+	return n->kind == NAT_ONE_TO_ONE || n->kind == NAT_NPTV6 ? &n->out : &n->in;
+}
 
 struct capture_match {
 	int proto; /* -1 any */
@@ -473,5 +525,13 @@ int policy_icmp_type(const char *name, bool v6);
 const char *policy_icmp_type_name(int type, bool v6);
 const char *policy_icmp_type_closest(const char *name, bool v6); /* a typo's fix, or NULL */
 extern const char *const policy_proto_names[];			 /* the names nfbox knows itself, NULL-terminated */
+/* Country codes (countries.c): whether code (two capital letters) is one a
+ * country set takes: ISO 3166-1 alpha-2, XK (Kosovo) or ZZ (DB-IP: no
+ * location). */
+bool policy_country_known(const char *code);
+/* What to write instead of word, which is not such a code: "did you mean GB?"
+ * for UK, DE for DEU or Germany, why GeoIP Legacy's EU does not do; as
+ * snprintf, or -1 when there is nothing to say. */
+int policy_country_fix(const char *word, char *buf, size_t len);
 
 #endif

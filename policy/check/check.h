@@ -27,4 +27,9 @@ void check_synproxy(const struct policy *p, struct diags *d);
  * POLICY_FAM_* it forwards) does not forward: a warning each, with the fix. */
 void check_forwarding(const struct policy *p, uint8_t host, struct diags *d);
 
+/* Rules that name a country set whose database cannot be read: the set
+ * starts empty, so a block by country fails open (a warning at the rule
+ * that says what it means; an error under --strict). */
+void check_empty_feeds(const struct policy *p, struct diags *d);
+
 #endif

@@ -36,8 +36,9 @@ static bool forwards(const struct policy *p, uint8_t fam, struct policy_forward_
 	for (uint32_t i = 0; i < p->nnat; i++) {
 		const struct nat_rule *n = &p->nat[i];
 
-		/* a redirect goes to the appliance itself: input, not forward */
-		if (n->kind == NAT_REDIRECT || !(n->families & fam))
+		/* a redirect goes to the appliance itself: input, not forward;
+		 * a no-nat translates nothing */
+		if (n->kind == NAT_REDIRECT || n->kind == NAT_NO_NAT || !(n->families & fam))
 			continue;
 		*why = (struct policy_forward_why){ .loc = n->loc };
 		snprintf(why->what, sizeof(why->what), "what this %s translates", policy_nat_kind_names[n->kind]);

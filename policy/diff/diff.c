@@ -811,9 +811,24 @@ static char *nat_text(const struct nat_rule *n)
 	if (!f)
 		return NULL;
 	fprintf(f, "%s", policy_nat_kind_names[n->kind]);
-	policy_print_sides(f, &n->in, &n->out, &n->from, NULL);
+	if (n->kind == NAT_ONE_TO_ONE || n->kind == NAT_NPTV6)
+		fprintf(f, " interface %s", n->out.what);
+	else
+		policy_print_sides(f, &n->in, &n->out, &n->from, NULL);
+	if (!n->dest.any)
+		fprintf(f, " destination %s", n->dest.what);
+	if (n->kind == NAT_MASQUERADE) /* what it translates: ipv4 unless it says */
+		fprintf(f, " family %s",
+			n->families == POLICY_FAM_ANY ? "[ipv4, ipv6]"
+						      : policy_family_name((enum policy_family)n->families));
 	if (!n->service.any)
 		fprintf(f, " service %s", n->service.what);
+	if (n->kind == NAT_ONE_TO_ONE || n->kind == NAT_NPTV6) {
+		policy_prefix_format(&n->inside, a, sizeof(a));
+		fprintf(f, " inside %s", a);
+		policy_prefix_format(&n->to_addr, a, sizeof(a));
+		fprintf(f, " outside %s", a);
+	}
 	if (n->kind == NAT_SNAT || n->kind == NAT_FORWARD_PORT) {
 		policy_prefix_format(&n->to_addr, a, sizeof(a));
 		fprintf(f, " to %s", a);
@@ -824,9 +839,14 @@ static char *nat_text(const struct nat_rule *n)
 	}
 	if (n->to_port)
 		fprintf(f, "%s%u", n->kind == NAT_REDIRECT ? " to " : ":", n->to_port);
+	if (n->to_port_last != n->to_port)
+		fprintf(f, "-%u", n->to_port_last);
 	/* hairpin: an inside client's connection to an address of `in`
-	 * only (never to the appliance's other addresses) */
-	if (n->kind == NAT_FORWARD_PORT)
+	 * only (never to the appliance's other addresses), or to its
+	 * destination */
+	if (n->kind == NAT_FORWARD_PORT && n->hairpin && !n->dest.any)
+		fprintf(f, " hairpin to %s", n->dest.what);
+	else if (n->kind == NAT_FORWARD_PORT)
 		fprintf(f, n->hairpin ? " hairpin to the addresses of %s" : " hairpin false", n->in.what);
 	fclose(f);
 	return buf;

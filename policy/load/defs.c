@@ -199,14 +199,12 @@ static void load_never_ban(struct lx *x, const struct ynode *n, const char *what
 
 static void load_set_never_ban(struct lx *x, struct addr_set *s, const struct ynode *n)
 {
-	if (!s->dynamic || s->feed == SET_FEED_COUNTRY || s->feed == SET_FEED_HOSTS) {
+	if (!s->dynamic || policy_set_fed_by(s)) {
 		diag_error(
 			x->d, n->loc,
-			"never-ban is for a set that bans (dynamic: true, or Suricata's eve:): set '%s' is filled %s",
-			s->name,
-			s->feed == SET_FEED_COUNTRY ? "from a country database"
-			: s->feed == SET_FEED_HOSTS ? "from DNS"
-						    : "in the policy");
+			"never-ban is for a set that bans (dynamic: true, or Suricata's eve:): set '%s' is filled %s%s",
+			s->name, policy_set_fed_by(s) ? "from " : "in the policy",
+			policy_set_fed_by(s) ? policy_set_fed_by(s) : "");
 		return;
 	}
 	load_never_ban(x, n, "never-ban", &s->never_ban);
@@ -222,12 +220,10 @@ static void load_set_shared(struct lx *x, struct addr_set *s, const struct ynode
 
 	if (!sh || !lx_bool(x, sh, "shared", &s->shared) || !s->shared)
 		return;
-	if (s->feed == SET_FEED_COUNTRY || s->feed == SET_FEED_HOSTS)
+	if (policy_set_fed_by(s))
 		diag_error(x->d, sh->loc,
-			   "a set of %s is filled on each node from its own %s: it cannot be shared (drop "
-			   "'shared:')",
-			   s->feed == SET_FEED_COUNTRY ? "countries" : "host names",
-			   s->feed == SET_FEED_COUNTRY ? "database" : "resolver");
+			   "set '%s' is filled on each node from %s: it cannot be shared (drop 'shared:')", s->name,
+			   policy_set_fed_by(s));
 	else if (!s->dynamic)
 		diag_error(x->d, sh->loc,
 			   "only a dynamic set is shared by a fleet" DIAG_FIX
@@ -237,9 +233,9 @@ static void load_set_shared(struct lx *x, struct addr_set *s, const struct ynode
 
 void load_sets(struct lx *x, const struct ynode *n)
 {
-	static const char *const file_keys[] = { "file",    "dynamic", "country",   "database", "hosts",
-						 "min-ttl", "max-ttl", "grace",	    "eve",	"severity",
-						 "timeout", "shared",  "never-ban", NULL };
+	static const char *const file_keys[] = { "file",      "dynamic", "country", "database", "hosts",   "min-ttl",
+						 "max-ttl",   "grace",	 "eve",	    "severity", "timeout", "shared",
+						 "never-ban", "url",	 "refresh", "ca",	NULL };
 	uint32_t ndyn = 0;
 
 	if (!n || !lx_is(x, n, YNODE_MAP, "sets"))
@@ -379,11 +375,22 @@ void load_hooks(struct lx *x, const struct ynode *n)
 				   "hook '%s' needs a default verdict" DIAG_FIX
 				   ": { default: drop } or { default: accept }",
 				   k->str);
+			x->p->hooks[h] = (struct hook_conf){ .present = true, .def = POLICY_DROP, .loc = k->loc };
 			continue;
 		}
-		a = lx_choice(x, def, "a default verdict", actions);
-		if (a < 0)
-			continue;
+		if (def->type == YNODE_SCALAR && !strcmp(def->str, "reject")) {
+			diag_error(
+				x->d, def->loc,
+				"a hook's default is drop or accept, not reject; write 'default: drop' and, to answer "
+				"what no rule accepts, end the rules with '- { name: refuse, hook: %s, action: "
+				"reject }'",
+				k->str);
+			a = POLICY_DROP;
+		} else if ((a = lx_choice(x, def, "a default verdict", actions)) < 0) {
+			a = POLICY_DROP;
+		}
+		/* declared even when its default is wrong: the rules that name
+		 * the hook say nothing more about it */
 		x->p->hooks[h] = (struct hook_conf){ .present = true, .def = (enum policy_action)a, .loc = k->loc };
 	}
 }

@@ -7,6 +7,8 @@
  *     updates: { hosts: [deb.debian.org], min-ttl: 30s, max-ttl: 1d, grace: 5m }
  * and the sources of Suricata's alerts,
  *     ids: { eve: /var/log/suricata/eve.json, severity: 2, timeout: 1h }
+ * and lists fetched over HTTPS (Spamhaus DROP, FireHOL netsets),
+ *     drop: { url: https://www.spamhaus.org/drop/drop_v4.json, refresh: 12h, ca: FILE }
  * All are dynamic sets: rules use them like any set, their entries change
  * at run time without a reload.
  */
@@ -26,12 +28,17 @@
 #define FEED_DEFAULT_GRACE    300
 #define FEED_DEFAULT_SEVERITY 2
 #define FEED_DEFAULT_BAN      3600
+#define FEED_DEFAULT_REFRESH  (12 * 3600)
 
 static void country_item(struct lx *x, const struct ynode *n, void *arg)
 {
 	struct addr_set *s = arg;
-	char cc[3];
+	char cc[3], fix[200];
 
+	if (policy_country_fix(n->str, fix, sizeof(fix)) >= 0) {
+		diag_error(x->d, n->loc, "country '%s'" DIAG_FIX ": %s", n->str, fix);
+		return;
+	}
 	if (strlen(n->str) != 2 || !isalpha((unsigned char)n->str[0]) || !isalpha((unsigned char)n->str[1])) {
 		diag_error(x->d, n->loc, "country '%s'" DIAG_FIX ": give a two-letter ISO 3166 code, e.g. DE or US",
 			   n->str);
@@ -40,6 +47,15 @@ static void country_item(struct lx *x, const struct ynode *n, void *arg)
 	cc[0] = (char)toupper((unsigned char)n->str[0]);
 	cc[1] = (char)toupper((unsigned char)n->str[1]);
 	cc[2] = '\0';
+	/* a code no database has matches nothing: a block by country would
+	 * let everything through */
+	if (!policy_country_known(cc)) {
+		diag_error(x->d, n->loc,
+			   "country '%s' is no ISO 3166-1 code (nor XK or ZZ, which the databases also use): it would "
+			   "match nothing",
+			   n->str);
+		return;
+	}
 	for (uint32_t i = 0; i < s->ncountries; i++)
 		if (!strcmp(s->countries[i], cc))
 			return;
@@ -133,10 +149,65 @@ static void load_eve(struct lx *x, struct addr_set *s, const struct ynode *v, co
 			diag_error(x->d, t->loc, "'%s' does not go with 'eve:' (a set is filled from one source)", *k);
 }
 
+/* url: https://..., refresh: D (default 12h, 5m to 7d), ca: FILE. */
+static void load_url(struct lx *x, struct addr_set *s, const struct ynode *v, const struct ynode *u)
+{
+	const struct ynode *t;
+	const char *why;
+	uint64_t secs;
+
+	s->feed = SET_FEED_URL;
+	s->refresh = FEED_DEFAULT_REFRESH;
+	if (!u || !lx_is(x, u, YNODE_SCALAR, "url")) {
+		if (!u)
+			diag_error(x->d, v->loc, "url: give the list's https:// address");
+		return;
+	}
+	if (strncasecmp(u->str, "https://", 8) || !u->str[8] || strpbrk(u->str, " \t\r\n"))
+		diag_error(x->d, u->loc,
+			   "url '%s': give an https:// address (the list is fetched over TLS, its server verified)",
+			   u->str);
+	else if (!(s->url = strdup(u->str)))
+		x->oom = true;
+	if ((t = ynode_get(v, "refresh")) && lx_is(x, t, YNODE_SCALAR, "refresh")) {
+		if (parse_duration(t->str, 7 * 86400, &secs, &why) < 0)
+			diag_error(x->d, t->loc, "refresh '%s': %s (5m to 7d)", t->str, why);
+		else if (secs < 300)
+			diag_error(x->d, t->loc, "refresh '%s': too often for a list others serve (5m to 7d)", t->str);
+		else
+			s->refresh = (uint32_t)secs;
+	}
+	if ((t = ynode_get(v, "ca")) && lx_is(x, t, YNODE_SCALAR, "ca"))
+		s->ca = lx_path(x, t->str);
+	if ((t = ynode_get(v, "file")))
+		diag_error(x->d, t->loc, "a set fetched from a URL gets its entries from there: drop 'file:'");
+	for (const char *const *k = (const char *const[]){ "country", "hosts", "eve", NULL }; *k; k++)
+		if ((t = ynode_get(v, *k)))
+			diag_error(x->d, t->loc, "'%s' does not go with 'url:' (a set is filled from one source)", *k);
+	/* Until the daemon fetches these lists, a policy that names one would
+	 * leave its set empty: refused, never a silent no-op. */
+	diag_error(x->d, u->loc,
+		   "set '%s': sets fetched from a URL are not yet applied: nfbox run does not fetch them yet" DIAG_FIX
+		   "; list the prefixes in a file ('file: PATH') meanwhile",
+		   s->name);
+}
+
 bool load_set_feed(struct lx *x, struct addr_set *s, const struct ynode *v)
 {
 	const struct ynode *c = ynode_get(v, "country"), *db = ynode_get(v, "database"), *h = ynode_get(v, "hosts");
-	const struct ynode *t, *e = ynode_get(v, "eve");
+	const struct ynode *t, *e = ynode_get(v, "eve"), *u = ynode_get(v, "url");
+
+	if (u || ynode_has(v, "url")) {
+		s->dynamic = true;
+		s->families = POLICY_FAM_ANY;
+		load_url(x, s, v, u);
+		return true;
+	}
+	if ((t = ynode_get(v, "refresh")) || (t = ynode_get(v, "ca"))) {
+		diag_error(x->d, t->loc, "'%s' belongs to a set with 'url:' (a list fetched over HTTPS)",
+			   t == ynode_get(v, "refresh") ? "refresh" : "ca");
+		return true;
+	}
 
 	if (e || ynode_has(v, "eve")) {
 		s->dynamic = true;
@@ -194,7 +265,7 @@ bool load_set_feed(struct lx *x, struct addr_set *s, const struct ynode *v)
 				   "/var/lib/GeoIP/GeoLite2-Country.mmdb (geoipupdate) or DB-IP's lite database");
 		} else if (lx_is(x, db, YNODE_SCALAR, "database")) {
 			s->database = lx_path(x, db->str);
-			if (s->database && access(s->database, R_OK) < 0)
+			if (s->database && access(s->database, R_OK) < 0 && (s->feed_unreadable = true))
 				diag_warn(x->d, db->loc,
 					  "database '%s' cannot be read (%s): the set stays as it was (empty at first) "
 					  "until it can; the daemon watches for it",

@@ -86,6 +86,7 @@ static void load_all(struct lx *x, const struct ynode *root)
 		check_unused(x->p, x->d);
 		check_shadowed(x->p, x->d);
 		check_nat(x->p, x->d);
+		check_empty_feeds(x->p, x->d);
 		check_early(x->p, x->d);
 		check_synproxy(x->p, x->d);
 		if (x->files && x->files->forwarding)
@@ -214,6 +215,8 @@ void policy_free(struct policy *p)
 		free(p->sets[i].countries);
 		free(p->sets[i].database);
 		free(p->sets[i].eve);
+		free(p->sets[i].url);
+		free(p->sets[i].ca);
 		for (uint32_t k = 0; k < p->sets[i].nhosts; k++)
 			free(p->sets[i].hosts[k]);
 		free(p->sets[i].hosts);
@@ -246,6 +249,7 @@ void policy_free(struct policy *p)
 		free_iface_match(&p->nat[i].out);
 		free_port_match(&p->nat[i].service);
 		free_addr_match(&p->nat[i].from);
+		free_addr_match(&p->nat[i].dest);
 		free(p->nat[i].vips);
 	}
 	for (uint32_t i = 0; i < p->ncaptures; i++) {

@@ -107,16 +107,58 @@ static void comma_split(struct lx *x, const struct ynode *map, size_t i, const c
 			   k->str, where, k->str);
 }
 
+/* Other tools' words for nfbox's keys, in order: the first whose key the
+ * mapping allows is suggested (dst: a NAT entry's destination:, a rule's to:). */
+static const struct lx_alias key_aliases[] = {
+	{ "src", "from" },
+	{ "source", "from" },
+	{ "saddr", "from" },
+	{ "dst", "destination" },
+	{ "dst", "to" },
+	{ "dest", "destination" },
+	{ "dest", "to" },
+	{ "daddr", "destination" },
+	{ "daddr", "to" },
+	{ "destination", "to" },
+	{ "dport", "service" },
+	{ "dports", "service" },
+	{ "port", "service" },
+	{ "ports", "service" },
+	{ "sport", "source-service" },
+	{ "sports", "source-service" },
+	{ "iif", "in" },
+	{ "iifname", "in" },
+	{ "oif", "out" },
+	{ "oifname", "out" },
+	{ "protocol", "proto" },
+	{ NULL, NULL },
+};
+
+static bool listed(const char *word, const char *const *list)
+{
+	for (size_t i = 0; list[i]; i++)
+		if (!strcmp(word, list[i]))
+			return true;
+	return false;
+}
+
+/* The key of allowed that another tool's word stands for, or NULL. */
+static const char *key_alias(const char *word, const char *const *allowed)
+{
+	for (size_t i = 0; key_aliases[i].word; i++)
+		if (!strcmp(word, key_aliases[i].word) && listed(key_aliases[i].meant, allowed))
+			return key_aliases[i].meant;
+	return NULL;
+}
+
 void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *const *allowed, const char *where,
 			  const struct lx_key_hint *hints)
 {
 	for (size_t i = 0; i < ynode_map_len(map); i++) {
 		const struct ynode *k = ynode_map_key(map, i);
 		const char *near;
-		bool ok = k->broken; /* an unknown alias, reported where it stands */
+		bool ok = k->broken || listed(k->str, allowed); /* broken: an unknown alias, reported where it stands */
 
-		for (size_t j = 0; allowed[j]; j++)
-			ok |= strcmp(k->str, allowed[j]) == 0;
 		for (size_t j = 0; !ok && hints && hints[j].key; j++) {
 			if (strcmp(k->str, hints[j].key))
 				continue;
@@ -125,7 +167,8 @@ void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *con
 		}
 		if (ok)
 			continue;
-		near = diag_closest(k->str, allowed);
+		if (!(near = key_alias(k->str, allowed)))
+			near = diag_closest(k->str, allowed);
 		if (k->str[0] && strspn(k->str, "0123456789-") == strlen(k->str))
 			comma_split(x, map, i, where);
 		else if (near)
@@ -174,7 +217,13 @@ bool lx_uint(struct lx *x, const struct ynode *n, const char *what, uint64_t min
 /* One of the words in choices; returns its index or -1 after reporting. */
 int lx_choice(struct lx *x, const struct ynode *n, const char *what, const char *const *choices)
 {
-	const char *near;
+	return lx_choice_aliased(x, n, what, choices, NULL);
+}
+
+int lx_choice_aliased(struct lx *x, const struct ynode *n, const char *what, const char *const *choices,
+		      const struct lx_alias *aliases)
+{
+	const char *near = NULL;
 	size_t len = 0;
 	char list[256] = "";
 
@@ -185,7 +234,11 @@ int lx_choice(struct lx *x, const struct ynode *n, const char *what, const char 
 			return i;
 	for (int i = 0; choices[i] && len < sizeof(list) - 32; i++)
 		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%s", i ? ", " : "", choices[i]);
-	near = diag_closest(n->str, choices);
+	for (size_t i = 0; aliases && aliases[i].word && !near; i++)
+		if (!strcmp(n->str, aliases[i].word))
+			near = aliases[i].meant;
+	if (!near)
+		near = diag_closest(n->str, choices);
 	if (near)
 		diag_error(x->d, n->loc, "%s '%s' is not valid" DIAG_FIX "; did you mean '%s'? (one of: %s)", what,
 			   n->str, near, list);

@@ -53,7 +53,9 @@ void *lx_grow(void *v, uint32_t n, size_t size);
 bool lx_is(struct lx *x, const struct ynode *n, enum ynode_type type, const char *what);
 void lx_check_keys(struct lx *x, const struct ynode *map, const char *const *allowed, const char *where);
 /* The same; a key of hints (NULL-terminated) is an error with its own
- * message (a key that belongs elsewhere says where). */
+ * message (a key that belongs elsewhere says where). Without hints, a word
+ * from iptables, nftables, pf or VyOS (src, dst, dport, sport, ...) names
+ * the key nfbox has for it, if allowed has it, however far the spelling. */
 struct lx_key_hint {
 	const char *key, *hint;
 };
@@ -62,6 +64,13 @@ void lx_check_keys_hinted(struct lx *x, const struct ynode *map, const char *con
 bool lx_bool(struct lx *x, const struct ynode *n, const char *what, bool *out);
 bool lx_uint(struct lx *x, const struct ynode *n, const char *what, uint64_t min, uint64_t max, uint64_t *out);
 int lx_choice(struct lx *x, const struct ynode *n, const char *what, const char *const *choices);
+/* The same; a word of aliases ({ word, choice } pairs, NULL-terminated) is
+ * not valid either, but its choice is the one suggested (dnat: forward-port). */
+struct lx_alias {
+	const char *word, *meant;
+};
+int lx_choice_aliased(struct lx *x, const struct ynode *n, const char *what, const char *const *choices,
+		      const struct lx_alias *aliases);
 void lx_each_scalar(struct lx *x, const struct ynode *n, const char *what,
 		    void (*fn)(struct lx *, const struct ynode *, void *), void *arg);
 char *lx_describe(const struct ynode *n);

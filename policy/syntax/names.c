@@ -46,6 +46,9 @@ const char *const policy_nat_kind_names[] = {
 	[NAT_SNAT] = "snat",
 	[NAT_FORWARD_PORT] = "forward-port",
 	[NAT_REDIRECT] = "redirect",
+	[NAT_NO_NAT] = "no-nat",
+	[NAT_ONE_TO_ONE] = "one-to-one",
+	[NAT_NPTV6] = "nptv6",
 	NULL,
 };
 

@@ -394,12 +394,42 @@ int parse_rate(const char *s, struct policy_rate *out, const char **why)
 	return -EINVAL;
 }
 
-int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, const char **why)
+/* "80" or "80-90": ports 1..65535, the range not ending before it starts. */
+static int parse_target_ports(const char *s, uint16_t *lo, uint16_t *hi, const char **why)
+{
+	const char *dash = strchr(s, '-');
+	char first[8];
+	uint64_t a, b;
+
+	if (!dash)
+		dash = s + strlen(s);
+	if ((size_t)(dash - s) >= sizeof(first) || dash == s) {
+		*why = "the port after ':' must be 1..65535, or a range of them (80-90)";
+		return -ERANGE;
+	}
+	memcpy(first, s, (size_t)(dash - s));
+	first[dash - s] = '\0';
+	if (parse_uint(first, 65535, &a, why) < 0 || a == 0 ||
+	    (*dash && (parse_uint(dash + 1, 65535, &b, why) < 0 || b == 0))) {
+		*why = "the port after ':' must be 1..65535, or a range of them (80-90)";
+		return -ERANGE;
+	}
+	if (!*dash)
+		b = a;
+	if (b < a) {
+		*why = "the port range ends before it starts";
+		return -ERANGE;
+	}
+	*lo = (uint16_t)a;
+	*hi = (uint16_t)b;
+	return 0;
+}
+
+int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, uint16_t *port_last, const char **why)
 {
 	char buf[INET6_ADDRSTRLEN + 2];
 	const char *port_str = NULL;
 	bool host_bits;
-	uint64_t v;
 
 	if (s[0] == '[') {
 		const char *end = strchr(s, ']');
@@ -437,14 +467,9 @@ int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, const ch
 	}
 	if (parse_prefix(buf, addr, &host_bits, why) < 0)
 		return -EINVAL;
-	*port = 0;
-	if (port_str) {
-		if (parse_uint(port_str, 65535, &v, why) < 0 || v == 0) {
-			*why = "the port after ':' must be 1..65535";
-			return -ERANGE;
-		}
-		*port = (uint16_t)v;
-	}
+	*port = *port_last = 0;
+	if (port_str)
+		return parse_target_ports(port_str, port, port_last, why);
 	return 0;
 }
 

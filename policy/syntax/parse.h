@@ -33,8 +33,10 @@ int parse_uint(const char *s, uint64_t max, uint64_t *out, const char **why);
 int parse_duration(const char *s, uint64_t max, uint64_t *out, const char **why);
 /* The same, or "100ms" -> milliseconds, 1..max_ms. */
 int parse_duration_ms(const char *s, uint64_t max_ms, uint64_t *out, const char **why);
-/* "198.51.100.10:80", "[2001:db8::1]:80", "198.51.100.10". */
-int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, const char **why);
+/* "198.51.100.10:80", "[2001:db8::1]:80", "198.51.100.10", and a range of
+ * ports "198.51.100.10:8000-8010" (port..port_last; both 0 without a port,
+ * equal for one). */
+int parse_addr_port(const char *s, struct prefix *addr, uint16_t *port, uint16_t *port_last, const char **why);
 /* "198.51.100.10", "198.51.100.10-198.51.100.20", "198.51.100.0/28" (every
  * address of the prefix): the first and last address, both with a full
  * prefix length. */

@@ -45,7 +45,10 @@ connection and one over); schedules
 days off, out of force for the whole run); a country set (its entries
 from a database the test writes, beside networks of another country);
 NAT
-(masquerade, snat, forward-port, redirect); options defrag (both),
+(masquerade of IPv4, IPv6 or both, no-nat by destination, snat,
+forward-port, to one address of in: or any, a port or a range of ports
+onto a range, redirect, one-to-one of a client's address, nptv6 of lan0's
+IPv6 prefix: replies come to the translated address); options defrag (both),
 established (both). The probes fall on the policy's edges: the first and
 last address of each prefix and the one past each end, the bounds of
 each port range and the port past each, every ICMP type a rule names,
@@ -104,12 +107,16 @@ class Policy:
         self.groups = {}     # name -> [ifnames]
         self.sets = {}       # name -> [entries]
         self.dynamic = {}    # name -> [entries] added at run time
-        self.fed = {}        # name -> [networks]: a country set (XA) of a database the test writes
+        self.fed = {}        # name -> [networks]: a country set (SE) of a database the test writes
         self.prefixes = []   # every prefix or range named anywhere
         self.ports = []      # (proto, lo, hi) named anywhere
         self.icmp = {4: set(), 6: set()}
-        self.nat = []        # dicts: kind, in, from, service, to, port
-        self.nat_src = {}    # link -> source translation on the way out: "masquerade" or an address
+        self.nat = []        # dicts: kind, in, from, dest, proto, port, port_hi, to, to_port
+        # link -> source translation on the way out: "masquerade4",
+        # "masquerade6", "masquerade46" (the families it translates) or an address
+        self.nat_src = {}
+        self.no_nat = []     # destinations that leave untranslated (no-nat)
+        self.binat = []      # [inside, outside]: one-to-one of an address, or nptv6 of a prefix, out of wan
         self.defrag = True
         self.conns = 0       # the connection limit of rule cl (0: none)
         self.hooks = {}
@@ -151,7 +158,7 @@ def gen_policy(r, pol):
         lines.append("  s%d: [%s]" % (i, ", ".join(q(a) for a in entries)))
     for name in ("d1", "d2"):
         fed = name == "d2" and r.random() < 0.5  # a country set: its entries from a database
-        lines.append("  %s: %s" % (name, "{ country: [XA], database: @GEO@ }" if fed else "{ dynamic: true }"))
+        lines.append("  %s: %s" % (name, "{ country: [SE], database: @GEO@ }" if fed else "{ dynamic: true }"))
         picked = []
         for a in r.sample(V4_POOL + V6_POOL, r.randint(0, 5)):
             if "-" in a:
@@ -207,28 +214,59 @@ def gen_policy(r, pol):
 
 def gen_nat(r, pol):
     lines = ["nat:"]
+    # The choices of the NAT forms added later (masquerade's family, no-nat,
+    # destination:, ranges of ports) come from a generator of their own, so
+    # that the rest of a seed's policy and probes stay what they were (the
+    # positive control's seeds among them).
+    rn = random.Random(hash(r.getstate()))
     x = r.random()
     if x < 0.5:
-        lines.append("  - masquerade: { out: wan }")
-        pol.nat_src = {"wan0": "masquerade", "wan1": "masquerade"}
+        # IPv4 unless it says otherwise
+        fam, written = rn.choice([("4", ""), ("4", "ipv4"), ("46", "[ipv4, ipv6]"), ("6", "ipv6")])
+        if fam != "6" and rn.random() < 0.4:
+            pol.no_nat = ["203.0.113.96/27"]  # a part of wan0's servers keeps the clients' addresses
+            pol.prefixes += pol.no_nat
+            lines.append("  - no-nat: { out: wan, destination: 203.0.113.96/27 }")
+        lines.append("  - masquerade: { out: wan%s }" % (", family: " + written if written else ""))
+        pol.nat_src = {"wan0": "masquerade" + fam, "wan1": "masquerade" + fam}
     elif x < 0.8:  # one source translation per interface: not both
         lines.append("  - snat: { out: up1, to: 203.0.113.20 }")
         pol.nat_src = {"wan1": "203.0.113.20"}
+    # applied before any masquerade or snat: a client's own outside address,
+    # lan0's IPv6 prefix behind another
+    if rn.random() < 0.3:
+        pol.binat.append(["198.51.100.77", "203.0.113.77"])
+        lines.append("  - one-to-one: { interface: wan, inside: 198.51.100.77, outside: 203.0.113.77 }")
+    if rn.random() < 0.3:
+        pol.binat.append(["2001:db8:1::/64", "2001:db8:9::/64"])
+        lines.append("  - nptv6: { interface: wan, inside: \"2001:db8:1::/64\", outside: \"2001:db8:9::/64\" }")
     for port in r.sample([8080, 8443, 2222], r.randint(1, 2)):
         proto = r.choice(["tcp", "udp"])
         to_port = r.choice([80, 22, port])
+        # a range of ports onto a range of the same length, port by port
+        port_hi = port + 2 if rn.random() < 0.3 else port
+        if port_hi != port:
+            to_port = rn.choice([9000, port])
         n = {"kind": "forward-port", "in": r.choice(["lan", "dmz", "[lan, dmz]"]), "proto": proto, "port": port,
-             "to": "203.0.113.100", "to_port": to_port, "from": None, "hairpin": r.random() < 0.7}
+             "port_hi": port_hi, "to": "203.0.113.100", "to_port": to_port, "from": None, "dest": None,
+             "hairpin": r.random() < 0.7}
         if r.random() < 0.3:
             n["from"] = "198.51.100.0/25"
+        own = [l[2] for l in LAN if in_group(pol, n["in"], l[0])]
+        if own and rn.random() < 0.3:  # one of the addresses of in: only
+            n["dest"] = rn.choice(own)
         pol.nat.append(n)
-        pol.ports.append((proto, port, port))
-        pol.ports.append((proto, to_port, to_port))
-        lines.append("  - forward-port: { in: %s, service: %s/%d, to: \"203.0.113.100:%d\"%s%s }" %
-                     (n["in"], proto, port, to_port, ", from: %s" % n["from"] if n["from"] else "",
+        pol.ports.append((proto, port, port_hi))
+        pol.ports.append((proto, to_port, to_port + port_hi - port))
+        target = "%d-%d" % (to_port, to_port + port_hi - port) if port_hi != port else "%d" % to_port
+        lines.append("  - forward-port: { in: %s, service: %s/%s, to: \"203.0.113.100:%s\"%s%s%s }" %
+                     (n["in"], proto, "%d-%d" % (port, port_hi) if port_hi != port else port, target,
+                      ", from: %s" % n["from"] if n["from"] else "",
+                      ", destination: %s" % n["dest"] if n["dest"] else "",
                       "" if n["hairpin"] else ", hairpin: false"))
     if r.random() < 0.4:
-        n = {"kind": "redirect", "in": "lan", "proto": "tcp", "port": 3129, "to_port": 3128, "from": None}
+        n = {"kind": "redirect", "in": "lan", "proto": "tcp", "port": 3129, "port_hi": 3129, "to_port": 3128,
+             "from": None, "dest": None}
         pol.nat.append(n)
         pol.ports += [("tcp", 3129, 3129), ("tcp", 3128, 3128)]
         lines.append("  - redirect: { in: lan, service: tcp/3129, to: 3128 }")
@@ -486,18 +524,34 @@ def nat_dest(pol, iif, src, dst, v6, kind, dport):
     port, or None. A forward-port translates what arrives on its `in`, and
     with hairpin (the default) what arrives elsewhere for an address of one
     of its `in` interfaces (never for the appliance's other addresses), in
-    the order of the nat: section."""
+    the order of the nat: section. A destination: limits both to that
+    address; a range of ports goes onto the target's range port by port."""
     for n in pol.nat:
-        if n["kind"] not in ("forward-port", "redirect") or kind != n["proto"] or dport != n["port"]:
+        if n["kind"] not in ("forward-port", "redirect") or kind != n["proto"] or not n["port"] <= dport <= n["port_hi"]:
             continue
         if n["from"] and (v6 or ipaddress.ip_address(src) not in ipaddress.ip_network(n["from"])):
             continue  # the generated from: lists IPv4 only
+        if n["dest"] and dst != n["dest"]:
+            continue
         arriving = in_group(pol, n["in"], iif)
-        own = [l[2] for l in LAN + WAN if in_group(pol, n["in"], l[0])]
+        own = [n["dest"]] if n["dest"] else [l[2] for l in LAN + WAN if in_group(pol, n["in"], l[0])]
         if n["kind"] == "forward-port" and not v6 and (arriving or n["hairpin"] and dst in own):
-            return n["to"], n["to_port"]  # the target is IPv4: only IPv4 is translated
+            return n["to"], n["to_port"] + dport - n["port"]  # the target is IPv4: only IPv4 is translated
         if n["kind"] == "redirect" and arriving:  # to the incoming interface's address
             return [l[4] if v6 else l[2] for l in LAN if l[0] == iif][0], n["to_port"]
+    return None
+
+
+def binat_of(binat, src, link):
+    """The address a one-to-one or nptv6 out of wan gives src (the host bits
+    kept), or None."""
+    if link not in ("wan0", "wan1"):
+        return None
+    a = ipaddress.ip_address(src)
+    for inside, outside in binat:
+        i, o = ipaddress.ip_network(inside), ipaddress.ip_network(outside)
+        if a.version == i.version and a in i:
+            return str(o.network_address + (int(a) - int(i.network_address)))
     return None
 
 
@@ -648,10 +702,14 @@ class Prober:
         if nat and (r.random() < 0.6 or "input" not in pol.hooks):
             n = r.choice(nat)
             kind, flags, dport = n["proto"], "S" if n["proto"] == "tcp" else "", n["port"]
+            if n["port_hi"] != n["port"]:
+                dport = r.randint(n["port"], n["port_hi"])
             if r.random() < 0.8:  # mostly from where it translates
                 lan = r.choice([l for l in LAN if in_group(pol, n["in"], l[0])] or [lan])
                 src = self.pick_src(lan, v6)
             dst = (lan[4] if v6 else lan[2]) if n["kind"] == "forward-port" else self.pick_dst(v6)
+            if n["dest"] and r.random() < 0.7:
+                dst = n["dest"]
         else:
             dst = r.choice(LOCAL6 if v6 else LOCAL4)
         pkt = self.packet(kind, src, dst, v6, sport, dport, flags, icmp_type)
@@ -710,7 +768,7 @@ class Prober:
         src, dst = self.pick_src(lan, v6), self.pick_dst(v6)
         w = route_out(dst, v6)
         # An answer needs the connection's own addresses: none behind a source NAT.
-        answered = 0.5 if not self.pol.nat_src.get(w[0]) else 0
+        answered = 0.5 if not self.pol.nat_src.get(w[0]) and not binat_of(self.pol.binat, src, w[0]) else 0
         steps = [("S", "SA", "R") if r.random() < answered else ("S", "R") for _ in range(n + 2)] + [("S",)] * (n + 1)
         for flags in steps:
             sport, dport = self.next_sport(), 7000 + r.randint(0, 3)
@@ -788,14 +846,15 @@ def cmd_gen(seed, out):
                             for p in nets if ipaddress.ip_network(p).version == ipaddress.ip_network(n).version)]
             subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                              "..", "lib", "mmdbwrite.py"), geo]
-                           + ["%s=XA" % n for n in nets] + ["%s=XB" % n for n in decoy], check=True)
+                           + ["%s=SE" % n for n in nets] + ["%s=NO" % n for n in decoy], check=True)
     with open(os.path.join(out, "dynamic.txt"), "w") as f:
         for name, ents in pol.dynamic.items():
             f.write("".join("%s %s\n" % (name, e) for e in ents))
     pr, flows = gen_probes(r, pol, int(os.environ.get("NFBOX_DIFF_PROBES", "120")))
     # Replies need the reference's verdict on their first packet: they are
     # made by `replies` once refjudge has run (test_backend_diff.sh).
-    state = {"seed": int(seed), "nat_src": pol.nat_src, "neighbors": pr.neighbors,
+    state = {"seed": int(seed), "nat_src": pol.nat_src, "no_nat": pol.no_nat, "binat": pol.binat,
+             "neighbors": pr.neighbors,
              "flows": [(i, list(f)) for i, f in flows if f[0] in ("tcp", "udp") and f[9] == "new"]}
     with open(os.path.join(out, "flows.json"), "w") as f:
         json.dump(state, f)
@@ -842,10 +901,17 @@ def cmd_replies(d):
         if r.random() < 0.5 and i in ref:
             kind, lan, w, v6 = f[0], tuple(f[1]), tuple(f[2]), f[7]
             nat = state["nat_src"].get(w[0])
-            if nat == "masquerade":
-                nat = w[4] if v6 else w[2]
+            dst = f[4]
+            if nat and nat.startswith("masquerade"):
+                nat = (w[4] if v6 else w[2]) if ("6" if v6 else "4") in nat[len("masquerade"):] else None
             elif nat and v6:
                 nat = None  # the generated snat is IPv4's
+            mapped = binat_of(state.get("binat", []), f[3], w[0])
+            if mapped:
+                nat = mapped  # one-to-one and nptv6 come before masquerade and snat
+            if not v6 and any(ipaddress.ip_address(dst) in ipaddress.ip_network(p)
+                              for p in state.get("no_nat", [])):
+                nat = None  # no-nat, first of all: the reply comes to the client's own address
             pr.reply((kind, lan, w) + tuple(f[3:]), all(ref[i]["accepted"]), nat)
     write_probes(d, pr.probes)
     with open(os.path.join(d, "neighbors.txt"), "w") as f:

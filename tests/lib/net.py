@@ -13,7 +13,7 @@ time and prints one result line; the exit status says success.
   tcp-connect HOST PORT TIMEOUT    exit 0 if the connection is established
   tcp-whoami PORT TIMEOUT [COUNT]  answer each connection (COUNT, default 1) with
                                    "peer ADDR PORT" (the source it sees) and close
-  tcp-ask HOST PORT TIMEOUT        connect, print the answer's line; exit 1 if none
+  tcp-ask HOST PORT TIMEOUT [SRC]  connect (from address SRC), print the answer's line; exit 1 if none
   tcp-many HOST PORT COUNT TIMEOUT COUNT connections one after another, each
                                    answered by tcp-whoami within TIMEOUT; prints
                                    how many were
@@ -214,10 +214,12 @@ def tcp_whoami(port, timeout, count=1):
     return 0 if served else 1
 
 
-def tcp_ask(host, port, timeout):
+def tcp_ask(host, port, timeout, src=None):
     s = socket.socket(family(host), socket.SOCK_STREAM)
     s.settimeout(float(timeout))
     try:
+        if src:
+            s.bind((src, 0))
         s.connect((host, int(port)))
         data = s.recv(200)
     except (socket.timeout, OSError) as e:

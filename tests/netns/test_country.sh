@@ -80,7 +80,7 @@ t_check restart-warns [ "$(feed warning)" != None ]
 cat >"$NS_TMP/bad.yaml" <<'YAML'
 version: 1
 sets:
-  a: { country: [DEU], database: /nonexistent/x.mmdb }
+  a: { country: [UK], database: /nonexistent/x.mmdb }
   b: { country: [FR] }
 hooks:
   forward: { default: accept }
@@ -88,8 +88,8 @@ rules:
   - { name: r, from: [a, b], action: drop }
 YAML
 out=$("$NFBOX" validate "$NS_TMP/bad.yaml" 2>&1)
-t_check validate-code grep -q "bad.yaml:3:18: error: country 'DEU': give a two-letter ISO 3166 code" <<<"$out"
-t_check validate-missing-db grep -q "bad.yaml:3:34: warning: database '/nonexistent/x.mmdb' cannot be read" <<<"$out"
+t_check validate-code grep -q "bad.yaml:3:18: error: country 'UK': did you mean GB?" <<<"$out"
+t_check validate-missing-db grep -q "bad.yaml:3:33: warning: database '/nonexistent/x.mmdb' cannot be read" <<<"$out"
 t_check validate-no-db grep -q "bad.yaml:4:17: error: a set of countries needs 'database: PATH'" <<<"$out"
 nfbox_stop
 t_done

@@ -1,8 +1,12 @@
 #!/bin/bash
 # NAT through table inet nfbox, seen by real clients and servers: the
-# address each end sees (masquerade, snat to a range and to a prefix,
-# forward-port from outside, hairpin from inside, redirect to a local port,
-# IPv4 and IPv6), a reload that changes NAT (established connections keep
+# address each end sees (masquerade, of IPv4 only unless it says, snat to a
+# range and to a prefix, forward-port from outside, hairpin from inside,
+# redirect to a local port, IPv4 and IPv6), the forms of issue 42 (no-nat,
+# snat limited by from: and destination:, one-to-one of an address and of a
+# prefix both ways, nptv6 both ways, forward-port to one of the WAN's
+# addresses, a range of ports onto a range, masquerade of both families),
+# a reload that changes NAT (established connections keep
 # their mapping, new ones take the new rule), the table owned by the
 # daemon (another nfbox in the namespace is refused and the table in force
 # stays), surviving SIGKILL, adopted by the next daemon, removed by a
@@ -86,7 +90,8 @@ nfbox_start "$NS_TMP/a.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_d
 
 # ---- masquerade ----
 expect masquerade-v4 "$(who in_s 80 in_c $S4)" "$A4W"
-expect masquerade-v6 "$(who in_s 80 in_c $S6)" "$A6W"
+# IPv6 is routed: a masquerade without family: leaves it as it is.
+expect masquerade-v6-untranslated "$(who in_s 80 in_c $S6)" "$C6"
 # ---- forward-port: outside to the inside server, the client's own address kept ----
 expect forward-port-v4 "$(who in_c 80 in_s $A4W 8080)" "$S4"
 expect forward-port-v6 "$(who in_c 80 in_s $A6W 8443)" "$S6"
@@ -160,6 +165,80 @@ owned owned-again
 # ---- a clean stop removes the table ----
 nfbox_stop
 if no_table; then t_ok stop-removes-table; else t_fail stop-removes-table "table inet nfbox is still there (or nft cannot say)"; fi
+
+# ---- the forms of issue 42 ----
+# Positive controls (the test build's NFBOX_TEST_PLANT, in nft/build.c):
+# nat-no-nat-ignored, nat-limits-ignored, nat-binat-outbound-only,
+# nat-portmap-flat, nat-masq-family-ignored each make cases below fail.
+# who_from SERVERNS PORT CLIENTNS HOST SRC: the source the server saw of a
+# connection from SRC.
+who_from() {
+	wait_free "$1" "$2"
+	$1 "$NET" tcp-whoami "$2" 5 >/dev/null 2>&1 &
+	wait_listen "$1" "$2"
+	$3 "$NET" tcp-ask "$4" "$2" 3 "$5" 2>/dev/null | awk '/^peer/ { print $2 }'
+}
+for a in 198.51.100.3 198.51.100.4 198.51.100.17; do in_c ip addr add $a/24 dev c0; done
+for a in 203.0.113.11 203.0.113.12; do in_s ip addr add $a/24 dev s0; done
+in_a ip addr add 203.0.113.2/24 dev wan0
+cat >"$NS_TMP/d.yaml" <<'YAML'
+version: 1
+interfaces:
+  lan: [lan0]
+  wan: [wan0]
+hooks:
+  forward: { default: drop }
+rules:
+  - { name: out, in: lan, out: wan, action: accept }
+  - { name: in, in: wan, out: lan, action: accept }
+  - { name: hairpin, in: lan, out: lan, service: tcp/80, action: accept }
+nat:
+  - no-nat: { out: wan, destination: 203.0.113.11 }
+  - snat: { out: wan, from: 198.51.100.3, destination: 203.0.113.10, to: 192.0.2.100 }
+  - one-to-one: { interface: wan, inside: 198.51.100.4, outside: 192.0.2.50 }
+  - one-to-one: { interface: wan, inside: 198.51.100.16/30, outside: 192.0.2.16/30 }
+  - nptv6: { interface: wan, inside: "2001:db8:1::/64", outside: "2001:db8:9::/64" }
+  - masquerade: { out: wan }
+  - forward-port: { in: wan, destination: 203.0.113.2, service: tcp/8080, to: "198.51.100.2:80" }
+  - forward-port: { in: wan, service: tcp/9000-9002, to: "198.51.100.2:80-82" }
+  - forward-port: { in: wan, service: tcp/9100-9101, to: "[2001:db8:1::2]:80-81" }
+YAML
+if nfbox_start "$NS_TMP/d.yaml"; then
+	t_ok forms-start
+	# no-nat: what goes to 203.0.113.11 keeps its source, also from an
+	# address that a later entry translates
+	expect no-nat "$(who in_s 80 in_c 203.0.113.11)" "$C4"
+	expect no-nat-before-one-to-one "$(who_from in_s 80 in_c 203.0.113.11 198.51.100.4)" "198\.51\.100\.4"
+	# snat limited by from: and destination:; the rest is masqueraded
+	expect snat-from-destination "$(who_from in_s 80 in_c $S4 198.51.100.3)" "192\.0\.2\.100"
+	expect snat-other-destination "$(who_from in_s 80 in_c 203.0.113.12 198.51.100.3)" "$A4W"
+	expect snat-other-source "$(who in_s 80 in_c $S4)" "$A4W"
+	# one-to-one, both ways: out with the outside address, in to the inside one
+	expect one-to-one-out "$(who_from in_s 80 in_c $S4 198.51.100.4)" "192\.0\.2\.50"
+	expect one-to-one-in "$(who in_c 80 in_s 192.0.2.50)" "$S4"
+	expect one-to-one-prefix-out "$(who_from in_s 80 in_c $S4 198.51.100.17)" "192\.0\.2\.17"
+	expect one-to-one-prefix-in "$(who in_c 80 in_s 192.0.2.17)" "$S4"
+	# nptv6: the prefix replaced, the host bits kept, both ways
+	expect nptv6-out "$(who in_s 80 in_c $S6)" "2001:db8:9::2"
+	expect nptv6-in "$(who in_c 80 in_s 2001:db8:9::2)" "$S6"
+	# forward-port to one of the WAN's addresses only (and its hairpin)
+	expect forward-port-destination "$(who in_c 80 in_s 203.0.113.2 8080)" "$S4"
+	# (the inside server listening: a connection to the other address must not reach it)
+	expect forward-port-other-address "$(who in_c 80 in_s $A4W 8080)" ""
+	expect forward-port-destination-hairpin "$(who in_c 80 in_c 203.0.113.2 8080)" "$A4L"
+	# a range of ports onto a range, port by port, IPv4 and IPv6
+	expect port-range-first "$(who in_c 80 in_s $A4W 9000)" "$S4"
+	expect port-range-last "$(who in_c 82 in_s $A4W 9002)" "$S4"
+	expect port-range-v6 "$(who in_c 81 in_s $A6W 9101)" "$S6"
+	# masquerade of both families (a reload)
+	sed -i -e '/one-to-one\|nptv6/d' -e 's/masquerade: { out: wan }/masquerade: { out: wan, family: [ipv4, ipv6] }/' "$NS_TMP/d.yaml"
+	out=$(nfbox_ctl reload --policy "$NS_TMP/d.yaml" 2>&1) && t_ok reload-masquerade-both || t_fail reload-masquerade-both "$out"
+	expect masquerade-both-v6 "$(who in_s 80 in_c $S6)" "$A6W"
+	expect masquerade-both-v4 "$(who in_s 80 in_c $S4)" "$A4W"
+	nfbox_stop
+else
+	t_fail forms-start "$(cat "$NS_TMP/nfbox.err")"
+fi
 
 # ---- NAT beside an output hook ----
 # NAT's own hooks sit at -100 on output (dstnat), as an administrator's

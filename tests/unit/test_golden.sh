@@ -158,7 +158,7 @@ else
 fi
 
 # Warnings alone do not fail without --strict.
-for n in host-bits shadowed; do
+for n in host-bits shadowed country-db-missing; do
 	t_check "warnings-pass-$n" "$NFBOX" validate --quiet --offline tests/unit/golden/invalid/$n.yaml 2>/dev/null
 done
 

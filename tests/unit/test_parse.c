@@ -2,13 +2,15 @@
 /*
  * The scalar syntaxes of the policy language (policy/syntax/parse.c), value
  * by value: sizes with and without a decimal fraction, rates with their
- * period, durations in milliseconds. What the loader does with them is in
+ * period, durations in milliseconds; a forward-port's target with a port
+ * or a range of ports; the country codes a country set takes. What the loader does with them is in
  * the golden files.
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "policy/policy.h"
 #include "policy/syntax/parse.h"
 #include "tests/lib/check.h"
 
@@ -162,6 +164,49 @@ static void test_ports(void)
 	}
 }
 
+/* A forward-port's target: ADDRESS, ADDRESS:PORT, [IPV6]:PORT and a range
+ * of ports ADDRESS:LOW-HIGH. */
+static void test_targets(void)
+{
+	static const struct {
+		const char *in;
+		const char *want; /* "ADDRESS PORT-LAST" or "error" */
+	} cases[] = {
+		{ "198.51.100.10", "198.51.100.10 0-0" },
+		{ "198.51.100.10:80", "198.51.100.10 80-80" },
+		{ "198.51.100.10:9000-9002", "198.51.100.10 9000-9002" },
+		{ "[2001:db8::10]:8443", "2001:db8::10 8443-8443" },
+		{ "[2001:db8::10]:7000-7001", "2001:db8::10 7000-7001" },
+		{ "198.51.100.10:9010-9000", "error" },
+		{ "198.51.100.10:0", "error" },
+		{ "198.51.100.10:80-0", "error" },
+		{ "198.51.100.10:80-65536", "error" },
+		{ "198.51.100.10:-80", "error" },
+		{ "198.51.100.10:80-", "error" },
+		{ "198.51.100.10:123456789", "error" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct prefix addr;
+		uint16_t port = 1, last = 1;
+		const char *why = NULL;
+		char name[80], got[96], a[64];
+		int r = parse_addr_port(cases[i].in, &addr, &port, &last, &why);
+
+		if (r < 0) {
+			snprintf(got, sizeof(got), "error");
+		} else {
+			policy_prefix_format(&addr, a, sizeof(a));
+			snprintf(got, sizeof(got), "%s %u-%u", a, port, last);
+		}
+		snprintf(name, sizeof(name), "target %s", cases[i].in);
+		check_begin(name);
+		CHECK_EQ_STR(got, cases[i].want);
+		CHECK(r == 0 || why);
+		check_end();
+	}
+}
+
 /* Ranges as the fewest prefixes, checked against the known splits and, on
  * random ranges, against the definition: the prefixes are aligned, in
  * order, adjacent, and cover exactly first..last. */
@@ -247,10 +292,47 @@ static void test_ranges(void)
 	check_end();
 }
 
+/* The country codes a set takes are exactly ISO 3166-1 alpha-2 as tzdata
+ * lists it (iso3166.tab, on every Debian system), with XK and ZZ: the
+ * table in policy/syntax/countries.c, checked against another's. */
+static void test_countries(void)
+{
+	char known[26][26] = { 0 }, line[256];
+	FILE *f = fopen("/usr/share/zoneinfo/iso3166.tab", "r");
+	unsigned n = 0;
+
+	check_begin("countries-iso3166");
+	if (!f) {
+		check_fail_at(__FILE__, __LINE__, "cannot read /usr/share/zoneinfo/iso3166.tab (tzdata)");
+		check_end();
+		return;
+	}
+	while (fgets(line, sizeof(line), f))
+		if (line[0] >= 'A' && line[0] <= 'Z' && line[1] >= 'A' && line[1] <= 'Z' && line[2] == '\t') {
+			known[line[0] - 'A'][line[1] - 'A'] = 1;
+			n++;
+		}
+	fclose(f);
+	CHECK(n >= 249);
+	known['X' - 'A']['K' - 'A'] = known['Z' - 'A']['Z' - 'A'] = 1;
+	for (int a = 0; a < 26; a++)
+		for (int b = 0; b < 26; b++) {
+			char cc[3] = { (char)('A' + a), (char)('A' + b), 0 };
+
+			if (policy_country_known(cc) != known[a][b])
+				check_fail_at(__FILE__, __LINE__, "%s: %s by nfbox, %s by tzdata", cc,
+					      policy_country_known(cc) ? "known" : "unknown",
+					      known[a][b] ? "known" : "unknown");
+		}
+	check_end();
+}
+
 int main(void)
 {
+	test_countries();
 	test_ranges();
 	test_ports();
+	test_targets();
 	test_sizes();
 	test_rates();
 	test_durations_ms();

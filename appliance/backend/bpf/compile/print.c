@@ -575,9 +575,16 @@ static void json_nat(const struct policy *p, struct json *j)
 		json_object_begin(j);
 		json_kv_str(j, "kind", policy_nat_kind_names[n->kind]);
 		json_kv_u64(j, "line", n->loc.line);
-		json_ifaces(j, "in", &n->in);
+		json_key(j, "families");
+		json_array_begin(j);
+		for (uint8_t f = POLICY_FAM_IPV4; f <= POLICY_FAM_IPV6; f <<= 1)
+			if (n->families & f)
+				json_str(j, policy_family_name((enum policy_family)f));
+		json_array_end(j);
+		json_ifaces(j, "in", nat_in(n));
 		json_ifaces(j, "out", &n->out);
 		json_addrs(j, "from", &n->from);
+		json_addrs(j, "destination", &n->dest);
 		json_ports(j, "service", &n->service);
 		if (n->kind == NAT_SNAT || n->kind == NAT_FORWARD_PORT) {
 			policy_prefix_format(&n->to_addr, buf, sizeof(buf));
@@ -587,8 +594,16 @@ static void json_nat(const struct policy *p, struct json *j)
 			policy_prefix_format(&n->to_last, buf, sizeof(buf));
 			json_kv_str(j, "to_last", buf);
 		}
+		if (n->kind == NAT_ONE_TO_ONE || n->kind == NAT_NPTV6) {
+			policy_prefix_format(&n->inside, buf, sizeof(buf));
+			json_kv_str(j, "inside", buf);
+			policy_prefix_format(&n->to_addr, buf, sizeof(buf));
+			json_kv_str(j, "outside", buf);
+		}
 		if (n->kind == NAT_FORWARD_PORT || n->kind == NAT_REDIRECT)
 			json_kv_u64(j, "to_port", n->to_port);
+		if (n->kind == NAT_FORWARD_PORT && n->to_port_last != n->to_port)
+			json_kv_u64(j, "to_port_last", n->to_port_last);
 		if (n->kind == NAT_FORWARD_PORT)
 			json_kv_bool(j, "hairpin", n->hairpin);
 		json_object_end(j);

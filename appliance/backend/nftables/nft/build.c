@@ -1410,13 +1410,27 @@ static void nat_what(const struct nat_rule *n, char *buf, size_t len)
 	snprintf(buf, len, "nat %s (line %u)", policy_nat_kind_names[n->kind], n->loc.line);
 }
 
+/* A NAT entry's limits by source and by destination, for family fam. */
+static void nat_limits(struct ctx *c, struct nfr_rule *r, const struct nat_rule *n, uint8_t fam)
+{
+	if (planted("nat-limits-ignored")) /* test_nat's positive control */
+		return;
+	match_addrs(c, r, &n->from, 0, fam);
+	match_addrs(c, r, &n->dest, 1, fam);
+}
+
+/* Whether a source translation is a rule per family: all but a masquerade
+ * (or no-nat) of both families with no limit. */
+static bool per_family(const struct nat_rule *n)
+{
+	return n->families != POLICY_FAM_ANY || !n->from.any || !n->dest.any;
+}
+
 /* The source translation of family fam to lo..hi. */
 static void snat_to(struct nfr_rule *r, uint8_t fam, const struct prefix *lo, const struct prefix *hi)
 {
-	struct nfr_stmt *s;
+	struct nfr_stmt *s = s_add(r, NFR_S_SNAT, NULL);
 
-	match_nfproto(r, fam);
-	s = s_add(r, NFR_S_SNAT, NULL);
 	s->family = fam;
 	memcpy(s->addr_lo, lo->addr, 16);
 	memcpy(s->addr_hi, hi->addr, 16);
@@ -1443,41 +1457,150 @@ static void nat_source_vrrp(struct ctx *c, uint32_t chain)
 	nfr_rule_add(c->t, &r, "ha: VRRP without source NAT");
 }
 
-static void nat_source(struct ctx *c, const struct nat_rule *n)
+/* One rule of a masquerade, snat or no-nat: out, the family (none: both)
+ * and its limits, then the translation, or for a no-nat none (accept ends
+ * the nat chain). */
+static void nat_source_fam(struct ctx *c, const struct nat_rule *n, uint8_t fam)
 {
 	struct nfr_rule r = { .chain = nat_chain(c, false), .loc = n->loc };
 	char what[64];
 
-	nat_source_vrrp(c, r.chain);
 	nat_what(n, what, sizeof(what));
-	for (uint32_t i = 0; i < n->nvips; i++) { /* ha: before the masquerade (policy.h) */
-		struct nfr_rule v = { .chain = r.chain, .loc = n->loc };
-		struct iface_match one = { .ifnames = &n->vips[i].ifname, .n = 1 };
-
-		match_ifaces(c, &v, &one, true, false, NULL);
-		snat_to(&v, n->vips[i].addr.family, &n->vips[i].addr, &n->vips[i].addr);
-		nfr_rule_add(c->t, &v, what);
-	}
 	match_ifaces(c, &r, &n->out, true, false, NULL);
-	if (n->kind == NAT_MASQUERADE)
+	if (fam != POLICY_FAM_ANY) {
+		match_nfproto(&r, fam);
+		nat_limits(c, &r, n, fam);
+	}
+	if (n->kind == NAT_NO_NAT)
+		s_add(&r, NFR_S_ACCEPT, NULL);
+	else if (n->kind == NAT_MASQUERADE)
 		s_add(&r, NFR_S_MASQ, NULL);
 	else
-		snat_to(&r, n->families, &n->to_addr, &n->to_last);
+		snat_to(&r, fam, &n->to_addr, &n->to_last);
 	nfr_rule_add(c->t, &r, what);
 }
 
-static void nat_dest_stmt(const struct nat_rule *n, struct nfr_rule *r, uint8_t fam)
+static void nat_source_fams(struct ctx *c, const struct nat_rule *n)
 {
+	if (!per_family(n) || (n->kind == NAT_MASQUERADE && planted("nat-masq-family-ignored"))) {
+		nat_source_fam(c, n, POLICY_FAM_ANY);
+		return;
+	}
+	for (uint8_t fam = POLICY_FAM_IPV4; fam <= POLICY_FAM_IPV6; fam <<= 1)
+		if (n->families & fam)
+			nat_source_fam(c, n, fam);
+}
+
+static void nat_source(struct ctx *c, const struct nat_rule *n)
+{
+	uint32_t chain = nat_chain(c, false);
+	char what[64];
+
+	nat_source_vrrp(c, chain);
+	nat_what(n, what, sizeof(what));
+	for (uint32_t i = 0; i < n->nvips; i++) { /* ha: before the masquerade (policy.h) */
+		struct nfr_rule v = { .chain = chain, .loc = n->loc };
+		struct iface_match one = { .ifnames = &n->vips[i].ifname, .n = 1 };
+		uint8_t fam = n->vips[i].addr.family;
+
+		match_ifaces(c, &v, &one, true, false, NULL);
+		match_nfproto(&v, fam);
+		nat_limits(c, &v, n, fam);
+		snat_to(&v, fam, &n->vips[i].addr, &n->vips[i].addr);
+		nfr_rule_add(c->t, &v, what);
+	}
+	nat_source_fams(c, n);
+}
+
+/* A one-to-one (or nptv6) one way: out of its interface from the inside
+ * to the outside (postrouting), or in on it from the outside to the inside
+ * (prerouting). A prefix maps address by address, its host bits kept
+ * (nftables' prefix NAT); one address maps to one. */
+static void nat_binat(struct ctx *c, const struct nat_rule *n, bool pre)
+{
+	struct nfr_rule r = { .chain = nat_chain(c, pre), .loc = n->loc };
+	const struct prefix *from = pre ? &n->to_addr : &n->inside, *to = pre ? &n->inside : &n->to_addr;
+	struct nfr_match *m;
+	struct nfr_stmt *s;
+	char what[64];
+
+	nat_what(n, what, sizeof(what));
+	match_ifaces(c, &r, &n->out, !pre, false, NULL);
+	match_nfproto(&r, n->families);
+	m = m_add(&r, NFR_M_ADDR_EQ);
+	m->dir = pre;
+	m->family = n->families;
+	m->value = from->plen;
+	memcpy(m->addr, from->addr, 16);
+	s = s_add(&r, pre ? NFR_S_DNAT : NFR_S_SNAT, NULL);
+	s->family = n->families;
+	nft_prefix_range(to, s->addr_lo, s->addr_hi);
+	s->netmap = to->plen < (n->families == POLICY_FAM_IPV4 ? 32 : 128);
+	nfr_rule_add(c->t, &r, what);
+}
+
+/* Whether the service's ports of protocol proto are the target's range
+ * itself: the port is kept, no map needed. */
+static bool ports_kept(const struct nat_rule *n, uint8_t proto)
+{
+	for (uint32_t i = 0; i < n->service.n; i++) {
+		const struct port_range *pr = &n->service.v[i];
+
+		if (pr->proto == proto && (pr->lo != n->to_port || pr->hi != n->to_port_last))
+			return false;
+	}
+	return true;
+}
+
+/* A forward-port of ranges onto the range to_port..to_port_last: each port
+ * of proto's ranges to its own, in a map (a rule per port would make the
+ * first packet of a connection walk them all). */
+static const struct nfr_set *port_map(struct ctx *c, const struct nat_rule *n, uint8_t proto, uint8_t fam)
+{
+	struct nfr_set *s = nfr_set_new(c->t, NULL, NFR_KEY_PORT, false);
+
+	if (!s)
+		return NULL;
+	s->portmap = true;
+	s->map_family = fam;
+	memcpy(s->map_addr, n->to_addr.addr, 16);
+	for (uint32_t i = 0; i < n->service.n; i++) {
+		const struct port_range *pr = &n->service.v[i];
+
+		for (uint32_t p = pr->lo; pr->proto == proto && p <= pr->hi && !c->t->err; p++) {
+			uint8_t key[16];
+
+			port_key(key, proto, (uint16_t)p, false);
+			nfr_set_add(c->t, s, key, key);
+			if (!c->t->err)
+				s->v[s->n - 1].map_port =
+					(uint16_t)(n->to_port + (planted("nat-portmap-flat") ? 0 : p - pr->lo));
+		}
+	}
+	nfr_set_normalize(s);
+	return s;
+}
+
+static void nat_dest_stmt(struct ctx *c, const struct nat_rule *n, struct nfr_rule *r, uint8_t fam, uint8_t proto)
+{
+	bool ranged = n->to_port_last != n->to_port;
 	struct nfr_stmt *s;
 
 	if (n->kind == NAT_REDIRECT) {
 		s_add(r, NFR_S_REDIRECT, NULL)->port = n->to_port;
 		return;
 	}
+	if (ranged && !ports_kept(n, proto)) {
+		s = s_add(r, NFR_S_DNAT_MAP, NULL);
+		s->family = fam;
+		s->set = port_map(c, n, proto, fam);
+		return;
+	}
 	s = s_add(r, NFR_S_DNAT, NULL);
 	s->family = fam;
 	memcpy(s->addr_lo, n->to_addr.addr, 16);
-	s->port = n->to_port;
+	memcpy(s->addr_hi, n->to_addr.addr, 16);
+	s->port = ranged ? 0 : n->to_port;
 }
 
 /*
@@ -1536,19 +1659,26 @@ static bool hairpins(const struct nat_rule *n)
 	       (n->families == POLICY_FAM_IPV4 || n->families == POLICY_FAM_IPV6);
 }
 
+/* Hairpin to the addresses of in: (its set), not to a destination: named. */
+static bool hairpins_by_set(const struct nat_rule *n)
+{
+	return hairpins(n) && n->dest.any;
+}
+
 uint32_t nft_hairpin_sets(const struct policy *p, const struct nft_build_opts *o, struct nfr_table *t)
 {
 	struct ctx c = { .p = p, .o = o, .t = t };
 	uint32_t before = t->nsets;
 
 	for (uint32_t i = 0; i < p->nnat; i++)
-		if (hairpins(&p->nat[i]))
+		if (hairpins_by_set(&p->nat[i]))
 			hairpin_set(&c, &p->nat[i], p->nat[i].families);
 	return t->nsets - before;
 }
 
 /* One protocol's ports of a forward-port or redirect: as it arrives on
- * `in`, and (hairpin) from anywhere else to an address of `in`. */
+ * `in`, and (hairpin) from anywhere else to an address of `in` (or to its
+ * destination: where it names some). */
 static void nat_dest_proto(struct ctx *c, const struct nat_rule *n, uint8_t fam, unsigned proto_bit, bool hairpin)
 {
 	struct nfr_rule r = { .chain = nat_chain(c, true), .loc = n->loc };
@@ -1558,9 +1688,9 @@ static void nat_dest_proto(struct ctx *c, const struct nat_rule *n, uint8_t fam,
 	match_ifaces(c, &r, &n->in, false, hairpin, NULL);
 	if (fam != POLICY_FAM_ANY) {
 		match_nfproto(&r, fam);
-		match_addrs(c, &r, &n->from, 0, fam);
+		nat_limits(c, &r, n, fam);
 	}
-	if (hairpin) {
+	if (hairpin && hairpins_by_set(n)) {
 		struct nfr_match *m = m_add(&r, NFR_M_ADDR);
 
 		m->dir = 1;
@@ -1568,7 +1698,7 @@ static void nat_dest_proto(struct ctx *c, const struct nat_rule *n, uint8_t fam,
 		m->set = hairpin_set(c, n, fam);
 	}
 	match_ports(c, &r, &n->service, 1, proto_bit);
-	nat_dest_stmt(n, &r, fam);
+	nat_dest_stmt(c, n, &r, fam, port_protos[__builtin_ctz(proto_bit)]);
 	nfr_rule_add(c->t, &r, what);
 }
 
@@ -1620,20 +1750,33 @@ static void nat_dest(struct ctx *c, const struct nat_rule *n)
 	}
 }
 
+/* In the order the chains take them: a no-nat first (what it matches
+ * leaves untranslated, wherever it stands in the policy); a one-to-one's
+ * outbound half before masquerade and snat; forward-port and redirect
+ * before a one-to-one's inbound half (a port is more precise than an
+ * address). The rest in the policy's order. */
 static void nat(struct ctx *c)
 {
-	for (uint32_t i = 0; i < c->p->nnat; i++) {
-		const struct nat_rule *n = &c->p->nat[i];
+	for (int pass = 0; pass < 4; pass++)
+		for (uint32_t i = 0; i < c->p->nnat; i++) {
+			const struct nat_rule *n = &c->p->nat[i];
+			bool binat = n->kind == NAT_ONE_TO_ONE || n->kind == NAT_NPTV6;
 
-		/* An empty interface group names no interface: nothing to
-		 * translate (no condition would mean every interface). */
-		if (iface_none(&n->in) || iface_none(&n->out))
-			continue;
-		if (n->kind == NAT_MASQUERADE || n->kind == NAT_SNAT)
-			nat_source(c, n);
-		else
-			nat_dest(c, n);
-	}
+			/* An empty interface group names no interface: nothing to
+			 * translate (no condition would mean every interface). */
+			if (iface_none(&n->in) || iface_none(&n->out))
+				continue;
+			if (pass == 0 && n->kind == NAT_NO_NAT && !planted("nat-no-nat-ignored"))
+				nat_source_fams(c, n);
+			else if (((pass == 1 && !planted("nat-binat-inbound-only")) ||
+				  (pass == 3 && !planted("nat-binat-outbound-only"))) &&
+				 binat)
+				nat_binat(c, n, pass == 3);
+			else if (pass == 2 && (n->kind == NAT_MASQUERADE || n->kind == NAT_SNAT))
+				nat_source(c, n);
+			else if (pass == 2 && (n->kind == NAT_FORWARD_PORT || n->kind == NAT_REDIRECT))
+				nat_dest(c, n);
+		}
 }
 
 /* ---- the table ---- */

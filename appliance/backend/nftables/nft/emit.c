@@ -142,7 +142,7 @@ static void e_mask(struct nftnl_rule *r, const void *mask, uint32_t len)
 	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, zero, len);
 }
 
-static void e_lookup(struct nftnl_rule *r, const struct nfr_set *s, bool inv)
+static struct nftnl_expr *e_lookup(struct nftnl_rule *r, const struct nfr_set *s, bool inv)
 {
 	struct nftnl_expr *e = expr(r, "lookup");
 	char name[NFR_NAME];
@@ -152,6 +152,7 @@ static void e_lookup(struct nftnl_rule *r, const struct nfr_set *s, bool inv)
 	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_SET_ID, s->id);
 	if (inv)
 		nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_FLAGS, NFT_LOOKUP_F_INV);
+	return e;
 }
 
 static void e_imm(struct nftnl_rule *r, uint32_t reg, const void *data, uint32_t len)
@@ -361,12 +362,24 @@ static void emit_match(struct nftnl_rule *r, const struct nfr_match *m)
 
 /* ---- statements ---- */
 
+static struct nftnl_expr *e_nat(struct nftnl_rule *r, const struct nfr_stmt *s)
+{
+	struct nftnl_expr *e = expr(r, "nat");
+
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, s->kind == NFR_S_SNAT ? NFT_NAT_SNAT : NFT_NAT_DNAT);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY, s->family == POLICY_FAM_IPV4 ? NFPROTO_IPV4 : NFPROTO_IPV6);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, REG1);
+	return e;
+}
+
+/* snat/dnat to an address, a range of them, or (netmap) a prefix whose
+ * every address maps to the one with the same host bits; a port. */
 static void s_nat(struct nftnl_rule *r, const struct nfr_stmt *s)
 {
 	uint32_t len = addr_len(s->family);
 	uint16_t port = htons(s->port);
 	struct nftnl_expr *e;
-	bool range = s->kind == NFR_S_SNAT && memcmp(s->addr_lo, s->addr_hi, len);
+	bool range = (s->kind == NFR_S_SNAT || s->netmap) && memcmp(s->addr_lo, s->addr_hi, len);
 	uint32_t port_reg = range ? NFT_REG_3 : REG2; /* after the addresses */
 
 	e_imm(r, REG1, s->addr_lo, len);
@@ -374,16 +387,29 @@ static void s_nat(struct nftnl_rule *r, const struct nfr_stmt *s)
 		e_imm(r, REG2, s->addr_hi, len);
 	if (s->port)
 		e_imm(r, port_reg, &port, 2);
-	e = expr(r, "nat");
-	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, s->kind == NFR_S_SNAT ? NFT_NAT_SNAT : NFT_NAT_DNAT);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY, s->family == POLICY_FAM_IPV4 ? NFPROTO_IPV4 : NFPROTO_IPV6);
-	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, REG1);
+	e = e_nat(r, s);
 	if (range)
 		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MAX, REG2);
 	if (s->port) {
 		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_PROTO_MIN, port_reg);
 		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FLAGS, NF_NAT_RANGE_PROTO_SPECIFIED);
 	}
+	if (s->netmap)
+		nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FLAGS, NF_NAT_RANGE_NETMAP);
+}
+
+/* dnat FAMILY to th dport map SET: the map gives address . port, in the
+ * registers from REG1 on (the port in the 4-byte register after the
+ * address), as nft lays them out. */
+static void s_nat_map(struct nftnl_rule *r, const struct nfr_stmt *s)
+{
+	struct nftnl_expr *e;
+
+	e_payload(r, NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2);
+	e = e_lookup(r, s->set, false);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_LOOKUP_DREG, REG1);
+	e = e_nat(r, s);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_PROTO_MIN, s->family == POLICY_FAM_IPV4 ? NFT_REG32_01 : REG2);
 }
 
 /* dynset OP @SET { ip/ip6 saddr NESTED }: the set's element for the
@@ -488,6 +514,9 @@ static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
 			break;
 		}
 		e_dynset_saddr(r, s, NFT_DYNSET_OP_ADD, e);
+		break;
+	case NFR_S_DNAT_MAP:
+		s_nat_map(r, s);
 		break;
 	case NFR_S_REDIRECT:
 		e_imm(r, REG1, &port, 2);
@@ -676,6 +705,14 @@ static struct nftnl_set *set_alloc(const struct nfr_set *s)
 		nftnl_set_set_data(ns, NFTNL_SET_DESC_CONCAT, proto_port_fields, sizeof(proto_port_fields));
 	if (s->objmap)
 		nftnl_set_set_u32(ns, NFTNL_SET_OBJ_TYPE, NFT_OBJECT_COUNTER);
+	if (s->portmap) { /* data: address . port */
+		nftnl_set_set_u32(ns, NFTNL_SET_FLAGS, NFT_SET_ANONYMOUS | NFT_SET_CONSTANT | NFT_SET_MAP);
+		nftnl_set_set_u32(ns, NFTNL_SET_DATA_TYPE,
+				  (s->map_family == POLICY_FAM_IPV4 ? NFT_TYPE_IPADDR : NFT_TYPE_IP6ADDR)
+						  << NFT_TYPE_BITS |
+					  NFT_TYPE_INET_SERVICE);
+		nftnl_set_set_u32(ns, NFTNL_SET_DATA_LEN, addr_len(s->map_family) + 4);
+	}
 	set_udata(ns, s->key == NFR_KEY_IFNAME || s->key == NFR_KEY_NFPROTO ? BYTEORDER_HOST : BYTEORDER_BIG,
 		  s->comment);
 	if (s->timeout)
@@ -745,8 +782,17 @@ static int put_elem(struct nftnl_set *ns, const struct nfr_table *t, const struc
 	}
 	if (s->interval && i == 0 && memcmp(v->lo, zero, len) && !add_elem(ns, zero, len, true, 0))
 		return -ENOMEM;
-	if (!add_elem(ns, v->lo, len, false, v->timeout_ms))
+	if (!(e = add_elem(ns, v->lo, len, false, v->timeout_ms)))
 		return -ENOMEM;
+	if (s->portmap) {
+		uint8_t data[20] = { 0 };
+		uint32_t alen = addr_len(s->map_family);
+
+		memcpy(data, s->map_addr, alen);
+		data[alen] = (uint8_t)(v->map_port >> 8);
+		data[alen + 1] = (uint8_t)v->map_port;
+		nftnl_set_elem_set(e, NFTNL_SET_ELEM_DATA, data, alen + 4);
+	}
 	if (s->interval && !all_ones(v->hi, len)) {
 		memcpy(next, v->hi, len);
 		plus_one(next, len);

@@ -343,11 +343,16 @@ static const struct nfr_set *bind_anon(struct nfr_table *t, const struct nfr_set
 	if (!(copy = nfr_set_new(t, NULL, s->key, s->interval)))
 		return s;
 	copy->objmap = s->objmap;
+	copy->portmap = s->portmap;
+	copy->map_family = s->map_family;
+	memcpy(copy->map_addr, s->map_addr, sizeof(copy->map_addr));
 	copy->bound = true;
 	for (uint32_t i = 0; i < s->n && !t->err; i++) {
 		nfr_set_add(t, copy, s->v[i].lo, s->v[i].hi);
-		if (!t->err)
+		if (!t->err) {
 			copy->v[copy->n - 1].chain = s->v[i].chain;
+			copy->v[copy->n - 1].map_port = s->v[i].map_port;
+		}
 	}
 	return copy;
 }

@@ -31,6 +31,7 @@ enum nfr_key {
 struct nfr_elem {
 	uint8_t lo[16], hi[16];
 	uint32_t chain;	     /* a counter map's element: this counter (index in counters) */
+	uint16_t map_port;   /* a port map's element: the port its key goes to */
 	uint64_t timeout_ms; /* a timeout set's element: it goes after this long; 0 never */
 };
 
@@ -39,7 +40,11 @@ struct nfr_set {
 	uint32_t id;	     /* unique in the transaction */
 	enum nfr_key key;
 	bool interval;
-	bool objmap;		   /* a counter map: each element names its counter */
+	bool objmap;	    /* a counter map: each element names its counter */
+	bool portmap;	    /* a port map (anonymous, of ports): each element goes to
+			      map_addr . its map_port (a forward-port of a range to a range) */
+	uint8_t map_family; /* a port map's: POLICY_FAM_IPV4 or _IPV6 */
+	uint8_t map_addr[16];
 	bool bound;		   /* anonymous: used by a rule already (the kernel binds it to one) */
 	bool dynamic;		   /* filled by the packet path (a meter): flags dynamic, and timeout
 			       unless timeout_s is 0 (connection counts: an element goes when
@@ -94,8 +99,10 @@ enum nfr_stmt_kind {
 	NFR_S_REJECT_ICMPX, /* reject with icmpx type CODE (value: NFT_REJECT_ICMPX_*) */
 	NFR_S_JUMP,	    /* jump NAME */
 	NFR_S_MASQ,
-	NFR_S_SNAT,	   /* snat FAMILY to addr_lo[-addr_hi] */
-	NFR_S_DNAT,	   /* dnat FAMILY to addr_lo[:port] */
+	NFR_S_SNAT,	   /* snat FAMILY to addr_lo[-addr_hi]; netmap: snat FAMILY prefix to
+			      addr_lo/LEN (the host bits kept) */
+	NFR_S_DNAT,	   /* dnat FAMILY to addr_lo[:port]; netmap as snat's */
+	NFR_S_DNAT_MAP,	   /* dnat FAMILY to th dport map SET (a port map) */
 	NFR_S_REDIRECT,	   /* redirect to :port */
 	NFR_S_COUNTER_MAP, /* counter name meta l4proto . th dport map SET: counts
 			      and matches (a key not in the map ends the rule) */
@@ -114,7 +121,8 @@ struct nfr_stmt {
 	uint8_t family;
 	uint8_t addr_lo[16], addr_hi[16];
 	uint16_t port;
-	const struct nfr_set *set; /* NFR_S_COUNTER_MAP, NFR_S_METER, NFR_S_CONNLIMIT */
+	bool netmap;		   /* NFR_S_SNAT, NFR_S_DNAT: addr_lo..addr_hi is a prefix mapped address by address */
+	const struct nfr_set *set; /* NFR_S_COUNTER_MAP, NFR_S_METER, NFR_S_CONNLIMIT, NFR_S_DNAT_MAP */
 	uint32_t rate, per, burst; /* NFR_S_METER (family: the address's) */
 };
 

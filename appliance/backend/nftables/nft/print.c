@@ -80,6 +80,11 @@ static void print_elem(const struct nfr_table *t, const struct nfr_set *s, const
 			fprintf(f, "-%u", port_at(hi));
 		if (s->objmap)
 			fprintf(f, " : \"%s\"", t->counters[e->chain].name);
+		if (s->portmap) {
+			fputs(" : ", f);
+			print_addr(s->map_addr, s->map_family == POLICY_FAM_IPV4 ? NFR_KEY_IPV4 : NFR_KEY_IPV6, f);
+			fprintf(f, " . %u", e->map_port);
+		}
 		break;
 	}
 	}
@@ -251,18 +256,21 @@ static void print_stmt(const struct nfr_table *t, const struct nfr_stmt *s, FILE
 		fputs("masquerade", f);
 		break;
 	case NFR_S_SNAT:
-		fprintf(f, "snat %s to ", ip);
-		print_nat_addr(s->addr_lo, s->family, false, f);
-		if (memcmp(s->addr_lo, s->addr_hi, v6 ? 16 : 4)) {
+	case NFR_S_DNAT:
+		fprintf(f, "%s %s %sto ", s->kind == NFR_S_SNAT ? "snat" : "dnat", ip, s->netmap ? "prefix " : "");
+		print_nat_addr(s->addr_lo, s->family, v6 && s->port, f);
+		if (s->netmap)
+			fprintf(f, "/%d", nfr_prefix_len(s->addr_lo, s->addr_hi, v6 ? 128 : 32));
+		else if (s->kind == NFR_S_SNAT && memcmp(s->addr_lo, s->addr_hi, v6 ? 16 : 4)) {
 			fputc('-', f);
 			print_nat_addr(s->addr_hi, s->family, false, f);
 		}
-		break;
-	case NFR_S_DNAT:
-		fprintf(f, "dnat %s to ", ip);
-		print_nat_addr(s->addr_lo, s->family, v6 && s->port, f);
 		if (s->port)
 			fprintf(f, ":%u", s->port);
+		break;
+	case NFR_S_DNAT_MAP:
+		fprintf(f, "dnat %s to th dport map ", ip);
+		print_set_ref(t, s->set, f);
 		break;
 	case NFR_S_REDIRECT:
 		fprintf(f, "redirect to :%u", s->port);
