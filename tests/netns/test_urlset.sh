@@ -7,7 +7,8 @@
 # least, 5m; the test build's NFBOX_TEST_URL_REFRESH=2 makes it 2 s (nfbox
 # itself has no such switch). Cases:
 # - the first fetch soon after the start: a listed client is dropped,
-#   another passes; status (kind url, the URL, entries, loaded, checked);
+#   another passes; status (kind url, the URL, entries, loaded, checked;
+#   every key named in docs/report.md);
 #   nfbox set add/flush refused;
 # - the list changes on the server: after a refresh the new address is
 #   dropped and the old one passes, without a reload;
@@ -134,6 +135,9 @@ t_check status-entries [ "$(feed entries)" = 2 ]
 t_check status-loaded [ "$(feed loaded)" != None ]
 t_check status-checked [ "$(feed checked)" != None ]
 t_check status-no-warning [ "$(feed warning)" = None ]
+nfbox_ctl status --json >"$NS_TMP/status.json"
+out=$(/usr/bin/python3 tests/lib/keysdoc.py docs/report.md "$NS_TMP/status.json" 2>&1) &&
+	t_ok status-keys-documented || t_fail status-keys-documented "$out"
 t_check status-text grep -q "^feeds:      listed: url, $URL; 2 entries, loaded" <(nfbox_ctl status)
 t_check list-by grep -Eq "^198\.51\.100\.2[[:space:]].*by url" <(nfbox_ctl set list listed)
 out=$(nfbox_ctl set add listed 192.0.2.99 2>&1)
