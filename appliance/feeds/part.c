@@ -44,7 +44,8 @@
  * the set is never emptied by it. A reload that keeps a set's URL (and
  * CA) keeps its fetcher as it is, list and schedule: no fetch of its own.
  * A fetcher whose set went away is let finish in the background (the loop
- * does not wait for it) and freed then; stop and close join every fetch.
+ * does not wait for it) and freed then; stop and close end every fetch
+ * (libcurl's progress callback, within a second) and join it.
  */
 #include <arpa/inet.h>
 #include <ares.h>
@@ -105,6 +106,7 @@ struct fetcher {
 	struct daemon *dm;
 	pthread_t th;
 	bool running;
+	atomic_bool cancel; /* the fetch under way ends within a second (stop, a set gone) */
 	char *set, *url, *ca, *state_dir;
 	struct url_feed uf;
 	struct url_feed_state st;
@@ -363,7 +365,8 @@ static void fetcher_free(struct fetcher *u)
 	free(u);
 }
 
-/* Waits for the fetch under way, if any (stop, close: never in a round). */
+/* Waits for the fetch under way, if any: one that is done (on_fetched),
+ * or one told to end (stop: a second at most). */
 static void fetcher_join(struct fetcher *u)
 {
 	uint64_t n;
@@ -388,6 +391,7 @@ static void fetcher_drop(struct daemon *dm, struct fetcher *u)
 		fetcher_free(u);
 		return;
 	}
+	atomic_store(&u->cancel, true); /* its result would not be taken */
 	u->next = p->orphans;
 	p->orphans = u;
 }
@@ -519,7 +523,12 @@ static struct fetcher *fetcher_new(struct daemon *dm, const struct addr_set *s)
 		return NULL;
 	}
 	u->uf = (struct url_feed){
-		.name = u->set, .url = u->url, .ca = u->ca, .state_dir = u->state_dir, .max_redirects = -1
+		.name = u->set,
+		.url = u->url,
+		.ca = u->ca,
+		.state_dir = u->state_dir,
+		.max_redirects = -1,
+		.cancel = &u->cancel,
 	};
 	u->refresh = url_refresh(s->refresh);
 	u->due = clock_ms(CLOCK_MONOTONIC) + URL_FIRST_MS;
@@ -1419,13 +1428,16 @@ static void feeds_status(void *self, struct rep *status)
 		feed_status(p->dm, &p->fs->v[i], rep_object(l, NULL));
 }
 
-/* Every fetch under way waits to end (a fetch is bounded by its timeout);
- * its result is not taken. */
+/* Every fetch under way told to end, and joined (within a second: libcurl
+ * looks at cancel at least once a second); its result is not taken. */
 static void feeds_stop(void *self, bool keep)
 {
 	struct feeds_part *p = self;
 
 	(void)keep;
+	for (uint32_t i = 0; p->fs && i < p->fs->n; i++)
+		if (p->fs->v[i].fetch && !planted("urlset-stop-waits"))
+			atomic_store(&p->fs->v[i].fetch->cancel, true);
 	for (uint32_t i = 0; p->fs && i < p->fs->n; i++)
 		if (p->fs->v[i].fetch)
 			fetcher_join(p->fs->v[i].fetch);

@@ -17,12 +17,14 @@
 # - a fetch that takes long (nginx's limit_rate) runs off the loop:
 #   status answers at once meanwhile;
 # - a reload with the same URL loads nothing again; a reload without the
-#   set stops its fetches;
+#   set stops its fetches; a stop during a slow fetch ends it (within a
+#   second, not the fetch's 30 s timeout);
 # - a restart with the server down: the kept list is enforced at the
 #   start (the dynamic sets' saved file removed, so that it is the URL's
 #   list that comes back).
-# Positive control: NFBOX_TEST_PLANT=urlset-failure-empties (a failed fetch
-# empties the set) makes the 500 and garbage cases fail.
+# Positive controls (NFBOX_TEST_PLANT): urlset-failure-empties (a failed
+# fetch empties the set) makes the 500, garbage and server-down cases
+# fail; urlset-stop-waits (a stop lets the fetch run on) stop-ends-fetch.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
@@ -204,8 +206,20 @@ nfbox_ctl reload --policy "$NS_TMP/p.yaml" >/dev/null 2>&1
 t_check set-back-kept-list wait_until 3 log_has "set listed: 2 entries kept from the last fetch of $URL"
 t_check set-back-dropped [ "$(probe_from $C4B $S4 7000)" = drop ]
 
-# ---- a restart with the server down: the kept list at the start ----
+# ---- a stop during a slow fetch ends it: the daemon does not wait ----
+touch "$W/list.txt" # a 200 with the slow body, not a 304
+n0=$(fetches)
+mode slow
+sleep 3 # a fetch under way
+t_check stop-during-fetch [ "$(fetches)" = "$n0" ]
+t0=$(date +%s%N)
 nfbox_stop
+ms=$((($(date +%s%N) - t0) / 1000000))
+t_check stop-ends-fetch [ "$ms" -lt 2500 ]
+t_check stop-orderly grep -q "detaching and stopping" "$NS_TMP/nfbox.err"
+mode
+
+# ---- a restart with the server down: the kept list at the start ----
 nginx_stop
 ls "$NS_TMP/state" >"$NS_TMP/state.ls"
 rm -f "$NS_TMP/state/dynsets"* # the URL's own cache is what must bring the entries back
