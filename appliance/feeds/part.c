@@ -481,7 +481,7 @@ static void on_fetched(struct handler *h, uint32_t events)
 	}
 	fetcher_show(u);
 	u->due = clock_ms(CLOCK_MONOTONIC) + 1000LL * u->refresh;
-	if (u->r == 1) {
+	if (u->r == 1 || (u->r == 0 && u->problem[0])) { /* changed, or the kernel refused it last time */
 		url_apply(dm, u, "fetched from");
 	} else if (u->r < 0) {
 		log_warn("set %s: cannot fetch %s: %s; the set keeps its %llu entries; tried again in %us", u->set,
