@@ -31,6 +31,21 @@
  * signature (id and message) caused it; each ban is an event ("ids",
  * action "ban") and a line in the log. A reload keeps following the same
  * file from where it was.
+ *
+ * Lists fetched from a URL (url:, refresh:, ca:; feeds/url/feed.h): at the
+ * start, and when the set or its URL is new to a reload, the last good
+ * list kept in the state directory is put into the set at once, before any
+ * fetch. Then the list is fetched again every refresh (the first soon
+ * after the start), a conditional request each time. libcurl blocks, so a
+ * fetch runs in a thread of its own, one at a time for a set; the loop
+ * learns it is done through an eventfd, joins it, and replaces the set's
+ * entries only when the list changed. A fetch that fails or brings garbage
+ * changes nothing but the last error (a warning in the log and `status`):
+ * the set is never emptied by it. A reload that keeps a set's URL (and
+ * CA) keeps its fetcher as it is, list and schedule: no fetch of its own.
+ * A fetcher whose set went away is let finish in the background (the loop
+ * does not wait for it) and freed then; stop and close end every fetch
+ * (libcurl's progress callback, within a second) and join it.
  */
 #include <arpa/inet.h>
 #include <ares.h>
@@ -40,9 +55,11 @@
 #include <libgen.h>
 #include <limits.h>
 #include <netdb.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/timerfd.h>
@@ -50,15 +67,20 @@
 #include <unistd.h>
 
 #include "daemon/part.h"
+#include "daemon/state.h"
 #include "dynset/part/part.h"
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/pct.h"
 #include "feeds/mmdb.h"
+#include "feeds/url/feed.h"
+#include "lib/plant.h"
 
 #define FEED_BY_COUNTRY "country"
 #define FEED_BY_DNS	"dns"
-#define FEED_RETRY_S	30 /* a name that did not resolve: asked again after this (or min-ttl, if less) */
+#define FEED_BY_URL	"url"
+#define URL_FIRST_MS	1000 /* the first fetch after the start (or after a new URL) */
+#define FEED_RETRY_S	30   /* a name that did not resolve: asked again after this (or min-ttl, if less) */
 #define ARES_TIMEOUT_MS 2000
 #define ARES_TRIES	2
 
@@ -74,6 +96,31 @@ struct eve_ban {
 	struct dyn_change c;
 	char *by, *rule;
 	long long sid, sev;
+};
+
+/* A set's list from a URL: the library's state and the thread that
+ * fetches. While a fetch runs (running) the thread owns st; the loop reads
+ * only what it copied out of st when the fetch was joined (shown). */
+struct fetcher {
+	struct handler h; /* an eventfd: the fetch is done */
+	struct daemon *dm;
+	pthread_t th;
+	bool running;
+	atomic_bool cancel; /* the fetch under way ends within a second (stop, a set gone) */
+	char *set, *url, *ca, *state_dir;
+	struct url_feed uf;
+	struct url_feed_state st;
+	int r;		  /* of the fetch just done */
+	int64_t now;	  /* when it began (Unix time) */
+	uint32_t refresh; /* seconds between fetches */
+	long long due;	  /* CLOCK_MONOTONIC ms of the next fetch */
+	struct {	  /* st as of the last join, for status */
+		int64_t fetched, checked, failed;
+		uint32_t n;
+		char error[256];
+	} shown;
+	char problem[256];    /* the kernel refused the list ("" none) */
+	struct fetcher *next; /* in the part's list of those whose set went away */
 };
 
 struct feed {
@@ -103,6 +150,8 @@ struct feed {
 	uint32_t npend, cpend;
 	long long loaded;
 	char problem[640];
+	/* url */
+	struct fetcher *fetch;
 };
 
 struct sock {
@@ -115,6 +164,7 @@ struct feeds;
 struct feeds_part {
 	struct daemon *dm;
 	struct feeds *fs;
+	struct fetcher *orphans; /* fetches still running whose set went away */
 };
 #define FS(dm) (((struct feeds_part *)daemon_part_state(dm, &part_feeds))->fs)
 
@@ -133,6 +183,7 @@ struct feeds {
 		timer; /* a timerfd for the next question of a name (a round may be a second long); fd -1: none */
 };
 
+/* A feed freed; its fetcher, if any, was taken or dropped (fetcher_drop). */
 static void feed_free(struct feed *f)
 {
 	if (f->fd >= 0)
@@ -272,6 +323,231 @@ static void watch_databases(struct daemon *dm)
 	}
 }
 
+/* ---- lists fetched from a URL: a thread for each fetch ---- */
+
+/* The refresh of a url: set, in seconds. The test build takes a shorter
+ * one from NFBOX_TEST_URL_REFRESH (the policy's least is 5 minutes), so
+ * that a suite sees a list change within seconds; nfbox itself has no
+ * such switch. */
+static uint32_t url_refresh(uint32_t policy_s)
+{
+#ifdef NFBOX_TEST_PLANT
+	const char *e = getenv("NFBOX_TEST_URL_REFRESH");
+
+	if (e && atoi(e) > 0)
+		return (uint32_t)atoi(e);
+#endif
+	return policy_s;
+}
+
+static void fetcher_show(struct fetcher *u)
+{
+	u->shown.fetched = u->st.fetched;
+	u->shown.checked = u->st.checked;
+	u->shown.failed = u->st.failed;
+	u->shown.n = u->st.list.n;
+	snprintf(u->shown.error, sizeof(u->shown.error), "%s", u->st.last_error);
+}
+
+static void fetcher_free(struct fetcher *u)
+{
+	if (!u)
+		return;
+	if (u->h.fd >= 0) {
+		loop_unwatch(daemon_loop(u->dm), &u->h);
+		close(u->h.fd);
+	}
+	url_feed_state_free(&u->st);
+	free(u->set);
+	free(u->url);
+	free(u->ca);
+	free(u->state_dir);
+	free(u);
+}
+
+/* Waits for the fetch under way, if any: one that is done (on_fetched),
+ * or one told to end (stop: a second at most). */
+static void fetcher_join(struct fetcher *u)
+{
+	uint64_t n;
+
+	if (!u->running)
+		return;
+	pthread_join(u->th, NULL);
+	u->running = false;
+	while (read(u->h.fd, &n, sizeof(n)) == sizeof(n))
+		;
+}
+
+/* A fetcher whose set went away: freed now, or when its fetch is done
+ * (on_fetched), so that the loop never waits for the network. */
+static void fetcher_drop(struct daemon *dm, struct fetcher *u)
+{
+	struct feeds_part *p = daemon_part_state(dm, &part_feeds);
+
+	if (!u)
+		return;
+	if (!u->running) {
+		fetcher_free(u);
+		return;
+	}
+	atomic_store(&u->cancel, true); /* its result would not be taken */
+	u->next = p->orphans;
+	p->orphans = u;
+}
+
+/* The list (st.list) into the set: it becomes exactly the list. */
+static void url_apply(struct daemon *dm, struct fetcher *u, const char *why)
+{
+	const struct url_list *l = &u->st.list;
+	uint32_t added, deleted;
+	struct dyn_change *c;
+	struct diags d;
+
+	if (!(c = calloc(l->n ? l->n : 1, sizeof(*c)))) {
+		snprintf(u->problem, sizeof(u->problem), "out of memory for %u entries", l->n);
+		log_warn("set %s: %s", u->set, u->problem);
+		return;
+	}
+	for (uint32_t i = 0; i < l->n; i++) {
+		c[i].pfx = l->v[i];
+		c[i].by = FEED_BY_URL;
+		c[i].src = u->url;
+	}
+	diags_init(&d);
+	if (dyn_feed(dm, u->set, c, l->n, true, &added, &deleted, &d) < 0) {
+		snprintf(u->problem, sizeof(u->problem), "%s", diags_last(&d, "the kernel refused the entries"));
+		log_warn("set %s: the list from %s: %s", u->set, u->url, u->problem);
+	} else {
+		u->problem[0] = '\0';
+		log_info("set %s: %u entr%s %s %s (%u added, %u deleted)", u->set, l->n, l->n == 1 ? "y" : "ies", why,
+			 u->url, added, deleted);
+	}
+	diags_free(&d);
+	free(c);
+}
+
+static void *fetch_thread(void *arg)
+{
+	struct fetcher *u = arg;
+	uint64_t one = 1;
+
+	u->r = url_feed_refresh(&u->uf, &u->st, u->now);
+	if (write(u->h.fd, &one, sizeof(one)) < 0) {
+		/* cannot happen (an eventfd takes 2^64 - 2); the loop would wait */
+	}
+	return NULL;
+}
+
+static void fetch_start(struct fetcher *u)
+{
+	int r;
+
+	u->now = (int64_t)time(NULL);
+	if ((r = pthread_create(&u->th, NULL, fetch_thread, u)) != 0) {
+		log_warn("set %s: cannot start a fetch of %s: %s; tried again in %us", u->set, u->url, strerror(r),
+			 u->refresh);
+		u->due = clock_ms(CLOCK_MONOTONIC) + 1000LL * u->refresh;
+		return;
+	}
+	u->running = true;
+}
+
+static bool fetcher_owned(struct feeds *fs, const struct fetcher *u)
+{
+	for (uint32_t i = 0; fs && i < fs->n; i++)
+		if (fs->v[i].fetch == u)
+			return true;
+	return false;
+}
+
+/* A fetch is done: joined, and its result taken, in the loop. */
+static void on_fetched(struct handler *h, uint32_t events)
+{
+	struct fetcher *u = (struct fetcher *)h;
+	struct daemon *dm = u->dm;
+	struct feeds_part *p = daemon_part_state(dm, &part_feeds);
+
+	(void)events;
+	fetcher_join(u);
+	if (!fetcher_owned(p->fs, u)) { /* its set went away meanwhile */
+		for (struct fetcher **o = &p->orphans; *o; o = &(*o)->next)
+			if (*o == u) {
+				*o = u->next;
+				break;
+			}
+		fetcher_free(u);
+		return;
+	}
+	fetcher_show(u);
+	u->due = clock_ms(CLOCK_MONOTONIC) + 1000LL * u->refresh;
+	if (u->r == 1 || (u->r == 0 && u->problem[0])) { /* changed, or the kernel refused it last time */
+		url_apply(dm, u, "fetched from");
+	} else if (u->r < 0) {
+		log_warn("set %s: cannot fetch %s: %s; the set keeps its %llu entries; tried again in %us", u->set,
+			 u->url, u->st.last_error, (unsigned long long)set_entries(dm, u->set), u->refresh);
+		if (planted("urlset-failure-empties")) {
+			struct dyn_change none = { 0 };
+			uint32_t a, dl;
+			struct diags d;
+
+			diags_init(&d);
+			dyn_feed(dm, u->set, &none, 0, true, &a, &dl, &d);
+			diags_free(&d);
+		}
+	}
+}
+
+/* A fetcher for a set of the policy: the last good list from the state
+ * directory put into the set at once; the first fetch soon. */
+static struct fetcher *fetcher_new(struct daemon *dm, const struct addr_set *s)
+{
+	struct fetcher *u = calloc(1, sizeof(*u));
+	int r;
+
+	if (!u)
+		return NULL;
+	u->dm = dm;
+	u->h = (struct handler){ .fd = -1, .fn = on_fetched, .ctx = dm };
+	if (!(u->set = strdup(s->name)) || !(u->url = strdup(s->url)) || (s->ca && !(u->ca = strdup(s->ca))) ||
+	    !(u->state_dir = strdup(daemon_state_dir(dm)))) {
+		fetcher_free(u);
+		return NULL;
+	}
+	if ((u->h.fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 || loop_watch(daemon_loop(dm), &u->h) < 0) {
+		log_err("set %s: cannot watch its fetches: %s", s->name, strerror(errno));
+		if (u->h.fd >= 0)
+			close(u->h.fd);
+		u->h.fd = -1;
+		fetcher_free(u);
+		return NULL;
+	}
+	u->uf = (struct url_feed){
+		.name = u->set,
+		.url = u->url,
+		.ca = u->ca,
+		.state_dir = u->state_dir,
+		.max_redirects = -1,
+		.cancel = &u->cancel,
+	};
+	u->refresh = url_refresh(s->refresh);
+	u->due = clock_ms(CLOCK_MONOTONIC) + URL_FIRST_MS;
+	if ((r = url_feed_load(&u->uf, &u->st)) < 0)
+		log_warn("set %s: %s; fetched from %s soon", u->set, u->st.last_error, u->url);
+	else if (r == 1)
+		url_apply(dm, u, "kept from the last fetch of");
+	fetcher_show(u);
+	return u;
+}
+
+static void url_tick(struct feed *f, long long now)
+{
+	struct fetcher *u = f->fetch;
+
+	if (u && !u->running && u->due <= now)
+		fetch_start(u);
+}
+
 /* ---- host-name sets: c-ares on the loop ---- */
 
 static void on_sock(struct handler *h, uint32_t events)
@@ -371,6 +647,12 @@ static void arm_questions(struct feeds *fs)
 		for (uint32_t k = 0; fs->v[i].kind == SET_FEED_HOSTS && k < fs->v[i].nh; k++)
 			if (!fs->v[i].h[k].asking && (!next || fs->v[i].h[k].next_ms < next))
 				next = fs->v[i].h[k].next_ms > 0 ? fs->v[i].h[k].next_ms : 1;
+	for (uint32_t i = 0; fs->timer.fd >= 0 && i < fs->n; i++) {
+		const struct fetcher *u = fs->v[i].fetch;
+
+		if (u && !u->running && (!next || u->due < next))
+			next = u->due > 0 ? u->due : 1;
+	}
 	if (fs->timer.fd < 0)
 		return;
 	its.it_value.tv_sec = next / 1000;
@@ -829,6 +1111,8 @@ static int feed_of(struct feed *f, const struct addr_set *s, struct feed *old)
 		f->dirty = true;
 		return 0;
 	}
+	if (s->feed == SET_FEED_URL)
+		return 0; /* its fetcher: feeds_after_reload */
 	if (s->feed == SET_FEED_EVE) {
 		if (!(f->eve = strdup(s->eve ? s->eve : "")))
 			return -ENOMEM;
@@ -873,6 +1157,25 @@ static int feed_of(struct feed *f, const struct addr_set *s, struct feed *old)
 	return 0;
 }
 
+/* A url: set's fetcher: the one it had when its URL and CA are the same
+ * (its list and its schedule: a reload fetches nothing), else a new one. */
+static void url_fetcher_of(struct daemon *dm, struct feed *f, const struct addr_set *s, struct feed *old)
+{
+	struct fetcher *u = old && old->kind == SET_FEED_URL ? old->fetch : NULL;
+
+	if (u && !strcmp(u->url, s->url) && !strcmp(u->ca ? u->ca : "", s->ca ? s->ca : "")) {
+		uint32_t refresh = url_refresh(s->refresh);
+
+		u->due += 1000LL * ((long long)refresh - (long long)u->refresh);
+		u->refresh = refresh;
+		f->fetch = u;
+		old->fetch = NULL;
+		return;
+	}
+	if (!(f->fetch = fetcher_new(dm, s)))
+		log_err("set %s: its list from %s is not fetched (out of memory)", s->name, s->url);
+}
+
 static void feeds_close_all(struct daemon *dm);
 
 static void feeds_after_reload(struct daemon *dm)
@@ -913,10 +1216,14 @@ static void feeds_after_reload(struct daemon *dm)
 			log_err("set %s: out of memory for its feed", p->sets[i].name);
 			continue;
 		}
+		if (p->sets[i].feed == SET_FEED_URL)
+			url_fetcher_of(dm, &nv[n], &p->sets[i], feed_named(fs, p->sets[i].name));
 		n++;
 	}
-	for (uint32_t i = 0; i < fs->n; i++)
+	for (uint32_t i = 0; i < fs->n; i++) {
+		fetcher_drop(dm, fs->v[i].fetch);
 		feed_free(&fs->v[i]);
+	}
 	free(fs->v);
 	fs->v = nv;
 	fs->n = n;
@@ -947,6 +1254,8 @@ static void feeds_tick_dm(struct daemon *dm)
 		for (uint32_t k = 0; f->kind == SET_FEED_HOSTS && k < f->nh; k++)
 			if (!f->h[k].asking && f->h[k].next_ms <= now)
 				ask(dm, f, &f->h[k]);
+		if (f->kind == SET_FEED_URL)
+			url_tick(f, now);
 	}
 	if (fs->have_ch)
 		ares_process_fd(fs->ch, ARES_SOCKET_BAD, ARES_SOCKET_BAD); /* timeouts */
@@ -975,8 +1284,10 @@ static void feeds_close_all(struct daemon *dm)
 		loop_unwatch(daemon_loop(dm), &fs->timer);
 		close(fs->timer.fd);
 	}
-	for (uint32_t i = 0; i < fs->n; i++)
+	for (uint32_t i = 0; i < fs->n; i++) {
+		fetcher_drop(dm, fs->v[i].fetch);
 		feed_free(&fs->v[i]);
+	}
 	free(fs->v);
 	free(fs);
 	FS(dm) = NULL;
@@ -1023,9 +1334,38 @@ static void feeds_text(const struct rep *o, FILE *f)
 		fprintf(f, "%-11s %s: %s, %s; %llu entries, loaded %s\n", i ? "" : "feeds:", rep_s(x, "set"),
 			rep_s(x, "kind"), rep_s(x, "source"), (unsigned long long)rep_u(x, "entries"),
 			rep_ago(rep_i(x, "loaded") * 1000, age, sizeof(age)));
+		if (rep_has(x, "checked"))
+			fprintf(f, "%-11s   checked %s\n", "", rep_ago(rep_i(x, "checked") * 1000, age, sizeof(age)));
 		if (rep_has(x, "warning"))
 			fprintf(f, "%-11s   warning: %s\n", "", rep_s(x, "warning"));
 	}
+}
+
+/* A url: set's: the URL, when its list was fetched (loaded: its age), when
+ * its server last answered (checked), and the last error (the set keeps
+ * the last good list). */
+static void url_status(struct daemon *dm, const struct fetcher *u, struct rep *o)
+{
+	char problem[640] = "";
+
+	rep_str(o, "source", u ? u->url : "");
+	rep_uint(o, "entries", set_entries(dm, u ? u->set : ""));
+	if (u && u->shown.fetched)
+		rep_int(o, "loaded", u->shown.fetched);
+	else
+		rep_null(o, "loaded");
+	if (u && u->shown.checked)
+		rep_int(o, "checked", u->shown.checked);
+	else
+		rep_null(o, "checked");
+	if (!u)
+		snprintf(problem, sizeof(problem), "not fetched (out of memory)");
+	else if (u->problem[0])
+		snprintf(problem, sizeof(problem), "%s", u->problem);
+	else if (u->shown.error[0])
+		snprintf(problem, sizeof(problem), "%s; the set keeps its %llu entries", u->shown.error,
+			 (unsigned long long)set_entries(dm, u->set));
+	rep_str(o, "warning", problem[0] ? problem : NULL);
 }
 
 /* One feed: its set, kind, source ("DE,FR from /var/lib/GeoIP/x.mmdb", "3
@@ -1038,7 +1378,15 @@ static void feed_status(struct daemon *dm, const struct feed *f, struct rep *o)
 	size_t len = 0;
 
 	rep_str(o, "set", f->set);
-	rep_str(o, "kind", f->kind == SET_FEED_COUNTRY ? "country" : f->kind == SET_FEED_EVE ? "suricata" : "hosts");
+	rep_str(o, "kind",
+		f->kind == SET_FEED_COUNTRY ? "country"
+		: f->kind == SET_FEED_EVE   ? "suricata"
+		: f->kind == SET_FEED_URL   ? "url"
+					    : "hosts");
+	if (f->kind == SET_FEED_URL) {
+		url_status(dm, f->fetch, o);
+		return;
+	}
 	if (f->kind == SET_FEED_COUNTRY) {
 		for (uint32_t k = 0; k < f->ncc && len < sizeof(source) - 4; k++)
 			len += (size_t)snprintf(source + len, sizeof(source) - len, "%s%s", k ? "," : "", f->cc[k]);
@@ -1080,6 +1428,28 @@ static void feeds_status(void *self, struct rep *status)
 		feed_status(p->dm, &p->fs->v[i], rep_object(l, NULL));
 }
 
+/* Every fetch under way told to end, and joined (within a second: libcurl
+ * looks at cancel at least once a second); its result is not taken. */
+static void feeds_stop(void *self, bool keep)
+{
+	struct feeds_part *p = self;
+
+	(void)keep;
+	for (uint32_t i = 0; p->fs && i < p->fs->n; i++)
+		if (p->fs->v[i].fetch && !planted("urlset-stop-waits"))
+			atomic_store(&p->fs->v[i].fetch->cancel, true);
+	for (uint32_t i = 0; p->fs && i < p->fs->n; i++)
+		if (p->fs->v[i].fetch)
+			fetcher_join(p->fs->v[i].fetch);
+	while (p->orphans) {
+		struct fetcher *u = p->orphans;
+
+		p->orphans = u->next;
+		fetcher_join(u);
+		fetcher_free(u);
+	}
+}
+
 static void feeds_close(void *self)
 {
 	struct feeds_part *p = self;
@@ -1087,6 +1457,7 @@ static void feeds_close(void *self)
 	if (!p)
 		return;
 	feeds_close_all(p->dm);
+	feeds_stop(p, false);
 	free(p);
 }
 
@@ -1096,5 +1467,6 @@ const struct part part_feeds = {
 	.settle = feeds_settle,
 	.tick = feeds_tick,
 	.status = feeds_status,
+	.stop = feeds_stop,
 	.close = feeds_close,
 };

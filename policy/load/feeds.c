@@ -184,12 +184,6 @@ static void load_url(struct lx *x, struct addr_set *s, const struct ynode *v, co
 	for (const char *const *k = (const char *const[]){ "country", "hosts", "eve", NULL }; *k; k++)
 		if ((t = ynode_get(v, *k)))
 			diag_error(x->d, t->loc, "'%s' does not go with 'url:' (a set is filled from one source)", *k);
-	/* Until the daemon fetches these lists, a policy that names one would
-	 * leave its set empty: refused, never a silent no-op. */
-	diag_error(x->d, u->loc,
-		   "set '%s': sets fetched from a URL are not yet applied: nfbox run does not fetch them yet" DIAG_FIX
-		   "; list the prefixes in a file ('file: PATH') meanwhile",
-		   s->name);
 }
 
 bool load_set_feed(struct lx *x, struct addr_set *s, const struct ynode *v)

@@ -418,16 +418,16 @@ static struct dyn_set *find_set(struct daemon *dm, const char *name, struct diag
 }
 
 /* A set the daemon fills itself from a source it follows (country:,
- * hosts:) is not changed by hand; Suricata's offenders (eve:) may be let
- * go by hand. */
+ * hosts:, url:) is not changed by hand; Suricata's offenders (eve:) may be
+ * let go by hand. */
 static struct dyn_set *find_set_by_hand(struct daemon *dm, const char *name, struct diags *d)
 {
 	struct dyn_set *s = find_set(dm, name, d);
 	const struct addr_set *fs = s ? policy_set(daemon_in_force(dm)->pol, s->name) : NULL;
 
-	if (fs && (fs->feed == SET_FEED_COUNTRY || fs->feed == SET_FEED_HOSTS)) {
+	if (fs && policy_set_fed_by(fs)) {
 		diag_fail(d, -EPERM, "set '%s' is filled from %s by the daemon: change the policy instead", s->name,
-			  fs->feed == SET_FEED_COUNTRY ? "its country database" : "DNS (its host names)");
+			  policy_set_fed_by(fs));
 		return NULL;
 	}
 	return s;
@@ -730,7 +730,7 @@ static void dyn_answer(struct daemon *dm, const struct dyn_caller *c, const stru
 	diags_free(&d);
 }
 
-/* ---- feeds (country:, hosts:) ------------------------------------------------ */
+/* ---- feeds (country:, hosts:, url:) ------------------------------------------------ */
 
 static int change_cmp(const void *a, const void *b)
 {

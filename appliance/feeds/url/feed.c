@@ -193,6 +193,7 @@ int url_feed_refresh(const struct url_feed *f, struct url_feed_state *s, int64_t
 		.max_bytes = max_bytes(f),
 		.max_redirects = f->max_redirects < 0 ? URL_FEED_MAX_REDIRECTS : f->max_redirects,
 		.timeout_ms = f->timeout_ms ? f->timeout_ms : URL_FEED_TIMEOUT_MS,
+		.cancel = f->cancel,
 	};
 	struct url_fetch_result r;
 	char why[256];

@@ -11,6 +11,7 @@
 #ifndef NFBOX_FEEDS_URL_FEED_H
 #define NFBOX_FEEDS_URL_FEED_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "feeds/url/list.h"
@@ -20,13 +21,14 @@
 #define URL_FEED_TIMEOUT_MS    30000
 
 struct url_feed {
-	const char *name;      /* the set's: the cache is STATE_DIR/url-NAME.cache */
-	const char *url;       /* https://... */
-	const char *ca;	       /* a CA file, or NULL: the system's CAs */
-	const char *state_dir; /* where the last good list is kept */
-	size_t max_bytes;      /* 0: URL_FEED_MAX_BYTES */
-	long max_redirects;    /* <0: URL_FEED_MAX_REDIRECTS */
-	long timeout_ms;       /* 0: URL_FEED_TIMEOUT_MS */
+	const char *name;	   /* the set's: the cache is STATE_DIR/url-NAME.cache */
+	const char *url;	   /* https://... */
+	const char *ca;		   /* a CA file, or NULL: the system's CAs */
+	const char *state_dir;	   /* where the last good list is kept */
+	size_t max_bytes;	   /* 0: URL_FEED_MAX_BYTES */
+	long max_redirects;	   /* <0: URL_FEED_MAX_REDIRECTS */
+	long timeout_ms;	   /* 0: URL_FEED_TIMEOUT_MS */
+	const atomic_bool *cancel; /* set by another thread: the fetch ends (fetch.h); NULL: never */
 };
 
 struct url_feed_state {

@@ -116,6 +116,12 @@ static int conditions(const struct url_fetch_opts *o, struct curl_slist **l)
 	return 0;
 }
 
+static int on_progress(void *p, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return atomic_load((const atomic_bool *)p) ? 1 : 0; /* libcurl calls it at least once a second */
+}
+
 static void set_options(CURL *c, const struct url_fetch_opts *o, struct transfer *t, struct curl_slist *h, char *errbuf)
 {
 	curl_easy_setopt(c, CURLOPT_URL, o->url);
@@ -139,6 +145,11 @@ static void set_options(CURL *c, const struct url_fetch_opts *o, struct transfer
 	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	if (o->cancel) {
+		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+		curl_easy_setopt(c, CURLOPT_XFERINFODATA, (void *)o->cancel);
+		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	}
 }
 
 /* libcurl's outcome as a negative errno and a reason. */
@@ -153,6 +164,9 @@ static int curl_failure(CURLcode rc, const struct transfer *t, const struct url_
 	}
 	snprintf(why, whylen, "%s", detail);
 	switch (rc) {
+	case CURLE_ABORTED_BY_CALLBACK:
+		snprintf(why, whylen, "canceled");
+		return -ECANCELED;
 	case CURLE_OPERATION_TIMEDOUT:
 		return -ETIMEDOUT;
 	case CURLE_TOO_MANY_REDIRECTS:

@@ -10,6 +10,7 @@
 #ifndef NFBOX_FEEDS_URL_FETCH_H
 #define NFBOX_FEEDS_URL_FETCH_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -21,6 +22,9 @@ struct url_fetch_opts {
 	size_t max_bytes;	   /* the body's bound */
 	long max_redirects;
 	long timeout_ms; /* the whole transfer */
+	/* set by another thread: the transfer ends within a second (-ECANCELED,
+	 * at a daemon's stop); NULL: never */
+	const atomic_bool *cancel;
 };
 
 struct url_fetch_result {
@@ -35,7 +39,7 @@ struct url_fetch_result {
 /* 0 with *out filled (200 or 304), or a negative errno with why: -ETIMEDOUT,
  * -EFBIG (over max_bytes), -ELOOP (too many redirects), -EPROTO (an HTTP
  * status other than 200 and 304), -EACCES (TLS: the server not verified,
- * or not https), -EIO (anything else libcurl says), -ENOMEM. */
+ * or not https), -ECANCELED (cancel set), -EIO (anything else libcurl says), -ENOMEM. */
 int url_fetch(const struct url_fetch_opts *o, struct url_fetch_result *out, char *why, size_t whylen);
 void url_fetch_result_free(struct url_fetch_result *r);
 

@@ -5,7 +5,7 @@
  * FireHOL netsets) and Spamhaus' DROP JSON (one object a line, each with
  * "cidr", and a "metadata" line). A body that is not wholly one of these
  * is refused as a whole, so that garbage never replaces a good list.
- * Pure: no I/O, for the daemon part that fetches (not wired yet).
+ * Pure: no I/O, for the feed that fetches (feed.h, run by feeds/part.c).
  */
 #ifndef NFBOX_FEEDS_URL_LIST_H
 #define NFBOX_FEEDS_URL_LIST_H

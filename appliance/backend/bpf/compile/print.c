@@ -271,6 +271,9 @@ static void print_feeds(const struct policy *p, FILE *f)
 				fprintf(f, "%s%s", k ? ", " : "", s->hosts[k]);
 			fprintf(f, " (each address for its TTL within %us..%us, plus %us)\n", s->min_ttl, s->max_ttl,
 				s->grace);
+		} else if (s->feed == SET_FEED_URL) {
+			fprintf(f, "%s every %us%s%s (the last good list kept; a failed fetch keeps it)\n", s->url,
+				s->refresh, s->ca ? ", verified with " : "", s->ca ? s->ca : "");
 		} else {
 			fprintf(f, "Suricata's alerts of severity 1..%u in %s (each source for %us%s)\n", s->severity,
 				s->eve, s->ban, s->ban ? "" : ": until deleted");
