@@ -1372,6 +1372,37 @@ static void url_status(struct daemon *dm, const struct fetcher *u, struct rep *o
  * names"), the set's entries now, when it was last loaded or answered
  * (time(), null: not yet), and what is wrong (a warning: the set keeps
  * what it has). */
+/* A country set that is empty because its database was never read: what
+ * that means for the rules that name it (a deny-list that denies nothing
+ * fails open), appended to its warning. */
+static void empty_means(struct daemon *dm, const struct feed *f, char *buf, size_t len)
+{
+	const struct policy *p = daemon_in_force(dm)->pol;
+	size_t at = strlen(buf);
+	uint32_t idx = UINT32_MAX, named = 0;
+
+	for (uint32_t i = 0; p && i < p->nsets; i++)
+		if (!strcmp(p->sets[i].name, f->set))
+			idx = i;
+	if (idx == UINT32_MAX)
+		return;
+	at += (size_t)snprintf(buf + at, at < len ? len - at : 0, "%sset '%s' is empty until the database is read",
+			       at ? "; " : "", f->set);
+	for (uint32_t r = 0; r < p->nrules && at < len; r++) {
+		const struct rule *ru = &p->rules[r];
+		const struct addr_match *m = ru->from.dyn == idx + 1 ? &ru->from
+					     : ru->to.dyn == idx + 1 ? &ru->to
+								     : NULL;
+
+		if (!m)
+			continue;
+		at += (size_t)snprintf(buf + at, len - at, "%s rule '%s' %s", named++ ? "," : ":", ru->name,
+				       m->neg			     ? "takes every address"
+				       : ru->action == POLICY_ACCEPT ? "accepts nothing"
+								     : "drops nothing");
+	}
+}
+
 static void feed_status(struct daemon *dm, const struct feed *f, struct rep *o)
 {
 	char source[160] = "", problem[640] = "";
@@ -1393,6 +1424,8 @@ static void feed_status(struct daemon *dm, const struct feed *f, struct rep *o)
 		if (len < sizeof(source))
 			snprintf(source + len, sizeof(source) - len, " from %s", f->database);
 		snprintf(problem, sizeof(problem), "%s", f->problem);
+		if (f->problem[0] && !set_entries(dm, f->set))
+			empty_means(dm, f, problem, sizeof(problem));
 	} else if (f->kind == SET_FEED_EVE) {
 		snprintf(source, sizeof(source),
 			 "%s, severity 1-%u; %llu alerts, %llu bans, %llu lines not understood, %llu not banned (set "

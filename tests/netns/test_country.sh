@@ -76,6 +76,24 @@ nfbox_start "$NS_TMP/p.yaml" || { t_fail restart "$(cat "$NS_TMP/nfbox.err")"; t
 t_check restart-keeps [ "$(probe_from $C4B $S4 7000)" = drop ]
 t_check restart-warns [ "$(feed warning)" != None ]
 
+# a database that is not there at the start: the set starts empty, and
+# status says what that means (a deny-list that denies nothing) until the
+# database appears; then it is read and enforced without a reload
+nfbox_stop
+DB2=$NS_TMP/later/country.mmdb
+mkdir -p "$NS_TMP/later"
+sed "s|$DB|$DB2|" "$NS_TMP/p.yaml" >"$NS_TMP/p2.yaml"
+rm -f "$NS_TMP/state/dynsets"
+nfbox_start "$NS_TMP/p2.yaml" || { t_fail start-no-db "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+t_check no-db-empty [ "$(feed entries)" = 0 ]
+t_check no-db-says-what-it-means grep -q "set 'blocked' is empty until the database is read: rule 'drop-blocked' drops nothing" <<<"$(feed warning)"
+t_check no-db-text-says grep -q "rule 'drop-blocked' drops nothing" <(nfbox_ctl status)
+t_check no-db-passes [ "$(probe_from $C4 $S4 7000)" = pass ]
+/usr/bin/python3 tests/lib/mmdbwrite.py "$DB2.tmp" 198.51.100.0/26=DE && mv "$DB2.tmp" "$DB2"
+t_check db-appears-read wait_until 3 sh -c "[ \"\$('$NFBOX' status --json --socket '$NFBOX_SOCK' | /usr/bin/python3 -c 'import json,sys; print([f[\"entries\"] for f in json.load(sys.stdin)[\"feeds\"]][0])')\" = 1 ]"
+t_check db-appears-warning-gone [ "$(feed warning)" = None ]
+t_check db-appears-dropped [ "$(probe_from $C4 $S4 7000)" = drop ]
+
 # validate
 cat >"$NS_TMP/bad.yaml" <<'YAML'
 version: 1
