@@ -29,49 +29,22 @@ set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
 . tests/lib/netns.sh
+. tests/lib/nginx.sh
 C4B=198.51.100.70 # the second client
 
 ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
 in_c ip addr add $C4B/24 dev c0
 
-deb=$(ls "${NFBOX_DEB_CACHE:-/var/cache/nfbox/debs}"/nginx_*.deb 2>/dev/null | head -1)
-if [ -z "$deb" ]; then
-	t_fail nginx-deb "no nginx .deb in ${NFBOX_DEB_CACHE:-/var/cache/nfbox/debs}: run packaging/install-deps.sh"
-	t_done
-fi
-NGX=$NS_TMP/nginx
-mkdir -p "$NGX"
-dpkg-deb -x "$deb" "$NGX/root" || { t_fail nginx-unpack "$deb"; t_done; }
-echo "# $(basename "$deb")"
+ngx_unpack
 
 # ---- a test CA and the server's certificate (its IP address) ----
-P=$NS_TMP/pki
-mkdir -p "$P"
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj "/CN=nfbox test ca" \
-	-keyout "$P/ca.key" -out "$P/ca.pem" 2>/dev/null &&
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$S4" \
-		-keyout "$P/server.key" -out "$P/server.csr" 2>/dev/null &&
-	printf 'subjectAltName=IP:%s\n' "$S4" >"$P/ext" &&
-	openssl x509 -req -in "$P/server.csr" -CA "$P/ca.pem" -CAkey "$P/ca.key" -CAcreateserial -days 2 \
-		-extfile "$P/ext" -out "$P/server.pem" 2>/dev/null || { t_fail pki "openssl could not make the certificates"; t_done; }
+ngx_ca ca && ngx_server_cert "$S4" || { t_fail pki "openssl could not make the certificates"; t_done; }
 
 # ---- nginx: /list.txt, whose behaviour flag files in $W/modes switch ----
 W=$NS_TMP/www
-mkdir -p "$W/modes" "$NGX/tmp"
-cat >"$NGX/nginx.conf" <<CONF
-daemon on;
-user root; # its workers read the test's private directory
-pid $NGX/nginx.pid;
-error_log $NGX/error.log;
-events { worker_connections 64; }
-http {
-	access_log $NGX/access.log;
-	client_body_temp_path $NGX/tmp/body;
-	proxy_temp_path $NGX/tmp/proxy;
-	fastcgi_temp_path $NGX/tmp/fastcgi;
-	uwsgi_temp_path $NGX/tmp/uwsgi;
-	scgi_temp_path $NGX/tmp/scgi;
-	default_type text/plain;
+mkdir -p "$W/modes"
+ngx_conf_head >"$NGX/nginx.conf"
+cat >>"$NGX/nginx.conf" <<CONF
 	server {
 		listen $S4:443 ssl;
 		ssl_certificate $P/server.pem;
@@ -85,7 +58,7 @@ http {
 }
 CONF
 nginx_start() {
-	in_s "$NGX/root/usr/sbin/nginx" -p "$NGX" -c "$NGX/nginx.conf" -e "$NGX/error.log" &&
+	ngx_start "$NS_S" &&
 		wait_listen in_s 443
 }
 nginx_stop() {
