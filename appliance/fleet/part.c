@@ -159,6 +159,7 @@ struct fleet {
 	struct etcd_watch *watch;
 	int64_t lease;
 	long long next_keepalive;
+	int64_t seen_rev; /* the store's revision the node last read or was told of (the thread's) */
 };
 
 static void post(struct fleet *fl, struct fmsg *m)
@@ -246,6 +247,8 @@ static int on_watch(const struct etcd_event *ev, void *arg)
 	struct fleet *fl = arg;
 	struct fmsg *m = msg_of(fl, &ev->kv, ev->del);
 
+	if (ev->kv.mod_rev > fl->seen_rev)
+		fl->seen_rev = ev->kv.mod_rev;
 	if (m)
 		post(fl, m);
 	return 0;
@@ -395,8 +398,16 @@ static int connect_etcd(struct fleet *fl)
 	if ((r = put_pubs(fl)) < 0) /* what changed here while away goes first */
 		return r;
 	group_prefix(fl, pfx, sizeof(pfx));
+	/* Never a watch resumed from the last revision seen: etcd may have
+	 * compacted it while the node was away (then it answers "compacted"
+	 * and the watch ends), and what changed meanwhile is only in a read.
+	 * (The positive control resumes, as a naive node would.) */
+	if (planted("fleet-resume-watch") && fl->seen_rev)
+		return etcd_watch_start(&fl->etcd, pfx, fl->seen_rev + 1, on_watch, fl, &fl->watch) < 0 ? -EIO
+													: keepalive(fl);
 	if ((r = etcd_get(&fl->etcd, pfx, true, &kvs)) < 0)
 		return r;
+	fl->seen_rev = kvs.rev;
 	post_simple(fl, FM_SNAP, NULL);
 	bool pol = false, cand = false;
 
