@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* `nfbox trace`: what a policy file would do with one packet (policy/trace/). */
 #include <errno.h>
+#include <ifaddrs.h>
 #include <jansson.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -228,6 +229,39 @@ static int parse_l4(const struct trace_args *a, struct trace_packet *k)
 	return 0;
 }
 
+/* Where a redirect on the input interface takes a packet, as the kernel
+ * chooses: the interface's first address of the family (a global one
+ * before a link-local one); unknown where the interface is not here. */
+static void local_address(struct trace_packet *k)
+{
+	struct ifaddrs *all, *a;
+	int af = k->fam == POLICY_FAM_IPV4 ? AF_INET : AF_INET6;
+	bool link_local = false;
+
+	if (!k->iif[0] || getifaddrs(&all) < 0)
+		return;
+	for (a = all; a; a = a->ifa_next) {
+		const uint8_t *x;
+
+		if (!a->ifa_addr || a->ifa_addr->sa_family != af || strcmp(a->ifa_name, k->iif))
+			continue;
+		x = af == AF_INET ? (const uint8_t *)&((const struct sockaddr_in *)a->ifa_addr)->sin_addr
+				  : (const uint8_t *)&((const struct sockaddr_in6 *)a->ifa_addr)->sin6_addr;
+		if (af == AF_INET6 && x[0] == 0xfe && (x[1] & 0xc0) == 0x80) {
+			if (!k->have_local)
+				link_local = true, memcpy(k->local, x, 16), k->have_local = true;
+			continue;
+		}
+		if (!k->have_local || link_local) {
+			memset(k->local, 0, 16);
+			memcpy(k->local, x, af == AF_INET ? 4 : 16);
+			k->have_local = true;
+			break;
+		}
+	}
+	freeifaddrs(all);
+}
+
 static int parse_packet(const struct trace_args *a, struct trace_packet *k)
 {
 	int r;
@@ -251,6 +285,7 @@ static int parse_packet(const struct trace_args *a, struct trace_packet *k)
 	}
 	if ((r = parse_addrs(a, k)) || (r = parse_l4(a, k)))
 		return r;
+	local_address(k);
 	return 0;
 }
 

@@ -76,7 +76,17 @@ static void dnat(const struct policy *p, const struct trace_packet *k, struct tr
 		out->nat = n;
 		if (n->kind == NAT_REDIRECT) {
 			out->port = n->to_port;
-			snprintf(out->what, sizeof(out->what), "to the appliance itself, port %u", n->to_port);
+			if (k->have_local) {
+				memcpy(out->addr, k->local, 16);
+				inet_ntop(k->fam == POLICY_FAM_IPV4 ? AF_INET : AF_INET6, k->local, to, sizeof(to));
+				snprintf(out->what, sizeof(out->what), "to the appliance itself, %s port %u", to,
+					 n->to_port);
+			} else {
+				snprintf(out->what, sizeof(out->what),
+					 "to the appliance itself, port %u (an address of %s, not known here: rules "
+					 "that name destinations are judged with the original)",
+					 n->to_port, k->iif);
+			}
 			return;
 		}
 		memcpy(out->addr, n->to_addr.addr, 16);
@@ -146,7 +156,8 @@ int trace_run(const struct policy *p, const struct trace_packet *k, const struct
 	r->snat.port = -1;
 	r->early = early_drop(p, k, sets, &r->early_possible);
 	dnat(p, k, &r->dnat);
-	if (r->dnat.nat && r->dnat.nat->kind == NAT_FORWARD_PORT)
+	if (r->dnat.nat &&
+	    (r->dnat.nat->kind == NAT_FORWARD_PORT || (r->dnat.nat->kind == NAT_REDIRECT && k->have_local)))
 		memcpy(r->seen.dst, r->dnat.addr, 16);
 	if (r->dnat.nat)
 		r->seen.dport = r->dnat.port;

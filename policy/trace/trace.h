@@ -39,6 +39,11 @@ struct trace_packet {
 	int icmp_type; /* -1: not given */
 	int ct;	       /* bit of enum policy_ct: index into policy_ct_names */
 	int64_t at;    /* the instant schedules are judged at (seconds since the epoch) */
+	/* Where a redirect takes the packet: the input interface's address of
+	 * its family (the kernel's choice: its first; the caller looks it up
+	 * where the interface is); have_local false: not known. */
+	bool have_local;
+	uint8_t local[16];
 };
 
 /* The entries of dynamic sets, where they are known. */
