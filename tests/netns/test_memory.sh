@@ -109,7 +109,7 @@ base=$(stat keep packets)
 ip netns exec "$NS_S" "$NET" udp-count 12 7000 >"$NS_TMP/count.out" 2>&1 &
 counter=$!
 wait_until 5 grep -q listening "$NS_TMP/count.out" || t_fail counted-exactly-across-resizes "udp-count never listened"
-in_c "$NET" udp-ticks $S4 4 7000 >"$NS_TMP/ticks.out" 2>&1 &
+in_c "$NET" udp-ticks $S4 9 7000 >"$NS_TMP/ticks.out" 2>&1 &
 ticks=$!
 # Each policy counts ticks of its own before the next reload: 50 ms of them.
 wait_until 3 counted keep $((base + 50)) || t_fail counted-exactly-across-resizes "no ticks counted within 3 s"
