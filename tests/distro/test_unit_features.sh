@@ -58,24 +58,7 @@ features_cleanup() {
 trap features_cleanup EXIT
 
 # ---- the root: the package and what the features read ----
-if [ -n "${NFBOX_UNIT_DEB:-}" ]; then
-	deb=$NFBOX_UNIT_DEB
-elif ! deb=$(deb_of_tree 2>"$tmp/build.err"); then
-	t_fail deb-build "$(grep -m 1 -iE 'error|unmet' "$tmp/build.err")"
-	t_done
-fi
-droot_new "$rel" "$root" 2>"$tmp/root.err" || { t_fail root "$(cat "$tmp/root.err")"; t_done; }
-cp "$deb" "$root/var/tmp/"
-t=(apt-get install -y --no-install-recommends)
-if [ "$rel" = bookworm ]; then
-	echo "deb $(droot_mirror) bookworm-backports main" >"$root/etc/apt/sources.list.d/bookworm-backports.list"
-	t+=(-t bookworm-backports)
-fi
-if ! in_root "$root" sh -c "apt-get -qq update && ${t[*]} systemd dbus nftables logrotate /var/tmp/$(basename "$deb")" >"$tmp/install.out" 2>&1; then
-	t_fail install "$(grep -m 3 -E 'E:|Depends' "$tmp/install.out" | tr '\n' ' ')"
-	t_done
-fi
-droot_unmount "$root"
+unit_root "$rel" "$root" "$tmp" logrotate
 mkdir -p "$root/var/lib/GeoIP" "$root/var/log/suricata"
 /usr/bin/python3 tests/lib/mmdbwrite.py "$root/var/lib/GeoIP/country.mmdb" 198.51.100.64/27=DE 198.51.100.0/26=FR
 : >"$root/var/log/suricata/eve.json"

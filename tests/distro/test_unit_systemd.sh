@@ -37,25 +37,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-if [ -n "${NFBOX_UNIT_DEB:-}" ]; then
-	deb=$NFBOX_UNIT_DEB
-elif ! deb=$(deb_of_tree 2>"$tmp/build.err"); then
-	t_fail deb-build "$(grep -m 1 -iE 'error|unmet' "$tmp/build.err")"
-	t_done
-fi
-droot_new "$rel" "$root" 2>"$tmp/root.err" || { t_fail root "$(cat "$tmp/root.err")"; t_done; }
-# /var/tmp: the booted system has a tmpfs on /tmp.
-cp "$deb" "$root/var/tmp/"
-t=(apt-get install -y --no-install-recommends)
-if [ "$rel" = bookworm ]; then
-	echo "deb $(droot_mirror) bookworm-backports main" >"$root/etc/apt/sources.list.d/bookworm-backports.list"
-	t+=(-t bookworm-backports)
-fi
-if ! in_root "$root" sh -c "apt-get -qq update && ${t[*]} systemd dbus nftables /var/tmp/$(basename "$deb")" >"$tmp/install.out" 2>&1; then
-	t_fail install "$(grep -m 3 -E 'E:|Depends' "$tmp/install.out" | tr '\n' ' ')"
-	t_done
-fi
-droot_unmount "$root"
+unit_root "$rel" "$root" "$tmp"
 
 # Boot it. Its pins go to a bpffs of ours, bound where systemd would have
 # mounted one.

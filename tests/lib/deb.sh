@@ -39,3 +39,34 @@ deb_of_tree() {
 	) 9>"$DEB_CACHE/.lock" || return 1
 	cat "$dir/.built"
 }
+
+# unit_root REL ROOT TMP [PACKAGE...]: a root of release REL at ROOT with
+# the package under test (NFBOX_UNIT_DEB, or the tree's .deb) and systemd,
+# dbus, nftables and PACKAGEs installed from Debian (on bookworm from
+# bookworm-backports too), unmounted, ready to boot; the test failed and
+# ended (t_done) otherwise. Sets deb. TMP holds the build's, the root's and
+# the install's output.
+unit_root() {
+	local rel=$1 root=$2 tmp=$3
+	shift 3
+	if [ -n "${NFBOX_UNIT_DEB:-}" ]; then
+		deb=$NFBOX_UNIT_DEB
+	elif ! deb=$(deb_of_tree 2>"$tmp/build.err"); then
+		t_fail deb-build "$(grep -m 1 -iE 'error|unmet' "$tmp/build.err")"
+		t_done
+	fi
+	droot_new "$rel" "$root" 2>"$tmp/root.err" || { t_fail root "$(cat "$tmp/root.err")"; t_done; }
+	# /var/tmp: the booted system has a tmpfs on /tmp.
+	cp "$deb" "$root/var/tmp/"
+	local t=(apt-get install -y --no-install-recommends)
+	if [ "$rel" = bookworm ]; then
+		echo "deb $(droot_mirror) bookworm-backports main" >"$root/etc/apt/sources.list.d/bookworm-backports.list"
+		t+=(-t bookworm-backports)
+	fi
+	if ! in_root "$root" sh -c "apt-get -qq update && ${t[*]} systemd dbus nftables $* /var/tmp/$(basename "$deb")" \
+		>"$tmp/install.out" 2>&1; then
+		t_fail install "$(grep -m 3 -E 'E:|Depends' "$tmp/install.out" | tr '\n' ' ')"
+		t_done
+	fi
+	droot_unmount "$root"
+}
