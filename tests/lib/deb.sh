@@ -58,12 +58,13 @@ unit_root() {
 	droot_new "$rel" "$root" 2>"$tmp/root.err" || { t_fail root "$(cat "$tmp/root.err")"; t_done; }
 	# /var/tmp: the booted system has a tmpfs on /tmp.
 	cp "$deb" "$root/var/tmp/"
-	local t=(apt-get install -y --no-install-recommends)
+	# plain sh: test_packaging sources this file too
+	local from=""
 	if [ "$rel" = bookworm ]; then
 		echo "deb $(droot_mirror) bookworm-backports main" >"$root/etc/apt/sources.list.d/bookworm-backports.list"
-		t+=(-t bookworm-backports)
+		from="-t bookworm-backports"
 	fi
-	if ! in_root "$root" sh -c "apt-get -qq update && ${t[*]} systemd dbus nftables $* /var/tmp/$(basename "$deb")" \
+	if ! in_root "$root" sh -c "apt-get -qq update && apt-get install -y --no-install-recommends $from systemd dbus nftables $* /var/tmp/$(basename "$deb")" \
 		>"$tmp/install.out" 2>&1; then
 		t_fail install "$(grep -m 3 -E 'E:|Depends' "$tmp/install.out" | tr '\n' ' ')"
 		t_done

@@ -34,4 +34,33 @@ if "$NODE" "$FMT" --dry-run -Werror --color=false $files >"$tmp/out" 2>&1; then
 else
 	t_fail tree-formatted "$(grep -c 'warning:\|error:' "$tmp/out") places differ; run make format. The first: $(grep -m 3 'warning:\|error:' "$tmp/out" | tr '\n' ' ')"
 fi
+# Every shell script parses under the shell its first line names, and a
+# library that a /bin/sh script sources parses under dash (Debian's sh):
+# a bash array in tests/lib/deb.sh once broke test_packaging only in CI.
+# Positive control: a bash array in an sh file is caught.
+printf '#!/bin/sh\nx=(a b)\n' >"$tmp/bad.sh"
+if dash -n "$tmp/bad.sh" 2>/dev/null; then
+	t_fail shells-control "dash parsed a bash array"
+else
+	t_ok shells-control
+fi
+bad=""
+scripts=$(grep -rlE '^#!/bin/(ba)?sh' --include='*.sh' appliance packaging tests .ci 2>/dev/null;
+	grep -rlE '^#!/bin/(ba)?sh' packaging/debian packaging/systemd packaging/crowdsec packaging/fleet .ci 2>/dev/null)
+for f in $(printf '%s\n' $scripts | sort -u); do
+	case $(head -n 1 "$f") in
+	'#!/bin/sh'*) sh=dash ;;
+	*) sh=bash ;;
+	esac
+	$sh -n "$f" 2>>"$tmp/sh.err" || bad="$bad $f"
+	[ "$sh" = dash ] || continue
+	for lib in $(sed -n 's|^[.] \(tests/lib/[a-z0-9_]*[.]sh\).*|\1|p' "$f"); do
+		dash -n "$lib" 2>>"$tmp/sh.err" || bad="$bad $lib(sourced by $f)"
+	done
+done
+if [ -z "$bad" ]; then
+	t_ok "shells-parse ($(printf '%s\n' $scripts | sort -u | grep -c .) scripts)"
+else
+	t_fail shells-parse "$bad: $(head -n 2 "$tmp/sh.err" | tr '\n' ' ')"
+fi
 t_done
