@@ -81,7 +81,8 @@ static struct policy_files daemon_files(const struct daemon *dm)
  * keep the unconfirmed change in force). */
 static bool reload_strict(const struct daemon *dm, const struct reload_req *req)
 {
-	return dm->opts->strict && req->why != RELOAD_ROLLBACK && !planted("run-strict-ignored");
+	return dm->opts->strict && (req->why != RELOAD_ROLLBACK || planted("run-strict-rollback")) &&
+	       !planted("run-strict-ignored");
 }
 
 /* Read, check, compile and encode, and the files' fingerprint (fp):

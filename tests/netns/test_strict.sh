@@ -39,7 +39,7 @@ reloads_failed() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sy
 
 # ---- the start ----
 backend_policy "$NS_TMP/warn.yaml"
-in_a timeout 10 "$NFBOX" run --strict --policy "$NS_TMP/warn.yaml" --state-dir "$NS_TMP/state" \
+in_a timeout 30 "$NFBOX" run --strict --policy "$NS_TMP/warn.yaml" --state-dir "$NS_TMP/state" \
 	--socket "$NFBOX_SOCK" --pin-dir "$NFBOX_PINS" >"$NS_TMP/strict.out" 2>"$NS_TMP/strict.err"
 rc=$?
 t_check start-refused [ $rc = 78 ]
@@ -82,5 +82,26 @@ policy "$NS_TMP/clean2.yaml" 7002
 t_check clean-reload-loads nfbox_ctl reload --policy "$NS_TMP/clean2.yaml"
 t_check clean-reload-in-force [ "$(in_force)" != "$g" ]
 t_check clean-reload-enforced [ "$(probe_from $C4 $S4 7002)" = drop ]
+nfbox_stop
+
+# ---- a rollback is never refused ----
+/usr/bin/python3 tests/lib/mmdbwrite.py "$NS_TMP/c.mmdb" 192.0.2.0/24=DE
+cat >"$NS_TMP/geo.yaml" <<YAML
+version: 1
+sets:
+  geo: { country: [de], database: $NS_TMP/c.mmdb }
+hooks:
+  forward: { default: accept }
+rules:
+  - { name: drop-geo, from: geo, action: drop }
+  - { name: drop-7003, service: udp/7003, action: drop }
+YAML
+nfbox_start "$NS_TMP/geo.yaml" --strict || { t_fail start-strict-geo "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+t_check geo-enforced [ "$(probe_from $C4 $S4 7003)" = drop ]
+t_check confirm-reload nfbox_ctl reload --confirm 2s --policy "$NS_TMP/clean2.yaml"
+t_check confirm-reload-in-force [ "$(probe_from $C4 $S4 7003)" = pass ]
+rm "$NS_TMP/c.mmdb"
+t_check rollback-not-refused wait_until 10 grep -q "rolled back to the last confirmed policy" "$NS_TMP/nfbox.err"
+t_check rollback-in-force [ "$(probe_from $C4 $S4 7003)" = drop ]
 nfbox_stop
 t_done
