@@ -77,8 +77,8 @@ static struct policy_files daemon_files(const struct daemon *dm)
 
 /* run --strict: the policy's warnings (those of its load and compile, as
  * validate gives them) refuse it. Not a rollback's: going back to the
- * policy last confirmed must not be refused (an interface gone since would
- * keep the unconfirmed change in force). */
+ * policy last confirmed must not be refused (a country database gone since
+ * would keep the unconfirmed change in force). */
 static bool reload_strict(const struct daemon *dm, const struct reload_req *req)
 {
 	return dm->opts->strict && (req->why != RELOAD_ROLLBACK || planted("run-strict-rollback")) &&
