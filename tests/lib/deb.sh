@@ -75,20 +75,59 @@ unit_root() {
 		debs="$debs /var/tmp/$(basename "$f")"
 		beside_debs="$beside_debs $f"
 	done
-	droot_new "$rel" "$root" 2>"$tmp/root.err" || { t_fail root "$(cat "$tmp/root.err")"; t_done; }
+	# The root with everything but the packages under test comes from a
+	# cache (unit_layer): dpkg installs only them, from the files, offline.
+	local layer
+	layer=$(unit_layer "$rel" "$tmp" "$deb $beside_debs" "$@") || { t_fail root "$(tail -n 3 "$tmp/root.err")"; t_done; }
+	droot_new "$rel" "$root" "$layer" 2>"$tmp/root.err" || { t_fail root "$(cat "$tmp/root.err")"; t_done; }
 	# /var/tmp: the booted system has a tmpfs on /tmp.
 	cp "$deb" $beside_debs "$root/var/tmp/"
-	# plain sh: test_packaging sources this file too
-	local from=""
-	if [ "$rel" = bookworm ]; then
-		echo "deb $(droot_mirror) bookworm-backports main" >"$root/etc/apt/sources.list.d/bookworm-backports.list"
-		from="-t bookworm-backports"
-	fi
-	if ! in_root "$root" sh -c "apt-get -qq update && apt-get install -y --no-install-recommends $from systemd dbus nftables $* $debs" \
-		>"$tmp/install.out" 2>&1; then
-		t_fail install "$(grep -m 3 -E 'E:|Depends' "$tmp/install.out" | tr '\n' ' ')"
+	if ! in_root "$root" dpkg -i $debs >"$tmp/install.out" 2>&1; then
+		t_fail install "$(grep -m 3 -E 'E:|error|depend' "$tmp/install.out" | tr '\n' ' ')"
 		t_done
 	fi
 	[ -z "$then" ] || "$then" "$root"
 	droot_unmount "$root"
+}
+
+# unit_layer REL TMP "DEB..." [PACKAGE...]: the path of a cached root of REL
+# with systemd, dbus, nftables, the PACKAGEs and every dependency of the
+# DEBs installed (on bookworm from bookworm-backports too), but not the
+# DEBs themselves; made once under a lock and kept beside the pristine
+# roots, named by what it holds. Its errors go to TMP/root.err.
+unit_layer() {
+	local rel=$1 tmp=$2 debs=$3 names="" deps="" key dir d n from=""
+	shift 3
+	# not the packages under test, nor one the caller names itself (it may
+	# pin it: cockpit/bookworm)
+	for d in $debs; do names="$names $(dpkg-deb -f "$d" Package)"; done
+	for n in "$@"; do names="$names ${n%%[/=]*}"; done
+	for d in $debs; do
+		# the first of each alternative, without its version
+		for n in $(dpkg-deb -f "$d" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/ //g'); do
+			case " $names " in *" $n "*) ;; *) deps="$deps $n" ;; esac
+		done
+	done
+	key=$(echo "$rel systemd dbus nftables $* $deps" | sha256sum | cut -c1-16)
+	dir=$DROOT_CACHE/$rel-unit-$key
+	(
+		flock 9
+		[ -f "$dir/.nfbox-complete" ] && exit 0
+		rm -rf "$dir" "$dir.tmp"
+		droot_new "$rel" "$dir.tmp" || exit 1
+		if [ "$rel" = bookworm ]; then
+			echo "deb $(droot_mirror) bookworm-backports main" >"$dir.tmp/etc/apt/sources.list.d/bookworm-backports.list"
+			from="-t bookworm-backports"
+		fi
+		if ! in_root "$dir.tmp" sh -c "apt-get -qq update && apt-get install -y --no-install-recommends $from systemd dbus nftables $* $deps" \
+			>"$tmp/layer.out" 2>&1; then
+			grep -m 3 -E 'E:|Depends' "$tmp/layer.out"
+			droot_free "$dir.tmp"
+			exit 1
+		fi
+		droot_unmount_all "$dir.tmp"
+		touch "$dir.tmp/.nfbox-complete"
+		mv "$dir.tmp" "$dir"
+	) 9>"$DROOT_CACHE/.$rel-unit.lock" >>"$tmp/root.err" 2>&1 || return 1
+	echo "$dir"
 }
