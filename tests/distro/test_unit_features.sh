@@ -74,7 +74,7 @@ features_cleanup() {
 trap features_cleanup EXIT
 
 # ---- the root: the package and what the features read ----
-unit_root "$rel" "$root" "$tmp" logrotate
+unit_root "$rel" "$root" "$tmp"
 mkdir -p "$root/var/lib/GeoIP" "$root/var/log/suricata"
 /usr/bin/python3 tests/lib/mmdbwrite.py "$root/var/lib/GeoIP/country.mmdb" 198.51.100.64/27=DE 198.51.100.0/26=FR
 : >"$root/var/log/suricata/eve.json"

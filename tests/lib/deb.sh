@@ -42,7 +42,7 @@ deb_of_tree() {
 
 # unit_root REL ROOT TMP [OPTION...] [PACKAGE...]: a root of release REL at
 # ROOT with the package under test (NFBOX_UNIT_DEB, or the tree's .deb)
-# and systemd, dbus, nftables and PACKAGEs installed from Debian (on
+# and systemd, dbus, nftables, logrotate and PACKAGEs installed from Debian (on
 # bookworm from bookworm-backports too; NAME/bookworm takes bookworm's own
 # NAME instead of backports'), unmounted, ready to boot; the test failed
 # and ended (t_done) otherwise. Sets deb. TMP holds the build's, the root's
@@ -91,7 +91,7 @@ unit_root() {
 }
 
 # unit_layer REL TMP "DEB..." [PACKAGE...]: the path of a cached root of REL
-# with systemd, dbus, nftables, the PACKAGEs and every dependency of the
+# with systemd, dbus, nftables, logrotate (as a Debian server has), the PACKAGEs and every dependency of the
 # DEBs installed (on bookworm from bookworm-backports too), but not the
 # DEBs themselves; made once under a lock and kept beside the pristine
 # roots, named by what it holds. Its errors go to TMP/root.err.
@@ -108,7 +108,7 @@ unit_layer() {
 			case " $names " in *" $n "*) ;; *) deps="$deps $n" ;; esac
 		done
 	done
-	key=$(echo "$rel systemd dbus nftables $* $deps" | sha256sum | cut -c1-16)
+	key=$(echo "$rel systemd dbus nftables logrotate $* $deps" | sha256sum | cut -c1-16)
 	dir=$DROOT_CACHE/$rel-unit-$key
 	(
 		flock 9
@@ -119,7 +119,7 @@ unit_layer() {
 			echo "deb $(droot_mirror) bookworm-backports main" >"$dir.tmp/etc/apt/sources.list.d/bookworm-backports.list"
 			from="-t bookworm-backports"
 		fi
-		if ! in_root "$dir.tmp" sh -c "apt-get -qq update && apt-get install -y --no-install-recommends $from systemd dbus nftables $* $deps" \
+		if ! in_root "$dir.tmp" sh -c "apt-get -qq update && apt-get install -y --no-install-recommends $from systemd dbus nftables logrotate $* $deps" \
 			>"$tmp/layer.out" 2>&1; then
 			grep -m 3 -E 'E:|Depends' "$tmp/layer.out"
 			droot_free "$dir.tmp"
