@@ -58,10 +58,12 @@ struct seen_packet {
 	uint32_t id;
 	bool valid;
 	struct vevent v;
+	const char *hook; /* the filter hook whose chains it is in; NULL: none */
 };
 
 struct nft_tracer {
-	struct nfr_table t; /* the trace's chains and rules */
+	const struct policy *pol; /* in force for the trace's time (a reload ends it first) */
+	struct nfr_table t;	  /* the trace's chains and rules */
 	struct seen_packet seen[SEEN_PACKETS];
 	uint32_t next_seen;
 	struct mnl_socket *nl;
@@ -349,27 +351,71 @@ static const char *deciding(const struct nftnl_trace *t)
 	return verdict == NF_ACCEPT ? "accept" : verdict == NF_DROP ? "drop" : NULL;
 }
 
-/* The packet of trace id: from t if it shows it (then kept), else as kept. */
-static bool packet_seen(struct nft_tracer *tr, const struct nftnl_trace *t, struct vevent *v)
+/* The packet of trace id: from t if it shows it (then kept), else as
+ * kept; NULL when not known. */
+static struct seen_packet *packet_seen(struct nft_tracer *tr, const struct nftnl_trace *t)
 {
 	uint32_t id = nftnl_trace_get_u32(t, NFTNL_TRACE_ID);
 	struct seen_packet *sp;
 
-	if (nftnl_trace_is_set(t, NFTNL_TRACE_NETWORK_HEADER)) {
-		sp = &tr->seen[tr->next_seen++ % SEEN_PACKETS];
-		*sp = (struct seen_packet){ .id = id };
-		sp->valid = packet_of(t, &sp->v) == 0;
-		*v = sp->v;
-		return sp->valid;
-	}
 	for (uint32_t i = 0; i < SEEN_PACKETS; i++) {
 		sp = &tr->seen[(tr->next_seen - 1 - i) % SEEN_PACKETS];
-		if (sp->valid && sp->id == id) {
-			*v = sp->v;
-			return true;
-		}
+		if (sp->valid && sp->id == id)
+			break;
+		sp = NULL;
 	}
-	return false;
+	if (nftnl_trace_is_set(t, NFTNL_TRACE_NETWORK_HEADER)) {
+		const char *hook = sp ? sp->hook : NULL;
+
+		if (!sp)
+			sp = &tr->seen[tr->next_seen++ % SEEN_PACKETS];
+		*sp = (struct seen_packet){ .id = id, .hook = hook };
+		sp->valid = packet_of(t, &sp->v) == 0;
+	}
+	return sp && sp->valid ? sp : NULL;
+}
+
+/* A rule's own chain (limited_N), entered by a jump from a filter chain. */
+static bool rule_chain(const char *chain)
+{
+	return !strncmp(chain, "limited_", 8);
+}
+
+/* The hook of a chain the packet is in: a filter chain's, or for a rule's
+ * own chain the hook it came from (NULL: its events came out of order;
+ * the counter says it then). */
+static const char *hook_now(struct seen_packet *sp, const char *chain)
+{
+	const char *hook = hook_of_chain(chain);
+
+	if (hook || !rule_chain(chain))
+		sp->hook = hook;
+	return sp->hook;
+}
+
+/* The hook a rule's counter (r_HOOK_RULE) counts in, or NULL. */
+static const char *hook_of_counter(const char *counter)
+{
+	const char *hook = counter[0] == 'r' && counter[1] == '_' ? hook_of_chain(counter + 2) : NULL;
+
+	return hook && counter[2 + strlen(hook)] == '_' ? hook : NULL;
+}
+
+/* The policy's action of the rule that decided, where nftables' verdict
+ * does not say it (a reject is a drop with a reply). */
+static const char *action_of(const struct policy *p, const char *hook, const char *rule, const char *verdict)
+{
+	unsigned h = 0;
+
+	while (h < POLICY_HOOK_MAX && strcmp(policy_hook_name((enum policy_hook)h), hook))
+		h++;
+	for (uint32_t i = 0; i < p->nrules && h < POLICY_HOOK_MAX; i++) {
+		const struct rule *r = &p->rules[i];
+
+		if (!strcmp(r->name, rule) && (r->hooks & (1u << h)) && r->action == POLICY_REJECT)
+			return policy_action_name(POLICY_REJECT);
+	}
+	return verdict;
 }
 
 static void on_trace_event(struct nft_backend *nb, const struct nftnl_trace *t)
@@ -377,7 +423,8 @@ static void on_trace_event(struct nft_backend *nb, const struct nftnl_trace *t)
 	const struct backend_sink *sink = &nb->b.env->sink;
 	const char *table = nftnl_trace_get_str(t, NFTNL_TRACE_TABLE),
 		   *chain = nftnl_trace_get_str(t, NFTNL_TRACE_CHAIN);
-	const char *hook = chain ? hook_of_chain(chain) : NULL, *action = deciding(t);
+	const char *hook, *action = deciding(t);
+	struct seen_packet *sp;
 	struct vevent v;
 	char counter[NFR_NAME] = "";
 	struct nfr_counter c;
@@ -385,14 +432,19 @@ static void on_trace_event(struct nft_backend *nb, const struct nftnl_trace *t)
 	struct timespec now;
 	bool counted;
 
-	if (!table || strcmp(table, NFT_TABLE_NAME) || !packet_seen(nb->tracer, t, &v) || !hook || !action)
+	if (!table || strcmp(table, NFT_TABLE_NAME) || !chain || !(sp = packet_seen(nb->tracer, t)))
 		return;
-	v.hook = hook;
-	v.action = action;
+	hook = hook_now(sp, chain);
+	if (!action || (!hook && !rule_chain(chain)))
+		return;
+	v = sp->v;
 	if (nftnl_trace_get_u32(t, NFTNL_TRACE_TYPE) == NFT_TRACETYPE_RULE)
 		counter_of(nb->tracer, chain, nftnl_trace_get_u64(t, NFTNL_TRACE_RULE_HANDLE), &v, counter);
+	if (!hook && !(hook = hook_of_counter(counter)))
+		return;
+	v.hook = hook;
 	v.rule = rule_of_counter(counter, hook);
-	/* nftables' reject is a drop with a reply: the counter's rule says which */
+	v.action = action_of(nb->tracer->pol, hook, v.rule, action);
 	clock_gettime(CLOCK_REALTIME, &now);
 	v.ts = (double)now.tv_sec + now.tv_nsec / 1e9;
 	counted = counter[0] && nft_counter_read(counter, &c) == 0;
@@ -465,11 +517,11 @@ int nft_trace_start(struct backend *b, const struct loaded *cur, const struct tr
 	struct nft_tracer *tr;
 	int r;
 
-	(void)cur;
 	if (nb->tracer)
 		return diag_fail(d, -EBUSY, "a live trace runs already");
 	if (!(tr = calloc(1, sizeof(*tr))))
 		return diag_errno(d, -ENOMEM, "the live trace");
+	tr->pol = cur->pol;
 	nfr_init(&tr->t);
 	trace_chains(&tr->t, f);
 	/* listening before the rule is in: no packet of it goes unseen */
