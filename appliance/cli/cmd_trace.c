@@ -632,7 +632,10 @@ const struct cli_cmd cli_cmd_trace = {
 		     "alone it is the appliance's own (output). Without --policy the daemon is\n"
 		     "asked for the policy file it enforces and its dynamic sets' entries; with\n"
 		     "--policy, dynamic sets are judged empty unless --sets gives their entries.\n"
-		     "A limit is assumed to have room.\n",
+		     "A limit is assumed to have room.\n"
+		     "Live: nfbox trace --live --count 5 -i wan0 -f 203.0.113.0/24 -p tcp --port 22\n"
+		     "traces the next 5 such packets through the engine the daemon enforces with:\n"
+		     "the rule that decided each and its counter after it (one live trace at a time).\n",
 	.args_size = sizeof(struct trace_args),
 	.defaults = trace_defaults,
 	.run = run_trace,
