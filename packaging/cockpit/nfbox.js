@@ -256,28 +256,35 @@ function drawEvents() {
     }
 }
 
-function followEvents() {
-    if (logProc)
-        return;
+// Each whole JSON line a process writes, parsed, to each; then done().
+function streamJSON(proc, each, done) {
     let buf = "";
-    $("ev-state").textContent = "following nfbox log";
-    logProc = nfbox(["log"]);
-    logProc.stream((data) => {
+    proc.stream((data) => {
         buf += data;
         let nl;
         while ((nl = buf.indexOf("\n")) >= 0) {
             const line = buf.slice(0, nl);
             buf = buf.slice(nl + 1);
             try {
-                events.push(JSON.parse(line));
+                each(JSON.parse(line));
             } catch (ex) {
                 continue;
             }
-            if (events.length > 2000)
-                events.shift();
         }
-        drawEvents();
+        done();
     });
+}
+
+function followEvents() {
+    if (logProc)
+        return;
+    $("ev-state").textContent = "following nfbox log";
+    logProc = nfbox(["log"]);
+    streamJSON(logProc, (e) => {
+        events.push(e);
+        if (events.length > 2000)
+            events.shift();
+    }, drawEvents);
     logProc.catch((ex) => {
         $("ev-state").textContent = "nfbox log ended: " + (ex.message || ex);
     }).then(() => { logProc = null });
@@ -548,25 +555,15 @@ function traceLive(ev) {
     if (liveProc)
         return;
     $("lt-table").tBodies[0].replaceChildren();
-    let buf = "", n = 0;
+    let n = 0;
     $("lt-state").textContent = "tracing: waiting for packets";
     $("lt-start").hidden = true;
     $("lt-stop").hidden = false;
     liveProc = nfbox(liveArgs());
-    liveProc.stream((data) => {
-        buf += data;
-        let nl;
-        while ((nl = buf.indexOf("\n")) >= 0) {
-            const line = buf.slice(0, nl);
-            buf = buf.slice(nl + 1);
-            try {
-                liveRow(JSON.parse(line));
-            } catch (ex) {
-                continue;
-            }
-            $("lt-state").textContent = "tracing: " + ++n + " packets";
-        }
-    });
+    streamJSON(liveProc, (p) => {
+        liveRow(p);
+        $("lt-state").textContent = "tracing: " + ++n + " packets";
+    }, () => {});
     liveProc.then(() => liveEnded(n + " packets traced"))
         .catch((ex) => liveEnded(n + " packets traced; " + (ex.message || ex)));
 }
