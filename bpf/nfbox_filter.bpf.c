@@ -197,6 +197,14 @@ struct {
 	__type(value, __u64);
 } nfb_sched SEC(".maps");
 
+/* The live trace (bpf/nfbox.h, struct nfb_trace). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfb_trace);
+} nfb_trace SEC(".maps");
+
 /* Rejected packets' heads, for user space to answer. */
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -833,13 +841,32 @@ static __noinline void nfb_reject(struct bpf_nf_ctx *ctx, const struct nfb_gen_c
 	bpf_ringbuf_submit(e, 0);
 }
 
+static __always_inline void nfb_event_fill(struct nfb_event *e, const struct nfb_pkt *p, __u32 gen, __u32 rule,
+					   __u32 counter, __u32 action)
+{
+	e->ts_ns = bpf_ktime_get_ns();
+	e->counter = counter;
+	e->rule = rule;
+	e->gen = gen;
+	e->len = p->len;
+	e->ifin = p->ifin;
+	e->ifout = p->ifout;
+	e->hook = p->hook;
+	e->family = p->family;
+	e->action = (__u8)action;
+	e->proto = p->proto;
+	e->sport = p->sport;
+	e->dport = p->dport;
+	__builtin_memcpy(e->saddr, p->saddr, sizeof(e->saddr));
+	__builtin_memcpy(e->daddr, p->daddr, sizeof(e->daddr));
+}
+
 static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_pkt *p, __u32 gen, __u32 rule,
 			       const struct nfb_rule *r)
 {
-	__u64 now = bpf_ktime_get_ns();
 	struct nfb_event *e;
 
-	if (!nfb_log_allowed(cfg, now)) {
+	if (!nfb_log_allowed(cfg, bpf_ktime_get_ns())) {
 		nfb_count_fixed(NFB_CNT_LOG_LIMITED, p->len);
 		return;
 	}
@@ -848,28 +875,73 @@ static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_p
 		nfb_count_fixed(NFB_CNT_LOG_DROPPED, p->len);
 		return;
 	}
-	e->ts_ns = now;
-	e->counter = r->counter;
-	e->rule = rule;
-	e->gen = gen;
-	e->len = p->len;
-	e->ifin = p->ifin;
-	e->ifout = p->ifout;
-	e->hook = p->hook;
-	e->family = p->family;
-	e->action = r->action;
-	e->proto = p->proto;
-	e->sport = p->sport;
-	e->dport = p->dport;
-	__builtin_memcpy(e->saddr, p->saddr, sizeof(e->saddr));
-	__builtin_memcpy(e->daddr, p->daddr, sizeof(e->daddr));
+	nfb_event_fill(e, p, gen, rule, r->counter, r->action);
 	bpf_ringbuf_submit(e, 0);
+}
+
+/* a and b agree in their first len bits (len <= 128). */
+static __always_inline bool nfb_prefix_eq(const __u8 *a, const __u8 *b, __u32 len)
+{
+	int i;
+
+#pragma clang loop unroll(full)
+	for (i = 0; i < 16; i++) {
+		__u32 bits = len > (__u32)i * 8 ? len - (__u32)i * 8 : 0;
+		__u8 mask = bits >= 8 ? 0xff : (__u8)(0xff00 >> bits);
+
+		if ((a[i] ^ b[i]) & mask)
+			return false;
+	}
+	return true;
+}
+
+/* The packet matches the live trace, and one of its packets left was
+ * taken (a few tries under contention, then not traced). */
+static __always_inline bool nfb_traced(struct nfb_trace *t, const struct nfb_pkt *p)
+{
+	__u32 left;
+	int i;
+
+	if (!(nfb_plant & NFB_PLANT_TRACE_ALL) &&
+	    ((t->family < NFB_FAM_MAX && t->family != p->family) || (t->ifin && t->ifin != p->ifin) ||
+	     ((t->flags & NFB_TRACE_PROTO) && t->proto != p->proto) ||
+	     ((t->flags & NFB_TRACE_PORT) && (p->l4kind != NFB_L4_PORTS || t->dport != p->dport)) ||
+	     !nfb_prefix_eq(t->saddr, p->saddr, t->src_len) || !nfb_prefix_eq(t->daddr, p->daddr, t->dst_len)))
+		return false;
+#pragma clang loop unroll(full)
+	for (i = 0; i < 4; i++) {
+		left = *(volatile __u32 *)&t->left;
+		if (!left)
+			return false;
+		if (__sync_val_compare_and_swap(&t->left, left, left - 1) == left)
+			return true;
+	}
+	return false;
+}
+
+/* The traced packet's event: the rule (counter slot, action) that decided.
+ * A global function, verified once (not at each of its callers). */
+__noinline int nfb_trace_event(const struct nfb_pkt *p, __u32 gen, __u32 rule, __u32 counter, __u32 action)
+{
+	struct nfb_event *e;
+	__u32 zero = 0;
+	struct nfb_trace *t = bpf_map_lookup_elem(&nfb_trace, &zero);
+
+	if (!p || !t || !*(volatile __u32 *)&t->left || !nfb_traced(t, p))
+		return 0;
+	e = bpf_ringbuf_reserve(&nfb_events, sizeof(*e), 0);
+	if (!e)
+		return 0; /* the tracer is told it saw fewer than it asked when the trace times out */
+	nfb_event_fill(e, p, gen, rule, counter, action | NFB_ACT_TRACED);
+	bpf_ringbuf_submit(e, 0);
+	return 1;
 }
 
 static __always_inline int nfb_default(const struct nfb_gen_cfg *cfg, __u32 gen, const struct nfb_hook_cfg *hc,
 				       const struct nfb_pkt *p)
 {
 	nfb_count(cfg, gen, hc->default_counter, p->len);
+	nfb_trace_event(p, gen, NFB_RULE_DEFAULT, hc->default_counter, hc->default_action);
 	return hc->default_action == NFB_ACT_ACCEPT ? NF_ACCEPT : NF_DROP;
 }
 
@@ -879,6 +951,7 @@ static __always_inline int nfb_rule_verdict(struct bpf_nf_ctx *ctx, const struct
 	nfb_count(cfg, gen, r->counter, p->len);
 	if (r->flags & NFB_RULE_LOG)
 		nfb_log(cfg, p, gen, rule, r);
+	nfb_trace_event(p, gen, rule, r->counter, r->action);
 	if (r->action == NFB_ACT_REJECT)
 		nfb_reject(ctx, cfg, p, (r->flags >> NFB_RULE_REJECT_SHIFT) & 0xf);
 	return r->action == NFB_ACT_ACCEPT ? NF_ACCEPT : NF_DROP;
@@ -1418,6 +1491,7 @@ int nfbox_filter(struct bpf_nf_ctx *ctx)
 		nfb_conn_closed(ctx->skb->_nfct, pkt.family, gen);
 	if ((cfg->options & NFB_OPT_ESTABLISHED_ACCEPT) && (pkt.ct == NFB_CT_ESTABLISHED || pkt.ct == NFB_CT_RELATED)) {
 		nfb_count(cfg, gen, cfg->established_counter, pkt.len);
+		nfb_trace_event(&pkt, gen, NFB_RULE_ESTABLISHED, cfg->established_counter, NFB_ACT_ACCEPT);
 		return NF_ACCEPT;
 	}
 

@@ -41,6 +41,7 @@
 #include "daemon/backends.h"
 #include "daemon/daemon_int.h"
 #include "daemon/links.h"
+#include "daemon/livetrace.h"
 #include "daemon/reload.h"
 #include "lib/fingerprint.h"
 #include "lib/plant.h"
@@ -185,7 +186,8 @@ static int reload_finish(struct daemon *dm, const struct reload_req *req, struct
 		r = backends_prepare(dm, nl, d);
 	}
 	if (r == 0) {
-		dm->policy_fault = false; /* from here on, a failure is the system's */
+		dm->policy_fault = false;    /* from here on, a failure is the system's */
+		livetrace_end(dm, "reload"); /* its filter is no longer in the table or classifier it was put in */
 		if ((r = parts_prepare(dm, &c, d)) == 0 && (r = backends_enforce(dm, nl, d)) == 0)
 			parts_commit(dm, &c, d); /* while the old policy is alive */
 		else

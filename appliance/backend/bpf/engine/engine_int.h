@@ -23,8 +23,9 @@
  * 11: connection limits (nfb_conns, nfb_conn_count, nfb_overload_seen, the
  *    pinned release program; nfb_limit_cfg.conns).
  * 13: adopted connection counts unverified (nfb_conn_val.since_ns markers);
- *    the pinned program nfbox_conns ("conns") instead of "release". */
-#define NFB_ABI_VERSION 13
+ *    the pinned program nfbox_conns ("conns") instead of "release".
+ * 14: the live trace (nfb_trace; NFB_ACT_TRACED events in nfb_events). */
+#define NFB_ABI_VERSION 14
 
 enum engine_map {
 	EM_CTL,
@@ -50,6 +51,7 @@ enum engine_map {
 	EM_DYN_NAMES,
 	EM_OVERLOAD_SEEN,
 	EM_SCHED,
+	EM_TRACE,
 	EM_COUNT,
 };
 

@@ -112,6 +112,7 @@ enum nfr_stmt_kind {
 			      ct count N (none: the rule's): over N the rule ends (a match) */
 	NFR_S_NOTRACK,	   /* notrack */
 	NFR_S_SYNPROXY,	   /* synproxy mss PORT wscale VALUE sack-perm */
+	NFR_S_NFTRACE,	   /* meta nftrace set 1: the packet is traced (a live trace) */
 };
 
 struct nfr_stmt {
