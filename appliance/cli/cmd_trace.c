@@ -272,6 +272,29 @@ static void local_address(struct trace_packet *k)
 	freeifaddrs(all);
 }
 
+/* The interfaces here that hold the packet's destination (a hairpin's
+ * test); known where the addresses can be read. */
+static void dst_interfaces(struct trace_packet *k)
+{
+	struct ifaddrs *all, *a;
+	int af = k->fam == POLICY_FAM_IPV4 ? AF_INET : AF_INET6;
+
+	if (getifaddrs(&all) < 0)
+		return;
+	k->dst_ifs_known = true;
+	for (a = all; a && k->ndst_ifs < sizeof(k->dst_ifs) / sizeof(k->dst_ifs[0]); a = a->ifa_next) {
+		const uint8_t *x;
+
+		if (!a->ifa_addr || a->ifa_addr->sa_family != af)
+			continue;
+		x = af == AF_INET ? (const uint8_t *)&((const struct sockaddr_in *)a->ifa_addr)->sin_addr
+				  : (const uint8_t *)&((const struct sockaddr_in6 *)a->ifa_addr)->sin6_addr;
+		if (!memcmp(x, k->dst, af == AF_INET ? 4 : 16))
+			snprintf(k->dst_ifs[k->ndst_ifs++], sizeof(k->dst_ifs[0]), "%s", a->ifa_name);
+	}
+	freeifaddrs(all);
+}
+
 static int parse_packet(const struct trace_args *a, struct trace_packet *k)
 {
 	int r;
@@ -296,6 +319,7 @@ static int parse_packet(const struct trace_args *a, struct trace_packet *k)
 	if ((r = parse_addrs(a, k)) || (r = parse_l4(a, k)))
 		return r;
 	local_address(k);
+	dst_interfaces(k);
 	return 0;
 }
 

@@ -55,6 +55,32 @@ static bool port_listed(const struct port_match *m, int proto, int port)
 	return false;
 }
 
+/* A forward-port's hairpin: k arrived elsewhere than its in:, for an
+ * address of one of its in: interfaces (its destination:, where given). */
+static bool hairpinned(const struct nat_rule *n, const struct trace_packet *k)
+{
+	if (!n->hairpin)
+		return false;
+	if (!n->dest.any && n->dest.n)
+		return true; /* k->dst is in it: dnat() checked */
+	for (uint32_t i = 0; k->dst_ifs_known && i < k->ndst_ifs; i++)
+		if (policy_iface_in(&n->in, k->dst_ifs[i]))
+			return true;
+	return false;
+}
+
+/* A forward-port to a range of ports: the service's range that holds k's
+ * port goes onto it port by port; to one port, every port goes there. */
+static int port_offset(const struct port_match *m, const struct nat_rule *n, const struct trace_packet *k)
+{
+	if (n->to_port_last == n->to_port)
+		return 0;
+	for (uint32_t i = 0; i < m->n; i++)
+		if (m->v[i].proto == k->proto && m->v[i].lo <= k->dport && k->dport <= m->v[i].hi)
+			return k->dport - m->v[i].lo;
+	return 0;
+}
+
 /* Prerouting: the first forward-port or redirect that takes k. Translation
  * is decided on a connection's first packet (state new); the rest follow
  * it through conntrack, which a single packet cannot show. */
@@ -70,8 +96,11 @@ static void dnat(const struct policy *p, const struct trace_packet *k, struct tr
 		const struct nat_rule *n = &p->nat[i];
 
 		if ((n->kind != NAT_FORWARD_PORT && n->kind != NAT_REDIRECT) || !(n->families & k->fam) ||
-		    !policy_iface_in(&n->in, k->iif) || !in_prefixes(&n->from, k->fam, k->src) ||
-		    !port_listed(&n->service, k->proto, k->dport))
+		    !in_prefixes(&n->from, k->fam, k->src) || !port_listed(&n->service, k->proto, k->dport))
+			continue;
+		if (n->kind == NAT_FORWARD_PORT && !n->dest.any && n->dest.n && !in_prefixes(&n->dest, k->fam, k->dst))
+			continue; /* destination: only to these, arriving or hairpinned */
+		if (!policy_iface_in(&n->in, k->iif) && !(n->kind == NAT_FORWARD_PORT && hairpinned(n, k)))
 			continue;
 		out->nat = n;
 		if (n->kind == NAT_REDIRECT) {
@@ -90,7 +119,7 @@ static void dnat(const struct policy *p, const struct trace_packet *k, struct tr
 			return;
 		}
 		memcpy(out->addr, n->to_addr.addr, 16);
-		out->port = n->to_port ? n->to_port : k->dport;
+		out->port = n->to_port ? n->to_port + port_offset(&n->service, n, k) : k->dport;
 		inet_ntop(k->fam == POLICY_FAM_IPV4 ? AF_INET : AF_INET6, n->to_addr.addr, to, sizeof(to));
 		snprintf(out->what, sizeof(out->what), "destination becomes %s port %d", to, out->port);
 		return;

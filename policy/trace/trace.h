@@ -44,6 +44,12 @@ struct trace_packet {
 	 * where the interface is); have_local false: not known. */
 	bool have_local;
 	uint8_t local[16];
+	/* The interfaces here that hold the destination address (a forward-
+	 * port's hairpin takes what arrives elsewhere for an address of its
+	 * in:); dst_ifs_known false: not known (a file judged off the box). */
+	bool dst_ifs_known;
+	uint32_t ndst_ifs;
+	char dst_ifs[8][POLICY_IFNAMSIZ];
 };
 
 /* The entries of dynamic sets, where they are known. */
