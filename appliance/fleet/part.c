@@ -47,8 +47,13 @@
 #include "lib/plant.h"
 #include "policy/syntax/parse.h"
 
-#define FLEET_LEASE_S	    10	 /* a node's status outlives it by this */
-#define FLEET_KEEPALIVE_MS  1000 /* and is kept alive this often (etcd lost: seen within 4 s) */
+#define FLEET_LEASE_S 10 /* a node's status outlives it by this */
+/* The lease is kept alive a third of its time (as etcd's own client does):
+ * each keepalive is a request of every node to etcd's leader, so its rate
+ * is the fleet's idle load (one a second each overloaded a 3-member cluster
+ * at 500 nodes). A lost etcd is seen by the watch's connection sooner
+ * (etcd.c: TCP keepalive). */
+#define FLEET_KEEPALIVE_MS  (FLEET_LEASE_S * 1000 / 3)
 #define FLEET_RETRY_MS	    1000 /* etcd tried again after a failure (at random in 0.5-1x of this) */
 #define FLEET_RETRY_MAX_MS  4000 /* ... doubled after each failure up to this */
 #define FLEET_CONFIRM_S	    30	 /* a canary's time to confirm when the push gives none */

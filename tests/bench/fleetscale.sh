@@ -128,21 +128,8 @@ sample() { # SECONDS: etcd's metrics once a second, in the background
 }
 
 # ---- the fleet: users, certificates, fleet files, nodes ----
-fleet_file() { # NAME USER [NODE ROTATION]: the members listed from a different one for each node
-	local eps= k r=${4:-0} order=(1 2 3)
-	for k in 0 1 2; do eps="$eps${eps:+, }'$(url "e${order[$(((k + r) % 3))]}")'"; done
-	{
-		echo "etcd:"
-		echo "  endpoints: [$eps]"
-		echo "  cert: pki/$2.crt"
-		echo "  key: pki/$2.key"
-		echo "  ca: pki/ca.crt"
-		echo "  user: $2"
-		echo "  password-file: pki/$2.pw"
-		[ -n "${3:-}" ] && echo "node: $3"
-		echo "group: $FL_GROUP"
-	} >"$FL_TMP/$1.yaml"
-}
+fl_url() { url "$1"; }
+rotation() { case $(($1 % 3)) in 0) echo 1 2 3 ;; 1) echo 2 3 1 ;; 2) echo 3 1 2 ;; esac; } # a node's members, in turn
 secret() { head -c 18 /dev/urandom | base64 >"$FL_TMP/pki/$1.pw" && chmod 600 "$FL_TMP/pki/$1.pw"; }
 rbac_node() { # K: the runbook's step for node nK
 	ectl "$PWD/packaging/fleet/nfbox-fleet-rbac" --root-password-file "$FL_TMP/pki/root.pw" node "$FL_GROUP" "n$1" \
@@ -154,8 +141,8 @@ fleet_up() {
 		-out "$FL_TMP/pki/ca.crt" -days 2 -subj /CN=nfbox-bench-ca 2>/dev/null || return 1
 	for k in 1 2 3; do fl_cert e$k "$(ip6 e$k)" || return 1; done
 	for k in admin root operator; do fl_cert $k && secret $k || return 1; done
-	for k in $(seq "$NODES"); do fl_cert "n$k" && secret "n$k" && fleet_file "n$k" "n$k" "n$k" "$k" || return 1; done
-	fleet_file operator operator
+	for k in $(seq "$NODES"); do fl_cert "n$k" && secret "n$k" && fl_fleet_file "n$k" "n$k" "n$k" "$(rotation "$k")" || return 1; done
+	fl_fleet_file operator operator
 	for k in 1 2 3; do etcd_start e$k; done
 	wait_until 30 ectl etcdctl endpoint health || return 1
 	ectl "$PWD/packaging/fleet/nfbox-fleet-rbac" init "$FL_TMP/pki/root.pw" >/dev/null || return 1
@@ -171,8 +158,12 @@ fleet_up() {
 	done
 	for p in "${pids[@]}"; do wait "$p" || return 1; done
 }
+# A node enters its network namespace only (nsenter): `ip netns exec` also
+# makes a mount namespace, and 500 of them, each a copy of the host's
+# mounts that every new namespace's mount propagates to, made starting the
+# last nodes take seconds each.
 node_start() { # K
-	ip netns exec "$(fl_ns "n$1")" "$NFBOX" run --fleet "$FL_TMP/n$1.yaml" --policy "$FL_TMP/p0.yaml" \
+	nsenter --net="/run/netns/$(fl_ns "n$1")" "$NFBOX" run --fleet "$FL_TMP/n$1.yaml" --policy "$FL_TMP/p0.yaml" \
 		--state-dir "$FL_TMP/state-n$1" --socket "$FL_TMP/n$1.sock" --no-pin \
 		>"$FL_TMP/n$1.out" 2>"$FL_TMP/n$1.err" &
 	NPIDS[$1]=$!
@@ -260,7 +251,8 @@ say "starting $NODES nodes"
 T=${EPOCHREALTIME/./}
 nodes_up || { failed "a node did not start"; exit 1; }
 START_MS=$(ms_since "$T")
-push "$FL_TMP/p0.yaml" --wait 600s >"$FL_TMP/push0.out" 2>&1 || { failed "first push: $(tail -n 3 "$FL_TMP/push0.out")"; exit 1; }
+# the first push tried again while etcd is busy with the nodes' arrival
+wait_until 120 push "$FL_TMP/p0.yaml" --wait 600s || { failed "first push: $(push "$FL_TMP/p0.yaml" 2>&1 | tail -n 3)"; exit 1; }
 wait_until 60 all_in_sync || { failed "not every node in sync after the first push: $(in_sync)"; exit 1; }
 
 printf '\n== a fleet of %s nodes (nftables, a namespace each) on 3 etcd members (TLS, RBAC); %s ==\n' "$NODES" "$(date -u +%F)"
