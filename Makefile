@@ -92,7 +92,7 @@ BENCH_BINS  := $(patsubst tests/bench/%.c,$(B)/%,$(BENCH_SRCS))
 rel_obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
 asan_obj = $(patsubst %.c,$(B)/asan/obj/%.o,$(1))
 
-.PHONY: all check check-long check-debian13 coverage mutants demo bench soak deb clean help deps install uninstall fuzz unit vmlinux format
+.PHONY: all check check-long check-debian13 coverage mutants demo bench bench-fleet soak deb clean help deps install uninstall fuzz unit vmlinux format
 # Keep generated skeletons and objects (they are intermediate files to make).
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -109,6 +109,7 @@ help:
 	@echo '  check-debian13 install-deps, build, every suite and the .deb as a service, in a throw-away Debian 13 root (root)'
 	@echo '  demo           run nfbox on config/policy.yaml in throw-away namespaces (root)'
 	@echo '  bench          print benchmark figures beside their targets and peers (root)'
+	@echo '  bench-fleet    NODES (500) real fleet nodes on 3 etcd members: push, shared bans, restarts, idle cost (root)'
 	@echo '  soak           30 minutes of everything at once on the sanitizer build: RSS, descriptors, BPF memory (root)'
 	@echo '  format         format the C sources with the pinned clang-format (tests/unit/test_format.sh checks it)'
 	@echo '  deb            build the Debian package into build/'
@@ -236,6 +237,13 @@ demo: deps
 bench: deps
 	$(Q)$(MAKE) --no-print-directory all $(BENCH_BINS)
 	$(Q)tests/bench/run.sh
+
+# A fleet of NODES (500) nodes on etcd (tests/bench/fleetscale.sh); CI runs
+# it with a few (.ci/targets). Not part of make bench: minutes and gigabytes.
+NODES ?= 500
+bench-fleet: deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)NODES=$(NODES) tests/bench/fleetscale.sh
 
 # The sanitizer build under everything at once for NFBOX_SOAK_MINUTES (30).
 soak: deps

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -386,25 +388,30 @@ void etcd_close(struct etcd *e)
 	e->token = NULL;
 }
 
-/* {"key": b64, "range_end": b64} for key or every key under it */
-static json_t *key_range(const char *key, bool prefix)
+/* {"key": b64, "range_end": b64} for key alone (end NULL) or [key, end) */
+static json_t *key_span(const char *key, const char *end)
 {
-	_cleanup_free_ char *k = etcd_b64_encode(key, strlen(key)), *end = NULL;
+	_cleanup_free_ char *k = etcd_b64_encode(key, strlen(key)), *e = NULL;
 	json_t *o;
 
 	if (!k)
 		return NULL;
 	if (!(o = json_pack("{s:s}", "key", k)))
 		return NULL;
-	if (prefix) {
-		char pe[1024];
-
-		etcd_prefix_end(key, pe, sizeof(pe));
-		if (!(end = etcd_b64_encode(pe, strlen(pe))) ||
-		    json_object_set_new(o, "range_end", json_string(end)) < 0)
-			return json_decref(o), NULL;
-	}
+	if (end &&
+	    (!(e = etcd_b64_encode(end, strlen(end))) || json_object_set_new(o, "range_end", json_string(e)) < 0))
+		return json_decref(o), NULL;
 	return o;
+}
+
+/* ... for key or every key under it */
+static json_t *key_range(const char *key, bool prefix)
+{
+	char pe[1024];
+
+	if (prefix)
+		etcd_prefix_end(key, pe, sizeof(pe));
+	return key_span(key, prefix ? pe : NULL);
 }
 
 static int kvs_from_answer(const json_t *ans, struct etcd_kvs *out)
@@ -428,9 +435,9 @@ static int kvs_from_answer(const json_t *ans, struct etcd_kvs *out)
 	return 0;
 }
 
-int etcd_get(struct etcd *e, const char *key, bool prefix, struct etcd_kvs *out)
+static int get_request(struct etcd *e, json_t *req, struct etcd_kvs *out)
 {
-	json_t *ans = NULL, *req = key_range(key, prefix);
+	json_t *ans = NULL;
 	int r;
 
 	if (!req)
@@ -440,6 +447,22 @@ int etcd_get(struct etcd *e, const char *key, bool prefix, struct etcd_kvs *out)
 	r = kvs_from_answer(ans, out);
 	json_decref(ans);
 	return r;
+}
+
+int etcd_get(struct etcd *e, const char *key, bool prefix, struct etcd_kvs *out)
+{
+	return get_request(e, key_range(key, prefix), out);
+}
+
+int etcd_get_span(struct etcd *e, const struct etcd_span *s, int64_t rev, struct etcd_kvs *out)
+{
+	json_t *req = key_span(s->key, s->end);
+	char num[32];
+
+	snprintf(num, sizeof(num), "%" PRId64, rev);
+	if (req && rev && json_object_set_new(req, "revision", json_string(num)) < 0)
+		return json_decref(req), -ENOMEM;
+	return get_request(e, req, out);
 }
 
 static json_t *put_request(const char *key, const char *val, size_t len, int64_t lease)
@@ -622,22 +645,57 @@ static size_t watch_write(char *data, size_t size, size_t nmemb, void *arg)
 	return len;
 }
 
-int etcd_watch_start(struct etcd *e, const char *prefix, int64_t from, etcd_watch_fn fn, void *arg,
+/* The stream's body: a create_request for each span, one after another
+ * (the gateway sends each on one gRPC stream, and etcd keeps the watches
+ * once the body ends). */
+static char *watch_body(const struct etcd_span *spans, size_t n, int64_t from)
+{
+	char *body = strdup(""), rev[32];
+
+	snprintf(rev, sizeof(rev), "%" PRId64, from);
+	for (size_t i = 0; body && i < n; i++) {
+		json_t *req = key_span(spans[i].key, spans[i].end);
+		_cleanup_free_ char *one = NULL;
+		char *nb = NULL;
+
+		if (req && json_object_set_new(req, "start_revision", json_string(rev)) == 0)
+			one = json_dumps(json_pack("{s:o}", "create_request", req), JSON_COMPACT);
+		else
+			json_decref(req);
+		if (!one || asprintf(&nb, "%s%s", body, one) < 0)
+			nb = NULL;
+		free(body);
+		body = nb;
+	}
+	return body;
+}
+
+/* A watch's connection ends after 3 unanswered keepalive probes (the
+ * kernel's default is 9): with idle 2 s and 1 s between probes, a member
+ * lost is seen within about 5 s, with no request to etcd. */
+static int watch_sockopt(void *arg, curl_socket_t fd, curlsocktype purpose)
+{
+	int cnt = 3;
+
+	(void)arg;
+	if (purpose == CURLSOCKTYPE_IPCXN && setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt)) < 0) {
+		/* the default count stays: seen later */
+	}
+	return CURL_SOCKOPT_OK;
+}
+
+int etcd_watch_start(struct etcd *e, const struct etcd_span *spans, size_t n, int64_t from, etcd_watch_fn fn, void *arg,
 		     struct etcd_watch **out)
 {
 	_cleanup_free_ char *url = NULL;
 	struct etcd_watch *w;
-	json_t *req = key_range(prefix, true);
-	char rev[32];
 
-	if (!req || !(w = calloc(1, sizeof(*w))))
-		return json_decref(req), -ENOMEM;
-	snprintf(rev, sizeof(rev), "%" PRId64, from);
-	json_object_set_new(req, "start_revision", json_string(rev));
+	if (!(w = calloc(1, sizeof(*w))))
+		return -ENOMEM;
 	w->e = e;
 	w->fn = fn;
 	w->arg = arg;
-	w->body = json_dumps(json_pack("{s:o}", "create_request", req), JSON_COMPACT);
+	w->body = watch_body(spans, n, from);
 	if (!w->body || !(w->m = curl_multi_init()) || !(w->h = curl_easy_init()) || !(w->hl = headers(e)) ||
 	    asprintf(&url, "%s/v3/watch", endpoint(e, 0)) < 0) {
 		etcd_watch_free(w);
@@ -651,6 +709,7 @@ int etcd_watch_start(struct etcd *e, const char *prefix, int64_t from, etcd_watc
 	curl_easy_setopt(w->h, CURLOPT_TCP_KEEPALIVE, 1L);
 	curl_easy_setopt(w->h, CURLOPT_TCP_KEEPIDLE, 2L);
 	curl_easy_setopt(w->h, CURLOPT_TCP_KEEPINTVL, 1L);
+	curl_easy_setopt(w->h, CURLOPT_SOCKOPTFUNCTION, watch_sockopt);
 	curl_easy_setopt(w->h, CURLOPT_WRITEFUNCTION, watch_write);
 	curl_easy_setopt(w->h, CURLOPT_WRITEDATA, w);
 	curl_multi_add_handle(w->m, w->h);

@@ -64,6 +64,12 @@ void etcd_kvs_free(struct etcd_kvs *k);
 
 /* The key, or every key under it (prefix). */
 int etcd_get(struct etcd *e, const char *key, bool prefix, struct etcd_kvs *out);
+/* Keys from key up to end (NULL: key alone), as the store held them at
+ * revision rev (0: now). */
+struct etcd_span {
+	const char *key, *end;
+};
+int etcd_get_span(struct etcd *e, const struct etcd_span *s, int64_t rev, struct etcd_kvs *out);
 int etcd_put(struct etcd *e, const char *key, const char *val, size_t len, int64_t lease);
 
 /* A transaction: if every compare holds, the operations; *ok says which. */
@@ -87,15 +93,16 @@ int etcd_lease_grant(struct etcd *e, int64_t ttl_s, int64_t *id);
 int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ttl_left);
 int etcd_lease_revoke(struct etcd *e, int64_t id);
 
-/* A watch of every key under prefix from revision from: events come to fn
- * (del: a delete; kv->value empty then). fn returns 0, or <0 to end it. */
+/* A watch of the keys of n spans from revision from, on one stream:
+ * events come to fn (del: a delete; kv->value empty then). fn returns 0,
+ * or <0 to end it. */
 struct etcd_event {
 	bool del;
 	struct etcd_kv kv;
 };
 typedef int (*etcd_watch_fn)(const struct etcd_event *ev, void *arg);
 struct etcd_watch;
-int etcd_watch_start(struct etcd *e, const char *prefix, int64_t from, etcd_watch_fn fn, void *arg,
+int etcd_watch_start(struct etcd *e, const struct etcd_span *spans, size_t n, int64_t from, etcd_watch_fn fn, void *arg,
 		     struct etcd_watch **out);
 /* Drive it up to timeout_ms, or until wake_fd (-1: none) is readable: 0
  * while it goes on; -ECANCELED when etcd ended it (the revision was

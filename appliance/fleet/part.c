@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,15 +43,23 @@
 #include "fleet/bundle.h"
 #include "fleet/conf.h"
 #include "fleet/etcd.h"
+#include "fleet/mirror.h"
 #include "lib/plant.h"
 #include "policy/syntax/parse.h"
 
-#define FLEET_LEASE_S	    10	 /* a node's status outlives it by this */
-#define FLEET_KEEPALIVE_MS  1000 /* and is kept alive this often (etcd lost: seen within 4 s) */
-#define FLEET_RETRY_MS	    1000 /* etcd tried again after a failure */
+#define FLEET_LEASE_S 10 /* a node's status outlives it by this */
+/* The lease is kept alive a third of its time (as etcd's own client does):
+ * each keepalive is a request of every node to etcd's leader, so its rate
+ * is the fleet's idle load (one a second each overloaded a 3-member cluster
+ * at 500 nodes). A lost etcd is seen by the watch's connection sooner
+ * (etcd.c: TCP keepalive). */
+#define FLEET_KEEPALIVE_MS  (FLEET_LEASE_S * 1000 / 3)
+#define FLEET_RETRY_MS	    1000 /* etcd tried again after a failure (at random in 0.5-1x of this) */
+#define FLEET_RETRY_MAX_MS  4000 /* ... doubled after each failure up to this */
 #define FLEET_CONFIRM_S	    30	 /* a canary's time to confirm when the push gives none */
 #define FLEET_MAX_PUBS	    (1u << 16)
-#define FLEET_SET_LEASE_PAD 2 /* s: an entry's key outlives its timeout, so nodes expire it first */
+#define FLEET_SET_LEASE_PAD 2	/* s: an entry's key outlives its timeout, so nodes expire it first */
+#define FLEET_TXN_OPS	    128 /* operations in one transaction: etcd's --max-txn-ops (its default) */
 
 /* ---- what the thread tells the loop ---- */
 
@@ -89,13 +98,6 @@ struct fval {
 	int64_t rev;
 	char *value;
 	size_t vlen;
-};
-
-/* A shared entry as etcd holds it: the mirror the loop keeps. */
-struct mirror_entry {
-	char set[POLICY_MAX_NAME + 1];
-	struct prefix pfx;
-	int64_t expires;
 };
 
 struct fleet;
@@ -144,9 +146,7 @@ struct fleet {
 		uint64_t probe; /* the probe asked after its reload */
 		long long deadline;
 	} canary;
-	struct mirror_entry *mirror;
-	uint32_t nmirror, capmirror;
-	bool mirror_fresh; /* a snapshot came since the last reconcile */
+	struct mirror mirror; /* the shared entries as etcd holds them */
 	char *sent_status;
 	uint64_t probe_seen;	    /* the last probe the thread did */
 	unsigned long reloads_seen; /* daemon_loads(dm) when the shared sets were last reconciled */
@@ -304,24 +304,17 @@ static int keepalive(struct fleet *fl)
 	return 0;
 }
 
-/* One change into etcd: an entry with a timeout under a lease that ends
- * just after it; the entries of a batch that end within the same 10 s
- * share one (*lease, *bucket). */
-static int put_pub(struct fleet *fl, const struct pub *p, int64_t *lease, int64_t *bucket)
+/* The lease of a change: an entry with a timeout goes under a lease that
+ * ends just after it; the entries that end within the same 10 s share one
+ * (*lease, *bucket). 0 for a delete or an entry without a timeout. */
+static int pub_lease(struct fleet *fl, const struct pub *p, int64_t *lease, int64_t *bucket, int64_t *out)
 {
-	int64_t left, b;
-	bool ok;
+	int64_t b;
 	int r;
 
-	if (!p->val) {
-		struct etcd_op op = { .del = true, .key = p->key };
-
-		return etcd_txn(&fl->etcd, NULL, 0, &op, 1, &ok, NULL);
-	}
-	if (!p->expires)
-		return etcd_put(&fl->etcd, p->key, p->val, strlen(p->val), 0);
-	if ((left = p->expires - (int64_t)clock_ms(CLOCK_REALTIME)) <= 0)
-		return 0; /* over already */
+	*out = 0;
+	if (!p->val || !p->expires)
+		return 0;
 	b = (p->expires + 9999) / 10000;
 	if (*bucket != b) {
 		int64_t ttl = (b * 10000 - (int64_t)clock_ms(CLOCK_REALTIME)) / 1000 + 1 + FLEET_SET_LEASE_PAD;
@@ -330,7 +323,57 @@ static int put_pub(struct fleet *fl, const struct pub *p, int64_t *lease, int64_
 			return r;
 		*bucket = b;
 	}
-	return etcd_put(&fl->etcd, p->key, p->val, strlen(p->val), *lease);
+	*out = *lease;
+	return 0;
+}
+
+static bool op_has_key(const struct etcd_op *ops, uint32_t n, const char *key)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (!strcmp(ops[i].key, key))
+			return true;
+	return false;
+}
+
+/* The first changes of v (up to n) into etcd as one transaction: one
+ * request and one commit for a burst of bans, not one each (at 100 bans a
+ * second, one put each could not keep up). A transaction names a key at
+ * most once and holds at most FLEET_TXN_OPS operations; *taken: the
+ * changes it covered (those over already are skipped). */
+static int put_batch(struct fleet *fl, const struct pub *v, uint32_t n, int64_t *lease, int64_t *bucket,
+		     uint32_t *taken)
+{
+	struct etcd_op ops[FLEET_TXN_OPS];
+	int64_t now = (int64_t)clock_ms(CLOCK_REALTIME);
+	uint32_t k, nops = 0, most = planted("fleet-put-each") ? 1 : FLEET_TXN_OPS;
+	bool ok;
+	int r;
+
+	for (k = 0; k < n && nops < most; k++) {
+		int64_t l;
+
+		if (v[k].val && v[k].expires && v[k].expires <= now)
+			continue; /* over already */
+		if (op_has_key(ops, nops, v[k].key))
+			break;
+		if ((r = pub_lease(fl, &v[k], lease, bucket, &l)) < 0)
+			return r;
+		ops[nops++] = (struct etcd_op){ .del = !v[k].val,
+						.key = v[k].key,
+						.val = v[k].val,
+						.len = v[k].val ? strlen(v[k].val) : 0,
+						.lease = l };
+	}
+	*taken = k;
+	return nops ? etcd_txn(&fl->etcd, NULL, 0, ops, nops, &ok, NULL) : 0;
+}
+
+static void pubs_free(struct pub *v, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		free(v[i].key);
+		free(v[i].val);
+	}
 }
 
 /* The shared sets' changes waiting: into etcd, in order; what etcd
@@ -340,7 +383,7 @@ static int put_pubs(struct fleet *fl)
 {
 	int64_t lease = 0, bucket = -1;
 	struct pub *v;
-	uint32_t n, sent = 0;
+	uint32_t n, sent = 0, taken = 0;
 	int r = 0;
 
 	pthread_mutex_lock(&fl->mu);
@@ -349,19 +392,20 @@ static int put_pubs(struct fleet *fl)
 	fl->pubs = NULL;
 	fl->npubs = 0;
 	pthread_mutex_unlock(&fl->mu);
-	for (; sent < n; sent++) {
-		r = put_pub(fl, &v[sent], &lease, &bucket);
+	while (sent < n) {
+		r = put_batch(fl, v + sent, n - sent, &lease, &bucket, &taken);
 		if (r == -EACCES || r == -EIO) {
 			char err[600];
 
-			snprintf(err, sizeof(err), "shared entry %s: %s", v[sent].key, fl->etcd.err);
+			snprintf(err, sizeof(err), "shared entr%s %s%s: %s", taken > 1 ? "ies" : "y", v[sent].key,
+				 taken > 1 ? " and after" : "", fl->etcd.err);
 			post_simple(fl, FM_ERROR, err);
 			r = 0;
 		}
 		if (r < 0)
 			break;
-		free(v[sent].key);
-		free(v[sent].val);
+		pubs_free(v + sent, taken);
+		sent += taken;
 	}
 	if (sent < n) {
 		memmove(v, v + sent, (n - sent) * sizeof(*v));
@@ -377,10 +421,7 @@ static int put_pubs(struct fleet *fl)
 		}
 		pthread_mutex_unlock(&fl->mu);
 		if (v) { /* no memory for both: these are lost, and said */
-			for (uint32_t j = 0; j < n - sent; j++) {
-				free(v[j].key);
-				free(v[j].val);
-			}
+			pubs_free(v, n - sent);
 			post_simple(fl, FM_ERROR, "out of memory: shared changes lost");
 		}
 	}
@@ -388,55 +429,89 @@ static int put_pubs(struct fleet *fl)
 	return r;
 }
 
+/* The keys a node follows: its group's candidate, and from its policy on
+ * (the policy and the shared sets), never the other nodes' status keys
+ * between them: every node's status written is not every node's to read
+ * (with N nodes, N times N events). spans[] points into keys. */
+struct followed {
+	char cand[512], pol[512], end[512];
+	struct etcd_span spans[2];
+};
+
+static void followed_keys(const struct fleet *fl, struct followed *f)
+{
+	char pfx[512];
+
+	group_prefix(fl, pfx, sizeof(pfx));
+	fleet_key(&fl->conf, fl->conf.group, "candidate", f->cand, sizeof(f->cand));
+	fleet_key(&fl->conf, fl->conf.group, "policy", f->pol, sizeof(f->pol));
+	etcd_prefix_end(pfx, f->end, sizeof(f->end));
+	f->spans[0] = (struct etcd_span){ .key = f->cand };
+	f->spans[1] = (struct etcd_span){ .key = f->pol, .end = f->end };
+}
+
+/* The followed keys read (the candidate at the same revision as the rest). */
+static int read_followed(struct fleet *fl, const struct followed *f, struct etcd_kvs *kvs, struct etcd_kvs *cand)
+{
+	int r;
+
+	if ((r = etcd_get_span(&fl->etcd, &f->spans[1], 0, kvs)) < 0)
+		return r;
+	if ((r = etcd_get_span(&fl->etcd, &f->spans[0], kvs->rev, cand)) < 0)
+		etcd_kvs_free(kvs);
+	return r;
+}
+
+/* A full read's keys to the loop, between FM_SNAP and FM_SNAP_END; a
+ * policy or candidate that is not there is said as deleted. */
+static void post_snapshot(struct fleet *fl, const struct etcd_kvs *kvs, const struct etcd_kvs *cand)
+{
+	bool pol = false, cnd = false;
+	struct fmsg *m;
+
+	post_simple(fl, FM_SNAP, NULL);
+	for (int k = 0; k < 2; k++)
+		for (size_t i = 0; i < (k ? cand : kvs)->n; i++) {
+			if (!(m = msg_of(fl, &(k ? cand : kvs)->v[i], false)))
+				continue;
+			pol |= m->kind == FM_POLICY;
+			cnd |= m->kind == FM_CANDIDATE;
+			post(fl, m);
+		}
+	for (int k = 0; k < 2; k++) {
+		if ((k ? cnd : pol) || !(m = calloc(1, sizeof(*m))))
+			continue;
+		*m = (struct fmsg){ .kind = k ? FM_CANDIDATE : FM_POLICY, .del = true };
+		post(fl, m);
+	}
+	post_simple(fl, FM_SNAP_END, NULL);
+}
+
 /* The group's keys read whole, then followed from the next revision. */
 static int connect_etcd(struct fleet *fl)
 {
-	struct etcd_kvs kvs = { 0 };
-	char pfx[512];
+	struct etcd_kvs kvs = { 0 }, cand = { 0 };
+	struct followed f;
 	int r;
 
 	if ((r = put_pubs(fl)) < 0) /* what changed here while away goes first */
 		return r;
-	group_prefix(fl, pfx, sizeof(pfx));
+	followed_keys(fl, &f);
 	/* Never a watch resumed from the last revision seen: etcd may have
 	 * compacted it while the node was away (then it answers "compacted"
 	 * and the watch ends), and what changed meanwhile is only in a read.
 	 * (The positive control resumes, as a naive node would.) */
 	if (planted("fleet-resume-watch") && fl->seen_rev)
-		return etcd_watch_start(&fl->etcd, pfx, fl->seen_rev + 1, on_watch, fl, &fl->watch) < 0 ? -EIO
-													: keepalive(fl);
-	if ((r = etcd_get(&fl->etcd, pfx, true, &kvs)) < 0)
+		return etcd_watch_start(&fl->etcd, f.spans, 2, fl->seen_rev + 1, on_watch, fl, &fl->watch) < 0
+			       ? -EIO
+			       : keepalive(fl);
+	if ((r = read_followed(fl, &f, &kvs, &cand)) < 0)
 		return r;
 	fl->seen_rev = kvs.rev;
-	post_simple(fl, FM_SNAP, NULL);
-	bool pol = false, cand = false;
-
-	for (size_t i = 0; i < kvs.n; i++) {
-		struct fmsg *m = msg_of(fl, &kvs.v[i], false);
-
-		if (!m)
-			continue;
-		pol |= m->kind == FM_POLICY;
-		cand |= m->kind == FM_CANDIDATE;
-		post(fl, m);
-	}
-	struct fmsg *mp = calloc(1, sizeof(*mp)), *mc = calloc(1, sizeof(*mc));
-
-	if (mp && !pol) {
-		*mp = (struct fmsg){ .kind = FM_POLICY, .del = true };
-		post(fl, mp);
-		mp = NULL;
-	}
-	if (mc && !cand) {
-		*mc = (struct fmsg){ .kind = FM_CANDIDATE, .del = true };
-		post(fl, mc);
-		mc = NULL;
-	}
-	free(mp);
-	free(mc);
-	post_simple(fl, FM_SNAP_END, NULL);
-	r = etcd_watch_start(&fl->etcd, pfx, kvs.rev + 1, on_watch, fl, &fl->watch);
+	post_snapshot(fl, &kvs, &cand);
+	r = etcd_watch_start(&fl->etcd, f.spans, 2, kvs.rev + 1, on_watch, fl, &fl->watch);
 	etcd_kvs_free(&kvs);
+	etcd_kvs_free(&cand);
 	if (r < 0)
 		return r;
 	if ((r = keepalive(fl)) < 0)
@@ -511,10 +586,36 @@ static void set_endpoint(struct fleet *fl)
 	pthread_mutex_unlock(&fl->mu);
 }
 
+/* How long to wait before etcd is tried again, after tries failures in a
+ * row: doubled each time up to a bound, and each wait drawn at random in
+ * its upper half, so that the nodes a lost member or leader dropped all
+ * at once come back spread out, not at the same moment (each comes with
+ * a full read of its group). */
+static long long random_below(long long n)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+		v = (uint64_t)clock_ns(CLOCK_MONOTONIC) * 0x9e3779b97f4a7c15ull;
+	return n > 0 ? (long long)(v % (uint64_t)n) : 0;
+}
+
+static int retry_ms(unsigned *tries)
+{
+	unsigned shift = *tries < 8 ? *tries : 8;
+	long long d = (long long)FLEET_RETRY_MS << shift;
+
+	if (d > FLEET_RETRY_MAX_MS)
+		d = FLEET_RETRY_MAX_MS;
+	(*tries)++;
+	return (int)(d / 2 + random_below(d / 2 + 1));
+}
+
 static void *thread_main(void *arg)
 {
 	struct fleet *fl = arg;
 	bool up = false, said_down = false;
+	unsigned tries = 0;
 
 	while (!want_stop(fl)) {
 		int r;
@@ -523,6 +624,7 @@ static void *thread_main(void *arg)
 			if ((r = connect_etcd(fl)) == 0) {
 				up = true;
 				said_down = false;
+				tries = 0;
 				set_endpoint(fl);
 				post_simple(fl, FM_UP, NULL);
 				continue;
@@ -547,7 +649,7 @@ static void *thread_main(void *arg)
 		up = false;
 		struct pollfd pfd = { .fd = fl->to_thread, .events = POLLIN };
 
-		poll(&pfd, 1, FLEET_RETRY_MS);
+		poll(&pfd, 1, retry_ms(&tries));
 		drain(fl->to_thread);
 	}
 	etcd_watch_free(fl->watch);
@@ -846,15 +948,6 @@ static void canary_tick(struct daemon *dm)
 
 /* ---- the loop's side: shared sets ---- */
 
-static int64_t mirror_find(const struct fleet *fl, const char *set, const struct prefix *p)
-{
-	for (uint32_t i = 0; i < fl->nmirror; i++)
-		if (!strcmp(fl->mirror[i].set, set) && fl->mirror[i].pfx.family == p->family &&
-		    fl->mirror[i].pfx.plen == p->plen && !memcmp(fl->mirror[i].pfx.addr, p->addr, 16))
-			return i;
-	return -1;
-}
-
 static const struct addr_set *shared_set(const struct daemon *dm, const char *name)
 {
 	for (uint32_t i = 0; daemon_in_force(dm)->pol && i < daemon_in_force(dm)->pol->nsets; i++)
@@ -888,36 +981,96 @@ static int parse_entry(const struct fmsg *m, struct mirror_entry *e, char *by, s
 	return 0;
 }
 
-static void mirror_put(struct fleet *fl, const struct mirror_entry *e)
-{
-	int64_t i = mirror_find(fl, e->set, &e->pfx);
+/* Shared entries from etcd of one set, all added or all deleted, taken
+ * into the set here at once (one change of the store and the kernel, one
+ * save): a watch's answer brings many (a txn of bans, a node's catch-up). */
+struct set_run {
+	char set[POLICY_MAX_NAME + 1];
+	bool del;
+	struct dyn_change *v;
+	char (*by)[FLEET_MAX_NAME + 8];
+	uint32_t n, cap;
+};
 
-	if (i >= 0) {
-		fl->mirror[i] = *e;
+#define RECORD_LISTED 32 /* entries a record's line names; more take more lines */
+
+/* The node's record of shared entries in force (the kernel holds them)
+ * or deleted: which and when, to the millisecond, in the log; a line for
+ * each RECORD_LISTED of them. */
+static void record(const char *set, bool del, const struct dyn_change *v, uint32_t n)
+{
+	char list[RECORD_LISTED * 48], when[40], pfx[64];
+	int64_t ms = (int64_t)clock_ms(CLOCK_REALTIME);
+	time_t secs = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (planted("fleet-no-record"))
 		return;
-	}
-	if (fl->nmirror == fl->capmirror) {
-		uint32_t cap = fl->capmirror ? 2 * fl->capmirror : 256;
-		struct mirror_entry *nv = realloc(fl->mirror, cap * sizeof(*nv));
+	gmtime_r(&secs, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	for (uint32_t i = 0; i < n; i += RECORD_LISTED) {
+		uint32_t k, m = n - i < RECORD_LISTED ? n - i : RECORD_LISTED;
+		size_t off = 0;
 
-		if (!nv)
-			return;
-		fl->mirror = nv;
-		fl->capmirror = cap;
+		list[0] = '\0';
+		for (k = 0; k < m; k++) {
+			policy_prefix_format(&v[i + k].pfx, pfx, sizeof(pfx));
+			off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", k ? " " : "", pfx);
+		}
+		log_info("fleet: set %s: %u shared %s %s at %s.%03dZ: %s", set, m, m == 1 ? "entry" : "entries",
+			 del ? "deleted" : "in force", when, (int)(ms % 1000), list);
 	}
-	fl->mirror[fl->nmirror++] = *e;
 }
 
-static void mirror_del(struct fleet *fl, const struct mirror_entry *e)
+static void run_flush(struct daemon *dm, struct set_run *run)
 {
-	int64_t i = mirror_find(fl, e->set, &e->pfx);
+	struct fleet *fl = FL(dm);
+	int r;
 
-	if (i >= 0)
-		fl->mirror[i] = fl->mirror[--fl->nmirror];
+	if (!run->n)
+		return;
+	for (uint32_t i = 0; i < run->n; i++)
+		run->v[i].by = run->by[i];
+	fl->received += run->n;
+	r = dyn_from_fleet(dm, run->set, run->v, run->n, run->del, false);
+	if (r > 0)
+		record(run->set, run->del, run->v, (uint32_t)r);
+	run->n = 0;
 }
 
-/* One entry from etcd into the set here (not back into etcd). */
-static void set_message(struct daemon *dm, const struct fmsg *m)
+static void run_free(struct set_run *run)
+{
+	free(run->v);
+	free(run->by);
+}
+
+static int run_add(struct daemon *dm, struct set_run *run, const char *set, bool del, const struct dyn_change *c,
+		   const char *by)
+{
+	if (run->n && (run->del != del || strcmp(run->set, set) || planted("fleet-one-by-one")))
+		run_flush(dm, run);
+	if (run->n == run->cap) {
+		uint32_t cap = run->cap ? 2 * run->cap : 64;
+		struct dyn_change *v = realloc(run->v, cap * sizeof(*v));
+		char (*b)[FLEET_MAX_NAME + 8];
+
+		if (v)
+			run->v = v;
+		if (!v || !(b = realloc(run->by, cap * sizeof(*b))))
+			return -ENOMEM;
+		run->by = b;
+		run->cap = cap;
+	}
+	snprintf(run->set, sizeof(run->set), "%s", set);
+	run->del = del;
+	run->v[run->n] = *c;
+	snprintf(run->by[run->n++], sizeof(run->by[0]), "%s", by);
+	return 0;
+}
+
+/* One entry from etcd, to go into the set here (not back into etcd) with
+ * the rest of its run. */
+static void set_message(struct daemon *dm, const struct fmsg *m, struct set_run *run)
 {
 	struct fleet *fl = FL(dm);
 	struct mirror_entry e;
@@ -929,18 +1082,56 @@ static void set_message(struct daemon *dm, const struct fmsg *m)
 		return;
 	}
 	if (m->del)
-		mirror_del(fl, &e);
-	else
-		mirror_put(fl, &e);
+		mirror_del(&fl->mirror, &e);
+	else if (mirror_put(&fl->mirror, &e) < 0)
+		log_warn("fleet: out of memory: shared entry '%s' not mirrored", m->key);
 	if (fl->snapping || !fl->have_snapshot || !shared_set(dm, e.set) || planted("fleet-deaf"))
 		return;
 	if (!m->del && e.expires && e.expires <= (int64_t)clock_ms(CLOCK_REALTIME))
 		return;
 	c.pfx = e.pfx;
 	c.expires = e.expires;
-	c.by = by;
-	fl->received++;
-	dyn_from_fleet(dm, e.set, &c, 1, m->del, false);
+	if (run_add(dm, run, e.set, m->del, &c, by) < 0) {
+		/* no memory for a run: this one alone */
+		c.by = by;
+		fl->received++;
+		dyn_from_fleet(dm, e.set, &c, 1, m->del, false);
+	}
+}
+
+static const struct dyn_set *store_set(const struct daemon *dm, const char *name)
+{
+	const struct dynsets *st = dyn_store(dm);
+
+	for (uint32_t i = 0; i < st->n; i++)
+		if (!strcmp(st->sets[i].name, name))
+			return &st->sets[i];
+	return NULL;
+}
+
+static bool in_store(const struct dyn_set *set, const struct dyn_change *c)
+{
+	return dynset_index(set, c->pfx.family == POLICY_FAM_IPV6, c->pfx.addr, c->pfx.plen) >= 0;
+}
+
+/* A shared set made to hold exactly v (what etcd holds), and the entries
+ * that were not there before recorded as in force. */
+static void reconcile_set(struct daemon *dm, const char *name, struct dyn_change *v, uint32_t n)
+{
+	const struct dyn_set *set = store_set(dm, name);
+	_cleanup_free_ struct dyn_change *added = calloc(n + 1, sizeof(*added));
+	uint32_t nadded = 0, k = 0;
+
+	for (uint32_t i = 0; added && set && i < n; i++)
+		if (!in_store(set, &v[i]))
+			added[nadded++] = v[i];
+	if (dyn_from_fleet(dm, name, v, n, false, true) < 0 || !(set = store_set(dm, name)))
+		return;
+	for (uint32_t i = 0; i < nadded; i++) /* those taken (not one never banned here) */
+		if (in_store(set, &added[i]))
+			added[k++] = added[i];
+	if (k)
+		record(name, false, added, k);
 }
 
 /* Every shared set made to hold what etcd holds (after a full read, and
@@ -959,17 +1150,17 @@ static void reconcile(struct daemon *dm)
 
 		if (!as->shared)
 			continue;
-		if (!(v = calloc(fl->nmirror + 1, sizeof(*v))))
+		if (!(v = calloc(fl->mirror.n + 1, sizeof(*v))))
 			return;
-		for (uint32_t i = 0; i < fl->nmirror; i++)
-			if (!strcmp(fl->mirror[i].set, as->name) &&
-			    (!fl->mirror[i].expires || fl->mirror[i].expires > now)) {
-				v[n].pfx = fl->mirror[i].pfx;
-				v[n].expires = fl->mirror[i].expires;
+		for (uint32_t i = 0; i < fl->mirror.n; i++)
+			if (!strcmp(fl->mirror.v[i].set, as->name) &&
+			    (!fl->mirror.v[i].expires || fl->mirror.v[i].expires > now)) {
+				v[n].pfx = fl->mirror.v[i].pfx;
+				v[n].expires = fl->mirror.v[i].expires;
 				v[n].by = "fleet";
 				v[n++].src = "etcd";
 			}
-		dyn_from_fleet(dm, as->name, v, n, false, true);
+		reconcile_set(dm, as->name, v, n);
 	}
 }
 
@@ -1021,10 +1212,12 @@ static void shared_changed(struct daemon *dm, const char *set, const struct dyn_
 
 /* ---- the loop's side: messages ---- */
 
-static void on_message(struct daemon *dm, struct fmsg *m)
+static void on_message(struct daemon *dm, struct fmsg *m, struct set_run *run)
 {
 	struct fleet *fl = FL(dm);
 
+	if (m->kind != FM_SET) /* what comes after a run sees it done */
+		run_flush(dm, run);
 	switch (m->kind) {
 	case FM_UP:
 		fl->connected = true;
@@ -1043,7 +1236,7 @@ static void on_message(struct daemon *dm, struct fmsg *m)
 		break;
 	case FM_SNAP:
 		fl->snapping = true;
-		fl->nmirror = 0;
+		mirror_clear(&fl->mirror);
 		break;
 	case FM_SNAP_END:
 		fl->snapping = false;
@@ -1059,7 +1252,7 @@ static void on_message(struct daemon *dm, struct fmsg *m)
 		m->value = NULL;
 		break;
 	case FM_SET:
-		set_message(dm, m);
+		set_message(dm, m, run);
 		break;
 	case FM_PROBE:
 		fl->probe_seen = m->seq;
@@ -1071,6 +1264,7 @@ static void on_wake(struct handler *h, uint32_t events)
 {
 	struct daemon *dm = h->ctx;
 	struct fleet *fl = FL(dm);
+	struct set_run run = { 0 };
 	struct fmsg *list;
 
 	(void)events;
@@ -1083,10 +1277,12 @@ static void on_wake(struct handler *h, uint32_t events)
 	while (list) {
 		struct fmsg *next = list->next;
 
-		on_message(dm, list);
+		on_message(dm, list, &run);
 		fmsg_free(list);
 		list = next;
 	}
+	run_flush(dm, &run);
+	run_free(&run);
 	fleet_tick(dm);
 }
 
@@ -1246,7 +1442,7 @@ static void fleet_close(struct daemon *dm)
 	free(fl->sent_status);
 	free(fl->pol.value);
 	free(fl->cand.value);
-	free(fl->mirror);
+	mirror_free(&fl->mirror);
 	if (fl->to_loop >= 0)
 		close(fl->to_loop);
 	if (fl->to_thread >= 0)

@@ -102,10 +102,12 @@ fl_etcdctl() {
 		ip netns exec "$(fl_ns cl)" "$@"
 }
 
+# fl_url MEMBER: its client URL (a script with another network defines its own)
+fl_url() { echo "https://$(fl_ip "$1"):2379"; }
 # fl_fleet_file NAME USER [NODE] [ENDPOINT-ORDER]: a fleet file in $FL_TMP/NAME.yaml
 fl_fleet_file() {
 	local f=$FL_TMP/$1.yaml order=${4:-1 2 3} eps= k
-	for k in $order; do eps="$eps${eps:+, }https://$(fl_ip e$k):2379"; done
+	for k in $order; do eps="$eps${eps:+, }'$(fl_url e$k)'"; done
 	{
 		echo "etcd:"
 		echo "  endpoints: [$eps]"

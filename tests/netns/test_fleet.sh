@@ -5,7 +5,8 @@
 # traffic from a client. A push reaches every node; a push onto a revision
 # that moved on is refused (compare-and-swap); a revision a node cannot
 # load changes nothing there and is reported; a ban on one node is enforced
-# on the others (IPv4 and IPv6), its delete too; a canary whose new policy
+# on the others (IPv4 and IPv6), its delete too, a burst of 1,000 within
+# seconds, recorded with its time on each node; a canary whose new policy
 # cuts it off from etcd rolls back by itself and the push halts, while a
 # good canary goes on to every node; a node partitioned from etcd keeps
 # enforcing, starts without etcd on its last revision, and catches up; the
@@ -123,6 +124,29 @@ t_check unban-n3-v6 wait_until 2 fl_ping_is pass n3 6
 fl_ctl n3 set add blocklist 198.51.100.77 --timeout 2 >/dev/null
 t_check short-ban-shared wait_until 2 eval 'fl_ctl n1 set list blocklist | grep -q 198.51.100.77'
 t_check short-ban-expires-everywhere wait_until 6 eval '! fl_ctl n2 set list blocklist | grep -q 198.51.100.77'
+# A burst of shared entries (a blocklist loaded on one node): sent in few
+# transactions, not a request each, so that the others hold all of them
+# within seconds; each node records when it held them (its log, to the
+# millisecond), after they were added and before they were seen.
+for k in $(seq 1 1000); do printf '2001:db8:77::%x\n' "$k"; done >"$FL_TMP/burst.txt"
+burst_t0=$(date -u +%Y-%m-%dT%H:%M:%S.%3N)
+fl_ctl n1 set add blocklist --file "$FL_TMP/burst.txt" --timeout 60 >/dev/null
+burst_on() { [ "$(fl_ctl "$1" set list blocklist | grep -c '^2001:db8:77::')" = 1000 ]; }
+t_check burst-shared-within-5s wait_until 5 burst_on n3
+burst_t1=$(date -u +%Y-%m-%dT%H:%M:%S.%3N)
+# the records of n3: every burst entry named once, each line's time within [t0, t1]
+recorded() {
+	awk -v t0="$burst_t0" -v t1="$burst_t1" '
+	/fleet: set blocklist: [0-9]+ shared entr(y|ies) in force at / {
+		for (i = 1; i <= NF; i++) if ($i == "at") t = substr($(i + 1), 1, 23)
+		for (i = 1; i <= NF; i++) if ($i ~ /^2001:db8:77::/) { n++; if (t < t0 || t > t1) bad++ }
+	}
+	END { print n + 0, bad + 0; exit !(n == 1000 && bad == 0) }' "$FL_TMP/n3.err"
+}
+t_check burst-recorded-with-times recorded
+fl_ctl n1 set del blocklist --file "$FL_TMP/burst.txt" >/dev/null
+t_check burst-deleted-everywhere wait_until 5 eval '! fl_ctl n2 set list blocklist | grep -q "^2001:db8:77::"'
+
 # A shared ban renewed on another node as it expires: the kernel of every
 # node (bpftool for the classifier's tries, nft for table inet nfbox: not
 # set list) holds it again with the new timeout; with either backend.

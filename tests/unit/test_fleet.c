@@ -5,7 +5,9 @@
  * UTF-8 included); a bundle from etcd that would write outside its folder
  * (absolute names, "..", empty parts), is not base64 or not nfbox's is
  * refused; base64 and a prefix's range end as etcd wants them; the fleet
- * file's mistakes at file:line:col, a password file others may read.
+ * file's mistakes at file:line:col, a password file others may read; the
+ * node's mirror of the shared entries against a plain list, through puts,
+ * replacements and deletes in a random order.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +20,7 @@
 #include "fleet/bundle.h"
 #include "fleet/conf.h"
 #include "fleet/etcd.h"
+#include "fleet/mirror.h"
 #include "tests/lib/check.h"
 
 static char dir[] = "/tmp/nfbox-fleet-unit.XXXXXX";
@@ -195,6 +198,60 @@ static void test_conf(void)
 	check_end();
 }
 
+static void entry_of(unsigned k, struct mirror_entry *e)
+{
+	memset(e, 0, sizeof(*e));
+	snprintf(e->set, sizeof(e->set), "%s", k % 3 ? "blocklist" : "other");
+	e->pfx.family = k % 2 ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4;
+	e->pfx.plen = k % 2 ? 128 : 32;
+	e->pfx.addr[12] = (uint8_t)(k >> 8);
+	e->pfx.addr[15] = (uint8_t)k;
+}
+
+static void test_mirror(void)
+{
+	enum {
+		KEYS = 3000
+	};
+	static int64_t want[KEYS]; /* the expiry a key holds; -1: none */
+	struct mirror m = { 0 };
+	struct mirror_entry e;
+	unsigned seed = 44, bad = 0, n = 0;
+
+	check_begin("fleet-mirror-as-a-plain-list");
+	memset(want, 0xff, sizeof(want));
+	for (int step = 0; step < 60000; step++) {
+		unsigned k = (unsigned)rand_r(&seed) % KEYS;
+
+		entry_of(k, &e);
+		if (rand_r(&seed) % 3) {
+			e.expires = step;
+			CHECK(mirror_put(&m, &e) == 0);
+			want[k] = step;
+		} else {
+			mirror_del(&m, &e);
+			want[k] = -1;
+		}
+		if (step == 30000) {
+			mirror_clear(&m);
+			memset(want, 0xff, sizeof(want));
+		}
+	}
+	for (unsigned k = 0; k < KEYS; k++) {
+		const struct mirror_entry *g;
+
+		entry_of(k, &e);
+		g = mirror_get(&m, &e);
+		n += want[k] >= 0;
+		bad += want[k] >= 0 ? !g || g->expires != want[k] : g != NULL;
+	}
+	if (bad)
+		check_fail_at(__FILE__, __LINE__, "the mirror differs from the plain list at %u of %u keys", bad, KEYS);
+	CHECK_EQ_INT(m.n, n);
+	mirror_free(&m);
+	check_end();
+}
+
 int main(void)
 {
 	char cmd[64];
@@ -207,6 +264,7 @@ int main(void)
 	test_bundle_round_trip();
 	test_bundle_hostile();
 	test_conf();
+	test_mirror();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		return 1;

@@ -51,7 +51,16 @@ struct dynstore {
 	} own;
 	long long refusals_window; /* CLOCK_MONOTONIC ms: the minute refusals are logged in */
 	uint32_t refusals_logged;  /* ... and how many were */
+	long long saved_at;	   /* CLOCK_MONOTONIC ms of the last save */
+	bool save_due;		   /* a change from etcd not saved yet (saved within FLEET_SAVE_MS) */
 };
+
+/* A fleet's changes from etcd are saved at most this often: they are
+ * etcd's, read again at a start that reaches etcd; a save (the whole
+ * store, synced) for each burst a watch brings would be thousands a
+ * second on a fleet of hundreds. The daemon's own changes are saved
+ * before they are answered, as always, and take what is due with them. */
+#define FLEET_SAVE_MS 1000
 
 #define DYN(dm) ((struct dynstore *)daemon_part_state(dm, &part_dynsets))
 
@@ -83,9 +92,17 @@ static void save_dyn(const void *obj, FILE *f)
  * it is on disk. */
 static int dyn_save(struct daemon *dm)
 {
-	/* the crash test's positive control: a daemon that answers without saving */
-	int r = planted("dyn-no-save") ? 0 : state_save(dm, DYN_STATE, save_dyn, &DYN(dm)->store, true);
+	long long now = clock_ms(CLOCK_MONOTONIC);
+	int r;
 
+	if (DYN(dm)->from_fleet && now - DYN(dm)->saved_at < FLEET_SAVE_MS) {
+		DYN(dm)->save_due = true; /* dyn_tick saves it */
+		return 0;
+	}
+	/* the crash test's positive control: a daemon that answers without saving */
+	r = planted("dyn-no-save") ? 0 : state_save(dm, DYN_STATE, save_dyn, &DYN(dm)->store, true);
+	DYN(dm)->saved_at = now;
+	DYN(dm)->save_due = r < 0;
 	if (r < 0)
 		log_warn("cannot save the dynamic sets in %s: %s", daemon_state_dir(dm), strerror(-r));
 	return r;
@@ -831,10 +848,15 @@ int dyn_from_fleet(struct daemon *dm, const char *name, struct dyn_change *c, ui
 
 	if (!set || !set->in_policy)
 		return -ENOENT;
-	/* an entry that is not here (expired here first, or never came) has
-	 * nothing to delete */
-	if (del && n == 1 && dynset_index(set, c->pfx.family == POLICY_FAM_IPV6, c->pfx.addr, c->pfx.plen) < 0)
-		return 0;
+	if (del && !replace) { /* an entry that is not here (expired here first, or never came): nothing to delete */
+		uint32_t kept = 0;
+
+		for (uint32_t i = 0; i < n; i++)
+			if (dynset_index(set, c[i].pfx.family == POLICY_FAM_IPV6, c[i].pfx.addr, c[i].pfx.plen) >= 0)
+				c[kept++] = c[i];
+		if (!(n = kept))
+			return 0;
+	}
 	if (!del) { /* a ban the fleet shares is a ban of another node's: never of what is never banned here */
 		uint32_t kept = 0;
 
@@ -857,7 +879,7 @@ int dyn_from_fleet(struct daemon *dm, const char *name, struct dyn_change *c, ui
 	else if (replace && (added || deleted))
 		log_info("set %s: %u entries added, %u deleted to hold what the fleet shares", name, added, deleted);
 	diags_free(&d);
-	return r;
+	return r < 0 ? r : (int)n;
 }
 
 /* ---- addresses never banned (dynset/protect.h) ------------------------------ */
@@ -1085,10 +1107,10 @@ static void dyn_tick(struct daemon *dm)
 {
 	uint32_t n = dynsets_expire(&DYN(dm)->store, dyn_now_ms(), expired, dm);
 
-	if (n) {
+	if (n)
 		log_info("dynamic sets: %u entries expired", n);
+	if (n || (DYN(dm)->save_due && clock_ms(CLOCK_MONOTONIC) - DYN(dm)->saved_at >= FLEET_SAVE_MS))
 		dyn_save(dm);
-	}
 }
 
 long long dyn_verify_take(struct daemon *dm)

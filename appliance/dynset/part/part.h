@@ -41,7 +41,9 @@ typedef void (*dyn_listener_fn)(struct daemon *dm, const char *set, const struct
 void dyn_listen(struct daemon *dm, dyn_listener_fn fn);
 /* Entries of a fleet's shared set from etcd, not sent back there: each
  * added (renewed), or deleted (one not here is no error); with replace,
- * the set becomes exactly c. 0 or -errno (logged). */
+ * the set becomes exactly c (c[] may be reordered or filtered: an entry
+ * never banned here, one to delete that is not here). The number of
+ * entries taken (the first of c), or -errno (logged). */
 int dyn_from_fleet(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t n, bool del, bool replace);
 /* The store (read only). */
 const struct dynsets *dyn_store(const struct daemon *dm);
