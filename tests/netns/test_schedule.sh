@@ -8,6 +8,17 @@
 #   on a day that is not today: judged by the zone, not by UTC;
 # - status shows each scheduled rule, in force or not, and its next change;
 # - a reload while a window is open keeps it open;
+# - schedules that end: TCP streams let in by scheduled accept rules in
+#   that window, running across its end (and across the reload): the
+#   stream of a rule that cuts its connections (the default) stops within
+#   1 s of the edge, its connection deleted from conntrack, counted in
+#   status and metrics and logged; one of a rule with keep-connections: true
+#   goes on, and so does one let in by an unscheduled rule, neither cut.
+#   Positive controls (NFBOX_TEST_PLANT, the test build): schedule-no-cut
+#   (nothing deleted), schedule-unmarked (the nftables mark or the
+#   classifier's nfb_sched_conns entry left out) and schedule-cut-all
+#   (every connection, or every rule's, deleted) each fail it on both
+#   backends;
 # - validate refuses an unknown zone and an empty window, at their place.
 set -u
 cd "$(dirname "$0")/../.."
@@ -47,6 +58,20 @@ rules:
     service: udp/7001
     when: { hours: "$(hms $OPEN)-$(hms $CLOSE)", tz: UTC }
     action: accept
+  - name: cut
+    in: lan
+    service: tcp/7010
+    when: { hours: "$(hms $OPEN)-$(hms $CLOSE)", tz: UTC }
+    action: accept
+  - name: kept
+    in: lan
+    service: tcp/7011
+    when: { hours: "$(hms $OPEN)-$(hms $CLOSE)", tz: UTC, keep-connections: true }
+    action: accept
+  - name: always
+    in: lan
+    service: tcp/7012
+    action: accept
   - name: berlin-now
     in: lan
     service: udp/7002
@@ -66,25 +91,45 @@ sched() { # RULE FIELD: from status --json
 import json, sys
 for s in json.load(sys.stdin)["schedules"]:
     if s["rule"] == sys.argv[1]:
-        print(s[sys.argv[2]]); break
+        print(s.get(sys.argv[2], "absent-key")); break
 else:
     print("absent")' "$1" "$2"
 }
 t_check status-before [ "$(sched soon in_force)" = False ]
 t_check status-next-open [ "$(sched soon next_change)" = "$OPEN" ]
-t_check status-text grep -Eq '^schedules: +soon +out of force +next change [0-9T:-]+Z \(in [0-9]+s\)$' <(nfbox_ctl status)
+t_check status-text grep -Eq '^schedules: +soon +out of force +next change [0-9T:-]+Z \(in [0-9]+s\), 0 connections cut$' <(nfbox_ctl status)
+t_check status-text-keep grep -Eq '^ +kept +out of force +next change [0-9T:-]+Z \(in [0-9]+s\), keeps its connections$' <(nfbox_ctl status)
 t_check before-dropped [ "$(probe_from $C4 $S4 7001)" = drop ]
 t_check zone-berlin-now [ "$(probe_from $C4 $S4 7002)" = pass ]
 t_check zone-other-day [ "$(probe_from $C4 $S4 7003)" = drop ]
 t_check other-day-status [ "$(sched other-day in_force)" = False ]
 
-# inside the window (its edge + 1 s)
+# the receivers of three TCP streams, until 2.5 s after the window
+until_end() { /usr/bin/python3 -c "import time; print('%.3f' % max(1.0, $CLOSE + 2.5 - time.time()))"; }
+streams_end=$(until_end)
+for port in 7010 7011 7012; do
+	in_s timeout 30 "$NET" tcp-last $port "$streams_end" >"$NS_TMP/last.$port" 2>&1 &
+	LAST_PIDS="${LAST_PIDS-} $!"
+done
+for port in 7010 7011 7012; do
+	wait_until 5 grep -q listening "$NS_TMP/last.$port" || t_fail "stream-$port" "no listener"
+done
+
+# inside the window (its edge + 1 s): the streams begin, a tick every 20 ms
 while [ "$(date +%s)" -lt $((OPEN + 1)) ]; do sleep 0.2; done
+streams_end=$(until_end)
+for port in 7010 7011 7012; do
+	in_c timeout 30 "$NET" tcp-ticks "$S4" $port "$streams_end" >"$NS_TMP/ticks.$port" 2>&1 &
+	TICK_PIDS="${TICK_PIDS-} $!"
+done
 t_check open-passes [ "$(probe_from $C4 $S4 7001)" = pass ]
 t_check status-open [ "$(sched soon in_force)" = True ]
 t_check status-next-close [ "$(sched soon next_change)" = "$CLOSE" ]
 t_check opened-logged grep -q "rule 'soon' is now in force (when:)" "$NS_TMP/nfbox.err"
 t_check no-reload [ "$(reloads)" = "$reloads0" ]
+for port in 7010 7011 7012; do
+	t_check "stream-$port-connected" wait_until 3 grep -q connected "$NS_TMP/ticks.$port"
+done
 # a reload inside the window: still open
 nfbox_ctl reload >/dev/null
 t_check reload-keeps-open [ "$(probe_from $C4 $S4 7001)" = pass ]
@@ -94,6 +139,27 @@ while [ "$(date +%s)" -lt $((CLOSE + 1)) ]; do sleep 0.2; done
 t_check after-dropped [ "$(probe_from $C4 $S4 7001)" = drop ]
 t_check closed-logged grep -q "rule 'soon' is no longer in force (when:)" "$NS_TMP/nfbox.err"
 t_check status-after [ "$(sched soon in_force)" = False ]
+
+# the streams across the edge: when did each last deliver?
+wait $LAST_PIDS 2>/dev/null
+kill $TICK_PIDS 2>/dev/null
+wait $TICK_PIDS 2>/dev/null
+last() { awk '/^last/ {print $3}' "$NS_TMP/last.$1"; }
+# last - CLOSE, in seconds: the stream stopped this long after the edge
+after_edge() { /usr/bin/python3 -c "import sys; print('%.3f' % (float(sys.argv[1] or 0) - $CLOSE))" "$(last $1)"; }
+cut_after=$(after_edge 7010)
+echo "# after the edge: cut ${cut_after}s, kept $(after_edge 7011)s, unscheduled $(after_edge 7012)s" >&2
+t_check cut-stream-ran /usr/bin/python3 -c "import sys; sys.exit(not $cut_after > -1)"
+t_check cut-stream-stops /usr/bin/python3 -c "import sys; sys.exit(not $cut_after <= 1)" || echo "# the cut stream delivered until ${cut_after}s after the edge" >&2
+t_check kept-stream-goes-on /usr/bin/python3 -c "import sys; sys.exit(not $(after_edge 7011) > 1.5)"
+t_check unscheduled-stream-goes-on /usr/bin/python3 -c "import sys; sys.exit(not $(after_edge 7012) > 1.5)"
+t_check cut-logged grep -q "rule 'cut' is out of force (when:): connection cut: proto 6 $C4 port [0-9]* to $S4 port 7010" "$NS_TMP/nfbox.err"
+t_check others-not-cut sh -c "! grep -E 'connection cut: .* port (7011|7012)\$' '$NS_TMP/nfbox.err'"
+t_check cut-status [ "$(sched cut connections_cut)" = 1 ]
+t_check cut-metric grep -qx 'nfbox_schedule_connections_cut_total{rule="cut"} 1' <(nfbox_ctl metrics)
+t_check cut-text grep -Eq '^ +cut +out of force +next change .*, 1 connection cut$' <(nfbox_ctl status)
+t_check kept-status [ "$(sched kept keep_connections)" = True ]
+t_check kept-no-count [ "$(sched kept connections_cut)" = absent-key ]
 
 # validate: an unknown zone and an empty window, at their place
 cat >"$NS_TMP/bad.yaml" <<'YAML'
