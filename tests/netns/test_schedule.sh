@@ -1,13 +1,14 @@
 #!/bin/bash
 # Schedules (when:) on the forward hook, against the real clock:
-# - a window that opens 5 s after a reload and closes 4 s later (UTC,
+# - a window that opens 5 s after a reload and closes 6 s later (UTC,
 #   HH:MM:SS): a datagram before it is dropped, one inside it passes, one
 #   after it is dropped again, each change within a second of its edge,
 #   without a reload (the generation stays), said in the log;
 # - a window open now in Europe/Berlin's wall clock (UTC+1 or +2) and one
 #   on a day that is not today: judged by the zone, not by UTC;
 # - status shows each scheduled rule, in force or not, and its next change;
-# - a reload while a window is open keeps it open;
+# - a reload while a window is open keeps it open; one that puts a rule
+#   out of force (its window moved to another day) cuts its stream at once;
 # - schedules that end: TCP streams let in by scheduled accept rules in
 #   that window, running across its end (and across the reload): the
 #   stream of a rule that cuts its connections (the default) stops within
@@ -42,8 +43,9 @@ if [ $(((now + 20) % 86400)) -lt 20 ]; then
 	sleep $((20 - (now + 20) % 86400 + 1))
 	now=$(date +%s)
 fi
-OPEN=$((now + 5)) CLOSE=$((now + 9))
+OPEN=$((now + 5)) CLOSE=$((now + 11))
 other_day=$(date -u -d "@$((now + 3 * 86400))" +%a | tr A-Z a-z)
+today=$(date -u -d "@$now" +%a | tr A-Z a-z)
 b_from=$(bhm $((now - 1800))) b_to=$(bhm $((now + 1800)))
 [ "$b_from" \< "$b_to" ] || b_from=00:00 # Berlin's midnight inside the hour: from the start of the day
 cat >"$NS_TMP/p.yaml" <<YAML
@@ -71,6 +73,11 @@ rules:
   - name: always
     in: lan
     service: tcp/7012
+    action: accept
+  - name: moved
+    in: lan
+    service: tcp/7013
+    when: { days: [$today], tz: UTC }
     action: accept
   - name: berlin-now
     in: lan
@@ -107,18 +114,18 @@ t_check other-day-status [ "$(sched other-day in_force)" = False ]
 # the receivers of three TCP streams, until 2.5 s after the window
 until_end() { /usr/bin/python3 -c "import time; print('%.3f' % max(1.0, $CLOSE + 2.5 - time.time()))"; }
 streams_end=$(until_end)
-for port in 7010 7011 7012; do
+for port in 7010 7011 7012 7013; do
 	in_s timeout 30 "$NET" tcp-last $port "$streams_end" >"$NS_TMP/last.$port" 2>&1 &
 	LAST_PIDS="${LAST_PIDS-} $!"
 done
-for port in 7010 7011 7012; do
+for port in 7010 7011 7012 7013; do
 	wait_until 5 grep -q listening "$NS_TMP/last.$port" || t_fail "stream-$port" "no listener"
 done
 
 # inside the window (its edge + 1 s): the streams begin, a tick every 20 ms
 while [ "$(date +%s)" -lt $((OPEN + 1)) ]; do sleep 0.2; done
 streams_end=$(until_end)
-for port in 7010 7011 7012; do
+for port in 7010 7011 7012 7013; do
 	in_c timeout 30 "$NET" tcp-ticks "$S4" $port "$streams_end" >"$NS_TMP/ticks.$port" 2>&1 &
 	TICK_PIDS="${TICK_PIDS-} $!"
 done
@@ -127,12 +134,16 @@ t_check status-open [ "$(sched soon in_force)" = True ]
 t_check status-next-close [ "$(sched soon next_change)" = "$CLOSE" ]
 t_check opened-logged grep -q "rule 'soon' is now in force (when:)" "$NS_TMP/nfbox.err"
 t_check no-reload [ "$(reloads)" = "$reloads0" ]
-for port in 7010 7011 7012; do
+for port in 7010 7011 7012 7013; do
 	t_check "stream-$port-connected" wait_until 3 grep -q connected "$NS_TMP/ticks.$port"
 done
-# a reload inside the window: still open
-nfbox_ctl reload >/dev/null
+# a reload inside the window: still open; it moves rule 'moved' to
+# another day, which cuts its connection at once, and no other
+sed "s/days: \[$today\]/days: [$other_day]/" "$NS_TMP/p.yaml" >"$NS_TMP/p2.yaml"
+RELOADED=$(/usr/bin/python3 -c 'import time; print("%.3f" % time.time())')
+nfbox_ctl reload --policy "$NS_TMP/p2.yaml" >/dev/null
 t_check reload-keeps-open [ "$(probe_from $C4 $S4 7001)" = pass ]
+t_check reload-cuts-moved grep -q "rule 'moved' is out of force (when:): connection cut: .* port 7013\$" "$NS_TMP/nfbox.err"
 
 # after it
 while [ "$(date +%s)" -lt $((CLOSE + 1)) ]; do sleep 0.2; done
@@ -151,6 +162,8 @@ cut_after=$(after_edge 7010)
 echo "# after the edge: cut ${cut_after}s, kept $(after_edge 7011)s, unscheduled $(after_edge 7012)s" >&2
 t_check cut-stream-ran /usr/bin/python3 -c "import sys; sys.exit(not $cut_after > -1)"
 t_check cut-stream-stops /usr/bin/python3 -c "import sys; sys.exit(not $cut_after <= 1)" || echo "# the cut stream delivered until ${cut_after}s after the edge" >&2
+moved_after=$(/usr/bin/python3 -c "import sys; print('%.3f' % (float(sys.argv[1] or 0) - $RELOADED))" "$(last 7013)")
+t_check moved-stream-stops-at-reload /usr/bin/python3 -c "import sys; sys.exit(not -1 < $moved_after <= 1)"
 t_check kept-stream-goes-on /usr/bin/python3 -c "import sys; sys.exit(not $(after_edge 7011) > 1.5)"
 t_check unscheduled-stream-goes-on /usr/bin/python3 -c "import sys; sys.exit(not $(after_edge 7012) > 1.5)"
 t_check cut-logged grep -q "rule 'cut' is out of force (when:): connection cut: proto 6 $C4 port [0-9]* to $S4 port 7010" "$NS_TMP/nfbox.err"
