@@ -1,6 +1,6 @@
 #!/bin/bash
 # Schedules (when:) on the forward hook, against the real clock:
-# - a window that opens 5 s after a reload and closes 6 s later (UTC,
+# - a window that opens 7 s after a reload and closes 6 s later (UTC,
 #   HH:MM:SS): a datagram before it is dropped, one inside it passes, one
 #   after it is dropped again, each change within a second of its edge,
 #   without a reload (the generation stays), said in the log;
@@ -43,7 +43,7 @@ if [ $(((now + 20) % 86400)) -lt 20 ]; then
 	sleep $((20 - (now + 20) % 86400 + 1))
 	now=$(date +%s)
 fi
-OPEN=$((now + 5)) CLOSE=$((now + 11))
+OPEN=$((now + 7)) CLOSE=$((now + 13))
 other_day=$(date -u -d "@$((now + 3 * 86400))" +%a | tr A-Z a-z)
 today=$(date -u -d "@$now" +%a | tr A-Z a-z)
 b_from=$(bhm $((now - 1800))) b_to=$(bhm $((now + 1800)))
@@ -91,6 +91,14 @@ rules:
     action: accept
 YAML
 t_check reload nfbox_ctl reload --policy "$NS_TMP/p.yaml"
+# the receivers of four TCP streams, until 2.5 s after the window (started
+# now: they are ready at its start on a busy machine too)
+until_end() { /usr/bin/python3 -c "import time; print('%.3f' % max(1.0, $CLOSE + 2.5 - time.time()))"; }
+streams_end=$(until_end)
+for port in 7010 7011 7012 7013; do
+	in_s timeout 30 "$NET" tcp-last $port "$streams_end" >"$NS_TMP/last.$port" 2>&1 &
+	LAST_PIDS="${LAST_PIDS-} $!"
+done
 reloads() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["reloads_ok"])'; }
 reloads0=$(reloads)
 sched() { # RULE FIELD: from status --json
@@ -111,13 +119,6 @@ t_check zone-berlin-now [ "$(probe_from $C4 $S4 7002)" = pass ]
 t_check zone-other-day [ "$(probe_from $C4 $S4 7003)" = drop ]
 t_check other-day-status [ "$(sched other-day in_force)" = False ]
 
-# the receivers of three TCP streams, until 2.5 s after the window
-until_end() { /usr/bin/python3 -c "import time; print('%.3f' % max(1.0, $CLOSE + 2.5 - time.time()))"; }
-streams_end=$(until_end)
-for port in 7010 7011 7012 7013; do
-	in_s timeout 30 "$NET" tcp-last $port "$streams_end" >"$NS_TMP/last.$port" 2>&1 &
-	LAST_PIDS="${LAST_PIDS-} $!"
-done
 for port in 7010 7011 7012 7013; do
 	wait_until 5 grep -q listening "$NS_TMP/last.$port" || t_fail "stream-$port" "no listener"
 done

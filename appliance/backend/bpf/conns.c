@@ -326,11 +326,13 @@ int bpf_sched_cut(struct backend *b, uint16_t id, void (*fn)(const struct ct_tup
 		return diag_errno(d, r, "the classifier's scheduled connections");
 	if (n && !(t = calloc(n, sizeof(*t))))
 		return diag_errno(d, -ENOMEM, "the classifier's scheduled connections");
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n; i++)
 		t[i] = tuple_of(&keys[i]);
-		bpf_map_delete_elem(fd, &keys[i]);
-	}
+	/* the entries go once conntrack answered: a cut that failed is tried
+	 * again with them */
 	if ((r = ct_delete_tuples(t, n, fn, arg)) < 0)
 		return diag_errno(d, r, "cannot delete connections from conntrack");
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &keys[i]);
 	return r;
 }
