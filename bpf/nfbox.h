@@ -75,7 +75,7 @@ static inline int nfb_v6_mapped(const __u8 *a)
 #define NFB_PLANT_KEEP_CLOSED \
 	(1u << 1) /* "conns-keep-closed": a closed connection keeps its count (user space's part: netlink/ctevents.c) */
 #define NFB_PLANT_SCHED_UNKEPT \
-	(1u << 2) /* "schedule-unmarked": a scheduled rule's connections not kept in nfb_sched_conns */
+	(1u << 3) /* "schedule-unmarked": a scheduled rule's connections not kept in nfb_sched_conns */
 
 /* An extension header's length from its type and second byte. */
 static inline __u32 nfb_v6_ext_len(__u8 nh, __u8 len_byte)
