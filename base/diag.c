@@ -463,6 +463,23 @@ void diags_append(struct diags *to, const struct diags *from)
 	to->dropped += from->dropped;
 }
 
+struct diags_mark diags_mark(const struct diags *d)
+{
+	return (struct diags_mark){ .n = d->n, .warnings = d->warnings };
+}
+
+size_t diags_strict(struct diags *d, struct diags_mark m)
+{
+	size_t n = d->warnings - m.warnings; /* those dropped beyond the cap too */
+
+	for (size_t i = m.n; i < d->n; i++)
+		if (d->v[i].level == DIAG_WARNING)
+			d->v[i].level = DIAG_ERROR;
+	d->warnings = m.warnings;
+	d->errors += n;
+	return n;
+}
+
 /* The fix of g without its joiner ("; did you mean 'x'?" -> "did you
  * mean 'x'?", " (use a group)" -> "use a group"). */
 static void write_fix(struct json *j, const struct diag *g)

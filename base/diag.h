@@ -113,6 +113,15 @@ __attribute__((format(printf, 3, 4))) int diag_fail(struct diags *d, int err, co
  * copied, so to stays valid after from is freed. */
 void diags_append(struct diags *to, const struct diags *from);
 
+/* Where d stands (diags_mark), for diags_strict. */
+struct diags_mark {
+	size_t n, warnings;
+};
+struct diags_mark diags_mark(const struct diags *d);
+/* --strict: every warning added since m becomes an error, counted as one
+ * (its place and text kept). How many did. */
+size_t diags_strict(struct diags *d, struct diags_mark m);
+
 /* Print every diagnostic in order of file, line, column; those without a
  * place come last, in the order they were added. color: ANSI colors. */
 void diags_print(const struct diags *d, FILE *f, bool color);

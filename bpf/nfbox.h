@@ -76,6 +76,7 @@ static inline int nfb_v6_mapped(const __u8 *a)
 	(1u << 1) /* "conns-keep-closed": a closed connection keeps its count (user space's part: netlink/ctevents.c) */
 #define NFB_PLANT_SCHED_UNKEPT \
 	(1u << 3) /* "schedule-unmarked": a scheduled rule's connections not kept in nfb_sched_conns */
+#define NFB_PLANT_TRACE_ALL (1u << 2) /* "trace-all": the live trace's filter not heeded */
 
 /* An extension header's length from its type and second byte. */
 static inline __u32 nfb_v6_ext_len(__u8 nh, __u8 len_byte)
@@ -591,7 +592,35 @@ struct nfb_event {
 	__u8 saddr[16]; /* IPv4 in the first 4 bytes */
 	__u8 daddr[16];
 };
-#define NFB_RULE_DEFAULT 0xffffffffu
+#define NFB_RULE_DEFAULT     0xffffffffu
+#define NFB_RULE_ESTABLISHED 0xfffffffeu /* accepted as established or related, before the rules */
+/* In nfb_event.action: the event of a live trace (struct nfb_trace), not of
+ * a rule's log: true. */
+#define NFB_ACT_TRACED 0x80
+
+/*
+ * A live trace (`nfbox trace --live`): nfb_trace, an ARRAY of one. A packet
+ * that matches it gets an event (action | NFB_ACT_TRACED) naming the rule
+ * that decided, the default or the established accept; its verdict is
+ * not touched. left is taken one per traced packet (compare-and-swap), so
+ * a flood fills the ring with no more than left events; 0 (user space's
+ * "no trace") costs each packet one lookup and one load.
+ */
+#define NFB_TRACE_PROTO 0x1 /* proto must match */
+#define NFB_TRACE_PORT	0x2 /* dport must match (a packet with ports) */
+struct nfb_trace {
+	__u32 left;  /* packets still to trace; 0: none */
+	__u32 ifin;  /* the input interface; 0: any */
+	__u8 family; /* enum nfb_family; NFB_FAM_MAX: any */
+	__u8 flags;  /* NFB_TRACE_* */
+	__u8 proto;
+	__u8 src_len; /* prefix lengths of saddr, daddr: 0 any */
+	__u8 dst_len;
+	__u8 pad;
+	__u16 dport;
+	__u8 saddr[16]; /* IPv4 in the first 4 bytes */
+	__u8 daddr[16];
+};
 
 /* A rejected packet's head, in nfb_rejects, for user space to answer. */
 #define NFB_REJECT_BYTES 512

@@ -12,6 +12,21 @@
  * source or destination); with defrag on, a
  * fragment the kernel did not reassemble drops (NFB_CNT_FRAGMENT); then
  * NFB_OPT_ESTABLISHED_ACCEPT; then the rules, then the hook's default.
+ *
+ * Verification cost (each start and upgrade loads this program): the
+ * subprograms called from the field loop or the judge's rounds are global
+ * (non-static __noinline). The verifier checks a global function once, for
+ * any arguments its prototype allows; a static one it checks again at each
+ * call, for each state of the caller that reaches the call, and the
+ * caller's states multiply through the unrolled field loop and the judge's
+ * rounds (all static but the search, this program took 243,120
+ * instructions and ~1 s of CPU to verify; `make bench`,
+ * tests/bench/bench_verifier.c). Those left static are small and end a
+ * path (nfb_count(), nfb_log(), nfb_reject()) or sit inside a global one
+ * (nfb_conn_key_of()). A global function takes scalars, the context, or
+ * pointers to memory of its pointee's size, which it must test for NULL
+ * (those tests never fire here); a kernel object crosses as a scalar
+ * (skb->_nfct, not the skb); it returns a scalar, never void (refused).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -189,6 +204,13 @@ struct {
 	__type(key, struct nfb_conn_key);
 	__type(value, __u32);
 } nfb_sched_conns SEC(".maps");
+/* The live trace (bpf/nfbox.h, struct nfb_trace). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfb_trace);
+} nfb_trace SEC(".maps");
 
 /* Rejected packets' heads, for user space to answer. */
 struct {
@@ -399,13 +421,13 @@ static __always_inline __u8 nfb_ct_state(const struct sk_buff *skb)
 
 /* enum nfb_parse_result. Not inlined: the header buffers live in this frame
  * only, not beside the search's (BPF stack limit of 512 bytes for the whole
- * call chain). */
-static __noinline int nfb_parse(struct bpf_nf_ctx *ctx, struct nfb_pkt *p, bool defrag)
+ * call chain). Global: see the top. */
+__noinline int nfb_parse(struct bpf_nf_ctx *ctx, struct nfb_pkt *p, bool defrag)
 {
 	struct bpf_dynptr dp;
 	int r;
 
-	if (bpf_dynptr_from_skb((struct __sk_buff *)ctx->skb, 0, &dp))
+	if (!p || bpf_dynptr_from_skb((struct __sk_buff *)ctx->skb, 0, &dp))
 		return NFB_MALFORMED;
 	r = p->family == NFB_FAM_IPV4 ? nfb_parse_ipv4(&dp, p) : nfb_parse_ipv6(&dp, p);
 	if (r != NFB_PARSED)
@@ -418,8 +440,9 @@ static __noinline int nfb_parse(struct bpf_nf_ctx *ctx, struct nfb_pkt *p, bool 
 /* ---- field lookups ---------------------------------------------------- */
 
 /*
- * One small lookup function per map kind, not inlined, and each builds its
- * key in its own frame from values passed in registers.
+ * One small lookup function per map kind, not inlined (and global: see
+ * the top), and each builds its key in its own frame from values passed in
+ * registers.
  *
  * Not inlined: inlined, clang sinks the lookups of two maps (port and misc,
  * addr4 and addr6) into one call instruction; the verifier then sees two maps
@@ -445,7 +468,7 @@ static __always_inline __u32 nfb_loc_in(void *outer, __u32 gen, const void *key)
 	return loc ? *loc : NFB_LOC_UNSET;
 }
 
-static __noinline __u32 nfb_get_iface(__u32 gen, __u32 ifindex, __u32 hook, __u32 dir)
+__noinline __u32 nfb_get_iface(__u32 gen, __u32 ifindex, __u32 hook, __u32 dir)
 {
 	struct nfb_iface_key key = { .ifindex = ifindex, .hook = hook, .dir = dir };
 
@@ -502,18 +525,18 @@ static __always_inline __u32 nfb_range_find(void *map, bool v6, __u32 base, __u3
 
 /* One function per family: each looks up its own outer map at a call site
  * of its own, which keeps that lookup inlined (see above). */
-static __noinline __u32 nfb_get_range4(__u32 gen, __u32 base, __u32 n, __u32 addr)
+__noinline __u32 nfb_get_range4(__u32 gen, __u32 base, __u32 n, __u32 addr)
 {
 	return nfb_range_find(bpf_map_lookup_elem(&nfb_addr4, &gen), false, base, n, 0, addr);
 }
 
-static __noinline __u32 nfb_get_range6(__u32 gen, __u32 base, __u32 n, __u64 ahi, __u64 alo)
+__noinline __u32 nfb_get_range6(__u32 gen, __u32 base, __u32 n, __u64 ahi, __u64 alo)
 {
 	return nfb_range_find(bpf_map_lookup_elem(&nfb_addr6, &gen), true, base, n, ahi, alo);
 }
 
 /* The port map's top gives the page, the page the locator. */
-static __noinline __u32 nfb_get_port(__u32 gen, __u32 top, __u32 port)
+__noinline __u32 nfb_get_port(__u32 gen, __u32 top, __u32 port)
 {
 	void *map = bpf_map_lookup_elem(&nfb_port, &gen);
 	__u32 *v, idx;
@@ -528,7 +551,7 @@ static __noinline __u32 nfb_get_port(__u32 gen, __u32 top, __u32 port)
 	return v ? *v : NFB_LOC_UNSET;
 }
 
-static __noinline __u32 nfb_get_misc(__u32 gen, __u32 idx)
+__noinline __u32 nfb_get_misc(__u32 gen, __u32 idx)
 {
 	return nfb_loc_in(&nfb_misc, gen, &idx);
 }
@@ -755,12 +778,16 @@ __noinline int nfb_search(const struct nfb_search_in *in)
  * live, and their spills belong in this short-lived frame, not in
  * nfbox_filter()'s, which sits under nfb_search() (the 512-byte chain).
  */
-static __noinline int nfb_locate(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p, __u32 gen,
-				 struct nfb_search_in *in)
+__noinline int nfb_locate(const struct nfb_hook_cfg *hc, const struct nfb_pkt *p, __u32 gen, struct nfb_search_in *in)
 {
-	__u32 first = NFB_LOC_UNSET, prev = NFB_LOC_UNSET, fields = hc->fields;
-	__u32 *locs = in->locs;
+	__u32 first = NFB_LOC_UNSET, prev = NFB_LOC_UNSET, fields;
+	__u32 *locs;
 	int f;
+
+	if (!hc || !p || !in)
+		return -1;
+	fields = hc->fields;
+	locs = in->locs;
 
 #pragma clang loop unroll(full)
 	for (f = 0; f < NFB_F_MAX; f++) {
@@ -821,13 +848,32 @@ static __noinline void nfb_reject(struct bpf_nf_ctx *ctx, const struct nfb_gen_c
 	bpf_ringbuf_submit(e, 0);
 }
 
+static __always_inline void nfb_event_fill(struct nfb_event *e, const struct nfb_pkt *p, __u32 gen, __u32 rule,
+					   __u32 counter, __u32 action)
+{
+	e->ts_ns = bpf_ktime_get_ns();
+	e->counter = counter;
+	e->rule = rule;
+	e->gen = gen;
+	e->len = p->len;
+	e->ifin = p->ifin;
+	e->ifout = p->ifout;
+	e->hook = p->hook;
+	e->family = p->family;
+	e->action = (__u8)action;
+	e->proto = p->proto;
+	e->sport = p->sport;
+	e->dport = p->dport;
+	__builtin_memcpy(e->saddr, p->saddr, sizeof(e->saddr));
+	__builtin_memcpy(e->daddr, p->daddr, sizeof(e->daddr));
+}
+
 static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_pkt *p, __u32 gen, __u32 rule,
 			       const struct nfb_rule *r)
 {
-	__u64 now = bpf_ktime_get_ns();
 	struct nfb_event *e;
 
-	if (!nfb_log_allowed(cfg, now)) {
+	if (!nfb_log_allowed(cfg, bpf_ktime_get_ns())) {
 		nfb_count_fixed(NFB_CNT_LOG_LIMITED, p->len);
 		return;
 	}
@@ -836,21 +882,7 @@ static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_p
 		nfb_count_fixed(NFB_CNT_LOG_DROPPED, p->len);
 		return;
 	}
-	e->ts_ns = now;
-	e->counter = r->counter;
-	e->rule = rule;
-	e->gen = gen;
-	e->len = p->len;
-	e->ifin = p->ifin;
-	e->ifout = p->ifout;
-	e->hook = p->hook;
-	e->family = p->family;
-	e->action = r->action;
-	e->proto = p->proto;
-	e->sport = p->sport;
-	e->dport = p->dport;
-	__builtin_memcpy(e->saddr, p->saddr, sizeof(e->saddr));
-	__builtin_memcpy(e->daddr, p->daddr, sizeof(e->daddr));
+	nfb_event_fill(e, p, gen, rule, r->counter, r->action);
 	bpf_ringbuf_submit(e, 0);
 }
 
@@ -872,12 +904,71 @@ static __noinline void nfb_sched_conn(const struct sk_buff *skb, __u8 family, __
 		bpf_map_delete_elem(&nfb_sched_conns, &k);
 }
 
+/* a and b agree in their first len bits (len <= 128). */
+static __always_inline bool nfb_prefix_eq(const __u8 *a, const __u8 *b, __u32 len)
+{
+	int i;
+
+#pragma clang loop unroll(full)
+	for (i = 0; i < 16; i++) {
+		__u32 bits = len > (__u32)i * 8 ? len - (__u32)i * 8 : 0;
+		__u8 mask = bits >= 8 ? 0xff : (__u8)(0xff00 >> bits);
+
+		if ((a[i] ^ b[i]) & mask)
+			return false;
+	}
+	return true;
+}
+
+/* The packet matches the live trace, and one of its packets left was
+ * taken (a few tries under contention, then not traced). */
+static __always_inline bool nfb_traced(struct nfb_trace *t, const struct nfb_pkt *p)
+{
+	__u32 left;
+	int i;
+
+	if (!(nfb_plant & NFB_PLANT_TRACE_ALL) &&
+	    ((t->family < NFB_FAM_MAX && t->family != p->family) || (t->ifin && t->ifin != p->ifin) ||
+	     ((t->flags & NFB_TRACE_PROTO) && t->proto != p->proto) ||
+	     ((t->flags & NFB_TRACE_PORT) && (p->l4kind != NFB_L4_PORTS || t->dport != p->dport)) ||
+	     !nfb_prefix_eq(t->saddr, p->saddr, t->src_len) || !nfb_prefix_eq(t->daddr, p->daddr, t->dst_len)))
+		return false;
+#pragma clang loop unroll(full)
+	for (i = 0; i < 4; i++) {
+		left = *(volatile __u32 *)&t->left;
+		if (!left)
+			return false;
+		if (__sync_val_compare_and_swap(&t->left, left, left - 1) == left)
+			return true;
+	}
+	return false;
+}
+
+/* The traced packet's event: the rule (counter slot, action) that decided.
+ * A global function, verified once (not at each of its callers). */
+__noinline int nfb_trace_event(const struct nfb_pkt *p, __u32 gen, __u32 rule, __u32 counter, __u32 action)
+{
+	struct nfb_event *e;
+	__u32 zero = 0;
+	struct nfb_trace *t = bpf_map_lookup_elem(&nfb_trace, &zero);
+
+	if (!p || !t || !*(volatile __u32 *)&t->left || !nfb_traced(t, p))
+		return 0;
+	e = bpf_ringbuf_reserve(&nfb_events, sizeof(*e), 0);
+	if (!e)
+		return 0; /* the tracer is told it saw fewer than it asked when the trace times out */
+	nfb_event_fill(e, p, gen, rule, counter, action | NFB_ACT_TRACED);
+	bpf_ringbuf_submit(e, 0);
+	return 1;
+}
+
 static __always_inline int nfb_default(struct bpf_nf_ctx *ctx, const struct nfb_gen_cfg *cfg, __u32 gen,
 				       const struct nfb_hook_cfg *hc, const struct nfb_pkt *p)
 {
 	nfb_count(cfg, gen, hc->default_counter, p->len);
 	if ((cfg->options & NFB_OPT_SCHED_CUT) && p->ct == NFB_CT_NEW && hc->default_action == NFB_ACT_ACCEPT)
 		nfb_sched_conn(ctx->skb, p->family, 0);
+	nfb_trace_event(p, gen, NFB_RULE_DEFAULT, hc->default_counter, hc->default_action);
 	return hc->default_action == NFB_ACT_ACCEPT ? NF_ACCEPT : NF_DROP;
 }
 
@@ -889,6 +980,7 @@ static __always_inline int nfb_rule_verdict(struct bpf_nf_ctx *ctx, const struct
 		nfb_sched_conn(ctx->skb, p->family, r->cut);
 	if (r->flags & NFB_RULE_LOG)
 		nfb_log(cfg, p, gen, rule, r);
+	nfb_trace_event(p, gen, rule, r->counter, r->action);
 	if (r->action == NFB_ACT_REJECT)
 		nfb_reject(ctx, cfg, p, (r->flags >> NFB_RULE_REJECT_SHIFT) & 0xf);
 	return r->action == NFB_ACT_ACCEPT ? NF_ACCEPT : NF_DROP;
@@ -987,10 +1079,10 @@ static __always_inline int nfb_conn_forget(void *conns, void *counts, const stru
 	return 1;
 }
 
-/* The packet's conntrack entry: NULL for none. */
-static __always_inline struct nf_conn *nfb_ct_of(const struct sk_buff *skb)
+/* The conntrack entry of a packet's skb->_nfct: NULL for none. */
+static __always_inline struct nf_conn *nfb_ct_of(__u64 nfct)
 {
-	return (struct nf_conn *)(skb->_nfct & ~7ul);
+	return (struct nf_conn *)(nfct & ~7ul);
 }
 
 /* Whether TCP closed the connection (conntrack's TIME_WAIT or CLOSE: ct
@@ -1025,18 +1117,19 @@ static __noinline int nfb_conn_key_of(struct nf_conn *ct, __u8 family, struct nf
  * before established: accept): its count given back now, not when user
  * space hears of it, so that a source that opens and resets connections
  * one after another holds one at a time whatever its pace. */
-static __noinline void nfb_conn_closed(const struct sk_buff *skb, __u8 family, __u32 gen)
+__noinline int nfb_conn_closed(__u64 nfct, __u8 family, __u32 gen)
 {
-	struct nf_conn *ct = nfb_ct_of(skb);
+	struct nf_conn *ct = nfb_ct_of(nfct);
 	struct nfb_conn_key k;
 	void *conns, *counts;
 
 	if (!ct || !nfb_ct_closed(ct) || nfb_conn_key_of(ct, family, &k))
-		return;
+		return 0;
 	conns = bpf_map_lookup_elem(&nfb_conns, &gen);
 	counts = bpf_map_lookup_elem(&nfb_conn_count, &gen);
 	if (conns && counts)
 		nfb_conn_forget(conns, counts, &k);
+	return 0;
 }
 
 /*
@@ -1046,16 +1139,15 @@ static __noinline void nfb_conn_closed(const struct sk_buff *skb, __u8 family, _
  * it had one). Over also when the connection cannot be read or kept
  * (nfb_conns full): the rule does not match, the safe side.
  */
-static __noinline bool nfb_conn_take(const struct sk_buff *skb, const struct nfb_meter_key *owner, __u64 max,
-				     __u8 family, __u32 gen)
+__noinline bool nfb_conn_take(__u64 nfct, const struct nfb_meter_key *owner, __u64 max, __u8 family, __u32 gen)
 {
-	struct nf_conn *ct = nfb_ct_of(skb);
+	struct nf_conn *ct = nfb_ct_of(nfct);
 	struct nfb_conn_key k;
 	struct nfb_conn_val v;
 	void *conns = bpf_map_lookup_elem(&nfb_conns, &gen), *counts = bpf_map_lookup_elem(&nfb_conn_count, &gen);
 	int r;
 
-	if (!conns || !counts || nfb_conn_key_of(ct, family, &k))
+	if (!owner || !conns || !counts || nfb_conn_key_of(ct, family, &k))
 		return false;
 	if (k.proto == NFB_IPPROTO_TCP && nfb_ct_closed(ct)) {
 		nfb_conn_forget(conns, counts, &k);
@@ -1165,27 +1257,29 @@ int nfbox_conns(struct nfb_conns_op *arg)
  * which adds it to the set. None while the source is in the set already;
  * until it is, at most one each NFB_OVERLOAD_GAP_NS for each limit and
  * source (user space adds it within milliseconds). */
-static __noinline void nfb_overload(const struct nfb_pkt *p, __u32 gen, __u32 rule, __u32 counter, __u32 set)
+__noinline int nfb_overload(const struct nfb_pkt *p, __u32 gen, __u32 rule, __u32 counter, __u32 set)
 {
 	struct nfb_overload_seen *seen;
 	struct nfb_event *e;
 	__u64 now = bpf_ktime_get_ns(), h = counter, a[2];
 	__u32 idx;
 
+	if (!p)
+		return 0;
 	if (set && nfb_dyn_has(set, p->family, p->saddr, bpf_ktime_get_boot_ns()))
-		return;
+		return 0;
 	__builtin_memcpy(a, p->saddr, sizeof(a));
 	h = (h ^ a[0] ^ (a[1] << 1) ^ p->family) * 0x9e3779b97f4a7c15ull; /* Fibonacci hashing */
 	idx = (__u32)(h >> 32) % NFB_OVERLOAD_SEEN;
 	seen = bpf_map_lookup_elem(&nfb_overload_seen, &idx);
 	if (!seen)
-		return;
+		return 0;
 	if (seen->hash == h && now - seen->last_ns < NFB_OVERLOAD_GAP_NS)
-		return;
+		return 0;
 	e = bpf_ringbuf_reserve(&nfb_events, sizeof(*e), 0);
 	if (!e) {
 		nfb_count_fixed(NFB_CNT_LOG_DROPPED, p->len); /* the next packet tries again */
-		return;
+		return 0;
 	}
 	seen->hash = h;
 	seen->last_ns = now;
@@ -1205,6 +1299,7 @@ static __noinline void nfb_overload(const struct nfb_pkt *p, __u32 gen, __u32 ru
 	__builtin_memcpy(e->saddr, p->saddr, sizeof(e->saddr));
 	__builtin_memcpy(e->daddr, p->daddr, sizeof(e->daddr));
 	bpf_ringbuf_submit(e, 0);
+	return 0;
 }
 
 /* Whether the packet is within the rule's limit (the low half of
@@ -1213,8 +1308,8 @@ static __noinline void nfb_overload(const struct nfb_pkt *p, __u32 gen, __u32 ru
  * reported when the limit has an overload set. A limit whose configuration
  * or state is missing is over: the rule does not match (user space creates
  * the state of every limited rule first). */
-static __noinline bool nfb_limit_pass(const struct sk_buff *skb, const struct nfb_gen_cfg *cfg, __u32 gen,
-				      __u64 rule_limit, const struct nfb_pkt *p)
+__noinline bool nfb_limit_pass(__u64 nfct, const struct nfb_gen_cfg *cfg, __u32 gen, __u64 rule_limit,
+			       const struct nfb_pkt *p)
 {
 	__u32 idx = (__u32)rule_limit - 1, rule = (__u32)(rule_limit >> 32), slot;
 	const struct nfb_limit_cfg *lc;
@@ -1222,7 +1317,7 @@ static __noinline bool nfb_limit_pass(const struct sk_buff *skb, const struct nf
 	void *limits, *cnt, *meter;
 	__u64 now, *tat;
 
-	if (!cfg)
+	if (!cfg || !p)
 		return false;
 	limits = bpf_map_lookup_elem(&nfb_limits, &gen);
 	if (!limits)
@@ -1250,7 +1345,7 @@ static __noinline bool nfb_limit_pass(const struct sk_buff *skb, const struct nf
 			owner.family = p->family;
 			__builtin_memcpy(owner.addr, p->saddr, sizeof(owner.addr));
 		}
-		if (nfb_conn_take(skb, &owner, lc->conns, p->family, gen))
+		if (nfb_conn_take(nfct, &owner, lc->conns, p->family, gen))
 			return true;
 		goto over;
 	}
@@ -1285,10 +1380,12 @@ over:
 }
 
 /* Whether the packet passes the rule's dynamic sets (nfb_rule.dyn). */
-static __noinline bool nfb_dyn_pass(__u16 dsrc, __u16 ddst, const struct nfb_pkt *p)
+__noinline bool nfb_dyn_pass(__u16 dsrc, __u16 ddst, const struct nfb_pkt *p)
 {
 	__u64 now = bpf_ktime_get_boot_ns();
 
+	if (!p)
+		return false;
 	if (dsrc && nfb_dyn_has(dsrc & NFB_DYN_ID_MASK, p->family, p->saddr, now) == !!(dsrc & NFB_DYN_NEG))
 		return false;
 	if (ddst && nfb_dyn_has(ddst & NFB_DYN_ID_MASK, p->family, p->daddr, now) == !!(ddst & NFB_DYN_NEG))
@@ -1297,7 +1394,7 @@ static __noinline bool nfb_dyn_pass(__u16 dsrc, __u16 ddst, const struct nfb_pkt
 }
 
 /* Whether the rule with schedule bit sched (1-based) is in force now. */
-static __noinline bool nfb_sched_on(__u32 gen, __u32 sched)
+__noinline bool nfb_sched_on(__u32 gen, __u32 sched)
 {
 	__u32 bit = sched - 1, idx = gen * NFB_SCHED_WORDS + bit / 64;
 	const __u64 *w;
@@ -1357,7 +1454,7 @@ static __always_inline int nfb_judge(struct bpf_nf_ctx *ctx, const struct nfb_ge
 			break;
 		if ((!r->sched || nfb_sched_on(gen, r->sched)) &&
 		    (!(r->dyn[0] | r->dyn[1]) || nfb_dyn_pass(r->dyn[0], r->dyn[1], p)) &&
-		    (!r->limit || nfb_limit_pass(ctx->skb, cfg, gen, (__u64)rule << 32 | r->limit, p)))
+		    (!r->limit || nfb_limit_pass(ctx->skb->_nfct, cfg, gen, (__u64)rule << 32 | r->limit, p)))
 			return nfb_rule_verdict(ctx, cfg, p, gen, (__u32)rule, r);
 		start = (__u32)rule + 1;
 	}
@@ -1420,9 +1517,10 @@ int nfbox_filter(struct bpf_nf_ctx *ctx)
 
 	pkt.ct = nfb_ct_state(ctx->skb);
 	if ((cfg->options & NFB_OPT_CONN_LIMITS) && pkt.proto == NFB_IPPROTO_TCP && pkt.l4kind == NFB_L4_PORTS)
-		nfb_conn_closed(ctx->skb, pkt.family, gen);
+		nfb_conn_closed(ctx->skb->_nfct, pkt.family, gen);
 	if ((cfg->options & NFB_OPT_ESTABLISHED_ACCEPT) && (pkt.ct == NFB_CT_ESTABLISHED || pkt.ct == NFB_CT_RELATED)) {
 		nfb_count(cfg, gen, cfg->established_counter, pkt.len);
+		nfb_trace_event(&pkt, gen, NFB_RULE_ESTABLISHED, cfg->established_counter, NFB_ACT_ACCEPT);
 		return NF_ACCEPT;
 	}
 

@@ -53,6 +53,20 @@ struct vevent {
 	uint32_t len, ifin, ifout;
 };
 
+/* A live trace's filter (`nfbox trace --live`): what a packet must be to be
+ * traced; each part not given matches any packet. */
+struct trace_filter {
+	int af;			  /* AF_INET, AF_INET6; 0 either */
+	char ifin[16];		  /* the input interface's name; "" any */
+	uint32_t ifindex;	  /* ... its index now (the BPF classifier's key) */
+	uint8_t src[16], dst[16]; /* prefixes (af's) */
+	uint8_t src_len, dst_len; /* 0: any */
+	bool has_proto, has_port;
+	uint8_t proto;
+	uint16_t port;	/* destination port (has_port: packets with ports only) */
+	uint32_t count; /* packets the daemon traces: the kernel may stop after as many */
+};
+
 /* Where a backend's verdict events go (the daemon's events.c). */
 struct backend_sink {
 	void (*verdict)(void *arg, const struct vevent *v);
@@ -63,6 +77,11 @@ struct backend_sink {
 	 * verdict() has logged it): the daemon adds it to the set. */
 	void (*overload)(void *oarg, const struct vevent *v);
 	void *oarg;
+	/* A packet of the live trace (trace_start): the rule that decided it
+	 * (v->rule) and that rule's counter as read after it (c, NULL when it
+	 * could not be read). */
+	void (*traced)(void *targ, const struct vevent *v, const struct backend_counter *c);
+	void *targ;
 };
 
 /* table inet nfbox, which both backends write (the BPF one its conntrack
@@ -230,6 +249,12 @@ struct backend_ops {
 	 * each. How many, or -errno explained in d. */
 	int (*cut)(struct backend *b, uint16_t id, void (*fn)(const struct ct_tuple *t, void *arg), void *arg,
 		   struct diags *d);
+	/* A live trace of the packets that match f, through what enforces cur:
+	 * each goes to the sink's traced() until trace_stop, which takes the
+	 * trace out of the kernel (also when none runs). One at a time; the
+	 * verdicts are never changed. 0 or -errno explained in d. */
+	int (*trace_start)(struct backend *b, const struct loaded *cur, const struct trace_filter *f, struct diags *d);
+	void (*trace_stop)(struct backend *b);
 };
 
 /* The backends (backends.def; table.c): their ops, how many; the index

@@ -49,6 +49,9 @@ static const struct cli_opt run_opts[] = {
 	CLI_OPT_STRING("fleet", 0, struct run_args, o.fleet, "FILE",
 		       "a node of a fleet: its group's policy from etcd, as FILE says (nfbox-fleet(5)); --policy is "
 		       "enforced until the first revision comes"),
+	CLI_OPT_FLAG("strict", 0, struct run_args, o.strict,
+		     "a policy with warnings is not loaded, as validate --strict: the start fails, a reload changes "
+		     "nothing"),
 	CLI_OPT_FLAG("fresh", 'f', struct run_args, o.fresh, "replace pinned state instead of adopting it"),
 	CLI_OPT_FLAG("verbose", 'v', struct run_args, verbose, "show libbpf's debug output"),
 	CLI_OPT_END,

@@ -11,16 +11,19 @@
 
 #include "cli/cli.h"
 #include "base/cleanup.h"
+#include "control/client.h"
 #include "control/proto.h"
 #include "lib/plant.h"
 #include "policy/policy.h"
 #include "policy/syntax/parse.h"
 #include "policy/trace/trace.h"
+#include "system/netns.h"
 
 struct trace_args {
-	bool json;
+	bool json, live;
 	const char *policy, *socket, *in, *out, *from, *to, *proto, *icmp_type, *at, *sets;
-	uint64_t port, sport;
+	uint64_t port, sport, count;
+	double timeout;
 	int state;
 };
 
@@ -44,10 +47,11 @@ static const struct cli_opt trace_opts[] = {
 		       "the interface it arrives on (without --out: addressed to the appliance)"),
 	CLI_OPT_STRING("out", 'o', struct trace_args, out, "IF",
 		       "the interface it leaves through (with --in: forwarded; alone: the appliance's own)"),
-	CLI_OPT_REQUIRED_STRING("from", 'f', struct trace_args, from, "ADDR", "its source address"),
-	CLI_OPT_REQUIRED_STRING("to", 't', struct trace_args, to, "ADDR", "its destination address"),
-	CLI_OPT_REQUIRED_STRING("proto", 'p', struct trace_args, proto, "PROTO",
-				"tcp, udp, icmp, icmpv6, sctp, 0..255"),
+	CLI_OPT_STRING("from", 'f', struct trace_args, from, "ADDR",
+		       "its source address (required but with --live; there a prefix, like --to)"),
+	CLI_OPT_STRING("to", 't', struct trace_args, to, "ADDR", "its destination address (required but with --live)"),
+	CLI_OPT_STRING("proto", 'p', struct trace_args, proto, "PROTO",
+		       "tcp, udp, icmp, icmpv6, sctp, 0..255 (required but with --live)"),
 	CLI_OPT_UINT("port", struct trace_args, port, "N", 0, 65535, "its destination port"),
 	CLI_OPT_UINT("sport", struct trace_args, sport, "N", 0, 65535, "its source port"),
 	CLI_OPT_STRING("icmp-type", 0, struct trace_args, icmp_type, "TYPE",
@@ -58,7 +62,13 @@ static const struct cli_opt trace_opts[] = {
 	CLI_OPT_STRING(
 		"sets", 0, struct trace_args, sets, "FILE",
 		"dynamic sets' entries, a line 'SET PREFIX' each (default: the daemon's; with --policy: judged empty)"),
-	CLI_OPT_FLAG("json", 'j', struct trace_args, json, "one JSON document on stdout"),
+	CLI_OPT_FLAG("live", 'L', struct trace_args, live,
+		     "trace the next real packets that match --in, --from, --to, --proto and --port through the "
+		     "daemon's engine"),
+	CLI_OPT_UINT("count", struct trace_args, count, "N", 1, CTL_MAX_TRACE_COUNT,
+		     "--live: this many packets (default 10)"),
+	CLI_OPT_SECONDS("timeout", struct trace_args, timeout, "S", "--live: for at most S seconds (default 60)"),
+	CLI_OPT_FLAG("json", 'j', struct trace_args, json, "one JSON document on stdout (--live: one per packet)"),
 	CLI_OPT_END,
 };
 
@@ -441,6 +451,142 @@ static int gather(const struct trace_args *a, char **path, struct policy **p, st
 	return a->policy ? 0 : daemon_sets(a->socket, *p, e);
 }
 
+/* The what-if needs the packet's addresses and protocol; --live's options
+ * are its own. */
+static int what_if_given(const struct trace_args *a)
+{
+	const char *missing = !a->from ? "from" : !a->to ? "to" : !a->proto ? "proto" : NULL;
+
+	if (missing) {
+		fprintf(stderr, "nfbox trace: --%s is required (but with --live); see 'nfbox trace --help'\n", missing);
+		return EXIT_USAGE;
+	}
+	if (a->count || a->timeout) {
+		fprintf(stderr, "nfbox trace: --%s goes with --live\n", a->count ? "count" : "timeout");
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
+/* ---- --live: real packets through the daemon's engine ---- */
+
+static void live_text(json_t *o)
+{
+	char when[32];
+	double ts = json_number_value(json_object_get(o, "ts"));
+	time_t secs = (time_t)ts;
+	struct tm tm;
+	const char *in = json_string_value(json_object_get(o, "in")),
+		   *out = json_string_value(json_object_get(o, "out"));
+	int proto = (int)json_integer_value(json_object_get(o, "proto"));
+	const char *pname = policy_proto_name(proto);
+	json_t *c = json_object_get(o, "counter");
+
+	gmtime_r(&secs, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	printf("%s.%03dZ %s %s", when, (int)((ts - (double)secs) * 1000), json_string_value(json_object_get(o, "hook")),
+	       json_string_value(json_object_get(o, "family")));
+	if (in && in[0])
+		printf(" in %s", in);
+	if (out && out[0])
+		printf(" out %s", out);
+	if (pname)
+		printf(" %s", pname);
+	else
+		printf(" proto %d", proto);
+	printf(" %s", json_string_value(json_object_get(o, "src")));
+	if (json_integer_value(json_object_get(o, "sport")))
+		printf(" port %lld", (long long)json_integer_value(json_object_get(o, "sport")));
+	printf(" -> %s", json_string_value(json_object_get(o, "dst")));
+	if (json_integer_value(json_object_get(o, "dport")))
+		printf(" port %lld", (long long)json_integer_value(json_object_get(o, "dport")));
+	printf(": rule %s, %s", json_string_value(json_object_get(o, "rule")),
+	       json_string_value(json_object_get(o, "action")));
+	if (json_is_object(c))
+		printf(" (its counter now %lld packets, %lld bytes)",
+		       (long long)json_integer_value(json_object_get(c, "packets")),
+		       (long long)json_integer_value(json_object_get(c, "bytes")));
+	putchar('\n');
+	fflush(stdout);
+}
+
+struct live_state {
+	bool json;
+	bool ended;
+	unsigned long long traced, wanted;
+	char why[32];
+};
+
+static int live_line(const char *line, void *arg)
+{
+	struct live_state *st = arg;
+	json_t *o = json_loads(line, 0, NULL), *end;
+
+	if (!json_is_object(o)) {
+		json_decref(o);
+		fprintf(stderr, "nfbox trace: the daemon sent a line that is not JSON\n");
+		return EXIT_FAILED;
+	}
+	if (json_is_string(end = json_object_get(o, "end"))) {
+		st->ended = true;
+		st->traced = (unsigned long long)json_integer_value(json_object_get(o, "traced"));
+		snprintf(st->why, sizeof(st->why), "%s", json_string_value(end));
+	} else if (st->json) {
+		fputs(line, stdout);
+		fflush(stdout);
+	} else {
+		live_text(o);
+	}
+	json_decref(o);
+	return 0;
+}
+
+static int trace_live(const struct trace_args *a)
+{
+	struct ctl_request req = { .verb = CTL_TRACE,
+				   .count = a->count ? (unsigned)a->count : 0,
+				   .timeout = a->timeout ? (unsigned)(a->timeout + 0.999) : 0,
+				   .iif = (char *)a->in,
+				   .from = (char *)a->from,
+				   .to = (char *)a->to,
+				   .proto = (char *)a->proto,
+				   .has_port = a->port != PORT_NOT_GIVEN,
+				   .port = a->port != PORT_NOT_GIVEN ? (unsigned)a->port : 0 };
+	struct live_state st = { .json = a->json, .wanted = a->count ? a->count : 10 };
+	char sock[PATH_MAX];
+	struct diags d;
+	int r = 0;
+
+	if (a->policy || a->out || a->sport != PORT_NOT_GIVEN || a->icmp_type || a->at || a->sets) {
+		fprintf(stderr, "nfbox trace: --live filters by --in, --from, --to, --proto and --port only\n");
+		return EXIT_USAGE;
+	}
+	diags_init(&d);
+	if (a->socket)
+		snprintf(sock, sizeof(sock), "%s", a->socket);
+	else
+		r = netns_default_socket(sock, sizeof(sock), &d);
+	if (r == 0)
+		r = ctl_stream(sock, &req, live_line, &st, stderr, &d);
+	if (r < 0) {
+		fputs("nfbox trace: ", stderr);
+		diags_print(&d, stderr, false);
+	}
+	diags_free(&d);
+	if (r)
+		return r < 0 ? cli_ctl_exit(r) : r == CTL_ERROR ? EXIT_FAILED : r;
+	if (!st.ended) {
+		fprintf(stderr, "nfbox trace: the trace ended before the daemon said why\n");
+		return EXIT_FAILED;
+	}
+	if (strcmp(st.why, "count")) {
+		fprintf(stderr, "nfbox trace: %llu of %llu packets traced; the trace ended: %s\n", st.traced, st.wanted,
+			st.why);
+		return EXIT_FAILED;
+	}
+	return 0;
+}
+
 static int run_trace(void *args, int argc, char **argv)
 {
 	struct trace_args *a = args;
@@ -453,6 +599,10 @@ static int run_trace(void *args, int argc, char **argv)
 	struct policy *p = NULL;
 	int r;
 
+	if (a->live)
+		return trace_live(a);
+	if ((r = what_if_given(a)))
+		return r;
 	if ((r = parse_packet(a, &k)))
 		return r;
 	if (!(r = gather(a, &path, &p, &e, &src))) {
@@ -482,7 +632,10 @@ const struct cli_cmd cli_cmd_trace = {
 		     "alone it is the appliance's own (output). Without --policy the daemon is\n"
 		     "asked for the policy file it enforces and its dynamic sets' entries; with\n"
 		     "--policy, dynamic sets are judged empty unless --sets gives their entries.\n"
-		     "A limit is assumed to have room.\n",
+		     "A limit is assumed to have room.\n"
+		     "Live: nfbox trace --live --count 5 -i wan0 -f 203.0.113.0/24 -p tcp --port 22\n"
+		     "traces the next 5 such packets through the engine the daemon enforces with:\n"
+		     "the rule that decided each and its counter after it (one live trace at a time).\n",
 	.args_size = sizeof(struct trace_args),
 	.defaults = trace_defaults,
 	.run = run_trace,

@@ -211,10 +211,11 @@ static int follow(int fd, FILE *out, FILE *err, struct diags *d)
 	return missed ? 1 : 0;
 }
 
-int ctl_call(const char *socket_path, const struct ctl_request *req, int fd_pass, FILE *out, FILE *err, struct diags *d)
+/* Connected to the daemon, the request sent: the socket, or -errno. */
+static int request(const char *socket_path, const struct ctl_request *req, int fd_pass, int *pidfd, struct diags *d)
 {
 	_cleanup_free_ char *line = ctl_request_format(req);
-	_cleanup_close_ int fd = -1, pidfd = -1;
+	_cleanup_close_ int fd = -1;
 	int r;
 
 	if (!line)
@@ -223,12 +224,53 @@ int ctl_call(const char *socket_path, const struct ctl_request *req, int fd_pass
 		return diag_fail(d, -E2BIG, "the request is longer than %d bytes", CTL_MAX_REQUEST);
 	if ((fd = connect_to(socket_path, d)) < 0)
 		return fd;
-	if (req->verb == CTL_STOP)
-		pidfd = peer_pidfd(fd);
+	if (pidfd)
+		*pidfd = peer_pidfd(fd);
 	/* A daemon that turns a client away (busy, permission) answers and
 	 * closes at once: read that answer even when sending failed. */
 	if ((r = send_request(fd, line, strlen(line), fd_pass)) < 0 && r != -EPIPE && r != -ECONNRESET)
 		return diag_errno(d, r, "sending the request to %s", socket_path);
+	return TAKE_FD(fd);
+}
+
+int ctl_stream(const char *socket_path, const struct ctl_request *req, int (*fn)(const char *line, void *arg),
+	       void *arg, FILE *err, struct diags *d)
+{
+	_cleanup_close_ int fd = request(socket_path, req, -1, NULL, d);
+	_cleanup_fclose_ FILE *in = NULL;
+	struct sigaction sa = { .sa_handler = on_stop }; /* no SA_RESTART: the read ends */
+	char *line = NULL;
+	size_t cap = 0;
+	int r = 0;
+
+	if (fd < 0)
+		return fd;
+	if (!(in = fdopen(dup(fd), "r")))
+		return diag_errno(d, -errno, "reading the daemon's reply");
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	if (getline(&line, &cap, in) <= 0 || strcmp(line, CTL_REPLY_OK)) {
+		if (line && strncmp(line, CTL_REPLY_ERROR, strlen(CTL_REPLY_ERROR)))
+			fputs(line, err);
+		while (getline(&line, &cap, in) > 0)
+			fputs(line, err);
+		free(line);
+		return CTL_ERROR;
+	}
+	while (!r && !stop_following && getline(&line, &cap, in) > 0)
+		r = fn(line, arg);
+	free(line);
+	return r;
+}
+
+int ctl_call(const char *socket_path, const struct ctl_request *req, int fd_pass, FILE *out, FILE *err, struct diags *d)
+{
+	_cleanup_close_ int pidfd = -1;
+	_cleanup_close_ int fd = request(socket_path, req, fd_pass, req->verb == CTL_STOP ? &pidfd : NULL, d);
+	int r;
+
+	if (fd < 0)
+		return fd;
 	if (req->verb == CTL_LOG)
 		return follow(fd, out, err, d);
 	r = copy_reply(fd, out, err, d);

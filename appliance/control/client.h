@@ -25,4 +25,11 @@
 #define CTL_INVALID 2
 int ctl_call(const char *socket_path, const struct ctl_request *req, int fd, FILE *out, FILE *err, struct diags *d);
 
+/* A request whose "ok" is followed by lines (trace): each line, newline
+ * and all, to fn until the daemon closes, fn returns non-zero (returned),
+ * or SIGINT/SIGTERM (0). An error reply is copied to err: CTL_ERROR.
+ * -errno (explained in d) when no reply could be had. */
+int ctl_stream(const char *socket_path, const struct ctl_request *req, int (*fn)(const char *line, void *arg),
+	       void *arg, FILE *err, struct diags *d);
+
 #endif

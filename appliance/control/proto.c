@@ -21,6 +21,7 @@ enum ctl_arg {
 	ARG_UNUSED = 1u << 8,
 	ARG_SINCE = 1u << 9,
 	ARG_FORCE = 1u << 10,
+	ARG_TRACE = 1u << 11, /* count= iif= from= to= proto= port= family= */
 };
 
 static const struct {
@@ -40,6 +41,7 @@ static const struct {
 	[CTL_SET_LIST] = { "set-list", ARG_SET | ARG_JSON },
 	[CTL_SET_FLUSH] = { "set-flush", ARG_SET },
 	[CTL_ROLLBACK] = { "rollback", 0 },
+	[CTL_TRACE] = { "trace", ARG_TIMEOUT | ARG_TRACE },
 };
 
 const char *ctl_verb_name(enum ctl_verb v)
@@ -69,10 +71,56 @@ static int parse_seconds(const char *w, size_t n, unsigned max, const char *what
 	return 0;
 }
 
+/* min..max decimal. */
+static int parse_uint(const char *w, size_t n, unsigned min, unsigned max, const char *what, unsigned *out,
+		      struct diags *d)
+{
+	unsigned long v = 0;
+	size_t i = 0;
+
+	for (; i < n && w[i] >= '0' && w[i] <= '9' && v <= max; i++)
+		v = v * 10 + (unsigned long)(w[i] - '0');
+	if (!n || i != n || v < min || v > max)
+		return diag_fail(d, -EINVAL, "request: %s takes %u..%u", what, min, max);
+	*out = (unsigned)v;
+	return 0;
+}
+
+/* A trace's word "name=value" with a text value (at most 64 bytes). */
+static int trace_text(const char *w, size_t n, const char *name, char **out, struct diags *d)
+{
+	size_t k = strlen(name);
+
+	if (*out)
+		return diag_fail(d, -EINVAL, "request: %s given twice", name);
+	if (!(*out = pct_decode(w + k, n - k)) || !(*out)[0] || strlen(*out) > 64)
+		return diag_fail(d, -EINVAL, "request: bad %s", name);
+	return 0;
+}
+
+/* The words of a live trace (ARG_TRACE); 1: w is none of them. */
+static int parse_trace_arg(struct ctl_request *r, const char *w, size_t n, struct diags *d)
+{
+	static const char *const texts[] = { "iif=", "from=", "to=", "proto=", "family=" };
+	char **fields[] = { &r->iif, &r->from, &r->to, &r->proto, &r->family };
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
+		if (n > strlen(texts[i]) && !memcmp(w, texts[i], strlen(texts[i])))
+			return trace_text(w, n, texts[i], fields[i], d);
+	if (n > 6 && !memcmp(w, "count=", 6) && !r->count)
+		return parse_uint(w + 6, n - 6, 1, CTL_MAX_TRACE_COUNT, "count=", &r->count, d);
+	if (n > 5 && !memcmp(w, "port=", 5) && !r->has_port) {
+		r->has_port = true;
+		return parse_uint(w + 5, n - 5, 0, 65535, "port=", &r->port, d);
+	}
+	return 1;
+}
+
 /* One argument word w (n bytes) of verb v into r. */
 static int parse_arg(struct ctl_request *r, const char *w, size_t n, struct diags *d)
 {
 	unsigned takes = verbs[r->verb].args;
+	int e;
 
 	if (n == 4 && !memcmp(w, "json", 4) && (takes & ARG_JSON) && !r->json) {
 		r->json = true;
@@ -110,6 +158,8 @@ static int parse_arg(struct ctl_request *r, const char *w, size_t n, struct diag
 			return diag_fail(d, -EINVAL, "request: bad source=");
 		return 0;
 	}
+	if ((takes & ARG_TRACE) && (e = parse_trace_arg(r, w, n, d)) <= 0)
+		return e;
 	if (n > 7 && !memcmp(w, "policy=", 7) && (takes & ARG_POLICY) && !r->policy) {
 		if (!(r->policy = pct_decode(w + 7, n - 7)))
 			return diag_fail(d, -EINVAL, "request: bad %%-escape in the policy path");
@@ -142,10 +192,11 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *out, str
 		}
 		if (p == line) {
 			if ((v = find_verb(p, n)) < 0)
-				return diag_fail(d, -EINVAL,
-						 "request: unknown '%.*s' (status, stats, reload, log, stop, confirm, "
-						 "rollback, diff, metrics, set-add, set-del, set-list, set-flush)",
-						 (int)(n > 64 ? 64 : n), p);
+				return diag_fail(
+					d, -EINVAL,
+					"request: unknown '%.*s' (status, stats, reload, log, stop, confirm, "
+					"rollback, diff, metrics, set-add, set-del, set-list, set-flush, trace)",
+					(int)(n > 64 ? 64 : n), p);
 			r.verb = (enum ctl_verb)v;
 		} else if ((e = parse_arg(&r, p, n, d)) < 0) {
 			ctl_request_free(&r);
@@ -155,6 +206,23 @@ int ctl_request_parse(const char *line, size_t len, struct ctl_request *out, str
 	}
 	*out = r;
 	return 0;
+}
+
+static void format_trace(FILE *f, const struct ctl_request *r)
+{
+	const char *const names[] = { "iif", "from", "to", "proto", "family" };
+	const char *const values[] = { r->iif, r->from, r->to, r->proto, r->family };
+
+	if (r->count)
+		fprintf(f, " count=%u", r->count);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!values[i])
+			continue;
+		fprintf(f, " %s=", names[i]);
+		pct_encode(f, values[i]);
+	}
+	if (r->has_port)
+		fprintf(f, " port=%u", r->port);
 }
 
 char *ctl_request_format(const struct ctl_request *r)
@@ -194,6 +262,7 @@ char *ctl_request_format(const struct ctl_request *r)
 		fputs(" source=", f);
 		pct_encode(f, r->source);
 	}
+	format_trace(f, r);
 	fputc('\n', f);
 	if (fclose(f) != 0) {
 		free(out);
@@ -207,5 +276,10 @@ void ctl_request_free(struct ctl_request *r)
 	free(r->policy);
 	free(r->set);
 	free(r->source);
-	r->policy = r->set = r->source = NULL;
+	free(r->iif);
+	free(r->from);
+	free(r->to);
+	free(r->proto);
+	free(r->family);
+	r->policy = r->set = r->source = r->iif = r->from = r->to = r->proto = r->family = NULL;
 }

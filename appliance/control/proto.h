@@ -10,7 +10,8 @@
  * stats [json] [zero] [unused [since=SECONDS]], reload [policy=PATH] [confirm=SECONDS], log, stop [keep],
  * confirm, diff [policy=PATH] [json], metrics, set-add set=NAME [timeout=SECONDS]
  * [source=NAME] [force], set-del set=NAME [source=NAME], set-list [set=NAME] [json],
- * set-flush set=NAME). set-add and set-del read their prefixes, one per
+ * set-flush set=NAME, trace [count=N] [timeout=SECONDS] [iif=NAME] [from=PREFIX] [to=PREFIX]
+ * [proto=PROTO] [port=N] [family=ipv4|ipv6]). set-add and set-del read their prefixes, one per
  * line, from a file sent with the request (SCM_RIGHTS); source names it
  * in messages. Anything else is
  * refused with a message; nothing is guessed.
@@ -18,7 +19,8 @@
  * The reply is a first line "ok", "error" or "invalid" (an error: the policy
  * file of a reload or diff cannot be read, is invalid or exceeds a limit),
  * then text (or JSON), until the daemon closes the connection. `log` replies "ok" and then streams one
- * verdict event per line.
+ * verdict event per line; `trace` replies "ok", then one JSON object per traced packet, and last
+ * {"end":WHY,"traced":N} (docs/report.md).
  */
 #ifndef NFBOX_CONTROL_PROTO_H
 #define NFBOX_CONTROL_PROTO_H
@@ -48,6 +50,7 @@ enum ctl_verb {
 	CTL_SET_LIST,
 	CTL_SET_FLUSH,
 	CTL_ROLLBACK,
+	CTL_TRACE,
 	CTL_NVERBS,
 };
 
@@ -64,11 +67,20 @@ struct ctl_request {
 	unsigned timeout; /* set-add: seconds the entries stay; 0: until deleted */
 	char *source;	  /* set-add, set-del: what the prefixes were read from ("stdin", a path) */
 	bool force;	  /* set-add: addresses never banned (never-ban) too */
+	/* trace (live): the next count packets (timeout: for at most so many
+	 * seconds) that arrive on iif, from and to the prefixes, of family,
+	 * proto and to port (has_port); each NULL: any */
+	unsigned count;
+	char *iif, *from, *to, *proto, *family;
+	unsigned port;
+	bool has_port;
 };
 
-#define CTL_MAX_CONFIRM (7u * 86400)	/* a week */
-#define CTL_MAX_TIMEOUT (365u * 86400)	/* a year (DYNSET_MAX_TIMEOUT_S) */
-#define CTL_MAX_SINCE	(3650u * 86400) /* ten years */
+#define CTL_MAX_CONFIRM	      (7u * 86400)    /* a week */
+#define CTL_MAX_TIMEOUT	      (365u * 86400)  /* a year (DYNSET_MAX_TIMEOUT_S) */
+#define CTL_MAX_SINCE	      (3650u * 86400) /* ten years */
+#define CTL_MAX_TRACE_COUNT   1000	      /* trace: packets */
+#define CTL_MAX_TRACE_TIMEOUT 3600	      /* trace: seconds */
 
 const char *ctl_verb_name(enum ctl_verb v);
 

@@ -8,7 +8,8 @@
  * part of its reply; when every slot is taken a new client is told so at
  * once. Who may ask what comes
  * from the peer's credentials (SO_PEERCRED): root anything, members of the
- * socket group (nfbox run --socket-group) status, stats and log.
+ * socket group (nfbox run --socket-group) status, stats, metrics, log, set
+ * list and the live trace (which shows packets' addresses as log does).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,7 @@
 #include "daemon/clients.h"
 #include "daemon/daemon_int.h"
 #include "daemon/events.h"
+#include "daemon/livetrace.h"
 #include "daemon/reload.h"
 #include "daemon/report.h"
 #include "policy/diff/diff.h"
@@ -41,6 +43,7 @@
 struct client {
 	struct handler h;
 	bool follow;  /* `nfbox log`: receives verdict events */
+	bool tracing; /* `nfbox trace --live`: receives its packets (livetrace.c) */
 	bool closing; /* the reply is queued: close once it is written */
 	bool dead;
 	bool root;	 /* may do anything; else status, stats and log */
@@ -422,13 +425,60 @@ static int answer_report(struct daemon *dm, const struct ctl_request *req, FILE 
 	return r;
 }
 
-/* status, stats, metrics, log and set-list are for readers; the rest (and stats zero) needs root. */
+/* status, stats, metrics, log, set-list and trace are for readers; the rest (and stats zero) needs root.
+ * A trace shows what log shows (packets' addresses and the rules that
+ * judged them) and changes no verdict: the readers of log may have it. */
 static bool allowed(const struct client *c, const struct ctl_request *req)
 {
 	enum ctl_verb v = req->verb;
 
 	return c->root || v == CTL_STATUS || (v == CTL_STATS && !req->zero) || v == CTL_LOG || v == CTL_METRICS ||
-	       v == CTL_SET_LIST;
+	       v == CTL_SET_LIST || v == CTL_TRACE;
+}
+
+/* ---- the live trace ---- */
+
+static void trace_deliver(void *arg, const char *line, size_t len)
+{
+	struct client *c = arg;
+
+	/* A tracer that reads too slowly misses packets; the end line says how many it was sent. */
+	if (queue(c, line, len, CLIENT_FOLLOW_BYTES))
+		flush(c->h.ctx, c);
+}
+
+static void trace_done(void *arg)
+{
+	struct client *c = arg;
+
+	c->tracing = false;
+	c->closing = true;
+	flush(c->h.ctx, c);
+}
+
+static void answer_trace(struct daemon *dm, struct client *c, const struct ctl_request *req)
+{
+	struct livetrace_out out = { .deliver = trace_deliver, .done = trace_done, .arg = c };
+	struct diags d;
+
+	diags_init(&d);
+	c->tracing = true;
+	queue(c, CTL_REPLY_OK, strlen(CTL_REPLY_OK), CLIENT_FOLLOW_BYTES);
+	if (livetrace_start(dm, req, &out, &d) < 0) {
+		_cleanup_free_ char *text = diags_to_text(&d), *msg = NULL;
+		int n = asprintf(&msg, CTL_REPLY_ERROR "%s", text ? text : "the live trace could not start\n");
+
+		c->tracing = false;
+		c->out_len = c->out_off = 0; /* not "ok" after all */
+		if (n > 0)
+			reply(dm, c, msg, (size_t)n);
+		else
+			reply_str(dm, c, CTL_REPLY_ERROR "out of memory\n");
+	} else {
+		c->since = time(NULL);
+		flush(dm, c);
+	}
+	diags_free(&d);
 }
 
 static void answer(struct daemon *dm, struct client *c, const struct ctl_request *req)
@@ -446,6 +496,10 @@ static void answer(struct daemon *dm, struct client *c, const struct ctl_request
 	}
 	if (req->verb == CTL_STOP) {
 		answer_stop(dm, c, req);
+		return;
+	}
+	if (req->verb == CTL_TRACE) {
+		answer_trace(dm, c, req);
 		return;
 	}
 	if (req->verb == CTL_LOG) {
@@ -543,7 +597,7 @@ static void on_client(struct handler *h, uint32_t events)
 		flush(dm, c);
 	if (c->dead || !(events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
 		return;
-	if (c->follow || c->closing) {
+	if (c->follow || c->tracing || c->closing) {
 		char junk[256];
 
 		/* Nothing more is read; EOF means the client left. */
@@ -668,6 +722,7 @@ static void client_drop(struct daemon *dm, int i)
 {
 	struct client *c = dm->clients->v[i];
 
+	livetrace_leave(dm, c);
 	loop_unwatch(&dm->loop, &c->h);
 	close(c->h.fd);
 	if (c->fd_passed >= 0)
@@ -687,7 +742,7 @@ void clients_reap(struct daemon *dm)
 /* Still reading its request line (not answered, not following). */
 static bool requesting(const struct client *c)
 {
-	return !c->follow && !c->closing && !c->waiting;
+	return !c->follow && !c->tracing && !c->closing && !c->waiting;
 }
 
 /* After each round of the loop, and at the next request deadline: a client
@@ -698,6 +753,7 @@ void clients_tick(struct daemon *dm)
 	int64_t now_ms = clock_ms(CLOCK_MONOTONIC);
 	time_t now = time(NULL);
 
+	livetrace_tick(dm);
 	for (int i = 0; i < dm->clients->n; i++) {
 		struct client *c = dm->clients->v[i];
 
@@ -717,7 +773,9 @@ int clients_next_deadline(const struct daemon *dm)
 	for (int i = 0; dm->clients && i < dm->clients->n; i++)
 		if (requesting(dm->clients->v[i]) && dm->clients->v[i]->accepted + CLIENT_REQUEST_MS < first)
 			first = dm->clients->v[i]->accepted + CLIENT_REQUEST_MS;
-	return first == INT64_MAX ? -1 : first <= now ? 0 : (int)(first - now);
+	int trace = livetrace_next_deadline(dm), next = first == INT64_MAX ? -1 : first <= now ? 0 : (int)(first - now);
+
+	return trace >= 0 && (next < 0 || trace < next) ? trace : next;
 }
 
 void clients_close_all(struct daemon *dm)

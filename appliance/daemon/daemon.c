@@ -19,6 +19,7 @@
 #include "daemon/daemon_int.h"
 #include "daemon/events.h"
 #include "daemon/links.h"
+#include "daemon/livetrace.h"
 #include "daemon/reload.h"
 #include "daemon/state.h"
 #include "base/cleanup.h"
@@ -107,6 +108,7 @@ static void loop(struct daemon *dm)
 
 static void shutdown_all(struct daemon *dm)
 {
+	livetrace_end(dm, "stop");
 	daemon_reload_wait(dm);	     /* a reload still reading: it ends, unenforced */
 	parts_stop(dm, dm->keep);    /* each while the policy is still enforced */
 	backends_stop(dm, dm->keep); /* kept: pins and table for the next daemon to adopt */
@@ -151,6 +153,8 @@ static void backend_env_init(struct daemon *dm)
 		.sink = eventlog_sink(dm->events),
 		.table = &dm->table,
 	};
+	dm->benv.sink.traced = livetrace_packet;
+	dm->benv.sink.targ = dm;
 	parts_env(dm, &dm->benv); /* the dynamic sets' store, what an overload does */
 }
 

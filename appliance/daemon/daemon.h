@@ -20,6 +20,7 @@ struct daemon_opts {
 	const char *metrics_listen; /* serve /metrics over HTTP on ADDRESS:PORT; NULL: not */
 	bool no_journal_events;	    /* under systemd, verdict events stay out of the journal */
 	const char *fleet;	    /* a fleet's node: the fleet file (etcd, node, group); NULL: not */
+	bool strict;		    /* a policy with warnings is not loaded (at the start, on a reload) */
 };
 
 /* Exit status of `nfbox run` when the policy file is what failed (it cannot

@@ -28,6 +28,7 @@ struct clients;	   /* clients.c */
 struct reload_job; /* reload.c */
 struct reaper;	   /* reload.c */
 struct links;	   /* links.c */
+struct livetrace;  /* livetrace.c */
 
 /* The parts, in the table's order (parts.c). */
 extern const struct part *const daemon_parts[];
@@ -51,6 +52,7 @@ struct daemon {
 	struct links *links;	 /* interfaces as they come and go (links.c) */
 	struct eventlog *events; /* the verdict events' log and followers (events.c) */
 	struct clients *clients; /* the control socket and its clients (clients.c) */
+	struct livetrace *trace; /* the live trace that runs (livetrace.c), NULL if none */
 	void **parts;		 /* each part's state, as daemon_parts[] */
 	bool stop;		 /* leave the loop */
 	bool keep;		 /* ... leaving pins and table for the next daemon (stop keep) */

@@ -48,26 +48,31 @@ static void kv_ifname(struct json *j, const char *key, uint32_t ifindex)
 	json_kv_str(j, key, buf);
 }
 
+void events_vevent_fields(struct json *j, const struct vevent *v)
+{
+	json_key(j, "ts");
+	json_fixed(j, v->ts, 6);
+	json_kv_str(j, "hook", v->hook);
+	json_kv_str(j, "family", policy_family_name(v->af == AF_INET ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6));
+	json_kv_str(j, "rule", v->rule);
+	json_kv_str(j, "action", v->action);
+	json_kv_u64(j, "proto", v->proto);
+	kv_addr(j, "src", v->af, v->src);
+	kv_addr(j, "dst", v->af, v->dst);
+	json_kv_u64(j, "sport", v->sport);
+	json_kv_u64(j, "dport", v->dport);
+	json_kv_u64(j, "len", v->len);
+	kv_ifname(j, "in", v->ifin);
+	kv_ifname(j, "out", v->ifout);
+}
+
 static void vevent_json(const struct vevent *v, FILE *f)
 {
 	struct json j;
 
 	json_init(&j, f);
 	json_object_begin(&j);
-	json_key(&j, "ts");
-	json_fixed(&j, v->ts, 6);
-	json_kv_str(&j, "hook", v->hook);
-	json_kv_str(&j, "family", policy_family_name(v->af == AF_INET ? POLICY_FAM_IPV4 : POLICY_FAM_IPV6));
-	json_kv_str(&j, "rule", v->rule);
-	json_kv_str(&j, "action", v->action);
-	json_kv_u64(&j, "proto", v->proto);
-	kv_addr(&j, "src", v->af, v->src);
-	kv_addr(&j, "dst", v->af, v->dst);
-	json_kv_u64(&j, "sport", v->sport);
-	json_kv_u64(&j, "dport", v->dport);
-	json_kv_u64(&j, "len", v->len);
-	kv_ifname(&j, "in", v->ifin);
-	kv_ifname(&j, "out", v->ifout);
+	events_vevent_fields(&j, v);
 	json_object_end(&j);
 	fputc('\n', f);
 }

@@ -26,6 +26,9 @@ void eventlog_follow(struct eventlog *el, void (*publish)(void *arg, const char 
 /* Events seen since the start. */
 unsigned long long eventlog_seen(const struct eventlog *el);
 struct backend_sink eventlog_sink(struct eventlog *el);
+/* An event's keys (those of `nfbox log --json`), into an object of j. */
+struct json;
+void events_vevent_fields(struct json *j, const struct vevent *v);
 /* The notice that n events were missed, and why, as one JSON line in line:
  * its length, 0 if it did not fit. */
 size_t events_missed_line(char *line, size_t len, uint64_t n, const char *why);

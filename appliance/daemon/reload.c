@@ -41,8 +41,10 @@
 #include "daemon/backends.h"
 #include "daemon/daemon_int.h"
 #include "daemon/links.h"
+#include "daemon/livetrace.h"
 #include "daemon/reload.h"
 #include "lib/fingerprint.h"
+#include "lib/plant.h"
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "system/files.h"
@@ -74,13 +76,26 @@ static struct policy_files daemon_files(const struct daemon *dm)
 				      .forwarding = netns_forwarding /* said in the reload's answer and log */ };
 }
 
+/* run --strict: the policy's warnings (those of its load and compile, as
+ * validate gives them) refuse it. Not a rollback's: going back to the
+ * policy last confirmed must not be refused (a country database gone since
+ * would keep the unconfirmed change in force). */
+static bool reload_strict(const struct daemon *dm, const struct reload_req *req)
+{
+	return dm->opts->strict && (req->why != RELOAD_ROLLBACK || planted("run-strict-rollback")) &&
+	       !planted("run-strict-ignored");
+}
+
 /* Read, check, compile and encode, and the files' fingerprint (fp):
  * nothing of the daemon is touched, so any thread may run it (a policy of
- * a million prefixes takes its time, which the loop does not wait for). */
-static int reload_prepare(const char *path, int fd, const struct policy_files *via, struct loaded *nl, char fp[65],
-			  struct diags *d)
+ * a million prefixes takes its time, which the loop does not wait for).
+ * strict: warnings are errors. */
+static int reload_prepare(const char *path, int fd, const struct policy_files *via, bool strict, struct loaded *nl,
+			  char fp[65], struct diags *d)
 {
 	struct policy_files files = *via;
+	struct diags_mark m = diags_mark(d);
+	size_t n;
 	int r;
 
 	files.policy_fd = fd;
@@ -88,6 +103,10 @@ static int reload_prepare(const char *path, int fd, const struct policy_files *v
 	r = policy_load_files(path, &files, d, &nl->pol);
 	if (r == 0)
 		r = backend_table[backend_index(nl->pol)]->compile(nl->pol, &nl->own, d);
+	if (r == 0 && strict && (n = diags_strict(d, m)) > 0)
+		r = diag_fail(d, -EINVAL,
+			      "%s: refused: nfbox runs with --strict, and the policy has %zu warning%s (errors above)",
+			      path, n, n == 1 ? "" : "s");
 	if (r == 0 && fingerprint_loaded(nl->pol->sources.head, fp) < 0)
 		fp[0] = '\0';
 	return r;
@@ -167,7 +186,8 @@ static int reload_finish(struct daemon *dm, const struct reload_req *req, struct
 		r = backends_prepare(dm, nl, d);
 	}
 	if (r == 0) {
-		dm->policy_fault = false; /* from here on, a failure is the system's */
+		dm->policy_fault = false;    /* from here on, a failure is the system's */
+		livetrace_end(dm, "reload"); /* its filter is no longer in the table or classifier it was put in */
 		if ((r = parts_prepare(dm, &c, d)) == 0 && (r = backends_enforce(dm, nl, d)) == 0)
 			parts_commit(dm, &c, d); /* while the old policy is alive */
 		else
@@ -202,7 +222,7 @@ int daemon_reload_now(struct daemon *dm, const struct reload_req *req, struct di
 	struct policy_files files = req->files ? *req->files : daemon_files(dm);
 	struct loaded nl = { 0 };
 	char fp[65] = "";
-	int r = reload_prepare(req->path, req->fd, &files, &nl, fp, d);
+	int r = reload_prepare(req->path, req->fd, &files, reload_strict(dm, req), &nl, fp, d);
 
 	return reload_finish(dm, req, &nl, fp, r, d);
 }
@@ -214,6 +234,7 @@ struct reload_job {
 	pthread_t th;
 	struct reload_req req; /* its path and fd the job's own */
 	struct policy_files files;
+	bool strict; /* run --strict */
 	struct loaded nl;
 	char fp[65]; /* the files' fingerprint */
 	struct diags d;
@@ -227,7 +248,7 @@ static void *reload_thread(void *arg)
 	struct reload_job *j = arg;
 	uint64_t one = 1;
 
-	j->r = reload_prepare(j->req.path, j->req.fd, &j->files, &j->nl, j->fp, &j->d);
+	j->r = reload_prepare(j->req.path, j->req.fd, &j->files, j->strict, &j->nl, j->fp, &j->d);
 	if (write(j->h.fd, &one, sizeof(one)) < 0) {
 		/* cannot happen (an eventfd takes 2^64 - 2); the loop would wait */
 	}
@@ -285,6 +306,7 @@ int daemon_reload_start(struct daemon *dm, const struct reload_req *req, reload_
 	j->h.ctx = dm;
 	j->req.path = strdup(req->path);
 	j->files = req->files ? *req->files : daemon_files(dm);
+	j->strict = reload_strict(dm, req);
 	j->done = done;
 	j->arg = arg;
 	diags_init(&j->d);

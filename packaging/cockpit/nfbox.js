@@ -256,28 +256,35 @@ function drawEvents() {
     }
 }
 
-function followEvents() {
-    if (logProc)
-        return;
+// Each whole JSON line a process writes, parsed, to each; then done().
+function streamJSON(proc, each, done) {
     let buf = "";
-    $("ev-state").textContent = "following nfbox log";
-    logProc = nfbox(["log"]);
-    logProc.stream((data) => {
+    proc.stream((data) => {
         buf += data;
         let nl;
         while ((nl = buf.indexOf("\n")) >= 0) {
             const line = buf.slice(0, nl);
             buf = buf.slice(nl + 1);
             try {
-                events.push(JSON.parse(line));
+                each(JSON.parse(line));
             } catch (ex) {
                 continue;
             }
-            if (events.length > 2000)
-                events.shift();
         }
-        drawEvents();
+        done();
     });
+}
+
+function followEvents() {
+    if (logProc)
+        return;
+    $("ev-state").textContent = "following nfbox log";
+    logProc = nfbox(["log"]);
+    streamJSON(logProc, (e) => {
+        events.push(e);
+        if (events.length > 2000)
+            events.shift();
+    }, drawEvents);
     logProc.catch((ex) => {
         $("ev-state").textContent = "nfbox log ended: " + (ex.message || ex);
     }).then(() => { logProc = null });
@@ -514,6 +521,53 @@ function trace(ev) {
     }).catch(showError);
 }
 
+// ---- trace: live (nfbox trace --live --json, a line a packet) ----
+
+let liveProc = null;
+
+function liveArgs() {
+    const args = ["trace", "--live", "--json"];
+    const opts = { "lt-in": "--in", "lt-from": "--from", "lt-to": "--to", "lt-proto": "--proto", "lt-port": "--port",
+        "lt-count": "--count", "lt-timeout": "--timeout" };
+    for (const [id, opt] of Object.entries(opts))
+        if ($(id).value.trim())
+            args.push(opt, $(id).value.trim());
+    return args;
+}
+
+function liveRow(p) {
+    const tb = $("lt-table").tBodies[0];
+    const port = (n) => (n && (p.proto === 6 || p.proto === 17 || p.proto === 132 || p.proto === 136) ? ":" + n : "");
+    const c = p.counter ? p.counter.packets + " packets, " + p.counter.bytes + " bytes" : "";
+    row(tb, [when(p.ts), p.hook, p.family, p.in, p.out, p.proto, p.src + port(p.sport), p.dst + port(p.dport),
+        p.rule, p.action, c]);
+}
+
+function liveEnded(text) {
+    liveProc = null;
+    $("lt-state").textContent = text;
+    $("lt-start").hidden = false;
+    $("lt-stop").hidden = true;
+}
+
+function traceLive(ev) {
+    ev.preventDefault();
+    if (liveProc)
+        return;
+    $("lt-table").tBodies[0].replaceChildren();
+    let n = 0;
+    $("lt-state").textContent = "tracing: waiting for packets";
+    $("lt-start").hidden = true;
+    $("lt-stop").hidden = false;
+    liveProc = nfbox(liveArgs());
+    streamJSON(liveProc, (p) => {
+        liveRow(p);
+        $("lt-state").textContent = "tracing: " + ++n + " packets";
+    }, () => {});
+    liveProc.then(() => liveEnded(n + " packets traced"))
+        .catch((ex) => liveEnded(n + " packets traced; " + (ex.message || ex)));
+}
+
 // ---- start ----
 
 function start() {
@@ -543,6 +597,9 @@ function start() {
     $("pol-keep").addEventListener("click", confirmChange);
     $("pol-rollback").addEventListener("click", rollbackNow);
     $("tr-form").addEventListener("submit", trace);
+    $("lt-form").addEventListener("submit", traceLive);
+    // Closing the process ends the trace in the daemon (its client left).
+    $("lt-stop").addEventListener("click", () => { if (liveProc) liveProc.close("terminated") });
     // Live pages: the rules once a second, the overview every five.
     setInterval(() => { if (current === "rules" && !document.hidden) refreshRules() }, 1000);
     setInterval(() => { if (current === "overview" && !document.hidden) refreshOverview() }, 5000);

@@ -13,7 +13,9 @@
 # The N rules: rule 0 accepts tcp/5201 (iperf3), rules 1..N-1 udp/10000+i;
 # the UDP load goes to the LAST rule's port (the worst case for linear nft).
 #
-# Then policy tooling at scale (tests/bench/policy.sh), dynamic-set
+# Then the classifier's load: instructions the verifier walks and the CPU
+# it takes (tests/bench/bench_verifier.c, beside the figures before issue
+# 40). Then policy tooling at scale (tests/bench/policy.sh), dynamic-set
 # changes (tests/bench/dynset.sh) and the engine at scale (memory, reloads
 # of 1,000,000 prefixes and 65,536 rules, status during a reload:
 # tests/bench/scale.sh), and flood defence: the early drop at XDP against
@@ -33,8 +35,9 @@
 # Environment: BENCH_N (10000), BENCH_N2 (1000; empty to skip), BENCH_RUNS
 # (5 rounds for none/nft-1/nft-set/nfbox), BENCH_RUNS_FULL (3 rounds for
 # nft-linear, the N2 policy and TCP), BENCH_DUR (2 s per UDP sample),
-# BENCH_TCP_DUR (3 s per iperf3 run), BENCH_SKIP_MICRO=1 (no bench_classifier),
-# BENCH_VARIANTS ("VARIANT:N ..." to run only those, for experiments),
+# BENCH_TCP_DUR (3 s per iperf3 run), BENCH_SKIP_MICRO=1 (neither
+# bench_classifier nor bench_verifier), BENCH_VARIANTS ("VARIANT:N ..." to
+# run only those, for experiments),
 # BENCH_SKIP_CAPTURE=1 (no capture benchmark; its own BENCH_CAP_* settings are
 # described in tests/bench/capture.sh), BENCH_QUICK=1 (CI's short form,
 # .ci/targets: none, nft-1, nfbox and nfbox-nft once, 200 rules, 1 s
@@ -85,6 +88,13 @@ if [ "${BENCH_SKIP_MICRO:-0}" != 1 ]; then
 		"$BIN/bench_classifier" || fail "bench_classifier"
 	else
 		fail "build/bench_classifier is not built (make build/bench_classifier)"
+	fi
+	echo
+	# 1a. the classifier's load: what the verifier costs each start
+	if [ -x "$BIN/bench_verifier" ]; then
+		"$BIN/bench_verifier" || fail "bench_verifier"
+	else
+		fail "build/bench_verifier is not built (make build/bench_verifier)"
 	fi
 	echo
 fi

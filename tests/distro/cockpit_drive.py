@@ -599,6 +599,33 @@ def trace(b):
         ok("trace-other-source")
     else:
         fail("trace-other-source", "the verdict shown: %r" % b.js("D.querySelector('#tr-verdict').textContent"))
+    trace_live(b)
+
+
+def trace_live(b):
+    """The Live section: one real datagram traced through the engine,
+    named by the rule that decided it, with that rule's counter."""
+    name = "trace-live"
+    for sel, v in (("#lt-from", E["COCKPIT_C4"]), ("#lt-proto", "udp"), ("#lt-port", "7000"), ("#lt-count", "1"),
+                   ("#lt-timeout", "30")):
+        b.js("D.querySelector('%s').value = ''" % sel)
+        b.type_text(sel, v, frame=True)
+    b.js("D.querySelector('#lt-start').click()")
+    if not b.wait("D.querySelector('#lt-state').textContent.startsWith('tracing')", 10):
+        fail(name, "the trace did not start: %r %s" % (b.js("D.querySelector('#lt-state').textContent"), page_error(b)))
+        return
+    for _ in range(20):  # the trace is in place a moment after the page says so
+        blast(7000, 1, E["COCKPIT_C4"])
+        if b.wait("D.querySelector('#lt-table tbody tr')", 0.5):
+            break
+    rows = b.js("[...D.querySelectorAll('#lt-table tbody tr')].map((tr) => [...tr.cells].map((c) => c.textContent))")
+    said = b.wait("D.querySelector('#lt-state').textContent.startsWith('1 packets traced')", 10)
+    if not rows or len(rows) != 1 or rows[0][8] != "probe" or rows[0][9] != "accept" or "packets" not in rows[0][10] \
+            or not said:
+        fail(name, "the rows: %s; the state: %r" % (rows, b.js("D.querySelector('#lt-state').textContent")))
+        return
+    ok(name)
+    b.shot("trace-live")
 
 
 def overview(b, name="overview"):

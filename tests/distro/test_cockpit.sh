@@ -64,21 +64,6 @@ cockpit_cleanup() {
 trap cockpit_cleanup EXIT
 
 # ---- the root: nfbox, cockpit, cockpit-nfbox, two users ----
-if [ -n "${NFBOX_UNIT_DEB:-}" ]; then
-	deb=$NFBOX_UNIT_DEB
-elif ! deb=$(deb_of_tree 2>"$tmp/build.err"); then
-	t_fail deb-build "$(grep -m 1 -iE 'error|unmet' "$tmp/build.err")"
-	t_done
-fi
-cdeb=$(ls "$(dirname "$deb")"/cockpit-nfbox_*_all.deb 2>/dev/null | head -n 1)
-[ -n "$cdeb" ] || { t_fail deb-build "no cockpit-nfbox .deb beside $deb"; t_done; }
-droot_new "$rel" "$root" 2>"$tmp/root.err" || { t_fail root "$(cat "$tmp/root.err")"; t_done; }
-cp "$deb" "$cdeb" "$root/var/tmp/"
-t=(apt-get install -y --no-install-recommends)
-if [ "$rel" = bookworm ]; then
-	echo "deb $(droot_mirror) bookworm-backports main" >"$root/etc/apt/sources.list.d/bookworm-backports.list"
-	t+=(-t bookworm-backports)
-fi
 # Cockpit from the release itself (287 on 12, the oldest the pages
 # support; NFBOX_COCKPIT_BACKPORTS=1: bookworm-backports' newer one); sudo
 # for its administrative access.
@@ -86,18 +71,15 @@ cockpit="cockpit cockpit-ws cockpit-system cockpit-bridge"
 if [ "$rel" = bookworm ] && [ -z "${NFBOX_COCKPIT_BACKPORTS:-}" ]; then
 	cockpit=$(printf '%s/bookworm ' $cockpit)
 fi
-pkgs="systemd dbus nftables sudo $cockpit /var/tmp/$(basename "$deb") /var/tmp/$(basename "$cdeb")"
-if ! in_root "$root" sh -c "apt-get -qq update && ${t[*]} $pkgs" >"$tmp/install.out" 2>&1; then
-	t_fail install "$(grep -m 3 -E 'E:|Depends' "$tmp/install.out" | tr '\n' ' ')"
-	t_done
-fi
+PASS=nfbox-cockpit-test
+users() { # ROOT
+	in_root "$1" sh -c "groupadd -f nfbox-ro && useradd -m -s /bin/bash -G sudo admin && useradd -m -s /bin/bash -G nfbox-ro viewer &&
+		printf 'admin:$PASS\nviewer:$PASS\n' | chpasswd" >"$tmp/users.out" 2>&1 ||
+		{ t_fail users "$(cat "$tmp/users.out")"; t_done; }
+}
+unit_root "$rel" "$root" "$tmp" --beside cockpit-nfbox --then users sudo $cockpit
 t_ok install
 echo "# cockpit-ws $(in_root "$root" dpkg-query -W -f='${Version}' cockpit-ws)"
-PASS=nfbox-cockpit-test
-in_root "$root" sh -c "groupadd -f nfbox-ro && useradd -m -s /bin/bash -G sudo admin && useradd -m -s /bin/bash -G nfbox-ro viewer &&
-	printf 'admin:$PASS\nviewer:$PASS\n' | chpasswd" >"$tmp/users.out" 2>&1 ||
-	{ t_fail users "$(cat "$tmp/users.out")"; t_done; }
-droot_unmount "$root"
 # the read-only view as /etc/default/nfbox says to set it up
 echo 'NFBOX_OPTS="--socket-group nfbox-ro"' >"$root/etc/default/nfbox"
 mkdir -p "$root/etc/systemd/system/nfbox.service.d"

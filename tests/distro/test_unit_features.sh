@@ -13,12 +13,26 @@
 #   a scheduled accept rule's window cuts the TCP stream it let in;
 # - a country set (an MMDB in /var/lib/GeoIP), a host-name set (resolved
 #   through the resolv.conf the unit sees), a Suricata set (eve.json in
-#   /var/log/suricata): their sources dropped;
+#   /var/log/suricata): their sources dropped; a country set whose database
+#   is missing: status says what it means ("empty until the database is
+#   read: rule R drops nothing");
+# - a set fetched from a URL (an HTTPS server of Debian's nginx with a test
+#   CA, in the server namespace; ca: a file in /etc/nfbox): fetched by the
+#   daemon under the unit (status: entries, checked; the pinned tries hold
+#   them, read with bpftool; traffic to a listed address dropped), kept in
+#   the state directory (/var/lib/nfbox/state/url-SET.cache), and after a
+#   stop and a start with the server gone (and the dynamic sets' saved file
+#   removed) the kept list enforced again, status warning of the failed
+#   fetch;
 # - a capture and a mirror-from capture: their pcapng files hold the frames
 #   (read by tshark);
 # - --metrics-listen (NFBOX_OPTS in /etc/default/nfbox): a scrape from the
 #   client; --log: events in the file, which logrotate's rotation (SIGUSR1
 #   from its postrotate) replaces with a new one that takes the next events;
+# - --strict in NFBOX_OPTS: a start with a policy that has a warning fails
+#   with status 78 (not restarted), the journal naming the warning at its
+#   place; a `systemctl reload` to such a policy fails, the generation and
+#   the policy in force (traffic) unchanged;
 # - a fleet's node (NFBOX_OPTS="--fleet ..."; one etcd member with TLS in a
 #   namespace of the test's own): it applies a push and enforces a shared ban.
 # The unit's exposure (systemd-analyze security) is printed.
@@ -33,6 +47,7 @@ cd "$(dirname "$0")/../.."
 . tests/lib/droot.sh
 . tests/lib/deb.sh
 . tests/lib/netns.sh
+. tests/lib/nginx.sh
 NET=$PWD/tests/lib/net.py
 
 droot_prepare unit-features
@@ -42,6 +57,7 @@ command -v systemd-nspawn >/dev/null || { t_fail unit-features "systemd-nspawn i
 command -v etcd >/dev/null || { t_fail unit-features "etcd is missing (packaging/install-deps.sh installs etcd-server)"; t_done; }
 C4B=198.51.100.3 C4GEO=198.51.100.70 C4IDS=198.51.100.101 C4FLEET=198.51.100.102 S4BAD=203.0.113.66
 ETCD=192.0.2.2 MGMT=192.0.2.1 NS_E=$NS_PREFIX-e
+S4URL=203.0.113.77 # listed by the URL's list
 
 ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
 tmp=$NS_TMP
@@ -59,7 +75,7 @@ features_cleanup() {
 trap features_cleanup EXIT
 
 # ---- the root: the package and what the features read ----
-unit_root "$rel" "$root" "$tmp" logrotate
+unit_root "$rel" "$root" "$tmp"
 mkdir -p "$root/var/lib/GeoIP" "$root/var/log/suricata"
 /usr/bin/python3 tests/lib/mmdbwrite.py "$root/var/lib/GeoIP/country.mmdb" 198.51.100.64/27=DE 198.51.100.0/26=FR
 : >"$root/var/log/suricata/eve.json"
@@ -75,6 +91,8 @@ sets:
   svc: { hosts: [srv.example.test], min-ttl: 1s, grace: 0 }
   ids: { eve: /var/log/suricata/eve.json, severity: 2, timeout: 1h }
   shared-bans: { dynamic: true, shared: true }
+  geo-none: { country: [fr], database: /var/lib/GeoIP/none.mmdb }
+  lists: { url: "https://$S4/list.txt", refresh: 1h, ca: /etc/nfbox/lists-ca.pem }
 hooks:
   input: { default: accept }
   forward: { default: accept }
@@ -84,6 +102,8 @@ rules:
   - { name: drop-ids, from: ids, action: drop }
   - { name: drop-over, from: over, action: drop }
   - { name: drop-shared, from: shared-bans, action: drop }
+  - { name: drop-geo-none, from: geo-none, action: drop }
+  - { name: drop-listed, to: lists, action: drop }
   - { name: ssh, in: lan, service: tcp/22, state: new, limit: { connections: 2, per: source, overload: over, timeout: 10m }, action: accept }
   - { name: ssh-over, in: lan, service: tcp/22, action: drop }
   - { name: proxied, in: lan, service: tcp/8080, synproxy: true, action: accept }
@@ -108,6 +128,7 @@ fi
 # ---- the network: the appliance namespace of netns.sh, and more links ----
 for a in $C4B $C4GEO $C4IDS $C4FLEET; do in_c ip addr add $a/24 dev c0; done
 in_s ip addr add $S4BAD/24 dev s0
+in_s ip addr add $S4URL/24 dev s0
 ip link add span0 netns "$NS_A" type veth peer name span1 netns "$NS_S" && in_a ip link set span0 up && in_s ip link set span1 up
 ip netns add "$NS_E" && ip -n "$NS_E" link set lo up
 ip link add mg0 netns "$NS_A" type veth peer name eth0 netns "$NS_E"
@@ -116,6 +137,17 @@ ip -n "$NS_E" link set eth0 up && ip -n "$NS_E" addr add $ETCD/24 dev eth0
 printf '%s srv.example.test\n' $S4 >"$tmp/dns-hosts"
 in_s dnsmasq --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts --addn-hosts="$tmp/dns-hosts" \
 	--local-ttl=2 --listen-address=$S4 --bind-interfaces --user=root --group=root --pid-file="$tmp/dnsmasq.pid" &
+# An HTTPS server of lists in the server namespace, up before nfbox starts:
+# the daemon fetches at its start, then every refresh (1h).
+ngx_unpack
+ngx_ca ca && ngx_server_cert "$S4" || { t_fail pki "openssl could not make the certificates"; t_done; }
+mkdir -p "$tmp/www"
+printf '# a FireHOL-style list\n%s\n192.0.2.128/25\n' $S4URL >"$tmp/www/list.txt"
+ngx_conf_head >"$NGX/nginx.conf"
+printf '\tserver {\n\t\tlisten %s:443 ssl;\n\t\tssl_certificate %s;\n\t\tssl_certificate_key %s;\n\t\troot %s;\n\t}\n}\n' \
+	$S4 "$P/server.pem" "$P/server.key" "$tmp/www" >>"$NGX/nginx.conf"
+{ ngx_start "$NS_S" && wait_listen in_s 443; } || { t_fail nginx-start "$(cat "$NGX/error.log" 2>/dev/null)"; t_done; }
+cp "$P/ca.pem" "$root/etc/nfbox/lists-ca.pem"
 
 # ---- boot it in the appliance namespace ----
 mkdir -p "$tmp/bpffs"
@@ -130,6 +162,7 @@ fi
 in_ct() { nsenter -t "$DROOT_LEADER" -a "$@"; }
 show() { in_ct systemctl show nfbox -p "$1" --value; }
 journal() { in_ct journalctl -u nfbox --no-pager -n "${1:-8}" | tr '\n' ' '; }
+active() { [ "$(show ActiveState)" = active ]; }
 
 in_ct systemctl enable --now nfbox >"$tmp/enable.out" 2>&1
 if [ "$(show ActiveState)" = active ]; then t_ok start; else t_fail start "$(show ActiveState): $(journal)"; t_done; fi
@@ -205,6 +238,35 @@ t_check hosts-dropped [ "$(from_to c $C4 $S4 7103)" = drop ]
 printf '{"event_type":"alert","src_ip":"%s","dest_ip":"%s","alert":{"severity":1,"signature_id":1000001,"signature":"NFBOX-TEST unit"}}\n' $C4IDS $S4 >>"$root/var/log/suricata/eve.json"
 t_check suricata-banned wait_until 3 listed ids $C4IDS
 t_check suricata-dropped [ "$(from_to c $C4IDS $S4 7000)" = drop ]
+feed() { # SET FIELD: the field of the set's feed in status --json, "absent" without one
+	ctl status --json | /usr/bin/python3 -c '
+import json, sys
+print(next((f.get(sys.argv[2]) for f in json.load(sys.stdin)["feeds"] if f["set"] == sys.argv[1]), "absent"))' "$1" "$2"
+}
+t_check country-missing-says grep -q "set 'geo-none' is empty until the database is read: rule 'drop-geo-none' drops nothing" <<<"$(feed geo-none warning)"
+
+# ---- a set fetched from a URL, kept in the state directory ----
+url_checked() { [ "$(feed lists checked)" != None ] && [ "$(feed lists checked)" != absent ]; }
+kheld() { /usr/bin/python3 tests/lib/kset.py bpf "$tmp/bpffs/nfbox" "$1" | grep -q "^$2 "; } # SET PREFIX
+t_check url-checked wait_until 10 url_checked
+t_check url-entries [ "$(feed lists entries)" = 2 ]
+t_check url-no-warning [ "$(feed lists warning)" = None ]
+t_check url-in-kernel wait_until 3 kheld lists $S4URL/32
+t_check url-in-kernel-prefix kheld lists 192.0.2.128/25
+t_check url-dropped [ "$(from_to c $C4 $S4URL 7000)" = drop ]
+t_check url-cached grep -qx "$S4URL" "$root/var/lib/nfbox/state/url-lists.cache"
+# The server gone; a stop (not a restart: it detaches, so that no pinned
+# set carries the entries over) and the dynamic sets' saved file removed:
+# what comes back at the start is the URL's cache.
+kill -TERM "$(cat "$NGX/nginx.pid")" && wait_until 5 sh -c "! [ -e '$NGX/nginx.pid' ]"
+in_ct systemctl stop nfbox
+rm -f "$root/var/lib/nfbox/state/dynsets"*
+in_ct systemctl start nfbox
+t_check url-kept-in-kernel wait_until 5 kheld lists $S4URL/32
+t_check url-kept-dropped [ "$(from_to c $C4 $S4URL 7000)" = drop ]
+url_warns() { feed lists warning | grep -q 'the set keeps its 2 entries'; }
+t_check url-down-warns wait_until 10 url_warns
+t_check url-kept-logged grep -q "set lists: 2 entries kept from the last fetch of https://$S4/list.txt" <(journal 200)
 
 # ---- captures: the files hold the frames ----
 in_s ip neigh replace 198.18.0.1 lladdr 02:00:00:00:00:01 dev span1 nud permanent
@@ -230,6 +292,32 @@ in_ct logrotate -f /etc/logrotate.d/nfbox >"$tmp/logrotate.out" 2>&1
 t_check log-rotated test -s "$root/var/log/nfbox/events.jsonl.1"
 from_to c $C4 $S4 7104 >/dev/null
 t_check log-reopened wait_until 3 grep -q '"rule":"logged"' "$root/var/log/nfbox/events.jsonl"
+
+# ---- --strict from /etc/default/nfbox: a policy with a warning is refused ----
+# The policy's one warning: geo-none's database cannot be read.
+pol=$root/etc/nfbox/policy.yaml
+geo_line=$(grep -n 'name: drop-geo-none,' "$pol" | cut -d: -f1) # the warning's place: its from:
+sed 's/^rules:$/rules:\n  - { name: strict-new, service: udp\/7106, action: drop }/' "$pol" >"$tmp/warned.yaml"
+echo 'NFBOX_OPTS="--strict"' >"$root/etc/default/nfbox"
+in_ct systemctl restart nfbox >/dev/null 2>&1
+failed() { [ "$(show ActiveState)" = failed ]; }
+t_check strict-start-refused wait_until 10 failed
+t_check strict-start-status-78 [ "$(show ExecMainStatus)" = 78 ]
+t_check strict-start-names-warning grep -qE "/etc/nfbox/policy.yaml:$geo_line:[0-9]+: error: set 'geo-none' is empty" <(journal 40)
+sed -i '/geo-none/d' "$pol"
+in_ct systemctl reset-failed nfbox
+in_ct systemctl start nfbox
+t_check strict-clean-starts wait_until 20 active
+gen() { ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])'; }
+g=$(gen)
+cp "$pol" "$tmp/clean.yaml"
+cp "$tmp/warned.yaml" "$pol"
+reload_refused() { ! in_ct systemctl reload nfbox; }
+t_check strict-reload-refused reload_refused
+t_check strict-reload-keeps-generation [ "$(gen)" = "$g" ]
+t_check strict-reload-keeps-old [ "$(from_to c $C4 $S4 7106)" = pass ]
+t_check strict-reload-still-active active
+cp "$tmp/clean.yaml" "$pol"
 
 # ---- a fleet's node ----
 pki=$root/etc/nfbox/fleet
@@ -273,7 +361,6 @@ fleet_file "$pki/fleet.yaml" node n1 n1
 fleet_file "$pki/operator.yaml" operator operator
 echo 'NFBOX_OPTS="--fleet /etc/nfbox/fleet/fleet.yaml"' >"$root/etc/default/nfbox"
 in_ct systemctl restart nfbox
-active() { [ "$(show ActiveState)" = active ]; }
 if wait_until 20 active; then t_ok fleet-node-started; else t_fail fleet-node-started "$(show ActiveState): $(journal 12)"; fi
 sed 's/^  - { name: logged, .*$/  - { name: pushed, service: udp\/7105, action: drop }/' "$root/etc/nfbox/policy.yaml" >"$pki/pushed.yaml"
 out=$(ip netns exec "$NS_E" "$NFBOX" fleet push --fleet "$pki/operator.yaml" --wait 15s "$pki/pushed.yaml" 2>&1)

@@ -2,8 +2,11 @@
 # with debootstrap and cached, then copied for each use so that every test
 # starts from a fresh system. Source after tests/lib/lib.sh.
 #
-#   droot_new RELEASE DIR   a fresh root of RELEASE (bookworm, trixie) at DIR,
-#                           with /proc, /sys and /dev mounted, ready for chroot
+#   droot_new RELEASE DIR [FROM]
+#                           a fresh root of RELEASE (bookworm, trixie) at DIR
+#                           (a copy of the pristine one, or of the cached root
+#                           FROM), with /proc, /sys and /dev mounted, ready
+#                           for chroot
 #   droot_unmount DIR       unmount what droot_new mounted (before booting it)
 #   droot_free DIR          unmount and remove it (install as a trap)
 #   in_root DIR CMD...      run CMD in the root (a login-like environment)
@@ -69,10 +72,10 @@ droot_base() {
 }
 
 droot_new() {
-	local rel=$1 dir=$2
-	droot_base "$rel" || return 1
+	local rel=$1 dir=$2 from=${3:-$DROOT_CACHE/$1}
+	[ -n "${3:-}" ] || droot_base "$rel" || return 1
 	rm -rf "$dir"
-	cp -a "$DROOT_CACHE/$rel" "$dir" || return 1
+	cp -a "$from" "$dir" || return 1
 	# A mount point of its own: `ip netns exec` inside makes / rslave.
 	mount --bind "$dir" "$dir" || return 1
 	# apt's downloads are kept across runs: the second run fetches nothing.

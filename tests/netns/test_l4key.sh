@@ -42,7 +42,7 @@ srv_discards() { in_s nstat -asz Ip6InDiscards | awk '$1 == "Ip6InDiscards" { pr
 udp_arrives() {
 	local d0 d1
 	d0=$(srv_discards)
-	ip netns exec "$NS_S" "$NET" udp-recv $PORT 2 1 >"$NS_TMP/recv" 2>&1 &
+	ip netns exec "$NS_S" "$NET" udp-recv $PORT 10 1 >"$NS_TMP/recv" 2>&1 &
 	local rpid=$!
 	if ! wait_listen in_s $PORT; then
 		wait $rpid

@@ -48,6 +48,8 @@ new_start() { NFBOX_TEST_PLANT=$plants nfbox_start "$@" || t_fail start "$(cat "
 keep_stop() { nfbox_ctl stop --keep >/dev/null 2>&1; wait "$NFBOX_PID" 2>/dev/null; NFBOX_PID=; }
 malformed() { nfbox_ctl stats --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["drops"]["malformed"])'; }
 # The pinned control map's layout version rewritten (the rest kept).
+# This build's layout version (NFB_ABI_VERSION), as the messages name it.
+ABI=$(sed -n 's/^#define NFB_ABI_VERSION \([0-9]*\)$/\1/p' appliance/backend/bpf/engine/engine_int.h)
 set_abi() {
 	local m=$NFBOX_PINS/maps/nfb_ctl v
 	v=$(bpftool -j map lookup pinned "$m" key 0 0 0 0 | /usr/bin/python3 -c '
@@ -83,7 +85,7 @@ else
 	t_fail mapped-passes-before "the planted old classifier dropped the mapped source: the case below cannot tell"
 fi
 banned_before=$(up_rule banned packets)
-# The old state also lacks nfb_sched_conns (the first builds of layout 13
+# The old state also lacks nfb_sched_conns (the first builds of layout 14
 # had no such map): the adopting daemon makes it.
 restart_unscheduled() { keep_stop; rm -f "$NFBOX_PINS/maps/nfb_sched_conns"; new_start "$NS_TMP/policy.yaml"; }
 restart_under_traffic program-swap-no-gap restart_unscheduled
@@ -126,7 +128,7 @@ older_bad() {
 }
 restart_under_traffic older-layout-bad-policy-no-gap older_bad
 if [ "$(cat "$NS_TMP/bad.rc")" = 78 ] && [ -e "$NFBOX_PINS/old-abi12/prog" ] && [ ! -e "$NFBOX_PINS/prog" ] &&
-	grep -q "is of layout 12, older than this nfbox's 13: set aside in $NFBOX_PINS/old-abi12" "$NS_TMP/nfbox.err"; then
+	grep -q "is of layout 12, older than this nfbox's $ABI: set aside in $NFBOX_PINS/old-abi12" "$NS_TMP/nfbox.err"; then
 	t_ok older-layout-bad-policy-keeps-it
 else
 	t_fail older-layout-bad-policy-keeps-it "exit $(cat "$NS_TMP/bad.rc"): $(ls -R "$NFBOX_PINS" | head -n 5 | tr '\n' ' ')"
@@ -165,7 +167,7 @@ newer() {
 }
 restart_under_traffic newer-layout-keeps-enforcing newer
 if [ "$(cat "$NS_TMP/newer.rc")" != 0 ] &&
-	grep -q "is of layout 99, newer than this nfbox's (13): a newer nfbox made it (a downgrade?).* It stays enforcing, untouched" "$NS_TMP/nfbox.err" &&
+	grep -q "is of layout 99, newer than this nfbox's ($ABI): a newer nfbox made it (a downgrade?).* It stays enforcing, untouched" "$NS_TMP/nfbox.err" &&
 	[ -e "$NFBOX_PINS/prog" ] && ! ls -d "$NFBOX_PINS"/old-* >/dev/null 2>&1; then
 	t_ok newer-layout-refused
 else

@@ -47,6 +47,14 @@ static void test_accepts(void)
 	CHECK(parse("reload confirm=120", &r) == 0 && r.verb == CTL_RELOAD && r.confirm == 120 && !r.policy);
 	CHECK(parse("reload policy=/p.yaml confirm=604800", &r) == 0 && r.confirm == 604800 && r.policy);
 	ctl_request_free(&r);
+	CHECK(parse("trace", &r) == 0 && r.verb == CTL_TRACE && !r.count && !r.has_port && !r.from);
+	CHECK(parse("trace count=1000 timeout=5 iif=lan0 from=192.0.2.0%2F24 to=2001:db8::1 proto=udp port=0 "
+		    "family=ipv6",
+		    &r) == 0 &&
+	      r.count == 1000 && r.timeout == 5 && !strcmp(r.iif, "lan0") && !strcmp(r.from, "192.0.2.0/24") &&
+	      !strcmp(r.to, "2001:db8::1") && !strcmp(r.proto, "udp") && r.has_port && r.port == 0 &&
+	      !strcmp(r.family, "ipv6"));
+	ctl_request_free(&r);
 	check_end();
 }
 
@@ -90,6 +98,15 @@ static void test_refuses(void)
 		"stats since=7d",	 /* seconds only */
 		"status unused",	 /* unused is stats' */
 		"stats since=5 since=6",
+		"trace count=0",    /* 1 packet at least */
+		"trace count=1001", /* CTL_MAX_TRACE_COUNT */
+		"trace count=1 count=2",
+		"trace port=65536",
+		"trace port=",
+		"trace from=a from=b", /* once */
+		"trace iif=",
+		"trace json",  /* not for trace: the command writes JSON or text */
+		"log count=5", /* count= is trace's */
 	};
 	struct ctl_request r;
 
@@ -201,6 +218,25 @@ static void test_roundtrip(void)
 		if (line) {
 			line[strlen(line) - 1] = '\0';
 			CHECK(parse(line, &out) == 0 && out.unused && out.since == 600);
+		}
+		free(line);
+	}
+	{
+		struct ctl_request in = { .verb = CTL_TRACE,
+					  .count = 3,
+					  .from = "192.0.2.0/24",
+					  .has_port = true,
+					  .port = 53,
+					  .proto = "udp" },
+				   out;
+		char *line = ctl_request_format(&in);
+
+		CHECK(line && !strcmp(line, "trace count=3 from=192.0.2.0/24 proto=udp port=53\n"));
+		if (line) {
+			line[strlen(line) - 1] = '\0';
+			CHECK(parse(line, &out) == 0 && out.count == 3 && out.has_port && out.port == 53 &&
+			      !strcmp(out.from, "192.0.2.0/24"));
+			ctl_request_free(&out);
 		}
 		free(line);
 	}

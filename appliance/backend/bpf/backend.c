@@ -160,6 +160,7 @@ static int bpf_start(struct backend *b, struct diags *d)
 		bb->e = NULL;
 		return r;
 	}
+	bpf_trace_stop(b); /* a trace a daemon before this one left running */
 	if (info.adopted) {
 		load_slots(bb);
 		bpf_conns_adopted(bb);
@@ -661,4 +662,6 @@ const struct backend_ops backend_bpf_ops = {
 	.dyn_walk_end = bpf_dyn_walk_end,
 	.schedule = bpf_schedule,
 	.cut = bpf_sched_cut,
+	.trace_start = bpf_trace_start,
+	.trace_stop = bpf_trace_stop,
 };

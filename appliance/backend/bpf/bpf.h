@@ -37,6 +37,7 @@ struct bpf_backend {
 	uint64_t overload_after_ns;	    /* overload reports from before (CLOCK_MONOTONIC) not acted on */
 	struct conns_walk *walk;	    /* the sweep's place and its batch of connections */
 	uint64_t conns_released, conns_release_failed, conns_events_lost;
+	bool tracing; /* a live trace runs (events.c) */
 };
 
 static inline struct bpf_backend *bpf_of(struct backend *b)
@@ -54,6 +55,9 @@ static inline const struct bpf_backend *bpf_of_const(const struct backend *b)
 int bpf_events_open(struct bpf_backend *bb, struct diags *d);
 void bpf_events_close(struct bpf_backend *bb);
 void bpf_events_tick(struct bpf_backend *bb);
+/* ... and the live trace's (NFB_ACT_TRACED), from its filter in nfb_trace. */
+int bpf_trace_start(struct backend *b, const struct loaded *cur, const struct trace_filter *f, struct diags *d);
+void bpf_trace_stop(struct backend *b);
 
 /* rejects.c: the classifier hands each rejected packet's head over
  * (nfb_rejects), the backend answers it with a TCP reset or an ICMP error,

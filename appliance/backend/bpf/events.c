@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "backend/bpf/bpf.h"
+#include "base/log.h"
 
 /* Event times are CLOCK_MONOTONIC (bpf_ktime_get_ns); shown as wall time. */
 static double wall_time_of(uint64_t mono_ns)
@@ -26,24 +27,18 @@ _Static_assert(NFB_ACT_DROP == (int)POLICY_DROP && NFB_ACT_ACCEPT == (int)POLICY
 		       NFB_ACT_REJECT == (int)POLICY_REJECT,
 	       "NFB_ACT_* and POLICY_* differ");
 
-static int on_event(void *ctx, void *data, size_t size)
+/* The event as the sink takes it; the rule named by its counter slot. */
+static struct vevent vevent_of(const struct bpf_backend *bb, const struct nfb_event *ev, uint8_t action)
 {
-	struct bpf_backend *bb = ctx;
-	const struct backend_sink *sink = &bb->b.env->sink;
-	const struct nfb_event *ev = data;
-	const char *rule;
-	struct vevent v;
 	int hook;
-
-	if (size < sizeof(*ev))
-		return 0;
-	rule = ev->rule == NFB_RULE_DEFAULT ? "(default)" : slots_rule_name(&bb->slots, ev->counter, &hook);
-	v = (struct vevent){
+	const char *rule = ev->rule == NFB_RULE_DEFAULT	      ? "(default)"
+			   : ev->rule == NFB_RULE_ESTABLISHED ? "(established)"
+							      : slots_rule_name(&bb->slots, ev->counter, &hook);
+	struct vevent v = {
 		.ts = wall_time_of(ev->ts_ns),
 		.hook = ev->hook < NFB_HOOK_MAX ? policy_hook_name((enum policy_hook)ev->hook) : "?",
 		.rule = rule ? rule : "?",
-		.action = ev->action == NFB_ACT_OVERLOAD ? "overload"
-							 : policy_action_name((enum policy_action)ev->action),
+		.action = action == NFB_ACT_OVERLOAD ? "overload" : policy_action_name((enum policy_action)action),
 		.af = ev->family == NFB_FAM_IPV4 ? AF_INET : AF_INET6,
 		.proto = ev->proto,
 		.sport = ev->sport,
@@ -52,8 +47,41 @@ static int on_event(void *ctx, void *data, size_t size)
 		.ifin = ev->ifin,
 		.ifout = ev->ifout,
 	};
+
 	memcpy(v.src, ev->saddr, 16);
 	memcpy(v.dst, ev->daddr, 16);
+	return v;
+}
+
+/* A packet of the live trace, with its rule's counter as it is now. */
+static void on_traced(struct bpf_backend *bb, const struct nfb_event *ev)
+{
+	const struct backend_sink *sink = &bb->b.env->sink;
+	struct vevent v = vevent_of(bb, ev, ev->action & (uint8_t)~NFB_ACT_TRACED);
+	struct nfb_counter c;
+	struct backend_counter bc;
+	bool counted = engine_counter_read(bb->e, ev->counter, &c) == 0;
+
+	if (!bb->tracing || !sink->traced)
+		return; /* a trace that ended, or one a daemon before this one began */
+	bc = (struct backend_counter){ .packets = c.packets, .bytes = c.bytes };
+	sink->traced(sink->targ, &v, counted ? &bc : NULL);
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct bpf_backend *bb = ctx;
+	const struct backend_sink *sink = &bb->b.env->sink;
+	const struct nfb_event *ev = data;
+	struct vevent v;
+
+	if (size < sizeof(*ev))
+		return 0;
+	if (ev->action & NFB_ACT_TRACED) {
+		on_traced(bb, ev);
+		return 0;
+	}
+	v = vevent_of(bb, ev, ev->action);
 	sink->verdict(sink->arg, &v);
 	/* One judged on adopted counts before they were set aside (while no
 	 * daemon listened to conntrack, they may hold connections that ended)
@@ -105,4 +133,46 @@ void bpf_events_tick(struct bpf_backend *bb)
 		return;
 	sink->missed(sink->arg, c.packets - bb->log_dropped_seen, "the kernel's event ring was full");
 	bb->log_dropped_seen = c.packets;
+}
+
+/* ---- the live trace (backend.h: trace_start, trace_stop) ---- */
+
+int bpf_trace_start(struct backend *b, const struct loaded *cur, const struct trace_filter *f, struct diags *d)
+{
+	struct bpf_backend *bb = bpf_of(b);
+	struct nfb_trace t = {
+		.left = f->count,
+		.ifin = f->ifindex,
+		.family = f->af == AF_INET    ? NFB_FAM_IPV4
+			  : f->af == AF_INET6 ? NFB_FAM_IPV6
+					      : NFB_FAM_MAX,
+		.flags = (f->has_proto ? NFB_TRACE_PROTO : 0) | (f->has_port ? NFB_TRACE_PORT : 0),
+		.proto = f->proto,
+		.src_len = f->src_len,
+		.dst_len = f->dst_len,
+		.dport = f->port,
+	};
+	int r;
+
+	(void)cur;
+	if (f->ifin[0] && !f->ifindex)
+		return diag_fail(d, -ENODEV, "interface %s does not exist now", f->ifin);
+	memcpy(t.saddr, f->src, sizeof(t.saddr));
+	memcpy(t.daddr, f->dst, sizeof(t.daddr));
+	bb->tracing = true;
+	if ((r = engine_trace_set(bb->e, &t)) < 0) {
+		bb->tracing = false;
+		return diag_errno(d, r, "cannot write the classifier's trace filter");
+	}
+	return 0;
+}
+
+void bpf_trace_stop(struct backend *b)
+{
+	struct bpf_backend *bb = bpf_of(b);
+	int r;
+
+	bb->tracing = false;
+	if (bb->e && (r = engine_trace_set(bb->e, NULL)) < 0)
+		log_err("cannot clear the classifier's trace filter: %s", strerror(-r));
 }

@@ -52,6 +52,7 @@ static void nftables_close(struct backend *b)
 	if (!b)
 		return;
 	nb = nft_of(b);
+	nft_trace_stop(b);
 	nft_events_close(nb);
 	lasthit_free(&nb->lasthit);
 	free(nb);
@@ -195,6 +196,7 @@ static void nftables_in_force_now(struct backend *b, const struct loaded *cur)
 
 static void nftables_retire(struct backend *b)
 {
+	nft_trace_stop(b);
 	nft_events_close(nft_of(b));
 	lasthit_free(&nft_of(b)->lasthit);
 }
@@ -395,4 +397,6 @@ const struct backend_ops backend_nftables_ops = {
 	.dyn_walk_end = nft_dyn_walk_end,
 	.schedule = nftables_schedule,
 	.cut = nftables_cut,
+	.trace_start = nft_trace_start,
+	.trace_stop = nft_trace_stop,
 };

@@ -61,6 +61,20 @@ static void parse_v6(const uint8_t *p, size_t n, struct vevent *v)
 	l4_of(p, n, w.proto, w.l4off, !w.frag, v);
 }
 
+int nft_packet_fields(int nfproto, const uint8_t *p, size_t n, struct vevent *v)
+{
+	if (nfproto == NFPROTO_IPV4) {
+		v->af = AF_INET;
+		parse_v4(p, n, v);
+	} else if (nfproto == NFPROTO_IPV6) {
+		v->af = AF_INET6;
+		parse_v6(p, n, v);
+	} else {
+		return -EAFNOSUPPORT;
+	}
+	return 0;
+}
+
 static void on_nflog_packet(const struct nflog_packet *pk, void *arg)
 {
 	const struct backend_sink *sink = arg;
@@ -82,15 +96,8 @@ static void on_nflog_packet(const struct nflog_packet *pk, void *arg)
 		v.ts = (double)now.tv_sec + now.tv_nsec / 1e9;
 	}
 	v.len = (uint32_t)pk->len;
-	if (pk->family == NFPROTO_IPV4) {
-		v.af = AF_INET;
-		parse_v4(pk->payload, pk->len, &v);
-	} else if (pk->family == NFPROTO_IPV6) {
-		v.af = AF_INET6;
-		parse_v6(pk->payload, pk->len, &v);
-	} else {
+	if (nft_packet_fields(pk->family, pk->payload, pk->len, &v) < 0)
 		return;
-	}
 	sink->verdict(sink->arg, &v);
 	if (!strcmp(action, "overload") && sink->overload)
 		sink->overload(sink->oarg, &v);

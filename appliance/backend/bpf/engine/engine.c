@@ -46,6 +46,7 @@ static const char *const map_names[EM_COUNT] = {
 	[EM_DYN_NAMES] = "nfb_dyn_names",
 	[EM_OVERLOAD_SEEN] = "nfb_overload_seen",
 	[EM_SCHED] = "nfb_sched",
+	[EM_TRACE] = "nfb_trace",
 	[EM_SCHED_CONNS] = "nfb_sched_conns",
 };
 
@@ -303,7 +304,8 @@ uint32_t engine_plants(void)
 {
 	return (planted("mapped-passes") ? NFB_PLANT_MAPPED_PASSES : 0) |
 	       (planted("conns-keep-closed") ? NFB_PLANT_KEEP_CLOSED : 0) |
-	       (planted("schedule-unmarked") ? NFB_PLANT_SCHED_UNKEPT : 0);
+	       (planted("schedule-unmarked") ? NFB_PLANT_SCHED_UNKEPT : 0) |
+	       (planted("trace-all") ? NFB_PLANT_TRACE_ALL : 0);
 }
 
 /* What a failed adopt() opened, closed: the engine as engine_alloc() made it. */
@@ -517,6 +519,16 @@ static int fixed_read(struct engine *e, uint32_t slot, struct nfb_counter *out)
 	}
 	free(v);
 	return 0;
+}
+
+int engine_trace_set(struct engine *e, const struct nfb_trace *t)
+{
+	struct nfb_trace none = { .family = NFB_FAM_MAX };
+	uint32_t zero = 0;
+
+	if (!e)
+		return -ENODEV;
+	return bpf_map_update_elem(e->map_fd[EM_TRACE], &zero, t ? t : &none, BPF_ANY) < 0 ? -errno : 0;
 }
 
 int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out)

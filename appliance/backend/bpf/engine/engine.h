@@ -179,6 +179,8 @@ int engine_conns_fd(const struct engine *e);
  * NFB_CONNS_DISTRUST): the verb's answer, or -errno. */
 int engine_conns_op(const struct engine *e, uint32_t verb, const struct nfb_conn_key *k);
 
+/* The live trace (bpf/nfbox.h, struct nfb_trace); NULL: none. 0 or -errno. */
+int engine_trace_set(struct engine *e, const struct nfb_trace *t);
 /* -ENODEV for a NULL engine (*out zeroed). */
 int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out);
 /* A slot for a new rule: its counters and any limit state a rule before

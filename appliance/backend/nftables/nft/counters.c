@@ -68,7 +68,8 @@ int nft_counters_read(struct nft_counters *out)
 	return nft_counters_read_reset(out, false);
 }
 
-int nft_counters_read_reset(struct nft_counters *out, bool reset)
+/* The counters of the table (name NULL: all of them) into out. */
+static int read_objs(struct nft_counters *out, bool reset, const char *name)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct acc a = { .c = out };
@@ -80,17 +81,19 @@ int nft_counters_read_reset(struct nft_counters *out, bool reset)
 	memset(out, 0, sizeof(*out));
 	if (!(o = nftnl_obj_alloc()))
 		return -ENOMEM;
-	nlh = nftnl_nlmsg_build_hdr(buf, reset ? NFT_MSG_GETOBJ_RESET : NFT_MSG_GETOBJ, NFPROTO_INET, NLM_F_DUMP,
-				    (uint32_t)time(NULL));
+	nlh = nftnl_nlmsg_build_hdr(buf, reset ? NFT_MSG_GETOBJ_RESET : NFT_MSG_GETOBJ, NFPROTO_INET,
+				    name ? 0 : NLM_F_DUMP, (uint32_t)time(NULL));
 	nftnl_obj_set_str(o, NFTNL_OBJ_TABLE, NFT_TABLE_NAME);
 	nftnl_obj_set_u32(o, NFTNL_OBJ_TYPE, NFT_OBJECT_COUNTER);
+	if (name)
+		nftnl_obj_set_str(o, NFTNL_OBJ_NAME, name);
 	nftnl_obj_nlmsg_build_payload(nlh, o);
 	nftnl_obj_free(o);
 	if (!(nl = nl_open(NETLINK_NETFILTER)))
 		return -errno;
 	r = nl_talk(nl, nlh, on_obj, &a);
 	mnl_socket_close(nl);
-	if (r == -ENOENT)
+	if (r == -ENOENT && !name)
 		r = 0; /* no table: no counters */
 	if (!r)
 		r = a.err;
@@ -101,6 +104,24 @@ int nft_counters_read_reset(struct nft_counters *out, bool reset)
 	if (out->n)
 		qsort(out->v, out->n, sizeof(*out->v), by_name);
 	return 0;
+}
+
+int nft_counters_read_reset(struct nft_counters *out, bool reset)
+{
+	return read_objs(out, reset, NULL);
+}
+
+int nft_counter_read(const char *name, struct nfr_counter *out)
+{
+	struct nft_counters one;
+	int r = read_objs(&one, false, name);
+
+	if (r == 0 && !one.n)
+		r = -ENOENT;
+	if (r == 0)
+		*out = one.v[0];
+	nft_counters_free(&one);
+	return r;
 }
 
 void nft_counters_free(struct nft_counters *c)

@@ -20,6 +20,8 @@ int nft_counters_read(struct nft_counters *out);
  * atomic read-and-zero per counter, by the kernel). */
 int nft_counters_read_reset(struct nft_counters *out, bool reset);
 void nft_counters_free(struct nft_counters *c);
+/* The one counter called name. 0 or -errno (-ENOENT: none). */
+int nft_counter_read(const char *name, struct nfr_counter *out);
 /* The counter called name, or NULL. */
 const struct nfr_counter *nft_counters_find(const struct nft_counters *c, const char *name);
 

@@ -460,6 +460,15 @@ static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
 	case NFR_S_CT_MARK_CUT:
 		e_mark_cut(r, s->value);
 		break;
+	case NFR_S_NFTRACE: {
+		uint8_t one = 1;
+
+		e_imm(r, REG1, &one, 1);
+		e = expr(r, "meta");
+		nftnl_expr_set_u32(e, NFTNL_EXPR_META_KEY, NFT_META_NFTRACE);
+		nftnl_expr_set_u32(e, NFTNL_EXPR_META_SREG, REG1);
+		break;
+	}
 	case NFR_S_SYNPROXY:
 		e = expr(r, "synproxy");
 		nftnl_expr_set_u16(e, NFTNL_EXPR_SYNPROXY_MSS, s->port);
@@ -1335,4 +1344,24 @@ int nft_table_remove(struct diags *d)
 	nft_batch_free(b);
 	applied_forget();
 	return r;
+}
+
+/* Chains of t (and their rules) added to table inet nfbox as it is, or
+ * (del) deleted from it with their rules, in one transaction: what a live
+ * trace adds for its time. The table's own transactions know nothing of
+ * them: a reload ends the trace first. */
+int nft_chains_change(const struct nfr_table *t, bool del, struct diags *d)
+{
+	_cleanup_(nft_batch_freep) struct nft_batch *b = NULL;
+	int r;
+
+	if (t->err)
+		return diag_errno(d, t->err, "building the trace's chains");
+	if ((r = nft_batch_new(&b)) < 0)
+		return diag_errno(d, r, "building the nftables transaction");
+	for (uint32_t i = 0; i < t->nchains && !r; i++)
+		r = del ? put_del(b, NFT_MSG_DELCHAIN, t->chains[i].name, 0) : put_chain(b, &t->chains[i]);
+	for (uint32_t i = 0; i < t->nrules && !r && !del; i++)
+		r = put_rule(b, t, &t->rules[i]);
+	return r ? diag_errno(d, r, "building the nftables transaction") : nft_batch_commit(b, d);
 }

@@ -17,6 +17,11 @@ bool nft_table_owned(void);
 /* Delete table inet nfbox if it exists. */
 int nft_table_remove(struct diags *d);
 
+/* The chains of t, with its rules, added to table inet nfbox as it is, or
+ * (del) deleted from it with their rules, in one transaction. 0 or -errno
+ * explained in d. */
+int nft_chains_change(const struct nfr_table *t, bool del, struct diags *d);
+
 /* Sets of plain keys (the schedules' w_RULE, the hairpin sets h_*) made
  * to hold exactly the elements given, all in one transaction (each set
  * emptied, then filled); what names them in messages. 0 or -errno
