@@ -74,6 +74,8 @@ static inline int nfb_v6_mapped(const __u8 *a)
 #define NFB_PLANT_MAPPED_PASSES (1u << 0) /* "mapped-passes": IPv4-mapped addresses not dropped */
 #define NFB_PLANT_KEEP_CLOSED \
 	(1u << 1) /* "conns-keep-closed": a closed connection keeps its count (user space's part: netlink/ctevents.c) */
+#define NFB_PLANT_SCHED_UNKEPT \
+	(1u << 3) /* "schedule-unmarked": a scheduled rule's connections not kept in nfb_sched_conns */
 #define NFB_PLANT_TRACE_ALL (1u << 2) /* "trace-all": the live trace's filter not heeded */
 
 /* An extension header's length from its type and second byte. */
@@ -269,7 +271,9 @@ struct nfb_rule {
 	__u32 counter; /* slot in nfb_counters */
 	__u16 dyn[2];  /* source, destination: a dynamic set's id, | NFB_DYN_NEG; 0: none */
 	__u16 sched;   /* 1 + the rule's bit in nfb_sched (when:); 0: always in force */
-	__u16 pad;     /* array values are 8-byte aligned: keep the mmap()ed stride */
+	__u16 cut;     /* the rule's cut id (policy.h: when.cut): its new connections go into
+			  nfb_sched_conns; 0: none. Array values are 8-byte aligned: the
+			  mmap()ed stride stays 16 bytes */
 };
 
 /*
@@ -283,6 +287,23 @@ struct nfb_rule {
  */
 #define NFB_MAX_SCHED	1024 /* POLICY_MAX_SCHEDULED */
 #define NFB_SCHED_WORDS (NFB_MAX_SCHED / 64)
+
+/*
+ * Schedules that end: the connections a scheduled accept rule lets in are
+ * cut when it goes out of force (unless keep-connections). A netfilter
+ * program cannot set a conntrack mark (no bpf_ct_* kfuncs for its type), so
+ * the classifier keeps their conntrack original tuples itself:
+ *   nfb_sched_conns  LRU_HASH struct nfb_conn_key -> __u32 the rule's cut id
+ * written when such a rule accepts a new connection (ctinfo NEW), and the
+ * tuple's entry deleted when another rule accepts a new connection of the
+ * same tuple (NFB_OPT_SCHED_CUT: the policy has such rules), so that a tuple
+ * used again is not cut for an earlier connection. At the rule's edge user
+ * space deletes the connections of its id by tuple (ctnetlink) and their
+ * entries. Outside the generations: the entries outlive reloads, and the
+ * id is the rule name's. Past NFB_SCHED_CONN_ENTRIES the oldest go
+ * unnoticed (an LRU): those connections are no longer cut.
+ */
+#define NFB_SCHED_CONN_ENTRIES 65536
 
 /*
  * Dynamic sets (a set with `dynamic: true`): their entries change at run
@@ -488,6 +509,7 @@ struct nfb_hook_cfg {
 	0x2			/* links have the defrag flag: the kernel reassembles, so a
 					  fragment that still arrives was refused and is dropped */
 #define NFB_OPT_CONN_LIMITS 0x4 /* the policy has connection limits: TCP packets of closed connections give back */
+#define NFB_OPT_SCHED_CUT   0x8 /* the policy has rules whose connections are cut (nfb_sched_conns) */
 
 struct nfb_gen_cfg {
 	__u32 options;

@@ -197,6 +197,13 @@ struct {
 	__type(value, __u64);
 } nfb_sched SEC(".maps");
 
+/* The connections of scheduled rules (bpf/nfbox.h, "Schedules that end"). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, NFB_SCHED_CONN_ENTRIES);
+	__type(key, struct nfb_conn_key);
+	__type(value, __u32);
+} nfb_sched_conns SEC(".maps");
 /* The live trace (bpf/nfbox.h, struct nfb_trace). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -879,6 +886,24 @@ static __noinline void nfb_log(const struct nfb_gen_cfg *cfg, const struct nfb_p
 	bpf_ringbuf_submit(e, 0);
 }
 
+static __noinline int nfb_conn_key_of(struct nf_conn *ct, __u8 family, struct nfb_conn_key *k);
+
+/* A new connection accepted: kept with the rule's cut id (a scheduled rule
+ * whose connections are cut at its edge), else any entry its tuple left
+ * from an earlier connection goes (bpf/nfbox.h, "Schedules that end"). */
+static __noinline void nfb_sched_conn(const struct sk_buff *skb, __u8 family, __u32 cut)
+{
+	struct nf_conn *ct = (struct nf_conn *)(skb->_nfct & ~7ul);
+	struct nfb_conn_key k;
+
+	if (!ct || (nfb_plant & NFB_PLANT_SCHED_UNKEPT) || nfb_conn_key_of(ct, family, &k))
+		return;
+	if (cut)
+		bpf_map_update_elem(&nfb_sched_conns, &k, &cut, BPF_ANY);
+	else
+		bpf_map_delete_elem(&nfb_sched_conns, &k);
+}
+
 /* a and b agree in their first len bits (len <= 128). */
 static __always_inline bool nfb_prefix_eq(const __u8 *a, const __u8 *b, __u32 len)
 {
@@ -937,10 +962,12 @@ __noinline int nfb_trace_event(const struct nfb_pkt *p, __u32 gen, __u32 rule, _
 	return 1;
 }
 
-static __always_inline int nfb_default(const struct nfb_gen_cfg *cfg, __u32 gen, const struct nfb_hook_cfg *hc,
-				       const struct nfb_pkt *p)
+static __always_inline int nfb_default(struct bpf_nf_ctx *ctx, const struct nfb_gen_cfg *cfg, __u32 gen,
+				       const struct nfb_hook_cfg *hc, const struct nfb_pkt *p)
 {
 	nfb_count(cfg, gen, hc->default_counter, p->len);
+	if ((cfg->options & NFB_OPT_SCHED_CUT) && p->ct == NFB_CT_NEW && hc->default_action == NFB_ACT_ACCEPT)
+		nfb_sched_conn(ctx->skb, p->family, 0);
 	nfb_trace_event(p, gen, NFB_RULE_DEFAULT, hc->default_counter, hc->default_action);
 	return hc->default_action == NFB_ACT_ACCEPT ? NF_ACCEPT : NF_DROP;
 }
@@ -949,6 +976,8 @@ static __always_inline int nfb_rule_verdict(struct bpf_nf_ctx *ctx, const struct
 					    const struct nfb_pkt *p, __u32 gen, __u32 rule, const struct nfb_rule *r)
 {
 	nfb_count(cfg, gen, r->counter, p->len);
+	if ((cfg->options & NFB_OPT_SCHED_CUT) && p->ct == NFB_CT_NEW && r->action == NFB_ACT_ACCEPT)
+		nfb_sched_conn(ctx->skb, p->family, r->cut);
 	if (r->flags & NFB_RULE_LOG)
 		nfb_log(cfg, p, gen, rule, r);
 	nfb_trace_event(p, gen, rule, r->counter, r->action);
@@ -1403,12 +1432,12 @@ static __always_inline int nfb_judge(struct bpf_nf_ctx *ctx, const struct nfb_ge
 	int rule;
 
 	if (!nrules || nrules > NFB_MAX_RULES)
-		return nfb_default(cfg, gen, hc, p);
+		return nfb_default(ctx, cfg, gen, hc, p);
 	if (!all && (!nsum || nsum > NFB_MAX_SUM || nfb_locate(hc, p, gen, &in)))
-		return nfb_default(cfg, gen, hc, p); /* corrupt: an empty vector */
+		return nfb_default(ctx, cfg, gen, hc, p); /* corrupt: an empty vector */
 	rules = bpf_map_lookup_elem(&nfb_rules, &gen);
 	if (!rules)
-		return nfb_default(cfg, gen, hc, p);
+		return nfb_default(ctx, cfg, gen, hc, p);
 	bpf_for(n, 0, NFB_MAX_LIMITS + 1)
 	{
 		if (all) {
@@ -1429,7 +1458,7 @@ static __always_inline int nfb_judge(struct bpf_nf_ctx *ctx, const struct nfb_ge
 			return nfb_rule_verdict(ctx, cfg, p, gen, (__u32)rule, r);
 		start = (__u32)rule + 1;
 	}
-	return nfb_default(cfg, gen, hc, p);
+	return nfb_default(ctx, cfg, gen, hc, p);
 }
 
 static __always_inline bool nfb_any_hook(const struct nfb_gen_cfg *cfg)

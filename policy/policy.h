@@ -239,13 +239,25 @@ struct policy_window {
 	struct loc loc;
 };
 
-/* A rule's schedule: it is in force only within one of its windows. */
+/* A rule's schedule: it is in force only within one of its windows. When
+ * an accept rule goes out of force, the connections it let in are cut
+ * (their conntrack entries deleted) unless keep-connections: true. */
 struct policy_when {
 	struct policy_window *v;
 	uint32_t n;	/* 0: always */
 	uint32_t sched; /* 1 + its index among the policy's rules with when: (0: none) */
+	bool keep;	/* keep-connections: true: what it let in goes on after its windows */
+	struct loc keep_loc;
+	uint16_t cut; /* the id its connections are known by (1..POLICY_CUT_IDS); 0: none are cut */
 	struct loc loc;
 };
+
+/* Connections a scheduled accept rule let in are known by the rule's cut
+ * id, taken from its name (so that a reload keeps it): in conntrack's mark,
+ * bits POLICY_CUT_SHIFT.. (nftables), or beside their tuple (BPF). */
+#define POLICY_CUT_IDS	 4095
+#define POLICY_CUT_SHIFT 20
+#define POLICY_CUT_MASK	 0xfff00000u
 
 struct rule {
 	char *name;

@@ -27,6 +27,8 @@
 #include "report/tree.h"
 #include "system/loop.h"
 
+struct ct_tuple; /* netlink/ctevents.h */
+
 /* A policy made ready for its backend (reload.c): read and checked, then
  * compiled by that backend (compile) into what it alone reads (own). */
 struct loaded {
@@ -241,6 +243,12 @@ struct backend_ops {
 	 * (SCHED_WORDS) set for each scheduled rule in force now
 	 * (policy/schedule/schedule.h: sched_words). */
 	int (*schedule)(struct backend *b, const struct loaded *cur, const uint64_t *words, struct diags *d);
+	/* The connections a scheduled rule let in, known by its cut id
+	 * (policy.h: when.cut), cut: their conntrack entries deleted (also
+	 * those left by an earlier policy's rule of the same name); fn for
+	 * each. How many, or -errno explained in d. */
+	int (*cut)(struct backend *b, uint16_t id, void (*fn)(const struct ct_tuple *t, void *arg), void *arg,
+		   struct diags *d);
 	/* A live trace of the packets that match f, through what enforces cur:
 	 * each goes to the sink's traced() until trace_stop, which takes the
 	 * trace out of the kernel (also when none runs). One at a time; the

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 #include "netlink/ctevents.h"
+#include "base/cleanup.h"
 #include "lib/plant.h"
+#include "netlink/nl.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #define CTEV_RCVBUF	(8 * 1024 * 1024) /* asked of SO_RCVBUF(FORCE) */
 #define CTEV_BUF	(64u * 1024)
@@ -30,7 +33,7 @@ struct ctev {
 	uint32_t seq;
 };
 
-static struct mnl_socket *nl_open(unsigned groups)
+static struct mnl_socket *ev_socket(unsigned groups)
 {
 	struct mnl_socket *nl = mnl_socket_open2(NETLINK_NETFILTER, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
@@ -68,7 +71,8 @@ int ctev_open(struct ctev **out)
 		ctev_close(c);
 		return -ENOMEM;
 	}
-	if (!(c->ev = nl_open(NF_NETLINK_CONNTRACK_UPDATE | NF_NETLINK_CONNTRACK_DESTROY)) || !(c->ask = nl_open(0))) {
+	if (!(c->ev = ev_socket(NF_NETLINK_CONNTRACK_UPDATE | NF_NETLINK_CONNTRACK_DESTROY)) ||
+	    !(c->ask = ev_socket(0))) {
 		r = -errno;
 		ctev_close(c);
 		return r;
@@ -313,4 +317,95 @@ int ctev_alive(struct ctev *c, const struct ct_tuple *t)
 		}
 	}
 	return alive;
+}
+
+/* ---- cutting ------------------------------------------------------------ */
+
+static struct nlmsghdr *ct_msg(char *buf, uint8_t type, uint16_t flags, uint8_t af)
+{
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nfgenmsg *g;
+
+	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | type;
+	nlh->nlmsg_flags = NLM_F_REQUEST | flags;
+	nlh->nlmsg_seq = (uint32_t)time(NULL);
+	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->nfgen_family = af;
+	g->version = NFNETLINK_V0;
+	g->res_id = 0;
+	return nlh;
+}
+
+int ct_delete_tuples(const struct ct_tuple *t, size_t n, void (*cb)(const struct ct_tuple *t, void *arg), void *arg)
+{
+	_cleanup_(nl_closep) struct mnl_socket *nl = NULL;
+	char req[MNL_SOCKET_BUFFER_SIZE];
+	int cut = 0;
+
+	if (!n)
+		return 0;
+	if (!(nl = nl_open(NETLINK_NETFILTER)))
+		return -errno;
+	for (size_t i = 0; i < n; i++) {
+		struct nlmsghdr *nlh = ct_msg(req, IPCTNL_MSG_CT_DELETE, 0, t[i].af);
+		int r;
+
+		put_tuple(nlh, &t[i]);
+		if ((r = nl_talk(nl, nlh, NULL, NULL)) == -ENOENT)
+			continue; /* it ended meanwhile */
+		if (r < 0)
+			return r;
+		cut++;
+		if (cb)
+			cb(&t[i], arg);
+	}
+	return cut;
+}
+
+struct marked {
+	struct ct_tuple *v;
+	size_t n, cap;
+};
+
+static int marked_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct marked *m = data;
+	struct ct_tuple t;
+	int st;
+
+	if (parse_ct(nlh, &t, &st) < 0)
+		return MNL_CB_OK;
+	if (m->n == m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 64;
+		struct ct_tuple *v = realloc(m->v, cap * sizeof(*v));
+
+		if (!v)
+			return MNL_CB_ERROR;
+		m->v = v;
+		m->cap = cap;
+	}
+	m->v[m->n++] = t;
+	return MNL_CB_OK;
+}
+
+int ct_list_marked(uint32_t mark, uint32_t mask, struct ct_tuple **out, size_t *n)
+{
+	_cleanup_(nl_closep) struct mnl_socket *nl = NULL;
+	char req[MNL_SOCKET_BUFFER_SIZE];
+	struct marked m = { 0 };
+	struct nlmsghdr *nlh;
+	int r;
+
+	if (!(nl = nl_open(NETLINK_NETFILTER)))
+		return -errno;
+	nlh = ct_msg(req, IPCTNL_MSG_CT_GET, NLM_F_DUMP, AF_UNSPEC);
+	mnl_attr_put_u32(nlh, CTA_MARK, htonl(mark));
+	mnl_attr_put_u32(nlh, CTA_MARK_MASK, htonl(mask));
+	if ((r = nl_talk(nl, nlh, marked_cb, &m)) < 0) {
+		free(m.v);
+		return r;
+	}
+	*out = m.v;
+	*n = m.n;
+	return 0;
 }

@@ -4,12 +4,14 @@
  * or a TCP connection that reached TIME_WAIT or CLOSE), and whether one
  * connection is still there. Used to give back the connections a limit
  * counted (backend/bpf/conns.c). One socket, non-blocking, in the current
- * network namespace.
+ * network namespace. And connections deleted (a scheduled rule's, when it
+ * goes out of force).
  */
 #ifndef NFBOX_NETLINK_CTEVENTS_H
 #define NFBOX_NETLINK_CTEVENTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <linux/netlink.h>
 
@@ -46,6 +48,14 @@ int ctev_read(struct ctev *c, void (*cb)(const struct ct_end *e, void *arg), voi
 /* Whether the connection is there and not closed: 1 open, 0 gone or TCP
  * closed, -errno. Asked on the socket of its own that c keeps. */
 int ctev_alive(struct ctev *c, const struct ct_tuple *t);
+
+/* Cutting connections (a scheduled rule out of force), each on a socket of
+ * its own. ct_delete_tuples: each connection of an original tuple of t
+ * deleted, cb for each that was there; how many, or -errno.
+ * ct_list_marked: the original tuples of the connections whose conntrack
+ * mark & mask is mark, into *out (malloc()ed) and *n; 0 or -errno. */
+int ct_delete_tuples(const struct ct_tuple *t, size_t n, void (*cb)(const struct ct_tuple *t, void *arg), void *arg);
+int ct_list_marked(uint32_t mark, uint32_t mask, struct ct_tuple **out, size_t *n);
 
 /* One ctnetlink conntrack message to a tuple and whether it ends the
  * connection (exposed for tests): 1 an end (*out set), 0 another event,

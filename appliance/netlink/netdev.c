@@ -10,12 +10,6 @@
 #include "base/cleanup.h"
 #include "netlink/nl.h"
 
-static void mnl_socket_closep(struct mnl_socket **nl)
-{
-	if (*nl)
-		mnl_socket_close(*nl);
-}
-
 static struct nlmsghdr *genl_start(char *buf, uint16_t family, uint8_t cmd, uint8_t version)
 {
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
@@ -57,7 +51,7 @@ static int dev_features_cb(const struct nlmsghdr *nlh, void *data)
 int nl_netdev_xdp_probe(int ifindex, struct nl_netdev_xdp *info)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	_cleanup_(mnl_socket_closep) struct mnl_socket *nl = nl_open(NETLINK_GENERIC);
+	_cleanup_(nl_closep) struct mnl_socket *nl = nl_open(NETLINK_GENERIC);
 	struct nlmsghdr *nlh;
 	uint16_t family = 0;
 	int r;

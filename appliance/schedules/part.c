@@ -8,8 +8,17 @@
  * changed; each change is said in the log. A new generation (a reload) is
  * made with the states of its own time (engine_load, the nftables build),
  * and judged again here right after.
+ *
+ * A scheduled accept rule out of force has the connections it let in cut
+ * (unless keep-connections): the backend deletes those of its cut id from
+ * conntrack (backend_ops cut), once each time the rule goes out of force.
+ * What was cut is kept by cut id, which a rule's name gives: a reload that
+ * keeps the rule out of force cuts nothing again, one that puts it out of
+ * force cuts at once, and a start cuts what an earlier daemon left.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/timerfd.h>
@@ -18,15 +27,26 @@
 
 #include "daemon/part.h"
 #include "base/log.h"
+#include "lib/plant.h"
+#include "netlink/ctevents.h"
 #include "policy/schedule/schedule.h"
 
 #define SCHED_RECHECK_S 86400 /* no change within the span: judge again in a day */
+#define CUT_LOGGED	8     /* connections named in the log at one edge; the rest counted */
+#define CUT_WORDS	((POLICY_CUT_IDS + 64) / 64)
 
 struct schedules {
 	struct daemon *dm;
-	struct handler h;	       /* the timer; fd -1 while no rule has when: */
-	uint64_t applied[SCHED_WORDS]; /* the states the backend holds */
-	const struct policy *pol;      /* ... of this policy */
+	struct handler h;		  /* the timer; fd -1 while no rule has when: */
+	uint64_t applied[SCHED_WORDS];	  /* the states the backend holds */
+	const struct policy *pol;	  /* ... of this policy */
+	uint64_t cut_done[CUT_WORDS];	  /* cut ids whose connections are cut (their rule out of force since) */
+	uint64_t cut[POLICY_CUT_IDS + 1]; /* connections cut, by cut id, since the start */
+};
+
+struct cut_log {
+	const char *rule;
+	uint32_t n;
 };
 
 static bool bit_of(const uint64_t *w, uint32_t sched)
@@ -35,6 +55,74 @@ static bool bit_of(const uint64_t *w, uint32_t sched)
 }
 
 static void judge(struct schedules *s);
+
+static void cut_one(const struct ct_tuple *t, void *arg)
+{
+	struct cut_log *c = arg;
+	char src[INET6_ADDRSTRLEN], dst[INET6_ADDRSTRLEN];
+	bool ports = t->proto == IPPROTO_TCP || t->proto == IPPROTO_UDP || t->proto == IPPROTO_SCTP ||
+		     t->proto == IPPROTO_UDPLITE;
+
+	if (c->n++ >= CUT_LOGGED)
+		return;
+	inet_ntop(t->af, t->src, src, sizeof(src));
+	inet_ntop(t->af, t->dst, dst, sizeof(dst));
+	if (ports)
+		log_info("rule '%s' is out of force (when:): connection cut: proto %u %s port %u to %s port %u",
+			 c->rule, t->proto, src, t->sport[0] << 8 | t->sport[1], dst, t->dport[0] << 8 | t->dport[1]);
+	else
+		log_info("rule '%s' is out of force (when:): connection cut: proto %u %s to %s", c->rule, t->proto, src,
+			 dst);
+}
+
+/* The connections of a rule out of force cut, once: false if the backend
+ * failed (then it is tried again). */
+static bool cut_rule(struct schedules *s, struct backend *be, const struct rule *ru)
+{
+	uint16_t id = ru->when.cut;
+	struct cut_log c = { .rule = ru->name };
+	struct diags d;
+	int r = 0;
+
+	if (s->cut_done[id / 64] >> (id % 64) & 1)
+		return true;
+	diags_init(&d);
+	if (!planted("schedule-no-cut")) /* the test build: connections go on past the edge */
+		r = be->ops->cut(be, id, cut_one, &c, &d);
+	if (r < 0) {
+		log_err("rule '%s' is out of force (when:): %s", ru->name,
+			diags_last(&d, "cannot cut the connections it let in"));
+		diags_free(&d);
+		return false;
+	}
+	diags_free(&d);
+	s->cut_done[id / 64] |= 1ull << (id % 64);
+	s->cut[id] += (uint64_t)r;
+	if (r)
+		log_info("rule '%s' is out of force (when:): %d connections it let in cut%s", ru->name, r,
+			 r > CUT_LOGGED ? " (the first named above)" : "");
+	return true;
+}
+
+/* Each rule out of force has its connections cut; one in force may let
+ * some in again. false if a cut failed. */
+static bool cut_all(struct schedules *s, struct backend *be, const struct policy *p, const uint64_t *words)
+{
+	bool ok = true;
+
+	for (uint32_t i = 0; i < p->nrules; i++) {
+		const struct rule *ru = &p->rules[i];
+		uint16_t id = ru->when.cut;
+
+		if (!id)
+			continue;
+		if (bit_of(words, ru->when.sched))
+			s->cut_done[id / 64] &= ~(1ull << (id % 64));
+		else if (!cut_rule(s, be, ru))
+			ok = false;
+	}
+	return ok;
+}
 
 static void on_timer(struct handler *h, uint32_t events)
 {
@@ -86,9 +174,13 @@ static void judge(struct schedules *s)
 		log_err("%s", diags_last(&d, "cannot change the schedules' states"));
 		s->pol = NULL;
 		next = now + 1;
-	} else if (changed) {
-		memcpy(s->applied, words, sizeof(words));
-		s->pol = cur->pol;
+	} else {
+		if (changed) {
+			memcpy(s->applied, words, sizeof(words));
+			s->pol = cur->pol;
+		}
+		if (!cut_all(s, be, cur->pol, words))
+			next = now + 1; /* try the cut again in a second */
 	}
 	diags_free(&d);
 	if (arm(s, next) < 0)
@@ -169,19 +261,38 @@ static const char *when_text(int64_t t, char *buf, size_t len)
 	return buf;
 }
 
-static void schedules_text(const struct rep *o, FILE *f)
+/* ", 3 connections cut", ", keeps its connections" (a rule that keeps
+ * them) or "" (one that lets none in) */
+static const char *cut_text(const struct rep *x, char *buf, size_t len)
 {
-	char buf[80];
+	if (!rep_has(x, "connections_cut"))
+		return rep_b(x, "keep_connections") ? ", keeps its connections" : "";
+	uint64_t n = rep_u(x, "connections_cut");
 
-	for (const struct rep *x = rep_first(o); x; x = rep_next(x))
-		fprintf(f, "%-11s %-24s %-16s next change %s\n", x == rep_first(o) ? "schedules:" : "",
-			rep_s(x, "rule"), rep_b(x, "in_force") ? "in force" : "out of force",
-			rep_has(x, "next_change") ? when_text(rep_i(x, "next_change"), buf, sizeof(buf))
-						  : "none within 8 days");
+	snprintf(buf, len, ", %llu connection%s cut", (unsigned long long)n, n == 1 ? "" : "s");
+	return buf;
 }
 
+static void schedules_text(const struct rep *o, FILE *f)
+{
+	char buf[80], cut[48];
+
+	for (const struct rep *x = rep_first(o); x; x = rep_next(x))
+		fprintf(f, "%-11s %-24s %-16s next change %s%s\n", x == rep_first(o) ? "schedules:" : "",
+			rep_s(x, "rule"), rep_b(x, "in_force") ? "in force" : "out of force",
+			rep_has(x, "next_change") ? when_text(rep_i(x, "next_change"), buf, sizeof(buf))
+						  : "none within 8 days",
+			cut_text(x, cut, sizeof(cut)));
+}
+
+static const struct rep_metric m_cut = { "nfbox_schedule_connections_cut_total", "counter",
+					 "Connections a scheduled rule let in, cut when it went out of force.",
+					 "rule" };
+
 /* "schedules": [{"rule", "in_force", "next_change" (UTC seconds; null:
- * none within 8 days)}], the policy in force's scheduled rules. */
+ * none within 8 days), "keep_connections", "connections_cut" (an accept
+ * rule's that does not keep them: since the start)}], the policy in force's
+ * scheduled rules. */
 static void schedules_status(void *self, struct rep *status)
 {
 	struct schedules *s = self;
@@ -204,6 +315,9 @@ static void schedules_status(void *self, struct rep *status)
 			rep_null(o, "next_change");
 		else
 			rep_int(o, "next_change", next);
+		rep_bool(o, "keep_connections", ru->when.keep);
+		if (ru->when.cut)
+			rep_metric(rep_uint(o, "connections_cut", s->cut[ru->when.cut]), &m_cut);
 	}
 }
 

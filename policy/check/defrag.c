@@ -51,6 +51,19 @@ void check_defrag_off(struct policy *p, struct diags *d)
 			   "%u) turns off: the pair would have nothing to sync" DIAG_FIX
 			   "; keep defrag on (the default)",
 			   p->opt.defrag_loc.line);
+	for (uint32_t i = 0; i < p->nrules; i++) {
+		struct rule *r = &p->rules[i];
+
+		/* no conntrack, no connection to cut: every packet is judged, so
+		 * a rule's flows stop at its edge */
+		r->when.cut = 0;
+		if (r->when.keep)
+			diag_error(d, r->when.keep_loc,
+				   "keep-connections needs conntrack, which 'defrag: false' turns off: every packet is "
+				   "judged by the rules, so rule '%s' lets nothing through past its windows" DIAG_FIX
+				   "; remove keep-connections or the defrag option",
+				   r->name);
+	}
 	for (uint32_t i = 0; i < p->nrules; i++)
 		warn_fragments_pass(p, &p->rules[i], d);
 }

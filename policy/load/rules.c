@@ -396,6 +396,32 @@ static int by_name(const void *a, const void *b)
 
 /* Duplicate names, found by sorting: quadratic scans are too slow for
  * 65,536 rules. Each later use points at the first. */
+/* The cut id of each scheduled accept rule that does not keep its
+ * connections: a hash of its name (FNV-1a), the next free one on a
+ * collision, so that a rule keeps its id across reloads that add or remove
+ * others. */
+static void cut_ids(struct policy *p)
+{
+	uint64_t used[(POLICY_CUT_IDS + 64) / 64] = { 0 };
+	uint32_t given = 0;
+
+	for (uint32_t i = 0; i < p->nrules && given < POLICY_CUT_IDS; i++) {
+		struct rule *r = &p->rules[i];
+		uint32_t h = 2166136261u;
+
+		if (!r->when.n || r->when.keep || r->action != POLICY_ACCEPT)
+			continue;
+		for (const char *c = r->name; *c; c++)
+			h = (h ^ (uint8_t)*c) * 16777619u;
+		h %= POLICY_CUT_IDS;
+		while (used[(h + 1) / 64] >> ((h + 1) % 64) & 1)
+			h = (h + 1) % POLICY_CUT_IDS;
+		used[(h + 1) / 64] |= 1ull << ((h + 1) % 64);
+		r->when.cut = (uint16_t)(h + 1);
+		given++;
+	}
+}
+
 static void check_duplicate_names(struct lx *x)
 {
 	const struct rule **v = calloc(x->p->nrules ? x->p->nrules : 1, sizeof(*v));
@@ -458,4 +484,5 @@ void load_rules(struct lx *x, const struct ynode *n)
 		if (x->p->rules[i].when.n)
 			x->p->rules[i].when.sched = ++k;
 	check_duplicate_names(x);
+	cut_ids(x->p);
 }

@@ -5,7 +5,10 @@
  * days: names (mon, monday, ...) and ranges (mon-fri, fri-mon), default
  * every day; hours: "HH:MM[:SS]-HH:MM[:SS]", an end before the start
  * crossing midnight, 24:00 the end of the day, default the whole day; tz: a
- * tzdata zone, default the appliance's own (/etc/localtime).
+ * tzdata zone, default the appliance's own (/etc/localtime);
+ * keep-connections: true, the connections the rule let in go on after its
+ * windows close (by default they are cut), said in any window for the
+ * whole rule.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -95,9 +98,31 @@ static void window_hours(struct lx *x, struct policy_window *w, const struct yno
 		w->end += 86400; /* across midnight: into the next day */
 }
 
+/* keep-connections: holds for the rule; windows that say it must agree */
+static void window_keep(struct lx *x, struct rule *r, const struct ynode *v)
+{
+	bool keep;
+
+	if (!lx_bool(x, v, "when keep-connections", &keep))
+		return;
+	if (r->when.keep_loc.line && keep != r->when.keep)
+		diag_error(
+			x->d, v->loc,
+			"when keep-connections: %s here, %s in an earlier window: it holds for the whole rule" DIAG_FIX
+			": say it once, or alike in every window",
+			keep ? "true" : "false", r->when.keep ? "true" : "false");
+	else if (keep && r->action != POLICY_ACCEPT)
+		diag_error(
+			x->d, v->loc,
+			"when keep-connections: the rule does not accept, so it lets in no connection to keep" DIAG_FIX
+			": remove keep-connections");
+	r->when.keep = keep;
+	r->when.keep_loc = v->loc;
+}
+
 static void load_window(struct lx *x, struct rule *r, const struct ynode *n)
 {
-	static const char *const keys[] = { "days", "hours", "tz", NULL };
+	static const char *const keys[] = { "days", "hours", "tz", "keep-connections", NULL };
 	struct policy_window *w;
 	const struct ynode *v;
 	char why[256];
@@ -127,6 +152,8 @@ static void load_window(struct lx *x, struct rule *r, const struct ynode *n)
 	}
 	if ((v = ynode_get(n, "hours")))
 		window_hours(x, w, v);
+	if ((v = ynode_get(n, "keep-connections")))
+		window_keep(x, r, v);
 	if ((v = ynode_get(n, "tz")) && lx_is(x, v, YNODE_SCALAR, "when tz")) {
 		if (strlen(v->str) >= sizeof(w->tz))
 			diag_error(x->d, v->loc, "when tz: '%s' is too long for a time zone name", v->str);

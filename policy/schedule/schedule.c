@@ -142,3 +142,11 @@ void sched_words(const struct policy *p, int64_t t, uint64_t *words)
 			words[bit / 64] |= 1ull << (bit % 64);
 	}
 }
+
+bool sched_any_cut(const struct policy *p)
+{
+	for (uint32_t i = 0; p && i < p->nrules; i++)
+		if (p->rules[i].when.cut)
+			return true;
+	return false;
+}

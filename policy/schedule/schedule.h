@@ -29,4 +29,7 @@ int64_t sched_next_change(const struct policy_when *w, int64_t t);
 #define SCHED_WORDS (POLICY_MAX_SCHEDULED / 64)
 void sched_words(const struct policy *p, int64_t t, uint64_t *words);
 
+/* Whether p has a rule whose connections are cut at its edge (when.cut). */
+bool sched_any_cut(const struct policy *p);
+
 #endif

@@ -355,6 +355,8 @@ int policy_when_format(const struct policy_when *w, char *buf, size_t len)
 		}
 		fprintf(f, "%s%s", sp ? " " : "", x->tz);
 	}
+	if (w->keep)
+		fputs(", keep-connections", f);
 	fclose(f);
 	r = snprintf(buf, len, "%s", out ? out : "?");
 	free(out);

@@ -9,7 +9,8 @@
 # - the SYN proxy: a connection completes through it and carries data;
 # - a connection limit with overload: the source over it is banned (set
 #   list, the kernel's set read with bpftool, traffic);
-# - a schedule in force and one out of force (traffic);
+# - a schedule in force and one out of force (traffic); a reload that ends
+#   a scheduled accept rule's window cuts the TCP stream it let in;
 # - a country set (an MMDB in /var/lib/GeoIP), a host-name set (resolved
 #   through the resolv.conf the unit sees), a Suricata set (eve.json in
 #   /var/log/suricata): their sources dropped; a country set whose database
@@ -108,6 +109,8 @@ rules:
   - { name: proxied, in: lan, service: tcp/8080, synproxy: true, action: accept }
   - { name: in-force, service: udp/7101, when: [ { days: [$today], tz: UTC } ], action: drop }
   - { name: out-of-force, service: udp/7102, when: [ { days: [$other_day], tz: UTC } ], action: drop }
+  - { name: until-reload, in: lan, service: tcp/7106, when: [ { days: [$today], tz: UTC } ], action: accept }
+  - { name: after-window, service: tcp/7106, action: drop }
   - { name: to-svc, to: svc, service: udp/7103, action: drop }
   - { name: logged, service: udp/7104, action: drop, log: true }
 capture:
@@ -205,6 +208,27 @@ t_check overload-dropped [ "$(from_to c $C4B $S4 7000)" = drop ]
 # ---- schedules ----
 t_check schedule-in-force [ "$(from_to c $C4 $S4 7101)" = drop ]
 t_check schedule-out-of-force [ "$(from_to c $C4 $S4 7102)" = pass ]
+# A reload that ends a scheduled accept rule's window cuts the TCP stream
+# it let in (conntrack entries deleted over ctnetlink, in the sandbox).
+ip netns exec "$NS_S" timeout 60 "$NET" tcp-last 7106 50 >"$tmp/last" 2>&1 &
+last_pid=$!
+wait_until 5 grep -q listening "$tmp/last"
+in_c timeout 60 "$NET" tcp-ticks $S4 7106 50 >"$tmp/ticks" 2>&1 &
+ticks_pid=$!
+t_check schedule-stream-connected wait_until 5 grep -q connected "$tmp/ticks"
+sed -i "s/^\(  - { name: until-reload, .*days: \[\)$today\]/\1$other_day]/" "$root/etc/nfbox/policy.yaml"
+now_s() { /usr/bin/python3 -c 'import time; print("%.3f" % time.time())'; }
+before=$(now_s)
+in_ct systemctl reload nfbox
+after=$(now_s)
+cut_logged() { journal 40 | grep -q "rule 'until-reload' is out of force (when:): connection cut: proto 6 $C4 port [0-9]* to $S4 port 7106"; }
+t_check schedule-cut-logged wait_until 5 cut_logged
+wait_until 5 /usr/bin/python3 -c "import sys, time; sys.exit(time.time() < $after + 2.5)"
+kill -TERM $last_pid $ticks_pid 2>/dev/null
+wait $last_pid $ticks_pid 2>/dev/null
+stopped=$(awk '/^last/ {print $3}' "$tmp/last")
+echo "# the stream's last tick: $stopped; the reload: $before to $after" >&2
+t_check schedule-stream-cut /usr/bin/python3 -c "import sys; sys.exit(not $before - 1 < ${stopped:-0} <= $after + 1)"
 
 # ---- country, host-name and Suricata sets ----
 t_check country-dropped [ "$(from_to c $C4GEO $S4 7000)" = drop ]

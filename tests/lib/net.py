@@ -739,6 +739,68 @@ def udp_last(seconds, port):
     print("last %s %.6f %d" % (port, last, n), flush=True)
 
 
+def tcp_ticks(host, port, seconds, every="0.02"):
+    """One TCP connection to HOST:PORT carrying "tick T" lines, one every
+    EVERY seconds (T the send time), for SECONDS or until SIGTERM. A stream
+    the network stops only fills the socket's buffer, which these few bytes
+    do not: the sender goes on, and what the receiver last got tells when
+    the stream stopped. Prints "connected" once it is."""
+    import signal
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    s = socket.create_connection((host, int(port)), timeout=5)
+    print("connected", flush=True)
+    s.settimeout(0.5)
+    end = time.time() + float(seconds)
+    while time.time() < end and not stop:
+        try:
+            s.send(b"tick %.6f\n" % time.time())
+        except socket.timeout:
+            pass
+        except OSError as e:
+            print("broken: %s" % e, flush=True)
+            return 1
+        time.sleep(float(every))
+    return 0
+
+
+def tcp_last(port, seconds):
+    """Accept one connection on PORT and read its "tick T" lines until
+    SECONDS or SIGTERM: print "last PORT R N", R the time the last line
+    arrived here (0 if none), N the lines in all."""
+    import select
+    import signal
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    ls = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    ls.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    ls.bind(("::", int(port)))
+    ls.listen(1)
+    print("listening", flush=True)
+    end = time.time() + float(seconds)
+    conn, last, n, buf = None, 0.0, 0, b""
+    while time.time() < end and not stop:
+        r, _, _ = select.select([conn or ls], [], [], 0.05)
+        if not r:
+            continue
+        if conn is None:
+            conn = ls.accept()[0]
+            continue
+        data = conn.recv(4096)
+        if not data:
+            break
+        buf += data
+        k = buf.count(b"\n")
+        if k:
+            n += k
+            last = time.time()
+            buf = buf.rsplit(b"\n", 1)[1]
+    print("last %s %.6f %d" % (port, last, n), flush=True)
+
+
 def push_serve(port, seconds, every="0.05"):
     """After the client's first word, only the server sends: a firewall that
     lost the flow's state drops every packet, and the client, which sends
@@ -834,7 +896,7 @@ def main():
           "udp-whoami": udp_whoami, "udp-probe": udp_probe,
           "v6-chain": v6_chain, "v6-split-chain": v6_split_chain,
           "push-serve": push_serve, "push-watch": push_watch,
-          "udp-ticks": udp_ticks, "udp-count": udp_count, "udp-last": udp_last,
+          "udp-ticks": udp_ticks, "tcp-ticks": tcp_ticks, "tcp-last": tcp_last, "udp-count": udp_count, "udp-last": udp_last,
           "udplite-blast": lambda h, p, n, src=None: udp_blast(h, p, n, src, UDPLITE),
           "udplite-count": lambda sec, *ports: udp_count(sec, *ports, proto=UDPLITE),
           "udp-first": lambda sec, *ports: udp_count(sec, *ports, first=True)}[cmd]

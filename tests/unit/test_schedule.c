@@ -7,13 +7,17 @@
  * sched_open and sched_next_change against a minute-by-minute scan judged by
  * the C library's wall clock, on generated windows; the DST edges by hand.
  * A planted bug must show: a window judged on UTC instead of its zone fails
- * the comparison (test_planted_utc).
+ * the comparison (test_planted_utc). The cut ids of scheduled accept rules
+ * (when.cut): one each, none for a rule that keeps its connections or does
+ * not accept, and each rule's the same whatever rules are added before it
+ * (a reload must not hand its connections to another rule).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "base/diag.h"
 #include "policy/schedule/schedule.h"
 #include "policy/schedule/tz.h"
 #include "tests/lib/check.h"
@@ -267,6 +271,66 @@ static void test_dst_edges(void)
 	check_end();
 }
 
+static struct policy *load_text(const char *text)
+{
+	struct policy *p = NULL;
+	struct diags d;
+
+	diags_init(&d);
+	if (policy_load_buffer("cut.yaml", text, strlen(text), &d, &p) < 0)
+		p = NULL;
+	diags_free(&d);
+	return p;
+}
+
+static uint16_t cut_of(const struct policy *p, const char *name)
+{
+	for (uint32_t i = 0; p && i < p->nrules; i++)
+		if (!strcmp(p->rules[i].name, name))
+			return p->rules[i].when.cut;
+	return 0xffff;
+}
+
+static void test_cut_ids(void)
+{
+	static const char head[] = "version: 1\nhooks: { forward: { default: drop } }\nrules:\n";
+	static const char tail[] = "  - { name: a, service: tcp/1, action: accept, when: { days: [sat], tz: UTC } }\n"
+				   "  - { name: b, service: tcp/2, action: accept, when: { days: [sun], tz: UTC } }\n"
+				   "  - { name: k, service: tcp/3, action: accept, when: { days: [sun], tz: UTC, "
+				   "keep-connections: true } }\n"
+				   "  - { name: d, service: tcp/4, action: drop, when: { days: [sun], tz: UTC } }\n"
+				   "  - { name: u, service: tcp/5, action: accept }\n";
+	char buf[8192];
+	struct policy *p, *q;
+	size_t n;
+
+	check_begin("cut-ids");
+	snprintf(buf, sizeof(buf), "%s%s", head, tail);
+	p = load_text(buf);
+	CHECK(p != NULL);
+	CHECK(cut_of(p, "a") >= 1 && cut_of(p, "a") <= POLICY_CUT_IDS && cut_of(p, "b") >= 1 &&
+	      cut_of(p, "a") != cut_of(p, "b"));
+	CHECK(cut_of(p, "k") == 0 && cut_of(p, "d") == 0 && cut_of(p, "u") == 0);
+	CHECK(sched_any_cut(p));
+	/* sixty scheduled rules more, before them: a and b keep their ids */
+	n = (size_t)snprintf(buf, sizeof(buf), "%s", head);
+	for (int i = 0; i < 60; i++)
+		n += (size_t)snprintf(
+			buf + n, sizeof(buf) - n,
+			"  - { name: x%d, service: udp/%d, action: accept, when: { days: [mon], tz: UTC } }\n", i,
+			i + 1);
+	snprintf(buf + n, sizeof(buf) - n, "%s", tail);
+	q = load_text(buf);
+	CHECK(q != NULL);
+	CHECK(cut_of(q, "a") == cut_of(p, "a") && cut_of(q, "b") == cut_of(p, "b"));
+	for (uint32_t i = 0; q && i < q->nrules; i++)
+		for (uint32_t j = i + 1; j < q->nrules; j++)
+			CHECK(!q->rules[i].when.cut || q->rules[i].when.cut != q->rules[j].when.cut);
+	policy_free(p);
+	policy_free(q);
+	check_end();
+}
+
 int main(void)
 {
 	test_offsets();
@@ -274,5 +338,6 @@ int main(void)
 	test_generated();
 	test_planted_utc();
 	test_dst_edges();
+	test_cut_ids();
 	CHECK_EXIT();
 }

@@ -661,6 +661,7 @@ const struct backend_ops backend_bpf_ops = {
 	.dyn_walk = bpf_dyn_walk,
 	.dyn_walk_end = bpf_dyn_walk_end,
 	.schedule = bpf_schedule,
+	.cut = bpf_sched_cut,
 	.trace_start = bpf_trace_start,
 	.trace_stop = bpf_trace_stop,
 };

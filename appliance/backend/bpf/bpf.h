@@ -79,6 +79,11 @@ void bpf_conns_follow(struct bpf_backend *bb, const struct policy *p);
 bool bpf_conns_overload_ok(const struct bpf_backend *bb, uint64_t ts_ns);
 void bpf_conns_tick(struct bpf_backend *bb);
 void bpf_conns_close(struct bpf_backend *bb);
+/* The connections the classifier kept for a scheduled rule's cut id
+ * (nfb_sched_conns) deleted from conntrack and from the map (backend_ops
+ * cut). */
+int bpf_sched_cut(struct backend *b, uint16_t id, void (*fn)(const struct ct_tuple *t, void *arg), void *arg,
+		  struct diags *d);
 
 /* dyn.c: the dynamic sets in the classifier's tries. */
 int bpf_dyn_apply(struct backend *b, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,

@@ -279,3 +279,60 @@ void bpf_conns_tick(struct bpf_backend *bb)
 		}
 	}
 }
+
+/* ---- schedules that end (bpf/nfbox.h) ------------------------------------ */
+
+/* The keys of nfb_sched_conns whose value is id, into *out (*n of them). */
+static int sched_conns_of(int fd, uint16_t id, struct nfb_conn_key **out, size_t *n)
+{
+	struct nfb_conn_key k, next, *v = NULL;
+	size_t cap = 0;
+	bool first = true;
+	uint32_t val;
+
+	*n = 0;
+	while (bpf_map_get_next_key(fd, first ? NULL : &k, &next) == 0) {
+		first = false;
+		k = next;
+		if (bpf_map_lookup_elem(fd, &k, &val) < 0 || (val != id && !planted("schedule-cut-all")))
+			continue; /* (the test build's plant: every rule's) */
+		if (*n == cap) {
+			struct nfb_conn_key *w = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+
+			if (!w) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = w;
+		}
+		v[(*n)++] = k;
+	}
+	*out = v;
+	return 0;
+}
+
+int bpf_sched_cut(struct backend *b, uint16_t id, void (*fn)(const struct ct_tuple *t, void *arg), void *arg,
+		  struct diags *d)
+{
+	struct bpf_backend *bb = bpf_of(b);
+	_cleanup_free_ struct nfb_conn_key *keys = NULL;
+	_cleanup_free_ struct ct_tuple *t = NULL;
+	int fd = bb->e ? engine_map_fd(bb->e, "nfb_sched_conns") : -ENOENT, r;
+	size_t n;
+
+	if (fd < 0)
+		return diag_errno(d, fd, "the classifier's scheduled connections");
+	if ((r = sched_conns_of(fd, id, &keys, &n)) < 0)
+		return diag_errno(d, r, "the classifier's scheduled connections");
+	if (n && !(t = calloc(n, sizeof(*t))))
+		return diag_errno(d, -ENOMEM, "the classifier's scheduled connections");
+	for (size_t i = 0; i < n; i++)
+		t[i] = tuple_of(&keys[i]);
+	/* the entries go once conntrack answered: a cut that failed is tried
+	 * again with them */
+	if ((r = ct_delete_tuples(t, n, fn, arg)) < 0)
+		return diag_errno(d, r, "cannot delete connections from conntrack");
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &keys[i]);
+	return r;
+}

@@ -18,7 +18,10 @@
 #include "backend/nftables/nft/counters.h"
 #include "backend/nftables/nft/emit.h"
 #include "backend/nftables/nft/print.h"
+#include "base/cleanup.h"
 #include "base/log.h"
+#include "lib/plant.h"
+#include "netlink/ctevents.h"
 
 /* ---- every open backend ---- */
 
@@ -311,6 +314,25 @@ static void nftables_dyn_after_reload(struct backend *b, bool gone)
 	(void)gone;
 }
 
+/* The connections marked with the rule's cut id (nft/build.c: mark_cut). */
+static int nftables_cut(struct backend *b, uint16_t id, void (*fn)(const struct ct_tuple *t, void *arg), void *arg,
+			struct diags *d)
+{
+	_cleanup_free_ struct ct_tuple *v = NULL;
+	size_t n = 0;
+	int r;
+	uint32_t mark = (uint32_t)id << POLICY_CUT_SHIFT, mask = POLICY_CUT_MASK;
+
+	(void)b;
+	if (planted("schedule-cut-all")) /* the test build: every connection, whatever its mark */
+		mark = mask = 0;
+	if ((r = ct_list_marked(mark, mask, &v, &n)) < 0)
+		return diag_errno(d, r, "cannot list the connections of conntrack mark 0x%08x", mark);
+	if ((r = ct_delete_tuples(v, n, fn, arg)) < 0)
+		return diag_errno(d, r, "cannot delete connections from conntrack");
+	return r;
+}
+
 /* Each scheduled rule's set w_RULE: ipv4 and ipv6 while in force, else
  * empty; all in one transaction. */
 static int nftables_schedule(struct backend *b, const struct loaded *cur, const uint64_t *words, struct diags *d)
@@ -374,6 +396,7 @@ const struct backend_ops backend_nftables_ops = {
 	.dyn_walk = nft_dyn_walk,
 	.dyn_walk_end = nft_dyn_walk_end,
 	.schedule = nftables_schedule,
+	.cut = nftables_cut,
 	.trace_start = nft_trace_start,
 	.trace_stop = nft_trace_stop,
 };

@@ -47,6 +47,7 @@ static const char *const map_names[EM_COUNT] = {
 	[EM_OVERLOAD_SEEN] = "nfb_overload_seen",
 	[EM_SCHED] = "nfb_sched",
 	[EM_TRACE] = "nfb_trace",
+	[EM_SCHED_CONNS] = "nfb_sched_conns",
 };
 
 /* nfbox's hook and family numbers are the policy's (names written once, in
@@ -128,6 +129,24 @@ const char *engine_map_name(int em)
 	return em >= 0 && em < EM_COUNT ? map_names[em] : "";
 }
 
+/* nfb_sched_conns, which the first builds of layout 13 did not have, made
+ * and pinned at path for a state they left. A fd or -errno. */
+static int sched_conns_make(const char *path)
+{
+	int fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "nfb_sched_conns", sizeof(struct nfb_conn_key), sizeof(__u32),
+				NFB_SCHED_CONN_ENTRIES, NULL);
+
+	if (fd < 0)
+		return -errno;
+	if (bpf_obj_pin(fd, path) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
 /* The state pinned in e->pin_dir, of this layout and namespace (probed). */
 static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 {
@@ -140,6 +159,12 @@ static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 	/* The control map first: its layout version says whether the other
 	 * maps are this version's (an older state lacks some). */
 	for (int i = 0; i < EM_COUNT; i++) {
+		if (i == EM_SCHED_CONNS && engine_path(path, sizeof(path), e, "maps", map_names[i]) == 0 &&
+		    (e->map_fd[i] = bpf_obj_get(path)) < 0 && errno == ENOENT) {
+			if ((e->map_fd[i] = sched_conns_make(path)) < 0)
+				return diag_errno(d, e->map_fd[i], "cannot make the map %s", path);
+			continue;
+		}
 		if (engine_path(path, sizeof(path), e, "maps", map_names[i]) < 0 ||
 		    (e->map_fd[i] = bpf_obj_get(path)) < 0)
 			return diag_fail(d, -ENOENT,
@@ -279,6 +304,7 @@ uint32_t engine_plants(void)
 {
 	return (planted("mapped-passes") ? NFB_PLANT_MAPPED_PASSES : 0) |
 	       (planted("conns-keep-closed") ? NFB_PLANT_KEEP_CLOSED : 0) |
+	       (planted("schedule-unmarked") ? NFB_PLANT_SCHED_UNKEPT : 0) |
 	       (planted("trace-all") ? NFB_PLANT_TRACE_ALL : 0);
 }
 

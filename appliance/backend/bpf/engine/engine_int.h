@@ -24,7 +24,10 @@
  *    pinned release program; nfb_limit_cfg.conns).
  * 13: adopted connection counts unverified (nfb_conn_val.since_ns markers);
  *    the pinned program nfbox_conns ("conns") instead of "release".
- * 14: the live trace (nfb_trace; NFB_ACT_TRACED events in nfb_events). */
+ * 14: the live trace (nfb_trace; NFB_ACT_TRACED events in nfb_events).
+ *    Grown since without a new number (older programs of this layout ignore
+ *    what was added, and the adopting daemon makes what is missing):
+ *    nfb_sched_conns and nfb_rule.cut (in its padding), schedules that end. */
 #define NFB_ABI_VERSION 14
 
 enum engine_map {
@@ -52,6 +55,7 @@ enum engine_map {
 	EM_OVERLOAD_SEEN,
 	EM_SCHED,
 	EM_TRACE,
+	EM_SCHED_CONNS, /* made at adoption when the pinned state lacks it (layout 14's first builds) */
 	EM_COUNT,
 };
 

@@ -716,6 +716,7 @@ static int fill_arrays(struct gen_maps *g, const struct gen_plan *gp, const stru
 				.counter = slots->rule_slot[hk][bit],
 				.dyn = { dyn_of(slots, &ru->from), dyn_of(slots, &ru->to) },
 				.sched = (uint16_t)ru->when.sched,
+				.cut = ru->when.cut,
 			};
 		}
 	}
@@ -876,7 +877,7 @@ static void gen_cfg(struct engine *e, struct nfb_gen_cfg *c, const struct gen_pl
 
 	memset(c, 0, sizeof(*c));
 	c->options = (o->established_accept ? NFB_OPT_ESTABLISHED_ACCEPT : 0) | (o->defrag ? NFB_OPT_DEFRAG : 0) |
-		     (gp->conns ? NFB_OPT_CONN_LIMITS : 0);
+		     (gp->conns ? NFB_OPT_CONN_LIMITS : 0) | (sched_any_cut(pl->pol) ? NFB_OPT_SCHED_CUT : 0);
 	c->log_rate = o->log_rate.n;
 	c->log_period = o->log_rate.per;
 	c->log_burst = o->log_burst;

@@ -595,6 +595,16 @@ static void limit_match(struct emit *e, struct nfr_rule *r, uint8_t fam)
 
 static void emit_verdict_rules(struct emit *e, const struct nfr_rule *base);
 
+/* A scheduled accept rule whose connections are cut at its edge marks
+ * each one it lets in (the daemon deletes them by their mark). */
+static void mark_cut(struct emit *e, struct nfr_rule *r)
+{
+	if (planted("schedule-unmarked")) /* the test build: connections left unmarked */
+		return;
+	if (e->ru->when.cut && e->ru->action == POLICY_ACCEPT)
+		s_add(r, NFR_S_CT_MARK_CUT, NULL)->value = e->ru->when.cut;
+}
+
 /* A rule with limit: the limit taken once, then the verdict; a rule after
  * it with the same matches counts the packets over the limit, which go on
  * to the rules after. A verdict of one rule (accept, drop) goes with the
@@ -619,6 +629,7 @@ static void emit_limited(struct emit *e, const struct nfr_rule *base)
 		emit_verdict_rules(e, &in);
 	} else {
 		s_add(&r, NFR_S_COUNTER, e->counter);
+		mark_cut(e, &r);
 		s_add(&r, e->ru->action == POLICY_ACCEPT ? NFR_S_ACCEPT : NFR_S_DROP, NULL);
 		nfr_rule_add(e->c->t, &r, e->what);
 	}
@@ -664,6 +675,7 @@ static void emit_verdict_rules(struct emit *e, const struct nfr_rule *base)
 		return;
 	}
 	s_add(&r, NFR_S_COUNTER, e->counter);
+	mark_cut(e, &r);
 	s_add(&r, e->ru->action == POLICY_ACCEPT ? NFR_S_ACCEPT : NFR_S_DROP, NULL);
 	nfr_rule_add(e->c->t, &r, e->what);
 }

@@ -189,6 +189,25 @@ static void e_ct(struct nftnl_rule *r, uint32_t key)
 	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_DREG, REG1);
 }
 
+/* ct mark set ct mark & ~POLICY_CUT_MASK | id << POLICY_CUT_SHIFT (the
+ * mark in a register is in host order) */
+static void e_mark_cut(struct nftnl_rule *r, uint32_t id)
+{
+	uint32_t mask = ~POLICY_CUT_MASK, xor = id << POLICY_CUT_SHIFT;
+	struct nftnl_expr *e;
+
+	e_ct(r, NFT_CT_MARK);
+	e = expr(r, "bitwise");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_SREG, REG1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_DREG, REG1);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_BITWISE_LEN, sizeof(mask));
+	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_MASK, &mask, sizeof(mask));
+	nftnl_expr_set(e, NFTNL_EXPR_BITWISE_XOR, &xor, sizeof(xor));
+	e = expr(r, "ct");
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_KEY, NFT_CT_MARK);
+	nftnl_expr_set_u32(e, NFTNL_EXPR_CT_SREG, REG1);
+}
+
 static void e_frag6(struct nftnl_rule *r, uint32_t off, uint32_t len)
 {
 	struct nftnl_expr *e = expr(r, "exthdr");
@@ -437,6 +456,9 @@ static void emit_stmt(struct nftnl_rule *r, const struct nfr_stmt *s)
 	switch (s->kind) {
 	case NFR_S_NOTRACK:
 		expr(r, "notrack");
+		break;
+	case NFR_S_CT_MARK_CUT:
+		e_mark_cut(r, s->value);
 		break;
 	case NFR_S_NFTRACE: {
 		uint8_t one = 1;

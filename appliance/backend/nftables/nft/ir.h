@@ -112,6 +112,8 @@ enum nfr_stmt_kind {
 			      ct count N (none: the rule's): over N the rule ends (a match) */
 	NFR_S_NOTRACK,	   /* notrack */
 	NFR_S_SYNPROXY,	   /* synproxy mss PORT wscale VALUE sack-perm */
+	NFR_S_CT_MARK_CUT, /* ct mark set ct mark & ~POLICY_CUT_MASK | VALUE << POLICY_CUT_SHIFT: a
+			      scheduled rule's connection, cut at its edge (only nfbox's bits change) */
 	NFR_S_NFTRACE,	   /* meta nftrace set 1: the packet is traced (a live trace) */
 };
 

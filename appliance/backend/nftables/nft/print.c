@@ -222,6 +222,9 @@ static void print_stmt(const struct nfr_table *t, const struct nfr_stmt *s, FILE
 	case NFR_S_NOTRACK:
 		fputs("notrack", f);
 		break;
+	case NFR_S_CT_MARK_CUT:
+		fprintf(f, "ct mark set ct mark & 0x%08x | 0x%08x", ~POLICY_CUT_MASK, s->value << POLICY_CUT_SHIFT);
+		break;
 	case NFR_S_NFTRACE:
 		fputs("meta nftrace set 1", f);
 		break;
