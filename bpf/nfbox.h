@@ -293,17 +293,21 @@ struct nfb_rule {
  * cut when it goes out of force (unless keep-connections). A netfilter
  * program cannot set a conntrack mark (no bpf_ct_* kfuncs for its type), so
  * the classifier keeps their conntrack original tuples itself:
- *   nfb_sched_conns  LRU_HASH struct nfb_conn_key -> __u32 the rule's cut id
+ *   nfb_sched_conns  HASH (not preallocated: its memory grows with its
+ *                    entries) struct nfb_conn_key -> __u32 the rule's cut id
  * written when such a rule accepts a new connection (ctinfo NEW), and the
  * tuple's entry deleted when another rule accepts a new connection of the
  * same tuple (NFB_OPT_SCHED_CUT: the policy has such rules), so that a tuple
  * used again is not cut for an earlier connection. At the rule's edge user
  * space deletes the connections of its id by tuple (ctnetlink) and their
  * entries. Outside the generations: the entries outlive reloads, and the
- * id is the rule name's. Past NFB_SCHED_CONN_ENTRIES the oldest go
- * unnoticed (an LRU): those connections are no longer cut.
+ * id is the rule name's; a rule's edge also takes the entries of its
+ * connections that ended on their own. Past NFB_SCHED_CONN_ENTRIES new
+ * connections are not kept: those are not cut. (An LRU of 65,536, allocated
+ * whole, took 7 MiB for every policy; a hash's buckets are allocated
+ * whole, 16 bytes each: test_memory's budget for a small policy holds.)
  */
-#define NFB_SCHED_CONN_ENTRIES 65536
+#define NFB_SCHED_CONN_ENTRIES 16384
 
 /*
  * Dynamic sets (a set with `dynamic: true`): their entries change at run

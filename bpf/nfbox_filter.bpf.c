@@ -197,9 +197,11 @@ struct {
 	__type(value, __u64);
 } nfb_sched SEC(".maps");
 
-/* The connections of scheduled rules (bpf/nfbox.h, "Schedules that end"). */
+/* The connections of scheduled rules (bpf/nfbox.h, "Schedules that end"):
+ * a hash that takes memory as it is used, not an LRU allocated whole. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__uint(max_entries, NFB_SCHED_CONN_ENTRIES);
 	__type(key, struct nfb_conn_key);
 	__type(value, __u32);

@@ -133,8 +133,9 @@ const char *engine_map_name(int em)
  * and pinned at path for a state they left. A fd or -errno. */
 static int sched_conns_make(const char *path)
 {
-	int fd = bpf_map_create(BPF_MAP_TYPE_LRU_HASH, "nfb_sched_conns", sizeof(struct nfb_conn_key), sizeof(__u32),
-				NFB_SCHED_CONN_ENTRIES, NULL);
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
+	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "nfb_sched_conns", sizeof(struct nfb_conn_key), sizeof(__u32),
+				NFB_SCHED_CONN_ENTRIES, &opts);
 
 	if (fd < 0)
 		return -errno;
