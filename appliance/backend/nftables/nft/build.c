@@ -596,13 +596,21 @@ static void limit_match(struct emit *e, struct nfr_rule *r, uint8_t fam)
 static void emit_verdict_rules(struct emit *e, const struct nfr_rule *base);
 
 /* A scheduled accept rule whose connections are cut at its edge marks
- * each one it lets in (the daemon deletes them by their mark). */
-static void mark_cut(struct emit *e, struct nfr_rule *r)
+ * each new one it lets in (the daemon deletes them by their mark), in a
+ * rule of its own before the verdict's: `ct mark set` on a packet without
+ * a connection (untracked: neighbour discovery, say) ends the rule, which
+ * must still accept it. */
+static void mark_cut(struct emit *e, const struct nfr_rule *base)
 {
+	struct nfr_rule r = *base;
+
 	if (planted("schedule-unmarked")) /* the test build: connections left unmarked */
 		return;
-	if (e->ru->when.cut && e->ru->action == POLICY_ACCEPT)
-		s_add(r, NFR_S_CT_MARK_CUT, NULL)->value = e->ru->when.cut;
+	if (!e->ru->when.cut || e->ru->action != POLICY_ACCEPT)
+		return;
+	m_add(&r, NFR_M_CT_STATE)->value = CT_NEW;
+	s_add(&r, NFR_S_CT_MARK_CUT, NULL)->value = e->ru->when.cut;
+	nfr_rule_add(e->c->t, &r, e->what);
 }
 
 /* A rule with limit: the limit taken once, then the verdict; a rule after
@@ -628,8 +636,8 @@ static void emit_limited(struct emit *e, const struct nfr_rule *base)
 		nfr_rule_add(e->c->t, &r, e->what);
 		emit_verdict_rules(e, &in);
 	} else {
+		mark_cut(e, base); /* without the limit: its token is taken once */
 		s_add(&r, NFR_S_COUNTER, e->counter);
-		mark_cut(e, &r);
 		s_add(&r, e->ru->action == POLICY_ACCEPT ? NFR_S_ACCEPT : NFR_S_DROP, NULL);
 		nfr_rule_add(e->c->t, &r, e->what);
 	}
@@ -674,8 +682,8 @@ static void emit_verdict_rules(struct emit *e, const struct nfr_rule *base)
 			emit_reject(e, base, false);
 		return;
 	}
-	s_add(&r, NFR_S_COUNTER, e->counter);
 	mark_cut(e, &r);
+	s_add(&r, NFR_S_COUNTER, e->counter);
 	s_add(&r, e->ru->action == POLICY_ACCEPT ? NFR_S_ACCEPT : NFR_S_DROP, NULL);
 	nfr_rule_add(e->c->t, &r, e->what);
 }
