@@ -239,24 +239,32 @@ static int parse_l4(const struct trace_args *a, struct trace_packet *k)
 	return 0;
 }
 
-/* Where a redirect on the input interface takes a packet, as the kernel
- * chooses: the interface's first address of the family (a global one
- * before a link-local one); unknown where the interface is not here. */
-static void local_address(struct trace_packet *k)
+/* What this host's addresses say of k, in one walk: where a redirect on
+ * the input interface takes it, as the kernel chooses (the interface's
+ * first address of the family, a global one before a link-local one;
+ * unknown where the interface is not here), and the interfaces that hold
+ * its destination (a hairpin's test). */
+static void host_addresses(struct trace_packet *k)
 {
 	struct ifaddrs *all, *a;
 	int af = k->fam == POLICY_FAM_IPV4 ? AF_INET : AF_INET6;
-	bool link_local = false;
+	size_t alen = af == AF_INET ? 4 : 16;
+	bool link_local = false, local_done = !k->iif[0];
 
-	if (!k->iif[0] || getifaddrs(&all) < 0)
+	if (getifaddrs(&all) < 0)
 		return;
+	k->dst_ifs_known = true;
 	for (a = all; a; a = a->ifa_next) {
 		const uint8_t *x;
 
-		if (!a->ifa_addr || a->ifa_addr->sa_family != af || strcmp(a->ifa_name, k->iif))
+		if (!a->ifa_addr || a->ifa_addr->sa_family != af)
 			continue;
 		x = af == AF_INET ? (const uint8_t *)&((const struct sockaddr_in *)a->ifa_addr)->sin_addr
 				  : (const uint8_t *)&((const struct sockaddr_in6 *)a->ifa_addr)->sin6_addr;
+		if (!memcmp(x, k->dst, alen) && k->ndst_ifs < sizeof(k->dst_ifs) / sizeof(k->dst_ifs[0]))
+			snprintf(k->dst_ifs[k->ndst_ifs++], sizeof(k->dst_ifs[0]), "%s", a->ifa_name);
+		if (local_done || strcmp(a->ifa_name, k->iif))
+			continue;
 		if (af == AF_INET6 && x[0] == 0xfe && (x[1] & 0xc0) == 0x80) {
 			if (!k->have_local)
 				link_local = true, memcpy(k->local, x, 16), k->have_local = true;
@@ -264,33 +272,10 @@ static void local_address(struct trace_packet *k)
 		}
 		if (!k->have_local || link_local) {
 			memset(k->local, 0, 16);
-			memcpy(k->local, x, af == AF_INET ? 4 : 16);
+			memcpy(k->local, x, alen);
 			k->have_local = true;
-			break;
+			local_done = true;
 		}
-	}
-	freeifaddrs(all);
-}
-
-/* The interfaces here that hold the packet's destination (a hairpin's
- * test); known where the addresses can be read. */
-static void dst_interfaces(struct trace_packet *k)
-{
-	struct ifaddrs *all, *a;
-	int af = k->fam == POLICY_FAM_IPV4 ? AF_INET : AF_INET6;
-
-	if (getifaddrs(&all) < 0)
-		return;
-	k->dst_ifs_known = true;
-	for (a = all; a && k->ndst_ifs < sizeof(k->dst_ifs) / sizeof(k->dst_ifs[0]); a = a->ifa_next) {
-		const uint8_t *x;
-
-		if (!a->ifa_addr || a->ifa_addr->sa_family != af)
-			continue;
-		x = af == AF_INET ? (const uint8_t *)&((const struct sockaddr_in *)a->ifa_addr)->sin_addr
-				  : (const uint8_t *)&((const struct sockaddr_in6 *)a->ifa_addr)->sin6_addr;
-		if (!memcmp(x, k->dst, af == AF_INET ? 4 : 16))
-			snprintf(k->dst_ifs[k->ndst_ifs++], sizeof(k->dst_ifs[0]), "%s", a->ifa_name);
 	}
 	freeifaddrs(all);
 }
@@ -318,8 +303,7 @@ static int parse_packet(const struct trace_args *a, struct trace_packet *k)
 	}
 	if ((r = parse_addrs(a, k)) || (r = parse_l4(a, k)))
 		return r;
-	local_address(k);
-	dst_interfaces(k);
+	host_addresses(k);
 	return 0;
 }
 

@@ -45,14 +45,18 @@ static const struct rule *early_drop(const struct policy *p, const struct trace_
 	return NULL;
 }
 
-static bool port_listed(const struct port_match *m, int proto, int port)
+/* The range of m that holds proto's port, or NULL. */
+static const struct port_range *port_range_of(const struct port_match *m, int proto, int port)
 {
-	if (m->any)
-		return true;
 	for (uint32_t i = 0; i < m->n; i++)
 		if (m->v[i].proto == proto && m->v[i].lo <= port && port <= m->v[i].hi)
-			return true;
-	return false;
+			return &m->v[i];
+	return NULL;
+}
+
+static bool port_listed(const struct port_match *m, int proto, int port)
+{
+	return m->any || port_range_of(m, proto, port);
 }
 
 /* A forward-port's hairpin: k arrived elsewhere than its in:, for an
@@ -71,14 +75,11 @@ static bool hairpinned(const struct nat_rule *n, const struct trace_packet *k)
 
 /* A forward-port to a range of ports: the service's range that holds k's
  * port goes onto it port by port; to one port, every port goes there. */
-static int port_offset(const struct port_match *m, const struct nat_rule *n, const struct trace_packet *k)
+static int port_offset(const struct nat_rule *n, const struct trace_packet *k)
 {
-	if (n->to_port_last == n->to_port)
-		return 0;
-	for (uint32_t i = 0; i < m->n; i++)
-		if (m->v[i].proto == k->proto && m->v[i].lo <= k->dport && k->dport <= m->v[i].hi)
-			return k->dport - m->v[i].lo;
-	return 0;
+	const struct port_range *r = port_range_of(&n->service, k->proto, k->dport);
+
+	return n->to_port_last == n->to_port || !r ? 0 : k->dport - r->lo;
 }
 
 /* Prerouting: the first forward-port or redirect that takes k. Translation
@@ -119,7 +120,7 @@ static void dnat(const struct policy *p, const struct trace_packet *k, struct tr
 			return;
 		}
 		memcpy(out->addr, n->to_addr.addr, 16);
-		out->port = n->to_port ? n->to_port + port_offset(&n->service, n, k) : k->dport;
+		out->port = n->to_port ? n->to_port + port_offset(n, k) : k->dport;
 		inet_ntop(k->fam == POLICY_FAM_IPV4 ? AF_INET : AF_INET6, n->to_addr.addr, to, sizeof(to));
 		snprintf(out->what, sizeof(out->what), "destination becomes %s port %d", to, out->port);
 		return;
