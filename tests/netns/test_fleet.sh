@@ -237,8 +237,16 @@ t_check canary-enforced-n3 fl_ping_is drop n3
 fl_ctl n1 set add blocklist 198.51.100.88 >/dev/null # no timeout
 t_check ban-for-good-shared wait_until 2 eval 'fl_ctl n3 set list blocklist | grep -q 198.51.100.88'
 ip -n "$(fl_ns br)" link set vn3 down
-push "$FL_TMP/base.yaml" --wait 0 >"$FL_TMP/push4.out" 2>&1
+push "$FL_TMP/base.yaml" --wait 2s >"$FL_TMP/push4.out" 2>&1
+rc=$?
 REV4=$(sed -n 's/^revision \([0-9]*\) of group.*/\1/p' "$FL_TMP/push4.out")
+# a wait that ends with a node behind: each node named once, as it stands
+# (the wait's early rounds once named a node at every poll)
+t_check partition-push-fails [ $rc -ne 0 ]
+t_check partition-push-names-each-once eval '[ "$(grep -c "^  n1: applied $REV4$" "$FL_TMP/push4.out")" = 1 ] &&
+	[ "$(grep -c "^  n2: applied $REV4$" "$FL_TMP/push4.out")" = 1 ] &&
+	[ "$(grep -c "^  n3: has not applied $REV4$" "$FL_TMP/push4.out")" = 1 ]'
+t_check partition-push-counts grep -q "1 of 3 nodes did not report revision $REV4 within 2s" "$FL_TMP/push4.out"
 t_check partition-others-apply wait_until 5 eval 'node_rev_is n1 "$REV4" && node_rev_is n2 "$REV4"'
 # (noticed by the watch's TCP keepalive, ~5 s, or a lease renewal that
 # times out, every 3.3 s: within the lease's 10 s, plus the time to ask)
