@@ -35,7 +35,10 @@
 #        tests/run.sh unit/ fuzz/ bpf/)
 # Environment: NFBOX_LONG=1 for the long runs (make check-long);
 #              NFBOX_TEST_JOBS=N suites at a time (1: one after the other);
-#              NFBOX_BUILD=DIR the build tree (build; make coverage: build/cov).
+#              NFBOX_BUILD=DIR the build tree (build; make coverage: build/cov);
+#              NFBOX_TEST_CPU=1 each suite in a cpuacct group (cgroup v1):
+#              the CPU seconds of each, and their total, at the end (where
+#              the time of make check goes; kept in build/test-cpu).
 set -u
 shopt -s nullglob
 cd "$(dirname "$0")/.."
@@ -114,6 +117,12 @@ run_one() {
 	limit=$(sed -n 's/^# runner: timeout \([0-9]*\)$/\1/p' "$file" 2>/dev/null | head -n 1)
 	[ -n "$limit" ] && [ -z "${NFBOX_LONG:-}" ] || limit=$LIMIT
 	start=$(date +%s)
+	cg=
+	if [ -n "${NFBOX_TEST_CPU:-}" ] && [ -w /sys/fs/cgroup/cpuacct ]; then
+		# Measuring: the suite and everything it starts in a cpuacct group
+		cg=/sys/fs/cgroup/cpuacct/nfbox-tests.$$/$(echo "$name" | tr '/ []' '____')
+		mkdir -p "$cg" && echo "$BASHPID" >"$cg/cgroup.procs" || cg=
+	fi
 	bin=${cmds[$i]##* } # the program itself: the last word
 	if [ ! -e "$bin" ]; then
 		echo "FAIL $name: $bin was not built (make unit builds every test)" >"$log"
@@ -126,6 +135,10 @@ run_one() {
 		timeout -k 20 "$limit" ${cmds[$i]} >"$log" 2>&1 </dev/null
 		rc=$?
 		[ "$rc" -eq 124 ] && echo "FAIL $name: timed out after ${limit} s (killed)" >>"$log"
+	fi
+	if [ -n "$cg" ]; then
+		echo "$(($(cat "$cg/cpuacct.usage") / 1000000000)) $name" >>"$logdir/cpu"
+		echo "$BASHPID" >/sys/fs/cgroup/cpuacct/cgroup.procs
 	fi
 	echo "$rc $(($(date +%s) - start))" >"$log.done"
 }
@@ -218,6 +231,13 @@ for i in "${alone[@]}"; do
 	run_one "$i"
 	report "$i"
 done
+
+if [ -s "$logdir/cpu" ]; then
+	echo "CPU seconds by suite (NFBOX_TEST_CPU):"
+	sort -rn "$logdir/cpu" | head -n 40 | sed 's/^/    /'
+	awk '{ s += $1 } END { print "    total " s " s" }' "$logdir/cpu"
+	cp "$logdir/cpu" "$B/test-cpu"
+fi
 
 # Keep this run's times for the next one's order (a pattern run adds to them).
 if [ -s "$logdir/times" ]; then

@@ -175,10 +175,23 @@ listed() { ctl set list "$1" | grep -q "^$2[[:space:]]"; } # SET ADDRESS
 from_to() {
 	local recv sns=$NS_S
 	[ "$1" = s ] && sns=$NS_C
-	ip netns exec "$sns" timeout 6 "$NET" udp-first 4 "$4" >"$tmp/count" 2>&1 &
+	: >"$tmp/count"
+	ip netns exec "$sns" timeout 10 "$NET" udp-first 8 "$4" >"$tmp/count" 2>&1 &
 	recv=$!
-	wait_until 3 grep -q listening "$tmp/count"
-	ip netns exec "$([ "$1" = s ] && echo "$NS_S" || echo "$NS_C")" "$NET" udp-blast "$3" "$4" 3 "$2" >/dev/null 2>&1
+	# as probe_from (tests/lib/netns.sh): a receiver that is not there
+	# yet, or a datagram not sent, is said, never taken for a drop
+	if ! wait_until 5 grep -q listening "$tmp/count"; then
+		kill -TERM $recv 2>/dev/null
+		wait $recv 2>/dev/null
+		echo no-listener
+		return
+	fi
+	if ! ip netns exec "$([ "$1" = s ] && echo "$NS_S" || echo "$NS_C")" "$NET" udp-blast "$3" "$4" 3 "$2" 2>&1 | grep -qx "sent 3"; then
+		kill -TERM $recv 2>/dev/null
+		wait $recv 2>/dev/null
+		echo not-sent
+		return
+	fi
 	wait_until 1.5 grep -q '^got' "$tmp/count" || kill -TERM $recv 2>/dev/null
 	wait $recv 2>/dev/null
 	awk '/^got/ {print ($3 > 0) ? "pass" : "drop"}' "$tmp/count"

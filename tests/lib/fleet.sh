@@ -191,9 +191,9 @@ fl_node_stop() { # N [KILL]
 	} 2>/dev/null
 	FL_PIDS_NODE[$i]=
 }
-fl_ctl() { local n=$1; shift; ip netns exec "$(fl_ns "$n")" "$NFBOX" "$@" --socket "$FL_TMP/$n.sock"; }
+fl_ctl() { local n=$1; shift; cli_run ip netns exec "$(fl_ns "$n")" "$NFBOX" "$@" --socket "$FL_TMP/$n.sock"; }
 # the operator's nfbox fleet, from the client namespace
-fl_fleet() { ip netns exec "$(fl_ns cl)" "$NFBOX" fleet "$@"; }
+fl_fleet() { cli_run ip netns exec "$(fl_ns cl)" "$NFBOX" fleet "$@"; }
 fl_status_field() { # N FIELD (of status --json's fleet)
 	fl_ctl "$1" status --json 2>/dev/null | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["fleet"][sys.argv[1]])' "$2"
 }

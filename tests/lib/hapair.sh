@@ -89,7 +89,7 @@ start() { # N BACKEND NAT
 	wait_until 20 ready "$1"
 	grep -q '^ready$' "$d/out"
 }
-ctl() { local n=$1; shift; "$NFBOX" "$1" --socket "$TMP/n$n/nfbox.sock" "${@:2}"; }
+ctl() { local n=$1; shift; cli_run "$NFBOX" "$1" --socket "$TMP/n$n/nfbox.sock" "${@:2}"; }
 # For the waits: the groups of a regular expression on node N's status
 # JSON (compact, keys in a fixed order), read with the release client and
 # bash alone: hq N REGEX

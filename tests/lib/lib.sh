@@ -44,3 +44,15 @@ wait_until() {
 
 # The binary under test: the sanitizer build when the runner gives one.
 NFBOX=${NFBOX_BIN:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/build/nfbox}
+
+# The control client of the sanitizer build without LeakSanitizer's scan at
+# its exit (cli_run COMMAND...): the suites call it thousands of times, to
+# poll, and the scan was a third of each call's CPU. The daemons keep it,
+# and test_control (NFBOX_CLI_LEAKS=1) keeps it for every verb of the client.
+cli_run() {
+	if [ -n "${NFBOX_CLI_LEAKS:-}" ]; then
+		"$@"
+	else
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "$@"
+	fi
+}

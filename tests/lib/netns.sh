@@ -196,7 +196,7 @@ nfbox_ctl() {
 			prev=$a
 		done
 	fi
-	"$NFBOX" "$1" --socket "$NFBOX_SOCK" "${@:2}"
+	cli_run "$NFBOX" "$1" --socket "$NFBOX_SOCK" "${@:2}"
 }
 
 # Counter of a rule from `nfbox stats --json`: nfbox_count HOOK RULE [packets|bytes]

@@ -19,6 +19,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
+export NFBOX_CLI_LEAKS=1 # every verb of the client under LeakSanitizer (cli_run)
 . tests/lib/netns.sh
 NET=$PWD/tests/lib/net.py
 ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
