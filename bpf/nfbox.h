@@ -77,6 +77,8 @@ static inline int nfb_v6_mapped(const __u8 *a)
 #define NFB_PLANT_SCHED_UNKEPT \
 	(1u << 3) /* "schedule-unmarked": a scheduled rule's connections not kept in nfb_sched_conns */
 #define NFB_PLANT_TRACE_ALL (1u << 2) /* "trace-all": the live trace's filter not heeded */
+#define NFB_PLANT_SCHED_UNCOUNTED \
+	(1u << 4) /* "sched-full-uncounted": a connection nfb_sched_conns had no room for not counted */
 
 /* An extension header's length from its type and second byte. */
 static inline __u32 nfb_v6_ext_len(__u8 nh, __u8 len_byte)
@@ -306,6 +308,13 @@ struct nfb_rule {
  * connections are not kept: those are not cut. (An LRU of 65,536, allocated
  * whole, took 7 MiB for every policy; a hash's buckets are allocated
  * whole, 16 bytes each: test_memory's budget for a small policy holds.)
+ * Each connection the map had no room for is counted, once, at its first
+ * packet (conntrack has not confirmed it yet):
+ *   nfb_sched_full   PERCPU_ARRAY of one struct nfb_counter: packets are
+ *                    such connections, bytes their first packets' bytes
+ * (a map of its own, not a slot of nfb_fixed, whose size fixes where the
+ * rules' slots begin: layout 14's first builds did not have it, and the
+ * adopting daemon makes it, as nfb_sched_conns).
  */
 #define NFB_SCHED_CONN_ENTRIES 16384
 

@@ -206,6 +206,14 @@ struct {
 	__type(key, struct nfb_conn_key);
 	__type(value, __u32);
 } nfb_sched_conns SEC(".maps");
+
+/* The connections nfb_sched_conns had no room for (bpf/nfbox.h). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct nfb_counter);
+} nfb_sched_full SEC(".maps");
 /* The live trace (bpf/nfbox.h, struct nfb_trace). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -892,18 +900,27 @@ static __noinline int nfb_conn_key_of(struct nf_conn *ct, __u8 family, struct nf
 
 /* A new connection accepted: kept with the rule's cut id (a scheduled rule
  * whose connections are cut at its edge), else any entry its tuple left
- * from an earlier connection goes (bpf/nfbox.h, "Schedules that end"). */
-static __noinline void nfb_sched_conn(const struct sk_buff *skb, __u8 family, __u32 cut)
+ * from an earlier connection goes (bpf/nfbox.h, "Schedules that end"). One
+ * the map has no room for is counted in nfb_sched_full at its first packet
+ * (not yet confirmed: a retransmitted first packet is not counted again). */
+static __noinline void nfb_sched_conn(const struct sk_buff *skb, __u8 family, __u32 cut, __u32 len)
 {
 	struct nf_conn *ct = (struct nf_conn *)(skb->_nfct & ~7ul);
 	struct nfb_conn_key k;
+	unsigned long status;
+	__u32 zero = 0;
 
 	if (!ct || (nfb_plant & NFB_PLANT_SCHED_UNKEPT) || nfb_conn_key_of(ct, family, &k))
 		return;
-	if (cut)
-		bpf_map_update_elem(&nfb_sched_conns, &k, &cut, BPF_ANY);
-	else
+	if (!cut) {
 		bpf_map_delete_elem(&nfb_sched_conns, &k);
+		return;
+	}
+	if (bpf_map_update_elem(&nfb_sched_conns, &k, &cut, BPF_ANY) == 0 ||
+	    bpf_core_read(&status, sizeof(status), &ct->status) || (status & IPS_CONFIRMED) ||
+	    (nfb_plant & NFB_PLANT_SCHED_UNCOUNTED))
+		return;
+	nfb_count_add(bpf_map_lookup_elem(&nfb_sched_full, &zero), len);
 }
 
 /* a and b agree in their first len bits (len <= 128). */
@@ -969,7 +986,7 @@ static __always_inline int nfb_default(struct bpf_nf_ctx *ctx, const struct nfb_
 {
 	nfb_count(cfg, gen, hc->default_counter, p->len);
 	if ((cfg->options & NFB_OPT_SCHED_CUT) && p->ct == NFB_CT_NEW && hc->default_action == NFB_ACT_ACCEPT)
-		nfb_sched_conn(ctx->skb, p->family, 0);
+		nfb_sched_conn(ctx->skb, p->family, 0, p->len);
 	nfb_trace_event(p, gen, NFB_RULE_DEFAULT, hc->default_counter, hc->default_action);
 	return hc->default_action == NFB_ACT_ACCEPT ? NF_ACCEPT : NF_DROP;
 }
@@ -979,7 +996,7 @@ static __always_inline int nfb_rule_verdict(struct bpf_nf_ctx *ctx, const struct
 {
 	nfb_count(cfg, gen, r->counter, p->len);
 	if ((cfg->options & NFB_OPT_SCHED_CUT) && p->ct == NFB_CT_NEW && r->action == NFB_ACT_ACCEPT)
-		nfb_sched_conn(ctx->skb, p->family, r->cut);
+		nfb_sched_conn(ctx->skb, p->family, r->cut, p->len);
 	if (r->flags & NFB_RULE_LOG)
 		nfb_log(cfg, p, gen, rule, r);
 	nfb_trace_event(p, gen, rule, r->counter, r->action);

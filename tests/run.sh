@@ -99,7 +99,7 @@ done
 # Real traffic in network namespaces (root). The engine suites run once
 # per backend: the same cases against the BPF classifier and against the
 # nftables backend (NFBOX_BACKEND, tests/lib/netns.sh).
-BOTH_BACKENDS=" test_usage test_strict test_schedule test_country test_urlset test_hostset test_ids test_early test_connlimit test_synproxy test_mapped test_confirm test_dynset test_dynset_crash test_dynset_renew test_neverban test_events test_metrics test_enforce test_frag test_l4key test_limit test_reload test_nat test_reject test_service test_udplite test_iface_limits test_trace_live "
+BOTH_BACKENDS=" test_usage test_strict test_schedule test_schedule_full test_country test_urlset test_hostset test_ids test_early test_connlimit test_synproxy test_mapped test_confirm test_dynset test_dynset_crash test_dynset_renew test_neverban test_events test_metrics test_enforce test_frag test_l4key test_limit test_reload test_nat test_reject test_service test_udplite test_iface_limits test_trace_live "
 for t in tests/netns/test_*.sh; do
 	n=$(basename "$t" .sh)
 	add "netns/$n" "$t" env NFBOX_BACKEND=bpf "$t"

@@ -147,6 +147,8 @@ struct backend_stats {
 	uint64_t conn_events_lost;    /* conntrack's event socket overran: every counted connection asked
 					 about (connection limits, bpf) */
 	uint64_t conn_release_failed; /* a count the kernel would not give back (bpf) */
+	uint64_t sched_conns_full;    /* connections of scheduled rules not recorded, so not cut at the
+					 edge: the classifier's nfb_sched_conns was full (bpf) */
 };
 
 struct backend_ops {

@@ -103,6 +103,11 @@ static void status_text(const struct rep *o, FILE *f)
 		fprintf(f, "pin dir:    none (--no-pin): enforcement ends with this process\n");
 	fprintf(f, "reloads:    %llu ok, %llu failed\n", U(rep_u(o, "reloads_ok")), U(rep_u(o, "reloads_failed")));
 	fprintf(f, "log events: %llu\n", U(rep_u(o, "events")));
+	if (rep_u(o, "sched_conns_full"))
+		fprintf(f,
+			"warning:    %llu connections let in by scheduled rules were not recorded (the classifier's "
+			"nfb_sched_conns was full): they are not cut when their rule goes out of force\n",
+			U(rep_u(o, "sched_conns_full")));
 	v = rep_get(o, "missing_interfaces");
 	if (rep_count(v)) {
 		fputs("missing:   ", f);
@@ -344,6 +349,7 @@ struct rep *report_stats(struct daemon *dm, bool zero)
 		{ "reject_replies", offsetof(struct backend_stats, reject_replies) },
 		{ "conn_events_lost", offsetof(struct backend_stats, conn_events_lost) },
 		{ "conn_release_failed", offsetof(struct backend_stats, conn_release_failed) },
+		{ "sched_conns_full", offsetof(struct backend_stats, sched_conns_full) },
 	};
 	struct rep *root = rep_root(), *l, *o;
 	struct backend_stats bs;

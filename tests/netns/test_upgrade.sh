@@ -10,8 +10,9 @@
 #     classifier's planted mapped-passes (its IPv4-mapped sources pass)
 #     stands for an older build; this build adopts the state and runs its
 #     own programs in place of the old (the mapped source is dropped), on
-#     the same maps: the ban, the counters and a last hit go on; a map of
-#     this build that the old state lacks (nfb_sched_conns) is made;
+#     the same maps: the ban, the counters and a last hit go on; the maps
+#     of this build that the old state lacks (nfb_sched_conns,
+#     nfb_sched_full) are made;
 #   - an older layout (the pinned control map's version rewritten to 12):
 #     set aside, still enforcing, while a fresh classifier is loaded
 #     beside it; a policy file that does not load fails the start (78) and
@@ -85,11 +86,16 @@ else
 	t_fail mapped-passes-before "the planted old classifier dropped the mapped source: the case below cannot tell"
 fi
 banned_before=$(up_rule banned packets)
-# The old state also lacks nfb_sched_conns (the first builds of layout 14
-# had no such map): the adopting daemon makes it.
-restart_unscheduled() { keep_stop; rm -f "$NFBOX_PINS/maps/nfb_sched_conns"; new_start "$NS_TMP/policy.yaml"; }
+# The old state also lacks nfb_sched_conns and nfb_sched_full (the first
+# builds of layout 14 had no such maps): the adopting daemon makes them.
+restart_unscheduled() {
+	keep_stop
+	rm -f "$NFBOX_PINS/maps/nfb_sched_conns" "$NFBOX_PINS/maps/nfb_sched_full"
+	new_start "$NS_TMP/policy.yaml"
+}
 restart_under_traffic program-swap-no-gap restart_unscheduled
 t_check sched-conns-made test -e "$NFBOX_PINS/maps/nfb_sched_conns"
+t_check sched-full-made test -e "$NFBOX_PINS/maps/nfb_sched_full"
 if [ "$(up_status adopted)" = True ] && [ "$(up_status programs_replaced)" = True ]; then
 	t_ok programs-replaced
 else

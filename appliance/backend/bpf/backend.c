@@ -348,6 +348,7 @@ static void bpf_tick(struct backend *b)
 
 	bpf_events_tick(bb);
 	bpf_conns_tick(bb);
+	bpf_sched_full_tick(bb);
 	engine_settle(bb->e); /* a reload is answered: free the policy it replaced */
 }
 
@@ -370,10 +371,12 @@ static const struct rep_metric m_bpf_memory = { "nfbox_bpf_memory_bytes", "gauge
 						"Kernel memory the classifier's BPF maps hold.", NULL };
 
 /* The engine: its generation, memory, what the start found pinned, the
- * early drop's interfaces, the links. */
+ * early drop's interfaces, the connections of scheduled rules it had no
+ * room to record, the links. */
 static void bpf_status(struct backend *b, struct rep *status)
 {
 	struct bpf_backend *bb = bpf_of(b);
+	struct nfb_counter full;
 	struct engine_info e;
 	uint64_t memory = 0;
 	char early[256];
@@ -392,6 +395,8 @@ static void bpf_status(struct backend *b, struct rep *status)
 	rep_str(status, "replaced", e.replaced);
 	rep_uint(status, "set_aside", e.set_aside);
 	rep_str(status, "pin_dir", e.pin_dir); /* null: nothing pinned */
+	engine_sched_full_read(bb->e, &full, NULL);
+	rep_uint(status, "sched_conns_full", full.packets);
 	l = rep_list(status, "links");
 	rep_text(l, links_text);
 	for (int h = 0; h < NFB_HOOK_MAX; h++)
@@ -551,6 +556,7 @@ static void zero_all(struct engine *e, const struct bpf_own *o)
 	engine_counter_reset(e, o->slots.established_slot);
 	for (uint32_t s = 0; s < NFB_CNT_FIRST_RULE; s++)
 		engine_counter_reset(e, s);
+	engine_sched_full_reset(e);
 }
 
 static int bpf_stats(struct backend *b, const struct loaded *cur, struct stats_row *rows, uint32_t n,
@@ -559,7 +565,7 @@ static int bpf_stats(struct backend *b, const struct loaded *cur, struct stats_r
 	struct bpf_backend *bb = bpf_of(b);
 	const struct bpf_own *o = own_of(cur);
 	struct engine *e = bb->e;
-	struct nfb_counter est;
+	struct nfb_counter est, full;
 
 	if (!o)
 		return -EINVAL;
@@ -576,6 +582,8 @@ static int bpf_stats(struct backend *b, const struct loaded *cur, struct stats_r
 	bpf_rejects_counts(bb, &out->reject_replies, &out->reject_send_failed, &out->reject_unanswerable);
 	out->conn_events_lost = bb->conns_events_lost;
 	out->conn_release_failed = bb->conns_release_failed;
+	engine_sched_full_read(e, &full, NULL);
+	out->sched_conns_full = full.packets;
 	if (zero && e)
 		zero_all(e, o);
 	if (zero) {

@@ -37,7 +37,9 @@ struct bpf_backend {
 	uint64_t overload_after_ns;	    /* overload reports from before (CLOCK_MONOTONIC) not acted on */
 	struct conns_walk *walk;	    /* the sweep's place and its batch of connections */
 	uint64_t conns_released, conns_release_failed, conns_events_lost;
-	bool tracing; /* a live trace runs (events.c) */
+	uint64_t sched_full_told;    /* nfb_sched_full's count when last logged (conns.c) */
+	uint64_t sched_full_told_ns; /* and when (CLOCK_MONOTONIC); 0: never */
+	bool tracing;		     /* a live trace runs (events.c) */
 };
 
 static inline struct bpf_backend *bpf_of(struct backend *b)
@@ -84,6 +86,9 @@ void bpf_conns_close(struct bpf_backend *bb);
  * cut). */
 int bpf_sched_cut(struct backend *b, uint16_t id, void (*fn)(const struct ct_tuple *t, void *arg), void *arg,
 		  struct diags *d);
+/* Once a second: a warning when scheduled rules' connections were not
+ * recorded (nfb_sched_full grew), then at most once an hour. */
+void bpf_sched_full_tick(struct bpf_backend *bb);
 
 /* dyn.c: the dynamic sets in the classifier's tries. */
 int bpf_dyn_apply(struct backend *b, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,

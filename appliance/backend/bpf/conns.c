@@ -336,3 +336,34 @@ int bpf_sched_cut(struct backend *b, uint16_t id, void (*fn)(const struct ct_tup
 		bpf_map_delete_elem(fd, &keys[i]);
 	return r;
 }
+
+/* The connections nfb_sched_conns had no room for: logged when the first
+ * is counted, then at most once an hour while more are (with how many
+ * since); status and stats show the count (bpf_stats, bpf_status). */
+#define SCHED_FULL_WARN_NS (3600ull * 1000000000)
+
+void bpf_sched_full_tick(struct bpf_backend *bb)
+{
+	uint64_t now = (uint64_t)clock_ns(CLOCK_MONOTONIC);
+	struct nfb_counter c;
+	uint32_t entries;
+
+	if (!bb->e || engine_sched_full_read(bb->e, &c, NULL) < 0)
+		return;
+	if (c.packets < bb->sched_full_told)
+		bb->sched_full_told = 0; /* nfbox stats --zero */
+	if (c.packets == bb->sched_full_told ||
+	    (bb->sched_full_told_ns && now - bb->sched_full_told_ns < SCHED_FULL_WARN_NS &&
+	     !planted("sched-full-warn-each"))) /* (the test build's plant: warned of at every tick) */
+		return;
+	engine_sched_full_read(bb->e, &c, &entries); /* and the table's size, for the warning */
+	log_warn("schedules: %llu connections let in by scheduled rules were not recorded (%llu since this was "
+		 "last logged): the classifier's table of them (nfb_sched_conns, %u entries) is full, so they will not "
+		 "be cut when their rule goes out of force. A rule's entries go at its edges: give the rules whose "
+		 "connections may outlive their window 'keep-connections: true', or enforce with the nftables backend "
+		 "(it marks connections in conntrack and has no such table). Counted as sched_conns_full in 'nfbox "
+		 "status' and 'nfbox stats'; warned of again in an hour at the soonest",
+		 (unsigned long long)c.packets, (unsigned long long)(c.packets - bb->sched_full_told), entries);
+	bb->sched_full_told = c.packets;
+	bb->sched_full_told_ns = now;
+}

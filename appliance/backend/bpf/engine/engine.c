@@ -48,6 +48,7 @@ static const char *const map_names[EM_COUNT] = {
 	[EM_SCHED] = "nfb_sched",
 	[EM_TRACE] = "nfb_trace",
 	[EM_SCHED_CONNS] = "nfb_sched_conns",
+	[EM_SCHED_FULL] = "nfb_sched_full",
 };
 
 /* nfbox's hook and family numbers are the policy's (names written once, in
@@ -129,13 +130,30 @@ const char *engine_map_name(int em)
 	return em >= 0 && em < EM_COUNT ? map_names[em] : "";
 }
 
-/* nfb_sched_conns, which the first builds of layout 13 did not have, made
- * and pinned at path for a state they left. A fd or -errno. */
-static int sched_conns_make(const char *path)
+/* The entries of nfb_sched_conns: NFB_SCHED_CONN_ENTRIES; the test build
+ * takes fewer from NFBOX_TEST_SCHED_CONNS, so that a suite fills it with a
+ * few connections (nfbox itself has no such switch). */
+static uint32_t sched_conn_entries(void)
+{
+#ifdef NFBOX_TEST_PLANT
+	const char *v = getenv("NFBOX_TEST_SCHED_CONNS");
+
+	if (v && atoi(v) > 0 && atoi(v) < NFB_SCHED_CONN_ENTRIES)
+		return (uint32_t)atoi(v);
+#endif
+	return NFB_SCHED_CONN_ENTRIES;
+}
+
+/* A map the first builds of layout 14 did not have (nfb_sched_conns,
+ * nfb_sched_full), made and pinned at path for a state they left. A fd or
+ * -errno. */
+static int late_map_make(int em, const char *path)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
-	int fd = bpf_map_create(BPF_MAP_TYPE_HASH, "nfb_sched_conns", sizeof(struct nfb_conn_key), sizeof(__u32),
-				NFB_SCHED_CONN_ENTRIES, &opts);
+	int fd = em == EM_SCHED_CONNS ? bpf_map_create(BPF_MAP_TYPE_HASH, map_names[em], sizeof(struct nfb_conn_key),
+						       sizeof(__u32), sched_conn_entries(), &opts)
+				      : bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, map_names[em], sizeof(__u32),
+						       sizeof(struct nfb_counter), 1, NULL);
 
 	if (fd < 0)
 		return -errno;
@@ -160,9 +178,10 @@ static int adopt(struct engine *e, uint64_t cookie, struct diags *d)
 	/* The control map first: its layout version says whether the other
 	 * maps are this version's (an older state lacks some). */
 	for (int i = 0; i < EM_COUNT; i++) {
-		if (i == EM_SCHED_CONNS && engine_path(path, sizeof(path), e, "maps", map_names[i]) == 0 &&
+		if ((i == EM_SCHED_CONNS || i == EM_SCHED_FULL) &&
+		    engine_path(path, sizeof(path), e, "maps", map_names[i]) == 0 &&
 		    (e->map_fd[i] = bpf_obj_get(path)) < 0 && errno == ENOENT) {
-			if ((e->map_fd[i] = sched_conns_make(path)) < 0)
+			if ((e->map_fd[i] = late_map_make(i, path)) < 0)
 				return diag_errno(d, e->map_fd[i], "cannot make the map %s", path);
 			continue;
 		}
@@ -306,7 +325,8 @@ uint32_t engine_plants(void)
 	return (planted("mapped-passes") ? NFB_PLANT_MAPPED_PASSES : 0) |
 	       (planted("conns-keep-closed") ? NFB_PLANT_KEEP_CLOSED : 0) |
 	       (planted("schedule-unmarked") ? NFB_PLANT_SCHED_UNKEPT : 0) |
-	       (planted("trace-all") ? NFB_PLANT_TRACE_ALL : 0);
+	       (planted("trace-all") ? NFB_PLANT_TRACE_ALL : 0) |
+	       (planted("sched-full-uncounted") ? NFB_PLANT_SCHED_UNCOUNTED : 0);
 }
 
 /* What a failed adopt() opened, closed: the engine as engine_alloc() made it. */
@@ -416,6 +436,8 @@ int engine_open(const struct engine_opts *o, struct diags *d, struct engine **ou
 	if (!(skel = nfbox_filter_bpf__open()))
 		return diag_errno(d, -errno, "cannot open the classifier object");
 	skel->rodata->nfb_plant = engine_plants();
+	if ((r = bpf_map__set_max_entries(skel->maps.nfb_sched_conns, sched_conn_entries())) < 0)
+		return diag_errno(d, r, "cannot size the classifier's map nfb_sched_conns");
 	read_shapes(e, skel);
 	if (e->pin_dir && engine_path(path, sizeof(path), e, "", "prog") == 0 && access(path, F_OK) == 0)
 		r = open_pinned(e, skel, o, d);
@@ -502,13 +524,14 @@ void engine_destroy_pins(struct engine *e)
 
 /* ---- counters (bpf/nfbox.h, "Counters") -------------------------------- */
 
-static int fixed_read(struct engine *e, uint32_t slot, struct nfb_counter *out)
+/* A per-CPU counter (key in map em), summed over the CPUs into *out. */
+static int percpu_read(struct engine *e, int em, uint32_t key, struct nfb_counter *out)
 {
 	struct nfb_counter *v = calloc((size_t)e->ncpus, sizeof(*v));
 
 	if (!v)
 		return -ENOMEM;
-	if (bpf_map_lookup_elem(e->map_fd[EM_FIXED], &slot, v) < 0) {
+	if (bpf_map_lookup_elem(e->map_fd[em], &key, v) < 0) {
 		free(v);
 		return -errno;
 	}
@@ -540,7 +563,7 @@ int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out
 	if (!e)
 		return -ENODEV;
 	if (slot < NFB_CNT_FIRST_RULE)
-		return fixed_read(e, slot, out);
+		return percpu_read(e, EM_FIXED, slot, out);
 	if (!e->cnt.v || slot >= e->cnt.cap)
 		return 0; /* no policy has had this slot */
 	cnt_map_total(e, &e->cnt, slot, out);
@@ -555,6 +578,40 @@ int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out
 			out->last_ns = old.last_ns;
 	}
 	return 0;
+}
+
+/* A per-CPU counter (key in map em) back to 0 on every CPU. */
+static int percpu_zero(struct engine *e, int em, uint32_t key)
+{
+	struct nfb_counter *v = calloc((size_t)e->ncpus, sizeof(*v));
+	int r = 0;
+
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_update_elem(e->map_fd[em], &key, v, BPF_ANY) < 0)
+		r = -errno;
+	free(v);
+	return r;
+}
+
+int engine_sched_full_read(struct engine *e, struct nfb_counter *out, uint32_t *entries)
+{
+	struct bpf_map_info info = { 0 };
+	uint32_t len = sizeof(info);
+
+	memset(out, 0, sizeof(*out));
+	if (entries)
+		*entries = 0;
+	if (!e)
+		return -ENODEV;
+	if (entries && bpf_map_get_info_by_fd(e->map_fd[EM_SCHED_CONNS], &info, &len) == 0)
+		*entries = info.max_entries;
+	return percpu_read(e, EM_SCHED_FULL, 0, out);
+}
+
+int engine_sched_full_reset(struct engine *e)
+{
+	return e ? percpu_zero(e, EM_SCHED_FULL, 0) : -ENODEV;
 }
 
 static struct nfb_limit_state *limit_state(struct engine *e, uint32_t slot)
@@ -572,17 +629,8 @@ static int counter_clear(struct engine *e, uint32_t slot, bool state)
 
 	if (!e)
 		return -ENODEV;
-	if (slot < NFB_CNT_FIRST_RULE) {
-		struct nfb_counter *v = calloc((size_t)e->ncpus, sizeof(*v));
-		int r = 0;
-
-		if (!v)
-			return -ENOMEM;
-		if (bpf_map_update_elem(e->map_fd[EM_FIXED], &slot, v, BPF_ANY) < 0)
-			r = -errno;
-		free(v);
-		return r;
-	}
+	if (slot < NFB_CNT_FIRST_RULE)
+		return percpu_zero(e, EM_FIXED, slot);
 	engine_settle(e); /* no count of the replaced map is still to come in */
 	if (!e->cnt.v || slot >= e->cnt.cap)
 		return 0;

@@ -183,6 +183,11 @@ int engine_conns_op(const struct engine *e, uint32_t verb, const struct nfb_conn
 int engine_trace_set(struct engine *e, const struct nfb_trace *t);
 /* -ENODEV for a NULL engine (*out zeroed). */
 int engine_counter_read(struct engine *e, uint32_t slot, struct nfb_counter *out);
+/* The connections of scheduled rules that nfb_sched_conns had no room for
+ * (bpf/nfbox.h, nfb_sched_full: packets are connections), and with entries
+ * the map's size; _reset: back to 0 (`nfbox stats --zero`). 0 or -errno. */
+int engine_sched_full_read(struct engine *e, struct nfb_counter *out, uint32_t *entries);
+int engine_sched_full_reset(struct engine *e);
 /* A slot for a new rule: its counters and any limit state a rule before
  * left there. (engine_counter_zero and _reset first engine_settle().) */
 int engine_counter_zero(struct engine *e, uint32_t slot);

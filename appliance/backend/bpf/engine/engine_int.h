@@ -27,7 +27,8 @@
  * 14: the live trace (nfb_trace; NFB_ACT_TRACED events in nfb_events).
  *    Grown since without a new number (older programs of this layout ignore
  *    what was added, and the adopting daemon makes what is missing):
- *    nfb_sched_conns and nfb_rule.cut (in its padding), schedules that end. */
+ *    nfb_sched_conns and nfb_rule.cut (in its padding), schedules that end;
+ *    nfb_sched_full, the connections nfb_sched_conns had no room for. */
 #define NFB_ABI_VERSION 14
 
 enum engine_map {
@@ -56,6 +57,7 @@ enum engine_map {
 	EM_SCHED,
 	EM_TRACE,
 	EM_SCHED_CONNS, /* made at adoption when the pinned state lacks it (layout 14's first builds) */
+	EM_SCHED_FULL,	/* (also) */
 	EM_COUNT,
 };
 

@@ -1,0 +1,97 @@
+#!/bin/bash
+# Schedules that end, when the classifier's table of their connections is
+# full: with the BPF backend a scheduled accept rule records each
+# connection it lets in (nfb_sched_conns) to cut it at its rule's edge;
+# a connection the table has no room for is still let in, and counted.
+# The test build's table is made small (NFBOX_TEST_SCHED_CONNS=8), and 12
+# TCP connections go through a rule open now (every day):
+# - all 12 are let in; the kernel's map holds 8 (bpftool) and 4 are
+#   counted as not recorded: `sched_conns_full` in stats' drops, in status
+#   (JSON and a warning line in the text) and nfbox_drops_total in metrics;
+# - the daemon warns within a second, naming the table and the fixes, and
+#   not again for 2 more connections not recorded after it (at most once
+#   an hour); stats --zero sets the count back to 0;
+# - a rule with keep-connections: true records nothing, so counts nothing.
+# The nftables backend marks connections in conntrack and has no such
+# table: its drops, its status and the metric say 0, nothing is warned. Positive control (NFBOX_TEST_PLANT, the test build):
+# sched-full-uncounted (the classifier does not count) and
+# sched-full-warn-each (a warning at every tick of the daemon's that saw
+# more) fail it with BPF.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/lib/lib.sh
+. tests/lib/netns.sh
+NET=$PWD/tests/lib/net.py
+SIZE=8 CONNS=12
+
+ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
+cat >"$NS_TMP/p.yaml" <<'YAML'
+version: 1
+interfaces:
+  lan: [lan0]
+hooks:
+  forward: { default: drop }
+rules:
+  - name: sched
+    in: lan
+    service: tcp/7020
+    when: { days: [mon, tue, wed, thu, fri, sat, sun], tz: UTC }
+    action: accept
+  - name: kept
+    in: lan
+    service: tcp/7021
+    when: { days: [mon, tue, wed, thu, fri, sat, sun], tz: UTC, keep-connections: true }
+    action: accept
+YAML
+NFBOX_TEST_SCHED_CONNS=$SIZE nfbox_start "$NS_TMP/p.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
+
+for port in 7020 7021; do
+	in_s timeout 20 "$NET" tcp-sink $port 15 >/dev/null 2>&1 &
+	wait_listen in_s $port || t_fail "listen-$port" "no listener on $port"
+done
+held() { awk '/^held/ {print $2}' <<<"$1"; }
+t_check all-let-in [ "$(held "$(in_c "$NET" tcp-hold "$S4" 7020 $CONNS 2 0)")" = $CONNS ]
+t_check kept-let-in [ "$(held "$(in_c "$NET" tcp-hold "$S4" 7021 $CONNS 2 0)")" = $CONNS ]
+
+drops() { nfbox_ctl stats --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["drops"].get("sched_conns_full", "absent"))'; }
+status_full() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin).get("sched_conns_full", "absent"))'; }
+metric() { nfbox_ctl metrics | awk '$1 == "nfbox_drops_total{reason=\"sched_conns_full\"}" {print $2}'; }
+warned() { grep -c 'schedules: .* were not recorded .*(nfb_sched_conns, [0-9]* entries) is full' "$NS_TMP/nfbox.err"; }
+# the reports agree and name only documented keys (docs/report.md)
+nfbox_ctl metrics >"$NS_TMP/metrics"
+nfbox_ctl stats --json >"$NS_TMP/stats.json"
+nfbox_ctl status --json >"$NS_TMP/status.json"
+out=$(/usr/bin/python3 tests/lib/keysdoc.py docs/report.md "$NS_TMP/status.json" "$NS_TMP/stats.json" 2>&1) &&
+	t_ok json-keys-documented || t_fail json-keys-documented "$out"
+out=$(/usr/bin/python3 tests/lib/metricscheck.py "$NS_TMP/metrics" "$NS_TMP/stats.json" "$NS_TMP/status.json" 2>&1) &&
+	t_ok metrics-match-stats || t_fail metrics-match-stats "$out"
+if bpf_backend; then
+	lost=$((CONNS - SIZE))
+	t_check map-full [ "$(bpftool -j map dump pinned "$NFBOX_PINS/maps/nfb_sched_conns" | /usr/bin/python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')" = $SIZE ]
+	t_check stats-counts [ "$(drops)" = $lost ]
+	t_check status-counts [ "$(status_full)" = $lost ]
+	t_check status-text grep -q "^warning: *$lost connections let in by scheduled rules were not recorded" <(nfbox_ctl status)
+	t_check metric-counts [ "$(metric)" = $lost ]
+	# logged within the daemon's next tick (once a second), and only once
+	t_check warned wait_until 3 grep -q 'were not recorded' "$NS_TMP/nfbox.err"
+	t_check warning-names-fix grep -q "keep-connections: true.*nftables backend" "$NS_TMP/nfbox.err"
+	# 2 more after the warning: counted, not warned of again (the daemon
+	# would have within its next tick)
+	in_c "$NET" tcp-hold "$S4" 7020 2 2 0 >/dev/null
+	t_check more-counted [ "$(drops)" = $((lost + 2)) ]
+	warned_again() { [ "$(warned)" -gt 1 ]; }
+	if wait_until 1.5 warned_again; then
+		t_fail warned-once "warned $(warned) times: $(grep 'were not recorded' "$NS_TMP/nfbox.err")"
+	else
+		t_ok warned-once
+	fi
+	nfbox_ctl stats --zero >/dev/null
+	t_check zeroed [ "$(drops)" = 0 ]
+else
+	t_check stats-zero [ "$(drops)" = 0 ]
+	t_check status-zero [ "$(status_full)" = 0 ]
+	t_check metric-zero [ "$(metric)" = 0 ]
+	t_check not-warned [ "$(warned)" = 0 ]
+fi
+nfbox_stop
+t_done
