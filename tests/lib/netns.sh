@@ -228,14 +228,16 @@ wait_free() {
 listen() {
 	wait_free "$1" "$2" || return 1
 	$1 "$NET" tcp-listen "$2" "$3" >/dev/null 2>&1 &
-	wait_listen "$1" "$2"
+	wait_listen "$1" "$2" tcp
 }
 
-# Wait until a TCP/UDP listener is up: wait_listen NSFUNC PORT
+# Wait until a TCP or UDP listener is up: wait_listen NSFUNC PORT [udp|tcp]
+# (with udp or tcp, only a socket of that kind counts)
 wait_listen() {
-	local fn=$1 port=$2
+	local fn=$1 port=$2 kind=-lntu
+	case ${3:-} in udp) kind=-lnu ;; tcp) kind=-lnt ;; esac
 	for _ in $(seq 50); do
-		$fn ss -lntu 2>/dev/null | grep -q ":$port " && return 0
+		$fn ss $kind 2>/dev/null | grep -q ":$port " && return 0
 		sleep 0.1
 	done
 	return 1

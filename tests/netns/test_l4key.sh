@@ -44,7 +44,8 @@ udp_arrives() {
 	d0=$(srv_discards)
 	ip netns exec "$NS_S" "$NET" udp-recv $PORT 10 1 >"$NS_TMP/recv" 2>&1 &
 	local rpid=$!
-	if ! wait_listen in_s $PORT; then
+	# udp: the TCP listener on the same port is there all along
+	if ! wait_listen in_s $PORT udp; then
 		wait $rpid
 		echo "no listener"
 		return
