@@ -38,7 +38,9 @@
 #              NFBOX_BUILD=DIR the build tree (build; make coverage: build/cov);
 #              NFBOX_TEST_CPU=1 each suite in a cpuacct group (cgroup v1):
 #              the CPU seconds of each, and their total, at the end (where
-#              the time of make check goes; kept in build/test-cpu).
+#              the time of make check goes; kept in build/test-cpu);
+#              NFBOX_UNIT_RELEASE=bookworm|trixie the one release the
+#              suites that boot a Debian root use (see BOTH_RELEASES).
 set -u
 shopt -s nullglob
 cd "$(dirname "$0")/.."
@@ -92,9 +94,24 @@ done
 add "fuzz/policy" tests/fuzz/run.sh tests/fuzz/run.sh
 # BPF fixtures through BPF_PROG_TEST_RUN (root).
 add_c bpf tests/bpf/test_bpf_*.c
-# The Debian package installed by apt in a throw-away root (root).
+# The Debian package installed by apt in a throw-away root (root). A suite
+# of BOTH_RELEASES boots a root of this machine's release, and runs a second
+# time, as "distro/NAME[RELEASE]", on the other release it supports
+# (NFBOX_UNIT_RELEASE): Debian 13 on a Debian 12 machine and 12 on 13. They
+# are long suites, so make check-long tests both and make check neither.
+# With NFBOX_UNIT_RELEASE set, the one release it names.
+BOTH_RELEASES=" test_cockpit "
+case $(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}") in
+bookworm) other_release=trixie ;;
+trixie) other_release=bookworm ;;
+*) other_release= ;;
+esac
+[ -z "${NFBOX_UNIT_RELEASE:-}" ] || other_release=
 for t in tests/distro/test_*.sh; do
-	add "distro/$(basename "$t" .sh)" "$t" "$t"
+	n=$(basename "$t" .sh)
+	add "distro/$n" "$t" "$t"
+	[ -n "$other_release" ] && [[ "$BOTH_RELEASES" == *" $n "* ]] &&
+		add "distro/$n[$other_release]" "$t" env NFBOX_UNIT_RELEASE=$other_release "$t"
 done
 # Real traffic in network namespaces (root). The engine suites run once
 # per backend: the same cases against the BPF classifier and against the

@@ -19,9 +19,13 @@
 # read-only pages. Every assertion is on what the page shows (and, where
 # the page claims an effect, on the effect as well).
 #
-# Takes 80 s to 2 minutes on 2 cores (a root installed and booted, a browser; the .deb built if no suite has yet):
-# make check-long runs it. Screenshots go to the directory printed on the
-# "# screenshots:" line (kept; NFBOX_COCKPIT_SHOTS=DIR chooses it).
+# Takes 70 s to 2 minutes on 2 cores (a root installed and booted, a
+# browser), longer when the .deb is built (if no suite has yet) or the
+# release's cached root made (once). make check-long runs it on this
+# machine's release and, as distro/test_cockpit[trixie] (tests/run.sh's
+# BOTH_RELEASES), on the other (Debian 13 on a Debian 12 machine).
+# Screenshots go to the directory printed on the "# screenshots:" line
+# (kept; NFBOX_COCKPIT_SHOTS=DIR chooses DIR/RELEASE).
 #
 # Environment: as tests/distro/test_unit_systemd.sh (NFBOX_UNIT_RELEASE=
 # trixie boots Debian 13, NFBOX_UNIT_DEB=FILE installs that .deb, with the
@@ -51,7 +55,9 @@ BANNED=198.51.100.66
 ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
 tmp=$NS_TMP
 root=$tmp/root
-shots=${NFBOX_COCKPIT_SHOTS:-$(mktemp -d /tmp/nfbox-cockpit-shots.XXXXXX)}
+# (a directory of the release's own: the runner runs it on 12 and 13 at once)
+shots=${NFBOX_COCKPIT_SHOTS:+$NFBOX_COCKPIT_SHOTS/$rel}
+shots=${shots:-$(mktemp -d "/tmp/nfbox-cockpit-shots-$rel.XXXXXX")}
 mkdir -p "$shots"
 echo "# screenshots: $shots"
 cockpit_cleanup() {
