@@ -562,10 +562,12 @@ function traceLive(ev) {
     liveProc = nfbox(liveArgs());
     streamJSON(liveProc, (p) => {
         liveRow(p);
-        $("lt-state").textContent = "tracing: " + ++n + " packets";
+        ++n;
+        $("lt-state").textContent = "tracing: " + n + (n === 1 ? " packet" : " packets");
     }, () => {});
-    liveProc.then(() => liveEnded(n + " packets traced"))
-        .catch((ex) => liveEnded(n + " packets traced; " + (ex.message || ex)));
+    const traced = () => n + (n === 1 ? " packet traced" : " packets traced");
+    liveProc.then(() => liveEnded(traced()))
+        .catch((ex) => liveEnded(traced() + "; " + (ex.message || ex)));
 }
 
 // ---- start ----

@@ -619,7 +619,7 @@ def trace_live(b):
         if b.wait("D.querySelector('#lt-table tbody tr')", 0.5):
             break
     rows = b.js("[...D.querySelectorAll('#lt-table tbody tr')].map((tr) => [...tr.cells].map((c) => c.textContent))")
-    said = b.wait("D.querySelector('#lt-state').textContent.startsWith('1 packets traced')", 10)
+    said = b.wait("D.querySelector('#lt-state').textContent.startsWith('1 packet traced')", 10)
     if not rows or len(rows) != 1 or rows[0][8] != "probe" or rows[0][9] != "accept" or "packets" not in rows[0][10] \
             or not said:
         fail(name, "the rows: %s; the state: %r" % (rows, b.js("D.querySelector('#lt-state').textContent")))
