@@ -270,13 +270,15 @@ static void put_tuple(struct nlmsghdr *nlh, const struct ct_tuple *t)
 	mnl_attr_nest_end(nlh, orig);
 }
 
-int ctev_alive(struct ctev *c, const struct ct_tuple *t)
+/* ctev_alive's question, on the socket nl (bound to no group), the answer
+ * read into buf (CTEV_BUF), numbered from *seqp. */
+static int ask_alive(struct mnl_socket *nl, uint8_t *buf, uint32_t *seqp, const struct ct_tuple *t)
 {
 	char req[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
-	struct pollfd pfd = { .fd = mnl_socket_get_fd(c->ask), .events = POLLIN };
+	struct pollfd pfd = { .fd = mnl_socket_get_fd(nl), .events = POLLIN };
 	struct nfgenmsg *g;
-	uint32_t seq = ++c->seq;
+	uint32_t seq = ++*seqp;
 	int alive = -ETIMEDOUT;
 
 	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET;
@@ -287,12 +289,12 @@ int ctev_alive(struct ctev *c, const struct ct_tuple *t)
 	g->version = NFNETLINK_V0;
 	g->res_id = 0;
 	put_tuple(nlh, t);
-	if (mnl_socket_sendto(c->ask, nlh, nlh->nlmsg_len) < 0)
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
 		return -errno;
 	/* The answer: the connection (then an ack), or an error. */
 	while (poll(&pfd, 1, CTEV_TIMEOUT_MS) > 0) {
-		ssize_t len = recv(pfd.fd, c->buf, CTEV_BUF, 0);
-		const struct nlmsghdr *m = (const struct nlmsghdr *)c->buf;
+		ssize_t len = recv(pfd.fd, buf, CTEV_BUF, 0);
+		const struct nlmsghdr *m = (const struct nlmsghdr *)buf;
 		int left;
 
 		if (len < 0)
@@ -317,6 +319,50 @@ int ctev_alive(struct ctev *c, const struct ct_tuple *t)
 		}
 	}
 	return alive;
+}
+
+int ctev_alive(struct ctev *c, const struct ct_tuple *t)
+{
+	return ask_alive(c->ask, c->buf, &c->seq, t);
+}
+
+struct ctask {
+	struct mnl_socket *nl;
+	uint8_t *buf;
+	uint32_t seq;
+};
+
+void ctask_close(struct ctask *a)
+{
+	if (!a)
+		return;
+	if (a->nl)
+		mnl_socket_close(a->nl);
+	free(a->buf);
+	free(a);
+}
+
+int ctask_open(struct ctask **out)
+{
+	struct ctask *a = calloc(1, sizeof(*a));
+	int r;
+
+	if (!a || !(a->buf = malloc(CTEV_BUF))) {
+		ctask_close(a);
+		return -ENOMEM;
+	}
+	if (!(a->nl = ev_socket(0))) {
+		r = -errno;
+		ctask_close(a);
+		return r;
+	}
+	*out = a;
+	return 0;
+}
+
+int ctask_alive(struct ctask *a, const struct ct_tuple *t)
+{
+	return ask_alive(a->nl, a->buf, &a->seq, t);
 }
 
 /* ---- cutting ------------------------------------------------------------ */
