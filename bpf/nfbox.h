@@ -304,8 +304,10 @@ struct nfb_rule {
  * space deletes the connections of its id by tuple (ctnetlink) and their
  * entries. Outside the generations: the entries outlive reloads, and the
  * id is the rule name's; a rule's edge also takes the entries of its
- * connections that ended on their own. Past NFB_SCHED_CONN_ENTRIES new
- * connections are not kept: those are not cut. (An LRU of 65,536, allocated
+ * connections that ended on their own, and the daemon prunes those
+ * meanwhile (asking conntrack, backend/bpf/conns.c). Past
+ * NFB_SCHED_CONN_ENTRIES new connections are not kept: those are not
+ * cut. (An LRU of 65,536, allocated
  * whole, took 7 MiB for every policy; a hash's buckets are allocated
  * whole, 16 bytes each: test_memory's budget for a small policy holds.)
  * Each connection the map had no room for is counted, once, at its first

@@ -25,12 +25,19 @@
 #define TCP_CT_TIME_WAIT 7
 #define TCP_CT_CLOSE	 8
 
+/* Questions about one connection: a socket bound to no group, the
+ * answers' buffer (CTEV_BUF), the last sequence number. */
+struct ctask {
+	struct mnl_socket *nl;
+	uint8_t *buf;
+	uint32_t seq;
+};
+
 struct ctev {
-	struct mnl_socket *ev;	/* the events */
-	struct mnl_socket *ask; /* ctev_alive's questions */
+	struct mnl_socket *ev; /* the events */
+	struct ctask *ask;     /* ctev_alive's questions */
 	uint8_t *buf;
 	size_t rcvbuf;
-	uint32_t seq;
 };
 
 static struct mnl_socket *ev_socket(unsigned groups)
@@ -55,8 +62,7 @@ void ctev_close(struct ctev *c)
 		return;
 	if (c->ev)
 		mnl_socket_close(c->ev);
-	if (c->ask)
-		mnl_socket_close(c->ask);
+	ctask_close(c->ask);
 	free(c->buf);
 	free(c);
 }
@@ -71,9 +77,12 @@ int ctev_open(struct ctev **out)
 		ctev_close(c);
 		return -ENOMEM;
 	}
-	if (!(c->ev = ev_socket(NF_NETLINK_CONNTRACK_UPDATE | NF_NETLINK_CONNTRACK_DESTROY)) ||
-	    !(c->ask = ev_socket(0))) {
+	if (!(c->ev = ev_socket(NF_NETLINK_CONNTRACK_UPDATE | NF_NETLINK_CONNTRACK_DESTROY))) {
 		r = -errno;
+		ctev_close(c);
+		return r;
+	}
+	if ((r = ctask_open(&c->ask)) < 0) {
 		ctev_close(c);
 		return r;
 	}
@@ -270,13 +279,13 @@ static void put_tuple(struct nlmsghdr *nlh, const struct ct_tuple *t)
 	mnl_attr_nest_end(nlh, orig);
 }
 
-int ctev_alive(struct ctev *c, const struct ct_tuple *t)
+int ctask_alive(struct ctask *a, const struct ct_tuple *t)
 {
 	char req[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(req);
-	struct pollfd pfd = { .fd = mnl_socket_get_fd(c->ask), .events = POLLIN };
+	struct pollfd pfd = { .fd = mnl_socket_get_fd(a->nl), .events = POLLIN };
 	struct nfgenmsg *g;
-	uint32_t seq = ++c->seq;
+	uint32_t seq = ++a->seq;
 	int alive = -ETIMEDOUT;
 
 	nlh->nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET;
@@ -287,12 +296,12 @@ int ctev_alive(struct ctev *c, const struct ct_tuple *t)
 	g->version = NFNETLINK_V0;
 	g->res_id = 0;
 	put_tuple(nlh, t);
-	if (mnl_socket_sendto(c->ask, nlh, nlh->nlmsg_len) < 0)
+	if (mnl_socket_sendto(a->nl, nlh, nlh->nlmsg_len) < 0)
 		return -errno;
 	/* The answer: the connection (then an ack), or an error. */
 	while (poll(&pfd, 1, CTEV_TIMEOUT_MS) > 0) {
-		ssize_t len = recv(pfd.fd, c->buf, CTEV_BUF, 0);
-		const struct nlmsghdr *m = (const struct nlmsghdr *)c->buf;
+		ssize_t len = recv(pfd.fd, a->buf, CTEV_BUF, 0);
+		const struct nlmsghdr *m = (const struct nlmsghdr *)a->buf;
 		int left;
 
 		if (len < 0)
@@ -317,6 +326,39 @@ int ctev_alive(struct ctev *c, const struct ct_tuple *t)
 		}
 	}
 	return alive;
+}
+
+int ctev_alive(struct ctev *c, const struct ct_tuple *t)
+{
+	return ctask_alive(c->ask, t);
+}
+
+void ctask_close(struct ctask *a)
+{
+	if (!a)
+		return;
+	if (a->nl)
+		mnl_socket_close(a->nl);
+	free(a->buf);
+	free(a);
+}
+
+int ctask_open(struct ctask **out)
+{
+	struct ctask *a = calloc(1, sizeof(*a));
+	int r;
+
+	if (!a || !(a->buf = malloc(CTEV_BUF))) {
+		ctask_close(a);
+		return -ENOMEM;
+	}
+	if (!(a->nl = ev_socket(0))) {
+		r = -errno;
+		ctask_close(a);
+		return r;
+	}
+	*out = a;
+	return 0;
 }
 
 /* ---- cutting ------------------------------------------------------------ */

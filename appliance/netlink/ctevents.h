@@ -49,6 +49,13 @@ int ctev_read(struct ctev *c, void (*cb)(const struct ct_end *e, void *arg), voi
  * closed, -errno. Asked on the socket of its own that c keeps. */
 int ctev_alive(struct ctev *c, const struct ct_tuple *t);
 
+/* The same question without the events (no group joined): a socket of
+ * its own, non-blocking; ctask_alive answers as ctev_alive. */
+struct ctask;
+int ctask_open(struct ctask **out);
+void ctask_close(struct ctask *a);
+int ctask_alive(struct ctask *a, const struct ct_tuple *t);
+
 /* Cutting connections (a scheduled rule out of force), each on a socket of
  * its own. ct_delete_tuples: each connection of an original tuple of t
  * deleted, cb for each that was there; how many, or -errno.

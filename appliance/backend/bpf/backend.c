@@ -183,6 +183,7 @@ static void bpf_close(struct backend *b)
 	bb = bpf_of(b);
 	early_close(bb->early);
 	bpf_conns_close(bb);
+	bpf_sched_prune_close(bb);
 	bpf_events_close(bb);
 	bpf_rejects_close(bb);
 	engine_close(bb->e);
@@ -349,6 +350,7 @@ static void bpf_tick(struct backend *b)
 	bpf_events_tick(bb);
 	bpf_conns_tick(bb);
 	bpf_sched_full_tick(bb);
+	bpf_sched_prune_tick(bb);
 	engine_settle(bb->e); /* a reload is answered: free the policy it replaced */
 }
 
@@ -397,6 +399,7 @@ static void bpf_status(struct backend *b, struct rep *status)
 	rep_str(status, "pin_dir", e.pin_dir); /* null: nothing pinned */
 	engine_sched_full_read(bb->e, &full, NULL);
 	rep_uint(status, "sched_conns_full", full.packets);
+	rep_uint(status, "sched_conns_pruned", bb->sched_pruned);
 	l = rep_list(status, "links");
 	rep_text(l, links_text);
 	for (int h = 0; h < NFB_HOOK_MAX; h++)

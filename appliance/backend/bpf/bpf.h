@@ -15,6 +15,7 @@ struct rejecter;
 struct early;
 struct ctev;
 struct conns_walk;
+struct sched_prune;
 
 struct bpf_backend {
 	struct backend b;
@@ -39,6 +40,8 @@ struct bpf_backend {
 	uint64_t conns_released, conns_release_failed, conns_events_lost;
 	uint64_t sched_full_told;    /* nfb_sched_full's count when last logged (conns.c) */
 	uint64_t sched_full_told_ns; /* and when (CLOCK_MONOTONIC); 0: never */
+	struct sched_prune *prune;   /* entries of connections that ended pruned (conns.c) */
+	uint64_t sched_pruned;	     /* how many since the start */
 	bool tracing;		     /* a live trace runs (events.c) */
 };
 
@@ -89,6 +92,10 @@ int bpf_sched_cut(struct backend *b, uint16_t id, void (*fn)(const struct ct_tup
 /* Once a second: a warning when scheduled rules' connections were not
  * recorded (nfb_sched_full grew), then at most once an hour. */
 void bpf_sched_full_tick(struct bpf_backend *bb);
+/* At every tick: nfb_sched_conns pruned of the connections conntrack no
+ * longer has (or has as TCP closed), a bounded chunk at a time (conns.c). */
+void bpf_sched_prune_tick(struct bpf_backend *bb);
+void bpf_sched_prune_close(struct bpf_backend *bb);
 
 /* dyn.c: the dynamic sets in the classifier's tries. */
 int bpf_dyn_apply(struct backend *b, const struct dyn_set *set, const struct dyn_change *c, uint32_t n, bool del,

@@ -42,13 +42,18 @@
 #define CONNS_BATCH	 256		     /* connections read from the map at a time */
 #define CONNS_PASS_NS	 1000000000ull	     /* a pass begins at most once a second */
 
-/* A sweep's place: the hash map's bucket (bpf_map_lookup_batch()'s token,
- * which a connection that goes meanwhile does not move, unlike
+/* A walk's place in a hash map: its bucket (bpf_map_lookup_batch()'s
+ * token, which an entry that goes meanwhile does not move, unlike
  * bpf_map_get_next_key()'s key), and the batch read from it. */
-struct conns_walk {
+struct batch_place {
 	uint32_t token;
 	bool started, last; /* a batch was read; it was the last */
-	uint32_t n, at;	    /* connections in the batch, and the next to look at */
+	uint32_t n, at;	    /* entries in the batch, and the next to look at */
+};
+
+/* A sweep of the counted connections: its place and batch. */
+struct conns_walk {
+	struct batch_place p;
 	struct nfb_conn_key keys[CONNS_BATCH];
 	struct nfb_conn_val vals[CONNS_BATCH];
 };
@@ -223,15 +228,16 @@ static void check_one(struct bpf_backend *bb, const struct nfb_conn_key *k, cons
 		engine_conns_op(bb->e, NFB_CONNS_CONFIRM, k);
 }
 
-/* The next batch of the walk: 1, 0 at its end, -errno. */
-static int next_batch(struct conns_walk *w, int fd)
+/* The next batch of a walk (at most CONNS_BATCH entries, into keys and
+ * vals): 1, 0 at its end, -errno. */
+static int next_batch(struct batch_place *w, int fd, void *keys, void *vals)
 {
 	uint32_t count = CONNS_BATCH, out = 0;
 	int r;
 
 	if (w->last)
 		return 0;
-	r = bpf_map_lookup_batch(fd, w->started ? &w->token : NULL, &out, w->keys, w->vals, &count, NULL);
+	r = bpf_map_lookup_batch(fd, w->started ? &w->token : NULL, &out, keys, vals, &count, NULL);
 	if (r < 0 && errno != ENOENT)
 		return -errno;
 	w->started = true;
@@ -258,7 +264,7 @@ void bpf_conns_tick(struct bpf_backend *bb)
 		if (!bb->conns_verify_all && now - bb->conns_pass_ns < CONNS_PASS_NS)
 			return;
 		bb->conns_pass_ns = now;
-		memset(w, 0, offsetof(struct conns_walk, keys));
+		memset(&w->p, 0, sizeof(w->p));
 		bb->conns_walking = true;
 		bb->conns_pass_all = bb->conns_verify_all;
 		bb->conns_verify_all = false;
@@ -266,12 +272,12 @@ void bpf_conns_tick(struct bpf_backend *bb)
 	/* A pass goes on from where the last tick stopped, over several ticks
 	 * when there is much to ask (a batch is finished past the budget). */
 	while (asked < CONNS_ASK_BUDGET) {
-		for (; w->at < w->n; w->at++)
-			if (wanted(bb, &w->vals[w->at], now)) {
-				check_one(bb, &w->keys[w->at], &w->vals[w->at]);
+		for (; w->p.at < w->p.n; w->p.at++)
+			if (wanted(bb, &w->vals[w->p.at], now)) {
+				check_one(bb, &w->keys[w->p.at], &w->vals[w->p.at]);
 				asked++;
 			}
-		if ((r = next_batch(w, fd)) <= 0) {
+		if ((r = next_batch(&w->p, fd, w->keys, w->vals)) <= 0) {
 			if (r < 0)
 				log_warn("connection limits: cannot read the counted connections: %s", strerror(-r));
 			bb->conns_walking = false;
@@ -359,11 +365,160 @@ void bpf_sched_full_tick(struct bpf_backend *bb)
 	engine_sched_full_read(bb->e, &c, &entries); /* and the table's size, for the warning */
 	log_warn("schedules: %llu connections let in by scheduled rules were not recorded (%llu since this was "
 		 "last logged): the classifier's table of them (nfb_sched_conns, %u entries) is full, so they will not "
-		 "be cut when their rule goes out of force. A rule's entries go at its edges: give the rules whose "
-		 "connections may outlive their window 'keep-connections: true', or enforce with the nftables backend "
+		 "be cut when their rule goes out of force. A rule's entries go at its edges, and the daemon prunes "
+		 "those of connections that ended (a pass at most every 10 s; sched_conns_pruned in 'nfbox status'): "
+		 "so many were open at once, or ended faster than the pruning. Give the rules whose connections may "
+		 "outlive their window 'keep-connections: true', or enforce with the nftables backend "
 		 "(it marks connections in conntrack and has no such table). Counted as sched_conns_full in 'nfbox "
 		 "status' and 'nfbox stats'; warned of again in an hour at the soonest",
 		 (unsigned long long)c.packets, (unsigned long long)(c.packets - bb->sched_full_told), entries);
 	bb->sched_full_told = c.packets;
 	bb->sched_full_told_ns = now;
+}
+
+/* Entries of connections that ended, pruned: a scheduled rule's entries
+ * would otherwise go only at its edges, and a long window of many short
+ * connections would fill the table (then new ones are not recorded). A
+ * pass over nfb_sched_conns begins at most every PRUNE_PASS_NS, asks
+ * conntrack about each entry, a chunk of at most PRUNE_BUDGET questions
+ * every PRUNE_CHUNK_NS (the daemon's loop goes on answering between
+ * them), and goes on where the last chunk stopped. An entry conntrack
+ * has not (ENOENT), or has as TCP closed (TIME_WAIT or CLOSE: a new SYN
+ * on its tuple is a new connection, recorded anew), is asked about once
+ * more PRUNE_GRACE_NS later and deleted if the answer is the same: the
+ * classifier records a connection before conntrack confirms it (at the
+ * end of the hook), so a first answer may come too soon. */
+#define PRUNE_BUDGET   256		    /* questions to conntrack a chunk */
+#define PRUNE_CHUNK_NS (200ull * 1000000)   /* a chunk at most this often */
+#define PRUNE_GRACE_NS (2000ull * 1000000)  /* between the two questions */
+#define PRUNE_PASS_NS  (10ull * 1000000000) /* a pass begins at most this often */
+#define PRUNE_SUSPECTS 1024		    /* entries waiting for their second question */
+
+struct sched_prune {
+	struct ctask *ask; /* opened at the first pass */
+	bool ask_failed;   /* and said so once */
+	struct batch_place p;
+	bool walking;		    /* a pass is under way */
+	uint64_t pass_ns, chunk_ns; /* when the last pass and chunk began */
+	uint64_t pass_pruned;	    /* entries pruned since the last was logged */
+	uint32_t head, count;	    /* the suspects: a ring, oldest at head */
+	struct {
+		struct nfb_conn_key k;
+		uint64_t ns; /* the first answer */
+	} sus[PRUNE_SUSPECTS];
+	struct nfb_conn_key keys[CONNS_BATCH];
+	uint32_t vals[CONNS_BATCH];
+};
+
+/* How often a pass begins: the test build takes it from
+ * NFBOX_TEST_SCHED_PRUNE_MS, so that a suite sees a prune within seconds
+ * (nfbox itself has no such switch). */
+static uint64_t prune_pass_ns(void)
+{
+#ifdef NFBOX_TEST_PLANT
+	const char *v = getenv("NFBOX_TEST_SCHED_PRUNE_MS");
+
+	if (v && atoi(v) > 0)
+		return (uint64_t)atoi(v) * 1000000;
+#endif
+	return PRUNE_PASS_NS;
+}
+
+static bool ended(struct sched_prune *s, const struct nfb_conn_key *k)
+{
+	struct ct_tuple t = tuple_of(k);
+
+	return ctask_alive(s->ask, &t) == 0; /* an error: kept, asked about at the next pass */
+}
+
+/* The second question to each suspect whose grace is over: the entry goes
+ * if its connection still has ended. The questions asked. */
+static unsigned second_look(struct bpf_backend *bb, struct sched_prune *s, int fd, uint64_t now)
+{
+	unsigned asked = 0;
+
+	for (; s->count && asked < PRUNE_BUDGET && now - s->sus[s->head].ns >= PRUNE_GRACE_NS; asked++) {
+		const struct nfb_conn_key *k = &s->sus[s->head].k;
+
+		if (ended(s, k) && bpf_map_delete_elem(fd, k) == 0) {
+			bb->sched_pruned++;
+			s->pass_pruned++;
+		}
+		s->head = (s->head + 1) % PRUNE_SUSPECTS;
+		s->count--;
+	}
+	return asked;
+}
+
+void bpf_sched_prune_tick(struct bpf_backend *bb)
+{
+	int fd = bb->e ? engine_map_fd(bb->e, "nfb_sched_conns") : -ENOENT, r;
+	uint64_t now = (uint64_t)clock_ns(CLOCK_MONOTONIC);
+	struct sched_prune *s = bb->prune;
+	unsigned asked;
+
+	if (fd < 0 || planted("sched-prune-none")) /* (the test build's plant: nothing pruned) */
+		return;
+	if (!s && !(s = bb->prune = calloc(1, sizeof(*s))))
+		return;
+	if (s->chunk_ns && now - s->chunk_ns < PRUNE_CHUNK_NS)
+		return;
+	if (!s->walking && !s->count) { /* a new pass */
+		if (s->pass_ns && now - s->pass_ns < prune_pass_ns())
+			return;
+		s->pass_ns = now;
+		memset(&s->p, 0, sizeof(s->p));
+		s->walking = true;
+	}
+	if (!s->ask && (r = ctask_open(&s->ask)) < 0) {
+		if (!s->ask_failed)
+			log_warn("schedules: cannot ask conntrack about the connections of scheduled rules (%s): "
+				 "entries of "
+				 "connections that ended stay in nfb_sched_conns until their rule's edge",
+				 strerror(-r));
+		s->ask_failed = true;
+		s->ask = NULL;
+		s->walking = false;
+		return;
+	}
+	s->chunk_ns = now;
+	asked = second_look(bb, s, fd, now);
+	while (s->walking && asked < PRUNE_BUDGET && s->count < PRUNE_SUSPECTS) {
+		const struct nfb_conn_key *k;
+
+		if (s->p.at == s->p.n) {
+			if ((r = next_batch(&s->p, fd, s->keys, s->vals)) < 0)
+				log_warn("schedules: cannot read nfb_sched_conns: %s", strerror(-r));
+			if (r <= 0)
+				s->walking = false;
+			continue;
+		}
+		k = &s->keys[s->p.at++];
+		asked++;
+		if (planted("sched-prune-hasty") && ended(s, k)) { /* (the test build's plant: at the first answer) */
+			if (bpf_map_delete_elem(fd, k) == 0)
+				bb->sched_pruned++;
+		} else if (ended(s, k)) {
+			uint32_t i = (s->head + s->count++) % PRUNE_SUSPECTS;
+
+			s->sus[i].k = *k;
+			s->sus[i].ns = now;
+		}
+	}
+	if (!s->walking && !s->count && s->pass_pruned) {
+		log_debug(
+			"schedules: %llu entries of connections that ended pruned from nfb_sched_conns (%llu since the "
+			"start)",
+			(unsigned long long)s->pass_pruned, (unsigned long long)bb->sched_pruned);
+		s->pass_pruned = 0;
+	}
+}
+
+void bpf_sched_prune_close(struct bpf_backend *bb)
+{
+	if (!bb->prune)
+		return;
+	ctask_close(bb->prune->ask);
+	free(bb->prune);
+	bb->prune = NULL;
 }
