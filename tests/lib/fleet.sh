@@ -31,6 +31,12 @@ fl_cleanup() {
 		ip netns del "$(fl_ns $n)" 2>/dev/null
 	done
 	if [ -n "$FL_TMP" ]; then
+		# a failed run: the end of each node's log, for the runner's report
+		if [ "${T_FAILED:-0}" -gt 0 ]; then
+			for n in n1 n2 n3; do
+				[ -s "$FL_TMP/$n.err" ] && { echo "# --- the end of $n's log ---"; tail -n 12 "$FL_TMP/$n.err" | sed 's/^/# /'; }
+			done
+		fi
 		umount "$FL_TMP/bpf" 2>/dev/null
 		rm -rf "$FL_TMP"
 	fi
