@@ -71,10 +71,11 @@ static bool expiry_agrees(int64_t store, int64_t kernel, int64_t margin)
 static int check_entry(struct verify *w, const struct dyn_set *set, int fam, const struct dyn_entry *e)
 {
 	struct dyn_kentry key = { .set = set, .fam = fam, .plen = e->plen };
-	const struct dyn_kentry *hit;
+	const struct dyn_kentry *hit = NULL;
 
 	memcpy(key.addr, e->addr, 16);
-	if ((hit = bsearch(&key, w->k, w->nk, sizeof(*w->k), kentry_cmp)))
+	/* (an empty kernel set comes as NULL, which bsearch may not be given) */
+	if (w->nk && (hit = bsearch(&key, w->k, w->nk, sizeof(*w->k), kentry_cmp)))
 		w->seen[hit - w->k] = true;
 	if (e->expires && e->expires <= w->now + DYN_VERIFY_TOLERANCE_MS)
 		return 0; /* the store lets it go within the tolerance */

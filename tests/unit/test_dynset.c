@@ -444,6 +444,13 @@ static void test_verify(void)
 		CHECK(repair_of(&v, DYN_REPAIR_EXPIRY, "192.0.2.1") && repair_of(&v, DYN_REPAIR_EXTRA, "192.0.2.9"));
 		dyn_verdict_free(&v);
 	}
+	/* The kernel's sets all empty (read as NULL, 0): every store entry is
+	 * missing. UBSan once stopped the verify thread here (bsearch given
+	 * NULL), and with it a fleet node under test_fleet. */
+	CHECK(dynset_verify(&s, NULL, 0, now, M, &v) == 0);
+	CHECK(repair_of(&v, DYN_REPAIR_MISSING, "192.0.2.1") && repair_of(&v, DYN_REPAIR_MISSING, "192.0.2.3") &&
+	      !repair_of(&v, DYN_REPAIR_EXTRA, "192.0.2.1"));
+	dyn_verdict_free(&v);
 	diags_free(&d);
 	dynsets_free(&s);
 	free_policy(p);
