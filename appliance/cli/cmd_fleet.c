@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/sort.h"
 #include "base/cleanup.h"
 #include "base/clock.h"
 #include "cli/cli.h"
@@ -187,7 +188,7 @@ static int read_nodes(struct op *o, struct node **out, size_t *n)
 			json_decref(v[*n].st);
 		}
 	}
-	qsort(v, *n, sizeof(*v), node_cmp);
+	sort_n(v, *n, sizeof(*v), node_cmp);
 	etcd_kvs_free(&kvs);
 	*out = v;
 	return 0;

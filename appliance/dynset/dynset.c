@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include "base/sort.h"
 #include "dynset/dynset.h"
 
 #include <arpa/inet.h>
@@ -362,7 +363,7 @@ static int plan_entries(struct dynsets *s, struct add_plan *ap, struct dyn_chang
 		c[i].renew = false;
 	}
 	for (int f = 0; f < 2; f++)
-		qsort(ap->pv[f], ap->pn[f], sizeof(ap->pv[f][0]), pending_cmp);
+		sort_n(ap->pv[f], ap->pn[f], sizeof(ap->pv[f][0]), pending_cmp);
 	return 0;
 }
 
@@ -573,7 +574,7 @@ int dynset_del(struct dynsets *s, struct dyn_set *set, const struct dyn_change *
 	for (int f = 0; f < 2; f++) {
 		uint32_t kept = 0, k = 0;
 
-		qsort(idx[f], ni[f], sizeof(uint32_t), del_cmp);
+		sort_n(idx[f], ni[f], sizeof(uint32_t), del_cmp);
 		for (uint32_t i = 0; i < set->n[f]; i++) {
 			if (k < ni[f] && idx[f][k] == i) {
 				while (k < ni[f] && idx[f][k] == i)

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/sort.h"
 #include "daemon/part.h"
 #include "daemon/state.h"
 #include "base/clock.h"
@@ -58,7 +59,7 @@ static const struct use *find(const struct usage *u, const char *key)
 {
 	struct use k = { .key = (char *)key };
 
-	return u && u->n ? bsearch(&k, u->v, u->n, sizeof(*u->v), use_cmp) : NULL;
+	return u && u->n ? search_n(&k, u->v, u->n, sizeof(*u->v), use_cmp) : NULL;
 }
 
 static void save_usage(const void *obj, FILE *f)
@@ -106,7 +107,7 @@ static int parse_line(struct usage *u, char *line)
 	/* kept sorted as read (the file is written sorted; a line out of
 	 * order is sorted in) */
 	if (u->n > 1 && use_cmp(&u->v[u->n - 2], &u->v[u->n - 1]) > 0)
-		qsort(u->v, u->n, sizeof(*u->v), use_cmp);
+		sort_n(u->v, u->n, sizeof(*u->v), use_cmp);
 	return 0;
 }
 
@@ -213,7 +214,7 @@ static void merge(struct usage *u, struct stats_row *rows, uint32_t n)
 		rows[i].last_hit_ms = nv[i].last;
 		rows[i].in_force_ms = nv[i].first;
 	}
-	qsort(nv, n, sizeof(*nv), use_cmp);
+	sort_n(nv, n, sizeof(*nv), use_cmp);
 	changed = n != u->n;
 	for (uint32_t i = 0; !changed && i < n; i++)
 		changed = strcmp(nv[i].key, u->v[i].key) || nv[i].first != u->v[i].first || nv[i].last != u->v[i].last;

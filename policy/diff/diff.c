@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /* Two policies compared in meaning, by name (diff.h). */
+#include "base/sort.h"
 #include "policy/diff/diff.h"
 #include "policy/syntax/parse.h"
 
@@ -108,7 +109,7 @@ static void strs_sort(struct strs *s)
 
 	if (!s->n)
 		return;
-	qsort(s->v, s->n, sizeof(*s->v), cmp_str);
+	sort_n(s->v, s->n, sizeof(*s->v), cmp_str);
 	for (size_t i = 1; i < s->n; i++) {
 		if (strcmp(s->v[i], s->v[k]))
 			s->v[++k] = s->v[i];
@@ -242,13 +243,13 @@ static struct named *by_name(const struct rule **v, uint32_t n)
 	for (uint32_t i = 0; s && i < n; i++)
 		s[i] = (struct named){ v[i]->name, i };
 	if (s && n)
-		qsort(s, n, sizeof(*s), cmp_named);
+		sort_n(s, n, sizeof(*s), cmp_named);
 	return s;
 }
 
 static int64_t lookup(const struct named *s, uint32_t n, const char *name)
 {
-	struct named key = { name, 0 }, *hit = n ? bsearch(&key, s, n, sizeof(*s), cmp_named) : NULL;
+	struct named key = { name, 0 }, *hit = n ? search_n(&key, s, n, sizeof(*s), cmp_named) : NULL;
 
 	return hit ? (int64_t)hit->pos : -1;
 }
@@ -262,7 +263,7 @@ static struct named *names_of(const void *arr, uint32_t n, size_t size)
 	for (uint32_t i = 0; s && i < n; i++)
 		s[i] = (struct named){ *(const char *const *)((const char *)arr + (size_t)i * size), i };
 	if (s && n)
-		qsort(s, n, sizeof(*s), cmp_named);
+		sort_n(s, n, sizeof(*s), cmp_named);
 	return s;
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/sort.h"
 #include "policy/load/load.h"
 #include "policy/syntax/parse.h"
 
@@ -434,7 +435,7 @@ static void check_duplicate_names(struct lx *x)
 	for (uint32_t i = 0; i < x->p->nrules; i++)
 		if (x->p->rules[i].name && !x->p->rules[i].unnamed)
 			v[n++] = &x->p->rules[i];
-	qsort(v, n, sizeof(*v), by_name);
+	sort_n(v, n, sizeof(*v), by_name);
 	for (uint32_t i = 1, first = 0; i < n; i++) {
 		if (strcmp(v[i]->name, v[first]->name)) {
 			first = i;

@@ -9,6 +9,7 @@
  * constant, so the first candidate where it differs is the change.
  */
 #include <string.h>
+#include "base/sort.h"
 #include "policy/schedule/schedule.h"
 
 #include <stdlib.h>
@@ -121,7 +122,7 @@ int64_t sched_next_change(const struct policy_when *w, int64_t t)
 			}
 		}
 	}
-	qsort(c.v, c.n, sizeof(*c.v), cmp64);
+	sort_n(c.v, c.n, sizeof(*c.v), cmp64);
 	for (uint32_t i = 0; i < c.n; i++)
 		if (sched_open(w, c.v[i]) != now) {
 			next = c.v[i];

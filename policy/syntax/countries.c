@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/sort.h"
 #include "policy/policy.h"
 
 /* ISO 3166-1 (alpha-2, alpha-3, short English name), by alpha-2. */
@@ -302,7 +303,7 @@ static int by_a2(const void *key, const void *elem)
 
 bool policy_country_known(const char *code)
 {
-	if (bsearch(code, iso3166, NCOUNTRIES, sizeof(iso3166[0]), by_a2))
+	if (search_n(code, iso3166, NCOUNTRIES, sizeof(iso3166[0]), by_a2))
 		return true;
 	for (size_t i = 0; i < sizeof(vendor) / sizeof(vendor[0]); i++)
 		if (!strcmp(code, vendor[i].a2))

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/sort.h"
 #include "backend/nftables/lasthit.h"
 #include "backend/nftables/nft/counters.h"
 #include "base/clock.h"
@@ -102,7 +103,7 @@ void lasthit_start(struct lasthit **lhp, const struct nfr_table *t)
 	}
 	memcpy(start.v, t->counters, t->ncounters * sizeof(*start.v));
 	start.n = t->ncounters;
-	qsort(start.v, start.n, sizeof(*start.v), counter_cmp);
+	sort_n(start.v, start.n, sizeof(*start.v), counter_cmp);
 	for (uint32_t i = 0; i < start.n; i++)
 		when[i] = lasthit_of(lh, start.v[i].name);
 	nft_counters_free(&lh->prev);

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/sort.h"
 #include "daemon/state.h"
 #include "dynset/part/part.h"
 #include "confirm/confirm.h"
@@ -764,7 +765,7 @@ static bool in_sorted(const struct dyn_change *c, uint32_t n, int fam, const str
 	struct dyn_change k = { .pfx = { .family = fam ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4, .plen = e->plen } };
 
 	memcpy(k.pfx.addr, e->addr, 16);
-	return bsearch(&k, c, n, sizeof(*c), change_cmp) != NULL;
+	return search_n(&k, c, n, sizeof(*c), change_cmp) != NULL;
 }
 
 int dyn_feed(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t n, bool replace, uint32_t *added,
@@ -780,7 +781,7 @@ int dyn_feed(struct daemon *dm, const char *name, struct dyn_change *c, uint32_t
 		return diag_fail(d, -ENOENT, "set '%s' is not in the policy in force", name);
 	if (replace) {
 		/* exactly c: what is not there is added, what c lacks is deleted */
-		qsort(c, n, sizeof(*c), change_cmp);
+		sort_n(c, n, sizeof(*c), change_cmp);
 		if (!(del = calloc(set_size(set) + 1, sizeof(*del))) || !(add = calloc(n + 1, sizeof(*add)))) {
 			free(del);
 			return diag_errno(d, -ENOMEM, "set '%s'", name);

@@ -11,6 +11,7 @@
 #include <unistd.h>
 #include <xdp/libxdp.h>
 
+#include "base/sort.h"
 #include "backend/bpf/early/early.h"
 #include "base/cleanup.h"
 #include "base/log.h"
@@ -571,7 +572,7 @@ static int collect(const struct plan *pl, struct epfx **out, size_t *n)
 		bit++;
 	}
 	if (k)
-		qsort(v, k, sizeof(*v), epfx_cmp);
+		sort_n(v, k, sizeof(*v), epfx_cmp);
 	for (size_t i = 0; i < k; i++) { /* one entry per prefix: the union of its rules */
 		if (w && !epfx_cmp(&v[w - 1], &v[i]))
 			v[w - 1].mask |= v[i].mask;
@@ -612,7 +613,7 @@ static int unite(struct epfx *v, size_t n)
 				continue;
 			key.plen = h->plen;
 			mask_to(key.addr, key.plen);
-			if ((f = bsearch(&key, v + runs[k].lo, runs[k].hi - runs[k].lo, sizeof(*v), epfx_cmp)))
+			if ((f = search_n(&key, v + runs[k].lo, runs[k].hi - runs[k].lo, sizeof(*v), epfx_cmp)))
 				v[i].mask |= f->mask;
 		}
 	return 0;

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/sort.h"
 #include "backend/bpf/engine/engine_int.h"
 #include "policy/schedule/schedule.h"
 #include "base/cleanup.h"
@@ -471,7 +472,7 @@ static int addr_plan_make(const struct plan *pl, const struct plan_blob *b, stru
 				if (!n)
 					continue; /* count 0: every address misses */
 				if (!sorted)
-					qsort(v, n, sizeof(*v), span_cmp);
+					sort_n(v, n, sizeof(*v), span_cmp);
 				ap->base[hk][fi][dir] = ap->fam[fi].n;
 				r = ranges_cut(&ap->fam[fi], v, n, max);
 				ap->count[hk][fi][dir] = ap->fam[fi].n - ap->base[hk][fi][dir];
@@ -759,7 +760,7 @@ static const struct if_nameindex **unique_ifaces(const struct if_nameindex *all,
 		return NULL;
 	for (uint32_t i = 0; i < nall; i++)
 		u[i] = &all[i];
-	qsort(u, nall, sizeof(*u), ifindex_cmp);
+	sort_n(u, nall, sizeof(*u), ifindex_cmp);
 	for (uint32_t i = 0; i < nall; i++)
 		if (!k || u[i]->if_index != u[k - 1]->if_index)
 			u[k++] = u[i];
@@ -1282,7 +1283,7 @@ static bool iface_unwanted(const void *key, void *arg)
 	struct nfb_iface_key k = { 0 };
 
 	memcpy(&k, key, sizeof(k));
-	return !bsearch(&k, w->v, w->n, sizeof(*w->v), iface_key_cmp);
+	return !search_n(&k, w->v, w->n, sizeof(*w->v), iface_key_cmp);
 }
 
 /* Interfaces that went first (their entries would otherwise take the room
@@ -1306,7 +1307,7 @@ int engine_ifaces_refresh(struct engine *e, const struct plan *pl, const struct 
 			r = -ENOMEM;
 		} else {
 			memcpy(sorted, w.k, w.n * sizeof(*sorted));
-			qsort(sorted, w.n, sizeof(*sorted), iface_key_cmp);
+			sort_n(sorted, w.n, sizeof(*sorted), iface_key_cmp);
 			r = engine_delete_keys(fd, sizeof(struct nfb_iface_key), iface_unwanted, &keep);
 			r = r < 0 ? r : 0;
 		}

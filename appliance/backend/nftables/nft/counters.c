@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include "base/sort.h"
 #include "backend/nftables/nft/counters.h"
 
 #include <errno.h>
@@ -102,7 +103,7 @@ static int read_objs(struct nft_counters *out, bool reset, const char *name)
 		return r;
 	}
 	if (out->n)
-		qsort(out->v, out->n, sizeof(*out->v), by_name);
+		sort_n(out->v, out->n, sizeof(*out->v), by_name);
 	return 0;
 }
 
@@ -136,5 +137,5 @@ const struct nfr_counter *nft_counters_find(const struct nft_counters *c, const 
 	struct nfr_counter key;
 
 	snprintf(key.name, sizeof(key.name), "%s", name);
-	return c->n ? bsearch(&key, c->v, c->n, sizeof(*c->v), by_name) : NULL;
+	return c->n ? search_n(&key, c->v, c->n, sizeof(*c->v), by_name) : NULL;
 }

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include "base/sort.h"
 #include "backend/nftables/nft/dynread.h"
 
 #include <errno.h>
@@ -191,7 +192,7 @@ static int read_set(struct mnl_socket *nl, const char *set, int fam, struct nft_
 	}
 	g_klen = es.klen;
 	if (es.n)
-		qsort(es.v, es.n, sizeof(*es.v), by_key);
+		sort_n(es.v, es.n, sizeof(*es.v), by_key);
 	/* each start, then the end after it (the first key past the range;
 	 * none for a range that reaches the last address) */
 	for (uint32_t i = 0; i < es.n; i++) {

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+#include "base/sort.h"
 #include "backend/nftables/nft/ir.h"
 
 #include <errno.h>
@@ -230,7 +231,7 @@ void nfr_set_normalize(struct nfr_set *s)
 	if (s->n < 2)
 		return;
 	cmp_len = len;
-	qsort(s->v, s->n, sizeof(*s->v), elem_cmp);
+	sort_n(s->v, s->n, sizeof(*s->v), elem_cmp);
 	if (!s->interval) { /* one element per key */
 		for (uint32_t i = 1; i < s->n; i++)
 			if (memcmp(s->v[i].lo, s->v[out].lo, len))
