@@ -75,8 +75,8 @@ static int check_entry(struct verify *w, const struct dyn_set *set, int fam, con
 	const struct dyn_kentry *hit = NULL;
 
 	memcpy(key.addr, e->addr, 16);
-	/* (an empty kernel set comes as NULL, which bsearch may not be given) */
-	if (w->nk && (hit = search_n(&key, w->k, w->nk, sizeof(*w->k), kentry_cmp)))
+	/* (an empty kernel set comes as NULL: search_n takes it) */
+	if ((hit = search_n(&key, w->k, w->nk, sizeof(*w->k), kentry_cmp)))
 		w->seen[hit - w->k] = true;
 	if (e->expires && e->expires <= w->now + DYN_VERIFY_TOLERANCE_MS)
 		return 0; /* the store lets it go within the tolerance */
@@ -110,8 +110,7 @@ int dynset_verify(const struct dynsets *s, struct dyn_kentry *k, size_t n, int64
 
 	if (!seen)
 		return -ENOMEM;
-	if (n)
-		sort_n(k, n, sizeof(*k), kentry_cmp);
+	sort_n(k, n, sizeof(*k), kentry_cmp);
 	for (uint32_t i = 0; i < s->n && !r; i++)
 		for (int fam = 0; fam < 2 && !r; fam++)
 			for (uint32_t j = 0; j < s->sets[i].n[fam] && !r; j++)

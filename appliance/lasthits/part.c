@@ -59,7 +59,7 @@ static const struct use *find(const struct usage *u, const char *key)
 {
 	struct use k = { .key = (char *)key };
 
-	return u && u->n ? search_n(&k, u->v, u->n, sizeof(*u->v), use_cmp) : NULL;
+	return u ? search_n(&k, u->v, u->n, sizeof(*u->v), use_cmp) : NULL;
 }
 
 static void save_usage(const void *obj, FILE *f)

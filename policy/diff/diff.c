@@ -242,14 +242,14 @@ static struct named *by_name(const struct rule **v, uint32_t n)
 
 	for (uint32_t i = 0; s && i < n; i++)
 		s[i] = (struct named){ v[i]->name, i };
-	if (s && n)
+	if (s)
 		sort_n(s, n, sizeof(*s), cmp_named);
 	return s;
 }
 
 static int64_t lookup(const struct named *s, uint32_t n, const char *name)
 {
-	struct named key = { name, 0 }, *hit = n ? search_n(&key, s, n, sizeof(*s), cmp_named) : NULL;
+	struct named key = { name, 0 }, *hit = search_n(&key, s, n, sizeof(*s), cmp_named);
 
 	return hit ? (int64_t)hit->pos : -1;
 }
@@ -262,7 +262,7 @@ static struct named *names_of(const void *arr, uint32_t n, size_t size)
 
 	for (uint32_t i = 0; s && i < n; i++)
 		s[i] = (struct named){ *(const char *const *)((const char *)arr + (size_t)i * size), i };
-	if (s && n)
+	if (s)
 		sort_n(s, n, sizeof(*s), cmp_named);
 	return s;
 }

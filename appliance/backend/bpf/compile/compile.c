@@ -410,8 +410,7 @@ static int resolve_lpm(struct plan_hook *h, struct lpm_item *items, uint32_t n, 
 	_cleanup_(bitlist_free) struct bitlist own_excl = { 0 };
 	int fi = fam == POLICY_FAM_IPV4 ? 0 : 1;
 
-	if (n)
-		sort_n(items, n, sizeof(*items), lpm_item_cmp);
+	sort_n(items, n, sizeof(*items), lpm_item_cmp);
 	for (uint32_t i = 0; i < n;) {
 		struct plan_lpm *e;
 		uint32_t j = i, base;
@@ -579,8 +578,7 @@ static int sweep(struct plan_hook *h, uint8_t field, const struct sweep *sw)
 
 	if (!count || !on)
 		return -ENOMEM;
-	if (sw->nev)
-		sort_n(sw->ev, sw->nev, sizeof(*sw->ev), ev_cmp);
+	sort_n(sw->ev, sw->nev, sizeof(*sw->ev), ev_cmp);
 	while (pos <= sw->limit) {
 		uint32_t next = sw->limit + 1, vec;
 

@@ -571,8 +571,7 @@ static int collect(const struct plan *pl, struct epfx **out, size_t *n)
 		}
 		bit++;
 	}
-	if (k)
-		sort_n(v, k, sizeof(*v), epfx_cmp);
+	sort_n(v, k, sizeof(*v), epfx_cmp);
 	for (size_t i = 0; i < k; i++) { /* one entry per prefix: the union of its rules */
 		if (w && !epfx_cmp(&v[w - 1], &v[i]))
 			v[w - 1].mask |= v[i].mask;

@@ -102,8 +102,7 @@ static int read_objs(struct nft_counters *out, bool reset, const char *name)
 		nft_counters_free(out);
 		return r;
 	}
-	if (out->n)
-		sort_n(out->v, out->n, sizeof(*out->v), by_name);
+	sort_n(out->v, out->n, sizeof(*out->v), by_name);
 	return 0;
 }
 
@@ -137,5 +136,5 @@ const struct nfr_counter *nft_counters_find(const struct nft_counters *c, const 
 	struct nfr_counter key;
 
 	snprintf(key.name, sizeof(key.name), "%s", name);
-	return c->n ? search_n(&key, c->v, c->n, sizeof(*c->v), by_name) : NULL;
+	return search_n(&key, c->v, c->n, sizeof(*c->v), by_name);
 }

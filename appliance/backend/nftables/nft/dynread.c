@@ -191,8 +191,7 @@ static int read_set(struct mnl_socket *nl, const char *set, int fam, struct nft_
 		return r;
 	}
 	g_klen = es.klen;
-	if (es.n)
-		sort_n(es.v, es.n, sizeof(*es.v), by_key);
+	sort_n(es.v, es.n, sizeof(*es.v), by_key);
 	/* each start, then the end after it (the first key past the range;
 	 * none for a range that reaches the last address) */
 	for (uint32_t i = 0; i < es.n; i++) {
