@@ -264,9 +264,15 @@ static int wait_nodes(struct op *o, char **names, size_t n, int64_t rev, bool ca
 		if (r < 0)
 			return etcd_failed(o, "reading the nodes' status", r);
 		bad = 0;
-		/* Two passes: the count first, then the lines, so that a node is
-		 * named once, when every node has answered (or at the end). */
-		for (int pass = 0; pass < 2; pass++)
+		/* The count first; then, once the round is the last one (every
+		 * node answered, a refusal that halts, or the time is up), each
+		 * node's line: a node is named once. */
+		for (int pass = 0; pass < 2; pass++) {
+			bool final = last || (done == want && (!n || want == n)) || (bad && halt_on_refusal) ||
+				     planted("fleet-wait-early");
+
+			if (pass == 1 && !final)
+				break;
 			for (size_t i = 0; i < nv; i++) {
 				bool named = !n;
 				const char *why;
@@ -280,18 +286,18 @@ static int wait_nodes(struct op *o, char **names, size_t n, int64_t rev, bool ca
 				if (pass == 0) {
 					want++;
 					done += s != 0;
+					bad += s < 0;
 				} else if (s < 0) {
-					bad++;
 					printf("  %s: %s %" PRId64 ": %s\n", v[i].name,
 					       candidate ? "did not confirm" : "refused", rev, why);
-				} else if (s > 0 && (last || done == want || planted("fleet-wait-early"))) {
-					printf("  %s: %s %" PRId64 "\n", v[i].name, candidate ? "confirmed" : "applied",
+				} else {
+					printf("  %s: %s %" PRId64 "\n", v[i].name,
+					       s > 0 ? (candidate ? "confirmed" : "applied")
+						     : (candidate ? "has not confirmed" : "has not applied"),
 					       rev);
-				} else if (s == 0 && last) {
-					printf("  %s: has not %s %" PRId64 "\n", v[i].name,
-					       candidate ? "confirmed" : "applied", rev);
 				}
 			}
+		}
 		if (n && want < n && last)
 			for (size_t k = 0; k < n; k++) {
 				bool seen = false;
