@@ -54,9 +54,10 @@
  * at 500 nodes). A lost etcd is seen by the watch's connection sooner
  * (etcd.c: TCP keepalive). */
 #define FLEET_KEEPALIVE_MS  (FLEET_LEASE_S * 1000 / 3)
-#define FLEET_RETRY_MS	    1000 /* etcd tried again after a failure (at random in 0.5-1x of this) */
-#define FLEET_RETRY_MAX_MS  4000 /* ... doubled after each failure up to this */
-#define FLEET_CONFIRM_S	    30	 /* a canary's time to confirm when the push gives none */
+#define FLEET_RETRY_MS	    1000  /* etcd tried again after a failure (at random in 0.5-1x of this) */
+#define FLEET_RETRY_MAX_MS  4000  /* ... doubled after each failure up to this */
+#define FLEET_SAY_DOWN_MS   30000 /* etcd still lost: the log says so again at most this often */
+#define FLEET_CONFIRM_S	    30	  /* a canary's time to confirm when the push gives none */
 #define FLEET_MAX_PUBS	    (1u << 16)
 #define FLEET_SET_LEASE_PAD 2	/* s: an entry's key outlives its timeout, so nodes expire it first */
 #define FLEET_TXN_OPS	    128 /* operations in one transaction: etcd's --max-txn-ops (its default) */
@@ -65,7 +66,7 @@
 
 enum fmsg_kind {
 	FM_UP,	     /* etcd reached (again) */
-	FM_DOWN,     /* not reached: err */
+	FM_DOWN,     /* not reached: err; seq: the failed attempts in a row */
 	FM_SNAP,     /* a full read of the group's keys begins */
 	FM_SNAP_END, /* ... and ends */
 	FM_POLICY,   /* the group's revision (del: none) */
@@ -82,7 +83,7 @@ struct fmsg {
 	uint64_t seq;
 	char *key, *value;
 	size_t vlen;
-	char err[400];
+	char err[768];
 	struct fmsg *next;
 };
 
@@ -130,10 +131,12 @@ struct fleet {
 	bool connected, snapping;
 	bool have_snapshot; /* etcd's shared entries were read once: until then the sets keep theirs */
 	long long since;
+	uint64_t attempts;   /* failed attempts to reach etcd since it was lost (0: reached) */
+	long long said_down; /* ms (monotonic): when the log last said etcd was not reached */
 	struct fval pol, cand;
 	int64_t applied_rev, refused_rev;
 	char applied_fp[65], applied_path[PATH_MAX];
-	char last_error[512];
+	char last_error[1024];
 	struct {
 		int64_t rev;
 		bool canary;
@@ -159,7 +162,8 @@ struct fleet {
 	struct etcd_watch *watch;
 	int64_t lease;
 	long long next_keepalive;
-	int64_t seen_rev; /* the store's revision the node last read or was told of (the thread's) */
+	int64_t seen_rev;  /* the store's revision the node last read or was told of (the thread's) */
+	const char *stage; /* what the thread was doing with etcd, for its errors */
 };
 
 static void post(struct fleet *fl, struct fmsg *m)
@@ -494,6 +498,7 @@ static int connect_etcd(struct fleet *fl)
 	struct followed f;
 	int r;
 
+	fl->stage = "sending this node's shared changes";
 	if ((r = put_pubs(fl)) < 0) /* what changed here while away goes first */
 		return r;
 	followed_keys(fl, &f);
@@ -505,15 +510,18 @@ static int connect_etcd(struct fleet *fl)
 		return etcd_watch_start(&fl->etcd, f.spans, 2, fl->seen_rev + 1, on_watch, fl, &fl->watch) < 0
 			       ? -EIO
 			       : keepalive(fl);
+	fl->stage = "reading the group";
 	if ((r = read_followed(fl, &f, &kvs, &cand)) < 0)
 		return r;
 	fl->seen_rev = kvs.rev;
 	post_snapshot(fl, &kvs, &cand);
+	fl->stage = "starting the watch";
 	r = etcd_watch_start(&fl->etcd, f.spans, 2, kvs.rev + 1, on_watch, fl, &fl->watch);
 	etcd_kvs_free(&kvs);
 	etcd_kvs_free(&cand);
 	if (r < 0)
 		return r;
+	fl->stage = "keeping the lease";
 	if ((r = keepalive(fl)) < 0)
 		return r;
 	fl->next_keepalive = clock_ms(CLOCK_MONOTONIC) + FLEET_KEEPALIVE_MS;
@@ -565,13 +573,16 @@ static int serve(struct fleet *fl)
 	long long now;
 	int r;
 
+	fl->stage = "watching the group";
 	if ((r = etcd_watch_poll(fl->watch, 250, fl->to_thread)) < 0)
 		return r;
 	drain(fl->to_thread);
+	fl->stage = "writing this node's status or shared changes";
 	if ((r = put_status(fl, false)) < 0 || (r = put_pubs(fl)) < 0 || (r = probe(fl)) < 0)
 		return r;
 	now = clock_ms(CLOCK_MONOTONIC);
 	if (now >= fl->next_keepalive) {
+		fl->stage = "keeping the lease";
 		if ((r = keepalive(fl)) < 0)
 			return r;
 		fl->next_keepalive = now + FLEET_KEEPALIVE_MS;
@@ -611,11 +622,27 @@ static int retry_ms(unsigned *tries)
 	return (int)(d / 2 + random_below(d / 2 + 1));
 }
 
+/* etcd not reached: the loop told, with the failures in a row, each time
+ * (it decides what the log says), so that its status stays current. */
+static void post_down(struct fleet *fl, int r, uint64_t failures)
+{
+	struct fmsg *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return;
+	m->kind = FM_DOWN;
+	m->seq = failures;
+	snprintf(m->err, sizeof(m->err), "%s: %s", fl->stage ? fl->stage : "connecting",
+		 fl->etcd.err[0] ? fl->etcd.err : strerror(-r));
+	post(fl, m);
+}
+
 static void *thread_main(void *arg)
 {
 	struct fleet *fl = arg;
-	bool up = false, said_down = false;
+	bool up = false;
 	unsigned tries = 0;
+	uint64_t failures = 0;
 
 	while (!want_stop(fl)) {
 		int r;
@@ -623,8 +650,8 @@ static void *thread_main(void *arg)
 		if (!up) {
 			if ((r = connect_etcd(fl)) == 0) {
 				up = true;
-				said_down = false;
 				tries = 0;
+				failures = 0;
 				set_endpoint(fl);
 				post_simple(fl, FM_UP, NULL);
 				continue;
@@ -639,13 +666,7 @@ static void *thread_main(void *arg)
 			up = false;
 			continue; /* compacted: read again at once */
 		}
-		if (up || !said_down) {
-			char err[600];
-
-			snprintf(err, sizeof(err), "%s", fl->etcd.err[0] ? fl->etcd.err : strerror(-r));
-			post_simple(fl, FM_DOWN, err);
-			said_down = true;
-		}
+		post_down(fl, r, ++failures);
 		up = false;
 		struct pollfd pfd = { .fd = fl->to_thread, .events = POLLIN };
 
@@ -1212,6 +1233,43 @@ static void shared_changed(struct daemon *dm, const char *set, const struct dyn_
 
 /* ---- the loop's side: messages ---- */
 
+#define ETCD_LOST "etcd not reached"
+
+/* How often the log says again that etcd is still lost: the test build
+ * takes it from NFBOX_TEST_FLEET_SAY_MS (nfbox itself has no such switch). */
+static long long say_down_ms(void)
+{
+#ifdef NFBOX_TEST_PLANT
+	const char *v = getenv("NFBOX_TEST_FLEET_SAY_MS");
+
+	if (v && atoi(v) > 0)
+		return atoi(v);
+#endif
+	return FLEET_SAY_DOWN_MS;
+}
+
+/* etcd not reached: said at once when it was lost, then again at most
+ * every FLEET_SAY_DOWN_MS with the attempts since and the last one's
+ * reasons (each endpoint's), which the status has at every attempt. */
+static void on_down(struct fleet *fl, const struct fmsg *m)
+{
+	long long now = clock_ms(CLOCK_MONOTONIC);
+
+	if (fl->connected || !fl->since) {
+		log_warn("fleet: etcd not reached, the policy in force stays: %s", m->err);
+		fl->since = time(NULL);
+		fl->said_down = now;
+	} else if (now - fl->said_down >= say_down_ms() && !planted("fleet-down-said-once")) {
+		log_warn("fleet: etcd still not reached after %" PRIu64 " attempts in %llds, the policy in force "
+			 "stays; the last: %s",
+			 m->seq, (long long)(time(NULL) - fl->since), m->err);
+		fl->said_down = now;
+	}
+	fl->connected = false;
+	fl->attempts = m->seq;
+	snprintf(fl->last_error, sizeof(fl->last_error), ETCD_LOST " (attempt %" PRIu64 "): %s", m->seq, m->err);
+}
+
 static void on_message(struct daemon *dm, struct fmsg *m, struct set_run *run)
 {
 	struct fleet *fl = FL(dm);
@@ -1222,14 +1280,17 @@ static void on_message(struct daemon *dm, struct fmsg *m, struct set_run *run)
 	case FM_UP:
 		fl->connected = true;
 		fl->since = time(NULL);
-		log_info("fleet: etcd reached (%s)", fl->endpoint);
+		if (fl->attempts)
+			log_info("fleet: etcd reached (%s) after %" PRIu64 " failed attempt%s", fl->endpoint,
+				 fl->attempts, fl->attempts == 1 ? "" : "s");
+		else
+			log_info("fleet: etcd reached (%s)", fl->endpoint);
+		fl->attempts = 0;
+		if (!strncmp(fl->last_error, ETCD_LOST, strlen(ETCD_LOST)))
+			fl->last_error[0] = '\0'; /* the error metric is 1 only while etcd is lost */
 		break;
 	case FM_DOWN:
-		if (fl->connected || !fl->since)
-			log_warn("fleet: etcd not reached, the policy in force stays: %s", m->err);
-		fl->connected = false;
-		fl->since = time(NULL);
-		snprintf(fl->last_error, sizeof(fl->last_error), "etcd not reached: %s", m->err);
+		on_down(fl, m);
 		break;
 	case FM_ERROR:
 		set_error(fl, "%s", m->err);
@@ -1481,9 +1542,14 @@ static void fleet_text(const struct rep *x, FILE *f)
 	bool connected = rep_b(x, "connected");
 
 	rep_ago(rep_i(x, "since") * 1000, age, sizeof(age));
-	fprintf(f, "fleet:      node %s of group %s; etcd %s %s (%s)\n", rep_s(x, "node"), rep_s(x, "group"),
-		connected ? "reached at" : "NOT reached since", connected ? rep_s(x, "endpoint") : age,
-		connected ? rep_ago(rep_i(x, "since") * 1000, age2, sizeof(age2)) : "the policy in force stays");
+	if (connected)
+		fprintf(f, "fleet:      node %s of group %s; etcd reached at %s (%s)\n", rep_s(x, "node"),
+			rep_s(x, "group"), rep_s(x, "endpoint"), rep_ago(rep_i(x, "since") * 1000, age2, sizeof(age2)));
+	else
+		fprintf(f,
+			"fleet:      node %s of group %s; etcd NOT reached since %s (%llu attempts; the policy in "
+			"force stays)\n",
+			rep_s(x, "node"), rep_s(x, "group"), age, (unsigned long long)rep_u(x, "attempts"));
 	if (rep_i(x, "revision"))
 		fprintf(f, "            revision %lld (%.12s)%s\n", (long long)rep_i(x, "revision"),
 			rep_s(x, "fingerprint"),
@@ -1534,6 +1600,7 @@ static void part_status(void *self, struct rep *status)
 	pthread_mutex_unlock(&fl->mu);
 	rep_str(o, "endpoint", endpoint);
 	rep_int(o, "since", fl->since);
+	rep_uint(o, "attempts", fl->attempts);
 	rep_metric(rep_int(o, "revision", fl->applied_rev), &m_revision);
 	rep_str(o, "fingerprint", fl->applied_fp);
 	rep_metric(rep_bool(o, "local_change",

@@ -21,6 +21,7 @@ cd "$(dirname "$0")/../.."
 command -v etcd >/dev/null || { t_fail setup "etcd is not installed (packaging/install-deps.sh installs etcd-server)"; t_done; }
 fl_setup || { t_fail setup "cannot build the fleet: $(tail -n 3 "$FL_TMP"/e1.log 2>/dev/null)"; t_done; }
 OP=$FL_TMP/operator.yaml
+export NFBOX_TEST_FLEET_SAY_MS=1000 # etcd still lost: said again after 1 s, not 30 s
 push() { fl_fleet push --fleet "$OP" "$@"; }
 
 # ---- the policies: a deny-list with a shared dynamic set ----
@@ -307,11 +308,22 @@ rc=$?
 t_check no-quorum-refused [ $rc -eq 4 ]
 t_check no-quorum-says grep -q "etcd has no quorum" "$FL_TMP/noquorum.out"
 t_check no-quorum-nodes-enforce eval 'fl_ping_is drop n1 && fl_ping_is drop n2'
+# a node goes on trying, and says so: the log again (at most every
+# NFBOX_TEST_FLEET_SAY_MS here) with its attempts and each endpoint's
+# reason; the status at every attempt (a node once said only its first
+# failure, then nothing while it tried for minutes)
+still_said() { grep -q "fleet: etcd still not reached after [0-9]* attempts in [0-9]*s, the policy in force stays; the last: [a-z' ]*: https://" "$FL_TMP/n1.err"; }
+t_check no-quorum-said-again wait_until 25 still_said
+t_check no-quorum-status-current eval '[ "$(fl_status_field n1 attempts)" -ge 2 ] &&
+	fl_status_field n1 last_error | grep -q "^etcd not reached (attempt [0-9]*): "'
+t_check no-quorum-status-text eval 'fl_ctl n1 status | grep -q "etcd NOT reached since .* ([0-9]* attempts; the policy in force stays)"'
 
 if [ -n "${NFBOX_LONG:-}" ]; then
 	fl_etcd_start e2
 	fl_etcd_start e3
 	t_check quorum-back wait_until 20 eval 'push "$FL_TMP/base.yaml" --wait 10s >/dev/null 2>&1'
+	t_check quorum-back-said wait_until 10 grep -q "fleet: etcd reached (https://.*) after [0-9]* failed attempts*" "$FL_TMP/n1.err"
+	t_check quorum-back-error-cleared wait_until 5 eval '[ "$(fl_status_field n1 last_error)" = None ] && [ "$(fl_status_field n1 attempts)" = 0 ]'
 	fl_node_stop n2 KILL
 	t_check dead-node-leaves-view wait_until 20 eval '[ "$(reporting)" = 2 ]'
 fi
