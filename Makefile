@@ -155,10 +155,15 @@ $(B)/obj/%.o: %.c | $(BPF_SKELS)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(BASE_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
+# The test build's debug information: -g1, line tables and inlined frames,
+# all that a sanitizer's report shows (the same stacks as -g), without the
+# variables' descriptions, which made its compile a fifth longer (-g: 24.3 s
+# of CPU for half the files, -g1: 19.9). SAN_DEBUG=-g for a debugger.
+SAN_DEBUG ?= -g1
 $(B)/asan/obj/%.o: %.c | $(BPF_SKELS)
 	$(call msg,CC-SAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(BASE_CFLAGS) $(TEST_DEFS) -O1 -g $(SAN_FLAGS) -c $< -o $@
+	$(Q)$(CC) $(BASE_CFLAGS) $(TEST_DEFS) -O1 $(SAN_DEBUG) $(SAN_FLAGS) -c $< -o $@
 
 $(B)/nfbox: $(call rel_obj,$(APP_SRCS) $(POLICY_SRCS))
 	$(call msg,LINK,$@)
