@@ -205,12 +205,24 @@ $(B)/bench_%: $(call rel_obj,tests/bench/bench_%.c) $(call rel_obj,$(APP_LIB_SRC
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS) -lelf -lz
 
-# libFuzzer harness: clang, with ASan+UBSan, over the policy loader only.
-$(B)/fuzz/fuzz_policy: tests/fuzz/fuzz_policy.c $(POLICY_SRCS) $(COMPILE_SRCS) $(shell find base policy appliance/backend/bpf/engine -name '*.h')
-	$(call msg,FUZZ,$@)
+# libFuzzer harness: clang, with ASan+UBSan, over what
+# tests/fuzz/fuzz_policy.c calls: the policy loader and the BPF backend's
+# compiler (not policy/diff/ nor policy/trace/, which it never reaches).
+# A file at a time, as the other builds (make -j shares them out; one clang
+# over all the files took 20 s on one core), with -gline-tables-only as
+# OSS-Fuzz builds its fuzzers: a report's stacks, file:line and inlined
+# frames. 14 s of CPU, against 21.5 s for all of policy/ with -g.
+FUZZ_SRCS := tests/fuzz/fuzz_policy.c $(filter-out policy/diff/% policy/trace/%,$(POLICY_SRCS)) $(COMPILE_SRCS)
+FUZZ_CFLAGS := -std=gnu11 -O1 -gline-tables-only -D_GNU_SOURCE -iquote . -iquote appliance -MMD -MP \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all $(shell $(PKG_CONFIG) --cflags yaml-0.1 2>/dev/null)
+$(B)/fuzz/obj/%.o: %.c
+	$(call msg,CC-FUZZ,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) -std=gnu11 -g -O1 -D_GNU_SOURCE -iquote . -iquote appliance -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=all -o $@ $(filter %.c,$^) $(shell $(PKG_CONFIG) --cflags --libs yaml-0.1)
+	$(Q)$(CLANG) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(B)/fuzz/fuzz_policy: $(patsubst %.c,$(B)/fuzz/obj/%.o,$(FUZZ_SRCS))
+	$(call msg,LINK,$@)
+	$(Q)$(CLANG) -fsanitize=fuzzer,address,undefined -o $@ $^ $(shell $(PKG_CONFIG) --libs yaml-0.1 2>/dev/null)
 
 unit: $(B)/nfbox $(B)/asan/nfbox $(B)/bench_txgen $(UNIT_BINS) $(BPFT_BINS) $(B)/fuzz/fuzz_policy $(REFJUDGE) $(URLFEED)
 
