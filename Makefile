@@ -3,7 +3,10 @@
 # Layout of the build tree (all under build/):
 #   build/nfbox             the appliance binary (release flags)
 #   build/asan/...          the same code and the unit tests, under ASan+UBSan
+#                           (build/asan/libnfbox.a: its code, which they link)
+#   build/fuzz/fuzz_policy  the policy fuzzer (clang, libFuzzer, ASan+UBSan)
 #   build/bpf/*.bpf.o       BPF objects; build/bpf/*.skel.h their skeletons
+#                           (shared by build/ and build/asan/: no C flags)
 #   bpf/vmlinux/ARCH/vmlinux.h  kernel types for CO-RE, checked in (`make vmlinux`
 #                           regenerates it from the running kernel); the build
 #                           never reads /sys/kernel/btf
