@@ -66,7 +66,11 @@ ARCH ?= $(shell uname -m)
 BPF_ARCH_x86_64 := x86
 BPF_ARCH := $(BPF_ARCH_$(ARCH))
 VMLINUX_H := bpf/vmlinux/$(ARCH)/vmlinux.h
-BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Wall -Werror -D__TARGET_ARCH_$(BPF_ARCH) -Ibpf/vmlinux/$(ARCH) -Ibpf
+# -ffile-prefix-map: the objects' BTF names the sources relative to the
+# tree, not by the build directory's path (nfbox embeds the objects: the
+# package carried that path, and differed from one build directory to another).
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -Wall -Werror -D__TARGET_ARCH_$(BPF_ARCH) -Ibpf/vmlinux/$(ARCH) -Ibpf \
+	-ffile-prefix-map=$(CURDIR)=.
 
 # base/: what the language and the appliance both stand on (diagnostics,
 # cleanup, JSON, the log); linked wherever policy/ is.
