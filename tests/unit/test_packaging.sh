@@ -134,7 +134,7 @@ fi
 
 # --- Debian package -------------------------------------------------------------
 # Built as `make deb` builds it: the source package, dpkg-buildpackage -b.
-deb_checks="deb-build deb-contents deb-no-forwarding deb-depends deb-conffiles deb-maintainer deb-hardening deb-shipped-policy deb-lintian"
+deb_checks="deb-build deb-contents deb-no-forwarding deb-depends deb-conffiles deb-maintainer deb-hardening deb-no-build-path deb-shipped-policy deb-lintian"
 missing_deb() { for c in $deb_checks; do missing "$c" "$1"; done; }
 
 if ! command -v dpkg-buildpackage >/dev/null 2>&1 || ! command -v dh >/dev/null 2>&1; then
@@ -238,6 +238,15 @@ else
 		nm -D "$bin" | grep -q ' __stack_chk_fail' || why="$why no-stack-protector"
 		nm -D "$bin" | grep -q '_chk@' || why="$why no-fortify"
 		if [ -z "$why" ]; then ok deb-hardening; else fail deb-hardening "$why"; fi
+
+		# The directory it was built in is nowhere in the binary (the
+		# BPF objects' BTF named it, so that each build differed).
+		stage="$(dirname "$deb")/nfbox-$(cat VERSION)"
+		if grep -qaF "$stage" "$bin"; then
+			fail deb-no-build-path "usr/sbin/nfbox names its build directory: $(strings "$bin" | grep -F "$stage" | head -n 1)"
+		else
+			ok deb-no-build-path
+		fi
 
 		# The shipped policy: valid, never forwards, keeps SSH and loopback
 		# open, and names no interface but lo (it must not lock anyone out
