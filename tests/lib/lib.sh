@@ -22,6 +22,14 @@ t_check() {
 	fi
 }
 t_done() { [ "$T_FAILED" -eq 0 ]; exit $?; }
+# json_true FILTER [jq options...]: whether the jq FILTER on the JSON on
+# standard input gives true (not jq -e: jq 1.6 passes it on no input).
+json_true() { [ "$(jq "${@:2}" "$1" 2>/dev/null)" = true ]; }
+# Arithmetic on decimals (times such as $EPOCHREALTIME) in awk, not a
+# python3 start: fnum EXPR prints its value to 3 places, fholds CONDITION
+# (awk's && and ||) is its truth as a status: fholds "$t1 - $t0 < 1"
+fnum() { awk "BEGIN { printf \"%.3f\\n\", $1 }"; }
+fholds() { awk "BEGIN { exit !($1) }"; }
 
 # wait_until SECONDS COMMAND...: run COMMAND (its output discarded) every
 # 0.05 s until it succeeds (status 0) or SECONDS (may be fractional) have
