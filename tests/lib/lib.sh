@@ -37,16 +37,21 @@ fholds() { awk "BEGIN { exit !($1) }"; }
 # rather than sleeping and hoping it happened: a timeout is the caller's to
 # report as a failure. COMMAND runs in this shell, so a function may keep
 # state across tries.
-wait_until() {
-	local int=${1%%.*} frac=${1#*.} end
-	shift
+wait_until() { wait_every 0.05 "$@"; }
+
+# wait_every STEP SECONDS COMMAND...: wait_until, trying every STEP s: for a
+# command that costs too much to run 20 times a second through a wait of
+# seconds (a python and three bpftools), where STEP more is no matter.
+wait_every() {
+	local step=$1 int=${2%%.*} frac=${2#*.} end
+	shift 2
 	[ "$frac" = "$int" ] && frac=
 	frac=${frac}000000
 	end=$((${EPOCHREALTIME/./} + ${int:-0} * 1000000 + 10#${frac:0:6}))
 	while :; do
 		"$@" >/dev/null 2>&1 && return 0
 		[ "${EPOCHREALTIME/./}" -ge "$end" ] && return 1
-		sleep 0.05
+		sleep "$step"
 	done
 }
 
