@@ -111,6 +111,23 @@ int etcd_watch_start(struct etcd *e, const struct etcd_span *spans, size_t n, in
 int etcd_watch_poll(struct etcd_watch *w, int timeout_ms, int wake_fd);
 void etcd_watch_free(struct etcd_watch *w);
 
+/* A watch's stream as it arrives: the JSON objects in it, each ended by a
+ * newline, each given whole to fn once (fn's negative answer ends the
+ * feed and is returned; -ENOMEM: no room). What is not whole stays for the
+ * next piece; an object that arrives in many pieces is parsed about once
+ * (parses counts json_loadb's calls: the tests read it). */
+struct json_t;
+struct etcd_stream {
+	char *p;
+	size_t n, cap;
+	size_t used;  /* of p: objects already given */
+	size_t tried; /* where the last parse that found the object not whole ended (0: none) */
+	unsigned long parses;
+};
+int etcd_stream_feed(struct etcd_stream *s, const char *data, size_t n, int (*fn)(void *arg, struct json_t *o),
+		     void *arg);
+void etcd_stream_free(struct etcd_stream *s);
+
 /* Base64 as the gateway writes it: a new string; decode NULL if s is not
  * base64 (*len: the bytes, which are also NUL-terminated). */
 char *etcd_b64_encode(const char *s, size_t len);

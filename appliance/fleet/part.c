@@ -53,14 +53,24 @@
  * is the fleet's idle load (one a second each overloaded a 3-member cluster
  * at 500 nodes). A lost etcd is seen by the watch's connection sooner
  * (etcd.c: TCP keepalive). */
-#define FLEET_KEEPALIVE_MS  (FLEET_LEASE_S * 1000 / 3)
-#define FLEET_RETRY_MS	    1000  /* etcd tried again after a failure (at random in 0.5-1x of this) */
-#define FLEET_RETRY_MAX_MS  4000  /* ... doubled after each failure up to this */
-#define FLEET_SAY_DOWN_MS   30000 /* etcd still lost: the log says so again at most this often */
-#define FLEET_CONFIRM_S	    30	  /* a canary's time to confirm when the push gives none */
-#define FLEET_MAX_PUBS	    (1u << 16)
-#define FLEET_SET_LEASE_PAD 2	/* s: an entry's key outlives its timeout, so nodes expire it first */
-#define FLEET_TXN_OPS	    128 /* operations in one transaction: etcd's --max-txn-ops (its default) */
+#define FLEET_KEEPALIVE_MS (FLEET_LEASE_S * 1000 / 3)
+#define FLEET_RETRY_MS	   1000	 /* etcd tried again after a failure (at random in 0.5-1x of this) */
+#define FLEET_RETRY_MAX_MS 4000	 /* ... doubled after each failure up to this */
+#define FLEET_SAY_DOWN_MS  30000 /* etcd still lost: the log says so again at most this often */
+/* A full read of the group (a shared entry is about 200 bytes of JSON: 2 MB
+ * for 10,000) waits this long, not the 3 s of other requests: etcd answers
+ * a read it cannot serve (no quorum) with an error within about 7 s itself,
+ * and a read given up on while a loaded member is still making its answer
+ * is asked again at once and made again, which is how 500 nodes reading
+ * 10,000 entries each ran etcd out of memory. */
+#define FLEET_READ_TIMEOUT_MS 15000
+#define FLEET_CONFIRM_S	      30 /* a canary's time to confirm when the push gives none */
+#define FLEET_MAX_PUBS	      (1u << 16)
+#define FLEET_SET_LEASE_PAD   2	  /* s: an entry's key outlives its timeout, so nodes expire it first */
+#define FLEET_TXN_OPS	      128 /* operations in one transaction: etcd's --max-txn-ops (its default) */
+
+#define ETCD_LOST   "etcd not reached"
+#define WRITES_LOST "etcd did not take this node's writes"
 
 /* ---- what the thread tells the loop ---- */
 
@@ -71,9 +81,11 @@ enum fmsg_kind {
 	FM_SNAP_END, /* ... and ends */
 	FM_POLICY,   /* the group's revision (del: none) */
 	FM_CANDIDATE,
-	FM_SET,	  /* a shared set's entry (key: SET/PREFIX) */
-	FM_PROBE, /* etcd answered a new connection (seq) */
-	FM_ERROR, /* an operation refused (err), the connection fine */
+	FM_SET,		  /* a shared set's entry (key: SET/PREFIX) */
+	FM_PROBE,	  /* etcd answered a new connection (seq) */
+	FM_ERROR,	  /* an operation refused (err), the connection fine */
+	FM_WRITES_FAILED, /* etcd did not take a write (err), the watch goes on */
+	FM_WRITES_OK,	  /* ... and takes them again */
 };
 
 struct fmsg {
@@ -162,8 +174,10 @@ struct fleet {
 	struct etcd_watch *watch;
 	int64_t lease;
 	long long next_keepalive;
-	int64_t seen_rev;  /* the store's revision the node last read or was told of (the thread's) */
-	const char *stage; /* what the thread was doing with etcd, for its errors */
+	int64_t seen_rev;      /* the store's revision the node last read or was told of (the thread's) */
+	long long write_after; /* ms (monotonic): the writes wait until then after a failure */
+	unsigned write_tries;  /* writes failed in a row */
+	const char *stage;     /* what the thread was doing with etcd, for its errors */
 };
 
 static void post(struct fleet *fl, struct fmsg *m)
@@ -457,12 +471,14 @@ static void followed_keys(const struct fleet *fl, struct followed *f)
 /* The followed keys read (the candidate at the same revision as the rest). */
 static int read_followed(struct fleet *fl, const struct followed *f, struct etcd_kvs *kvs, struct etcd_kvs *cand)
 {
+	long was = fl->etcd.timeout_ms;
 	int r;
 
-	if ((r = etcd_get_span(&fl->etcd, &f->spans[1], 0, kvs)) < 0)
-		return r;
-	if ((r = etcd_get_span(&fl->etcd, &f->spans[0], kvs->rev, cand)) < 0)
+	fl->etcd.timeout_ms = FLEET_READ_TIMEOUT_MS;
+	if ((r = etcd_get_span(&fl->etcd, &f->spans[1], 0, kvs)) == 0 &&
+	    (r = etcd_get_span(&fl->etcd, &f->spans[0], kvs->rev, cand)) < 0)
 		etcd_kvs_free(kvs);
+	fl->etcd.timeout_ms = was;
 	return r;
 }
 
@@ -498,6 +514,9 @@ static int connect_etcd(struct fleet *fl)
 	struct followed f;
 	int r;
 
+	/* on new connections: one that was open may be to a member behind a
+	 * partition, and the read's long wait is for a member that answers */
+	fl->etcd.fresh = !planted("fleet-reconnect-reuses");
 	fl->stage = "sending this node's shared changes";
 	if ((r = put_pubs(fl)) < 0) /* what changed here while away goes first */
 		return r;
@@ -567,17 +586,26 @@ static int probe(struct fleet *fl)
 	return 0;
 }
 
-/* While connected: what the loop asked for, and the lease kept alive. */
-static int serve(struct fleet *fl)
+static int retry_ms(unsigned *tries);
+
+/* What the node writes while connected: its status, its shared changes,
+ * a probe asked for, and the lease kept alive when it is due. */
+static int writes(struct fleet *fl)
 {
 	long long now;
 	int r;
 
-	fl->stage = "watching the group";
-	if ((r = etcd_watch_poll(fl->watch, 250, fl->to_thread)) < 0)
-		return r;
-	drain(fl->to_thread);
 	fl->stage = "writing this node's status or shared changes";
+#ifdef NFBOX_TEST_PLANT
+	/* the test build's writes fail while the file NFBOX_TEST_FLEET_WRITES_FAIL
+	 * names is there, as a loaded member's time out (nfbox has no such switch) */
+	const char *f = getenv("NFBOX_TEST_FLEET_WRITES_FAIL");
+
+	if (f && access(f, F_OK) == 0) {
+		snprintf(fl->etcd.err, sizeof(fl->etcd.err), "test: %s is there", f);
+		return -ETIMEDOUT;
+	}
+#endif
 	if ((r = put_status(fl, false)) < 0 || (r = put_pubs(fl)) < 0 || (r = probe(fl)) < 0)
 		return r;
 	now = clock_ms(CLOCK_MONOTONIC);
@@ -587,6 +615,46 @@ static int serve(struct fleet *fl)
 			return r;
 		fl->next_keepalive = now + FLEET_KEEPALIVE_MS;
 	}
+	return 0;
+}
+
+static void stage_err(const struct fleet *fl, int r, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s: %s", fl->stage ? fl->stage : "connecting",
+		 fl->etcd.err[0] ? fl->etcd.err : strerror(-r));
+}
+
+/* While connected: the watch followed, and the writes. A write etcd does
+ * not take (a loaded member times out) leaves the watch as it is: the
+ * writes are tried again after a wait that grows as a reconnection's does,
+ * and what they carry waits for them (the status, the shared changes; a
+ * lease that ended meanwhile is granted again). Dropping the watch for it
+ * meant a full read of the group on every node that timed out, the load
+ * that made them time out. Only the watch's end reconnects. */
+static int serve(struct fleet *fl)
+{
+	char err[700];
+	int r;
+
+	fl->stage = "watching the group";
+	if ((r = etcd_watch_poll(fl->watch, 250, fl->to_thread)) < 0)
+		return r;
+	drain(fl->to_thread);
+	if (clock_ms(CLOCK_MONOTONIC) < fl->write_after)
+		return 0;
+	if ((r = writes(fl)) == 0) {
+		if (fl->write_tries)
+			post_simple(fl, FM_WRITES_OK, NULL);
+		fl->write_tries = 0;
+		return 0;
+	}
+	if (planted("fleet-write-fail-drops-watch"))
+		return r;
+	if (!fl->write_tries) {
+		stage_err(fl, r, err, sizeof(err));
+		post_simple(fl, FM_WRITES_FAILED, err);
+	}
+	fl->write_after = clock_ms(CLOCK_MONOTONIC) + retry_ms(&fl->write_tries);
 	return 0;
 }
 
@@ -632,8 +700,7 @@ static void post_down(struct fleet *fl, int r, uint64_t failures)
 		return;
 	m->kind = FM_DOWN;
 	m->seq = failures;
-	snprintf(m->err, sizeof(m->err), "%s: %s", fl->stage ? fl->stage : "connecting",
-		 fl->etcd.err[0] ? fl->etcd.err : strerror(-r));
+	stage_err(fl, r, m->err, sizeof(m->err));
 	post(fl, m);
 }
 
@@ -652,6 +719,7 @@ static void *thread_main(void *arg)
 				up = true;
 				tries = 0;
 				failures = 0;
+				fl->write_after = 0;
 				set_endpoint(fl);
 				post_simple(fl, FM_UP, NULL);
 				continue;
@@ -793,7 +861,9 @@ static void adopt(struct daemon *dm, int64_t rev, const char *fp, const char *pa
 	snprintf(fl->applied_fp, sizeof(fl->applied_fp), "%s", fp);
 	snprintf(fl->applied_path, sizeof(fl->applied_path), "%s", path);
 	daemon_set_policy_path(dm, path);
-	fl->last_error[0] = '\0';
+	if (strncmp(fl->last_error, ETCD_LOST, strlen(ETCD_LOST)) &&
+	    strncmp(fl->last_error, WRITES_LOST, strlen(WRITES_LOST)))
+		fl->last_error[0] = '\0'; /* a revision's error: this one is fine (etcd's stay until it is) */
 	save_applied(fl);
 	prune(fl);
 }
@@ -1233,8 +1303,6 @@ static void shared_changed(struct daemon *dm, const char *set, const struct dyn_
 
 /* ---- the loop's side: messages ---- */
 
-#define ETCD_LOST "etcd not reached"
-
 /* How often the log says again that etcd is still lost: the test build
  * takes it from NFBOX_TEST_FLEET_SAY_MS (nfbox itself has no such switch). */
 static long long say_down_ms(void)
@@ -1294,6 +1362,14 @@ static void on_message(struct daemon *dm, struct fmsg *m, struct set_run *run)
 		break;
 	case FM_ERROR:
 		set_error(fl, "%s", m->err);
+		break;
+	case FM_WRITES_FAILED:
+		set_error(fl, WRITES_LOST "; the watch goes on, and they are tried again: %s", m->err);
+		break;
+	case FM_WRITES_OK:
+		log_info("fleet: etcd takes this node's writes again");
+		if (!strncmp(fl->last_error, WRITES_LOST, strlen(WRITES_LOST)))
+			fl->last_error[0] = '\0';
 		break;
 	case FM_SNAP:
 		fl->snapping = true;

@@ -11,6 +11,8 @@ appliance.
                       the test), DIR/dynamic.txt ("SET PREFIX" lines, added
                       with nfbox set add), DIR/probes.json and DIR/judge.in
                       (refjudge's input)
+  policy SEED DIR     DIR/policy.yaml alone, as gen writes it (no probes:
+                      to pick seeds by what their policies hold)
   probe DIR BACKEND SOCK P
                       (root, host namespace) send every probe through the
                       namespaces P-c, P-a, P-s (test_backend_diff.sh's
@@ -22,11 +24,12 @@ appliance.
                       probe; exit 1 on one, or when a positive control
                       fails (a probe moved no counter, nothing was accepted
                       or nothing dropped; not with --no-controls)
-  trace DIR NFBOX      what `nfbox trace --policy` says of each probe it can
+  trace DIR NFBOX [NETNS]
+                      what `nfbox trace --policy` says of each probe it can
                       describe (one whole packet, a state of its own, not
                       tracked:): DIR/trace.json, which compare then holds
                       to each backend's observation as it holds the
-                      reference's
+                      reference's; run in network namespace NETNS (root)
   only DIR ID OUT     a copy of DIR with probe ID alone into OUT (reduction)
   drop-rule POLICY N OUT
                       POLICY without its Nth rule (reduction); exit 3 when
@@ -829,13 +832,24 @@ def gen_probes(r, pol, n):
     return pr, flows
 
 
-def cmd_gen(seed, out):
+def write_policy(seed, out):
+    """The seed's policy into out/policy.yaml: its generator and what it
+    generated."""
     r = random.Random(int(seed))
     pol = Policy()
     text = gen_policy(r, pol)
     geo = os.path.join(os.path.abspath(out), "geo.mmdb")
     with open(os.path.join(out, "policy.yaml"), "w") as f:
         f.write(text.replace("@GEO@", geo))
+    return r, pol, geo
+
+
+def cmd_policy(seed, out):
+    write_policy(seed, out)
+
+
+def cmd_gen(seed, out):
+    r, pol, geo = write_policy(seed, out)
     with open(os.path.join(out, "fed.txt"), "w") as f:
         for name, nets in pol.fed.items():
             # the daemon fills these sets from the database; the reference
@@ -1062,14 +1076,17 @@ def cmd_probe(d, backend, sock, prefix):
                 sk.send(eth + data)
         # Until the counters move and then stay still for 20 ms (2 s at
         # most: a probe no hook saw moves nothing, which compare reports).
-        moved, arrived, still_since = {}, set(), None
+        # Asked every 3 ms until they move, then once more 21 ms after each
+        # change: counters only grow, so two equal reads 20 ms apart are
+        # 20 ms of stillness (reads in between cost the daemon, not more).
+        moved, arrived, still_since, wait = {}, set(), None, 0.003
         end = time.time() + 2.0
         while time.time() < end:
-            arrived |= drain(0.003)
+            arrived |= drain(wait)
             cur = counts(sock)
             dd = delta(before, cur)
             if dd != moved:
-                moved, still_since = dd, time.time()
+                moved, still_since, wait = dd, time.time(), 0.021
             elif moved and time.time() - still_since > 0.02:
                 break
         arrived |= drain(0.01)
@@ -1238,15 +1255,22 @@ def trace_args(p):
     return a
 
 
-def cmd_trace(d, nfbox):
+def cmd_trace(d, nfbox, netns=None):
+    if netns:  # where the appliance's interfaces are (its children start there too)
+        return in_netns(netns, lambda: cmd_trace(d, nfbox))
     probes = json.load(open(os.path.join(d, "probes.json")))
     out = {}
+    # The first trace with LeakSanitizer's scan at its exit, the others
+    # (150 a seed) without it: it was a quarter of their CPU, and what it
+    # checks is the same in each (tests/lib/lib.sh, cli_run).
+    quiet = dict(os.environ, ASAN_OPTIONS=os.environ.get("ASAN_OPTIONS", "") + ":detect_leaks=0")
     for p in probes:
         a = trace_args(p)
         if a is None:
             continue
         run = subprocess.run([nfbox, "trace", "--json", "--policy", os.path.join(d, "check.yaml"),
-                              "--sets", os.path.join(d, "dynamic.txt")] + a, capture_output=True, text=True)
+                              "--sets", os.path.join(d, "dynamic.txt")] + a, capture_output=True, text=True,
+                             env=quiet if out else None)
         if run.returncode != 0:
             sys.stderr.write("nfbox trace %s: exit %d: %s" % (" ".join(a), run.returncode, run.stderr))
             return 1
@@ -1307,7 +1331,7 @@ def cmd_drop_rule(path, n, out):
 
 def main():
     cmd, args = sys.argv[1], sys.argv[2:]
-    fn = {"gen": cmd_gen, "replies": cmd_replies, "probe": cmd_probe, "compare": cmd_compare, "trace": cmd_trace, "only": cmd_only,
+    fn = {"gen": cmd_gen, "policy": cmd_policy, "replies": cmd_replies, "probe": cmd_probe, "compare": cmd_compare, "trace": cmd_trace, "only": cmd_only,
           "drop-rule": cmd_drop_rule}[cmd]
     sys.exit(fn(*args) or 0)
 

@@ -230,18 +230,19 @@ in_c timeout 60 "$NET" tcp-ticks $S4 7106 50 >"$tmp/ticks" 2>&1 &
 ticks_pid=$!
 t_check schedule-stream-connected wait_until 5 grep -q connected "$tmp/ticks"
 sed -i "s/^\(  - { name: until-reload, .*days: \[\)$today\]/\1$other_day]/" "$root/etc/nfbox/policy.yaml"
-now_s() { /usr/bin/python3 -c 'import time; print("%.3f" % time.time())'; }
+now_s() { fnum "$EPOCHREALTIME"; }
 before=$(now_s)
 in_ct systemctl reload nfbox
 after=$(now_s)
 cut_logged() { journal 40 | grep -q "rule 'until-reload' is out of force (when:): connection cut: proto 6 $C4 port [0-9]* to $S4 port 7106"; }
 t_check schedule-cut-logged wait_until 5 cut_logged
-wait_until 5 /usr/bin/python3 -c "import sys, time; sys.exit(time.time() < $after + 2.5)"
+not_before() { fholds "$EPOCHREALTIME >= $1"; } # EXPR: the clock has reached it
+wait_until 5 not_before "$after + 2.5"
 kill -TERM $last_pid $ticks_pid 2>/dev/null
 wait $last_pid $ticks_pid 2>/dev/null
 stopped=$(awk '/^last/ {print $3}' "$tmp/last")
 echo "# the stream's last tick: $stopped; the reload: $before to $after" >&2
-t_check schedule-stream-cut /usr/bin/python3 -c "import sys; sys.exit(not $before - 1 < ${stopped:-0} <= $after + 1)"
+t_check schedule-stream-cut fholds "$before - 1 < ${stopped:-0} && ${stopped:-0} <= $after + 1"
 
 # ---- country, host-name and Suricata sets ----
 t_check country-dropped [ "$(from_to c $C4GEO $S4 7000)" = drop ]
@@ -252,18 +253,16 @@ printf '{"event_type":"alert","src_ip":"%s","dest_ip":"%s","alert":{"severity":1
 t_check suricata-banned wait_until 3 listed ids $C4IDS
 t_check suricata-dropped [ "$(from_to c $C4IDS $S4 7000)" = drop ]
 feed() { # SET FIELD: the field of the set's feed in status --json, "absent" without one
-	ctl status --json | /usr/bin/python3 -c '
-import json, sys
-print(next((f.get(sys.argv[2]) for f in json.load(sys.stdin)["feeds"] if f["set"] == sys.argv[1]), "absent"))' "$1" "$2"
+	ctl status --json | jq -r --arg s "$1" --arg k "$2" 'first((.feeds[] | select(.set == $s) | .[$k]), "absent")'
 }
 t_check country-missing-says grep -q "set 'geo-none' is empty until the database is read: rule 'drop-geo-none' drops nothing" <<<"$(feed geo-none warning)"
 
 # ---- a set fetched from a URL, kept in the state directory ----
-url_checked() { [ "$(feed lists checked)" != None ] && [ "$(feed lists checked)" != absent ]; }
+url_checked() { [ "$(feed lists checked)" != null ] && [ "$(feed lists checked)" != absent ]; }
 kheld() { /usr/bin/python3 tests/lib/kset.py bpf "$tmp/bpffs/nfbox" "$1" | grep -q "^$2 "; } # SET PREFIX
 t_check url-checked wait_until 10 url_checked
 t_check url-entries [ "$(feed lists entries)" = 2 ]
-t_check url-no-warning [ "$(feed lists warning)" = None ]
+t_check url-no-warning [ "$(feed lists warning)" = null ]
 t_check url-in-kernel wait_until 3 kheld lists $S4URL/32
 t_check url-in-kernel-prefix kheld lists 192.0.2.128/25
 t_check url-dropped [ "$(from_to c $C4 $S4URL 7000)" = drop ]
@@ -288,7 +287,7 @@ in_s "$NET" udp-blast 198.18.0.1 7777 5 >/dev/null 2>&1
 in_c "$NET" udp-blast $S4 7778 5 >/dev/null 2>&1
 # frames to 198.18.0.1 go out of span1 only: the capture on span0 takes them
 tshark_has() { [ "$(tshark -r "$1" -Y "$2" 2>/dev/null | wc -l)" -ge "$3" ]; } # FILE FILTER MIN
-written() { [ "$(ctl stats --json | /usr/bin/python3 -c 'import json,sys; print(sum(c["written"] for c in json.load(sys.stdin)["captures"] if c["name"] == sys.argv[1]))' "$1")" -ge "$2" ]; }
+written() { [ "$(ctl stats --json | jq --arg n "$1" '[.captures[] | select(.name == $n) | .written] | add // 0')" -ge "$2" ]; }
 t_check capture-written wait_until 3 written span 5
 t_check mirror-written wait_until 3 written mirror 5
 in_ct systemctl stop nfbox
@@ -321,7 +320,7 @@ sed -i '/geo-none/d' "$pol"
 in_ct systemctl reset-failed nfbox
 in_ct systemctl start nfbox
 t_check strict-clean-starts wait_until 20 active
-gen() { ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])'; }
+gen() { ctl status --json | jq -r .generation; }
 g=$(gen)
 cp "$pol" "$tmp/clean.yaml"
 cp "$tmp/warned.yaml" "$pol"

@@ -91,7 +91,7 @@ boot() { # N
 	[ -n "$l" ] && in_node "$n" systemctl enable --now nfbox >"$TMP/enable$n.out" 2>&1
 }
 in_node() { local n=$1; shift; nsenter -t "${LEADER[$n]}" -a "$@"; }
-role() { in_node "$1" nfbox status --json 2>/dev/null | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["ha"]["role"])' 2>/dev/null; }
+role() { in_node "$1" nfbox status --json 2>/dev/null | jq -r .ha.role 2>/dev/null; }
 role_is() { [ "$(role "$1")" = "$2" ]; }
 for n in 1 2; do
 	if boot $n && [ "$(in_node $n systemctl show nfbox -p ActiveState --value)" = active ]; then
@@ -101,10 +101,8 @@ for n in 1 2; do
 		t_done
 	fi
 done
-daemons() { in_node "$1" nfbox status --json | /usr/bin/python3 -c '
-import json, sys
-h = json.load(sys.stdin)["ha"]
-print(" ".join("%s:%s" % (d, "up" if h[d]["pid"] else "down") for d in ("keepalived", "conntrackd")))'; }
+daemons() { in_node "$1" nfbox status --json |
+	jq -r '.ha as $h | ["keepalived", "conntrackd"] | map("\(.):\(if ($h[.].pid // 0) != 0 then "up" else "down" end)") | join(" ")'; }
 in_cgroup() { in_node 1 systemctl status nfbox --no-pager -l >"$TMP/cgroup" 2>&1; grep -q "keepalived" "$TMP/cgroup" && grep -q "conntrackd" "$TMP/cgroup"; }
 t_check node1-master wait_until 10 role_is 1 master
 t_check node2-backup role_is 2 backup
@@ -121,7 +119,7 @@ ip netns exec $C timeout 40 "$NET" push-watch 198.51.100.10 5000 30 "$TMP/watch"
 arrived() { awk -v p="$1" -v t="$2" '$1 == p && $2 > t { n++ } END { print n + 0 }' "$TMP/watch" 2>/dev/null || echo 0; }
 flowing() { [ "$(arrived tcp "$1")" -ge 10 ] && [ "$(arrived udp "$1")" -ge 10 ]; }
 t_check flows-through-master wait_until 5 flowing 0
-synced() { [ "$(in_node 2 nfbox status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["ha"]["sync"]["from_peer"])' 2>/dev/null)" -ge 2 ] 2>/dev/null; }
+synced() { [ "$(in_node 2 nfbox status --json | jq -r .ha.sync.from_peer 2>/dev/null)" -ge 2 ] 2>/dev/null; }
 t_check backup-holds-the-flows wait_until 12 synced
 t0=$(date +%s.%N)
 ip -n $SW link set p1l down

@@ -184,7 +184,7 @@ enforce_older() {
 check_takeover() {
 	journal >"$tmp/journal"
 	if [ "$1" = same ]; then
-		if [ "$(up_status adopted)" = True ] && [ "$(up_status programs_replaced)" = True ] &&
+		if [ "$(up_status adopted)" = true ] && [ "$(up_status programs_replaced)" = true ] &&
 			grep -q "was another build's: this build's programs run in its place" "$tmp/journal"; then
 			t_ok same-adopted-programs-replaced
 		else

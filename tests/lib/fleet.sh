@@ -200,8 +200,8 @@ fl_node_stop() { # N [KILL]
 fl_ctl() { local n=$1; shift; cli_run ip netns exec "$(fl_ns "$n")" "$NFBOX" "$@" --socket "$FL_TMP/$n.sock"; }
 # the operator's nfbox fleet, from the client namespace
 fl_fleet() { cli_run ip netns exec "$(fl_ns cl)" "$NFBOX" fleet "$@"; }
-fl_status_field() { # N FIELD (of status --json's fleet)
-	fl_ctl "$1" status --json 2>/dev/null | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["fleet"][sys.argv[1]])' "$2"
+fl_status_field() { # N FIELD (of status --json's fleet; JSON's true, false, null as such)
+	fl_ctl "$1" status --json 2>/dev/null | jq -r --arg f "$2" '.fleet | objects | select(has($f)) | .[$f]'
 }
 # ping from the client to a node answers (pass) or not (drop)
 fl_ping() { # N [6]

@@ -22,6 +22,14 @@ t_check() {
 	fi
 }
 t_done() { [ "$T_FAILED" -eq 0 ]; exit $?; }
+# json_true FILTER [jq options...]: whether the jq FILTER on the JSON on
+# standard input gives true (not jq -e: jq 1.6 passes it on no input).
+json_true() { [ "$(jq "${@:2}" "$1" 2>/dev/null)" = true ]; }
+# Arithmetic on decimals (times such as $EPOCHREALTIME) in awk, not a
+# python3 start: fnum EXPR prints its value to 3 places, fholds CONDITION
+# (awk's && and ||) is its truth as a status: fholds "$t1 - $t0 < 1"
+fnum() { awk "BEGIN { printf \"%.3f\\n\", $1 }"; }
+fholds() { awk "BEGIN { exit !($1) }"; }
 
 # wait_until SECONDS COMMAND...: run COMMAND (its output discarded) every
 # 0.05 s until it succeeds (status 0) or SECONDS (may be fractional) have
@@ -29,16 +37,21 @@ t_done() { [ "$T_FAILED" -eq 0 ]; exit $?; }
 # rather than sleeping and hoping it happened: a timeout is the caller's to
 # report as a failure. COMMAND runs in this shell, so a function may keep
 # state across tries.
-wait_until() {
-	local int=${1%%.*} frac=${1#*.} end
-	shift
+wait_until() { wait_every 0.05 "$@"; }
+
+# wait_every STEP SECONDS COMMAND...: wait_until, trying every STEP s: for a
+# command that costs too much to run 20 times a second through a wait of
+# seconds (a python and three bpftools), where STEP more is no matter.
+wait_every() {
+	local step=$1 int=${2%%.*} frac=${2#*.} end
+	shift 2
 	[ "$frac" = "$int" ] && frac=
 	frac=${frac}000000
 	end=$((${EPOCHREALTIME/./} + ${int:-0} * 1000000 + 10#${frac:0:6}))
 	while :; do
 		"$@" >/dev/null 2>&1 && return 0
 		[ "${EPOCHREALTIME/./}" -ge "$end" ] && return 1
-		sleep 0.05
+		sleep "$step"
 	done
 }
 

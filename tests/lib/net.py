@@ -32,20 +32,22 @@ time and prints one result line; the exit status says success.
   tcp-stream HOST PORT SECONDS     send/echo continuously; print bytes and the
                                    longest stall; exit 1 if it breaks
   forge [--local] [--from SRC] HOST PORT SPORT KIND...
-                                   scapy: one packet per KIND, from source ports SPORT,
+                                   one packet per KIND, from source ports SPORT,
                                    SPORT+1... (and address SRC, which may be one no
                                    socket could send from); KIND a TCP segment's flags
                                    (scapy's letters: S, R, F, A, FA, RA; 0 for none),
-                                   with no handshake before it, or udp; --local: through
-                                   this host's own stack (a raw socket: its output hook),
-                                   not onto the link; print "sent N"
+                                   with no handshake before it, or udp. Sent on a raw
+                                   socket, through this host's own stack: run it where
+                                   no rules are (the client), or with --local where
+                                   this host's output hook is meant to judge them (a
+                                   refusal there is no error); print "sent N"
   watch SPORT N SECONDS            print "ready" once listening, then "seen KIND SPORT
                                    DPORT SRC" for each TCP segment or UDP datagram from
                                    source ports SPORT..SPORT+N-1 that arrives here (KIND
                                    as forge's), until SECONDS are up or SIGTERM; then
                                    "total K"
   frags HOST PORT[,PORT] MODE [EVIL-PORT]
-                                   scapy: send crafted IPv4/IPv6 fragments
+                                   send crafted IPv4/IPv6 fragments (a raw socket)
   v6-chain HOST PORT udp|tcp N     an IPv6 UDP datagram, or a TCP SYN (then
                                    "synack" or "no answer"), behind N
                                    destination-options headers
@@ -68,6 +70,7 @@ time and prints one result line; the exit status says success.
                                    listen: "tcp|udp TIME N" per line received, to FILE
 """
 import socket
+import struct
 import sys
 import time
 
@@ -314,12 +317,7 @@ def tcp_probe(host, port, timeout, src=None):
 
 def _tcp_segment(src, dst, sport, dport, seq, flags):
     """A bare TCP header (no options) checksummed for src and dst."""
-    import struct
-    fam = family(dst)
-    hdr = struct.pack("!HHIIBBHHH", sport, dport, seq, 0, 5 << 4, flags, 65535, 0, 0)
-    pseudo = socket.inet_pton(fam, src) + socket.inet_pton(fam, dst)
-    pseudo += struct.pack("!I3xB", len(hdr), 6) if fam == socket.AF_INET6 else struct.pack("!xBH", 6, len(hdr))
-    return hdr[:16] + struct.pack("!H", _csum(pseudo + hdr)) + hdr[18:]
+    return tcp_segment(src, dst, sport, dport, seq, 0, flags, 65535)
 
 
 def syn_rst(host, port, count, gap, src=None):
@@ -421,36 +419,34 @@ def tcp_stream(host, port, seconds):
     return 0
 
 
+def forge_packets(src, host, port, sport, kinds):
+    """forge's packets, as scapy made them: IP(dst=host, src=src) / (UDP(sport,
+    dport=port) / payload(16), or TCP(sport, dport=port, flags, seq=1000 + i,
+    ack=2000 if "A" in KIND else 0)), sport counting up from SPORT."""
+    pkts = []
+    for i, k in enumerate(kinds):
+        if k == "udp":
+            proto, l4 = 17, udp_datagram(src, host, sport + i, port, payload(16))
+        else:
+            proto, l4 = 6, tcp_segment(src, host, sport + i, port, 1000 + i, 2000 if "A" in k else 0,
+                                       0 if k == "0" else k)
+        pkts.append(ip_packet(src, host, proto, l4))
+    return pkts
+
+
 def forge(*args):
     """Packets no socket would send: segments no handshake led to (what a
     SYN proxy must not let through: a RST, FIN or no flag at all is invalid
     to conntrack and not the proxy's; an ACK is the proxy's to check against
     its cookies), or from an address that is not on the wire."""
-    from scapy.layers.inet import IP, TCP, UDP
-    from scapy.layers.inet6 import IPv6
-    from scapy.sendrecv import send
-
     local = args[0] == "--local"
     args = args[1:] if local else args
     src = None
     if args[0] == "--from":
         src, args = args[1], args[2:]
     host, port, sport, kinds = args[0], int(args[1]), int(args[2]), args[3:]
-    ip = IPv6(dst=host) if ":" in host else IP(dst=host)
-    if src:
-        ip.src = src
-    pkts = [ip / (UDP(sport=sport + i, dport=port) / payload(16) if k == "udp" else
-                  TCP(sport=sport + i, dport=port, flags=0 if k == "0" else k, seq=1000 + i, ack=2000 if "A" in k else 0))
-            for i, k in enumerate(kinds)]
-    if local:
-        s = socket.socket(family(host), socket.SOCK_RAW, socket.IPPROTO_RAW)
-        for p in pkts:
-            try:
-                s.sendto(bytes(p), (host, 0))
-            except PermissionError:
-                pass  # the output hook dropped it (and said so to the sender)
-    else:
-        send(pkts, verbose=False)
+    pkts = forge_packets(src or source_for(host), host, port, sport, kinds)
+    send_raw(pkts, refused_ok=local)
     print("sent %d" % len(pkts))
     return 0
 
@@ -506,42 +502,31 @@ def frags(host, port, mode, evil_port="9"):
     RFC 5722 for IPv6).
     """
     import os
-    # the layers needed, not scapy.all: half the start-up, which every
-    # case of test_frag pays
-    from scapy.compat import raw
-    from scapy.layers.inet import IP, UDP
-    from scapy.layers.inet6 import IPv6, IPv6ExtHdrFragment
-    from scapy.packet import Raw
-    from scapy.sendrecv import send
-
     v6 = ":" in host
-    evil_port = int(evil_port)
-    data = payload(3000)
     # One identification per datagram, distinct between runs (pids grow),
     # so fragments left in a reassembly queue by an earlier case (a
     # duplicate last fragment, the rest of a dropped datagram) never join.
     ident = (os.getpid() * 16) % 0xfff0 + 1 if not v6 else os.getpid() * 16 + 1
-    src = (IPv6(dst=host) if v6 else IP(dst=host)).src
-    step = 1232 if v6 else 1200
+    out = frag_packets(source_for(host), host, [int(x) for x in port.split(",")], mode, int(evil_port), ident)
+    send_raw(out)
+    print("sent %d fragments (%s)" % (len(out), mode))
 
-    def l4(dport):
-        if v6:
-            return raw(IPv6(src=src, dst=host) / UDP(sport=4242, dport=dport) / Raw(data))[40:]
-        return raw(IP(src=src, dst=host) / UDP(sport=4242, dport=dport) / Raw(data))[20:]
 
-    def piece(ident, off, chunk, more):
-        if v6:
-            return (IPv6(src=src, dst=host) /
-                    IPv6ExtHdrFragment(id=ident, nh=17, offset=off // 8, m=int(more)) / Raw(chunk))
-        return IP(src=src, dst=host, id=ident, proto=17, flags="MF" if more else 0, frag=off // 8) / Raw(chunk)
+def frag_packets(src, host, ports, mode, evil_port, ident):
+    """frags' fragments (ident: the first datagram's identification), as
+    scapy made them: IP(src, dst, id, proto=17, flags, frag) / chunk, or
+    IPv6(src, dst) / IPv6ExtHdrFragment(id, nh=17, offset, m) / chunk, of
+    the datagram IP(src, dst) / UDP(sport=4242, dport) / payload(3000)."""
+    step = 1232 if ":" in host else 1200
+    data = payload(3000)
 
     def split(ident, b, size):
-        return [piece(ident, o, b[o:o + size], o + size < len(b)) for o in range(0, len(b), size)]
+        return [ip_fragment(src, host, 17, ident, o, b[o:o + size], o + size < len(b)) for o in range(0, len(b), size)]
 
     out = []
-    for n, p in enumerate(int(x) for x in port.split(",")):
+    for n, p in enumerate(ports):
         i = ident + n
-        b = l4(p)
+        b = udp_datagram(src, host, 4242, p, data)
         fr = split(i, b, step)
         if mode == "in-order":
             pass
@@ -552,16 +537,100 @@ def frags(host, port, mode, evil_port="9"):
         elif mode == "tiny-first":
             fr = split(i, b, 8)
         elif mode in ("overlap", "overlap-first"):
-            evil = split(i, l4(evil_port), step)[0]
+            evil = split(i, udp_datagram(src, host, 4242, evil_port, data), step)[0]
             fr = [fr[0], fr[1], evil] + fr[2:] if mode == "overlap" else [evil] + fr
         elif mode == "overlap-partial":
-            evil = piece(i, 0, l4(evil_port)[:step + 8], True)
+            evil = ip_fragment(src, host, 17, i, 0, udp_datagram(src, host, 4242, evil_port, data)[:step + 8], True)
             fr = [fr[0], evil] + fr[1:]
         else:
             raise SystemExit("unknown mode " + mode)
         out += fr
-    send(out, verbose=False)
-    print("sent %d fragments (%s)" % (len(out), mode))
+    return out
+
+
+# ---- packets built by hand, byte for byte what scapy built (without its
+# start-up, 0.3-0.5 s of CPU at each run; tests/lib/netpktcheck.py holds
+# them against scapy's): IPv4 with TTL 64 and no options, IPv6 with hop
+# limit 64, TCP with no options.
+
+def _pton(addr):
+    return socket.inet_pton(family(addr), addr)
+
+
+def _seg_csum(src, dst, proto, seg):
+    """A TCP or UDP checksum: over the pseudo-header (RFC 768, RFC 8200 8.1) and seg."""
+    if family(dst) == socket.AF_INET6:
+        pseudo = struct.pack("!I3xB", len(seg), proto)
+    else:
+        pseudo = struct.pack("!xBH", proto, len(seg))
+    return _csum(_pton(src) + _pton(dst) + pseudo + seg)
+
+
+def udp_datagram(src, dst, sport, dport, data):
+    seg = struct.pack("!HHHH", sport, dport, 8 + len(data), 0) + data
+    return seg[:6] + struct.pack("!H", _seg_csum(src, dst, 17, seg) or 0xffff) + seg[8:]
+
+
+TCP_FLAGS = "FSRPAUEC"  # scapy's letters, from the lowest bit
+
+
+def tcp_segment(src, dst, sport, dport, seq, ack, flags, window=8192):
+    """flags: a number or scapy's letters ("S", "FA"...); 8192: scapy's window."""
+    if isinstance(flags, str):
+        flags = sum(1 << TCP_FLAGS.index(f) for f in flags)
+    seg = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, window, 0, 0)
+    return seg[:16] + struct.pack("!H", _seg_csum(src, dst, 6, seg)) + seg[18:]
+
+
+def ip_packet(src, dst, proto, body, ident=1, flags_offset=0):
+    """IPv4 (identification ident, 1 as scapy's; flags_offset: the 16 bits of
+    the flags and the fragment offset) or IPv6 (proto: the next header)."""
+    if family(dst) == socket.AF_INET6:
+        return struct.pack("!IHBB", 6 << 28, len(body), proto, 64) + _pton(src) + _pton(dst) + body
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(body), ident, flags_offset, 64, proto, 0, _pton(src), _pton(dst))
+    return hdr[:10] + struct.pack("!H", _csum(hdr)) + hdr[12:] + body
+
+
+def ip_fragment(src, dst, proto, ident, offset, chunk, more):
+    """A fragment of a datagram of proto: chunk at offset (bytes, a multiple
+    of 8) of its payload; IPv6's in a fragment header (RFC 8200 4.5)."""
+    if family(dst) == socket.AF_INET6:
+        fh = struct.pack("!BBHI", proto, 0, (offset // 8) << 3 | int(more), ident)
+        return ip_packet(src, dst, 44, fh + chunk)
+    return ip_packet(src, dst, proto, chunk, ident, (0x2000 if more else 0) | offset // 8)
+
+
+def send_raw(pkts, refused_ok=False):
+    """Each packet as it is (IP header included) through this host's stack,
+    to its destination; refused_ok: a packet this host's output hook refuses
+    (EPERM) is no error."""
+    socks = {}
+    for p in pkts:
+        v6 = p[0] >> 4 == 6
+        fam = socket.AF_INET6 if v6 else socket.AF_INET
+        if fam not in socks:
+            socks[fam] = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_RAW)
+        dst = socket.inet_ntop(fam, p[24:40] if v6 else p[16:20])
+        try:
+            socks[fam].sendto(p, (dst, 0))
+        except PermissionError:
+            if not refused_ok:
+                raise
+
+
+def source_for(host):
+    """The source address this host's routing picks for host (nothing sent):
+    what scapy's IP(dst=host).src and IPv6(dst=host).src said. A UDP socket
+    connected there tells, but for an IPv4-mapped IPv6 destination, which a
+    socket would take for IPv4: ip route tells then."""
+    if host.lower().startswith("::ffff:") and "." in host:
+        import re
+        import subprocess
+        out = subprocess.run(["ip", "-6", "-o", "route", "get", host], capture_output=True, text=True, check=True).stdout
+        return re.search(r" src (\S+)", out).group(1)
+    s = socket.socket(family(host), socket.SOCK_DGRAM)
+    s.connect((host, 9))
+    return s.getsockname()[0]
 
 
 def _csum(data):
@@ -575,58 +644,30 @@ def _csum(data):
 
 def _l4(src, dst, proto, sport, dport, payload_bytes=b""):
     """A UDP datagram or a TCP SYN with a valid checksum (RFC 8200 8.1)."""
-    import socket
-    import struct
     if proto == "udp":
-        hdr = struct.pack("!HHHH", sport, dport, 8 + len(payload_bytes), 0) + payload_bytes
-        nh = 17
-    else:
-        hdr = struct.pack("!HHIIBBHHH", sport, dport, 1000, 0, 5 << 4, 0x02, 65535, 0, 0)
-        nh = 6
-    pseudo = (socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, dst) +
-              struct.pack("!I3xB", len(hdr), nh))
-    c = _csum(pseudo + hdr)
-    off = 6 if proto == "udp" else 16
-    return nh, hdr[:off] + struct.pack("!H", c or 0xffff) + hdr[off + 2:]
-
-
-def _send_v6(pkt, ifname=None):
-    import socket
-    s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_RAW)
-    dst = socket.inet_ntop(socket.AF_INET6, pkt[24:40])
-    s.sendto(pkt, (dst, 0))
-
-
-def _src6(host):
-    """The source address the kernel's routing picks for host (a UDP socket
-    connected there, nothing sent): what scapy's IPv6(dst=host).src says,
-    without scapy's start-up."""
-    s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
-    s.connect((host, 9))
-    return s.getsockname()[0]
+        return 17, udp_datagram(src, dst, sport, dport, payload_bytes)
+    seg = tcp_segment(src, dst, sport, dport, 1000, 0, 0x02, 65535)
+    # (a checksum of 0 written as 0xffff, as this always did: the same sum)
+    return 6, seg if seg[16:18] != b"\0\0" else seg[:16] + b"\xff\xff" + seg[18:]
 
 
 def v6_chain(host, port, proto, n):
     """N destination-options headers of 8 bytes (PadN), then the L4 header:
     the chain the kernel forwards whatever its length."""
     import select
-    import struct
     n, port = int(n), int(port)
-    src = _src6(host)
+    src = source_for(host)
     nh, l4 = _l4(src, host, proto, 4242, port, payload(32) if proto == "udp" else b"")
     chain = b"".join(bytes([60 if i + 1 < n else nh, 0, 1, 4, 0, 0, 0, 0]) for i in range(n))
-    import socket
-    body = chain + l4
-    ip6 = struct.pack("!IHBB", 6 << 28, len(body), 60 if n else nh, 64)
-    ip6 += socket.inet_pton(socket.AF_INET6, src) + socket.inet_pton(socket.AF_INET6, host)
+    pkt = ip_packet(src, host, 60 if n else nh, chain + l4)
     if proto == "udp":
-        _send_v6(ip6 + body)
-        print("sent udp behind %d headers (%d bytes)" % (n, 40 + len(body)))
+        send_raw([pkt])
+        print("sent udp behind %d headers (%d bytes)" % (n, len(pkt)))
         return 0
     # The answer, seen on a raw TCP socket (a copy of each segment that
     # comes in, from its TCP header): a SYN-ACK from host's port to ours.
     r = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_TCP)
-    _send_v6(ip6 + body)
+    send_raw([pkt])
     end = time.time() + 1.3
     got = False
     while not got and time.time() < end:
@@ -646,23 +687,15 @@ def v6_split_chain(host, port):
     carries 24 of its bytes); the second fragment has the rest and the UDP
     datagram. The kernel's reassembly refuses such a first fragment."""
     import os
-    import socket
-    import struct
     port = int(port)
-    src = _src6(host)
+    src = source_for(host)
     nh, l4 = _l4(src, host, "udp", 4242, port, payload(64))
     dstopt = bytes([nh, 7, 1, 60]) + bytes(60)       # 64 bytes, PadN
     frag_payload = dstopt + l4
     ident = os.getpid() * 16 + 3
     first, rest = frag_payload[:24], frag_payload[24:]
-
-    def pkt(off, data, more):
-        fh = struct.pack("!BBHI", 60, 0, (off // 8) << 3 | more, ident)
-        body = fh + data
-        return (struct.pack("!IHBB", 6 << 28, len(body), 44, 64) + socket.inet_pton(socket.AF_INET6, src) +
-                socket.inet_pton(socket.AF_INET6, host) + body)
-    _send_v6(pkt(0, first, 1))
-    _send_v6(pkt(24, rest, 0))
+    send_raw([ip_fragment(src, host, 60, ident, 0, first, True)])
+    send_raw([ip_fragment(src, host, 60, ident, 24, rest, False)])
     print("sent 2 fragments, the chain split between them")
     return 0
 

@@ -101,18 +101,18 @@ NFBOX_BACKEND=${NFBOX_BACKEND:-bpf}
 backend_policy() {
 	[ "$NFBOX_BACKEND" = nftables ] || return 0
 	grep -Eq '(^|[{,]) *backend:' "$1" && return 0
-	/usr/bin/python3 - "$1" <<'PY'
-import re, sys
-p = sys.argv[1]
-s = open(p).read()
-if re.search(r"^options:\s*\{", s, re.M):
-    s = re.sub(r"^options:\s*\{", "options: { backend: nftables,", s, count=1, flags=re.M)
-elif re.search(r"^options:\s*$", s, re.M):
-    s = re.sub(r"^options:\s*$", "options:\n  backend: nftables", s, count=1, flags=re.M)
-else:
-    s = s.rstrip("\n") + "\noptions:\n  backend: nftables\n"
-open(p, "w").write(s)
-PY
+	# The first options line (flow or block style) gets the key, or the
+	# file gets an options section; written in place (sed and bash: a
+	# python3 start costs more CPU than the rest of a reload).
+	local s
+	if grep -Eq '^options:[[:space:]]*\{' "$1"; then
+		s=$(sed -E '0,/^options:[[:space:]]*\{/s//options: { backend: nftables,/' "$1" && echo x) || return 1
+	elif grep -Eq '^options:[[:space:]]*$' "$1"; then
+		s=$(sed -E '0,/^options:[[:space:]]*$/s//options:\n  backend: nftables/' "$1" && echo x) || return 1
+	else
+		s=$(cat "$1")$'\noptions:\n  backend: nftables\n'x
+	fi
+	printf '%s' "${s%x}" >"$1"
 }
 bpf_backend() { [ "$NFBOX_BACKEND" = bpf ]; }
 # Whether the engine enforces with conntrack, and so with reassembly
@@ -120,10 +120,8 @@ bpf_backend() { [ "$NFBOX_BACKEND" = bpf ]; }
 # expression in table inet nfbox.
 engine_defrag() {
 	if bpf_backend; then
-		nfbox_ctl status --json | /usr/bin/python3 -c '
-import json, sys
-l = json.load(sys.stdin)["links"]
-print("none" if not l else "yes" if all(x["defrag"] for x in l) else "no" if not any(x["defrag"] for x in l) else "mixed")'
+		nfbox_ctl status --json |
+			jq -r '.links | if length == 0 then "none" elif all(.defrag) then "yes" elif any(.defrag) then "mixed" else "no" end'
 	else
 		# No table (or no nft) is not "no": it is nothing to judge by.
 		local t
@@ -201,14 +199,8 @@ nfbox_ctl() {
 
 # Counter of a rule from `nfbox stats --json`: nfbox_count HOOK RULE [packets|bytes]
 nfbox_count() {
-	nfbox_ctl stats --json | /usr/bin/python3 -c '
-import json, sys
-d = json.load(sys.stdin)
-for r in d["rules"]:
-    if r["hook"] == sys.argv[1] and r["rule"] == sys.argv[2]:
-        print(r[sys.argv[3]]); break
-else:
-    print(-1)' "$1" "$2" "${3:-packets}"
+	nfbox_ctl stats --json |
+		jq -r --arg h "$1" --arg r "$2" --arg k "${3:-packets}" 'first((.rules[] | select(.hook == $h and .rule == $r) | .[$k]), -1)'
 }
 
 # Wait until no listener holds PORT (an earlier one-shot listener on the
@@ -246,10 +238,9 @@ wait_listen() {
 # Whether a `net.py tcp-stream` run (its output in FILE) streamed and never
 # stalled for a second: stream_ok FILE
 stream_ok() {
-	/usr/bin/python3 -c '
-import re, sys
-m = re.search(r"streamed (\d+) bytes, longest stall ([0-9.]+)s", open(sys.argv[1]).read())
-sys.exit(0 if m and int(m.group(1)) > 0 and float(m.group(2)) < 1.0 else 1)' "$1"
+	awk 'match($0, /streamed [0-9]+ bytes, longest stall [0-9.]+s/) {
+		split(substr($0, RSTART, RLENGTH), w, " "); ok = w[2] + 0 > 0 && w[6] + 0 < 1.0; exit
+	} END { exit !ok }' "$1"
 }
 
 # probe_from SRC DST PORT: one UDP datagram from the client's address SRC

@@ -26,17 +26,14 @@ rules:
 YAML
 }
 
-# A field of `nfbox status --json` ("" for null).
+# A field of `nfbox status --json` ("" for null; true and false as such).
 up_status() {
-	up_nfbox status --json 2>/dev/null | /usr/bin/python3 -c "import json, sys; v = json.load(sys.stdin)[sys.argv[1]]; print(v if v is not None else '')" "$1" 2>/dev/null
+	up_nfbox status --json 2>/dev/null | jq -r --arg f "$1" '.[$f] | if . == null then "" else . end' 2>/dev/null
 }
 # up_rule RULE packets|last_hit: of a forward rule's row (0 for none).
 up_rule() {
-	up_nfbox stats --json 2>/dev/null | /usr/bin/python3 -c '
-import json, sys
-for r in json.load(sys.stdin)["rules"]:
-    if r["hook"] == "forward" and r["rule"] == sys.argv[1]:
-        print(r[sys.argv[2]] if r[sys.argv[2]] is not None else 0)' "$1" "$2" 2>/dev/null
+	up_nfbox stats --json 2>/dev/null |
+		jq -r --arg r "$1" --arg k "$2" '.rules[] | select(.hook == "forward" and .rule == $r) | .[$k] | if . == null then 0 else . end' 2>/dev/null
 }
 # The client's IPv4 address is in the set.
 up_listed() { up_nfbox set list banned 2>/dev/null | grep -q "^$C4[[:space:]]"; }

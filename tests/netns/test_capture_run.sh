@@ -75,16 +75,10 @@ for s in sys.argv[1:]:
 tshark_clean() { # FILE: reads whole, nothing on stderr
 	tshark -r "$1" >/dev/null 2>"$NS_TMP/tshark.err" && ! grep -qiv 'running as user "root"' "$NS_TMP/tshark.err"
 }
-stats_json() { nfbox_ctl stats --json | /usr/bin/python3 -c "
-import json, sys
-d = json.load(sys.stdin)
-c = {x['name']: x for x in d['captures']}
-print(eval(sys.argv[1]))" "$1"; }
-status_json() { nfbox_ctl status --json | /usr/bin/python3 -c "
-import json, sys
-d = json.load(sys.stdin)
-c = {x['name']: x for x in d['captures']}
-print(eval(sys.argv[1]))" "$1"; }
+# stats_json, status_json FILTER: a jq filter on stats (status) --json, with
+# $c the captures by name
+stats_json() { nfbox_ctl stats --json | jq -r "(.captures | INDEX(.name)) as \$c | $1"; }
+status_json() { nfbox_ctl status --json | jq -r "(.captures | INDEX(.name)) as \$c | $1"; }
 # send SIZES...: each size once from the client to the server's PORT; sets RECV
 send_udp() {
 	ip netns exec "$NS_S" "$NET" udp-recv $PORT 10 $# >"$NS_TMP/recv" 2>&1 &
@@ -104,7 +98,7 @@ send_udp_n() {
 	wait $rp
 	RECV=$(grep -c ' intact' "$NS_TMP/recv")
 }
-written_at_least() { [ "$(stats_json "c['$1']['written']")" -ge "$2" ]; } # NAME COUNT
+written_at_least() { [ "$(stats_json "\$c.$1.written")" -ge "$2" ]; } # NAME COUNT
 wait_written() { wait_until 3 written_at_least "$@"; } # the writer flushes within ~200 ms
 # link_gone IF: `ip link` answers in the appliance and IF is not among its links
 link_gone() {
@@ -125,12 +119,12 @@ if nfbox_start "$NS_TMP/p1.yaml"; then
 	send_udp $SIZES
 	[ "$RECV" -eq "$NSIZES" ] && t_ok "forwarding-unchanged" || t_fail "forwarding-unchanged" "server got $RECV of $NSIZES datagrams intact"
 	wait_written wan "$NSIZES"
-	st=$(stats_json "c['wan']['written'], c['wan']['multibuf'], c['wan']['mirrored'] >= c['wan']['packets']")
+	st=$(stats_json '"\($c.wan.written), \($c.wan.multibuf), \($c.wan.mirrored >= $c.wan.packets)"')
 	echo "    stats: written, multibuf, mirrored>=packets: $st"
-	[ "$(stats_json "c['wan']['written']")" -eq "$NSIZES" ] && t_ok "written-count" || t_fail "written-count" "stats (3 s after): $st, want $NSIZES"
-	[ "$(stats_json "c['wan']['multibuf'] > 0 and c['wan']['mirrored'] >= c['wan']['packets']")" = True ] &&
+	[ "$(stats_json '$c.wan.written')" -eq "$NSIZES" ] && t_ok "written-count" || t_fail "written-count" "stats (3 s after): $st, want $NSIZES"
+	[ "$(stats_json '$c.wan.multibuf > 0 and $c.wan.mirrored >= $c.wan.packets')" = true ] &&
 		t_ok "stats-multibuf-mirrored" || t_fail "stats-multibuf-mirrored" "$st"
-	[ "$(status_json "c['wan']['running'] and c['wan']['xdp_mode'] in ('native','skb') and c['wan']['mirror_from'] == 'wan0' and c['wan']['mirror_peer'] == 'mon0-tx' and c['wan']['xdp_features'] > 0 and not c['wan']['zerocopy']")" = True ] &&
+	[ "$(status_json '$c.wan | .running and (.xdp_mode == "native" or .xdp_mode == "skb") and .mirror_from == "wan0" and .mirror_peer == "mon0-tx" and .xdp_features > 0 and (.zerocopy | not)')" = true ] &&
 		t_ok "status-json" || t_fail "status-json" "$(nfbox_ctl status --json)"
 	nfbox_ctl status | grep -q "wan .*mon0 (mirror of wan0) -> $NS_TMP/wan.pcapng: 1 rx queue, native XDP" &&
 		t_ok "status-text" || t_fail "status-text" "$(nfbox_ctl status | tail -3)"
@@ -147,10 +141,10 @@ ino1=$(ino "$NS_TMP/wan.pcapng")
 out=$(nfbox_ctl reload --policy "$NS_TMP/p2.yaml" 2>&1)
 echo "$out" | grep -q "captures: 2 running (1 kept, 1 started), 0 failed" && t_ok "reload-keeps-unchanged" ||
 	t_fail "reload-keeps-unchanged" "$out"
-[ "$(ino "$NS_TMP/wan.pcapng")" = "$ino1" ] && [ "$(stats_json "c['wan']['written']")" -eq "$NSIZES" ] &&
+[ "$(ino "$NS_TMP/wan.pcapng")" = "$ino1" ] && [ "$(stats_json '$c.wan.written')" -eq "$NSIZES" ] &&
 	t_ok "kept-capture-same-file" || t_fail "kept-capture-same-file" "file or counters were reset"
 in_c ping -c 3 -i 0.2 -W 1 -s 5000 $S4 >/dev/null 2>&1 && t_ok "ping-with-lan-mirror" || t_fail "ping-with-lan-mirror" "no reply"
-wait_written lan 3 && t_ok "lan-mirror-captures" || t_fail "lan-mirror-captures" "$(stats_json "c['lan']")"
+wait_written lan 3 && t_ok "lan-mirror-captures" || t_fail "lan-mirror-captures" "$(stats_json '$c.lan')"
 
 out=$(nfbox_ctl reload --policy "$NS_TMP/p3.yaml" 2>&1)
 rc=$?
@@ -165,8 +159,8 @@ nfbox_ctl status | grep -q "gone .*not running: cannot start" && t_ok "status-sh
 send_udp 500 2000 5000
 [ "$RECV" -eq 3 ] && t_ok "enforcing-with-failed-capture" || t_fail "enforcing-with-failed-capture" "server got $RECV of 3"
 wait_written wan 2
-[ "$(stats_json "c['wan']['written']")" -eq 2 ] && t_ok "restarted-with-new-match" ||
-	t_fail "restarted-with-new-match" "(3 s after) $(stats_json "c['wan']")"
+[ "$(stats_json '$c.wan.written')" -eq 2 ] && t_ok "restarted-with-new-match" ||
+	t_fail "restarted-with-new-match" "(3 s after) $(stats_json '$c.wan')"
 
 out=$(nfbox_ctl reload --policy "$NS_TMP/p4.yaml" 2>&1) || t_fail "reload-removes-capture" "$out"
 link_gone mon0 && t_ok "removed-capture-pair-deleted" || t_fail "removed-capture-pair-deleted" "mon0 still exists (or ip cannot say)"
@@ -191,10 +185,10 @@ NFBOX_PID=
 in_a ip link show mon1 >/dev/null 2>&1 && t_ok "sigkill-leaves-pair" || t_fail "sigkill-leaves-pair" "mon1 gone"
 if nfbox_start "$NS_TMP/p4.yaml"; then
 	grep -q "removing the mirror pair mon1/mon1-tx left by an earlier nfbox" "$NS_TMP/nfbox.err" &&
-		[ "$(status_json "c['lan']['running']")" = True ] && t_ok "restart-recreates-pair" ||
+		[ "$(status_json '$c.lan.running')" = true ] && t_ok "restart-recreates-pair" ||
 		t_fail "restart-recreates-pair" "$(tail -3 "$NS_TMP/nfbox.err")"
 	in_c ping -c 2 -i 0.2 -W 1 $S4 >/dev/null 2>&1
-	wait_written lan 2 || t_fail "sigterm-file-complete" "the two pings were not written within 3 s: $(stats_json "c['lan']")"
+	wait_written lan 2 || t_fail "sigterm-file-complete" "the two pings were not written within 3 s: $(stats_json '$c.lan')"
 	nfbox_stop
 	tshark_clean "$NS_TMP/lan.pcapng" && [ "$(tshark -r "$NS_TMP/lan.pcapng" -Y icmp 2>/dev/null | wc -l)" -ge 2 ] &&
 		t_ok "sigterm-file-complete" || t_fail "sigterm-file-complete" "$(cat "$NS_TMP/tshark.err")"
@@ -214,10 +208,10 @@ if mount -t tmpfs -o size=512k nfbox-test "$NS_TMP/small"; then
 		wait_until 6 grep -q "capture full: [0-9]* frames lost since the last report.*write [1-9][0-9]*: No space left on device" "$NS_TMP/nfbox.err" &&
 			t_ok "full-disk-logged" || t_fail "full-disk-logged" "(6 s after) $(tail -n 3 "$NS_TMP/nfbox.err")"
 		# The last packets wait in the queue for the writer's next attempt.
-		all_accounted() { [ "$(stats_json "c['full']['written'] + c['full']['writer_write_drops'] + c['full']['writer_queue_drops']")" -ge 100 ]; }
+		all_accounted() { [ "$(stats_json '$c.full | .written + .writer_write_drops + .writer_queue_drops')" -ge 100 ]; }
 		wait_until 6 all_accounted # (full-disk-counted says if not)
-		[ "$(stats_json "c['full']['writer_write_drops'] > 0 and c['full']['writer_error'] == 'No space left on device' and c['full']['written'] + c['full']['writer_write_drops'] + c['full']['writer_queue_drops'] == c['full']['packets'] == 100")" = True ] &&
-			t_ok "full-disk-counted" || t_fail "full-disk-counted" "$(stats_json "c['full']")"
+		[ "$(stats_json '$c.full | .writer_write_drops > 0 and .writer_error == "No space left on device" and .written + .writer_write_drops + .writer_queue_drops == .packets and .packets == 100')" = true ] &&
+			t_ok "full-disk-counted" || t_fail "full-disk-counted" "$(stats_json '$c.full')"
 		nfbox_stop
 		tshark_clean "$NS_TMP/small/full.pcapng" && t_ok "full-disk-file-readable" || t_fail "full-disk-file-readable" "$(cat "$NS_TMP/tshark.err")"
 		cat "$NS_TMP/nfbox-run1.err" >>"$NS_TMP/nfbox.err"

@@ -30,7 +30,7 @@ ip netns exec "$NS_S" "$NET" tcp-whoami 80 300 1000 >/dev/null 2>&1 &
 wait_listen in_s 80 || { t_fail setup "no listener on tcp/80"; t_done; }
 web() { in_c "$NET" tcp-probe $S4 80 1 | awk '{ print $1 }'; }
 pending() {
-	nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; p = json.load(sys.stdin)["pending"]; print("none" if p is None else "yes")'
+	nfbox_ctl status --json | jq -r 'if .pending == null then "none" else "yes" end'
 }
 web_is() { [ "$(web)" = "$1" ]; }
 
@@ -40,7 +40,7 @@ t_check open-at-start [ "$(web)" = open ]
 # status: the fingerprint of the policy in force (sha256 over each file read:
 # its path, a NUL, its length as 8 bytes little endian, its bytes) and
 # whether the files on disk are still those.
-field() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+field() { nfbox_ctl status --json | jq -r --arg k "$1" '.[$k]'; }
 expect_fp() {
 	/usr/bin/python3 -c '
 import hashlib, struct, sys

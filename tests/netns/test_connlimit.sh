@@ -69,9 +69,7 @@ hold() { # NAME SRC PORT COUNT TIMEOUT: COUNT connections held in the background
 }
 held() { sed -n 's/^held //p' "$NS_TMP/$1"; }
 over() { # RULE: its over-limit count
-	nfbox_ctl stats --json | /usr/bin/python3 -c '
-import json, sys
-print(next((r["over_limit"] for r in json.load(sys.stdin)["rules"] if r["rule"] == sys.argv[1]), -1))' "$1"
+	nfbox_ctl stats --json | jq -r --arg r "$1" 'first((.rules[] | select(.rule == $r) | .over_limit), -1)'
 }
 probe() { in_c "$NET" tcp-probe "$@" | cut -d' ' -f1; } # HOST PORT TIMEOUT [SRC]
 unhold() { for n in "$@"; do kill "${HOLDER[$n]}" 2>/dev/null; done; }
@@ -209,7 +207,7 @@ t_check restart-fourth-banned wait_until 2 listed $C4
 t_check restart-fourth-banned-kernel wait_until 2 kernel_banned $C4
 t_check restart-fourth-banned-traffic [ "$(probe $S4 81 0.5)" = timeout ]
 
-drops() { nfbox_ctl stats --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["drops"][sys.argv[1]])' "$1"; }
+drops() { nfbox_ctl stats --json | jq -r --arg k "$1" '.drops[$k]'; }
 t_check no-release-failed [ "$(drops conn_release_failed)" = 0 ]
 t_check no-events-lost [ "$(drops conn_events_lost)" = 0 ]
 unhold "${!HOLDER[@]}"

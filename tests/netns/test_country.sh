@@ -33,15 +33,10 @@ rules:
   - { name: drop-blocked, from: blocked, action: drop }
 YAML
 nfbox_start "$NS_TMP/p.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
-reloads() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["reloads_ok"])'; }
-feed() { # FIELD of the feed of set blocked
-	nfbox_ctl status --json | /usr/bin/python3 -c '
-import json, sys
-for f in json.load(sys.stdin)["feeds"]:
-    if f["set"] == "blocked":
-        print(f[sys.argv[1]]); break
-else:
-    print("absent")' "$1"
+reloads() { nfbox_ctl status --json | jq -r .reloads_ok; }
+feed() { # FIELD of the feed of set blocked (null as such)
+	nfbox_ctl status --json |
+		jq -r --arg k "$1" 'first((.feeds[] | select(.set == "blocked") | if has($k) then .[$k] else error("no \($k)") end), "absent")'
 }
 t_check de-dropped [ "$(probe_from $C4 $S4 7000)" = drop ]
 t_check fr-passes [ "$(probe_from $C4B $S4 7000)" = pass ]
@@ -74,7 +69,7 @@ t_check set-add-refused grep -q "set 'blocked' is filled from its country databa
 nfbox_stop
 nfbox_start "$NS_TMP/p.yaml" || { t_fail restart "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 t_check restart-keeps [ "$(probe_from $C4B $S4 7000)" = drop ]
-t_check restart-warns [ "$(feed warning)" != None ]
+t_check restart-warns [ "$(feed warning)" != null ]
 
 # a database that is not there at the start: the set starts empty, and
 # status says what that means (a deny-list that denies nothing) until the
@@ -90,8 +85,8 @@ t_check no-db-says-what-it-means grep -q "set 'blocked' is empty until the datab
 t_check no-db-text-says grep -q "rule 'drop-blocked' drops nothing" <(nfbox_ctl status)
 t_check no-db-passes [ "$(probe_from $C4 $S4 7000)" = pass ]
 /usr/bin/python3 tests/lib/mmdbwrite.py "$DB2.tmp" 198.51.100.0/26=DE && mv "$DB2.tmp" "$DB2"
-t_check db-appears-read wait_until 3 sh -c "[ \"\$('$NFBOX' status --json --socket '$NFBOX_SOCK' | /usr/bin/python3 -c 'import json,sys; print([f[\"entries\"] for f in json.load(sys.stdin)[\"feeds\"]][0])')\" = 1 ]"
-t_check db-appears-warning-gone [ "$(feed warning)" = None ]
+t_check db-appears-read wait_until 3 sh -c "[ \"\$('$NFBOX' status --json --socket '$NFBOX_SOCK' | jq -r '.feeds[0].entries')\" = 1 ]"
+t_check db-appears-warning-gone [ "$(feed warning)" = null ]
 t_check db-appears-dropped [ "$(probe_from $C4 $S4 7000)" = drop ]
 
 # validate

@@ -47,9 +47,7 @@ policy "$NS_TMP/none.yaml" none
 
 xdp_drops() { in_a ethtool -S lan0 2>/dev/null | awk '/xdp_drops/ { s += $2 } END { print s + 0 }'; }
 captured() {
-	nfbox_ctl stats --json | /usr/bin/python3 -c '
-import json, sys
-print(next((c["packets"] for c in json.load(sys.stdin).get("captures", []) if c["name"] == "lan"), -1))'
+	nfbox_ctl stats --json | jq -r 'first(((if has("captures") then .captures else [] end)[] | select(.name == "lan") | .packets), -1)'
 }
 send() { in_c "$NET" udp-blast $S4 9999 20 "$1" >/dev/null 2>&1; } # SRC: 20 datagrams
 # round NAME DROPS(yes|no): the banned client's datagrams dropped at XDP

@@ -94,14 +94,14 @@ n=$(nfbox_count forward web-blocked)
 if [ "$n" -ge 1 ]; then t_ok counter-drop; else t_fail counter-drop "web-blocked counted $n packets"; fi
 n=$(nfbox_count forward "(default)")
 if [ "$n" -ge 1 ]; then t_ok counter-default; else t_fail counter-default "forward default counted $n"; fi
-if nfbox_ctl stats --json | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["established"]["packets"] > 0 else 1)'; then
+if nfbox_ctl stats --json | json_true '.established.packets > 0'; then
 	t_ok counter-established
 else
 	t_fail counter-established "no established packets counted"
 fi
 # Verdict log: the drop rule has log: true.
 if wait_until 5 grep -q '"rule":"web-blocked","action":"drop","proto":6' "$NS_TMP/events.jsonl" &&
-	grep '"rule":"web-blocked"' "$NS_TMP/events.jsonl" | head -1 | /usr/bin/python3 -c 'import json,sys; e=json.loads(sys.stdin.readline()); sys.exit(0 if e["dport"]==81 and e["src"]=="198.51.100.2" and e["in"]=="lan0" else 1)'; then
+	grep '"rule":"web-blocked"' "$NS_TMP/events.jsonl" | head -1 | json_true '.dport == 81 and .src == "198.51.100.2" and .["in"] == "lan0"'; then
 	t_ok verdict-log
 else
 	t_fail verdict-log "no event for web-blocked: $(head -c 400 "$NS_TMP/events.jsonl")"

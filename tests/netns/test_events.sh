@@ -114,7 +114,7 @@ nfbox_stop
 policy "options: { log-rate: 1/minute, log-burst: 2 }"
 : >"$NS_TMP/events.jsonl"
 journaled_start --no-journal-events || { t_fail start-limited "cannot start"; t_done; }
-limited() { nfbox_ctl stats --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["drops"]["log_rate_limited"])'; }
+limited() { nfbox_ctl stats --json | jq -r .drops.log_rate_limited; }
 SENT=0
 for _ in $(seq 40); do send; done
 events_now() { grep -c '"rule":"drop-7000"' "$NS_TMP/events.jsonl"; }

@@ -5,7 +5,7 @@
 #     client's own stack, reaches an allowed port intact and never a denied
 #     one (IPv4 and IPv6); the rule counters show one verdict on the whole
 #     reassembled datagram.
-#  2. Crafted fragments (scapy, tests/lib/net.py frags): reverse order,
+#  2. Crafted fragments (tests/lib/net.py frags): reverse order,
 #     duplicates, overlaps, an 8-byte first fragment, IPv4 and IPv6.
 #  3. options.defrag: false: fragments are classified one by one, so a port
 #     rule cannot match them, while a `proto: udp` rule can. nfbox leaves
@@ -64,15 +64,13 @@ deliver() {
 	kill -TERM "${pids[@]}" 2>/dev/null
 	wait "${pids[@]}" 2>/dev/null
 	for p in $ports; do
-		GOT[$p]=$(/usr/bin/python3 -c '
-import sys
-got = [l.split() for l in open(sys.argv[1]) if l.startswith("got ")]
-if not got:
-    print("none")
-elif len(got) == 1 and got[0][3] == "intact":
-    print("intact", got[0][1])
-else:
-    print(" / ".join(" ".join(g) for g in got))' "$NS_TMP/recv.$p")
+		GOT[$p]=$(awk '/^got / { n++; $1 = $1; line[n] = $0; size = $2; how = $4 }
+			END {
+				if (!n) { print "none"; exit }
+				if (n == 1 && how == "intact") { print "intact", size; exit }
+				for (i = 1; i <= n; i++) printf "%s%s", (i > 1 ? " / " : ""), line[i]
+				print ""
+			}' "$NS_TMP/recv.$p")
 	done
 }
 # expect NAME PORT WANT: a case on GOT[PORT] (after deliver); never ok if
@@ -91,10 +89,8 @@ count() { nfbox_count forward "$1" "$2"; }
 # by the forward default, in one stats call.
 ACCEPT_RULE=udp-$ALLOW
 packets() {
-	nfbox_ctl stats --json | /usr/bin/python3 -c '
-import json, sys
-c = {r["rule"]: r["packets"] for r in json.load(sys.stdin)["rules"] if r["hook"] == "forward"}
-print(c.get(sys.argv[1], -1), c.get("(default)", -1))' "$ACCEPT_RULE"
+	nfbox_ctl stats --json | jq -r --arg a "$ACCEPT_RULE" 'def at($k): if has($k) then .[$k] else -1 end;
+		reduce (.rules[] | select(.hook == "forward")) as $r ({}; .[$r.rule] = $r.packets) | "\(at($a)) \(at("(default)"))"'
 }
 # counts A0 D0 A1 D1: all four are counts (not empty, not -1: no stats)
 counts() { for c in "$@"; do [[ "$c" =~ ^[0-9]+$ ]] || return 1; done; }

@@ -86,8 +86,8 @@ phase() {
 	PH_T=$t
 }
 
-# ha FIELD of node N's status (python expression on h = status["ha"]).
-ha() { ctl "$1" status --json 2>/dev/null | /usr/bin/python3 -c "import json,sys; h=json.load(sys.stdin)['ha']; print($2)" 2>/dev/null; }
+# ha N FILTER: of node N's status["ha"] (a jq filter; null as such).
+ha() { ctl "$1" status --json 2>/dev/null | jq -r ".ha | objects | $2" 2>/dev/null; }
 # DAEMON of node N running, restarted COUNT times: restarted N DAEMON COUNT
 restarted() { local v; v=$(hq "$1" "\"$2\":\\{\"pid\":([0-9]+),\"restarts\":([0-9]+)") && [[ $v =~ ^[1-9][0-9]*\ $3$ ]]; }
 daemon_running() { local v; v=$(hq "$1" "\"$2\":\\{\"pid\":([0-9]+)") && [ "$v" -gt 0 ]; } # N DAEMON
@@ -107,7 +107,7 @@ flows_after() { wait_until "$2" flowing "$1"; } # T SECONDS
 # Any line of either flow after T.
 any_arrived() { [ "$(arrived tcp "$1")" -gt 0 ] || [ "$(arrived udp "$1")" -gt 0 ]; }
 established() { # N: packets the node accepted as established
-	ctl "$1" stats --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["established"]["packets"])'
+	ctl "$1" stats --json | jq -r .established.packets
 }
 # keepalived and conntrackd processes in node N's namespace.
 daemons_left() { ip netns pids $P-f$1 2>/dev/null | xargs -r ps -o comm= -p 2>/dev/null | grep -cE 'keepalived|conntrackd'; }
@@ -126,18 +126,18 @@ scenario() {
 		{ t_fail "$name-start" "$(cat "$TMP"/n*/err | grep -v note | tail -5)"; return; }
 	t2=$(now_us)
 	phase start
-	wait_role 1 master 15 || { t_fail "$name-elect" "fw1 $(ha 1 'h["role"]'), fw2 $(ha 2 'h["role"]')"; return; }
+	wait_role 1 master 15 || { t_fail "$name-elect" "fw1 $(ha 1 .role), fw2 $(ha 2 .role)"; return; }
 	tm=$(now_us)
 	phase elect
-	[ "$(ha 1 'h["advert_ms"]')" = "$(advert_ms)" ] && t_ok "$name-status-advert" ||
-		t_fail "$name-status-advert" "status says $(ha 1 'h["advert_ms"]') ms, the policy $(advert_ms) ms"
+	[ "$(ha 1 .advert_ms)" = "$(advert_ms)" ] && t_ok "$name-status-advert" ||
+		t_fail "$name-status-advert" "status says $(ha 1 .advert_ms) ms, the policy $(advert_ms) ms"
 	ctl 1 status --json >"$TMP/ha-status.json" 2>/dev/null
 	out=$(/usr/bin/python3 tests/lib/keysdoc.py docs/report.md "$TMP/ha-status.json" 2>&1) &&
 		t_ok "$name-status-keys-documented" || t_fail "$name-status-keys-documented" "$out"
 	if [ "$backend" = nftables ]; then
 		saw=$("$NFBOX" diff "$TMP/n1/policy.yaml" "$TMP/n2/policy.yaml")
-		[ "$saw" = "ha priority: 150 -> 100" ] && [ "$(ha 2 'h["peer"]')" = 203.0.113.1 ] && t_ok "$name-files-differ-in-priority" ||
-			t_fail "$name-files-differ-in-priority" "diff: $saw; fw2's peer $(ha 2 'h["peer"]')"
+		[ "$saw" = "ha priority: 150 -> 100" ] && [ "$(ha 2 .peer)" = 203.0.113.1 ] && t_ok "$name-files-differ-in-priority" ||
+			t_fail "$name-files-differ-in-priority" "diff: $saw; fw2's peer $(ha 2 .peer)"
 	fi
 	(ip netns exec $S "$NET" push-serve 5000 70 >"$TMP/serve" 2>&1 &)
 	wait_until 5 eval "ip netns exec $S ss -lntu | grep -q ':5000 '"
@@ -156,8 +156,8 @@ scenario() {
 	# its own start, and never have been master.
 	sleep_until $((tm + (adv > 250000 ? 2 * adv : 500000) > t2 + 36 * adv / 10 + 1000000 ?
 		tm + (adv > 250000 ? 2 * adv : 500000) : t2 + 36 * adv / 10 + 1000000))
-	[ "$(ha 2 'h["role"]')" = backup ] && [ "$(ha 1 'h["role"]')" = master ] && ! grep -qE 'ha: [a-z]+ -> master' "$TMP/n2/err" ||
-		{ t_fail "$name-elect" "fw1 $(ha 1 'h["role"]'), fw2 $(ha 2 'h["role"]'): $(grep -E 'ha: [a-z]+ -> ' "$TMP/n2/err")"; return; }
+	[ "$(ha 2 .role)" = backup ] && [ "$(ha 1 .role)" = master ] && ! grep -qE 'ha: [a-z]+ -> master' "$TMP/n2/err" ||
+		{ t_fail "$name-elect" "fw1 $(ha 1 .role), fw2 $(ha 2 .role): $(grep -E 'ha: [a-z]+ -> ' "$TMP/n2/err")"; return; }
 	phase elect-window
 	if [ "$sync" = sync ]; then
 		# fw2 holds both connections before fw1 fails.
@@ -176,7 +176,7 @@ scenario() {
 		PID[1]= ;;
 	crash) kill -9 "${PID[1]}"; wait "${PID[1]}" 2>/dev/null; PID[1]= ;;
 	esac
-	wait_role 2 master 10 || t_fail "$name-takeover" "fw2 is $(ha 2 'h["role"]')"
+	wait_role 2 master 10 || t_fail "$name-takeover" "fw2 is $(ha 2 .role)"
 	phase takeover
 	if [ "$sync" = nosync ]; then
 		# The test of the test: fw2 is master, but without the state the
@@ -214,9 +214,9 @@ scenario() {
 	[ "$(established 2)" -gt "$est0" ] && t_ok "$name-established-on-backup" ||
 		t_fail "$name-established-on-backup" "fw2 accepted no packet as established"
 	# Every virtual address moved, the IPv6 one (VRRPv3 over IPv6) too.
-	[ "$(ha 2 '" ".join(v["state"] for v in h["virtual"])')" = "master master master" ] &&
+	[ "$(ha 2 '[.virtual[].state] | join(" ")')" = "master master master" ] &&
 		ip -n $P-f2 -6 addr show dev lan0 | grep -q '2001:db8:1::1/64' && t_ok "$name-all-addresses-moved" ||
-		t_fail "$name-all-addresses-moved" "fw2: $(ha 2 'h["virtual"]')"
+		t_fail "$name-all-addresses-moved" "fw2: $(ha 2 .virtual)"
 	if [ "$how" = crash ]; then
 		# keepalived and conntrackd went with the nfbox that ran them
 		# (within the second after the takeover).
@@ -237,7 +237,7 @@ scenario() {
 		flows_after "$(plus "$t0" 1)" 20 && t_ok "$name-failback" ||
 			t_fail "$name-failback" "after fw1 came back: tcp $(arrived tcp "$t0"), udp $(arrived udp "$t0") lines"
 	else
-		t_fail "$name-failback" "fw1 is $(ha 1 'h["role"]'), fw2 $(ha 2 'h["role"]')"
+		t_fail "$name-failback" "fw1 is $(ha 1 .role), fw2 $(ha 2 .role)"
 	fi
 	phase failback-flows
 	# Each master's adverts left: nothing dropped them on output (with
@@ -251,8 +251,8 @@ scenario() {
 # status, metrics, supervision (bpf-plain-links); reloads (bpf-plain-crash) ----
 checks() {
 	local d1 d2 pid
-	d1=$(ha 1 'h["directory"]')
-	d2=$(ha 2 'h["directory"]')
+	d1=$(ha 1 .directory)
+	d2=$(ha 2 .directory)
 	[ -n "$d1" ] && [ "$d1" != "$d2" ] && [ -f "$d1/keepalived.conf" ] && [ -f "$d2/conntrackd.conf" ] &&
 		t_ok files-per-node || t_fail files-per-node "fw1 $d1, fw2 $d2"
 	case "$d1" in "$TMP"/n1/*) t_ok files-beside-socket ;; *) t_fail files-beside-socket "$d1" ;; esac
@@ -269,48 +269,48 @@ checks() {
 		grep -qE '^nfbox_ha_sync_messages_total\{direction="sent"\} [1-9]' "$TMP/metrics" && t_ok metrics ||
 		t_fail metrics "$(grep nfbox_ha "$TMP/metrics" | head)"
 	# A daemon that dies is started again; fw2 goes back to backup.
-	pid=$(ha 2 'h["conntrackd"]["pid"]')
+	pid=$(ha 2 .conntrackd.pid)
 	kill -9 "$pid"
 	wait_until 8 restarted 2 conntrackd 1
-	[ "$(ha 2 'h["conntrackd"]["restarts"]')" = 1 ] && [ "$(ha 2 'h["conntrackd"]["pid"]')" != 0 ] &&
+	[ "$(ha 2 .conntrackd.restarts)" = 1 ] && [ "$(ha 2 .conntrackd.pid)" != 0 ] &&
 		grep -q 'conntrackd exited (killed by signal 9' "$TMP/n2/err" && t_ok conntrackd-restarted ||
-		t_fail conntrackd-restarted "$(ha 2 'h["conntrackd"]')"
-	pid=$(ha 2 'h["keepalived"]["pid"]')
+		t_fail conntrackd-restarted "$(ha 2 .conntrackd)"
+	pid=$(ha 2 .keepalived.pid)
 	kill -9 "$pid"
 	wait_until 8 eval 'restarted 2 keepalived 1 && role_is 2 backup'
-	[ "$(ha 2 'h["keepalived"]["restarts"]')" = 1 ] && [ "$(ha 2 'h["role"]')" = backup ] && t_ok keepalived-restarted ||
-		t_fail keepalived-restarted "$(ha 2 'h["keepalived"]'), role $(ha 2 'h["role"]')"
+	[ "$(ha 2 .keepalived.restarts)" = 1 ] && [ "$(ha 2 .role)" = backup ] && t_ok keepalived-restarted ||
+		t_fail keepalived-restarted "$(ha 2 .keepalived), role $(ha 2 .role)"
 	# A clean stop takes both daemons along.
-	pid=$(ha 1 'h["keepalived"]["pid"]')
+	pid=$(ha 1 .keepalived.pid)
 	stop_node 1
 	! kill -0 "$pid" 2>/dev/null && [ ! -e "$d1/conntrackd.lock" ] && t_ok clean-stop || t_fail clean-stop "keepalived $pid still runs"
 }
 
 reloads() {
 	local d2 kpid cpid
-	d2=$(ha 2 'h["directory"]')
+	d2=$(ha 2 .directory)
 	# Reloads: a changed section makes keepalived read its file again
 	# (same process, still there a second later); a bad one changes
 	# nothing; without ha: the pair stops, and a reload with it starts it
 	# again.
-	kpid=$(ha 2 'h["keepalived"]["pid"]')
-	cpid=$(ha 2 'h["conntrackd"]["pid"]')
+	kpid=$(ha 2 .keepalived.pid)
+	cpid=$(ha 2 .conntrackd.pid)
 	policy 2 bpf plain | sed 's/preempt-delay: 1/preempt-delay: 3/' >"$TMP/n2/p2.yaml"
 	ctl 2 reload --policy "$TMP/n2/p2.yaml" >"$TMP/reload" 2>&1 &&
 		wait_until 5 grep -q "keepalived's configuration changed: it reads it again" "$TMP/n2/err" &&
-		grep -q 'preempt_delay 3' "$d2/keepalived.conf" && [ "$(ha 2 'h["keepalived"]["pid"]')" = "$kpid" ] &&
-		[ "$(ha 2 'h["conntrackd"]["pid"]')" = "$cpid" ] && [ "$(ha 2 'h["role"]')" = backup ] &&
-		t_ok reload-changes-keepalived || t_fail reload-changes-keepalived "$(cat "$TMP/reload"); $(ha 2 'h')"
+		grep -q 'preempt_delay 3' "$d2/keepalived.conf" && [ "$(ha 2 .keepalived.pid)" = "$kpid" ] &&
+		[ "$(ha 2 .conntrackd.pid)" = "$cpid" ] && [ "$(ha 2 .role)" = backup ] &&
+		t_ok reload-changes-keepalived || t_fail reload-changes-keepalived "$(cat "$TMP/reload"); $(ha 2 .)"
 	policy 2 bpf plain | sed 's/id: 52/id: 0/' >"$TMP/n2/bad.yaml"
 	! ctl 2 reload --policy "$TMP/n2/bad.yaml" >"$TMP/reload" 2>&1 && grep -q 'bad.yaml:.*VRRP id must be a number 1..255' "$TMP/reload" &&
-		[ "$(ha 2 'h["keepalived"]["pid"]')" = "$kpid" ] && grep -q 'preempt_delay 3' "$d2/keepalived.conf" &&
+		[ "$(ha 2 .keepalived.pid)" = "$kpid" ] && grep -q 'preempt_delay 3' "$d2/keepalived.conf" &&
 		t_ok reload-bad-ha-keeps-pair || t_fail reload-bad-ha-keeps-pair "$(cat "$TMP/reload")"
 	policy 2 bpf plain | sed '/^ha:/,$d' >"$TMP/n2/single.yaml"
-	ctl 2 reload --policy "$TMP/n2/single.yaml" >"$TMP/reload" 2>&1 && [ "$(ha 2 'h')" = None ] &&
+	ctl 2 reload --policy "$TMP/n2/single.yaml" >"$TMP/reload" 2>&1 && [ "$(ctl 2 status --json 2>/dev/null | jq -r .ha)" = null ] &&
 		! kill -0 "$kpid" 2>/dev/null && ! kill -0 "$cpid" 2>/dev/null && t_ok reload-without-ha-stops ||
-		t_fail reload-without-ha-stops "$(cat "$TMP/reload"); ha $(ha 2 'h')"
+		t_fail reload-without-ha-stops "$(cat "$TMP/reload"); ha $(ha 2 .)"
 	ctl 2 reload --policy "$TMP/n2/p2.yaml" >"$TMP/reload" 2>&1 && wait_role 2 backup 10 && t_ok reload-with-ha-starts ||
-		t_fail reload-with-ha-starts "$(cat "$TMP/reload"); role $(ha 2 'h["role"]')"
+		t_fail reload-with-ha-starts "$(cat "$TMP/reload"); role $(ha 2 .role)"
 }
 
 # ---- validate: an advert below the floor is refused at its place; a
@@ -357,13 +357,13 @@ missing() {
 		--state-dir "$TMP/n1/state" >"$TMP/n1/out" 2>"$TMP/n1/err" &
 	PID[1]=$!
 	wait_until 20 ready 1
-	err=$(ha 1 'h["error"]')
-	[[ "$err" == *"sync interface sync0 has no ipv4 address"* ]] && [ "$(ha 1 'h["keepalived"]["pid"]')" = 0 ] &&
+	err=$(ha 1 .error)
+	[[ "$err" == *"sync interface sync0 has no ipv4 address"* ]] && [ "$(ha 1 .keepalived.pid)" = 0 ] &&
 		t_ok sync-address-awaited || t_fail sync-address-awaited "error '$err'"
 	ip -n $P-f1 addr add 203.0.113.1/30 dev sync0
 	wait_until 10 daemon_running 1 keepalived
-	[ "$(ha 1 'h["keepalived"]["pid"]')" != 0 ] && [ "$(ha 1 'h["conntrackd"]["pid"]')" != 0 ] && [ "$(ha 1 'h["error"]')" = None ] &&
-		t_ok sync-address-then-started || t_fail sync-address-then-started "$(ha 1 'h')"
+	[ "$(ha 1 .keepalived.pid)" != 0 ] && [ "$(ha 1 .conntrackd.pid)" != 0 ] && [ "$(ha 1 'if has("error") then .error else error("no error") end')" = null ] &&
+		t_ok sync-address-then-started || t_fail sync-address-then-started "$(ha 1 .)"
 	phase sync-address
 }
 

@@ -84,7 +84,7 @@ say $C4 "hello EVIL-MARKER"
 sent=$EPOCHREALTIME
 banned() { nfbox_ctl set list ids | grep -q "^$C4[[:space:]]"; }
 t_check banned-within-2s wait_until 2 banned
-t_check ban-took-under-2s /usr/bin/python3 -c "import sys; sys.exit(0 if $EPOCHREALTIME - $sent < 2.5 else 1)"
+t_check ban-took-under-2s fholds "$EPOCHREALTIME - $sent < 2.5"
 t_check offender-dropped [ "$(probe_from $C4 $S4 7000)" = drop ]
 t_check other-passes [ "$(probe_from $C4B $S4 7000)" = pass ]
 t_check list-says-alert grep -q "by Suricata alert 1000001 (NFBOX-TEST marker seen)" <(nfbox_ctl set list ids)
@@ -115,7 +115,7 @@ with open(sys.argv[1], "a") as f:
                             "alert": {"severity": 1, "signature_id": 1000001, "signature": "NFBOX-TEST flood"}}) + "\n")
 PY
 # C4, C4B, the prefix and the 2,745 sources outside it
-flooded() { [ "$(nfbox_ctl set list --json | /usr/bin/python3 -c 'import json,sys; print(next(s["entries"] for s in json.load(sys.stdin) if s["set"] == "ids"))')" -eq 2748 ]; }
+flooded() { [ "$(nfbox_ctl set list --json | jq 'first(.[] | select(.set == "ids") | .entries)')" -eq 2748 ]; }
 t_check flood-banned-in-5s wait_until 5 flooded
 t_check flood-status-answers timeout 2 "$NFBOX" status --socket "$NFBOX_SOCK"
 t_check flood-logged-in-short grep -q "and [0-9]* more sources banned by Suricata alerts in this round" "$NS_TMP/nfbox.err"

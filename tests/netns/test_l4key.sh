@@ -85,7 +85,7 @@ arrived() {
 }
 
 unreassembled() {
-	nfbox_ctl stats --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["drops"]["unreassembled"])'
+	nfbox_ctl stats --json | jq -r .drops.unreassembled
 }
 
 in_s "$NET" tcp-listen $PORT 120 >/dev/null 2>&1 &

@@ -57,7 +57,7 @@ rename() { in_a ip link set "$1" down && in_a ip link set "$1" name "$2" && in_a
 
 nfbox_start "$NS_TMP/later.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 nfbox_ctl status | grep -q "^missing:    uplink9 " && t_ok status-lists-missing || t_fail status-lists-missing "$(nfbox_ctl status)"
-nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; assert json.load(sys.stdin)["missing_interfaces"] == ["uplink9"]' &&
+nfbox_ctl status --json | json_true '.missing_interfaces == ["uplink9"]' &&
 	t_ok status-json-missing || t_fail status-json-missing "$(nfbox_ctl status --json)"
 blocked && t_ok missing-matches-nothing || t_fail missing-matches-nothing "before uplink9 existed: $WHY"
 

@@ -40,7 +40,7 @@ rules:
 YAML
 nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 
-malformed() { nfbox_ctl stats --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["drops"]["malformed"])'; }
+malformed() { nfbox_ctl stats --json | jq -r .drops.malformed; }
 arrived() { grep -c "^seen [^ ]* $1 " "$NS_TMP/watch"; } # SPORT: how many from it reached the server
 
 # The server watches what arrives from source ports 42000..42099; the

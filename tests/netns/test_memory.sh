@@ -38,16 +38,11 @@ big >"$NS_TMP/big.yaml"
 cp "$NS_TMP/small.yaml" "$NS_TMP/policy.yaml"
 nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
 
-mem() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["bpf_memory_bytes"])'; }
+mem() { nfbox_ctl status --json | jq -r .bpf_memory_bytes; }
 # stat RULE KEY: a value of the rule's row in `nfbox stats --json` (-1 if none)
 stat() {
-	nfbox_ctl stats --json | /usr/bin/python3 -c '
-import json, sys
-for r in json.load(sys.stdin)["rules"]:
-    if r["rule"] == sys.argv[1]:
-        print(r.get(sys.argv[2], -1)); break
-else:
-    print(-1)' "$1" "$2"
+	nfbox_ctl stats --json |
+		jq -r --arg r "$1" --arg k "$2" 'first((.rules[] | select(.rule == $r) | if has($k) then .[$k] else -1 end), -1)'
 }
 load() { # FILE: make it the policy and reload (a failure is a case's)
 	local out
@@ -61,9 +56,7 @@ counted() { [ "$(stat "$1" packets)" -ge "$2" ]; }
 # lim_seen N: the limited rule has judged N datagrams (within or over)
 lim_seen() { [ $(($(stat lim packets) + $(stat lim over_limit))) -ge "$1" ]; }
 
-cpus=$(/usr/bin/python3 -c 'import os
-s = open("/sys/devices/system/cpu/possible").read().strip()
-print(sum(int(b) - int(a) + 1 if "-" in p else 1 for p in s.split(",") for a, _, b in [p.partition("-")]))')
+cpus=$(awk -F, '{ for (i = 1; i <= NF; i++) n += split($i, r, "-") == 2 ? r[2] - r[1] + 1 : 1 } END { print n }' /sys/devices/system/cpu/possible)
 mem0=$(mem)
 limit=$((2 * 1048576 + cpus * 65536))
 if [ "$mem0" -gt 0 ] && [ "$mem0" -lt "$limit" ]; then

@@ -49,7 +49,7 @@ probe() {
 	shift 2
 	out=$("$@" 2>&1)
 	set -- $out
-	if [[ "${1:-}" =~ ^($want)$ ]] && /usr/bin/python3 -c "import sys; sys.exit(0 if float('${2:-9}') < 1.0 else 1)"; then
+	if [[ "${1:-}" =~ ^($want)$ ]] && [[ "${2:-9}" =~ ^[0-9]+(\.[0-9]*)?$ ]] && awk -v s="${2:-9}" 'BEGIN { exit !(s + 0 < 1.0) }'; then
 		t_ok "$name"
 	else
 		t_fail "$name" "got '$out', expected $want at once"
@@ -98,12 +98,12 @@ sent=$(in_c "$NET" udp-blast $S4 6000 300 2>&1 | awk '$1 == "sent" { print $2 }'
 flood_counted() { [ "$(nfbox_count forward fwd-flood)" -ge "${sent:-300}" ]; }
 wait_until 5 flood_counted # (the case below says if they are not all counted)
 n=$(nfbox_count forward fwd-flood)
-lim=$(nfbox_ctl stats --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["drops"]["reject_rate_limited"])')
+lim=$(nfbox_ctl stats --json | jq -r .drops.reject_rate_limited)
 if [ "$n" -ge 250 ] && [ "$lim" -ge $((n - 45)) ]; then t_ok reject-rate-bounds-replies; else
 	t_fail reject-rate-bounds-replies "fwd-flood counted $n, $lim over the rate"
 fi
 if bpf_backend; then
-	rep=$(nfbox_ctl stats --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["drops"]["reject_replies"])')
+	rep=$(nfbox_ctl stats --json | jq -r .drops.reject_replies)
 	[ "$rep" -ge 16 ] && [ "$rep" -le 90 ] && t_ok replies-counted || t_fail replies-counted "$rep replies"
 fi
 t_done

@@ -36,7 +36,7 @@ can() { listen in_s "$1" 3; in_c "$NET" tcp-connect $S4 "$1" 1 >/dev/null 2>&1; 
 # cannot PORT: a connection to a listener on PORT fails (without a listener
 # it would fail anyway: that is not a "cannot").
 cannot() { listen in_s "$1" 3 || return 1; ! in_c "$NET" tcp-connect $S4 "$1" 1 >/dev/null 2>&1; }
-gen() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])'; }
+gen() { nfbox_ctl status --json | jq -r .generation; }
 gen_above() { [ "$(gen)" -gt "$1" ]; }
 # established PORT: the client has a TCP connection to the server's PORT
 established() { [ -n "$(in_c ss -Htn state established "( dport = :$1 )")" ]; }
@@ -133,7 +133,7 @@ t_check sigkill-still-allows can 81
 t_check sigkill-still-denies cannot 80
 # A new daemon adopts the pinned state, then loads its own policy.
 nfbox_start "$NS_TMP/a.yaml" || t_fail restart "$(cat "$NS_TMP/nfbox.err")"
-if nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)["adopted"] else 1)'; then
+if nfbox_ctl status --json | json_true .adopted; then
 	t_ok restart-adopts
 else
 	t_fail restart-adopts "$(nfbox_ctl status)"

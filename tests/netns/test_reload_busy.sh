@@ -40,7 +40,7 @@ cp "$NS_TMP/small.yaml" "$NS_TMP/policy.yaml"
 notify_standin || { t_fail setup "the notify stand-in did not bind"; t_done; }
 trap 'kill "$NOTIFY_PID" 2>/dev/null; ns_cleanup' EXIT
 NOTIFY_SOCKET=$NS_TMP/notify.sock nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "$(cat "$NS_TMP/nfbox.err")"; t_done; }
-gen() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["generation"])'; }
+gen() { nfbox_ctl status --json | jq -r .generation; }
 ms_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%d", (b - a) * 1000 }'; }
 can() { listen in_s "$1" 3; in_c "$NET" tcp-connect $S4 "$1" 1 >/dev/null 2>&1; }
 g0=$(gen)
@@ -87,7 +87,7 @@ during() {
 back() { nfbox_ctl reload --policy "$NS_TMP/small.yaml" >/dev/null; }
 
 during status timed nfbox_ctl status --json
-if [ "$rc_during" -eq 0 ] && [ "$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["generation"])' "$NS_TMP/status.out")" -eq "$g0" ]; then
+if [ "$rc_during" -eq 0 ] && [ "$(jq -r .generation "$NS_TMP/status.out")" -eq "$g0" ]; then
 	t_ok status-during-reload-shows-the-policy-in-force
 else
 	t_fail status-during-reload-shows-the-policy-in-force "rc $rc_during: $(head -c 300 "$NS_TMP/status.out")"

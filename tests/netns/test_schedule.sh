@@ -93,31 +93,26 @@ YAML
 t_check reload nfbox_ctl reload --policy "$NS_TMP/p.yaml"
 # the receivers of four TCP streams, until 2.5 s after the window (started
 # now: they are ready at its start on a busy machine too)
-until_end() { /usr/bin/python3 -c "import time; print('%.3f' % max(1.0, $CLOSE + 2.5 - time.time()))"; }
+until_end() { local d; d=$(fnum "$CLOSE + 2.5 - $EPOCHREALTIME"); if fholds "$d > 1.0"; then echo "$d"; else echo 1.000; fi; }
 streams_end=$(until_end)
 for port in 7010 7011 7012 7013; do
 	in_s timeout 30 "$NET" tcp-last $port "$streams_end" >"$NS_TMP/last.$port" 2>&1 &
 	LAST_PIDS="${LAST_PIDS-} $!"
 done
-reloads() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["reloads_ok"])'; }
+reloads() { nfbox_ctl status --json | jq -r .reloads_ok; }
 reloads0=$(reloads)
 sched() { # RULE FIELD: from status --json
-	nfbox_ctl status --json | /usr/bin/python3 -c '
-import json, sys
-for s in json.load(sys.stdin)["schedules"]:
-    if s["rule"] == sys.argv[1]:
-        print(s.get(sys.argv[2], "absent-key")); break
-else:
-    print("absent")' "$1" "$2"
+	nfbox_ctl status --json |
+		jq -r --arg r "$1" --arg k "$2" 'first((.schedules[] | select(.rule == $r) | if has($k) then .[$k] else "absent-key" end), "absent")'
 }
-t_check status-before [ "$(sched soon in_force)" = False ]
+t_check status-before [ "$(sched soon in_force)" = false ]
 t_check status-next-open [ "$(sched soon next_change)" = "$OPEN" ]
 t_check status-text grep -Eq '^schedules: +soon +out of force +next change [0-9T:-]+Z \(in [0-9]+s\), 0 connections cut$' <(nfbox_ctl status)
 t_check status-text-keep grep -Eq '^ +kept +out of force +next change [0-9T:-]+Z \(in [0-9]+s\), keeps its connections$' <(nfbox_ctl status)
 t_check before-dropped [ "$(probe_from $C4 $S4 7001)" = drop ]
 t_check zone-berlin-now [ "$(probe_from $C4 $S4 7002)" = pass ]
 t_check zone-other-day [ "$(probe_from $C4 $S4 7003)" = drop ]
-t_check other-day-status [ "$(sched other-day in_force)" = False ]
+t_check other-day-status [ "$(sched other-day in_force)" = false ]
 
 for port in 7010 7011 7012 7013; do
 	wait_until 5 grep -q listening "$NS_TMP/last.$port" || t_fail "stream-$port" "no listener"
@@ -131,7 +126,7 @@ for port in 7010 7011 7012 7013; do
 	TICK_PIDS="${TICK_PIDS-} $!"
 done
 t_check open-passes [ "$(probe_from $C4 $S4 7001)" = pass ]
-t_check status-open [ "$(sched soon in_force)" = True ]
+t_check status-open [ "$(sched soon in_force)" = true ]
 t_check status-next-close [ "$(sched soon next_change)" = "$CLOSE" ]
 t_check opened-logged grep -q "rule 'soon' is now in force (when:)" "$NS_TMP/nfbox.err"
 t_check no-reload [ "$(reloads)" = "$reloads0" ]
@@ -141,7 +136,7 @@ done
 # a reload inside the window: still open; it moves rule 'moved' to
 # another day, which cuts its connection at once, and no other
 sed "s/days: \[$today\]/days: [$other_day]/" "$NS_TMP/p.yaml" >"$NS_TMP/p2.yaml"
-RELOADED=$(/usr/bin/python3 -c 'import time; print("%.3f" % time.time())')
+RELOADED=$(fnum "$EPOCHREALTIME")
 nfbox_ctl reload --policy "$NS_TMP/p2.yaml" >/dev/null
 t_check reload-keeps-open [ "$(probe_from $C4 $S4 7001)" = pass ]
 t_check reload-cuts-moved grep -q "rule 'moved' is out of force (when:): connection cut: .* port 7013\$" "$NS_TMP/nfbox.err"
@@ -150,7 +145,7 @@ t_check reload-cuts-moved grep -q "rule 'moved' is out of force (when:): connect
 while [ "$(date +%s)" -lt $((CLOSE + 1)) ]; do sleep 0.2; done
 t_check after-dropped [ "$(probe_from $C4 $S4 7001)" = drop ]
 t_check closed-logged grep -q "rule 'soon' is no longer in force (when:)" "$NS_TMP/nfbox.err"
-t_check status-after [ "$(sched soon in_force)" = False ]
+t_check status-after [ "$(sched soon in_force)" = false ]
 
 # the streams across the edge: when did each last deliver?
 wait $LAST_PIDS 2>/dev/null
@@ -158,21 +153,22 @@ kill $TICK_PIDS 2>/dev/null
 wait $TICK_PIDS 2>/dev/null
 last() { awk '/^last/ {print $3}' "$NS_TMP/last.$1"; }
 # last - CLOSE, in seconds: the stream stopped this long after the edge
-after_edge() { /usr/bin/python3 -c "import sys; print('%.3f' % (float(sys.argv[1] or 0) - $CLOSE))" "$(last $1)"; }
+after_edge() { local t; t=$(last "$1"); fnum "${t:-0} - $CLOSE"; }
 cut_after=$(after_edge 7010)
 echo "# after the edge: cut ${cut_after}s, kept $(after_edge 7011)s, unscheduled $(after_edge 7012)s" >&2
-t_check cut-stream-ran /usr/bin/python3 -c "import sys; sys.exit(not $cut_after > -1)"
-t_check cut-stream-stops /usr/bin/python3 -c "import sys; sys.exit(not $cut_after <= 1)" || echo "# the cut stream delivered until ${cut_after}s after the edge" >&2
-moved_after=$(/usr/bin/python3 -c "import sys; print('%.3f' % (float(sys.argv[1] or 0) - $RELOADED))" "$(last 7013)")
-t_check moved-stream-stops-at-reload /usr/bin/python3 -c "import sys; sys.exit(not -1 < $moved_after <= 1)"
-t_check kept-stream-goes-on /usr/bin/python3 -c "import sys; sys.exit(not $(after_edge 7011) > 1.5)"
-t_check unscheduled-stream-goes-on /usr/bin/python3 -c "import sys; sys.exit(not $(after_edge 7012) > 1.5)"
+t_check cut-stream-ran fholds "$cut_after > -1"
+t_check cut-stream-stops fholds "$cut_after <= 1" || echo "# the cut stream delivered until ${cut_after}s after the edge" >&2
+moved_last=$(last 7013)
+moved_after=$(fnum "${moved_last:-0} - $RELOADED")
+t_check moved-stream-stops-at-reload fholds "-1 < $moved_after && $moved_after <= 1"
+t_check kept-stream-goes-on fholds "$(after_edge 7011) > 1.5"
+t_check unscheduled-stream-goes-on fholds "$(after_edge 7012) > 1.5"
 t_check cut-logged grep -q "rule 'cut' is out of force (when:): connection cut: proto 6 $C4 port [0-9]* to $S4 port 7010" "$NS_TMP/nfbox.err"
 t_check others-not-cut sh -c "! grep -E 'connection cut: .* port (7011|7012)\$' '$NS_TMP/nfbox.err'"
 t_check cut-status [ "$(sched cut connections_cut)" = 1 ]
 t_check cut-metric grep -qx 'nfbox_schedule_connections_cut_total{rule="cut"} 1' <(nfbox_ctl metrics)
 t_check cut-text grep -Eq '^ +cut +out of force +next change .*, 1 connection cut$' <(nfbox_ctl status)
-t_check kept-status [ "$(sched kept keep_connections)" = True ]
+t_check kept-status [ "$(sched kept keep_connections)" = true ]
 t_check kept-no-count [ "$(sched kept connections_cut)" = absent-key ]
 
 # validate: an unknown zone and an empty window, at their place

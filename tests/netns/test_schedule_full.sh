@@ -74,8 +74,8 @@ hold rest $((CONNS - 4))
 t_check all-let-in [ "$(($(held "$(cat "$NS_TMP/hold.first")") + $(held "$(cat "$NS_TMP/hold.rest")")))" = $CONNS ]
 t_check kept-let-in [ "$(held "$(in_c "$NET" tcp-hold "$S4" 7021 $CONNS 2 0)")" = $CONNS ]
 
-drops() { nfbox_ctl stats --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["drops"].get("sched_conns_full", "absent"))'; }
-status_full() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin).get("sched_conns_full", "absent"))'; }
+drops() { nfbox_ctl stats --json | jq -r '.drops | if has("sched_conns_full") then .sched_conns_full else "absent" end'; }
+status_full() { nfbox_ctl status --json | jq -r 'if has("sched_conns_full") then .sched_conns_full else "absent" end'; }
 metric() { nfbox_ctl metrics | awk '$1 == "nfbox_drops_total{reason=\"sched_conns_full\"}" {print $2}'; }
 warned() { grep -c 'schedules: .* were not recorded .*(nfb_sched_conns, [0-9]* entries) is full' "$NS_TMP/nfbox.err"; }
 # the reports agree and name only documented keys (docs/report.md); read
@@ -95,7 +95,7 @@ out=$(/usr/bin/python3 tests/lib/metricscheck.py "$NS_TMP/metrics" "$NS_TMP/stat
 	t_ok metrics-match-stats || t_fail metrics-match-stats "$out"
 if bpf_backend; then
 	lost=$((CONNS - SIZE))
-	t_check map-full [ "$(bpftool -j map dump pinned "$NFBOX_PINS/maps/nfb_sched_conns" | /usr/bin/python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')" = $SIZE ]
+	t_check map-full [ "$(bpftool -j map dump pinned "$NFBOX_PINS/maps/nfb_sched_conns" | jq length)" = $SIZE ]
 	t_check stats-counts [ "$(drops)" = $lost ]
 	t_check status-counts [ "$(status_full)" = $lost ]
 	t_check status-text grep -q "^warning: *$lost connections let in by scheduled rules were not recorded" <(nfbox_ctl status)
@@ -117,8 +117,8 @@ if bpf_backend; then
 	t_check zeroed [ "$(drops)" = 0 ]
 	# pruned: the entries of the open connections stay (passes every
 	# 300 ms have run by now); once the first 4 closed, theirs go
-	entries() { bpftool -j map dump pinned "$NFBOX_PINS/maps/nfb_sched_conns" | /usr/bin/python3 -c 'import json, sys; print(len(json.load(sys.stdin)))'; }
-	pruned() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin).get("sched_conns_pruned", "absent"))'; }
+	entries() { bpftool -j map dump pinned "$NFBOX_PINS/maps/nfb_sched_conns" | jq length; }
+	pruned() { nfbox_ctl status --json | jq -r 'if has("sched_conns_pruned") then .sched_conns_pruned else "absent" end'; }
 	t_check open-kept [ "$(entries)" = $SIZE ]
 	t_check none-pruned [ "$(pruned)" = 0 ]
 	kill "$HOLD_first"

@@ -181,7 +181,7 @@ fi
 # BPF: the pins adopted; nftables: the kept table taken over (owned again).
 adopted_key=adopted
 bpf_backend || adopted_key=nft_table_owned
-if nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; sys.exit(0 if json.load(sys.stdin)[sys.argv[1]] else 1)' "$adopted_key"; then
+if nfbox_ctl status --json | json_true '.[$k]' --arg k "$adopted_key"; then
 	t_ok restart-adopted
 else
 	t_fail restart-adopted "the new daemon did not adopt: $(nfbox_ctl status 2>&1 | head -n 5)"

@@ -55,7 +55,7 @@ refused() {
 mode_of() { stat -c '%a %u' "$1"; }
 absent() { ! [ -e "$1" ]; }
 not_in() { ! grep -qF -- "$1" "$2"; }
-status_field() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
+status_field() { nfbox_ctl status --json | jq -r --arg k "$1" '.[$k]'; }
 listed() { nfbox_ctl set list "$1" | cut -f1 | grep -qx "$2"; }
 
 t_check no-state-dir-before absent /var/lib/nfbox

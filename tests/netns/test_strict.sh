@@ -33,9 +33,9 @@ refused="refused: nfbox runs with --strict, and the policy has 1 warning"
 # what is in force, by status: the classifier's generation (BPF), the
 # policy's fingerprint, the reloads that went through
 in_force() {
-	nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; d = json.load(sys.stdin); print(d["generation"], d["fingerprint"], d["reloads_ok"])'
+	nfbox_ctl status --json | jq -r '"\(.generation) \(.fingerprint) \(.reloads_ok)"'
 }
-reloads_failed() { nfbox_ctl status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["reloads_failed"])'; }
+reloads_failed() { nfbox_ctl status --json | jq -r .reloads_failed; }
 
 # ---- the start ----
 backend_policy "$NS_TMP/warn.yaml"

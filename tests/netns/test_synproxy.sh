@@ -8,7 +8,7 @@
 # it. Positive control: the same flood against the same rule without
 # synproxy fills conntrack. nf_conntrack_tcp_loose is 0 in the appliance's
 # namespace. Segments no handshake led to (forged RST, FIN, no flag, ACK,
-# FIN-ACK, RST-ACK; scapy) reach no server, on a rule with or without
+# FIN-ACK, RST-ACK; net.py forge) reach no server, on a rule with or without
 # state: new, IPv4 and IPv6, each counted once in the rule's counter; the
 # control: the same segments to a port accepted without synproxy do reach
 # it. A connection completed through the proxy still carries data both

@@ -32,7 +32,7 @@ nfbox_start "$NS_TMP/policy.yaml" || { t_fail start "nfbox did not start"; t_don
 trace_in_kernel() {
 	if bpf_backend; then
 		bpftool -j map lookup pinned "$NFBOX_PINS/maps/nfb_trace" key 0 0 0 0 2>/dev/null |
-			/usr/bin/python3 -c 'import json,sys; v=json.load(sys.stdin); v=v.get("formatted",v)["value"]; print("yes" if v["left"] else "no")'
+			jq -r '(if has("formatted") then .formatted else . end).value | if .left != 0 then "yes" else "no" end'
 	else
 		in_a nft list table inet nfbox 2>/dev/null | grep -q 'nftrace set 1' && echo yes || echo no
 	fi

@@ -29,9 +29,7 @@ YAML
 
 # judged: the packets the forward hook's rules and default have counted
 judged() {
-	nfbox_ctl stats --json | /usr/bin/python3 -c '
-import json, sys
-print(sum(r["packets"] for r in json.load(sys.stdin)["rules"] if r["hook"] == "forward"))'
+	nfbox_ctl stats --json | jq '[.rules[] | select(.hook == "forward") | .packets] | add // 0'
 }
 judged_at_least() { [ "$(judged)" -ge "$1" ]; }
 # sent PROTO PORT...: 5 datagrams of PROTO (udp, udplite) to each port over

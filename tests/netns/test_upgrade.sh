@@ -47,7 +47,7 @@ old_start() { NFBOX_TEST_PLANT=mapped-passes${plants:+,$plants} nfbox_start "$@"
 new_start() { NFBOX_TEST_PLANT=$plants nfbox_start "$@" || t_fail start "$(cat "$NS_TMP/nfbox.err")"; }
 # As an upgrade's restart stops it: the policy stays for the next.
 keep_stop() { nfbox_ctl stop --keep >/dev/null 2>&1; wait "$NFBOX_PID" 2>/dev/null; NFBOX_PID=; }
-malformed() { nfbox_ctl stats --json | /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["drops"]["malformed"])'; }
+malformed() { nfbox_ctl stats --json | jq -r .drops.malformed; }
 # The pinned control map's layout version rewritten (the rest kept).
 # This build's layout version (NFB_ABI_VERSION), as the messages name it.
 ABI=$(sed -n 's/^#define NFB_ABI_VERSION \([0-9]*\)$/\1/p' appliance/backend/bpf/engine/engine_int.h)
@@ -96,7 +96,7 @@ restart_unscheduled() {
 restart_under_traffic program-swap-no-gap restart_unscheduled
 t_check sched-conns-made test -e "$NFBOX_PINS/maps/nfb_sched_conns"
 t_check sched-full-made test -e "$NFBOX_PINS/maps/nfb_sched_full"
-if [ "$(up_status adopted)" = True ] && [ "$(up_status programs_replaced)" = True ]; then
+if [ "$(up_status adopted)" = true ] && [ "$(up_status programs_replaced)" = true ]; then
 	t_ok programs-replaced
 else
 	t_fail programs-replaced "adopted $(up_status adopted), programs_replaced $(up_status programs_replaced): $(grep -i 'build' "$NS_TMP/nfbox.err")"
@@ -141,7 +141,7 @@ else
 fi
 restart_under_traffic older-layout-no-gap new_start "$NS_TMP/policy.yaml"
 replaced=$(up_status replaced)
-if [ "$replaced" = "was set aside by a start before this one" ] && [ "$(up_status adopted)" = False ] &&
+if [ "$replaced" = "was set aside by a start before this one" ] && [ "$(up_status adopted)" = false ] &&
 	[ "$(up_status set_aside)" = 0 ] && ! ls -d "$NFBOX_PINS"/old-* >/dev/null 2>&1; then
 	t_ok older-layout-replaced
 else

@@ -87,13 +87,8 @@ hooks:
 YAML
 
 feed() { # FIELD of the feed of set listed
-	nfbox_ctl status --json | /usr/bin/python3 -c '
-import json, sys
-for f in json.load(sys.stdin)["feeds"]:
-    if f["set"] == "listed":
-        print(f[sys.argv[1]]); break
-else:
-    print("absent")' "$1"
+	nfbox_ctl status --json |
+		jq -r --arg k "$1" 'first((.feeds[] | select(.set == "listed") | if has($k) then .[$k] else error("no \($k)") end), "absent")'
 }
 log_has() { grep -q -- "$1" "$NS_TMP/nfbox.err"; }
 
@@ -107,9 +102,9 @@ t_check other-passes [ "$(probe_from $C4B $S4 7000)" = pass ]
 t_check status-kind [ "$(feed kind)" = url ]
 t_check status-source [ "$(feed source)" = "$URL" ]
 t_check status-entries [ "$(feed entries)" = 2 ]
-t_check status-loaded [ "$(feed loaded)" != None ]
-t_check status-checked [ "$(feed checked)" != None ]
-t_check status-no-warning [ "$(feed warning)" = None ]
+t_check status-loaded [ "$(feed loaded)" != null ]
+t_check status-checked [ "$(feed checked)" != null ]
+t_check status-no-warning [ "$(feed warning)" = null ]
 nfbox_ctl status --json >"$NS_TMP/status.json"
 out=$(/usr/bin/python3 tests/lib/keysdoc.py docs/report.md "$NS_TMP/status.json" 2>&1) &&
 	t_ok status-keys-documented || t_fail status-keys-documented "$out"
@@ -143,7 +138,8 @@ t_check garbage-status wait_until 6 sh -c "'$NFBOX' status --socket '$NFBOX_SOCK
 t_check garbage-keeps [ "$(probe_from $C4B $S4 7000)" = drop ]
 t_check garbage-entries [ "$(feed entries)" = 2 ]
 printf '%s\n192.0.2.0/24\n' "$C4B" >"$W/list.txt"
-t_check good-again-clears wait_until 6 sh -c "[ \"\$('$NFBOX' status --socket '$NFBOX_SOCK' --json | /usr/bin/python3 -c 'import json,sys; print([f[\"warning\"] for f in json.load(sys.stdin)[\"feeds\"]][0])')\" = None ]"
+warning_cleared() { [ "$("$NFBOX" status --socket "$NFBOX_SOCK" --json | jq -r '.feeds[0] | if has("warning") then .warning else error("no warning") end')" = null ]; }
+t_check good-again-clears wait_until 6 warning_cleared
 
 # ---- a slow fetch runs off the loop ----
 { printf '%s\n192.0.2.0/24\n' "$C4B"; printf '# padding, a slow body\n%.0s' $(seq 20); } >"$W/list.txt"

@@ -40,12 +40,9 @@ t_check offline-quiet eval '[ $rc = 0 ] && [ "$(count)" = 0 ]'
 here 0 0 "$tmp/rule.yaml" --strict
 t_check strict-fails eval '[ $rc = 3 ]'
 here 0 0 "$tmp/rule.yaml" --json
-t_check json-message-and-fix /usr/bin/python3 -c '
-import json, sys
-d = json.load(open(sys.argv[1]))["files"][0]["diagnostics"]
-assert [x["message"].split(" ")[0] for x in d] == ["IPv4", "IPv6"], d
-assert d[0]["fix"] == "turn it on: sysctl -w net.ipv4.ip_forward=1, and keep it: '"'"'net.ipv4.ip_forward = 1'"'"' in a file of /etc/sysctl.d/", d[0]
-assert d[0]["message"].endswith("never passes") and d[0]["severity"] == "warning", d[0]' "$tmp/out"
+t_check json-message-and-fix json_true '.files[0].diagnostics | [.[].message | split(" ")[0]] == ["IPv4", "IPv6"] and
+	.[0].fix == "turn it on: sysctl -w net.ipv4.ip_forward=1, and keep it: '"'"'net.ipv4.ip_forward = 1'"'"' in a file of /etc/sysctl.d/" and
+	(.[0].message | endswith("never passes")) and .[0].severity == "warning"' <"$tmp/out"
 
 printf 'version: 1\nhooks: { forward: { default: accept } }\n' >"$tmp/default.yaml"
 here 0 0 "$tmp/default.yaml"
