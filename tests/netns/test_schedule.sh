@@ -47,7 +47,9 @@ OPEN=$((now + 7)) CLOSE=$((now + 13))
 other_day=$(date -u -d "@$((now + 3 * 86400))" +%a | tr A-Z a-z)
 today=$(date -u -d "@$now" +%a | tr A-Z a-z)
 b_from=$(bhm $((now - 1800))) b_to=$(bhm $((now + 1800)))
-[ "$b_from" \< "$b_to" ] || b_from=00:00 # Berlin's midnight inside the hour: from the start of the day
+# (Berlin's midnight inside the hour: a window across midnight, which
+# belongs to the day it starts; it once became 00:00-END, which 23:30-24:00
+# in Berlin is not in)
 cat >"$NS_TMP/p.yaml" <<YAML
 version: 1
 interfaces:
