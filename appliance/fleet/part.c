@@ -853,6 +853,12 @@ static void set_error(struct fleet *fl, const char *fmt, ...)
 	log_warn("fleet: %s", fl->last_error);
 }
 
+/* The error reported is etcd's (ETCD_LOST, WRITES_LOST), not a revision's. */
+static bool error_is(const struct fleet *fl, const char *what)
+{
+	return !strncmp(fl->last_error, what, strlen(what));
+}
+
 static void adopt(struct daemon *dm, int64_t rev, const char *fp, const char *path)
 {
 	struct fleet *fl = FL(dm);
@@ -861,8 +867,7 @@ static void adopt(struct daemon *dm, int64_t rev, const char *fp, const char *pa
 	snprintf(fl->applied_fp, sizeof(fl->applied_fp), "%s", fp);
 	snprintf(fl->applied_path, sizeof(fl->applied_path), "%s", path);
 	daemon_set_policy_path(dm, path);
-	if (strncmp(fl->last_error, ETCD_LOST, strlen(ETCD_LOST)) &&
-	    strncmp(fl->last_error, WRITES_LOST, strlen(WRITES_LOST)))
+	if (!error_is(fl, ETCD_LOST) && !error_is(fl, WRITES_LOST))
 		fl->last_error[0] = '\0'; /* a revision's error: this one is fine (etcd's stay until it is) */
 	save_applied(fl);
 	prune(fl);
@@ -1354,7 +1359,7 @@ static void on_message(struct daemon *dm, struct fmsg *m, struct set_run *run)
 		else
 			log_info("fleet: etcd reached (%s)", fl->endpoint);
 		fl->attempts = 0;
-		if (!strncmp(fl->last_error, ETCD_LOST, strlen(ETCD_LOST)))
+		if (error_is(fl, ETCD_LOST))
 			fl->last_error[0] = '\0'; /* the error metric is 1 only while etcd is lost */
 		break;
 	case FM_DOWN:
@@ -1368,7 +1373,7 @@ static void on_message(struct daemon *dm, struct fmsg *m, struct set_run *run)
 		break;
 	case FM_WRITES_OK:
 		log_info("fleet: etcd takes this node's writes again");
-		if (!strncmp(fl->last_error, WRITES_LOST, strlen(WRITES_LOST)))
+		if (error_is(fl, WRITES_LOST))
 			fl->last_error[0] = '\0';
 		break;
 	case FM_SNAP:
