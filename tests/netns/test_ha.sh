@@ -112,6 +112,24 @@ established() { # N: packets the node accepted as established
 # keepalived and conntrackd processes in node N's namespace.
 daemons_left() { ip netns pids $P-f$1 2>/dev/null | xargs -r ps -o comm= -p 2>/dev/null | grep -cE 'keepalived|conntrackd'; }
 no_daemons_left() { [ "$(daemons_left "$1")" -eq 0 ]; }
+# What a flow that did not survive the failover left, for the log: fw2's
+# log and conntrack entries of the test's port, its external cache, its
+# verdict counters, both ends' sockets and the last lines the client saw.
+lost_flow() { # T0
+	echo "# fw2's log:"
+	tail -15 "$TMP/n2/err"
+	echo "# fw2's conntrack entries of port 5000:"
+	ip netns exec $P-f2 conntrack -L 2>/dev/null | grep -w 'dport=5000'
+	echo "# fw2's external cache:"
+	ip netns exec $P-f2 conntrackd -C "$TMP/n2/nfbox.ha/conntrackd.conf" -e 2>/dev/null | grep -w 'dport=5000'
+	echo "# fw2's counters:"
+	ctl 2 stats --json 2>/dev/null | jq -c 'del(.rules)'
+	echo "# the client's and the server's sockets:"
+	ip netns exec $C ss -tnio 2>/dev/null | grep -A1 ':5000'
+	ip netns exec $S ss -tnio 2>/dev/null | grep -A1 ':5000'
+	echo "# the client's last lines after the failover ($1):"
+	awk -v t="$1" '$2 > t - 2' "$TMP/watch" | grep -v '^udp' | tail -5
+}
 # scenario NAME BACKEND NAT FAILURE(links|netns|crash) SYNC(sync|nosync) [checks|reloads]
 scenario() {
 	local name=$1 backend=$2 nat=$3 how=$4 sync=$5 then=${6:-} t0 t2 tm est0 saw left g
@@ -208,7 +226,7 @@ scenario() {
 		fi
 	else
 		t_fail "$name-failover" "after the failover: tcp $(arrived tcp "$t0"), udp $(arrived udp "$t0") lines; fw2: $(grep -c . "$TMP/n2/err") log lines"
-		tail -5 "$TMP/n2/err"
+		lost_flow "$t0"
 	fi
 	phase failover-flows
 	[ "$(established 2)" -gt "$est0" ] && t_ok "$name-established-on-backup" ||
