@@ -110,6 +110,9 @@ unit_layer() {
 	done
 	key=$(echo "$rel systemd dbus nftables logrotate $* $deps" | sha256sum | cut -c1-16)
 	dir=$DROOT_CACHE/$rel-unit-$key
+	# The lock's directory: on a fresh machine the first suite here may
+	# come before any pristine root was made (the lock failed to open).
+	mkdir -p "$DROOT_CACHE" || return 1
 	(
 		flock 9
 		[ -f "$dir/.nfbox-complete" ] && exit 0

@@ -428,4 +428,19 @@ stop_case stop-other-unit-restart "4711 nftables.service restart running
 stop_case stop-no-jobs "" "stop --socket /run/x.sock"
 stop_case stop-systemd-unreachable-keeps FAIL "stop --keep --socket /run/x.sock"
 
+# --- the booted roots' cache on a fresh machine --------------------------------
+# The first suite to ask for a root with the unit (tests/lib/deb.sh's
+# unit_layer) may come before any pristine root was made: the cache's
+# directory must be made before its lock is opened (it was not, and
+# distro/test_unit_features failed "No such file or directory" on a fresh
+# machine). The root's making itself is stubbed out here: it fails at once.
+bash -c '. tests/lib/lib.sh; NFBOX_ROOT_CACHE=$1/fresh/roots; . tests/lib/droot.sh; . tests/lib/deb.sh
+	droot_new() { echo "stub: no root made" >&2; return 1; }
+	unit_layer bookworm "$1" ""' - "$tmp" >/dev/null 2>&1
+if grep -q "stub: no root made" "$tmp/root.err" 2>/dev/null && ! grep -q "No such file" "$tmp/root.err"; then
+	ok unit-layer-fresh-cache
+else
+	fail unit-layer-fresh-cache "$(cat "$tmp/root.err" 2>/dev/null | head -3)"
+fi
+
 exit "$failed"
