@@ -114,7 +114,8 @@ daemons_left() { ip netns pids $P-f$1 2>/dev/null | xargs -r ps -o comm= -p 2>/d
 no_daemons_left() { [ "$(daemons_left "$1")" -eq 0 ]; }
 # What a flow that did not survive the failover left, for the log: fw2's
 # log and conntrack entries of the test's port, its external cache, its
-# verdict counters, both ends' sockets and the last lines the client saw.
+# verdict counters, both ends' sockets, the server's output and the last
+# lines the client saw.
 lost_flow() { # T0
 	echo "# fw2's log:"
 	tail -15 "$TMP/n2/err"
@@ -127,6 +128,8 @@ lost_flow() { # T0
 	echo "# the client's and the server's sockets:"
 	ip netns exec $C ss -tnio 2>/dev/null | grep -A1 ':5000'
 	ip netns exec $S ss -tnio 2>/dev/null | grep -A1 ':5000'
+	echo "# the server's output (\"sent tcp N\" before its end: its sender failed):"
+	cat "$TMP/serve"
 	echo "# the client's last lines after the failover ($1):"
 	awk -v t="$1" '$2 > t - 2' "$TMP/watch" | grep -v '^udp' | tail -5
 }
