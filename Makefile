@@ -99,7 +99,7 @@ BENCH_BINS  := $(patsubst tests/bench/%.c,$(B)/%,$(BENCH_SRCS))
 rel_obj  = $(patsubst %.c,$(B)/obj/%.o,$(1))
 asan_obj = $(patsubst %.c,$(B)/asan/obj/%.o,$(1))
 
-.PHONY: all check check-long check-debian13 coverage mutants demo bench bench-fleet soak deb clean help deps install uninstall fuzz unit vmlinux format
+.PHONY: all check check-long check-debian13 coverage mutants demo bench bench-fleet soak deb clean help deps deps-long install uninstall fuzz unit vmlinux format
 # Keep generated skeletons and objects (they are intermediate files to make).
 .SECONDARY:
 .DEFAULT_GOAL := all
@@ -110,7 +110,7 @@ help:
 	@echo 'nfbox targets:'
 	@echo '  all (default)  build build/nfbox'
 	@echo '  check          install missing deps, build, run every test suite (as root)'
-	@echo '  check-long     check plus the long runs (longer fuzzing, 40 differential seeds, 400 classifier seeds)'
+	@echo '  check-long     check plus the long runs (longer fuzzing, 40 differential seeds, 400 classifier seeds, Cockpit in chromium: installs it)'
 	@echo '  coverage       every suite on a gcov build; line and branch coverage of policy/, compiler, nft builder'
 	@echo '  mutants        mutation testing of the compiler, encoder and nft builder (~10 min)'
 	@echo '  check-debian13 install-deps, build, every suite and the .deb as a service, in a throw-away Debian 13 root (root)'
@@ -129,6 +129,11 @@ help:
 
 deps:
 	$(Q)packaging/install-deps.sh
+
+# deps-long: deps and what only the long runs need (the browser of
+# tests/distro/test_cockpit.sh), which make check does not install.
+deps-long:
+	$(Q)packaging/install-deps.sh --long
 
 # format: the C sources formatted as .clang-format says, by the pinned
 # clang-format that install-deps fetches (tests/unit/test_format.sh checks it).
@@ -256,7 +261,7 @@ coverage: deps
 mutants: deps
 	$(Q)tests/quality/mutants.sh
 
-check-long: deps
+check-long: deps-long
 	$(Q)$(MAKE) --no-print-directory -j$(NPROC) unit
 	$(Q)NFBOX_LONG=1 tests/run.sh $(TESTS)
 

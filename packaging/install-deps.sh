@@ -3,8 +3,10 @@
 # bookworm-backports for libbpf >= 1.4, bpftool and a new linux-libc-dev) or on
 # Debian 13 and later (native packages). Idempotent and quiet when all is present.
 #
-# Usage: packaging/install-deps.sh [--build-only] [--check] [--print-mirror]
+# Usage: packaging/install-deps.sh [--build-only] [--long] [--check] [--print-mirror]
 #   --build-only    only what building needs (no test tools)
+#   --long          also what only the long runs need (make check-long: the
+#                   browser of tests/distro/test_cockpit.sh)
 #   --check         report what is missing, install nothing; exit 1 if anything is
 #   --print-mirror  print the Debian archive this system's apt sources use
 #                   (tests build Debian roots from it) and exit
@@ -20,7 +22,10 @@ BUILD_PKGS="make gcc build-essential clang llvm pkg-config libbpf-dev bpftool li
 TEST_PKGS="iproute2 iputils-ping ethtool nftables python3 python3-scapy iperf3 hping3 man-db groff-base systemd
  tcpdump tshark jq procps kmod lintian debootstrap bash-completion systemd-container netbase tzdata dnsmasq-base suricata
  python3-jsonschema python3-yaml python3-prometheus-client logrotate keepalived conntrackd conntrack gcovr
- nodejs curl ca-certificates etcd-server etcd-client openssl chromium python3-websocket"
+ nodejs curl ca-certificates etcd-server etcd-client openssl"
+# ... and those of the long runs only (--long): Debian's chromium and the
+# DevTools client that drive Cockpit (360 MiB installed; make check skips them).
+LONG_PKGS="chromium python3-websocket"
 # Packages that must come from backports on bookworm, and the version each needs.
 BPO_PKGS="libbpf-dev bpftool linux-libc-dev"
 # ... and those of the tests (Suricata 7: bookworm itself has none).
@@ -40,19 +45,21 @@ FORMAT_SHA512=Mjb0KPghsr+HH+GL42EvlEB1OcNZLUqlS5J/97kMuIhu703OYcrFm+r1kMxXuaufhv
 TOOL_CACHE=${NFBOX_TOOL_CACHE:-/var/cache/nfbox/tools}
 FORMAT_DIR=$TOOL_CACHE/clang-format-$FORMAT_VERSION
 
-mode=all
+mode=all long=
 for arg in "$@"; do
 	case "$arg" in
 	--build-only) mode=build ;;
+	--long) long=1 ;;
 	--check) mode=check ;;
 	--print-mirror) mode=mirror ;;
-	-h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,13p' "$0"; exit 0 ;;
 	*) echo "install-deps: unknown option '$arg' (try --help)" >&2; exit 2 ;;
 	esac
 done
 
 pkgs="$BUILD_PKGS"
 [ "$mode" = build ] || pkgs="$pkgs $TEST_PKGS"
+[ -z "$long" ] || [ "$mode" = build ] || pkgs="$pkgs $LONG_PKGS"
 
 . /etc/os-release
 codename=${VERSION_CODENAME:-}

@@ -47,9 +47,9 @@ droot_prepare cockpit
 rel=${NFBOX_UNIT_RELEASE:-$rel}
 droot_cgroup2 "$rel" "$PWD/tests/distro/test_cockpit.sh" || { t_fail cgroup2 "cannot make the unified cgroup hierarchy that $rel's systemd needs"; t_done; }
 for tool in systemd-nspawn:systemd-container chromium:chromium; do
-	command -v "${tool%%:*}" >/dev/null || { t_fail cockpit "${tool%%:*} is missing (packaging/install-deps.sh installs ${tool#*:})"; t_done; }
+	command -v "${tool%%:*}" >/dev/null || { t_fail cockpit "${tool%%:*} is missing (packaging/install-deps.sh --long installs ${tool#*:}; make check-long runs it)"; t_done; }
 done
-$PY -c 'import websocket' 2>/dev/null || { t_fail cockpit "python3-websocket is missing (packaging/install-deps.sh installs it)"; t_done; }
+$PY -c 'import websocket' 2>/dev/null || { t_fail cockpit "python3-websocket is missing (packaging/install-deps.sh --long installs it)"; t_done; }
 
 BANNED=198.51.100.66
 ns_setup || { t_fail setup "cannot build the namespaces"; t_done; }
