@@ -28,6 +28,8 @@ int ha_paths_init(struct ha_paths *p, const char *dir)
 	r |= join(p->lock, dir, "conntrackd.lock");
 	r |= join(p->pid, dir, "keepalived.pid");
 	r |= join(p->vrrp_pid, dir, "keepalived-vrrp.pid");
+	r |= join(p->checkers_pid, dir, "keepalived-checkers.pid");
+	r |= join(p->bfd_pid, dir, "keepalived-bfd.pid");
 	return r ? -ENAMETOOLONG : 0;
 }
 

@@ -18,10 +18,13 @@
 struct ha_paths {
 	char dir[PATH_MAX];
 	char keepalived_conf[PATH_MAX], conntrackd_conf[PATH_MAX];
-	char fifo[PATH_MAX];			/* keepalived's notify_fifo, read by nfbox */
-	char ctl[PATH_MAX];			/* conntrackd's control socket */
-	char lock[PATH_MAX];			/* conntrackd's lock file */
-	char pid[PATH_MAX], vrrp_pid[PATH_MAX]; /* keepalived's */
+	char fifo[PATH_MAX]; /* keepalived's notify_fifo, read by nfbox */
+	char ctl[PATH_MAX];  /* conntrackd's control socket */
+	char lock[PATH_MAX]; /* conntrackd's lock file */
+	/* keepalived's pid files, every one it may take: a default one (in
+	 * /run) is another keepalived's, or another appliance's, on this host,
+	 * and finding it locked keepalived exits as "already running". */
+	char pid[PATH_MAX], vrrp_pid[PATH_MAX], checkers_pid[PATH_MAX], bfd_pid[PATH_MAX];
 };
 
 /* dir is the directory; every other path is set inside it. */

@@ -51,6 +51,7 @@
 #include "system/proc.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "lib/plant.h"
 #include "system/files.h"
 
 #define STATS_EVERY 5	 /* seconds between conntrackd -s */
@@ -198,10 +199,29 @@ static void queue_cmds(struct daemon *dm, const enum ha_cmd *v, unsigned n);
 static int start_proc(struct daemon *dm, struct dha_proc *dp)
 {
 	struct dha *ha = HA(dm);
-	char *kd_argv[] = {
-		ha->keepalived_bin, "-n", "-l", "-G", "-P", "-f", ha->paths.keepalived_conf, "-p", ha->paths.pid, "-r",
-		ha->paths.vrrp_pid, NULL
-	};
+	/* Every pid file in nfbox's directory, also those of the children -P
+	 * does not run: keepalived checks them all, and one of /run's locked by
+	 * another keepalived of this host (two appliances starting at once)
+	 * made it exit 0, "daemon is already running". */
+	bool plant = planted("ha-default-pid-files");
+	char *checkers = plant ? (char *)"/run/checkers.pid" : ha->paths.checkers_pid;
+	char *bfd = plant ? (char *)"/run/bfd.pid" : ha->paths.bfd_pid;
+	char *kd_argv[] = { ha->keepalived_bin,
+			    "-n",
+			    "-l",
+			    "-G",
+			    "-P",
+			    "-f",
+			    ha->paths.keepalived_conf,
+			    "-p",
+			    ha->paths.pid,
+			    "-r",
+			    ha->paths.vrrp_pid,
+			    "-c",
+			    checkers,
+			    "-b",
+			    bfd,
+			    NULL };
 	char *cd_argv[] = { ha->conntrackd_bin, "-C", ha->paths.conntrackd_conf, NULL };
 	bool is_kd = dp == &ha->kd;
 	int r;
@@ -212,6 +232,8 @@ static int start_proc(struct daemon *dm, struct dha_proc *dp)
 	if (is_kd) {
 		unlink(ha->paths.pid);
 		unlink(ha->paths.vrrp_pid);
+		unlink(ha->paths.checkers_pid);
+		unlink(ha->paths.bfd_pid);
 	} else {
 		unlink(ha->paths.lock);
 		unlink(ha->paths.ctl);

@@ -384,8 +384,54 @@ missing() {
 	ip -n $P-f1 addr add 203.0.113.1/30 dev sync0
 	wait_until 10 daemon_running 1 keepalived
 	[ "$(ha 1 .keepalived.pid)" != 0 ] && [ "$(ha 1 .conntrackd.pid)" != 0 ] && [ "$(ha 1 'if has("error") then .error else error("no error") end')" = null ] &&
-		t_ok sync-address-then-started || t_fail sync-address-then-started "$(ha 1 .)"
+		t_ok sync-address-then-started || { t_fail sync-address-then-started "$(ha 1 .)"; tail -20 "$TMP/n1/err"; }
 	phase sync-address
+}
+
+# ---- another keepalived on this host: the pid files keepalived takes by
+# default (in /run) locked while the pair starts. nfbox's keepalived must
+# take files of its own and run: it was given its main and VRRP ones only,
+# checked the others' defaults, and exited 0, "daemon is already running"
+# (two appliances starting at once on one host met it: Debian 13's CI leg).
+# The node runs in a mount namespace whose /run is a tmpfs of its own (the
+# namespaces bound back in), so the host's /run is never touched. ----
+foreign() {
+	local holder
+	mkns $P-f1 && ip -n $P-f1 link add sync0 type veth peer name lan0 && ip -n $P-f1 link add wan0 type veth peer name x0 &&
+		for l in sync0 lan0 wan0 x0; do ip -n $P-f1 link set $l up; done
+	ip -n $P-f1 addr add 203.0.113.1/30 dev sync0
+	ip -n $P-f1 addr add 192.0.2.2/24 dev lan0
+	ip -n $P-f1 addr add 198.51.100.2/24 dev wan0
+	mkdir -p "$TMP/n1" "$TMP/netns"
+	policy 1 bpf plain >"$TMP/n1/policy.yaml"
+	# The other keepalived: POSIX locks (as keepalived takes them) on its
+	# four default pid files, held while nfbox (its parent) runs.
+	holder='import fcntl, os, sys, time
+ppid = os.getppid()
+held = [open(p, "w") for p in sys.argv[2:]]
+for f in held:
+    fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+open(sys.argv[1], "w").close()
+while os.getppid() == ppid:
+    time.sleep(0.2)'
+	unshare -m --propagation private bash -c '
+		mount --rbind /run/netns "$1/netns" && mount -t tmpfs nfbox-run /run && mkdir /run/netns &&
+			mount --rbind "$1/netns" /run/netns || exit 1
+		/usr/bin/python3 -c "$2" "$1/held" /run/keepalived.pid /run/vrrp.pid /run/checkers.pid /run/bfd.pid &
+		for i in $(seq 100); do [ -e "$1/held" ] && break; sleep 0.05; done
+		exec ip netns exec "$3" "$4" run --policy "$1/n1/policy.yaml" --socket "$1/n1/nfbox.sock" --no-pin \
+			--state-dir "$1/n1/state"' - "$TMP" "$holder" $P-f1 "$NFBOX" >"$TMP/n1/out" 2>"$TMP/n1/err" &
+	PID[1]=$!
+	wait_until 20 ready 1
+	[ -e "$TMP/held" ] || { t_fail foreign-pid-files "the other keepalived's pid files were not locked"; return; }
+	# Alone, the node becomes master after three adverts (1 s each).
+	if wait_role 1 master 10 && [ "$(ha 1 .keepalived.restarts)" = 0 ] && grep -q "keepalived started" "$TMP/n1/err"; then
+		t_ok foreign-pid-files-own
+	else
+		t_fail foreign-pid-files-own "fw1 $(ha 1 .role), keepalived restarts $(ha 1 .keepalived.restarts): $(grep -m1 -E 'already running|locked' "$TMP/n1/err")"
+		tail -30 "$TMP/n1/err"
+	fi
+	phase foreign
 }
 
 # job NAME FUNCTION ARGS...: FUNCTION in the background, with namespaces
@@ -431,6 +477,7 @@ ADVERT=$FAST run bpf-masq-netns bpf masq netns sync
 ADVERT=$FAST run nft-plain-netns nftables plain netns sync
 ADVERT=$FAST run bpf-plain-crash bpf plain crash sync reloads
 job missing missing
+job foreign foreign
 job adverts adverts
 
 for i in "${!JOBS[@]}"; do
