@@ -80,7 +80,10 @@ mkdir -p "$root/var/lib/GeoIP" "$root/var/log/suricata"
 /usr/bin/python3 tests/lib/mmdbwrite.py "$root/var/lib/GeoIP/country.mmdb" 198.51.100.64/27=DE 198.51.100.0/26=FR
 : >"$root/var/log/suricata/eve.json"
 echo "nameserver $S4" >"$root/etc/resolv.conf"
-today=$(date -u +%a | tr A-Z a-z) other_day=$(date -u -d '+3 days' +%a | tr A-Z a-z)
+# In force: today and tomorrow (a run across midnight stays in force); out
+# of force: three days on, neither.
+today=$(date -u +%a | tr A-Z a-z) tomorrow=$(date -u -d '+1 day' +%a | tr A-Z a-z)
+today="$today, $tomorrow" other_day=$(date -u -d '+3 days' +%a | tr A-Z a-z)
 cat >"$root/etc/nfbox/policy.yaml" <<YAML
 version: 1
 interfaces: { lan: [lan0], wan: [wan0] }
