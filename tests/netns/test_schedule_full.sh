@@ -150,8 +150,9 @@ print(" ".join("%02x" % b for b in a(sys.argv[1]) + a(sys.argv[2]) + struct.pack
 	t_check unconfirmed-grace [ $((${EPOCHREALTIME/./} - t0)) -ge 2000000 ]
 	t_check unconfirmed-counted [ "$(pruned)" = 5 ]
 	# the 5 open ones are still cut at the rule's edge (a reload that puts
-	# it out of force: its days tomorrow only)
-	sed "s/days: \[mon, tue, wed, thu, fri, sat, sun\], tz: UTC }/days: [$(date -u -d tomorrow +%a | tr A-Z a-z)], tz: UTC }/" \
+	# it out of force: its day three days on, which a run across midnight
+	# does not reach)
+	sed "s/days: \[mon, tue, wed, thu, fri, sat, sun\], tz: UTC }/days: [$(date -u -d '+3 days' +%a | tr A-Z a-z)], tz: UTC }/" \
 		"$NS_TMP/p.yaml" >"$NS_TMP/p2.yaml"
 	t_check reload nfbox_ctl reload --policy "$NS_TMP/p2.yaml"
 	cuts() { [ "$(grep -c "rule 'sched' is out of force (when:): connection cut: .* port 7020\$" "$NS_TMP/nfbox.err")" = "$1" ]; }
