@@ -883,7 +883,8 @@ def push_serve(port, seconds, every="0.05"):
             n += 1
             try:
                 c.sendall(b"%d\n" % n)
-            except OSError:
+            except OSError as e:
+                say("tcp send failed at %.3f: %s" % (time.time(), e))
                 break
             time.sleep(every)
         say("sent tcp %d" % n)

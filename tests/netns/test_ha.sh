@@ -128,7 +128,7 @@ lost_flow() { # T0
 	echo "# the client's and the server's sockets:"
 	ip netns exec $C ss -tnio 2>/dev/null | grep -A1 ':5000'
 	ip netns exec $S ss -tnio 2>/dev/null | grep -A1 ':5000'
-	echo "# the server's output (\"sent tcp N\" before its end: its sender failed):"
+	echo "# the server's output (\"tcp send failed\": its connection was reset or broke):"
 	cat "$TMP/serve"
 	echo "# the client's last lines after the failover ($1):"
 	awk -v t="$1" '$2 > t - 2' "$TMP/watch" | grep -v '^udp' | tail -5
