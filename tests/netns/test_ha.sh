@@ -10,11 +10,11 @@
 # The client opens a TCP connection and a UDP flow to the server; after
 # that only the server sends, so a node without the flow's state drops
 # every packet and nothing from inside recreates it. The primary (fw1)
-# loses its links, or vanishes (its links and its whole namespace), or its
-# nfbox is killed; the
-# flow goes on through fw2 with the server's packets accepted as
-# established, and comes back to fw1 when it returns. Each backend, with
-# masquerade and without. Without the sync link the same flow breaks at
+# loses its links, or vanishes (its links and its whole namespace), or
+# its nfbox is killed; the flow goes on through fw2 with the server's
+# packets accepted as established, and comes back to fw1 when it returns.
+# Each backend, with masquerade and without. Without the sync link the
+# same flow breaks at
 # failover (the test of the test). Most pairs advertise every 100 ms and
 # must fail over within 1.5 s; one keeps the default 1 s and, its links
 # cut, must take 2 s or more. No node's VRRP advert may be refused on output (a masquerade
@@ -360,14 +360,20 @@ adverts() {
 		t_fail validate-advert-failback-warning "exit $rc: $out"
 }
 
+# fw1 alone, without switches: its sync0 and lan0 one veth pair, wan0 and
+# x0 another, all up (the cases of one node that never forwards).
+lone_node() {
+	mkns $P-f1 && ip -n $P-f1 link add sync0 type veth peer name lan0 && ip -n $P-f1 link add wan0 type veth peer name x0 &&
+		for l in sync0 lan0 wan0 x0; do ip -n $P-f1 link set $l up; done
+}
+
 # ---- a program missing: the error names its package; a sync interface
 # without an address: enforcement goes on, the pair waits ----
 missing() {
 	local rc err
 	mkdir -p "$TMP/bin"
 	ln -s "$(command -v conntrackd)" "$TMP/bin/conntrackd"
-	mkns $P-f1 && ip -n $P-f1 link add sync0 type veth peer name lan0 && ip -n $P-f1 link add wan0 type veth peer name x0 &&
-		for l in sync0 lan0 wan0 x0; do ip -n $P-f1 link set $l up; done
+	lone_node
 	mkdir -p "$TMP/n1"
 	policy 1 bpf plain >"$TMP/n1/policy.yaml"
 	ip netns exec $P-f1 env PATH="$TMP/bin" "$NFBOX" run --policy "$TMP/n1/policy.yaml" --socket "$TMP/n1/nfbox.sock" --no-pin \
@@ -406,8 +412,7 @@ missing() {
 # namespaces bound back in), so the host's /run is never touched. ----
 foreign() {
 	local holder
-	mkns $P-f1 && ip -n $P-f1 link add sync0 type veth peer name lan0 && ip -n $P-f1 link add wan0 type veth peer name x0 &&
-		for l in sync0 lan0 wan0 x0; do ip -n $P-f1 link set $l up; done
+	lone_node
 	ip -n $P-f1 addr add 203.0.113.1/30 dev sync0
 	ip -n $P-f1 addr add 192.0.2.2/24 dev lan0
 	ip -n $P-f1 addr add 198.51.100.2/24 dev wan0
