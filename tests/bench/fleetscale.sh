@@ -23,13 +23,24 @@
 #             entries (made by `nfbox set add --file` on a node)
 # Everything (namespaces, etcd's data, nodes) is removed on exit, also on
 # failure or Ctrl-C (FLEET_LOGS=DIR keeps the logs there).
-# Usage: NODES=N tests/bench/fleetscale.sh [NFBOX]
+# Usage: NODES=N [PHASES="idle etcd push fanout events bulk"] tests/bench/fleetscale.sh [NFBOX]
+# PHASES names the parts to run (all by default; the first push always runs).
+# SHARE_WINDOW (a fleet file's share-window, nfbox-fleet(5)) for every node.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/lib/lib.sh
 NFBOX=$(realpath "${1:-build/nfbox}")
 . tests/lib/fleet.sh
 NODES=${NODES:-500}
+PHASES=" ${PHASES:-idle etcd push fanout events bulk} "
+phase() { [[ $PHASES == *" $1 "* ]]; }
+for p in $PHASES; do
+	case $p in idle | etcd | push | fanout | events | bulk) ;; *)
+		echo "bench fleet: PHASES: unknown phase '$p' (idle etcd push fanout events bulk)" >&2
+		exit 2
+		;;
+	esac
+done
 FL_PREFIX=nfs$$
 PY="/usr/bin/python3 $PWD/tests/bench/fleetscale.py"
 NPIDS=()
@@ -167,7 +178,10 @@ fleet_up() {
 		-out "$FL_TMP/pki/ca.crt" -days 2 -subj /CN=nfbox-bench-ca 2>/dev/null || return 1
 	for k in 1 2 3; do fl_cert e$k "$(ip6 e$k)" || return 1; done
 	for k in admin root operator; do fl_cert $k && secret $k || return 1; done
-	for k in $(seq "$NODES"); do fl_cert "n$k" && secret "n$k" && fl_fleet_file "n$k" "n$k" "n$k" "$(rotation "$k")" || return 1; done
+	for k in $(seq "$NODES"); do
+		fl_cert "n$k" && secret "n$k" && fl_fleet_file "n$k" "n$k" "n$k" "$(rotation "$k")" || return 1
+		[ -z "${SHARE_WINDOW:-}" ] || echo "share-window: $SHARE_WINDOW" >>"$FL_TMP/n$k.yaml"
+	done
 	fl_fleet_file operator operator
 	for k in 1 2 3; do etcd_start e$k; done
 	wait_until 30 ectl etcdctl endpoint health || return 1
@@ -235,13 +249,15 @@ verdict() { awk -v v="$1" -v t="$2" 'BEGIN { if (v == "" || v == "nan") print "F
 row() { printf '%-58s %12s  %s\n' "$1" "$2" "${3:-}"; }
 
 # ---- idle: nodes' CPU (from /proc) and RSS, etcd's requests over the window ----
-node_ticks() { # the nodes' CPU ticks, summed
+ticks() { # PID...: their CPU ticks (user and system), summed
 	local p t=0 s
-	for p in "${NPIDS[@]}"; do
+	for p in "$@"; do
 		[ -n "$p" ] && read -r -a s <"/proc/$p/stat" 2>/dev/null && t=$((t + s[13] + s[14]))
 	done
 	echo "$t"
 }
+node_ticks() { ticks "${NPIDS[@]}"; }
+etcd_ticks() { ticks "${EPIDS[@]}"; }
 node_rss_kib() { # median VmRSS
 	local p
 	for p in "${NPIDS[@]}"; do [ -n "$p" ] && awk '/^VmRSS:/ { print $2 }' "/proc/$p/status" 2>/dev/null; done |
@@ -283,68 +299,84 @@ START_MS=$(ms_since "$T")
 wait_until 120 push "$FL_TMP/p0.yaml" --wait 600s || { failed "first push: $(push "$FL_TMP/p0.yaml" 2>&1 | tail -n 3)"; exit 1; }
 wait_until 60 all_in_sync || { failed "not every node in sync after the first push: $(in_sync)"; exit 1; }
 
-printf '\n== a fleet of %s nodes (nftables, a namespace each) on 3 etcd members (TLS, RBAC); %s ==\n' "$NODES" "$(date -u +%F)"
+printf '\n== a fleet of %s nodes (nftables, a namespace each) on 3 etcd members (TLS, RBAC); share-window %s; %s ==\n' \
+	"$NODES" "${SHARE_WINDOW:-200ms (default)}" "$(date -u +%F)"
 row "nodes started and ready (waves of 25)" "$((START_MS / 1000)) s"
-say "idle"
-sleep 5
-idle 20 "idle"
+if phase idle; then
+	say "idle"
+	sleep 5
+	idle 20 "idle"
+fi
 
-say "etcd's own: put to watch"
-rootctl watch --prefix /bench/ >"$FL_TMP/watch.out" 2>&1 &
-WPID=$!
-sleep 1
-: >"$FL_TMP/etcd.ms"
-for i in $(seq 1 40); do
-	t0=${EPOCHREALTIME/./}
-	rootctl put "/bench/k$i" "v$i" >/dev/null
-	until grep -qx "v$i" "$FL_TMP/watch.out"; do
-		[ "$(ms_since "$t0")" -gt 10000 ] && { failed "etcd watch missed k$i"; break; }
+if phase etcd; then
+	say "etcd's own: put to watch"
+	rootctl watch --prefix /bench/ >"$FL_TMP/watch.out" 2>&1 &
+	WPID=$!
+	sleep 1
+	: >"$FL_TMP/etcd.ms"
+	for i in $(seq 1 40); do
+		t0=${EPOCHREALTIME/./}
+		rootctl put "/bench/k$i" "v$i" >/dev/null
+		until grep -qx "v$i" "$FL_TMP/watch.out"; do
+			[ "$(ms_since "$t0")" -gt 10000 ] && { failed "etcd watch missed k$i"; break; }
+		done
+		ms_since "$t0" >>"$FL_TMP/etcd.ms"
 	done
-	ms_since "$t0" >>"$FL_TMP/etcd.ms"
-done
-kill "$WPID" 2>/dev/null
-wait "$WPID" 2>/dev/null
-read -r em ep <<<"$(stats <"$FL_TMP/etcd.ms")"
-row "etcd's own: etcdctl put -> etcdctl watch, median / p95" "$em / $ep ms"
+	kill "$WPID" 2>/dev/null
+	wait "$WPID" 2>/dev/null
+	read -r em ep <<<"$(stats <"$FL_TMP/etcd.ms")"
+	row "etcd's own: etcdctl put -> etcdctl watch, median / p95" "$em / $ep ms"
+fi
 
-say "pushes"
-: >"$FL_TMP/push.ms"
-for i in 1 2 3 4 5; do
-	policy "$FL_TMP/p$i.yaml" "$i"
+if phase push; then
+	say "pushes"
+	: >"$FL_TMP/push.ms"
+	for i in 1 2 3 4 5; do
+		policy "$FL_TMP/p$i.yaml" "$i"
+		t0=${EPOCHREALTIME/./}
+		push "$FL_TMP/p$i.yaml" --wait 600s >"$FL_TMP/push$i.out" 2>&1 || failed "push $i: $(tail -n 2 "$FL_TMP/push$i.out")"
+		ms_since "$t0" >>"$FL_TMP/push.ms"
+		[ "$(grep -c ': applied ' "$FL_TMP/push$i.out")" = "$NODES" ] || failed "push $i: not every node applied it"
+	done
+	read -r pm pp <<<"$(stats <"$FL_TMP/push.ms")"
+	row "push until every node reports it applied, median / p95 of 5" "$pm / $pp ms"
+	policy "$FL_TMP/p6.yaml" 6
 	t0=${EPOCHREALTIME/./}
-	push "$FL_TMP/p$i.yaml" --wait 600s >"$FL_TMP/push$i.out" 2>&1 || failed "push $i: $(tail -n 2 "$FL_TMP/push$i.out")"
-	ms_since "$t0" >>"$FL_TMP/push.ms"
-	[ "$(grep -c ': applied ' "$FL_TMP/push$i.out")" = "$NODES" ] || failed "push $i: not every node applied it"
-done
-read -r pm pp <<<"$(stats <"$FL_TMP/push.ms")"
-row "push until every node reports it applied, median / p95 of 5" "$pm / $pp ms"
-policy "$FL_TMP/p6.yaml" 6
-t0=${EPOCHREALTIME/./}
-push "$FL_TMP/p6.yaml" --canary 5 --confirm-within 60s --wait 600s 2>&1 | while IFS= read -r line; do
-	echo "$(ms_since "$t0") $line"
-done >"$FL_TMP/canary.out"
-canary_ms=$(awk '/ to every node/ { print $1; exit }' "$FL_TMP/canary.out")
-all_ms=$(tail -n 1 "$FL_TMP/canary.out" | awk '{ print $1 }')
-[ "$(grep -c ': confirmed ' "$FL_TMP/canary.out")" = 5 ] && [ "$(grep -c ': applied ' "$FL_TMP/canary.out")" = "$NODES" ] ||
-	failed "canary push: $(tail -n 3 "$FL_TMP/canary.out")"
-row "push --canary 5: the 5 canaries confirmed" "${canary_ms:-?} ms"
-row "push --canary 5: then every node applied (from the start)" "${all_ms:-?} ms"
+	push "$FL_TMP/p6.yaml" --canary 5 --confirm-within 60s --wait 600s 2>&1 | while IFS= read -r line; do
+		echo "$(ms_since "$t0") $line"
+	done >"$FL_TMP/canary.out"
+	canary_ms=$(awk '/ to every node/ { print $1; exit }' "$FL_TMP/canary.out")
+	all_ms=$(tail -n 1 "$FL_TMP/canary.out" | awk '{ print $1 }')
+	[ "$(grep -c ': confirmed ' "$FL_TMP/canary.out")" = 5 ] && [ "$(grep -c ': applied ' "$FL_TMP/canary.out")" = "$NODES" ] ||
+		failed "canary push: $(tail -n 3 "$FL_TMP/canary.out")"
+	row "push --canary 5: the 5 canaries confirmed" "${canary_ms:-?} ms"
+	row "push --canary 5: then every node applied (from the start)" "${all_ms:-?} ms"
+fi
 
 fanout() { # RATE COUNT FIRST: COUNT bans at RATE a second on n1, addresses from 198.51.100.FIRST / 203.0.113.
 	local k a=()
 	for ((k = $3; k < $3 + $2; k++)); do
 		if [ "$k" -le 250 ]; then a+=("198.51.100.$k"); else a+=("203.0.113.$((k - 250))"); fi
 	done
+	c0=$(node_ticks) e0=$(etcd_ticks)
 	$PY bans "$NFBOX" "$FL_TMP/n1.sock" "$1" "$FL_TMP/bans$1.t0" "${a[@]}" || failed "bans at $1/s: a set add failed"
 	read -r f50 f95 fmax miss pairs <<<"$($PY fanout "$FL_TMP/bans$1.t0" "$FL_TMP" n1 "$NODES" 60)"
+	c1=$(node_ticks) e1=$(etcd_ticks)
 	[ "$miss" = 0 ] || failed "bans at $1/s: $miss (ban, node) pairs not in force after 60 s"
 	row "ban fan-out at $1/s ($2 bans x $((NODES - 1)) nodes), p50 / p95 / worst" "$f50 / $f95 / $fmax ms" \
 		"$(verdict "$f95" 1000) (p95 < 1000 ms)"
+	# CPU from the first ban until the last is in force everywhere (and up
+	# to the second after), for one ban on one node: the nodes' and etcd's
+	# (of a burst: at 1 a second it would be their idle cost)
+	[ "$1" -gt 1 ] && row "ban fan-out at $1/s: CPU a (ban, node), nodes / etcd" "$(awk -v n=$((c1 - c0)) -v e=$((e1 - e0)) \
+		-v p=$(($2 * (NODES - 1))) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.0f / %.0f us", 1e6 * n / hz / p, 1e6 * e / hz / p }')"
 }
-say "shared bans, 1 a second"
-fanout 1 20 1
-say "shared bans, 100 a second"
-fanout 100 200 21
+if phase fanout; then
+	say "shared bans, 1 a second"
+	fanout 1 20 1
+	say "shared bans, 100 a second"
+	fanout 100 200 21
+fi
 
 # An event at etcd: MEMBER stopped for DOWN s, then started again; a ban
 # made on a node at the moment it stops must reach every node (nothing
@@ -377,24 +409,28 @@ event() { # LABEL BAN MEMBER DOWN
 	row "$label: etcd requests/s for 40 s, mean / worst second" "$rq / $rqmax"
 	row "$label: etcd CPU (cores) for 40 s, mean / worst second" "$cpu / $cpumax"
 }
-say "a member restarted"
-L=$(leader)
-case "$L" in e1) M=e2 ;; *) M=e1 ;; esac
-event "member $M restarted" 203.0.113.201 "$M" 5
-say "the leader lost"
-event "leader $(leader) lost" 203.0.113.202 "$(leader)" 10
+if phase events; then
+	say "a member restarted"
+	L=$(leader)
+	case "$L" in e1) M=e2 ;; *) M=e1 ;; esac
+	event "member $M restarted" 203.0.113.201 "$M" 5
+	say "the leader lost"
+	event "leader $(leader) lost" 203.0.113.202 "$(leader)" 10
+fi
 
-say "10,000 shared entries"
-for k in $(seq 1 10000); do printf '2001:db8:b::%x\n' "$k"; done >"$FL_TMP/bulk.txt"
-for k in $(seq "$NODES"); do echo "n$k $(stat -c %s "$FL_TMP/n$k.err")"; done >"$FL_TMP/bulk.offsets"
-t0=${EPOCHREALTIME/./}
-"$NFBOX" set add blocklist --file "$FL_TMP/bulk.txt" --timeout 1h --socket "$FL_TMP/n2.sock" >/dev/null ||
-	failed "set add of 10,000 entries on n2"
-read -r b50 b95 bmax bmiss <<<"$($PY bulk "$FL_TMP/bulk.offsets" "$FL_TMP" n2 10000 "$t0" 300)"
-[ "$bmiss" = 0 ] || failed "10,000 entries: $bmiss nodes do not hold them all after 300 s"
-row "10,000 entries on n2 -> every node holds them, p50 / p95 / worst" "$b50 / $b95 / $bmax ms"
-sleep 5
-idle 20 "10,000 entries"
+if phase bulk; then
+	say "10,000 shared entries"
+	for k in $(seq 1 10000); do printf '2001:db8:b::%x\n' "$k"; done >"$FL_TMP/bulk.txt"
+	for k in $(seq "$NODES"); do echo "n$k $(stat -c %s "$FL_TMP/n$k.err")"; done >"$FL_TMP/bulk.offsets"
+	t0=${EPOCHREALTIME/./}
+	"$NFBOX" set add blocklist --file "$FL_TMP/bulk.txt" --timeout 1h --socket "$FL_TMP/n2.sock" >/dev/null ||
+		failed "set add of 10,000 entries on n2"
+	read -r b50 b95 bmax bmiss <<<"$($PY bulk "$FL_TMP/bulk.offsets" "$FL_TMP" n2 10000 "$t0" 300)"
+	[ "$bmiss" = 0 ] || failed "10,000 entries: $bmiss nodes do not hold them all after 300 s"
+	row "10,000 entries on n2 -> every node holds them, p50 / p95 / worst" "$b50 / $b95 / $bmax ms"
+	sleep 5
+	idle 20 "10,000 entries"
+fi
 
 overflows=$(($(neigh_overflows) - OVERFLOWS0))
 [ "$overflows" -le 0 ] || failed "the kernel said 'neighbor table overflow' $overflows times: the test rig lost packets, the figures are not the fleet's"
