@@ -12,6 +12,7 @@
 
 #include "base/cleanup.h"
 #include "fleet/conf.h"
+#include "policy/syntax/parse.h"
 #include "policy/yaml/ytree.h"
 
 bool fleet_name_ok(const char *s)
@@ -155,9 +156,23 @@ static void read_etcd(struct reader *r, const struct ynode *etcd, struct fleet_c
 		c->etcd.password = read_password(r, scalar(r, etcd, "password-file", false));
 }
 
+/* share-window: "0", or a duration up to FLEET_SHARE_WINDOW_MAX_MS. */
+static void read_window(struct reader *r, const struct ynode *n, struct fleet_conf *c)
+{
+	const char *why = NULL;
+	uint64_t ms = FLEET_SHARE_WINDOW_MS;
+
+	if (n && strcmp(n->str, "0") && parse_duration_ms(n->str, FLEET_SHARE_WINDOW_MAX_MS, &ms, &why) < 0)
+		diag_error(r->d, n->loc, "share-window '%s': %s (0, or a time such as 200ms, up to %ums)", n->str,
+			   why ? why : "not a time", FLEET_SHARE_WINDOW_MAX_MS);
+	else if (n && !strcmp(n->str, "0"))
+		ms = 0;
+	c->share_window_ms = (uint32_t)ms;
+}
+
 static void read_top(struct reader *r, const struct ynode *root, struct fleet_conf *c)
 {
-	static const char *const keys[] = { "etcd", "node", "group", "prefix", NULL };
+	static const char *const keys[] = { "etcd", "node", "group", "prefix", "share-window", NULL };
 	const struct ynode *etcd = ynode_get(root, "etcd"), *p;
 
 	for (size_t i = 0; i < ynode_map_len(root); i++) {
@@ -167,13 +182,14 @@ static void read_top(struct reader *r, const struct ynode *root, struct fleet_co
 		while (keys[j] && strcmp(keys[j], k->str))
 			j++;
 		if (!keys[j])
-			diag_error(r->d, k->loc, "unknown key '%s' (etcd, node, group, prefix)", k->str);
+			diag_error(r->d, k->loc, "unknown key '%s' (etcd, node, group, prefix, share-window)", k->str);
 	}
 	c->node = name_of(r, scalar(r, root, "node", false), "node");
 	c->group = name_of(r, scalar(r, root, "group", false), "group");
 	if ((p = scalar(r, root, "prefix", false)) && (p->str[0] != '/' || p->str[p->len - 1] == '/'))
 		diag_error(r->d, p->loc, "prefix '%s': a key prefix starts with '/' and does not end with one", p->str);
 	c->prefix = strdup(p ? p->str : "/nfbox");
+	read_window(r, scalar(r, root, "share-window", false), c);
 	if (!etcd)
 		diag_error(r->d, root->loc, "'etcd:' is missing");
 	else if (etcd->type != YNODE_MAP)

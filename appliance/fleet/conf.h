@@ -13,6 +13,7 @@
  *   node: berlin
  *   group: branches
  *   prefix: /nfbox            # default
+ *   share-window: 200ms       # default; 0: each shared change at once
  *
  * Paths are relative to the fleet file's directory. An operator's fleet
  * file names no node.
@@ -23,14 +24,19 @@
 #include "base/diag.h"
 #include "fleet/etcd.h"
 
-#define FLEET_MAX_NAME 63
+#define FLEET_MAX_NAME		  63
+#define FLEET_SHARE_WINDOW_MS	  200 /* share-window's default */
+#define FLEET_SHARE_WINDOW_MAX_MS 5000
 
 struct fleet_conf {
 	struct etcd_conf etcd;
 	char *node;   /* NULL: an operator's file */
 	char *group;  /* NULL: none given (the operator names it) */
 	char *prefix; /* "/nfbox" */
-	char *path;   /* of the file */
+	/* a shared change made within this long of the last transaction of
+	 * them waits for its end, and goes with the others made meanwhile */
+	uint32_t share_window_ms;
+	char *path; /* of the file */
 };
 
 /* Read and check the file at path (errors at file:line:col into d);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/cleanup.h"
+#include "base/clock.h"
 #include "fleet/etcd.h"
 #include "lib/plant.h"
 
@@ -575,7 +576,8 @@ struct etcd_watch {
 	struct etcd_stream s;
 	etcd_watch_fn fn;
 	void *arg;
-	int err; /* what ended it, from the callbacks */
+	size_t spans, created; /* its watches, and those etcd said it created */
+	int err;	       /* what ended it, from the callbacks */
 };
 
 /* One answer of the stream: its events to fn. */
@@ -588,6 +590,8 @@ static int watch_answer(struct etcd_watch *w, const json_t *o)
 		return r;
 	if (!res)
 		return 0;
+	if (json_is_true(json_object_get(res, "created")))
+		w->created++;
 	if (json_is_true(json_object_get(res, "canceled")) || jnum(res, "compact_revision")) {
 		snprintf(w->e->err, sizeof(w->e->err), "etcd ended the watch (%s)",
 			 jnum(res, "compact_revision") ? "its revision was compacted" : "cancelled");
@@ -731,6 +735,7 @@ int etcd_watch_start(struct etcd *e, const struct etcd_span *spans, size_t n, in
 	w->e = e;
 	w->fn = fn;
 	w->arg = arg;
+	w->spans = n;
 	w->body = watch_body(spans, n, from);
 	if (!w->body || !(w->m = curl_multi_init()) || !(w->h = curl_easy_init()) || !(w->hl = headers(e)) ||
 	    asprintf(&url, "%s/v3/watch", endpoint(e, 0)) < 0) {
@@ -770,6 +775,23 @@ int etcd_watch_poll(struct etcd_watch *w, int timeout_ms, int wake_fd)
 			return -EHOSTUNREACH;
 		}
 	return w->err < 0 ? w->err : 0;
+}
+
+int etcd_watch_ready(struct etcd_watch *w, int timeout_ms)
+{
+	int64_t end = clock_ms(CLOCK_MONOTONIC) + timeout_ms, left;
+	int r;
+
+	while (w->created < w->spans) {
+		if ((left = end - clock_ms(CLOCK_MONOTONIC)) <= 0) {
+			snprintf(w->e->err, sizeof(w->e->err), "%s: no answer to the watch within %d ms",
+				 endpoint(w->e, 0), timeout_ms);
+			return -ETIMEDOUT;
+		}
+		if ((r = etcd_watch_poll(w, (int)(left < 100 ? left : 100), -1)) < 0)
+			return r;
+	}
+	return 0;
 }
 
 void etcd_watch_free(struct etcd_watch *w)

@@ -109,6 +109,9 @@ int etcd_watch_start(struct etcd *e, const struct etcd_span *spans, size_t n, in
  * compacted: read again), -EHOSTUNREACH when the stream broke, or fn's
  * error. */
 int etcd_watch_poll(struct etcd_watch *w, int timeout_ms, int wake_fd);
+/* Driven until etcd has answered that it created each span's watch: 0;
+ * -ETIMEDOUT after timeout_ms; else as etcd_watch_poll. */
+int etcd_watch_ready(struct etcd_watch *w, int timeout_ms);
 void etcd_watch_free(struct etcd_watch *w);
 
 /* A watch's stream as it arrives: the JSON objects in it, each ended by a

@@ -64,7 +64,8 @@
  * is asked again at once and made again, which is how 500 nodes reading
  * 10,000 entries each ran etcd out of memory. */
 #define FLEET_READ_TIMEOUT_MS 15000
-#define FLEET_CONFIRM_S	      30 /* a canary's time to confirm when the push gives none */
+#define FLEET_WATCH_READY_MS  3000 /* a resumed watch created, or the connection is given up */
+#define FLEET_CONFIRM_S	      30   /* a canary's time to confirm when the push gives none */
 #define FLEET_MAX_PUBS	      (1u << 16)
 #define FLEET_SET_LEASE_PAD   2	  /* s: an entry's key outlives its timeout, so nodes expire it first */
 #define FLEET_TXN_OPS	      128 /* operations in one transaction: etcd's --max-txn-ops (its default) */
@@ -86,6 +87,7 @@ enum fmsg_kind {
 	FM_ERROR,	  /* an operation refused (err), the connection fine */
 	FM_WRITES_FAILED, /* etcd did not take a write (err), the watch goes on */
 	FM_WRITES_OK,	  /* ... and takes them again */
+	FM_NOTE,	  /* for the log (err) */
 };
 
 struct fmsg {
@@ -169,12 +171,16 @@ struct fleet {
 	unsigned long enforced_load;
 	bool enforced_known;
 	unsigned long published, received;
+	unsigned long transactions; /* of shared changes, into etcd (the thread's, under mu) */
 	/* the thread's alone */
 	struct etcd etcd;
 	struct etcd_watch *watch;
 	int64_t lease;
+	int64_t pub_lease, pub_bucket; /* the shared entries' lease for the 10 s they end in (bucket 0: none) */
+	long long pubs_sent;	       /* ms (monotonic): the last transaction of shared changes */
 	long long next_keepalive;
 	int64_t seen_rev;      /* the store's revision the node last read or was told of (the thread's) */
+	char up_how[160];      /* how the last connection began to follow the group */
 	long long write_after; /* ms (monotonic): the writes wait until then after a failure */
 	unsigned write_tries;  /* writes failed in a row */
 	const char *stage;     /* what the thread was doing with etcd, for its errors */
@@ -324,8 +330,11 @@ static int keepalive(struct fleet *fl)
 
 /* The lease of a change: an entry with a timeout goes under a lease that
  * ends just after it; the entries that end within the same 10 s share one
- * (*lease, *bucket). 0 for a delete or an entry without a timeout. */
-static int pub_lease(struct fleet *fl, const struct pub *p, int64_t *lease, int64_t *bucket, int64_t *out)
+ * (fl->pub_lease), across transactions: a lease granted is a commit of
+ * etcd's too, and one for each ban doubled the origin's requests. A
+ * transaction that fails forgets it (etcd may have lost it). 0 for a delete
+ * or an entry without a timeout. */
+static int pub_lease(struct fleet *fl, const struct pub *p, int64_t *out, bool *kept)
 {
 	int64_t b;
 	int r;
@@ -334,14 +343,16 @@ static int pub_lease(struct fleet *fl, const struct pub *p, int64_t *lease, int6
 	if (!p->val || !p->expires)
 		return 0;
 	b = (p->expires + 9999) / 10000;
-	if (*bucket != b) {
+	if (fl->pub_bucket != b || planted("fleet-lease-each")) {
 		int64_t ttl = (b * 10000 - (int64_t)clock_ms(CLOCK_REALTIME)) / 1000 + 1 + FLEET_SET_LEASE_PAD;
 
-		if ((r = etcd_lease_grant(&fl->etcd, ttl, lease)) < 0)
+		if ((r = etcd_lease_grant(&fl->etcd, ttl, &fl->pub_lease)) < 0)
 			return r;
-		*bucket = b;
+		fl->pub_bucket = b;
+	} else {
+		*kept = true;
 	}
-	*out = *lease;
+	*out = fl->pub_lease;
 	return 0;
 }
 
@@ -358,32 +369,49 @@ static bool op_has_key(const struct etcd_op *ops, uint32_t n, const char *key)
  * second, one put each could not keep up). A transaction names a key at
  * most once and holds at most FLEET_TXN_OPS operations; *taken: the
  * changes it covered (those over already are skipped). */
-static int put_batch(struct fleet *fl, const struct pub *v, uint32_t n, int64_t *lease, int64_t *bucket,
-		     uint32_t *taken)
+static int put_batch(struct fleet *fl, const struct pub *v, uint32_t n, uint32_t *taken)
 {
 	struct etcd_op ops[FLEET_TXN_OPS];
 	int64_t now = (int64_t)clock_ms(CLOCK_REALTIME);
-	uint32_t k, nops = 0, most = planted("fleet-put-each") ? 1 : FLEET_TXN_OPS;
+	uint32_t k, nops, most = planted("fleet-put-each") ? 1 : FLEET_TXN_OPS;
 	bool ok;
 	int r;
 
-	for (k = 0; k < n && nops < most; k++) {
-		int64_t l;
+	for (int attempt = 0;; attempt++) {
+		bool kept = false;
 
-		if (v[k].val && v[k].expires && v[k].expires <= now)
-			continue; /* over already */
-		if (op_has_key(ops, nops, v[k].key))
+		for (k = 0, nops = 0; k < n && nops < most; k++) {
+			int64_t l;
+
+			if (v[k].val && v[k].expires && v[k].expires <= now)
+				continue; /* over already */
+			if (op_has_key(ops, nops, v[k].key))
+				break;
+			if ((r = pub_lease(fl, &v[k], &l, &kept)) < 0)
+				return r;
+			ops[nops++] = (struct etcd_op){ .del = !v[k].val,
+							.key = v[k].key,
+							.val = v[k].val,
+							.len = v[k].val ? strlen(v[k].val) : 0,
+							.lease = l };
+		}
+		*taken = k;
+		if (!nops)
+			return 0;
+		if ((r = etcd_txn(&fl->etcd, NULL, 0, ops, nops, &ok, NULL)) == 0)
 			break;
-		if ((r = pub_lease(fl, &v[k], lease, bucket, &l)) < 0)
+		fl->pub_bucket = 0;
+		/* a lease kept from an earlier transaction may be gone (etcd
+		 * restored from a backup, the lease revoked by hand): once more
+		 * with a new one, before the changes are said refused */
+		if (!kept || attempt || planted("fleet-lease-no-retry"))
 			return r;
-		ops[nops++] = (struct etcd_op){ .del = !v[k].val,
-						.key = v[k].key,
-						.val = v[k].val,
-						.len = v[k].val ? strlen(v[k].val) : 0,
-						.lease = l };
 	}
-	*taken = k;
-	return nops ? etcd_txn(&fl->etcd, NULL, 0, ops, nops, &ok, NULL) : 0;
+	fl->pubs_sent = clock_ms(CLOCK_MONOTONIC);
+	pthread_mutex_lock(&fl->mu);
+	fl->transactions++;
+	pthread_mutex_unlock(&fl->mu);
+	return 0;
 }
 
 static void pubs_free(struct pub *v, uint32_t n)
@@ -399,7 +427,6 @@ static void pubs_free(struct pub *v, uint32_t n)
  * reached) goes back to the front of the queue. */
 static int put_pubs(struct fleet *fl)
 {
-	int64_t lease = 0, bucket = -1;
 	struct pub *v;
 	uint32_t n, sent = 0, taken = 0;
 	int r = 0;
@@ -411,7 +438,7 @@ static int put_pubs(struct fleet *fl)
 	fl->npubs = 0;
 	pthread_mutex_unlock(&fl->mu);
 	while (sent < n) {
-		r = put_batch(fl, v + sent, n - sent, &lease, &bucket, &taken);
+		r = put_batch(fl, v + sent, n - sent, &taken);
 		if (r == -EACCES || r == -EIO) {
 			char err[600];
 
@@ -507,7 +534,15 @@ static void post_snapshot(struct fleet *fl, const struct etcd_kvs *kvs, const st
 	post_simple(fl, FM_SNAP_END, NULL);
 }
 
-/* The group's keys read whole, then followed from the next revision. */
+/* The group's keys followed. A node that has followed them before resumes
+ * its watch from the revision after the last it saw: etcd sends what
+ * changed meanwhile (a lease's end is a delete too), and nothing more is
+ * read. A member lost drops a third of the nodes; each read the group
+ * whole again before (2 MB with 10,000 shared entries). If etcd compacted
+ * past that revision while the node was away, the watch ends with
+ * "compacted" (thread_main then forgets the revision) and the next
+ * connection, at once, reads the group whole and watches from there: what
+ * changed meanwhile is only in a read. fl->up_how: which, for the log. */
 static int connect_etcd(struct fleet *fl)
 {
 	struct etcd_kvs kvs = { 0 }, cand = { 0 };
@@ -521,19 +556,30 @@ static int connect_etcd(struct fleet *fl)
 	if ((r = put_pubs(fl)) < 0) /* what changed here while away goes first */
 		return r;
 	followed_keys(fl, &f);
-	/* Never a watch resumed from the last revision seen: etcd may have
-	 * compacted it while the node was away (then it answers "compacted"
-	 * and the watch ends), and what changed meanwhile is only in a read.
-	 * (The positive control resumes, as a naive node would.) */
-	if (planted("fleet-resume-watch") && fl->seen_rev)
-		return etcd_watch_start(&fl->etcd, f.spans, 2, fl->seen_rev + 1, on_watch, fl, &fl->watch) < 0
-			       ? -EIO
-			       : keepalive(fl);
+	if (fl->seen_rev && !planted("fleet-read-each-reconnection")) {
+		/* the lease first: it needs etcd's leader (a member cut off
+		 * from the others would still take a watch), and the
+		 * request goes to a member that answers, where the watch
+		 * goes too; etcd's answer that it created the watch, before
+		 * etcd is said reached */
+		fl->stage = "keeping the lease";
+		if ((r = keepalive(fl)) < 0)
+			return r;
+		fl->next_keepalive = clock_ms(CLOCK_MONOTONIC) + FLEET_KEEPALIVE_MS;
+		fl->stage = "resuming the watch";
+		if ((r = etcd_watch_start(&fl->etcd, f.spans, 2, fl->seen_rev + 1, on_watch, fl, &fl->watch)) < 0 ||
+		    (r = etcd_watch_ready(fl->watch, FLEET_WATCH_READY_MS)) < 0)
+			return r;
+		snprintf(fl->up_how, sizeof(fl->up_how), "the watch resumed from revision %" PRId64, fl->seen_rev + 1);
+		return 0;
+	}
 	fl->stage = "reading the group";
 	if ((r = read_followed(fl, &f, &kvs, &cand)) < 0)
 		return r;
 	fl->seen_rev = kvs.rev;
 	post_snapshot(fl, &kvs, &cand);
+	snprintf(fl->up_how, sizeof(fl->up_how), "the group read whole at revision %" PRId64 " (%zu keys)", kvs.rev,
+		 kvs.n + cand.n);
 	fl->stage = "starting the watch";
 	r = etcd_watch_start(&fl->etcd, f.spans, 2, kvs.rev + 1, on_watch, fl, &fl->watch);
 	etcd_kvs_free(&kvs);
@@ -588,6 +634,29 @@ static int probe(struct fleet *fl)
 
 static int retry_ms(unsigned *tries);
 
+/* How long the shared changes waiting have yet to wait (ms; 0: they may
+ * go; -1: none wait). A change made within the fleet file's share-window
+ * of the last transaction waits for the window's end and goes with all
+ * made meanwhile, so that a burst of bans is a few events on every node's
+ * watch, not one each: each is a response that etcd encodes for every
+ * node, and a wake, a transaction of nftables and a line of the log on
+ * each. A change after a quiet window goes at once. */
+static long long pubs_wait_ms(struct fleet *fl)
+{
+	long long w;
+	uint32_t n;
+
+	pthread_mutex_lock(&fl->mu);
+	n = fl->npubs;
+	pthread_mutex_unlock(&fl->mu);
+	if (!n)
+		return -1;
+	if (planted("fleet-no-share-window"))
+		return 0;
+	w = fl->pubs_sent + (long long)fl->conf.share_window_ms - clock_ms(CLOCK_MONOTONIC);
+	return w > 0 ? w : 0;
+}
+
 /* What the node writes while connected: its status, its shared changes,
  * a probe asked for, and the lease kept alive when it is due. */
 static int writes(struct fleet *fl)
@@ -606,7 +675,7 @@ static int writes(struct fleet *fl)
 		return -ETIMEDOUT;
 	}
 #endif
-	if ((r = put_status(fl, false)) < 0 || (r = put_pubs(fl)) < 0 || (r = probe(fl)) < 0)
+	if ((r = put_status(fl, false)) < 0 || (pubs_wait_ms(fl) == 0 && (r = put_pubs(fl)) < 0) || (r = probe(fl)) < 0)
 		return r;
 	now = clock_ms(CLOCK_MONOTONIC);
 	if (now >= fl->next_keepalive) {
@@ -634,10 +703,12 @@ static void stage_err(const struct fleet *fl, int r, char *buf, size_t len)
 static int serve(struct fleet *fl)
 {
 	char err[700];
+	long long w = pubs_wait_ms(fl);
 	int r;
 
 	fl->stage = "watching the group";
-	if ((r = etcd_watch_poll(fl->watch, 250, fl->to_thread)) < 0)
+	/* woken by the loop, or when shared changes' window ends */
+	if ((r = etcd_watch_poll(fl->watch, w > 0 && w < 250 ? (int)w + 1 : 250, fl->to_thread)) < 0)
 		return r;
 	drain(fl->to_thread);
 	if (clock_ms(CLOCK_MONOTONIC) < fl->write_after)
@@ -721,7 +792,7 @@ static void *thread_main(void *arg)
 				failures = 0;
 				fl->write_after = 0;
 				set_endpoint(fl);
-				post_simple(fl, FM_UP, NULL);
+				post_simple(fl, FM_UP, fl->up_how);
 				continue;
 			}
 		} else if ((r = serve(fl)) == 0) {
@@ -730,9 +801,16 @@ static void *thread_main(void *arg)
 		/* etcd not reached, or the watch ended: from the start again */
 		etcd_watch_free(fl->watch);
 		fl->watch = NULL;
-		if (r == -ECANCELED && up) {
+		if (r == -ECANCELED && fl->seen_rev) { /* compacted: read whole, at once */
+			char note[sizeof(fl->etcd.err) + 80];
+
+			snprintf(note, sizeof(note), "%s after revision %" PRId64 ": the group is read whole again",
+				 fl->etcd.err, fl->seen_rev);
+			post_simple(fl, FM_NOTE, note);
+			if (!planted("fleet-compacted-resumes"))
+				fl->seen_rev = 0;
 			up = false;
-			continue; /* compacted: read again at once */
+			continue;
 		}
 		post_down(fl, r, ++failures);
 		up = false;
@@ -1354,10 +1432,10 @@ static void on_message(struct daemon *dm, struct fmsg *m, struct set_run *run)
 		fl->connected = true;
 		fl->since = time(NULL);
 		if (fl->attempts)
-			log_info("fleet: etcd reached (%s) after %" PRIu64 " failed attempt%s", fl->endpoint,
-				 fl->attempts, fl->attempts == 1 ? "" : "s");
+			log_info("fleet: etcd reached (%s) after %" PRIu64 " failed attempt%s: %s", fl->endpoint,
+				 fl->attempts, fl->attempts == 1 ? "" : "s", m->err);
 		else
-			log_info("fleet: etcd reached (%s)", fl->endpoint);
+			log_info("fleet: etcd reached (%s): %s", fl->endpoint, m->err);
 		fl->attempts = 0;
 		if (error_is(fl, ETCD_LOST))
 			fl->last_error[0] = '\0'; /* the error metric is 1 only while etcd is lost */
@@ -1398,6 +1476,9 @@ static void on_message(struct daemon *dm, struct fmsg *m, struct set_run *run)
 		break;
 	case FM_PROBE:
 		fl->probe_seen = m->seq;
+		break;
+	case FM_NOTE:
+		log_info("fleet: %s", m->err);
 		break;
 	}
 }
@@ -1640,7 +1721,8 @@ static void fleet_text(const struct rep *x, FILE *f)
 	if (rep_i(x, "candidate"))
 		fprintf(f, "            candidate %lld: %s\n", (long long)rep_i(x, "candidate"),
 			rep_s(x, "candidate_state"));
-	fprintf(f, "            shared entries: %llu sent, %llu received\n", (unsigned long long)rep_u(x, "published"),
+	fprintf(f, "            shared entries: %llu sent (in %llu transactions), %llu received\n",
+		(unsigned long long)rep_u(x, "published"), (unsigned long long)rep_u(x, "transactions"),
 		(unsigned long long)rep_u(x, "received"));
 	if (rep_has(x, "last_error"))
 		fprintf(f, "            last error: %s\n", rep_s(x, "last_error"));
@@ -1659,12 +1741,17 @@ static const struct rep_metric m_sent = { "nfbox_fleet_shared_changes_total{dire
 					  SHARED_HELP, NULL };
 static const struct rep_metric m_received = { "nfbox_fleet_shared_changes_total{direction=\"received\"}", "counter",
 					      SHARED_HELP, NULL };
+static const struct rep_metric m_txns = {
+	"nfbox_fleet_shared_transactions_total", "counter",
+	"Transactions that carried this node's shared changes into etcd (a burst goes as few: share-window).", NULL
+};
 
 static void part_status(void *self, struct rep *status)
 {
 	struct fleet_part *p = self;
 	struct fleet *fl = p->fl;
 	char fp[65] = "", endpoint[160];
+	unsigned long txns;
 	struct rep *o;
 
 	if (!fl) {
@@ -1691,6 +1778,10 @@ static void part_status(void *self, struct rep *status)
 	rep_str(o, "candidate_state", fl->canary.state ? fl->canary.state : "");
 	rep_metric(rep_uint(o, "published", fl->published), &m_sent);
 	rep_metric(rep_uint(o, "received", fl->received), &m_received);
+	pthread_mutex_lock(&fl->mu);
+	txns = fl->transactions;
+	pthread_mutex_unlock(&fl->mu);
+	rep_metric(rep_uint(o, "transactions", txns), &m_txns);
 	rep_str(o, "last_error", fl->last_error[0] ? fl->last_error : NULL);
 	rep_metric(rep_hidden(rep_bool(o, "error", fl->last_error[0] != '\0')), &m_error);
 }

@@ -295,9 +295,27 @@ ip -n "$(fl_ns br)" link set vn3 up
 t_check partition-heals-n3-catches-up wait_until 8 node_rev_is n3 "$REV4"
 t_check caught-up-enforced wait_until 2 fl_ping_is pass n3
 
-# ---- a node away while etcd compacted past what it had seen: it reads the
-# group again whole (a watch resumed from its last revision would be
-# refused as compacted, and the node would never catch up) ----
+# ---- a node away and back: it resumes its watch from the revision after
+# the last it saw, and gets what changed meanwhile (a push, a ban, a ban
+# lifted) from the watch, with no read of the group ----
+last_reached() { grep "fleet: etcd reached (" "$FL_TMP/$1.err" | tail -n 1; }
+ip -n "$(fl_ns br)" link set vn2 down
+t_check resume-n2-away wait_until 15 eval '[ "$(fl_status_field n2 connected)" = false ]'
+push "$FL_TMP/op/policy.yaml" --wait 0 >"$FL_TMP/push-r.out" 2>&1
+REVR=$(sed -n 's/^revision \([0-9]*\) of group.*/\1/p' "$FL_TMP/push-r.out")
+fl_ctl n1 set add blocklist 198.51.100.86 >/dev/null
+fl_ctl n1 set del blocklist 198.51.100.88 >/dev/null
+ip -n "$(fl_ns br)" link set vn2 up
+t_check resume-n2-catches-up wait_until 10 node_rev_is n2 "$REVR"
+t_check resume-n2-gets-the-ban wait_until 5 lists n2 198.51.100.86
+t_check resume-n2-lifts-the-ban wait_until 5 unlists n2 198.51.100.88
+t_check resume-n2-no-read eval 'last_reached n2 | grep -q "after [0-9]* failed attempts*: the watch resumed from revision [0-9]*$"'
+t_check resume-n2-enforces wait_until 2 fl_ping_is drop n2
+
+# ---- a node away while etcd compacted past what it had seen: etcd ends
+# the resumed watch ("compacted"), and the node reads the group again
+# whole (a watch resumed again would be refused again, and the node would
+# never catch up) ----
 ip -n "$(fl_ns br)" link set vn2 down
 t_check compact-n2-away wait_until 15 eval '[ "$(fl_status_field n2 connected)" = false ]'
 push "$FL_TMP/base.yaml" --wait 0 >"$FL_TMP/push5.out" 2>&1 # the same files, a new revision
@@ -310,7 +328,58 @@ ip -n "$(fl_ns br)" link set vn2 up
 t_check compact-n2-catches-up wait_until 10 node_rev_is n2 "$REV5"
 t_check compact-n2-gets-the-ban wait_until 5 eval 'fl_ctl n2 set list blocklist | grep -q 198.51.100.89'
 t_check compact-all-at wait_until 5 all_at "$REV5"
+t_check compact-said grep -q "fleet: etcd ended the watch (its revision was compacted) after revision [0-9]*: the group is read whole again" "$FL_TMP/n2.err"
+t_check compact-read-whole eval 'last_reached n2 | grep -q ": the group read whole at revision [0-9]* ([0-9]* keys)$"'
 REV4=$REV5 # what every node is at now
+
+# ---- a burst of bans goes into etcd as few transactions (share-window),
+# each a response etcd makes for every node and a change each node
+# applies; a ban after a quiet window goes at once ----
+leases() { root_ctl lease list | sed -n 's/^found \([0-9]*\) leases$/\1/p'; }
+txns() { fl_status_field "$1" transactions; }
+# n1 (the default window, 200ms): bans further apart than it each go at
+# once, and with the same timeout, under one lease (not one each)
+l0=$(leases) x0=$(txns n1)
+for k in 1 2 3 4 5; do
+	fl_ctl n1 set add blocklist "203.0.113.$k" --timeout 300 >/dev/null
+	sleep 0.3
+done
+t_check window-spaced-bans-shared wait_until 2 lists n2 203.0.113.5
+t_check window-spaced-bans-each-at-once eval '[ $(($(txns n1) - x0)) = 5 ]'
+# (two when the five end either side of a 10 s bucket's end)
+t_check shared-bans-one-lease eval 'l=$(leases); [ $((l - l0)) -le 2 ] || { echo "$((l - l0)) leases for 5 bans" >&2; false; }'
+# that lease gone (revoked by hand; an etcd restored from a backup): the
+# next ban of the same 10 s goes under a new one, not refused
+key5=/nfbox/branches/sets/blocklist/203.0.113.5
+# (sed, not jq: a lease's id is a 64-bit integer, more than a double holds)
+lease5=$(root_ctl get "$key5" -w json | sed -n 's/.*"lease":\([0-9]*\).*/\1/p')
+exp5=$(root_ctl get "$key5" --print-value-only | jq -r .expires)
+root_ctl lease revoke "$(printf '%x' "$lease5")" >/dev/null
+t_check lease-revoked-bans-lifted wait_until 3 unlists n2 203.0.113.5
+# (its expiry 5 s before the end of that lease's 10 s)
+left=$(((((exp5 + 9999) / 10000) * 10000 - 5000 - ${EPOCHREALTIME/./} / 1000) / 1000))
+fl_ctl n1 set add blocklist 203.0.113.6 --timeout "$left" >/dev/null
+t_check lease-gone-ban-shared wait_until 3 lists n2 203.0.113.6
+t_check lease-gone-not-refused eval '! grep -q "shared entry /nfbox/branches/sets/blocklist/203.0.113.6: " "$FL_TMP/n1.err"'
+# n3 with a window of 2s: the first of a burst at once, the rest together
+fl_node_stop n3
+echo "share-window: 2s" >>"$FL_TMP/n3.yaml"
+fl_node_start n3 "$FL_TMP/base.yaml"
+t_check window-n3-back wait_until 10 eval '[ "$(fl_status_field n3 connected)" = true ]'
+x0=$(txns n3)
+t0=${EPOCHREALTIME/./}
+fl_ctl n3 set add blocklist 203.0.113.10 --timeout 300 >/dev/null
+t_check window-first-at-once wait_until 1.5 lists n1 203.0.113.10
+for k in $(seq 11 20); do fl_ctl n3 set add blocklist "203.0.113.$k" --timeout 300 >/dev/null; done
+span=$(((${EPOCHREALTIME/./} - t0) / 1000))
+t_check window-burst-shared wait_until 5 lists n1 203.0.113.20
+# the first, then one a window at most (11 without the window)
+t_check window-burst-few-transactions eval 'x=$(($(txns n3) - x0)); [ "$x" -le $((2 + span / 2000)) ] ||
+	{ echo "$x transactions for 11 bans in ${span} ms" >&2; false; }'
+t_check window-status-text eval 'fl_ctl n3 status | grep -q "shared entries: [0-9]* sent (in [0-9]* transactions), "'
+t_check window-metric eval 'fl_ctl n3 metrics | grep -q "^nfbox_fleet_shared_transactions_total [0-9]"'
+for k in 6 $(seq 10 20); do echo "203.0.113.$k"; done >"$FL_TMP/window.txt" # (1-5 went with their lease)
+fl_ctl n1 set del blocklist --file "$FL_TMP/window.txt" >/dev/null
 
 # ---- a node may not push: etcd's RBAC refuses it ----
 fl_fleet push --fleet "$FL_TMP/n1.yaml" "$FL_TMP/op/policy.yaml" --wait 0 >"$FL_TMP/rbac.out" 2>&1

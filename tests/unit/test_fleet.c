@@ -258,6 +258,46 @@ static void test_conf(void)
 	check_end();
 }
 
+/* share-window: the default, 0, a time; out of range or not a time at
+ * its place. */
+static void test_window(void)
+{
+	static const char head[] = "etcd:\n  endpoints: [https://192.0.2.1:2379]\n  cert: c.pem\n  key: c.pem\n"
+				   "  ca: c.pem\n  password-file: pw\nnode: n1\n";
+	static const struct {
+		const char *line;
+		long ms; /* -1: refused */
+	} cases[] = { { "", FLEET_SHARE_WINDOW_MS },  { "share-window: 0\n", 0 },    { "share-window: 2s\n", 2000 },
+		      { "share-window: 50ms\n", 50 }, { "share-window: 10s\n", -1 }, { "share-window: fast\n", -1 },
+		      { "share-window: -1\n", -1 } };
+	char text[512], path[512];
+
+	check_begin("fleet-file-share-window");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct fleet_conf c = { 0 };
+		struct diags d;
+		int r;
+
+		snprintf(text, sizeof(text), "%s%s", head, cases[i].line);
+		write_file("w.yaml", text, strlen(text), 0600);
+		snprintf(path, sizeof(path), "%s/w.yaml", dir);
+		diags_init(&d);
+		r = fleet_conf_load(path, false, &d, &c);
+		if (cases[i].ms < 0) {
+			char *t = diags_to_text(&d);
+
+			CHECK(r < 0 && t && strstr(t, "w.yaml:8:15: error: share-window") && strstr(t, "up to 5000ms"));
+			free(t);
+		} else {
+			CHECK(r == 0 && c.share_window_ms == (uint32_t)cases[i].ms);
+			if (r == 0)
+				fleet_conf_free(&c);
+		}
+		diags_free(&d);
+	}
+	check_end();
+}
+
 static void entry_of(unsigned k, struct mirror_entry *e)
 {
 	memset(e, 0, sizeof(*e));
@@ -325,6 +365,7 @@ int main(void)
 	test_bundle_round_trip();
 	test_bundle_hostile();
 	test_conf();
+	test_window();
 	test_mirror();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
