@@ -59,7 +59,11 @@ for port in 22 80 81; do
 	ip netns exec "$NS_S" timeout 120 "$NET" tcp-sink $port 110 &
 	SINKS+=("$!")
 done
-wait_until 5 sh -c "ip netns exec '$NS_S' ss -ltn | grep -q ':81 '"
+# every sink listening, not only the last started: under load they come up
+# in any order, and a first hold met port 22 closed (held 0, refused), so
+# that every case after it failed
+listening() { ip netns exec "$NS_S" ss -ltn | awk '{ print $4 }' >"$NS_TMP/listen" && for p in 22 80 81; do grep -q ":$p\$" "$NS_TMP/listen" || return 1; done; }
+wait_until 10 listening || t_fail sinks-listening "$(ip netns exec "$NS_S" ss -ltn)"
 
 declare -A HOLDER
 hold() { # NAME SRC PORT COUNT TIMEOUT: COUNT connections held in the background; output in NS_TMP/NAME
