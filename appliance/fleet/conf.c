@@ -162,11 +162,11 @@ static void read_window(struct reader *r, const struct ynode *n, struct fleet_co
 	const char *why = NULL;
 	uint64_t ms = FLEET_SHARE_WINDOW_MS;
 
-	if (n && strcmp(n->str, "0") && parse_duration_ms(n->str, FLEET_SHARE_WINDOW_MAX_MS, &ms, &why) < 0)
+	if (n && !strcmp(n->str, "0"))
+		ms = 0;
+	else if (n && parse_duration_ms(n->str, FLEET_SHARE_WINDOW_MAX_MS, &ms, &why) < 0)
 		diag_error(r->d, n->loc, "share-window '%s': %s (0, or a time such as 200ms, up to %ums)", n->str,
 			   why ? why : "not a time", FLEET_SHARE_WINDOW_MAX_MS);
-	else if (n && !strcmp(n->str, "0"))
-		ms = 0;
 	c->share_window_ms = (uint32_t)ms;
 }
 

@@ -312,20 +312,23 @@ failed:
 	return r;
 }
 
+/* The node's lease kept alive (granted again with the status if it is
+ * gone), and the next keepalive due FLEET_KEEPALIVE_MS from now. */
 static int keepalive(struct fleet *fl)
 {
 	int64_t left = 0;
 	int r;
 
-	if (!fl->lease)
-		return put_status(fl, true);
-	if ((r = etcd_lease_keepalive(&fl->etcd, fl->lease, &left)) < 0)
-		return r;
-	if (!left) { /* gone while etcd was not reached: the status again */
-		fl->lease = 0;
-		return put_status(fl, true);
+	fl->stage = "keeping the lease";
+	if (!fl->lease) {
+		r = put_status(fl, true);
+	} else if ((r = etcd_lease_keepalive(&fl->etcd, fl->lease, &left)) == 0 && !left) {
+		fl->lease = 0; /* gone while etcd was not reached: the status again */
+		r = put_status(fl, true);
 	}
-	return 0;
+	if (r == 0)
+		fl->next_keepalive = clock_ms(CLOCK_MONOTONIC) + FLEET_KEEPALIVE_MS;
+	return r;
 }
 
 /* The lease of a change: an entry with a timeout goes under a lease that
@@ -562,10 +565,8 @@ static int connect_etcd(struct fleet *fl)
 		 * request goes to a member that answers, where the watch
 		 * goes too; etcd's answer that it created the watch, before
 		 * etcd is said reached */
-		fl->stage = "keeping the lease";
 		if ((r = keepalive(fl)) < 0)
 			return r;
-		fl->next_keepalive = clock_ms(CLOCK_MONOTONIC) + FLEET_KEEPALIVE_MS;
 		fl->stage = "resuming the watch";
 		if ((r = etcd_watch_start(&fl->etcd, f.spans, 2, fl->seen_rev + 1, on_watch, fl, &fl->watch)) < 0 ||
 		    (r = etcd_watch_ready(fl->watch, FLEET_WATCH_READY_MS)) < 0)
@@ -586,11 +587,7 @@ static int connect_etcd(struct fleet *fl)
 	etcd_kvs_free(&cand);
 	if (r < 0)
 		return r;
-	fl->stage = "keeping the lease";
-	if ((r = keepalive(fl)) < 0)
-		return r;
-	fl->next_keepalive = clock_ms(CLOCK_MONOTONIC) + FLEET_KEEPALIVE_MS;
-	return 0;
+	return keepalive(fl);
 }
 
 static bool want_stop(struct fleet *fl)
@@ -661,7 +658,6 @@ static long long pubs_wait_ms(struct fleet *fl)
  * a probe asked for, and the lease kept alive when it is due. */
 static int writes(struct fleet *fl)
 {
-	long long now;
 	int r;
 
 	fl->stage = "writing this node's status or shared changes";
@@ -677,14 +673,7 @@ static int writes(struct fleet *fl)
 #endif
 	if ((r = put_status(fl, false)) < 0 || (pubs_wait_ms(fl) == 0 && (r = put_pubs(fl)) < 0) || (r = probe(fl)) < 0)
 		return r;
-	now = clock_ms(CLOCK_MONOTONIC);
-	if (now >= fl->next_keepalive) {
-		fl->stage = "keeping the lease";
-		if ((r = keepalive(fl)) < 0)
-			return r;
-		fl->next_keepalive = now + FLEET_KEEPALIVE_MS;
-	}
-	return 0;
+	return clock_ms(CLOCK_MONOTONIC) >= fl->next_keepalive ? keepalive(fl) : 0;
 }
 
 static void stage_err(const struct fleet *fl, int r, char *buf, size_t len)
