@@ -385,5 +385,10 @@ t_check fleet-pushed-enforced [ "$(from_to c $C4 $S4 7105)" = drop ]
 in_e etcdctl --user "root:$(cat "$pki/root.pw")" put /nfbox/branches/sets/shared-bans/$C4FLEET '{"expires":0,"by":"n9"}' >/dev/null
 t_check fleet-shared-ban-listed wait_until 3 listed shared-bans $C4FLEET
 t_check fleet-shared-ban-dropped [ "$(from_to c $C4FLEET $S4 7000)" = drop ]
+# a ban made here goes into etcd, counted as a transaction
+ctl set add shared-bans 198.51.100.77 --timeout 300 >/dev/null
+t_check fleet-own-ban-shared wait_until 3 sh -c "$(declare -f in_e); ETCD=$ETCD pki=$pki NS_E=$NS_E;
+	in_e etcdctl --user 'root:$(cat "$pki/root.pw")' get /nfbox/branches/sets/shared-bans/198.51.100.77 | grep -q n1"
+t_check fleet-own-ban-transactions sh -c "nsenter -t '$DROOT_LEADER' -a nfbox status | grep -q 'shared entries: 1 sent (in 1 transactions)'"
 in_ct systemctl stop nfbox
 t_done
