@@ -333,6 +333,11 @@ static int authenticate(struct etcd *e)
 	return e->token ? 0 : -EPROTO;
 }
 
+int etcd_authenticate(struct etcd *e)
+{
+	return e->conf->user ? authenticate(e) : 0;
+}
+
 /* POST req (consumed) to path; the answer in *out (NULL: not wanted). */
 static int call(struct etcd *e, const char *path, json_t *req, json_t **out)
 {
@@ -593,8 +598,16 @@ static int watch_answer(struct etcd_watch *w, const json_t *o)
 	if (json_is_true(json_object_get(res, "created")))
 		w->created++;
 	if (json_is_true(json_object_get(res, "canceled")) || jnum(res, "compact_revision")) {
+		const char *why = json_string_value(json_object_get(res, "cancel_reason"));
+
 		snprintf(w->e->err, sizeof(w->e->err), "etcd ended the watch (%s)",
-			 jnum(res, "compact_revision") ? "its revision was compacted" : "cancelled");
+			 jnum(res, "compact_revision") ? "its revision was compacted"
+			 : why && *why		       ? why
+						       : "cancelled");
+		/* the token it was started with is unknown to etcd: a
+		 * member restarted since it was given, or its time ended */
+		if (!jnum(res, "compact_revision") && why && strstr(why, "Unauthenticated"))
+			return -EKEYEXPIRED;
 		return -ECANCELED;
 	}
 	evs = json_object_get(res, "events");

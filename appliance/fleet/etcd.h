@@ -88,6 +88,10 @@ struct etcd_op {
 int etcd_txn(struct etcd *e, const struct etcd_cmp *cmp, size_t ncmp, const struct etcd_op *ops, size_t nops, bool *ok,
 	     int64_t *rev);
 
+/* A new token for the fleet file's user (0 at once without a user). The
+ * requests get one themselves when etcd refuses theirs; a watch cannot. */
+int etcd_authenticate(struct etcd *e);
+
 int etcd_lease_grant(struct etcd *e, int64_t ttl_s, int64_t *id);
 /* *ttl_left: what the lease has left; 0: it is gone. */
 int etcd_lease_keepalive(struct etcd *e, int64_t id, int64_t *ttl_left);
@@ -106,8 +110,9 @@ int etcd_watch_start(struct etcd *e, const struct etcd_span *spans, size_t n, in
 		     struct etcd_watch **out);
 /* Drive it up to timeout_ms, or until wake_fd (-1: none) is readable: 0
  * while it goes on; -ECANCELED when etcd ended it (the revision was
- * compacted: read again), -EHOSTUNREACH when the stream broke, or fn's
- * error. */
+ * compacted: read again), -EKEYEXPIRED when etcd no longer knows the
+ * token it was started with (etcd_authenticate, and start it again),
+ * -EHOSTUNREACH when the stream broke, or fn's error. */
 int etcd_watch_poll(struct etcd_watch *w, int timeout_ms, int wake_fd);
 /* Driven until etcd has answered that it created each span's watch: 0;
  * -ETIMEDOUT after timeout_ms; else as etcd_watch_poll. */

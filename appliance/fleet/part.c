@@ -537,6 +537,29 @@ static void post_snapshot(struct fleet *fl, const struct etcd_kvs *kvs, const st
 	post_simple(fl, FM_SNAP_END, NULL);
 }
 
+/* The watch resumed from the revision after the last seen, and etcd's
+ * answer that it created it. Once more with a new token if etcd does not
+ * know the one it went with: a member restarted since it was given (the
+ * lease's keepalive before it needs none). */
+static int resume_watch(struct fleet *fl, const struct followed *f)
+{
+	int r;
+
+	for (int tries = 0;; tries++) {
+		fl->stage = "resuming the watch";
+		if ((r = etcd_watch_start(&fl->etcd, f->spans, 2, fl->seen_rev + 1, on_watch, fl, &fl->watch)) < 0)
+			return r;
+		r = etcd_watch_ready(fl->watch, FLEET_WATCH_READY_MS);
+		if (r != -EKEYEXPIRED || tries || planted("fleet-watch-stale-token"))
+			return r;
+		etcd_watch_free(fl->watch);
+		fl->watch = NULL;
+		fl->stage = "authenticating";
+		if ((r = etcd_authenticate(&fl->etcd)) < 0)
+			return r;
+	}
+}
+
 /* The group's keys followed. A node that has followed them before resumes
  * its watch from the revision after the last it saw: etcd sends what
  * changed meanwhile (a lease's end is a delete too), and nothing more is
@@ -567,9 +590,7 @@ static int connect_etcd(struct fleet *fl)
 		 * etcd is said reached */
 		if ((r = keepalive(fl)) < 0)
 			return r;
-		fl->stage = "resuming the watch";
-		if ((r = etcd_watch_start(&fl->etcd, f.spans, 2, fl->seen_rev + 1, on_watch, fl, &fl->watch)) < 0 ||
-		    (r = etcd_watch_ready(fl->watch, FLEET_WATCH_READY_MS)) < 0)
+		if ((r = resume_watch(fl, &f)) < 0)
 			return r;
 		snprintf(fl->up_how, sizeof(fl->up_how), "the watch resumed from revision %" PRId64, fl->seen_rev + 1);
 		return 0;
@@ -764,6 +785,24 @@ static void post_down(struct fleet *fl, int r, uint64_t failures)
 	post(fl, m);
 }
 
+/* The wait before etcd is tried again: only a stop ends it early. What
+ * else wakes the thread (the status, a shared change, a probe) waits for
+ * the connection; the status changes with each failure (its attempts),
+ * and a wake for it once made a node whose etcd refused connections try
+ * again at once, hundreds of times a second. */
+static void retry_wait(struct fleet *fl, int ms)
+{
+	long long end = clock_ms(CLOCK_MONOTONIC) + ms, left;
+	struct pollfd pfd = { .fd = fl->to_thread, .events = POLLIN };
+
+	while (!want_stop(fl) && (left = end - clock_ms(CLOCK_MONOTONIC)) > 0) {
+		poll(&pfd, 1, (int)left);
+		drain(fl->to_thread);
+		if (planted("fleet-retry-woken"))
+			break;
+	}
+}
+
 static void *thread_main(void *arg)
 {
 	struct fleet *fl = arg;
@@ -803,10 +842,7 @@ static void *thread_main(void *arg)
 		}
 		post_down(fl, r, ++failures);
 		up = false;
-		struct pollfd pfd = { .fd = fl->to_thread, .events = POLLIN };
-
-		poll(&pfd, 1, retry_ms(&tries));
-		drain(fl->to_thread);
+		retry_wait(fl, retry_ms(&tries));
 	}
 	etcd_watch_free(fl->watch);
 	fl->watch = NULL;

@@ -350,12 +350,15 @@ extendedKeyUsage=serverAuth,clientAuth"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$tmp/ca.key" -out "$pki/ca.crt" \
 	-days 2 -subj /CN=nfbox-test-ca 2>/dev/null
 cert etcd $ETCD && cert node && cert operator
-ip netns exec "$NS_E" etcd --name e1 --data-dir "$tmp/etcd" --listen-client-urls "https://$ETCD:2379" \
-	--advertise-client-urls "https://$ETCD:2379" --listen-peer-urls "http://$ETCD:2380" \
-	--initial-advertise-peer-urls "http://$ETCD:2380" --initial-cluster "e1=http://$ETCD:2380" \
-	--cert-file "$pki/etcd.crt" --key-file "$pki/etcd.key" --trusted-ca-file "$pki/ca.crt" --client-cert-auth \
-	--logger zap --log-level error >"$tmp/etcd.log" 2>&1 &
-etcd_pid=$!
+etcd_start() {
+	ip netns exec "$NS_E" etcd --name e1 --data-dir "$tmp/etcd" --listen-client-urls "https://$ETCD:2379" \
+		--advertise-client-urls "https://$ETCD:2379" --listen-peer-urls "http://$ETCD:2380" \
+		--initial-advertise-peer-urls "http://$ETCD:2380" --initial-cluster "e1=http://$ETCD:2380" \
+		--cert-file "$pki/etcd.crt" --key-file "$pki/etcd.key" --trusted-ca-file "$pki/ca.crt" --client-cert-auth \
+		--logger zap --log-level error >>"$tmp/etcd.log" 2>&1 &
+	etcd_pid=$!
+}
+etcd_start
 in_e() { # etcdctl's environment, in etcd's namespace
 	ETCDCTL_API=3 ETCDCTL_ENDPOINTS="https://$ETCD:2379" ETCDCTL_CACERT=$pki/ca.crt ETCDCTL_CERT=$pki/operator.crt \
 		ETCDCTL_KEY=$pki/operator.key ip netns exec "$NS_E" "$@"
@@ -390,5 +393,15 @@ ctl set add shared-bans 198.51.100.77 --timeout 300 >/dev/null
 t_check fleet-own-ban-shared wait_until 3 sh -c "$(declare -f in_e); ETCD=$ETCD pki=$pki NS_E=$NS_E;
 	in_e etcdctl --user 'root:$(cat "$pki/root.pw")' get /nfbox/branches/sets/shared-bans/198.51.100.77 | grep -q n1"
 t_check fleet-own-ban-transactions sh -c "nsenter -t '$DROOT_LEADER' -a nfbox status | grep -q 'shared entries: 1 sent (in 1 transactions)'"
+# etcd restarted (an upgrade of its package, a reboot of its host): the
+# node resumes its watch, and a ban shared meanwhile arrives
+kill -TERM "$etcd_pid" && wait "$etcd_pid" 2>/dev/null
+etcd_pid=
+etcd_start
+t_check etcd-restarted wait_until 20 in_e etcdctl endpoint health
+in_e etcdctl --user "root:$(cat "$pki/root.pw")" put /nfbox/branches/sets/shared-bans/198.51.100.104 '{"expires":0,"by":"n9"}' >/dev/null
+t_check fleet-etcd-restart-ban-listed wait_until 20 listed shared-bans 198.51.100.104
+resumed() { in_ct journalctl -u nfbox --no-pager -n 30 | grep 'fleet: etcd reached' | tail -n 1; }
+t_check fleet-etcd-restart-resumed eval 'resumed | grep -q "the watch resumed from revision" || { resumed; journal 12; false; }'
 in_ct systemctl stop nfbox
 t_done

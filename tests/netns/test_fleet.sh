@@ -420,9 +420,32 @@ t_check no-quorum-nodes-enforce eval 'fl_ping_is drop n1 && fl_ping_is drop n2'
 # take its writes)
 t_check no-quorum-said wait_until 10 eval 'fl_status_field n1 last_error | grep -Eq "^etcd (did not take this node.s writes; .*keeping the lease|not reached)"'
 
+# ---- etcd wholly down (every member refuses the connection): the node
+# waits between attempts as it should (its status changes with each
+# failure, and that woke it to try again at once: hundreds a second) ----
+fl_etcd_stop e1
+t_check all-down-said wait_every 0.5 15 eval '[ "$(fl_status_field n1 connected)" = false ]'
+a0=$(fl_status_field n1 attempts)
+sleep 5
+a1=$(fl_status_field n1 attempts)
+t_check all-down-attempts-spaced eval '[ $((a1 - a0)) -ge 1 ] && [ $((a1 - a0)) -le 6 ] || { echo "attempts in 5 s: $a0 to $a1"; false; }'
+
+# ---- every member started again: they lost the nodes' tokens (etcd
+# keeps them in memory), and a watch sent with one is refused; the nodes
+# get new ones and resume their watch, with no read of the group ----
+reached_n() { grep -c "fleet: etcd reached (" "$FL_TMP/$1.err"; }
+declare -A before
+for n in n1 n2 n3; do before[$n]=$(reached_n $n); done
+for m in e1 e2 e3; do fl_etcd_start $m; done
+all_reached_again() { for n in n1 n2 n3; do [ "$(reached_n $n)" -gt "${before[$n]}" ] || return 1; done; }
+t_check all-back-reached wait_until 25 all_reached_again
+for n in n1 n2 n3; do
+	t_check all-back-$n-resumed eval 'last_reached $n | grep -q ": the watch resumed from revision [0-9]*$" || { last_reached $n; grep "ended the watch" "$FL_TMP/$n.err" | tail -n 2; false; }'
+done
+fl_ctl n1 set add blocklist 198.51.100.89 >/dev/null
+t_check all-back-ban-shared wait_until 5 eval 'lists n2 198.51.100.89 && lists n3 198.51.100.89'
+
 if [ -n "${NFBOX_LONG:-}" ]; then
-	fl_etcd_start e2
-	fl_etcd_start e3
 	t_check quorum-back wait_until 20 eval 'push "$FL_TMP/base.yaml" --wait 10s >/dev/null 2>&1'
 	t_check quorum-back-error-cleared wait_until 10 eval '[ "$(fl_status_field n1 last_error)" = null ] && [ "$(fl_status_field n1 attempts)" = 0 ]'
 	fl_node_stop n2 KILL
