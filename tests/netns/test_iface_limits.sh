@@ -38,13 +38,15 @@ YAML
 sent() {
 	rm -f "$NS_TMP/arrived" "$NS_TMP/arrived.ready" "$NS_TMP/arrived.sent"
 	# The sniffer on the server's link: the tag of each probe that arrives,
-	# until half a second after the client is done (5 s at most).
+	# until half a second after the client is done (30 s at most: under
+	# make check's load, scapy's start alone once took more than the 5 s
+	# this was, and the sniffer ended before the first probe was sent).
 	ip netns exec "$NS_S" /usr/bin/python3 - "$NS_TMP/arrived" <<'PY' &
 import os, select, socket, sys, time
 out = sys.argv[1]
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
 s.bind(("s0", 0))
-seen, done_at, end = set(), None, time.time() + 5
+seen, done_at, end = set(), None, time.time() + 30
 open(out + ".ready", "w").close()
 while time.time() < end and (done_at is None or time.time() < done_at + 0.5):
     if done_at is None and os.path.exists(out + ".sent"):
@@ -57,7 +59,7 @@ while time.time() < end and (done_at is None or time.time() < done_at + 0.5):
 open(out, "w").write(" ".join(sorted(seen)))
 PY
 	local pid=$! i
-	for i in $(seq 100); do [ -e "$NS_TMP/arrived.ready" ] && break; sleep 0.05; done
+	for i in $(seq 400); do [ -e "$NS_TMP/arrived.ready" ] && break; sleep 0.05; done
 	ip netns exec "$NS_C" /usr/bin/python3 - "$S4" "$S6" <<'PY' >/dev/null 2>&1
 import sys
 from scapy.all import IP, IPv6, TCP, UDP, ICMP, ICMPv6EchoRequest, Raw, send, conf
