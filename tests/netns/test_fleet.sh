@@ -445,6 +445,14 @@ done
 fl_ctl n1 set add blocklist 198.51.100.89 >/dev/null
 t_check all-back-ban-shared wait_until 5 eval 'lists n2 198.51.100.89 && lists n3 198.51.100.89'
 
+# ---- a node stopped just after a shared entry came: saved at the stop (a
+# change from etcd is saved within 10 s, and was lost by a stop before) ----
+fl_ctl n1 set add blocklist 198.51.100.90 >/dev/null
+t_check stop-save-arrived wait_until 5 lists n3 198.51.100.90
+fl_node_stop n3
+t_check stop-save-kept grep -q "198.51.100.90" "$FL_TMP/state-n3/dynsets"
+fl_node_start n3 "$FL_TMP/base.yaml"
+
 if [ -n "${NFBOX_LONG:-}" ]; then
 	t_check quorum-back wait_until 20 eval 'push "$FL_TMP/base.yaml" --wait 10s >/dev/null 2>&1'
 	t_check quorum-back-error-cleared wait_until 10 eval '[ "$(fl_status_field n1 last_error)" = null ] && [ "$(fl_status_field n1 attempts)" = 0 ]'

@@ -60,8 +60,12 @@ struct dynstore {
  * etcd's, read again at a start that reaches etcd; a save (the whole
  * store, synced) for each burst a watch brings would be thousands a
  * second on a fleet of hundreds. The daemon's own changes are saved
- * before they are answered, as always, and take what is due with them. */
-#define FLEET_SAVE_MS 1000
+ * before they are answered, as always, and take what is due with them;
+ * a clean stop saves what is due. 10 s, not 1: each save writes the whole
+ * store, and while 10,000 shared entries arrived, a node saved up to
+ * 400 KB (synced) a second; the fleet bench's 100 nodes held them all in
+ * 39 s instead of 56. */
+#define FLEET_SAVE_MS 10000
 
 #define DYN(dm) ((struct dynstore *)daemon_part_state(dm, &part_dynsets))
 
@@ -1279,6 +1283,8 @@ static void dynsets_close(void *self)
 
 	if (!ds)
 		return;
+	if (ds->save_due && !planted("dyn-fleet-unsaved-at-stop")) /* etcd's changes of the last seconds */
+		dyn_save(ds->dm);
 	dynsets_free(&ds->store);
 	free(ds->own.v);
 	free(ds);
