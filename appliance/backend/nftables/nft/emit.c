@@ -33,6 +33,7 @@
 #include "base/cleanup.h"
 #include "base/log.h"
 #include "backend/nftables/nft/batch.h"
+#include "lib/plant.h"
 
 /* nft's datatype numbers (its "type ..." of a set), so that `nft list`
  * shows the elements as addresses, ports and names. */
@@ -908,7 +909,7 @@ int nft_set_change(const struct nfr_set *const *del, uint32_t ndel, const struct
 	 * comes just after the store let the entry go met it and was lost). */
 	for (uint32_t i = 0; i < ndel && !r; i++)
 		r = change_elems(b, del[i], NFT_MSG_DESTROYSETELEM);
-	for (uint32_t i = 0; i < nadd && !r; i++)
+	for (uint32_t i = 0; i < nadd && !r && !planted("nft-renewal-keeps-timeout"); i++)
 		r = change_elems(b, add[i], NFT_MSG_DESTROYSETELEM);
 	for (uint32_t i = 0; i < nadd && !r; i++)
 		r = change_elems(b, add[i], NFT_MSG_NEWSETELEM);
