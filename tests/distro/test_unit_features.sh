@@ -404,4 +404,6 @@ t_check fleet-etcd-restart-ban-listed wait_until 20 listed shared-bans 198.51.10
 resumed() { in_ct journalctl -u nfbox --no-pager -n 30 | grep 'fleet: etcd reached' | tail -n 1; }
 t_check fleet-etcd-restart-resumed eval 'resumed | grep -q "the watch resumed from revision" || { resumed; journal 12; false; }'
 in_ct systemctl stop nfbox
+# the entry that came from etcd just before the stop is in the saved file
+t_check fleet-stop-saved grep -q "198.51.100.104" "$root/var/lib/nfbox/state/dynsets"
 t_done
