@@ -589,6 +589,7 @@ struct etcd_watch {
 static int watch_answer(struct etcd_watch *w, const json_t *o)
 {
 	const json_t *res = json_object_get(o, "result"), *evs;
+	bool compacted;
 	int r;
 
 	if ((r = answer_error(w->e, o)) < 0)
@@ -597,18 +598,17 @@ static int watch_answer(struct etcd_watch *w, const json_t *o)
 		return 0;
 	if (json_is_true(json_object_get(res, "created")))
 		w->created++;
-	if (json_is_true(json_object_get(res, "canceled")) || jnum(res, "compact_revision")) {
+	compacted = jnum(res, "compact_revision") != 0;
+	if (compacted || json_is_true(json_object_get(res, "canceled"))) {
 		const char *why = json_string_value(json_object_get(res, "cancel_reason"));
 
 		snprintf(w->e->err, sizeof(w->e->err), "etcd ended the watch (%s)",
-			 jnum(res, "compact_revision") ? "its revision was compacted"
-			 : why && *why		       ? why
-						       : "cancelled");
+			 compacted     ? "its revision was compacted"
+			 : why && *why ? why
+				       : "cancelled");
 		/* the token it was started with is unknown to etcd: a
 		 * member restarted since it was given, or its time ended */
-		if (!jnum(res, "compact_revision") && why && strstr(why, "Unauthenticated"))
-			return -EKEYEXPIRED;
-		return -ECANCELED;
+		return !compacted && why && strstr(why, "Unauthenticated") ? -EKEYEXPIRED : -ECANCELED;
 	}
 	evs = json_object_get(res, "events");
 	for (size_t i = 0; i < json_array_size(evs); i++) {

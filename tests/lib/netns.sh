@@ -285,6 +285,7 @@ kernel_set() {
 }
 # kernel_holds SET PREFIX [MIN-LEFT]: the kernel matches PREFIX (written
 # with its length: 192.0.2.7/32) in SET, for MIN-LEFT seconds more at least.
-kernel_holds() {
-	kernel_set "$1" | awk -v p="$2" -v m="${3:-0}" '$1 == p && ($2 == "never" || $2 + 0 >= m) { f = 1 } END { exit !f }'
-}
+kernel_holds() { kernel_set "$1" | held_for "$2" "${3:-0}"; }
+# held_for PREFIX MIN-LEFT: kernel_set's lines on standard input hold PREFIX
+# for MIN-LEFT seconds more at least
+held_for() { awk -v p="$1" -v m="$2" '$1 == p && ($2 == "never" || $2 + 0 >= m) { f = 1 } END { exit !f }'; }

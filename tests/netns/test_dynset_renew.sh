@@ -79,7 +79,7 @@ renewed() {
 	local held min
 	held=$(kernel_set "$2") # read first: the time left is the kernel's then
 	min=$(awk "BEGIN { printf \"%.3f\", $4 - ($EPOCHREALTIME - $5) }")
-	if awk -v p="$3/32" -v m="$min" '$1 == p && ($2 == "never" || $2 + 0 >= m) { f = 1 } END { exit !f }' <<<"$held"; then
+	if held_for "$3/32" "$min" <<<"$held"; then
 		t_ok "$1-kernel"
 	else
 		t_fail "$1-kernel" "want $min s left: $(tr '\n' ' ' <<<"$held")"
