@@ -44,6 +44,7 @@
 #include "fleet/conf.h"
 #include "fleet/etcd.h"
 #include "fleet/mirror.h"
+#include "fleet/pack.h"
 #include "lib/plant.h"
 #include "policy/syntax/parse.h"
 
@@ -69,6 +70,9 @@
 #define FLEET_MAX_PUBS	      (1u << 16)
 #define FLEET_SET_LEASE_PAD   2	  /* s: an entry's key outlives its timeout, so nodes expire it first */
 #define FLEET_TXN_OPS	      128 /* operations in one transaction: etcd's --max-txn-ops (its default) */
+/* a transaction's keys and values: etcd takes a request of 1.5 MiB
+ * (--max-request-bytes), and the gateway's base64 makes 4 bytes of 3 */
+#define FLEET_TXN_BYTES (512 * 1024)
 
 #define ETCD_LOST   "etcd not reached"
 #define WRITES_LOST "etcd did not take this node's writes"
@@ -101,10 +105,15 @@ struct fmsg {
 	struct fmsg *next;
 };
 
-/* A shared set's change for etcd: val NULL deletes. */
+/* A shared set's change for etcd. */
 struct pub {
-	char *key, *val;
+	char set[POLICY_MAX_NAME + 1];
+	struct prefix pfx;
 	int64_t expires; /* ms; 0: none */
+	char origin[32]; /* who made it here (a pack's "origin") */
+	bool del;	 /* taken out of every record */
+	bool strip;	 /* an add that another record would outlast: taken out of those too */
+	uint64_t seq;	 /* the order they came in */
 };
 
 /* A revision as etcd holds it (the raw value, decoded when applied). */
@@ -138,7 +147,8 @@ struct fleet {
 	char *status;
 	bool status_dirty, stop;
 	struct pub *pubs;
-	uint32_t npubs;
+	uint32_t npubs, cappubs;
+	uint64_t pub_seq;
 	uint64_t probe_req, probe_done;
 	char endpoint[160];
 	/* the loop's alone */
@@ -177,7 +187,9 @@ struct fleet {
 	struct etcd_watch *watch;
 	int64_t lease;
 	int64_t pub_lease, pub_bucket; /* the shared entries' lease for the 10 s they end in (bucket 0: none) */
-	long long pubs_sent;	       /* ms (monotonic): the last transaction of shared changes */
+	uint32_t run_id;	       /* in this node's packs' keys: +NODE.RUN.SEQ */
+	uint64_t pack_seq;
+	long long pubs_sent; /* ms (monotonic): the last transaction of shared changes */
 	long long next_keepalive;
 	int64_t seen_rev;      /* the store's revision the node last read or was told of (the thread's) */
 	char up_how[160];      /* how the last connection began to follow the group */
@@ -331,21 +343,20 @@ static int keepalive(struct fleet *fl)
 	return r;
 }
 
-/* The lease of a change: an entry with a timeout goes under a lease that
- * ends just after it; the entries that end within the same 10 s share one
- * (fl->pub_lease), across transactions: a lease granted is a commit of
- * etcd's too, and one for each ban doubled the origin's requests. A
- * transaction that fails forgets it (etcd may have lost it). 0 for a delete
- * or an entry without a timeout. */
-static int pub_lease(struct fleet *fl, const struct pub *p, int64_t *out, bool *kept)
+/* The lease of entries that end at expires (ms; 0: none, and no lease):
+ * those that end within the same 10 s share one (fl->pub_lease), across
+ * transactions: a lease granted is a commit of etcd's too, and one for each
+ * ban doubled the origin's requests. A transaction that fails forgets it
+ * (etcd may have lost it). */
+static int pub_lease(struct fleet *fl, int64_t expires, int64_t *out, bool *kept)
 {
 	int64_t b;
 	int r;
 
 	*out = 0;
-	if (!p->val || !p->expires)
+	if (!expires)
 		return 0;
-	b = (p->expires + 9999) / 10000;
+	b = (expires + 9999) / 10000;
 	if (fl->pub_bucket != b || planted("fleet-lease-each")) {
 		int64_t ttl = (b * 10000 - (int64_t)clock_ms(CLOCK_REALTIME)) / 1000 + 1 + FLEET_SET_LEASE_PAD;
 
@@ -359,119 +370,377 @@ static int pub_lease(struct fleet *fl, const struct pub *p, int64_t *out, bool *
 	return 0;
 }
 
-static bool op_has_key(const struct etcd_op *ops, uint32_t n, const char *key)
+/* Operations for etcd, made up to a transaction's size at a time. */
+struct txn_batch {
+	struct etcd_op ops[FLEET_TXN_OPS];
+	struct etcd_cmp cmps[FLEET_TXN_OPS];
+	int64_t expires[FLEET_TXN_OPS]; /* an op's entries' end, for its lease (0: none) */
+	char *keys[FLEET_TXN_OPS], *vals[FLEET_TXN_OPS];
+	uint32_t nops, ncmps;
+	size_t bytes;
+};
+
+static void batch_reset(struct txn_batch *t)
 {
-	for (uint32_t i = 0; i < n; i++)
-		if (!strcmp(ops[i].key, key))
-			return true;
-	return false;
+	for (uint32_t i = 0; i < t->nops; i++) {
+		free(t->keys[i]);
+		free(t->vals[i]);
+	}
+	t->nops = t->ncmps = 0;
+	t->bytes = 0;
 }
 
-/* The first changes of v (up to n) into etcd as one transaction: one
- * request and one commit for a burst of bans, not one each (at 100 bans a
- * second, one put each could not keep up). A transaction names a key at
- * most once and holds at most FLEET_TXN_OPS operations; *taken: the
- * changes it covered (those over already are skipped). */
-static int put_batch(struct fleet *fl, const struct pub *v, uint32_t n, uint32_t *taken)
+/* Whether the batch has room for an operation of len bytes more. */
+static bool batch_room(const struct txn_batch *t, size_t len)
 {
-	struct etcd_op ops[FLEET_TXN_OPS];
-	int64_t now = (int64_t)clock_ms(CLOCK_REALTIME);
-	uint32_t k, nops, most = planted("fleet-put-each") ? 1 : FLEET_TXN_OPS;
-	bool ok;
+	uint32_t most = planted("fleet-put-each") ? 1 : FLEET_TXN_OPS;
+
+	return t->nops < most && (!t->nops || t->bytes + len <= FLEET_TXN_BYTES);
+}
+
+/* One operation into the batch (key and val are the batch's now; val
+ * NULL: a delete); cmp_rev >= 0: the key must be at that revision. */
+static void batch_add(struct txn_batch *t, char *key, char *val, int64_t expires, int64_t lease, int64_t cmp_rev)
+{
+	uint32_t i = t->nops++;
+
+	t->keys[i] = key;
+	t->vals[i] = val;
+	t->expires[i] = expires;
+	t->ops[i] =
+		(struct etcd_op){ .del = !val, .key = key, .val = val, .len = val ? strlen(val) : 0, .lease = lease };
+	t->bytes += strlen(key) + t->ops[i].len;
+	if (cmp_rev >= 0)
+		t->cmps[t->ncmps++] = (struct etcd_cmp){ .key = key, .mod_rev = cmp_rev };
+}
+
+/* The batch into etcd as one transaction (*ok: its compares held), then
+ * emptied. The new entries' leases are given here: a lease kept from an
+ * earlier transaction may be gone (etcd restored from a backup, the lease
+ * revoked by hand), so once more with a new one before it is said
+ * refused. */
+static int batch_commit(struct fleet *fl, struct txn_batch *t, bool *ok)
+{
 	int r;
 
+	*ok = true;
+	if (!t->nops)
+		return 0;
 	for (int attempt = 0;; attempt++) {
 		bool kept = false;
 
-		for (k = 0, nops = 0; k < n && nops < most; k++) {
-			int64_t l;
-
-			if (v[k].val && v[k].expires && v[k].expires <= now)
-				continue; /* over already */
-			if (op_has_key(ops, nops, v[k].key))
-				break;
-			if ((r = pub_lease(fl, &v[k], &l, &kept)) < 0)
-				return r;
-			ops[nops++] = (struct etcd_op){ .del = !v[k].val,
-							.key = v[k].key,
-							.val = v[k].val,
-							.len = v[k].val ? strlen(v[k].val) : 0,
-							.lease = l };
-		}
-		*taken = k;
-		if (!nops)
-			return 0;
-		if ((r = etcd_txn(&fl->etcd, NULL, 0, ops, nops, &ok, NULL)) == 0)
+		for (uint32_t i = 0; i < t->nops; i++)
+			if (t->expires[i] && (r = pub_lease(fl, t->expires[i], &t->ops[i].lease, &kept)) < 0)
+				goto out;
+		if ((r = etcd_txn(&fl->etcd, t->cmps, t->ncmps, t->ops, t->nops, ok, NULL)) == 0)
 			break;
 		fl->pub_bucket = 0;
-		/* a lease kept from an earlier transaction may be gone (etcd
-		 * restored from a backup, the lease revoked by hand): once more
-		 * with a new one, before the changes are said refused */
 		if (!kept || attempt || planted("fleet-lease-no-retry"))
-			return r;
+			goto out;
 	}
 	fl->pubs_sent = clock_ms(CLOCK_MONOTONIC);
 	pthread_mutex_lock(&fl->mu);
 	fl->transactions++;
 	pthread_mutex_unlock(&fl->mu);
+out:
+	batch_reset(t);
+	return r;
+}
+
+static void set_records_key(const struct fleet *fl, const char *set, const char *rest, char *buf, size_t len)
+{
+	char what[POLICY_MAX_NAME + FLEET_MAX_NAME + 200];
+
+	snprintf(what, sizeof(what), "sets/%s/%s", set, rest);
+	fleet_key(&fl->conf, fl->conf.group, what, buf, len);
+}
+
+/* Order of the waiting changes: by set and prefix, then as they came. */
+static int cmp_pub(const void *a, const void *b)
+{
+	const struct pub *x = a, *y = b;
+	int c = strcmp(x->set, y->set);
+
+	if (c || (c = pack_prefix_cmp(&x->pfx, &y->pfx)))
+		return c;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Packs in the order they are made: by set, the 10 s their entries end
+ * in, and who made them. */
+static int cmp_pack(const void *a, const void *b)
+{
+	const struct pub *x = a, *y = b;
+	int64_t bx = (x->expires + 9999) / 10000, by = (y->expires + 9999) / 10000;
+	int c = strcmp(x->set, y->set);
+
+	if (c)
+		return c;
+	if (bx != by)
+		return bx < by ? -1 : 1;
+	return strcmp(x->origin, y->origin);
+}
+
+static bool same_entry(const struct pub *x, const struct pub *y)
+{
+	return !strcmp(x->set, y->set) && !pack_prefix_cmp(&x->pfx, &y->pfx);
+}
+
+/* The changes folded to the last of each entry (v sorted by cmp_pub): an
+ * add after a delete of the same entry still takes it out of the other
+ * records. The number left, at the front of v. */
+static uint32_t fold(struct pub *v, uint32_t n)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (k && same_entry(&v[k - 1], &v[i]) && !planted("fleet-no-fold")) {
+			bool out = v[k - 1].del || v[k - 1].strip;
+
+			v[k - 1] = v[i];
+			v[k - 1].strip |= out && !v[i].del;
+		} else {
+			v[k++] = v[i];
+		}
+	}
+	return k;
+}
+
+/* The adds of v (sorted by cmp_pack) into etcd as packs, a transaction
+ * holding as many as it may. */
+static int send_packs(struct fleet *fl, const struct pub *v, uint32_t n, uint32_t *taken)
+{
+	_cleanup_free_ struct txn_batch *t = calloc(1, sizeof(*t));
+	_cleanup_free_ struct mirror_item *items = calloc(PACK_MAX_ENTRIES, sizeof(*items));
+	uint32_t most = planted("fleet-pack-one") ? 1 : PACK_MAX_ENTRIES;
+	int64_t now = (int64_t)clock_ms(CLOCK_REALTIME);
+	bool ok;
+	int r;
+
+	*taken = 0;
+	if (!t || !items)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n;) {
+		uint32_t k = 0, j = i;
+		char id[FLEET_MAX_NAME + 48], key[600], *val;
+
+		for (; j < n && k < most && !cmp_pack(&v[i], &v[j]); j++)
+			if (!v[j].expires || v[j].expires > now) /* (one over already is not shared) */
+				items[k++] = (struct mirror_item){ .pfx = v[j].pfx, .expires = v[j].expires };
+		if (k) {
+			snprintf(id, sizeof(id), "+%s.%08x.%" PRIu64, fl->conf.node, fl->run_id, ++fl->pack_seq);
+			set_records_key(fl, v[i].set, id, key, sizeof(key));
+			if (!(val = pack_encode(fl->conf.node, v[i].origin, items, k)))
+				return -ENOMEM;
+			if (!batch_room(t, strlen(key) + strlen(val)) && (r = batch_commit(fl, t, &ok)) < 0) {
+				free(val);
+				return r;
+			}
+			char *kd = strdup(key);
+
+			if (!kd) {
+				free(val);
+				return -ENOMEM;
+			}
+			batch_add(t, kd, val, v[i].expires, 0, -1);
+		}
+		/* what the batch holds is taken once it is committed */
+		if (j == n || !batch_room(t, 1)) {
+			if ((r = batch_commit(fl, t, &ok)) < 0)
+				return r;
+			*taken = j;
+		}
+		i = j;
+	}
+	if ((r = batch_commit(fl, t, &ok)) < 0)
+		return r;
+	*taken = n;
 	return 0;
 }
 
-static void pubs_free(struct pub *v, uint32_t n)
+/* Whether key (below sets/) names a pack this node made after seq. */
+static bool pack_since(const struct fleet *fl, const char *rest, uint64_t seq)
 {
-	for (uint32_t i = 0; i < n; i++) {
-		free(v[i].key);
-		free(v[i].val);
-	}
+	char mine[FLEET_MAX_NAME + 24];
+	size_t ml = (size_t)snprintf(mine, sizeof(mine), "+%s.%08x.", fl->conf.node, fl->run_id);
+	const char *p = strchr(rest, '/');
+
+	return p && !strncmp(p + 1, mine, ml) && strtoull(p + 1 + ml, NULL, 10) > seq;
 }
 
-/* The shared sets' changes waiting: into etcd, in order; what etcd
- * refuses (RBAC) is said and dropped, what cannot be sent (etcd not
- * reached) goes back to the front of the queue. */
+/* Whether the record kv (rest: its key below sets/) holds any of del:
+ * *out its value without them (NULL: a delete). */
+static int strip_record(const struct etcd_kv *kv, const char *rest, const struct prefix *del, uint32_t ndel, char **out,
+			bool *changed)
+{
+	struct mirror_item *it = NULL;
+	char s[POLICY_MAX_NAME + 1], by[MIRROR_BY_MAX];
+	uint32_t n, bad;
+
+	*out = NULL;
+	*changed = false;
+	if (pack_key_is_pack(rest))
+		return pack_strip(kv->value, kv->vlen, del, ndel, out, changed) == -ENOMEM ? -ENOMEM : 0;
+	*changed = pack_decode(rest, NULL, 0, true, s, by, sizeof(by), &it, &n, &bad) == 0 &&
+		   pack_has(del, ndel, &it[0].pfx);
+	free(it);
+	return 0;
+}
+
+/* The entries del (sorted: pack_sort) taken out of every record of set
+ * that holds them, but the packs this node made after seq (this round's):
+ * a key of one entry deleted, a pack written again without them (under
+ * its lease; deleted when none is left), each only if no one changed it
+ * since it was read; else read again. */
+static int send_removals(struct fleet *fl, const char *set, const struct prefix *del, uint32_t ndel, uint64_t seq)
+{
+	_cleanup_free_ struct txn_batch *t = calloc(1, sizeof(*t));
+	char dir[600], end[600], rest[600];
+	size_t dl;
+	int r = 0;
+
+	if (!t)
+		return -ENOMEM;
+	set_records_key(fl, set, "", dir, sizeof(dir));
+	etcd_prefix_end(dir, end, sizeof(end));
+	dl = strlen(dir);
+	for (int tries = 0; tries < 5; tries++) {
+		struct etcd_kvs kvs = { 0 };
+		struct etcd_span span = { .key = dir, .end = end };
+		long was = fl->etcd.timeout_ms;
+		bool held = true, ok = true;
+
+		fl->etcd.timeout_ms = FLEET_READ_TIMEOUT_MS;
+		r = etcd_get_span(&fl->etcd, &span, 0, &kvs);
+		fl->etcd.timeout_ms = was;
+		if (r < 0)
+			return r;
+		for (size_t i = 0; i < kvs.n && r == 0 && held; i++) {
+			const struct etcd_kv *kv = &kvs.v[i];
+			char *out, *key;
+			bool changed;
+
+			snprintf(rest, sizeof(rest), "%s/%s", set, kv->key + dl);
+			if (pack_since(fl, rest, seq) || (r = strip_record(kv, rest, del, ndel, &out, &changed)) < 0 ||
+			    !changed)
+				continue;
+			if (!batch_room(t, strlen(kv->key) + (out ? strlen(out) : 0)) &&
+			    (r = batch_commit(fl, t, &ok)) == 0)
+				held = ok;
+			if (r < 0 || !held || !(key = strdup(kv->key))) {
+				free(out);
+				r = r < 0 || !held ? r : -ENOMEM;
+				continue;
+			}
+			batch_add(t, key, out, 0, out ? kv->lease : 0, kv->mod_rev);
+		}
+		if (r == 0 && held && (r = batch_commit(fl, t, &ok)) == 0)
+			held = ok;
+		batch_reset(t);
+		etcd_kvs_free(&kvs);
+		if (r < 0 || held)
+			return r;
+	}
+	snprintf(fl->etcd.err, sizeof(fl->etcd.err), "set %s's records changed by others while this node changed them",
+		 set);
+	return -EIO;
+}
+
+/* The changes v (n, folded) into etcd: the adds as packs first, then the
+ * entries deleted, or shortened, taken out of the other records (so that
+ * a renewal is never a moment without the entry). *sent_adds: whether the
+ * adds went (the removals are tried again alone). */
+static int send_changes(struct fleet *fl, struct pub *v, uint32_t n, bool *sent_adds)
+{
+	_cleanup_free_ struct prefix *del = calloc(n + 1, sizeof(*del));
+	uint32_t nadd = 0, taken;
+	uint64_t seq = fl->pack_seq;
+	int r;
+
+	if (!del)
+		return -ENOMEM;
+	if (!*sent_adds) {
+		_cleanup_free_ struct pub *adds = calloc(n + 1, sizeof(*adds));
+
+		if (!adds)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < n; i++)
+			if (!v[i].del)
+				adds[nadd++] = v[i];
+		qsort(adds, nadd, sizeof(*adds), cmp_pack);
+		if ((r = send_packs(fl, adds, nadd, &taken)) < 0)
+			return r;
+		*sent_adds = true;
+	}
+	for (uint32_t i = 0; i < n;) { /* v is by set: a read of each set with removals */
+		uint32_t j = i, ndel = 0;
+
+		for (; j < n && !strcmp(v[j].set, v[i].set); j++)
+			if (v[j].del || v[j].strip)
+				del[ndel++] = v[j].pfx;
+		if (ndel) {
+			pack_sort(del, ndel);
+			if ((r = send_removals(fl, v[i].set, del, ndel, seq)) < 0)
+				return r;
+		}
+		i = j;
+	}
+	return 0;
+}
+
+/* The shared sets' changes waiting: into etcd; what etcd refuses (RBAC)
+ * is said and dropped, what cannot be sent (etcd not reached) goes back to
+ * the front of the queue (sent again whole: packs and removals are the
+ * same when sent twice). */
 static int put_pubs(struct fleet *fl)
 {
 	struct pub *v;
-	uint32_t n, sent = 0, taken = 0;
-	int r = 0;
+	uint32_t n;
+	bool sent_adds = false;
+	int r;
 
 	pthread_mutex_lock(&fl->mu);
 	v = fl->pubs;
 	n = fl->npubs;
 	fl->pubs = NULL;
-	fl->npubs = 0;
+	fl->npubs = fl->cappubs = 0;
 	pthread_mutex_unlock(&fl->mu);
-	while (sent < n) {
-		r = put_batch(fl, v + sent, n - sent, &taken);
-		if (r == -EACCES || r == -EIO) {
-			char err[600];
-
-			snprintf(err, sizeof(err), "shared entr%s %s%s: %s", taken > 1 ? "ies" : "y", v[sent].key,
-				 taken > 1 ? " and after" : "", fl->etcd.err);
-			post_simple(fl, FM_ERROR, err);
-			r = 0;
-		}
-		if (r < 0)
-			break;
-		pubs_free(v + sent, taken);
-		sent += taken;
+	if (!n) {
+		free(v);
+		return 0;
 	}
-	if (sent < n) {
-		memmove(v, v + sent, (n - sent) * sizeof(*v));
+	qsort(v, n, sizeof(*v), cmp_pub);
+	n = fold(v, n);
+	r = send_changes(fl, v, n, &sent_adds);
+	if (r == -EACCES || r == -EIO) {
+		char err[700], pfx[64];
+
+		policy_prefix_format(&v[0].pfx, pfx, sizeof(pfx));
+		snprintf(err, sizeof(err), "shared set %s: %u change%s (%s%s): %s", v[0].set, n, n == 1 ? "" : "s", pfx,
+			 n > 1 ? " ..." : "", fl->etcd.err);
+		post_simple(fl, FM_ERROR, err);
+		r = 0;
+	}
+	if (r < 0) {
+		uint32_t keep = 0;
+
+		for (uint32_t i = 0; i < n; i++)		  /* what went already stays out */
+			if (!sent_adds || v[i].del || v[i].strip) /* (an add that strips goes again whole) */
+				v[keep++] = v[i];
 		pthread_mutex_lock(&fl->mu);
-		struct pub *nv = realloc(v, (n - sent + fl->npubs) * sizeof(*nv));
+		struct pub *nv = realloc(v, (keep + fl->npubs + 1) * sizeof(*nv));
 
 		if (nv) {
-			memcpy(nv + (n - sent), fl->pubs, fl->npubs * sizeof(*nv));
+			memcpy(nv + keep, fl->pubs, fl->npubs * sizeof(*nv));
 			free(fl->pubs);
 			fl->pubs = nv;
-			fl->npubs += n - sent;
+			fl->npubs += keep;
+			fl->cappubs = fl->npubs + 1;
 			v = NULL;
 		}
 		pthread_mutex_unlock(&fl->mu);
-		if (v) { /* no memory for both: these are lost, and said */
-			pubs_free(v, n - sent);
+		if (v) /* no memory for both: these are lost, and said */
 			post_simple(fl, FM_ERROR, "out of memory: shared changes lost");
-		}
 	}
 	free(v);
 	return r;
@@ -1155,31 +1424,6 @@ static const struct addr_set *shared_set(const struct daemon *dm, const char *na
 	return NULL;
 }
 
-/* "SET/PREFIX" and its value ({"expires": ms, "by": NODE}) as a change. */
-static int parse_entry(const struct fmsg *m, struct mirror_entry *e, char *by, size_t blen)
-{
-	const char *slash = strchr(m->key, '/');
-	const char *why;
-	bool host_bits;
-
-	memset(e, 0, sizeof(*e));
-	if (!slash || (size_t)(slash - m->key) > POLICY_MAX_NAME)
-		return -EINVAL;
-	memcpy(e->set, m->key, (size_t)(slash - m->key));
-	if (parse_prefix(slash + 1, &e->pfx, &host_bits, &why) < 0 || host_bits)
-		return -EINVAL;
-	if (!m->del) {
-		json_error_t je;
-		json_t *o = json_loadb(m->value, m->vlen, 0, &je);
-		const char *b = json_string_value(json_object_get(o, "by"));
-
-		e->expires = json_integer_value(json_object_get(o, "expires"));
-		snprintf(by, blen, "fleet:%s", b && fleet_name_ok(b) ? b : "?");
-		json_decref(o);
-	}
-	return 0;
-}
-
 /* Shared entries from etcd of one set, all added or all deleted, taken
  * into the set here at once (one change of the store and the kernel, one
  * save): a watch's answer brings many (a txn of bans, a node's catch-up). */
@@ -1267,35 +1511,55 @@ static int run_add(struct daemon *dm, struct set_run *run, const char *set, bool
 	return 0;
 }
 
-/* One entry from etcd, to go into the set here (not back into etcd) with
- * the rest of its run. */
+/* Where the mirror's changes go: the set here, with the rest of their run
+ * (not back into etcd). */
+struct to_set {
+	struct daemon *dm;
+	struct set_run *run;
+	int64_t now;
+};
+
+static void entry_changed(void *arg, const char *set, const struct prefix *pfx, bool present, int64_t expires,
+			  const char *by)
+{
+	struct to_set *ts = arg;
+	struct dyn_change c = { .src = "etcd", .pfx = *pfx, .expires = expires };
+
+	if (!shared_set(ts->dm, set))
+		return;
+	if (present && expires && expires <= ts->now)
+		return; /* over already */
+	if (run_add(ts->dm, ts->run, set, !present, &c, by) < 0) {
+		/* no memory for a run: this one alone */
+		c.by = by;
+		FL(ts->dm)->received++;
+		dyn_from_fleet(ts->dm, set, &c, 1, !present, false);
+	}
+}
+
+/* A record of a shared set from etcd (one entry, or a pack) into the
+ * mirror; the entries it changed into the sets here, once etcd was read
+ * whole (until then what the sets hold stays, and the read's end makes
+ * them hold what etcd does). */
 static void set_message(struct daemon *dm, const struct fmsg *m, struct set_run *run)
 {
 	struct fleet *fl = FL(dm);
-	struct mirror_entry e;
-	char by[FLEET_MAX_NAME + 8] = "fleet:?";
-	struct dyn_change c = { .src = "etcd" };
+	_cleanup_free_ struct mirror_item *items = NULL;
+	char set[POLICY_MAX_NAME + 1], by[MIRROR_BY_MAX];
+	struct to_set ts = { .dm = dm, .run = run, .now = (int64_t)clock_ms(CLOCK_REALTIME) };
+	bool live = !fl->snapping && fl->have_snapshot && !planted("fleet-deaf");
+	uint32_t n, bad;
+	int r;
 
-	if (parse_entry(m, &e, by, sizeof(by)) < 0) {
-		log_warn("fleet: shared entry '%s' is not SET/PREFIX: ignored", m->key);
+	if ((r = pack_decode(m->key, m->value, m->vlen, m->del, set, by, sizeof(by), &items, &n, &bad)) == -EINVAL) {
+		log_warn("fleet: shared record '%s' is not SET/PREFIX or a pack (SET/+ID): ignored", m->key);
 		return;
 	}
-	if (m->del)
-		mirror_del(&fl->mirror, &e);
-	else if (mirror_put(&fl->mirror, &e) < 0)
-		log_warn("fleet: out of memory: shared entry '%s' not mirrored", m->key);
-	if (fl->snapping || !fl->have_snapshot || !shared_set(dm, e.set) || planted("fleet-deaf"))
-		return;
-	if (!m->del && e.expires && e.expires <= (int64_t)clock_ms(CLOCK_REALTIME))
-		return;
-	c.pfx = e.pfx;
-	c.expires = e.expires;
-	if (run_add(dm, run, e.set, m->del, &c, by) < 0) {
-		/* no memory for a run: this one alone */
-		c.by = by;
-		fl->received++;
-		dyn_from_fleet(dm, e.set, &c, 1, m->del, false);
-	}
+	if (bad)
+		log_warn("fleet: shared pack '%s': %u of its entries are not prefixes: skipped", m->key, bad);
+	if (r < 0 ||
+	    mirror_record(&fl->mirror, m->key, set, by, items, m->del ? 0 : n, live ? entry_changed : NULL, &ts) < 0)
+		log_warn("fleet: out of memory: shared record '%s' not mirrored", m->key);
 }
 
 static const struct dyn_set *store_set(const struct daemon *dm, const char *name)
@@ -1366,7 +1630,6 @@ static void reconcile(struct daemon *dm)
 static void shared_changed(struct daemon *dm, const char *set, const struct dyn_change *c, uint32_t n, bool del)
 {
 	struct fleet *fl = FL(dm);
-	char what[POLICY_MAX_NAME + 80], key[600], pfx[64];
 
 	if (!fl || !shared_set(dm, set))
 		return;
@@ -1379,30 +1642,23 @@ static void shared_changed(struct daemon *dm, const char *set, const struct dyn_
 				 FLEET_MAX_PUBS, set);
 			break;
 		}
-		if (!(p = realloc(fl->pubs, (fl->npubs + 1) * sizeof(*p))))
-			break;
-		fl->pubs = p;
-		p = &fl->pubs[fl->npubs];
-		policy_prefix_format(&c[i].pfx, pfx, sizeof(pfx));
-		snprintf(what, sizeof(what), "sets/%s/%s", set, pfx);
-		fleet_key(&fl->conf, fl->conf.group, what, key, sizeof(key));
-		*p = (struct pub){ .key = strdup(key), .expires = c[i].expires };
-		if (!del) {
-			json_t *o = json_pack("{s:I, s:s, s:s}", "expires", (json_int_t)c[i].expires, "by",
-					      fl->conf.node, "origin", c[i].by ? c[i].by : "");
+		if (fl->npubs == fl->cappubs) {
+			uint32_t cap = fl->cappubs ? 2 * fl->cappubs : 64;
 
-			p->val = o ? json_dumps(o, JSON_COMPACT) : NULL;
-			json_decref(o);
-			if (!p->val) {
-				free(p->key);
+			if (!(p = realloc(fl->pubs, cap * sizeof(*p))))
 				break;
-			}
+			fl->pubs = p;
+			fl->cappubs = cap;
 		}
-		if (!p->key) {
-			free(p->val);
-			break;
-		}
-		fl->npubs++;
+		p = &fl->pubs[fl->npubs++];
+		*p = (struct pub){ .pfx = c[i].pfx,
+				   .expires = del ? 0 : c[i].expires,
+				   .del = del,
+				   .strip = !del && !planted("fleet-no-strip") &&
+					    mirror_outlives(&fl->mirror, set, &c[i].pfx, c[i].expires),
+				   .seq = ++fl->pub_seq };
+		snprintf(p->set, sizeof(p->set), "%s", set);
+		snprintf(p->origin, sizeof(p->origin), "%s", c[i].by ? c[i].by : "");
 		fl->published++;
 	}
 	pthread_mutex_unlock(&fl->mu);
@@ -1643,6 +1899,9 @@ static int fleet_open(struct daemon *dm, struct diags *d)
 	if (mkdir(fl->base, 0700) < 0 && errno != EEXIST)
 		return diag_errno(d, -errno, "%s", fl->base);
 	read_applied(dm);
+	/* a pack's key is new at each start: +NODE.RUN.SEQ */
+	if (getrandom(&fl->run_id, sizeof(fl->run_id), GRND_NONBLOCK) != (ssize_t)sizeof(fl->run_id))
+		fl->run_id = (uint32_t)clock_ms(CLOCK_REALTIME) ^ (uint32_t)getpid();
 	dyn_listen(dm, shared_changed);
 	if ((r = etcd_open(&fl->etcd, &fl->conf.etcd)) < 0)
 		return diag_errno(d, r, "fleet: etcd client");
@@ -1680,10 +1939,6 @@ static void fleet_close(struct daemon *dm)
 
 		fmsg_free(fl->in);
 		fl->in = n;
-	}
-	for (uint32_t i = 0; i < fl->npubs; i++) {
-		free(fl->pubs[i].key);
-		free(fl->pubs[i].val);
 	}
 	free(fl->pubs);
 	free(fl->status);

@@ -388,10 +388,10 @@ t_check fleet-pushed-enforced [ "$(from_to c $C4 $S4 7105)" = drop ]
 in_e etcdctl --user "root:$(cat "$pki/root.pw")" put /nfbox/branches/sets/shared-bans/$C4FLEET '{"expires":0,"by":"n9"}' >/dev/null
 t_check fleet-shared-ban-listed wait_until 3 listed shared-bans $C4FLEET
 t_check fleet-shared-ban-dropped [ "$(from_to c $C4FLEET $S4 7000)" = drop ]
-# a ban made here goes into etcd, counted as a transaction
+# a ban made here goes into etcd (in a pack of n1's), counted as a transaction
 ctl set add shared-bans 198.51.100.77 --timeout 300 >/dev/null
 t_check fleet-own-ban-shared wait_until 3 sh -c "$(declare -f in_e); ETCD=$ETCD pki=$pki NS_E=$NS_E;
-	in_e etcdctl --user 'root:$(cat "$pki/root.pw")' get /nfbox/branches/sets/shared-bans/198.51.100.77 | grep -q n1"
+	in_e etcdctl --user 'root:$(cat "$pki/root.pw")' get --prefix /nfbox/branches/sets/shared-bans/+n1. | grep -q '\"198.51.100.77\":'"
 t_check fleet-own-ban-transactions sh -c "nsenter -t '$DROOT_LEADER' -a nfbox status | grep -q 'shared entries: 1 sent (in 1 transactions)'"
 # etcd restarted (an upgrade of its package, a reboot of its host): the
 # node resumes its watch, and a ban shared meanwhile arrives

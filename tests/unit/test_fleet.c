@@ -6,8 +6,10 @@
  * (absolute names, "..", empty parts), is not base64 or not nfbox's is
  * refused; base64 and a prefix's range end as etcd wants them; the fleet
  * file's mistakes at file:line:col, a password file others may read; the
- * node's mirror of the shared entries against a plain list, through puts,
- * replacements and deletes in a random order.
+ * node's mirror of the shared entries against a plain model, through
+ * records (keys of one entry and packs) written, rewritten and deleted in
+ * a random order, and what it tells of each change; a pack's value from
+ * entries and back, stripped, and one from a hostile node.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -23,6 +25,8 @@
 #include "fleet/conf.h"
 #include "fleet/etcd.h"
 #include "fleet/mirror.h"
+#include "fleet/pack.h"
+#include "policy/syntax/parse.h"
 #include "tests/lib/check.h"
 
 static char dir[] = "/tmp/nfbox-fleet-unit.XXXXXX";
@@ -298,57 +302,255 @@ static void test_window(void)
 	check_end();
 }
 
-static void entry_of(unsigned k, struct mirror_entry *e)
+/* ---- the mirror against a plain model ---- */
+
+enum {
+	PFXS = 240,
+	RECS = 48,
+	SETS = 2
+};
+
+static void pfx_of(unsigned k, struct prefix *p)
 {
-	memset(e, 0, sizeof(*e));
-	snprintf(e->set, sizeof(e->set), "%s", k % 3 ? "blocklist" : "other");
-	e->pfx.family = k % 2 ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4;
-	e->pfx.plen = k % 2 ? 128 : 32;
-	e->pfx.addr[12] = (uint8_t)(k >> 8);
-	e->pfx.addr[15] = (uint8_t)k;
+	memset(p, 0, sizeof(*p));
+	p->family = k % 2 ? POLICY_FAM_IPV6 : POLICY_FAM_IPV4;
+	p->plen = k % 2 ? 128 : 32;
+	p->addr[12] = (uint8_t)(k >> 8);
+	p->addr[15] = (uint8_t)k;
+}
+
+static const char *set_of(unsigned s)
+{
+	return s ? "other" : "blocklist";
+}
+
+/* what the model's records hold: expiry + 1 of each prefix (0: not held) */
+static int64_t model[SETS][RECS][PFXS];
+/* what the mirror told fn: expiry + 1 (0: gone) */
+static int64_t told[SETS][PFXS];
+static unsigned told_wrong;
+
+static bool lasts_longer(int64_t a, int64_t b)
+{
+	return b && (!a || a > b);
+}
+
+/* the model's entry in force: expiry + 1, 0 when no record holds it */
+static int64_t model_entry(unsigned s, unsigned k)
+{
+	int64_t best = 0;
+
+	for (unsigned r = 0; r < RECS; r++)
+		if (model[s][r][k] && (!best || lasts_longer(model[s][r][k] - 1, best - 1)))
+			best = model[s][r][k];
+	return best;
+}
+
+static void on_told(void *arg, const char *set, const struct prefix *pfx, bool present, int64_t expires, const char *by)
+{
+	unsigned s = !strcmp(set, "other"), k = (unsigned)pfx->addr[12] << 8 | pfx->addr[15];
+
+	unsigned r = RECS;
+
+	(void)arg;
+	if (k >= PFXS || (present ? told[s][k] == expires + 1 : told[s][k] == 0))
+		told_wrong++; /* told of a change that is none */
+	else if (present && (sscanf(by, "fleet:r%u", &r) != 1 || r >= RECS || model[s][r][k] != expires + 1))
+		told_wrong++; /* by a record that does not give it */
+	else
+		told[s][k] = present ? expires + 1 : 0;
+}
+
+static unsigned mirror_differs(const struct mirror *m, unsigned *n)
+{
+	unsigned bad = 0;
+
+	*n = 0;
+	for (unsigned s = 0; s < SETS; s++)
+		for (unsigned k = 0; k < PFXS; k++) {
+			struct prefix p;
+			const struct mirror_entry *e;
+			int64_t want = model_entry(s, k);
+
+			pfx_of(k, &p);
+			e = mirror_get(m, set_of(s), &p);
+			*n += want != 0;
+			bad += want ? !e || e->expires != want - 1 : e != NULL;
+			bad += told[s][k] != want;
+		}
+	return bad;
 }
 
 static void test_mirror(void)
 {
-	enum {
-		KEYS = 3000
-	};
-	static int64_t want[KEYS]; /* the expiry a key holds; -1: none */
+	static struct mirror_item items[PFXS];
 	struct mirror m = { 0 };
-	struct mirror_entry e;
 	unsigned seed = 44, bad = 0, n = 0;
+	char key[64], by[32];
 
-	check_begin("fleet-mirror-as-a-plain-list");
-	memset(want, 0xff, sizeof(want));
-	for (int step = 0; step < 60000; step++) {
-		unsigned k = (unsigned)rand_r(&seed) % KEYS;
+	check_begin("fleet-mirror-as-a-plain-model");
+	for (int step = 0; step < 12000; step++) {
+		unsigned s = (unsigned)rand_r(&seed) % SETS, r = (unsigned)rand_r(&seed) % RECS, ni = 0;
+		bool single = r < RECS / 4; /* a key of one entry: SET/PREFIX */
 
-		entry_of(k, &e);
-		if (rand_r(&seed) % 3) {
-			e.expires = step;
-			CHECK(mirror_put(&m, &e) == 0);
-			want[k] = step;
-		} else {
-			mirror_del(&m, &e);
-			want[k] = -1;
+		if (rand_r(&seed) % 4) {
+			unsigned want = single ? 1 : 1 + (unsigned)rand_r(&seed) % 40;
+
+			for (unsigned i = 0; i < want; i++) {
+				unsigned k = single ? r * 7 % PFXS : (unsigned)rand_r(&seed) % PFXS;
+
+				pfx_of(k, &items[ni].pfx);
+				/* few distinct expiries, 0 among them: ties and "never" */
+				items[ni++].expires = (int64_t)(rand_r(&seed) % 5) * 1000;
+			}
 		}
-		if (step == 30000) {
+		memset(model[s][r], 0, sizeof(model[s][r]));
+		for (unsigned i = 0; i < ni; i++) { /* one named twice: the longer */
+			unsigned k = (unsigned)items[i].pfx.addr[12] << 8 | items[i].pfx.addr[15];
+
+			if (!model[s][r][k] || lasts_longer(items[i].expires, model[s][r][k] - 1))
+				model[s][r][k] = items[i].expires + 1;
+		}
+		snprintf(key, sizeof(key), "%s/%s%u", set_of(s), single ? "" : "+n1.0.", r);
+		snprintf(by, sizeof(by), "fleet:r%u", r);
+		CHECK(mirror_record(&m, key, set_of(s), by, items, ni, on_told, NULL) == 0);
+		if (step == 6000) {
 			mirror_clear(&m);
-			memset(want, 0xff, sizeof(want));
+			memset(model, 0, sizeof(model));
+			memset(told, 0, sizeof(told));
+		}
+		if (step % 1000 == 999)
+			bad += mirror_differs(&m, &n);
+	}
+	if (bad || told_wrong)
+		check_fail_at(__FILE__, __LINE__,
+			      "the mirror differs from the plain model %u times; %u changes told that were none", bad,
+			      told_wrong);
+	CHECK_EQ_INT(m.n, n);
+	CHECK(m.n > PFXS / 2); /* the steps left many entries held */
+	mirror_free(&m);
+	check_end();
+
+	/* a renewal in a later pack outlives the first; a shorter one does not */
+	check_begin("fleet-mirror-outlives");
+	{
+		struct mirror mm = { 0 };
+		struct mirror_item it = { .expires = 5000 };
+
+		pfx_of(3, &it.pfx);
+		CHECK(mirror_record(&mm, "blocklist/+a", "blocklist", "fleet:a", &it, 1, NULL, NULL) == 0);
+		CHECK(mirror_outlives(&mm, "blocklist", &it.pfx, 4000));
+		CHECK(!mirror_outlives(&mm, "blocklist", &it.pfx, 6000));
+		CHECK(mirror_outlives(&mm, "blocklist", &it.pfx, 0) == false);
+		it.expires = 0;
+		CHECK(mirror_record(&mm, "blocklist/+b", "blocklist", "fleet:b", &it, 1, NULL, NULL) == 0);
+		CHECK(mirror_outlives(&mm, "blocklist", &it.pfx, 9000));
+		CHECK(!mirror_outlives(&mm, "other", &it.pfx, 9000));
+		CHECK(mirror_get(&mm, "blocklist", &it.pfx) && mirror_get(&mm, "blocklist", &it.pfx)->expires == 0);
+		CHECK(!strcmp(mm.recs[mirror_get(&mm, "blocklist", &it.pfx)->rec].by, "fleet:b"));
+		CHECK(mirror_record(&mm, "blocklist/+b", "blocklist", "", NULL, 0, NULL, NULL) == 0);
+		CHECK(mirror_get(&mm, "blocklist", &it.pfx)->expires == 5000);
+		CHECK(mirror_rec_get(&mm, "blocklist/+b") == NULL && mirror_rec_get(&mm, "blocklist/+a") != NULL);
+		mirror_free(&mm);
+	}
+	check_end();
+}
+
+/* ---- a shared set's records ---- */
+
+static void test_pack(void)
+{
+	struct mirror_item in[3] = { { .expires = 1765000000123 }, { .expires = 0 }, { .expires = 7 } }, *out = NULL;
+	char set[POLICY_MAX_NAME + 1], by[MIRROR_BY_MAX], *v, *w = NULL;
+	const char *why;
+	bool hb, changed;
+	uint32_t n, bad;
+	struct prefix del[2];
+
+	check_begin("fleet-pack-round-trip");
+	CHECK(parse_prefix("198.51.100.7", &in[0].pfx, &hb, &why) == 0);
+	CHECK(parse_prefix("2001:db8::/48", &in[1].pfx, &hb, &why) == 0);
+	CHECK(parse_prefix("203.0.113.0/24", &in[2].pfx, &hb, &why) == 0);
+	v = pack_encode("n1", "fail2ban", in, 3);
+	CHECK(v != NULL);
+	CHECK(pack_decode("blocklist/+n1.0a0b0c0d.7", v, strlen(v), false, set, by, sizeof(by), &out, &n, &bad) == 0);
+	CHECK(!strcmp(set, "blocklist") && !strcmp(by, "fleet:n1") && bad == 0);
+	CHECK_EQ_INT(n, 3);
+	for (uint32_t i = 0; i < 3 && n == 3; i++) {
+		uint32_t k = 0;
+
+		while (k < 3 && memcmp(out[k].pfx.addr, in[i].pfx.addr, 16))
+			k++;
+		CHECK(k < 3 && out[k].pfx.plen == in[i].pfx.plen && out[k].expires == in[i].expires);
+	}
+	free(out);
+	CHECK(pack_key_is_pack("blocklist/+n1.1.1") && !pack_key_is_pack("blocklist/198.51.100.7"));
+	check_end();
+
+	check_begin("fleet-pack-strip");
+	del[0] = in[0].pfx;
+	del[1] = in[2].pfx;
+	pack_sort(del, 2);
+	CHECK(pack_strip(v, strlen(v), del, 2, &w, &changed) == 0 && changed && w);
+	CHECK(w && pack_decode("blocklist/+x", w, strlen(w), false, set, by, sizeof(by), &out, &n, &bad) == 0);
+	CHECK(n == 1 && out && out[0].pfx.family == POLICY_FAM_IPV6 && out[0].expires == 0);
+	CHECK(w && strstr(w, "\"origin\":\"fail2ban\""));
+	free(out);
+	free(v);
+	v = w;
+	w = NULL;
+	CHECK(pack_strip(v, strlen(v), del, 2, &w, &changed) == 0 && !changed && w);
+	free(w);
+	del[0] = in[1].pfx;
+	CHECK(pack_strip(v, strlen(v), del, 1, &w, &changed) == 0 && changed && !w);
+	free(v);
+	check_end();
+
+	check_begin("fleet-pack-one-entry-key");
+	v = "{\"expires\":42,\"by\":\"n9\"}";
+	CHECK(pack_decode("shared-bans/198.51.100.0/24", v, strlen(v), false, set, by, sizeof(by), &out, &n, &bad) ==
+	      0);
+	CHECK(!strcmp(set, "shared-bans") && !strcmp(by, "fleet:n9") && n == 1 && out && out[0].expires == 42 &&
+	      out[0].pfx.plen == 24);
+	free(out);
+	CHECK(pack_decode("shared-bans/198.51.100.0/24", NULL, 0, true, set, by, sizeof(by), &out, &n, &bad) == 0 &&
+	      n == 1);
+	free(out);
+	check_end();
+
+	check_begin("fleet-pack-hostile");
+	{
+		static const struct {
+			const char *key, *val;
+			int r;
+			uint32_t n, bad;
+		} cases[] = {
+			{ "no-slash", "{}", -EINVAL, 0, 0 },
+			{ "/198.51.100.7", "{}", -EINVAL, 0, 0 },
+			{ "s/not-an-address", "{}", -EINVAL, 0, 0 },
+			{ "s/198.51.100.5/24", "{}", -EINVAL, 0, 0 }, /* host bits */
+			{ "s/+", "{\"entries\":{}}", -EINVAL, 0, 0 },
+			{ "s/+a/b", "{\"entries\":{}}", -EINVAL, 0, 0 },
+			{ "s/+a", "not json", -EINVAL, 0, 0 },
+			{ "s/+a", "{\"entries\":[1]}", -EINVAL, 0, 0 },
+			{ "s/+a",
+			  "{\"by\":\"../x\",\"entries\":{\"198.51.100.7\":1,\"x\":1,\"198.51.100.8\":-1,"
+			  "\"198.51.100.9\":\"1\",\"198.51.100.0/24\":5}}",
+			  0, 2, 3 },
+		};
+
+		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+			int r = pack_decode(cases[i].key, cases[i].val, strlen(cases[i].val), false, set, by,
+					    sizeof(by), &out, &n, &bad);
+
+			if (r != cases[i].r || (r == 0 && (n != cases[i].n || bad != cases[i].bad)))
+				check_fail_at(__FILE__, __LINE__, "%s %s: %d, %u entries, %u bad", cases[i].key,
+					      cases[i].val, r, n, bad);
+			if (r == 0 && strcmp(by, "fleet:?"))
+				check_fail_at(__FILE__, __LINE__, "a node's name that is not one taken: %s", by);
+			free(out);
 		}
 	}
-	for (unsigned k = 0; k < KEYS; k++) {
-		const struct mirror_entry *g;
-
-		entry_of(k, &e);
-		g = mirror_get(&m, &e);
-		n += want[k] >= 0;
-		bad += want[k] >= 0 ? !g || g->expires != want[k] : g != NULL;
-	}
-	if (bad)
-		check_fail_at(__FILE__, __LINE__, "the mirror differs from the plain list at %u of %u keys", bad, KEYS);
-	CHECK_EQ_INT(m.n, n);
-	mirror_free(&m);
 	check_end();
 }
 
@@ -367,6 +569,7 @@ int main(void)
 	test_conf();
 	test_window();
 	test_mirror();
+	test_pack();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd) != 0)
 		return 1;
