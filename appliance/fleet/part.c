@@ -508,54 +508,45 @@ static uint32_t fold(struct pub *v, uint32_t n)
 
 /* The adds of v (sorted by cmp_pack) into etcd as packs, a transaction
  * holding as many as it may. */
-static int send_packs(struct fleet *fl, const struct pub *v, uint32_t n, uint32_t *taken)
+static int send_packs(struct fleet *fl, const struct pub *v, uint32_t n)
 {
 	_cleanup_free_ struct txn_batch *t = calloc(1, sizeof(*t));
 	_cleanup_free_ struct mirror_item *items = calloc(PACK_MAX_ENTRIES, sizeof(*items));
 	uint32_t most = planted("fleet-pack-one") ? 1 : PACK_MAX_ENTRIES;
 	int64_t now = (int64_t)clock_ms(CLOCK_REALTIME);
 	bool ok;
-	int r;
+	int r = 0;
 
-	*taken = 0;
 	if (!t || !items)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n;) {
-		uint32_t k = 0, j = i;
-		char id[FLEET_MAX_NAME + 48], key[600], *val;
+	for (uint32_t i = 0, j; i < n && r == 0; i = j) {
+		char id[FLEET_MAX_NAME + 48], key[600], *val, *kd;
+		uint32_t k = 0;
 
-		for (; j < n && k < most && !cmp_pack(&v[i], &v[j]); j++)
+		for (j = i; j < n && k < most && !cmp_pack(&v[i], &v[j]); j++)
 			if (!v[j].expires || v[j].expires > now) /* (one over already is not shared) */
 				items[k++] = (struct mirror_item){ .pfx = v[j].pfx, .expires = v[j].expires };
-		if (k) {
-			snprintf(id, sizeof(id), "+%s.%08x.%" PRIu64, fl->conf.node, fl->run_id, ++fl->pack_seq);
-			set_records_key(fl, v[i].set, id, key, sizeof(key));
-			if (!(val = pack_encode(fl->conf.node, v[i].origin, items, k)))
-				return -ENOMEM;
-			if (!batch_room(t, strlen(key) + strlen(val)) && (r = batch_commit(fl, t, &ok)) < 0) {
-				free(val);
-				return r;
-			}
-			char *kd = strdup(key);
-
-			if (!kd) {
-				free(val);
-				return -ENOMEM;
-			}
-			batch_add(t, kd, val, v[i].expires, 0, -1);
+		if (!k)
+			continue;
+		snprintf(id, sizeof(id), "+%s.%08x.%" PRIu64, fl->conf.node, fl->run_id, ++fl->pack_seq);
+		set_records_key(fl, v[i].set, id, key, sizeof(key));
+		val = pack_encode(fl->conf.node, v[i].origin, items, k);
+		kd = strdup(key);
+		if (!val || !kd)
+			r = -ENOMEM;
+		else if (!batch_room(t, strlen(key) + strlen(val)))
+			r = batch_commit(fl, t, &ok);
+		if (r < 0) {
+			free(val);
+			free(kd);
+			break;
 		}
-		/* what the batch holds is taken once it is committed */
-		if (j == n || !batch_room(t, 1)) {
-			if ((r = batch_commit(fl, t, &ok)) < 0)
-				return r;
-			*taken = j;
-		}
-		i = j;
+		batch_add(t, kd, val, items[0].expires, 0, -1);
 	}
-	if ((r = batch_commit(fl, t, &ok)) < 0)
-		return r;
-	*taken = n;
-	return 0;
+	if (r == 0)
+		r = batch_commit(fl, t, &ok);
+	batch_reset(t);
+	return r;
 }
 
 /* Whether key (below sets/) names a pack this node made after seq. */
@@ -638,6 +629,8 @@ static int send_removals(struct fleet *fl, const char *set, const struct prefix 
 			held = ok;
 		batch_reset(t);
 		etcd_kvs_free(&kvs);
+		if (r == -EIO && strstr(fl->etcd.err, "lease not found"))
+			continue; /* a pack's lease ended as it was written: gone with it; read again */
 		if (r < 0 || held)
 			return r;
 	}
@@ -653,7 +646,7 @@ static int send_removals(struct fleet *fl, const char *set, const struct prefix 
 static int send_changes(struct fleet *fl, struct pub *v, uint32_t n, bool *sent_adds)
 {
 	_cleanup_free_ struct prefix *del = calloc(n + 1, sizeof(*del));
-	uint32_t nadd = 0, taken;
+	uint32_t nadd = 0;
 	uint64_t seq = fl->pack_seq;
 	int r;
 
@@ -668,7 +661,7 @@ static int send_changes(struct fleet *fl, struct pub *v, uint32_t n, bool *sent_
 			if (!v[i].del)
 				adds[nadd++] = v[i];
 		qsort(adds, nadd, sizeof(*adds), cmp_pack);
-		if ((r = send_packs(fl, adds, nadd, &taken)) < 0)
+		if ((r = send_packs(fl, adds, nadd)) < 0)
 			return r;
 		*sent_adds = true;
 	}
