@@ -578,6 +578,46 @@ static int strip_record(const struct etcd_kv *kv, const char *rest, const struct
 	return 0;
 }
 
+#ifdef NFBOX_TEST_PLANT
+/* The test build's other writer: while the file NFBOX_TEST_FLEET_RACE
+ * names is there, the prefixes it lists (one a line) are taken out of the
+ * packs just read, by a write of their own, before this node writes what
+ * it read: as another node's delete landing between this node's read and
+ * its write (nfbox itself has no such switch). */
+static void race_hook(struct fleet *fl, const struct etcd_kvs *kvs, size_t dl, const char *set)
+{
+	const char *f = getenv("NFBOX_TEST_FLEET_RACE");
+	_cleanup_fclose_ FILE *in = f ? fopen(f, "re") : NULL;
+	struct prefix del[16];
+	uint32_t n = 0;
+	char line[128], rest[600];
+
+	while (in && n < 16 && fgets(line, sizeof(line), in)) {
+		const char *why;
+		bool hb;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (parse_prefix(line, &del[n], &hb, &why) == 0)
+			n++;
+	}
+	pack_sort(del, n);
+	for (size_t i = 0; n && i < kvs->n; i++) {
+		char *out = NULL;
+		bool changed = false;
+
+		snprintf(rest, sizeof(rest), "%s/%s", set, kvs->v[i].key + dl);
+		if (!pack_key_is_pack(rest) ||
+		    pack_strip(kvs->v[i].value, kvs->v[i].vlen, del, n, &out, &changed) < 0 || !changed) {
+			free(out);
+			continue;
+		}
+		if (out)
+			etcd_put(&fl->etcd, kvs->v[i].key, out, strlen(out), kvs->v[i].lease);
+		free(out);
+	}
+}
+#endif
+
 /* The entries del (sorted: pack_sort) taken out of every record of set
  * that holds them, but the packs this node made after seq (this round's):
  * a key of one entry deleted, a pack written again without them (under
@@ -606,6 +646,9 @@ static int send_removals(struct fleet *fl, const char *set, const struct prefix 
 		fl->etcd.timeout_ms = was;
 		if (r < 0)
 			return r;
+#ifdef NFBOX_TEST_PLANT
+		race_hook(fl, &kvs, dl, set);
+#endif
 		for (size_t i = 0; i < kvs.n && r == 0 && held; i++) {
 			const struct etcd_kv *kv = &kvs.v[i];
 			char *out, *key;
@@ -623,7 +666,9 @@ static int send_removals(struct fleet *fl, const char *set, const struct prefix 
 				r = r < 0 || !held ? r : -ENOMEM;
 				continue;
 			}
-			batch_add(t, key, out, 0, out ? kv->lease : 0, kv->mod_rev);
+			/* (the positive control writes what it read, whoever changed it since) */
+			batch_add(t, key, out, 0, out ? kv->lease : 0,
+				  planted("fleet-rewrite-blind") ? -1 : kv->mod_rev);
 		}
 		if (r == 0 && held && (r = batch_commit(fl, t, &ok)) == 0)
 			held = ok;

@@ -23,6 +23,7 @@ fl_setup || { t_fail setup "cannot build the fleet: $(tail -n 3 "$FL_TMP"/e1.log
 OP=$FL_TMP/operator.yaml
 export NFBOX_TEST_FLEET_SAY_MS=1000 # etcd still lost: said again after 1 s, not 30 s
 export NFBOX_TEST_FLEET_WRITES_FAIL=$FL_TMP/writes-fail # the nodes' writes fail while it is there
+export NFBOX_TEST_FLEET_RACE=$FL_TMP/race # while it is there, its prefixes leave a pack between a node's read and write
 push() { fl_fleet push --fleet "$OP" "$@"; }
 
 # ---- the policies: a deny-list with a shared dynamic set ----
@@ -430,6 +431,18 @@ root_ctl put "${sets_dir}198.51.100.124" '{"expires":0,"by":"n9"}' >/dev/null
 t_check one-entry-key-taken wait_until 3 lists n1 198.51.100.124
 fl_ctl n2 set del blocklist 198.51.100.124 >/dev/null
 t_check one-entry-key-deleted wait_until 3 eval 'unlists n1 198.51.100.124 && [ -z "$(root_ctl get "${sets_dir}198.51.100.124")" ]'
+# two deletes of one pack at once: n2's lands between n3's read of the
+# pack and n3's write of it without its own; n3's write is refused (the
+# pack changed since), and n3 reads it again: neither entry comes back
+fl_ctl n1 set add blocklist 2001:db8:89::1 2001:db8:89::2 2001:db8:89::3 --timeout 120 >/dev/null
+t_check pack-race-shared wait_until 3 lists n3 2001:db8:89::3
+echo 2001:db8:89::2 >"$FL_TMP/race"
+fl_ctl n3 set del blocklist 2001:db8:89::1 >/dev/null
+t_check pack-race-both-gone wait_until 5 eval 'unlists n2 2001:db8:89::1 && unlists n2 2001:db8:89::2'
+rm -f "$FL_TMP/race"
+sleep 1
+t_check pack-race-none-back eval 'unlists n2 2001:db8:89::2 && lists n2 2001:db8:89::3 && [ "$(packs_with "\"2001:db8:89::")" = 1 ] && [ "$(packs_with "\"2001:db8:89::2\"")" = 0 ]'
+fl_ctl n1 set del blocklist 2001:db8:89::3 >/dev/null
 grep -vx '2001:db8:88::[15]' "$FL_TMP/pack.txt" >"$FL_TMP/pack-left.txt"
 fl_ctl n1 set del blocklist --file "$FL_TMP/pack-left.txt" >/dev/null
 fl_ctl n1 set del blocklist 198.51.100.121 198.51.100.125 >/dev/null
